@@ -1,0 +1,3 @@
+module github.com/fenceview/fenceview
+
+go 1.26.8

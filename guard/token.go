@@ -1,0 +1,130 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds on identifiers, from the schema fenceview's ideas come from
+// (VARCHAR(160) resources, VARCHAR(80) holders).
+const (
+	MaxResourceIDLen = 160
+	MaxHolderIDLen   = 80
+)
+
+// Errors for invalid input. Every entry point (Go API, HTTP, WebAssembly)
+// validates with the functions below, so they all refuse the same inputs.
+// Match them with errors.Is.
+var (
+	ErrInvalidResourceID = errors.New("invalid resource id")
+	ErrInvalidHolderID   = errors.New("invalid holder id")
+	ErrInvalidToken      = errors.New("invalid fencing token")
+)
+
+// Token is the envelope a fencing token travels in. A token is only
+// comparable with tokens of the same issuer and scope.
+type Token struct {
+	Token    int64     `json:"token"`
+	Issuer   string    `json:"issuer"`
+	Scope    string    `json:"scope"`
+	IssuedAt time.Time `json:"issuedAt"`
+}
+
+// Scope returns the scope of tokens issued for resourceID.
+func Scope(resourceID string) string { return "resource:" + resourceID }
+
+// IdempotencyKey is the key for calls to resources that cannot check a
+// token themselves: one key per resource and grant.
+func IdempotencyKey(resourceID string, token int64) string {
+	return resourceID + ":" + strconv.FormatInt(token, 10)
+}
+
+// Mismatch reports why t may not be compared with tokens that issuer issued
+// for resourceID: ReasonForeignIssuer, ReasonScopeMismatch, or "" when it may.
+// Empty fields of t, and an empty issuer, are not checked.
+func (t Token) Mismatch(issuer, resourceID string) string {
+	if t.Issuer != "" && issuer != "" && t.Issuer != issuer {
+		return ReasonForeignIssuer
+	}
+	if t.Scope != "" && t.Scope != Scope(resourceID) {
+		return ReasonScopeMismatch
+	}
+	return ""
+}
+
+// ValidateResourceID accepts 1..160 bytes of UTF-8 without control characters.
+func ValidateResourceID(id string) error {
+	if err := validateID(id, MaxResourceIDLen); err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalidResourceID, err)
+	}
+	return nil
+}
+
+// ValidateHolderID accepts 1..80 bytes of UTF-8 without control characters.
+func ValidateHolderID(id string) error {
+	if err := validateID(id, MaxHolderIDLen); err != nil {
+		return fmt.Errorf("%w: %s", ErrInvalidHolderID, err)
+	}
+	return nil
+}
+
+func validateID(id string, max int) error {
+	if len(id) == 0 {
+		return errors.New("empty")
+	}
+	if len(id) > max {
+		return fmt.Errorf("%d bytes, at most %d allowed", len(id), max)
+	}
+	if !utf8.ValidString(id) {
+		return errors.New("not valid UTF-8")
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("control character at byte %d", i)
+		}
+	}
+	return nil
+}
+
+// ValidateToken accepts tokens 1 .. 2^63-1; 0 means "no token".
+func ValidateToken(token int64) error {
+	if token <= 0 {
+		return fmt.Errorf("%w: %d is not a positive integer", ErrInvalidToken, token)
+	}
+	return nil
+}
+
+// ParseToken parses a token as it travels in text (the X-Fencing-Token
+// header): a positive decimal integer, digits only, no sign, no spaces.
+func ParseToken(s string) (int64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%w: empty", ErrInvalidToken)
+	}
+	if len(s) > 19 {
+		return 0, fmt.Errorf("%w: %q is out of range", ErrInvalidToken, truncate(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("%w: %q is not a positive decimal integer", ErrInvalidToken, truncate(s))
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q is out of range", ErrInvalidToken, s)
+	}
+	if err := ValidateToken(n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+func truncate(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
+}
