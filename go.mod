@@ -2,4 +2,6 @@ module github.com/fenceview/fenceview
 
 go 1.26.8
 
-require github.com/mattn/go-sqlite3 v1.14.53 // indirect
+require github.com/mattn/go-sqlite3 v1.14.53
+
+require github.com/gorilla/websocket v1.5.3
