@@ -55,6 +55,9 @@ type Service struct {
 
 	stop chan struct{}
 	done chan struct{}
+
+	// queuedHook, when set by tests, runs after a waiter joins a queue.
+	queuedHook func(resourceID, holder string)
 }
 
 type state struct {
@@ -176,6 +179,9 @@ func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease,
 	}
 	s.waiting++
 	s.mu.Unlock()
+	if s.queuedHook != nil {
+		s.queuedHook(resourceID, holder)
+	}
 
 	timer := s.clock.NewTimer(wait)
 	defer timer.Stop()
