@@ -3,9 +3,11 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -481,5 +483,35 @@ func TestErrorMapping(t *testing.T) {
 		if tc.want != nil && !errors.Is(err, tc.want) {
 			t.Fatalf("status %d: %v is not %v", tc.status, err, tc.want)
 		}
+	}
+}
+
+// One Client keeps its connections: many calls, one TCP connection.
+func TestConnectionsAreReused(t *testing.T) {
+	var mu sync.Mutex
+	conns := 0
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"resourceId":"r","locked":false,"holder":null,"holdCount":0,"token":0,"expiresAt":null,"remainingMs":0}`))
+	}))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	c, _ := client.New(ts.URL)
+	for i := 0; i < 20; i++ {
+		if _, err := c.State(context.Background(), "r"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if conns != 1 {
+		t.Fatalf("%d connections for 20 sequential calls, want 1", conns)
 	}
 }
