@@ -164,3 +164,8 @@ func TestKeyIsResourceColonToken(t *testing.T) {
 		t.Fatalf("key %q, %v", got, err)
 	}
 }
+
+var (
+	_ external.Recorder        = (*guard.Guard)(nil)
+	_ external.ContextRecorder = (*sqlguard.Marks)(nil)
+)

@@ -371,3 +371,10 @@ func TestTransportHeaders(t *testing.T) {
 		t.Fatalf("headers seen = %v, want %s", got, want)
 	}
 }
+
+// The guards the package doc names fit the middleware as they are.
+var (
+	_ httpguard.Checker        = (*guard.Guard)(nil)
+	_ httpguard.Checker        = (*sqlguard.Marks)(nil)
+	_ httpguard.ContextChecker = (*sqlguard.Marks)(nil)
+)
