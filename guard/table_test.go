@@ -15,7 +15,7 @@ import (
 // errors, same marks.
 func TestTableAgreesWithGuard(t *testing.T) {
 	ids := []string{"a", "b", "заказ/42 🧾", "", "bad\xff", "tab\t", strings.Repeat("x", 161), strings.Repeat("y", 160)}
-	g, tb := guard.New(), guard.NewTable()
+	g, tb, lg := guard.New(), guard.NewTable(), &guard.Ledger{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 5000; i++ {
 		id := ids[rng.IntN(len(ids))]
@@ -24,25 +24,28 @@ func TestTableAgreesWithGuard(t *testing.T) {
 		case 0:
 			d1, e1 := g.Check(id, tok)
 			d2, e2 := tb.Check(id, tok)
-			if d1 != d2 || errString(e1) != errString(e2) {
-				t.Fatalf("Check(%q,%d): guard %+v %v, table %+v %v", id, tok, d1, e1, d2, e2)
+			d3, e3 := lg.Check(id, tok)
+			if d1 != d2 || errString(e1) != errString(e2) || d1 != d3 || errString(e1) != errString(e3) {
+				t.Fatalf("Check(%q,%d): guard %+v %v, table %+v %v, ledger %+v %v", id, tok, d1, e1, d2, e2, d3, e3)
 			}
 		case 1:
 			h1, e1 := g.Seed(id, tok)
 			h2, e2 := tb.Seed(id, tok)
-			if h1 != h2 || errString(e1) != errString(e2) {
-				t.Fatalf("Seed(%q,%d): guard %d %v, table %d %v", id, tok, h1, e1, h2, e2)
+			h3, e3 := lg.Seed(id, tok)
+			if h1 != h2 || errString(e1) != errString(e2) || h1 != h3 || errString(e1) != errString(e3) {
+				t.Fatalf("Seed(%q,%d): guard %d %v, table %d %v, ledger %d %v", id, tok, h1, e1, h2, e2, h3, e3)
 			}
 		case 2:
 			h1, e1 := g.HighWater(id)
 			h2, e2 := tb.HighWater(id)
-			if h1 != h2 || errString(e1) != errString(e2) {
-				t.Fatalf("HighWater(%q): guard %d %v, table %d %v", id, h1, e1, h2, e2)
+			h3, e3 := lg.HighWater(id)
+			if h1 != h2 || errString(e1) != errString(e2) || h1 != h3 || errString(e1) != errString(e3) {
+				t.Fatalf("HighWater(%q): guard %d %v, table %d %v, ledger %d %v", id, h1, e1, h2, e2, h3, e3)
 			}
 		}
 	}
-	if !reflect.DeepEqual(g.Marks(), tb.Marks()) {
-		t.Fatalf("marks differ: guard %v, table %v", g.Marks(), tb.Marks())
+	if !reflect.DeepEqual(g.Marks(), tb.Marks()) || !reflect.DeepEqual(g.Marks(), lg.Marks()) {
+		t.Fatalf("marks differ: guard %v, table %v, ledger %v", g.Marks(), tb.Marks(), lg.Marks())
 	}
 }
 

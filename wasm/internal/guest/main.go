@@ -32,7 +32,9 @@ const abiVersion = 1
 // larger is a host bug, answered with 0 rather than exhausting memory.
 const maxAlloc = 1 << 20
 
-var table = guard.NewTable()
+// table holds the marks. A Ledger has no lock: the host calls one export at
+// a time and nothing else in the module touches it.
+var table guard.Ledger
 
 // lastRequired is the high-water mark the last check compared its token with
 // (for an accepted token, the mark before it was raised). guard_check's
