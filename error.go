@@ -1,0 +1,56 @@
+package fenceview
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. One place (httpapi) maps them to HTTP statuses.
+const (
+	EINVALID      = "invalid"      // bad input; nothing changed
+	ECONFLICT     = "conflict"     // refused by the lock or the guard
+	ENOTFOUND     = "not_found"    // no such thing
+	EUNAUTHORIZED = "unauthorized" // admin token missing or wrong
+	ETOOLARGE     = "too_large"    // a body or batch over its limit
+	EUNAVAILABLE  = "unavailable"  // the durable record could not be written
+	EINTERNAL     = "internal"     // a bug or an unexpected failure
+)
+
+// Error is an error with a code and a message meant for the user. Fields
+// carries extra facts for the JSON body (the holder of a held lock, the
+// token a stale writer needs).
+type Error struct {
+	Code    string
+	Message string
+	Fields  map[string]any
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("fenceview: %s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with the given code.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, EINTERNAL for errors without one.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the user-facing message of err; internal errors are
+// not described to users.
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

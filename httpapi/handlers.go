@@ -1,0 +1,381 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/issuer"
+)
+
+const defaultLease = 30 * time.Second
+
+type lockRequest struct {
+	Holder  *string `json:"holder"`
+	LeaseMs jsonInt `json:"leaseMs"`
+	WaitMs  jsonInt `json:"waitMs"`
+}
+
+// parseLockRequest reads the body of acquire, renew and release.
+func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockRequest, error) {
+	resource := r.PathValue("resource")
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return "", lockRequest{}, fenceview.Errorf(fenceview.EINVALID, "%v", err)
+	}
+	var req lockRequest
+	if err := decode(w, r, &req, maxBody, false); err != nil {
+		return "", req, err
+	}
+	if req.Holder == nil {
+		return "", req, fenceview.Errorf(fenceview.EINVALID, `field "holder" is required`)
+	}
+	if err := guard.ValidateHolderID(*req.Holder); err != nil {
+		return "", req, fenceview.Errorf(fenceview.EINVALID, "%v", err)
+	}
+	if req.LeaseMs.Set && (req.LeaseMs.Value < 1 || req.LeaseMs.Value > issuer.MaxLease.Milliseconds()) {
+		return "", req, fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", issuer.MaxLease.Milliseconds())
+	}
+	if req.WaitMs.Set && (req.WaitMs.Value < 0 || req.WaitMs.Value > issuer.MaxWait.Milliseconds()) {
+		return "", req, fenceview.Errorf(fenceview.EINVALID, "waitMs must be between 0 and %d", issuer.MaxWait.Milliseconds())
+	}
+	return resource, req, nil
+}
+
+func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
+	resource, req, err := parseLockRequest(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	lease := defaultLease
+	if req.LeaseMs.Set {
+		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
+	}
+	wait := time.Duration(req.WaitMs.Value) * time.Millisecond
+	g, err := s.Service.Acquire(r.Context(), resource, *req.Holder, lease, wait)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, grantWire(g))
+}
+
+func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
+	resource, req, err := parseLockRequest(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	g, err := s.Service.Renew(r.Context(), resource, *req.Holder, time.Duration(req.LeaseMs.Value)*time.Millisecond)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, grantWire(g))
+}
+
+func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
+	resource, req, err := parseLockRequest(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	left, err := s.Service.Release(r.Context(), resource, *req.Holder)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"resourceId": resource, "holdCount": left, "released": true})
+}
+
+func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
+	if err := s.requireAdmin(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resource := r.PathValue("resource")
+	if err := guard.ValidateResourceID(resource); err != nil {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "%v", err))
+		return
+	}
+	if err := s.Service.ForceExpire(r.Context(), resource); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"resourceId": resource, "expired": true})
+}
+
+func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
+	ls, err := s.Service.Lock(r.PathValue("resource"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lockBody{
+		ResourceID: ls.ResourceID, Locked: ls.Locked, Holder: wireString(ls.Holder), HoldCount: ls.HoldCount,
+		Token: ls.Token, ExpiresAt: wireTime(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
+		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters,
+	})
+}
+
+type fenceRequest struct {
+	Token  jsonInt `json:"token"`
+	Issuer string  `json:"issuer"`
+	Scope  string  `json:"scope"`
+	Holder string  `json:"holder"`
+	Source string  `json:"source"`
+}
+
+func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
+	resource := r.PathValue("resource")
+	if err := guard.ValidateResourceID(resource); err != nil {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "%v", err))
+		return
+	}
+	var req fenceRequest
+	if err := decode(w, r, &req, maxBody, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f, err := fenceFromRequest(r, resource, req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d, err := s.Service.Fence(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !d.Accepted {
+		if d.Reason == guard.ReasonStale {
+			w.Header().Set("X-Required-Token", strconv.FormatInt(d.Required, 10))
+		}
+		writeJSON(w, http.StatusConflict, fenceRefusal(d))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"accepted": true, "token": d.Presented, "idempotencyKey": guard.IdempotencyKey(resource, d.Presented),
+	})
+}
+
+var errMissingToken = fenceview.Errorf(fenceview.EINVALID, "missing or invalid fencing token")
+
+// fenceFromRequest takes the token from the X-Fencing-Token header, the body,
+// or both when they agree.
+func fenceFromRequest(r *http.Request, resource string, req fenceRequest) (fenceview.Fence, error) {
+	var token int64
+	if hv := r.Header.Values("X-Fencing-Token"); len(hv) > 0 {
+		if len(hv) > 1 {
+			return fenceview.Fence{}, errMissingToken
+		}
+		t, err := guard.ParseToken(hv[0])
+		if err != nil {
+			return fenceview.Fence{}, errMissingToken
+		}
+		token = t
+	}
+	if req.Token.Set {
+		if req.Token.Value <= 0 {
+			return fenceview.Fence{}, errMissingToken
+		}
+		if token != 0 && token != req.Token.Value {
+			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "X-Fencing-Token header and body token differ")
+		}
+		token = req.Token.Value
+	}
+	if token == 0 {
+		return fenceview.Fence{}, errMissingToken
+	}
+	if req.Holder != "" {
+		if err := guard.ValidateHolderID(req.Holder); err != nil {
+			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "%v", err)
+		}
+	}
+	if len(req.Issuer) > 200 || len(req.Scope) > 200 || len(req.Source) > issuer.MaxSourceLen {
+		return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "issuer, scope and source must be at most 200 bytes")
+	}
+	source := req.Source
+	if source == "" {
+		source = "api:" + clientHost(r)
+	}
+	return fenceview.Fence{
+		ResourceID: resource,
+		Token:      guard.Token{Token: token, Issuer: req.Issuer, Scope: req.Scope},
+		Holder:     req.Holder,
+		Source:     source,
+	}, nil
+}
+
+func clientHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+type decisionsRequest struct {
+	Decisions *[]struct {
+		ResourceID string  `json:"resourceId"`
+		Token      jsonInt `json:"token"`
+		Accepted   *bool   `json:"accepted"`
+		Required   jsonInt `json:"required"`
+		Reason     string  `json:"reason"`
+		Source     string  `json:"source"`
+		At         string  `json:"at"`
+	} `json:"decisions"`
+}
+
+func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
+	var req decisionsRequest
+	if err := decode(w, r, &req, maxDecisionsBody, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Decisions == nil {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, `field "decisions" (an array) is required`))
+		return
+	}
+	if len(*req.Decisions) > maxDecisions {
+		s.writeError(w, r, fenceview.Errorf(fenceview.ETOOLARGE, "at most %d decisions per request", maxDecisions))
+		return
+	}
+	reports := make([]fenceview.Report, 0, len(*req.Decisions))
+	for i, d := range *req.Decisions {
+		if !d.Token.Set || d.Accepted == nil {
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: token and accepted are required", i))
+			return
+		}
+		rep := fenceview.Report{ResourceID: d.ResourceID, Token: d.Token.Value, Accepted: *d.Accepted,
+			Required: d.Required.Value, Reason: d.Reason, Source: d.Source}
+		if d.At != "" {
+			at, err := time.Parse(time.RFC3339Nano, d.At)
+			if err != nil {
+				s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: at must be an RFC 3339 time", i))
+				return
+			}
+			rep.At = at.UTC()
+		}
+		reports = append(reports, rep)
+	}
+	n, err := s.Service.Report(r.Context(), reports)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"recorded": n})
+}
+
+func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
+	all := s.Service.Resources()
+	out := make([]resourceBody, 0, len(all))
+	for _, res := range all {
+		out = append(out, resourceWire(res))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"resources": out})
+}
+
+func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
+	res, err := s.Service.Resource(r.PathValue("resource"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resourceWire(res))
+}
+
+// ParseRejectionFilter reads the rejection history's query parameters.
+func ParseRejectionFilter(q map[string][]string) (fenceview.RejectionFilter, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	f := fenceview.RejectionFilter{Limit: 100}
+	if v := get("resource"); v != "" {
+		if err := guard.ValidateResourceID(v); err != nil {
+			return f, fenceview.Errorf(fenceview.EINVALID, "resource: %v", err)
+		}
+		f.ResourceID = v
+	}
+	if v := get("reason"); v != "" {
+		if len(v) > issuer.MaxReasonLen {
+			return f, fenceview.Errorf(fenceview.EINVALID, "reason: at most %d bytes", issuer.MaxReasonLen)
+		}
+		f.Reason = v
+	}
+	if v := get("source"); v != "" {
+		if len(v) > issuer.MaxSourceLen {
+			return f, fenceview.Errorf(fenceview.EINVALID, "source: at most %d bytes", issuer.MaxSourceLen)
+		}
+		f.Source = v
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := get(p.name); v != "" {
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return f, fenceview.Errorf(fenceview.EINVALID, "%s: want an RFC 3339 time such as 2026-09-24T06:14:22Z", p.name)
+			}
+			*p.dst = t
+		}
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
+		return f, fenceview.Errorf(fenceview.EINVALID, "until must be after since")
+	}
+	if v := get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return f, fenceview.Errorf(fenceview.EINVALID, "limit: an integer from 1 to 1000")
+		}
+		f.Limit = n
+	}
+	if v := get("cursor"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || strings.TrimSpace(v) != v {
+			return f, fenceview.Errorf(fenceview.EINVALID, "cursor: use the next value of the previous page")
+		}
+		f.Before = n
+	}
+	return f, nil
+}
+
+func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
+	f, err := ParseRejectionFilter(r.URL.Query())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	events, err := s.History.Rejections(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]rejectionBody, 0, len(events))
+	for _, e := range events {
+		out = append(out, rejectionBody{ID: e.Seq, ResourceID: e.ResourceID, Presented: e.Presented, Required: e.Required,
+			Reason: e.Reason, Source: e.Source, Holder: e.Holder, At: wireTime(e.At)})
+	}
+	var next any
+	if len(events) == f.Limit {
+		next = strconv.FormatInt(events[len(events)-1].Seq, 10)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"rejections": out, "next": next})
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	if err := s.History.Ping(r.Context()); err != nil {
+		s.Logger.Error("health check failed", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}

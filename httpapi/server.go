@@ -1,0 +1,145 @@
+// Package httpapi serves fenceview's JSON API and event stream.
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/issuer"
+)
+
+// History is the part of the durable record the API reads directly.
+type History interface {
+	Rejections(ctx context.Context, f fenceview.RejectionFilter) ([]fenceview.Event, error)
+	EventsAfter(ctx context.Context, after int64, resourceID string, limit int) ([]fenceview.Event, error)
+	Ping(ctx context.Context) error
+}
+
+// Server is the HTTP face of a lock service.
+type Server struct {
+	Service    *issuer.Service
+	History    History
+	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
+	Logger     *slog.Logger
+
+	mux *http.ServeMux
+}
+
+// New returns a server with every API route registered. More routes (the
+// dashboard, the WebAssembly module) may be added with Handle before use.
+func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{Service: svc, History: history, Logger: logger, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /v1/locks/{resource}/acquire", s.handleAcquire)
+	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.handleRenew)
+	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.handleRelease)
+	s.mux.HandleFunc("POST /v1/locks/{resource}/expire", s.handleExpire)
+	s.mux.HandleFunc("GET /v1/locks/{resource}", s.handleLock)
+	s.mux.HandleFunc("POST /v1/fence/{resource}", s.handleFence)
+	s.mux.HandleFunc("POST /v1/decisions", s.handleDecisions)
+	s.mux.HandleFunc("GET /v1/resources", s.handleResources)
+	s.mux.HandleFunc("GET /v1/resources/{resource}", s.handleResource)
+	s.mux.HandleFunc("GET /v1/rejections", s.handleRejections)
+	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
+	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
+	s.mux.HandleFunc("/", s.handleNoRoute)
+	return s
+}
+
+// Handle registers an extra route.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.Logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINTERNAL, "internal error"))
+		}
+	}()
+	s.mux.ServeHTTP(w, r)
+}
+
+// handleNoRoute answers every path no route matched: 405 when another method
+// would have matched, 404 otherwise, both as JSON.
+func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method " + r.Method + " not allowed; use " + strings.Join(allow, " or ")})
+		return
+	}
+	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such route: " + r.Method + " " + r.URL.Path})
+}
+
+// requireAdmin checks the admin bearer token when one is configured.
+func (s *Server) requireAdmin(r *http.Request) error {
+	if s.AdminToken == "" {
+		return nil
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
+		return fenceview.Errorf(fenceview.EUNAUTHORIZED, "admin token required (Authorization: Bearer <token>)")
+	}
+	return nil
+}
+
+// statusOf maps error codes to HTTP statuses, in one place.
+func statusOf(code string) int {
+	switch code {
+	case fenceview.EINVALID:
+		return http.StatusBadRequest
+	case fenceview.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case fenceview.ENOTFOUND:
+		return http.StatusNotFound
+	case fenceview.ECONFLICT:
+		return http.StatusConflict
+	case fenceview.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case fenceview.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// writeError writes err as a JSON body {"error": message, ...fields}. Only
+// internal errors are logged: the others are the client's business.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := fenceview.ErrorCode(err)
+	status := statusOf(code)
+	if code == fenceview.EINTERNAL || code == fenceview.EUNAVAILABLE {
+		s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if code == fenceview.EUNAUTHORIZED {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="fenceview"`)
+	}
+	body := map[string]any{}
+	if e, ok := err.(*fenceview.Error); ok {
+		for k, v := range e.Fields {
+			body[k] = wireValue(v)
+		}
+	}
+	body["error"] = fenceview.ErrorMessage(err)
+	writeJSON(w, status, body)
+}

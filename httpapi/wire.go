@@ -1,0 +1,264 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+)
+
+// Limits on what a request may carry.
+const (
+	maxBody          = 64 << 10 // lock and fence requests
+	maxDecisionsBody = 1 << 20  // a plugin's batch of decisions
+	maxDecisions     = 1000
+)
+
+// timeLayout is RFC 3339 in UTC with milliseconds, as the contract says.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// wireTime is a time as the API writes it: null when zero.
+type wireTime time.Time
+
+func (t wireTime) MarshalJSON() ([]byte, error) {
+	tt := time.Time(t)
+	if tt.IsZero() {
+		return []byte("null"), nil
+	}
+	return []byte(`"` + tt.UTC().Format(timeLayout) + `"`), nil
+}
+
+// wireString is a string that is null when empty.
+type wireString string
+
+func (s wireString) MarshalJSON() ([]byte, error) {
+	if s == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(s))
+}
+
+// wireValue converts domain values in error fields to their wire form.
+func wireValue(v any) any {
+	switch v := v.(type) {
+	case time.Time:
+		return wireTime(v)
+	default:
+		return v
+	}
+}
+
+// jsonInt is an integer field that must be a JSON integer: not a string, not
+// a fraction, not an exponent. Absent and null leave Set false.
+type jsonInt struct {
+	Set   bool
+	Value int64
+}
+
+func (n *jsonInt) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	for i, c := range b {
+		if (c < '0' || c > '9') && !(i == 0 && c == '-' && len(b) > 1) {
+			return errNotInteger
+		}
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return errNotInteger
+	}
+	n.Set, n.Value = true, v
+	return nil
+}
+
+var errNotInteger = errors.New("not an integer in range")
+
+// decode reads one JSON object from the body into v. An empty body is an
+// error unless allowEmpty; trailing data is an error; unknown fields are
+// ignored.
+func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, allowEmpty bool) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fenceview.Errorf(fenceview.ETOOLARGE, "request body over %d bytes", limit)
+		}
+		return fenceview.Errorf(fenceview.EINVALID, "reading request body: %v", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return fenceview.Errorf(fenceview.EINVALID, "a JSON object body is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(v); err != nil {
+		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: %s", describeJSONError(err))
+	}
+	if dec.More() {
+		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: data after the object")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		if typeErr.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		}
+		return fmt.Sprintf("expected a JSON object, not %s", typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("syntax error at byte %d", syntaxErr.Offset)
+	case errors.Is(err, errNotInteger):
+		return "a token, leaseMs or waitMs must be a JSON integer"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected end of body"
+	}
+	return err.Error()
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "int64", "int", "int32":
+		return "an integer"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return k
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// Wire forms of the domain types.
+
+type grantBody struct {
+	ResourceID string      `json:"resourceId"`
+	Holder     string      `json:"holder"`
+	HoldCount  int         `json:"holdCount"`
+	ExpiresAt  wireTime    `json:"expiresAt"`
+	LeaseMs    int64       `json:"leaseMs"`
+	Fencing    fencingBody `json:"fencing"`
+}
+
+type fencingBody struct {
+	Token    int64    `json:"token"`
+	Issuer   string   `json:"issuer"`
+	Scope    string   `json:"scope"`
+	IssuedAt wireTime `json:"issuedAt"`
+}
+
+func grantWire(g fenceview.Grant) grantBody {
+	return grantBody{
+		ResourceID: g.ResourceID, Holder: g.Holder, HoldCount: g.HoldCount,
+		ExpiresAt: wireTime(g.ExpiresAt), LeaseMs: g.LeaseMs,
+		Fencing: fencingBody{Token: g.Fencing.Token, Issuer: g.Fencing.Issuer, Scope: g.Fencing.Scope, IssuedAt: wireTime(g.Fencing.IssuedAt)},
+	}
+}
+
+type lockBody struct {
+	ResourceID  string     `json:"resourceId"`
+	Locked      bool       `json:"locked"`
+	Holder      wireString `json:"holder"`
+	HoldCount   int        `json:"holdCount"`
+	Token       int64      `json:"token"`
+	ExpiresAt   wireTime   `json:"expiresAt"`
+	RemainingMs int64      `json:"remainingMs"`
+	LeaseMs     int64      `json:"leaseMs"`
+	Waiters     int        `json:"waiters"`
+}
+
+type resourceBody struct {
+	ResourceID      string     `json:"resourceId"`
+	HighWaterMark   int64      `json:"highWaterMark"`
+	LastToken       int64      `json:"lastToken"`
+	Holder          wireString `json:"holder"`
+	HoldCount       int        `json:"holdCount"`
+	ExpiresAt       wireTime   `json:"expiresAt"`
+	Accepted        int64      `json:"accepted"`
+	Rejected        int64      `json:"rejected"`
+	LastRejectionAt wireTime   `json:"lastRejectionAt"`
+}
+
+func resourceWire(r fenceview.Resource) resourceBody {
+	return resourceBody{
+		ResourceID: r.ResourceID, HighWaterMark: r.HighWaterMark, LastToken: r.LastToken,
+		Holder: wireString(r.Holder), HoldCount: r.HoldCount, ExpiresAt: wireTime(r.ExpiresAt),
+		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: wireTime(r.LastRejectionAt),
+	}
+}
+
+type rejectionBody struct {
+	ID         int64    `json:"id"`
+	ResourceID string   `json:"resourceId"`
+	Presented  int64    `json:"presented"`
+	Required   int64    `json:"required"`
+	Reason     string   `json:"reason"`
+	Source     string   `json:"source"`
+	Holder     string   `json:"holder,omitempty"`
+	At         wireTime `json:"at"`
+}
+
+// EventBody is an event as the stream sends it: one JSON object per message.
+type EventBody struct {
+	Seq        int64    `json:"seq"`
+	Type       string   `json:"type"`
+	ResourceID string   `json:"resourceId"`
+	Token      int64    `json:"token,omitempty"`
+	Holder     string   `json:"holder,omitempty"`
+	Presented  *int64   `json:"presented,omitempty"`
+	Required   *int64   `json:"required,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	Source     string   `json:"source,omitempty"`
+	At         wireTime `json:"at"`
+}
+
+// EventWire converts an event to its stream form. A rejection always carries
+// presented and required, even when required is 0.
+func EventWire(e fenceview.Event) EventBody {
+	b := EventBody{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
+		Reason: e.Reason, Source: e.Source, At: wireTime(e.At)}
+	if e.Type == fenceview.EventReject {
+		b.Presented, b.Required = &e.Presented, &e.Required
+	}
+	return b
+}
+
+// fenceRefusal is the 409 body of a refused fenced write.
+func fenceRefusal(d guard.Decision) map[string]any {
+	msg := "stale fencing token"
+	switch d.Reason {
+	case guard.ReasonForeignIssuer:
+		msg = "token from another issuer"
+	case guard.ReasonScopeMismatch:
+		msg = "token issued for another scope"
+	case guard.ReasonUnissued:
+		msg = "token above any this server issued for the resource"
+	}
+	return map[string]any{"error": msg, "accepted": false, "reason": d.Reason, "presented": d.Presented, "required": d.Required}
+}

@@ -1,0 +1,195 @@
+package issuer
+
+import (
+	"context"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+)
+
+// batch is one change in the making: working copies of the resources it
+// touches, the events it records and the waiters it serves. Nothing in it is
+// visible until commit has made it durable.
+type batch struct {
+	s       *Service
+	now     time.Time
+	working map[string]*state
+	order   []*state
+	events  []fenceview.Event
+	serve   []handoff
+
+	grants, renewals, releases, expiries int
+	accepted                             int
+	rejected                             map[string]int
+}
+
+type handoff struct {
+	w *waiter
+	g fenceview.Grant
+}
+
+// begin starts a batch. s.mu must be held until commit returns.
+func (s *Service) begin() *batch {
+	return &batch{s: s, now: s.clock.Now(), working: make(map[string]*state)}
+}
+
+// get returns the working copy of a resource, creating it if new.
+func (b *batch) get(id string) *state {
+	if w, ok := b.working[id]; ok {
+		return w
+	}
+	w := &state{res: fenceview.Resource{ResourceID: id}}
+	if st, ok := b.s.resources[id]; ok {
+		w.res = st.res
+		w.waiters = append([]*waiter(nil), st.waiters...)
+	}
+	b.working[id] = w
+	b.order = append(b.order, w)
+	return w
+}
+
+func (b *batch) event(e fenceview.Event) {
+	if e.At.IsZero() {
+		e.At = b.now
+	}
+	b.events = append(b.events, e)
+}
+
+// grant gives the lock to holder with a new token.
+func (b *batch) grant(w *state, holder string, leaseMs int64) (fenceview.Grant, error) {
+	token, err := nextToken(&w.res)
+	if err != nil {
+		return fenceview.Grant{}, err
+	}
+	r := &w.res
+	if r.Holder == holder {
+		r.HoldCount++
+	} else {
+		r.Holder, r.HoldCount = holder, 1
+	}
+	r.LastToken, r.Token = token, token
+	r.LeaseMs = leaseMs
+	r.GrantedAt = b.now
+	r.ExpiresAt = b.now.Add(time.Duration(leaseMs) * time.Millisecond)
+	b.event(fenceview.Event{Type: fenceview.EventGrant, ResourceID: r.ResourceID, Token: token, Holder: holder})
+	b.grants++
+	return b.s.grantOf(r), nil
+}
+
+func (b *batch) free(w *state) {
+	r := &w.res
+	r.Holder, r.HoldCount, r.Token = "", 0, 0
+	r.ExpiresAt, r.GrantedAt = time.Time{}, time.Time{}
+}
+
+// expireIfDue records the expiry of a lease that has run out.
+func (b *batch) expireIfDue(w *state) {
+	if w.res.Holder != "" && !w.res.ExpiresAt.After(b.now) {
+		b.expire(w, "lease-expired")
+	}
+}
+
+// expire frees the lock, records why, and serves the first waiter.
+func (b *batch) expire(w *state, why string) {
+	holder, token := w.res.Holder, w.res.Token
+	b.free(w)
+	b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: w.res.ResourceID, Token: token, Holder: holder, Reason: why})
+	b.expiries++
+	b.handOff(w)
+}
+
+// handOff grants a free lock to the first waiter, so queued waiters go
+// before new arrivals.
+func (b *batch) handOff(w *state) {
+	if w.res.Holder != "" || len(w.waiters) == 0 {
+		return
+	}
+	next := w.waiters[0]
+	w.waiters = w.waiters[1:]
+	g, err := b.grant(w, next.holder, next.leaseMs)
+	if err != nil {
+		return // tokens exhausted: the waiter times out like any other
+	}
+	b.serve = append(b.serve, handoff{next, g})
+}
+
+// decide records a fencing decision: the mark, the counters and the event.
+func (b *batch) decide(w *state, d guard.Decision, holder, source string, at time.Time) {
+	r := &w.res
+	e := fenceview.Event{ResourceID: r.ResourceID, Token: d.Presented, Holder: holder, Source: source, At: at}
+	if d.Accepted {
+		r.HighWaterMark = max(r.HighWaterMark, d.Presented)
+		r.Accepted++
+		e.Type = fenceview.EventAccept
+		b.accepted++
+	} else {
+		r.HighWaterMark = max(r.HighWaterMark, d.Required)
+		r.Rejected++
+		r.LastRejectionAt = at
+		e.Type = fenceview.EventReject
+		e.Presented, e.Required, e.Reason = d.Presented, d.Required, d.Reason
+		if b.rejected == nil {
+			b.rejected = make(map[string]int)
+		}
+		b.rejected[d.Reason]++
+	}
+	b.event(e)
+}
+
+// commit makes the batch durable, then visible: memory, waiters, events,
+// metrics. On failure only token counters advance (a token that may have
+// reached the disk is never reused); everything else stays as it was.
+func (s *Service) commit(ctx context.Context, b *batch) error {
+	if len(b.events) == 0 && len(b.order) == 0 {
+		return nil
+	}
+	seq := s.seq
+	for i := range b.events {
+		seq++
+		b.events[i].Seq = seq
+	}
+	s.seq = seq // never reused, even if the commit fails
+	var rows []*fenceview.Resource
+	if len(b.events) > 0 {
+		rows = make([]*fenceview.Resource, 0, len(b.order))
+		for _, w := range b.order {
+			rows = append(rows, &w.res)
+		}
+		if err := s.store.Apply(context.WithoutCancel(ctx), rows, b.events); err != nil {
+			s.log.Error("commit failed", "err", err, "events", len(b.events))
+			for _, w := range b.order {
+				if st, ok := s.resources[w.res.ResourceID]; ok {
+					st.res.LastToken = max(st.res.LastToken, w.res.LastToken)
+				}
+			}
+			return &fenceview.Error{Code: fenceview.EUNAVAILABLE, Message: "could not record the change durably; nothing was changed"}
+		}
+	}
+	for _, w := range b.order {
+		st, ok := s.resources[w.res.ResourceID]
+		if !ok {
+			if len(b.events) == 0 && len(w.waiters) == 0 {
+				continue // looked at, never changed: don't remember it
+			}
+			st = &state{}
+			s.resources[w.res.ResourceID] = st
+		}
+		st.res = w.res
+		st.waiters = w.waiters
+		if st.res.Holder != "" {
+			s.held[w.res.ResourceID] = st
+		} else {
+			delete(s.held, w.res.ResourceID)
+		}
+	}
+	for _, h := range b.serve {
+		h.w.granted <- h.g
+		s.waiting--
+	}
+	s.metrics.add(b)
+	for _, e := range b.events {
+		s.publishLocked(e)
+	}
+	return nil
+}

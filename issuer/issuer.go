@@ -1,0 +1,573 @@
+// Package issuer is fenceview's lock authority: it grants leases, issues
+// fencing tokens, keeps each resource's high-water mark, decides fenced
+// writes presented to the server, and publishes every change as an event.
+//
+// State is served from memory; SQLite is the durable record. Every change is
+// computed on a working copy, committed (fsynced) to the store, and only then
+// applied in memory, published and answered. A failed commit changes nothing
+// but the token counter, which never moves back, so no token is ever handed
+// out twice.
+package issuer
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/clock"
+)
+
+// Store is the durable record the service writes through.
+type Store interface {
+	Apply(ctx context.Context, resources []*fenceview.Resource, events []fenceview.Event) error
+}
+
+// Config configures a Service.
+type Config struct {
+	Issuer string      // the issuer id in every token envelope
+	Clock  clock.Clock // defaults to the wall clock
+	Logger *slog.Logger
+	// SweepInterval is how often leases are checked for expiry; an expired
+	// lease emits its expire event within one interval.
+	SweepInterval time.Duration
+}
+
+// Service is the lock authority. Its methods are safe for concurrent use.
+type Service struct {
+	store  Store
+	clock  clock.Clock
+	issuer string
+	log    *slog.Logger
+
+	mu        sync.Mutex
+	resources map[string]*state
+	held      map[string]*state // resources with a holder, for the sweep
+	seq       int64             // last event sequence number used
+	waiting   int
+	subs      map[*Subscription]struct{}
+	closed    bool
+	metrics   counters
+
+	stop chan struct{}
+	done chan struct{}
+
+	// queuedHook, when set by tests, runs after a waiter joins a queue.
+	queuedHook func(resourceID, holder string)
+}
+
+type state struct {
+	res     fenceview.Resource
+	waiters []*waiter // first come, first served
+}
+
+type waiter struct {
+	holder  string
+	leaseMs int64
+	granted chan fenceview.Grant // buffered; written once, under mu
+}
+
+// New returns a service over store, starting from the resources and the
+// last event sequence number already recorded there.
+func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config) *Service {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = 250 * time.Millisecond
+	}
+	s := &Service{
+		store:     store,
+		clock:     cfg.Clock,
+		issuer:    cfg.Issuer,
+		log:       cfg.Logger,
+		resources: make(map[string]*state, len(resources)),
+		held:      make(map[string]*state),
+		seq:       lastSeq,
+		subs:      make(map[*Subscription]struct{}),
+		metrics:   newCounters(),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	for _, r := range resources {
+		st := &state{res: *r}
+		s.resources[r.ResourceID] = st
+		if r.Holder != "" {
+			s.held[r.ResourceID] = st
+		}
+	}
+	go s.sweepLoop(cfg.SweepInterval)
+	return s
+}
+
+// Issuer returns the issuer id.
+func (s *Service) Issuer() string { return s.issuer }
+
+// Close stops the expiry sweep and refuses every waiter.
+func (s *Service) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	for _, st := range s.resources {
+		for _, w := range st.waiters {
+			close(w.granted)
+		}
+		st.waiters = nil
+	}
+	s.waiting = 0
+	for sub := range s.subs {
+		s.dropLocked(sub)
+	}
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+}
+
+var errClosed = fenceview.Errorf(fenceview.EUNAVAILABLE, "the server is shutting down")
+
+// Acquire grants the lock on resourceID to holder for lease, waiting up to
+// wait for it to become free. Every grant, re-entrant ones included, takes a
+// new token.
+func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
+	if err := validateLock(resourceID, holder, lease); err != nil {
+		return fenceview.Grant{}, err
+	}
+	if wait < 0 {
+		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "waitMs must not be negative")
+	}
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return fenceview.Grant{}, errClosed
+	}
+	b := s.begin()
+	w := b.get(resourceID)
+	b.expireIfDue(w)
+	if w.res.Holder == holder || (w.res.Holder == "" && len(w.waiters) == 0) {
+		g, err := b.grant(w, holder, lease.Milliseconds())
+		if err == nil {
+			err = s.commit(ctx, b)
+		}
+		s.mu.Unlock()
+		return g, err
+	}
+	held := heldError(&w.res)
+	if wait == 0 {
+		err := s.commit(ctx, b) // an expiry handed to a waiter is still a change
+		s.mu.Unlock()
+		if err != nil {
+			return fenceview.Grant{}, err
+		}
+		return fenceview.Grant{}, held
+	}
+	wt := &waiter{holder: holder, leaseMs: lease.Milliseconds(), granted: make(chan fenceview.Grant, 1)}
+	w.waiters = append(w.waiters, wt)
+	if err := s.commit(ctx, b); err != nil {
+		s.mu.Unlock()
+		return fenceview.Grant{}, err
+	}
+	s.waiting++
+	s.mu.Unlock()
+	if s.queuedHook != nil {
+		s.queuedHook(resourceID, holder)
+	}
+
+	timer := s.clock.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case g, ok := <-wt.granted:
+		if !ok {
+			return fenceview.Grant{}, errClosed
+		}
+		return g, nil
+	case <-timer.C():
+	case <-ctx.Done():
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case g, ok := <-wt.granted: // granted while we were giving up: keep it
+		if !ok {
+			return fenceview.Grant{}, errClosed
+		}
+		return g, nil
+	default:
+	}
+	if st := s.resources[resourceID]; st != nil {
+		for i, x := range st.waiters {
+			if x == wt {
+				st.waiters = append(st.waiters[:i:i], st.waiters[i+1:]...)
+				s.waiting--
+				break
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return fenceview.Grant{}, err
+		}
+		return fenceview.Grant{}, heldError(&st.res)
+	}
+	return fenceview.Grant{}, held
+}
+
+// Renew extends holder's live lease on resourceID, keeping its token. A zero
+// lease renews for the lease length of the current grant.
+func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
+	if lease < 0 {
+		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
+	}
+	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
+		return fenceview.Grant{}, err // a zero lease means "the current one"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fenceview.Grant{}, errClosed
+	}
+	b := s.begin()
+	w := b.get(resourceID)
+	b.expireIfDue(w)
+	if w.res.Holder != holder {
+		if err := s.commit(ctx, b); err != nil {
+			return fenceview.Grant{}, err
+		}
+		return fenceview.Grant{}, fenceview.Errorf(fenceview.ECONFLICT, "lock not held")
+	}
+	leaseMs := w.res.LeaseMs
+	if lease > 0 {
+		leaseMs = lease.Milliseconds()
+	}
+	w.res.LeaseMs = leaseMs
+	w.res.ExpiresAt = b.now.Add(time.Duration(leaseMs) * time.Millisecond)
+	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: resourceID, Token: w.res.Token, Holder: holder})
+	b.renewals++
+	if err := s.commit(ctx, b); err != nil {
+		return fenceview.Grant{}, err
+	}
+	return s.grantOf(&w.res), nil
+}
+
+// Release gives up one hold of holder on resourceID and returns the holds
+// left; at zero the lock is free and the first waiter gets it.
+func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, error) {
+	if err := guard.ValidateResourceID(resourceID); err != nil {
+		return 0, invalid(err)
+	}
+	if err := guard.ValidateHolderID(holder); err != nil {
+		return 0, invalid(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, errClosed
+	}
+	b := s.begin()
+	w := b.get(resourceID)
+	b.expireIfDue(w)
+	if w.res.Holder != holder {
+		if err := s.commit(ctx, b); err != nil {
+			return 0, err
+		}
+		return 0, fenceview.Errorf(fenceview.ECONFLICT, "not lock owner")
+	}
+	token := w.res.Token
+	w.res.HoldCount--
+	left := w.res.HoldCount
+	if left == 0 {
+		b.free(w)
+	}
+	b.event(fenceview.Event{Type: fenceview.EventRelease, ResourceID: resourceID, Token: token, Holder: holder})
+	b.releases++
+	if left == 0 {
+		b.handOff(w)
+	}
+	if err := s.commit(ctx, b); err != nil {
+		return 0, err
+	}
+	return left, nil
+}
+
+// ForceExpire frees the lock on resourceID whatever its state (an admin's
+// forced unlock). The first waiter, if any, gets it.
+func (s *Service) ForceExpire(ctx context.Context, resourceID string) error {
+	if err := guard.ValidateResourceID(resourceID); err != nil {
+		return invalid(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	if _, ok := s.resources[resourceID]; !ok {
+		return nil // nothing to expire; don't create a record for it
+	}
+	b := s.begin()
+	w := b.get(resourceID)
+	if w.res.Holder != "" {
+		b.expire(w, "forced")
+	}
+	return s.commit(ctx, b)
+}
+
+// Fence presents a token to the server's own guard for resourceID and records
+// the decision. Tokens of another issuer or scope are refused unread; for a
+// resource this server issues tokens for, a token above the last one issued
+// is refused as unissued.
+func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision, error) {
+	if err := guard.ValidateResourceID(f.ResourceID); err != nil {
+		return guard.Decision{}, invalid(err)
+	}
+	if err := guard.ValidateToken(f.Token.Token); err != nil {
+		return guard.Decision{}, invalid(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return guard.Decision{}, errClosed
+	}
+	b := s.begin()
+	w := b.get(f.ResourceID)
+	b.expireIfDue(w)
+	token := f.Token.Token
+	var d guard.Decision
+	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
+		d = guard.Decision{Reason: reason, Presented: token, Required: w.res.HighWaterMark}
+	} else if w.res.LastToken > 0 && token > w.res.LastToken {
+		d = guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: w.res.HighWaterMark}
+	} else {
+		d = guard.Evaluate(w.res.HighWaterMark, token)
+	}
+	b.decide(w, d, f.Holder, f.Source, b.now)
+	if err := s.commit(ctx, b); err != nil {
+		return guard.Decision{}, err
+	}
+	return d, nil
+}
+
+// Report records decisions made by guards elsewhere (plugins). The whole
+// batch is validated first: one bad report refuses the batch, recording
+// nothing. An accepted token, or a refusal's required token, raises the
+// resource's high-water mark as known to the server.
+func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, error) {
+	for i, r := range reports {
+		if err := validateReport(r); err != nil {
+			return 0, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, errClosed
+	}
+	b := s.begin()
+	for _, r := range reports {
+		w := b.get(r.ResourceID)
+		d := guard.Decision{Accepted: r.Accepted, Reason: r.Reason, Presented: r.Token, Required: r.Required}
+		if d.Accepted {
+			d.Reason = ""
+		} else if d.Reason == "" {
+			d.Reason = guard.ReasonStale
+		}
+		at := r.At
+		if at.IsZero() {
+			at = b.now
+		}
+		b.decide(w, d, "", r.Source, at)
+	}
+	if err := s.commit(ctx, b); err != nil {
+		return 0, err
+	}
+	return len(reports), nil
+}
+
+// Lock returns the state of the lock on resourceID. A lease that has run out
+// reads as free even before the sweep records its expiry.
+func (s *Service) Lock(resourceID string) (fenceview.LockState, error) {
+	if err := guard.ValidateResourceID(resourceID); err != nil {
+		return fenceview.LockState{}, invalid(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	ls := fenceview.LockState{ResourceID: resourceID}
+	st := s.resources[resourceID]
+	if st == nil {
+		return ls, nil
+	}
+	ls.Token = st.res.LastToken
+	ls.Waiters = len(st.waiters)
+	if st.res.Holder != "" && st.res.ExpiresAt.After(now) {
+		ls.Locked = true
+		ls.Holder = st.res.Holder
+		ls.HoldCount = st.res.HoldCount
+		ls.ExpiresAt = st.res.ExpiresAt
+		ls.Remaining = st.res.ExpiresAt.Sub(now)
+		ls.LeaseMs = st.res.LeaseMs
+	}
+	return ls, nil
+}
+
+// Resource returns what the server knows about resourceID.
+func (s *Service) Resource(resourceID string) (fenceview.Resource, error) {
+	if err := guard.ValidateResourceID(resourceID); err != nil {
+		return fenceview.Resource{}, invalid(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.resources[resourceID]
+	if st == nil {
+		return fenceview.Resource{}, fenceview.Errorf(fenceview.ENOTFOUND, "no resource %q", resourceID)
+	}
+	return s.view(st), nil
+}
+
+// Resources returns every known resource, ordered by id.
+func (s *Service) Resources() []fenceview.Resource {
+	s.mu.Lock()
+	out := make([]fenceview.Resource, 0, len(s.resources))
+	for _, st := range s.resources {
+		out = append(out, s.view(st))
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ResourceID < out[j].ResourceID })
+	return out
+}
+
+// view is a resource as readers see it: an expired lease shows no holder.
+func (s *Service) view(st *state) fenceview.Resource {
+	r := st.res
+	if r.Holder != "" && !r.ExpiresAt.After(s.clock.Now()) {
+		r.Holder, r.HoldCount, r.Token, r.ExpiresAt = "", 0, 0, time.Time{}
+	}
+	return r
+}
+
+// LastSeq returns the sequence number of the last committed event.
+func (s *Service) LastSeq() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seq
+}
+
+func (s *Service) grantOf(r *fenceview.Resource) fenceview.Grant {
+	return fenceview.Grant{
+		ResourceID: r.ResourceID,
+		Holder:     r.Holder,
+		HoldCount:  r.HoldCount,
+		ExpiresAt:  r.ExpiresAt,
+		LeaseMs:    r.LeaseMs,
+		Fencing: guard.Token{
+			Token:    r.Token,
+			Issuer:   s.issuer,
+			Scope:    guard.Scope(r.ResourceID),
+			IssuedAt: r.GrantedAt,
+		},
+	}
+}
+
+func heldError(r *fenceview.Resource) error {
+	return &fenceview.Error{
+		Code:    fenceview.ECONFLICT,
+		Message: "lock held",
+		Fields:  map[string]any{"holder": r.Holder, "expiresAt": r.ExpiresAt},
+	}
+}
+
+func invalid(err error) error {
+	return fenceview.Errorf(fenceview.EINVALID, "%s", err.Error())
+}
+
+func validateLock(resourceID, holder string, lease time.Duration) error {
+	if err := guard.ValidateResourceID(resourceID); err != nil {
+		return invalid(err)
+	}
+	if err := guard.ValidateHolderID(holder); err != nil {
+		return invalid(err)
+	}
+	if lease <= 0 || lease > MaxLease {
+		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", MaxLease.Milliseconds())
+	}
+	return nil
+}
+
+// Bounds on what one request may ask for.
+const (
+	MaxLease     = 24 * time.Hour
+	MaxWait      = 5 * time.Minute
+	MaxSourceLen = 200
+	MaxReasonLen = 64
+)
+
+func validateReport(r fenceview.Report) error {
+	if err := guard.ValidateResourceID(r.ResourceID); err != nil {
+		return invalid(err)
+	}
+	if err := guard.ValidateToken(r.Token); err != nil {
+		return invalid(err)
+	}
+	if r.Required < 0 {
+		return fenceview.Errorf(fenceview.EINVALID, "required must not be negative")
+	}
+	if r.Source == "" || len(r.Source) > MaxSourceLen {
+		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", MaxSourceLen)
+	}
+	if len(r.Reason) > MaxReasonLen {
+		return fenceview.Errorf(fenceview.EINVALID, "reason must be at most %d bytes", MaxReasonLen)
+	}
+	return nil
+}
+
+// sweepLoop records the expiry of leases that ran out, so an expire event
+// appears (and a waiter is served) even when nobody touches the lock.
+func (s *Service) sweepLoop(interval time.Duration) {
+	defer close(s.done)
+	for {
+		t := s.clock.NewTimer(interval)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		s.Sweep(context.Background())
+	}
+}
+
+// Sweep expires every lease that has run out, now.
+func (s *Service) Sweep(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	b := s.begin()
+	for id, st := range s.held {
+		if !st.res.ExpiresAt.After(b.now) {
+			b.expireIfDue(b.get(id))
+		}
+	}
+	if err := s.commit(ctx, b); err != nil {
+		s.log.Error("recording lease expiries", "err", err)
+	}
+}
+
+// nextToken is the token the next grant takes: above every token issued and
+// every high-water mark recorded for the resource.
+func nextToken(r *fenceview.Resource) (int64, error) {
+	top := max(r.LastToken, r.HighWaterMark)
+	if top == math.MaxInt64 {
+		return 0, fenceview.Errorf(fenceview.ECONFLICT, "tokens for %q are exhausted", r.ResourceID)
+	}
+	return top + 1, nil
+}

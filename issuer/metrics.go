@@ -1,0 +1,64 @@
+package issuer
+
+import (
+	"sort"
+	"sync/atomic"
+)
+
+type counters struct {
+	grants, renewals, releases, expiries, accepted atomic.Int64
+	streamDropped                                  atomic.Int64
+	rejected                                       map[string]int64 // by reason; guarded by Service.mu
+}
+
+func newCounters() counters { return counters{rejected: make(map[string]int64)} }
+
+func (c *counters) add(b *batch) {
+	c.grants.Add(int64(b.grants))
+	c.renewals.Add(int64(b.renewals))
+	c.releases.Add(int64(b.releases))
+	c.expiries.Add(int64(b.expiries))
+	c.accepted.Add(int64(b.accepted))
+	for reason, n := range b.rejected {
+		c.rejected[reason] += int64(n)
+	}
+}
+
+// Metrics is a snapshot of the service's counters and gauges.
+type Metrics struct {
+	Grants, Renewals, Releases, Expiries, Accepted int64
+	Rejected                                       []ReasonCount // by reason, sorted
+	Waiters, StreamClients, Resources, Held        int
+	StreamDropped                                  int64
+	LastSeq                                        int64
+}
+
+// ReasonCount is the number of refusals for one reason.
+type ReasonCount struct {
+	Reason string
+	Count  int64
+}
+
+// Metrics returns a snapshot of the counters.
+func (s *Service) Metrics() Metrics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := Metrics{
+		Grants:        s.metrics.grants.Load(),
+		Renewals:      s.metrics.renewals.Load(),
+		Releases:      s.metrics.releases.Load(),
+		Expiries:      s.metrics.expiries.Load(),
+		Accepted:      s.metrics.accepted.Load(),
+		StreamDropped: s.metrics.streamDropped.Load(),
+		Waiters:       s.waiting,
+		StreamClients: len(s.subs),
+		Resources:     len(s.resources),
+		Held:          len(s.held),
+		LastSeq:       s.seq,
+	}
+	for reason, n := range s.metrics.rejected {
+		m.Rejected = append(m.Rejected, ReasonCount{reason, n})
+	}
+	sort.Slice(m.Rejected, func(i, j int) bool { return m.Rejected[i].Reason < m.Rejected[j].Reason })
+	return m
+}

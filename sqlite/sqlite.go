@@ -1,0 +1,346 @@
+// Package sqlite is fenceview's durable record: resources, tokens,
+// high-water marks and the event history, in one SQLite file.
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, so a
+// transaction is on disk (the WAL fsynced) when Commit returns. The issuer
+// answers a client only after that, which is what makes a token survive a
+// SIGKILL at any instant.
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/fenceview/fenceview"
+)
+
+//go:embed migration/*.sql
+var migrationFS embed.FS
+
+// DB is the fenceview database. Writes go through one connection (SQLite
+// has one writer; a pool would only trade SQLITE_BUSY for nothing), reads
+// through a pool that WAL lets run beside the writer.
+type DB struct {
+	Path  string
+	write *sql.DB
+	read  *sql.DB
+}
+
+// Open opens (creating if needed) and migrates the database at path.
+func Open(ctx context.Context, path string) (*DB, error) {
+	if path == "" || strings.HasPrefix(path, ":memory:") {
+		return nil, errors.New("sqlite: a file path is required (fenceview's guarantees need a durable file)")
+	}
+	db := &DB{Path: path}
+	var err error
+	if db.write, err = sql.Open("sqlite3", dsn(path, false)); err != nil {
+		return nil, err
+	}
+	db.write.SetMaxOpenConns(1)
+	db.write.SetConnMaxLifetime(0)
+	db.write.SetConnMaxIdleTime(0)
+	if err := db.migrate(ctx); err != nil {
+		db.write.Close()
+		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+	}
+	if db.read, err = sql.Open("sqlite3", dsn(path, true)); err != nil {
+		db.write.Close()
+		return nil, err
+	}
+	db.read.SetMaxOpenConns(4)
+	return db, nil
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_busy_timeout", "5000")
+	q.Set("_foreign_keys", "1")
+	if readOnly {
+		q.Set("_query_only", "1")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Close closes the database.
+func (db *DB) Close() error {
+	var errs []error
+	if db.read != nil {
+		errs = append(errs, db.read.Close())
+	}
+	if db.write != nil {
+		errs = append(errs, db.write.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
+
+// migrate applies every embedded migration not yet recorded, in order, each
+// in its own transaction.
+func (db *DB) migrate(ctx context.Context) error {
+	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	names, err := fs.Glob(migrationFS, "migration/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := db.migrateFile(ctx, name); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (db *DB) migrateFile(ctx context.Context, name string) error {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, name).Scan(&n); err != nil {
+		return err
+	} else if n > 0 {
+		return nil
+	}
+	body, err := fs.ReadFile(migrationFS, name)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, time.Now().UnixMilli()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Issuer returns the issuer id. With want set, it becomes (and stays) the
+// stored id; otherwise the stored id is returned, created on first start.
+func (db *DB) Issuer(ctx context.Context, want string) (string, error) {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback()
+	var id string
+	err = tx.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = 'issuer'`).Scan(&id)
+	switch {
+	case err == sql.ErrNoRows || (err == nil && want != "" && want != id):
+		if want != "" {
+			id = want
+		} else {
+			var b [8]byte
+			rand.Read(b[:])
+			id = "fenceview-" + hex.EncodeToString(b[:])
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('issuer', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, id); err != nil {
+			return "", err
+		}
+	case err != nil:
+		return "", err
+	}
+	return id, tx.Commit()
+}
+
+// Resources returns every resource row.
+func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
+	rows, err := db.read.QueryContext(ctx, `
+		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
+		       granted_at, expires_at, accepted, rejected, last_rejection_at
+		FROM resources`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*fenceview.Resource
+	for rows.Next() {
+		var r fenceview.Resource
+		var granted, expires, lastRej sql.NullInt64
+		if err := rows.Scan(&r.ResourceID, &r.LastToken, &r.HighWaterMark, &r.Holder, &r.HoldCount, &r.Token, &r.LeaseMs,
+			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej); err != nil {
+			return nil, err
+		}
+		r.GrantedAt, r.ExpiresAt, r.LastRejectionAt = fromMs(granted), fromMs(expires), fromMs(lastRej)
+		out = append(out, &r)
+	}
+	return out, rows.Err()
+}
+
+// MaxSeq returns the highest event sequence number recorded, 0 if none.
+func (db *DB) MaxSeq(ctx context.Context) (int64, error) {
+	var seq sql.NullInt64
+	err := db.read.QueryRowContext(ctx, `SELECT MAX(seq) FROM events`).Scan(&seq)
+	return seq.Int64, err
+}
+
+// Apply writes resource rows and events in one durable transaction. When it
+// returns nil, all of it is on disk; otherwise none of it is.
+func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events []fenceview.Event) error {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := upsertResources(ctx, tx, resources); err != nil {
+		return err
+	}
+	if err := insertEvents(ctx, tx, events); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Resource) error {
+	if len(resources) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `
+		INSERT INTO resources (resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
+		                       granted_at, expires_at, accepted, rejected, last_rejection_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (resource_id) DO UPDATE SET
+			last_token = excluded.last_token, high_water_mark = excluded.high_water_mark,
+			holder = excluded.holder, hold_count = excluded.hold_count, grant_token = excluded.grant_token, lease_ms = excluded.lease_ms,
+			granted_at = excluded.granted_at, expires_at = excluded.expires_at,
+			accepted = excluded.accepted, rejected = excluded.rejected,
+			last_rejection_at = excluded.last_rejection_at`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, r := range resources {
+		var holder any
+		if r.Holder != "" {
+			holder = r.Holder
+		}
+		if _, err := stmt.ExecContext(ctx, r.ResourceID, r.LastToken, r.HighWaterMark, holder, r.HoldCount, r.Token, r.LeaseMs,
+			toMs(r.GrantedAt), toMs(r.ExpiresAt), r.Accepted, r.Rejected, toMs(r.LastRejectionAt)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func insertEvents(ctx context.Context, tx *sql.Tx, events []fenceview.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `
+		INSERT INTO events (seq, type, resource_id, token, holder, presented, required, reason, source, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, e := range events {
+		if _, err := stmt.ExecContext(ctx, e.Seq, e.Type, e.ResourceID, e.Token, e.Holder, e.Presented, e.Required,
+			e.Reason, e.Source, e.At.UnixMilli()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+const eventColumns = `seq, type, resource_id, token, holder, presented, required, reason, source, at`
+
+// Rejections returns rejections matching f, newest first.
+func (db *DB) Rejections(ctx context.Context, f fenceview.RejectionFilter) ([]fenceview.Event, error) {
+	where := []string{`type = 'reject'`}
+	var args []any
+	if f.ResourceID != "" {
+		where, args = append(where, `resource_id = ?`), append(args, f.ResourceID)
+	}
+	if f.Reason != "" {
+		where, args = append(where, `reason = ?`), append(args, f.Reason)
+	}
+	if f.Source != "" {
+		where, args = append(where, `source = ?`), append(args, f.Source)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, `at >= ?`), append(args, f.Since.UnixMilli())
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, `at < ?`), append(args, f.Until.UnixMilli())
+	}
+	if f.Before > 0 {
+		where, args = append(where, `seq < ?`), append(args, f.Before)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	q := `SELECT ` + eventColumns + ` FROM events WHERE ` + strings.Join(where, ` AND `) +
+		` ORDER BY seq DESC LIMIT ` + strconv.Itoa(limit)
+	return db.queryEvents(ctx, q, args...)
+}
+
+// EventsAfter returns up to limit events with seq > after, oldest first,
+// optionally for one resource: the backlog a resuming stream client missed.
+func (db *DB) EventsAfter(ctx context.Context, after int64, resourceID string, limit int) ([]fenceview.Event, error) {
+	if resourceID != "" {
+		return db.queryEvents(ctx, `SELECT `+eventColumns+` FROM events WHERE resource_id = ? AND seq > ? ORDER BY seq LIMIT ?`, resourceID, after, limit)
+	}
+	return db.queryEvents(ctx, `SELECT `+eventColumns+` FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+}
+
+// ResourceEvents returns the newest events of one resource, newest first.
+func (db *DB) ResourceEvents(ctx context.Context, resourceID string, limit int) ([]fenceview.Event, error) {
+	return db.queryEvents(ctx, `SELECT `+eventColumns+` FROM events WHERE resource_id = ? ORDER BY seq DESC LIMIT ?`, resourceID, limit)
+}
+
+func (db *DB) queryEvents(ctx context.Context, q string, args ...any) ([]fenceview.Event, error) {
+	rows, err := db.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []fenceview.Event{}
+	for rows.Next() {
+		var e fenceview.Event
+		var at int64
+		if err := rows.Scan(&e.Seq, &e.Type, &e.ResourceID, &e.Token, &e.Holder, &e.Presented, &e.Required,
+			&e.Reason, &e.Source, &at); err != nil {
+			return nil, err
+		}
+		e.At = time.UnixMilli(at).UTC()
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func toMs(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+func fromMs(v sql.NullInt64) time.Time {
+	if !v.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(v.Int64).UTC()
+}
