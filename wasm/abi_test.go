@@ -18,7 +18,7 @@ type abi struct {
 func newABI(t testing.TB) (*abi, *Guard) {
 	t.Helper()
 	ctx := context.Background()
-	g, err := New(ctx, Config{})
+	g, err := New(ctx, Config{Shards: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

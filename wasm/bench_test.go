@@ -33,7 +33,7 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 	b.Run("wazero-by-name", func(b *testing.B) {
-		g := newGuard(b, Config{})
+		g := newGuard(b, Config{Shards: 1})
 		for i := 0; b.Loop(); i++ {
 			if _, err := g.Check(benchID, int64(i+1)); err != nil {
 				b.Fatal(err)
@@ -41,7 +41,7 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 	b.Run("wazero-handle", func(b *testing.B) {
-		g := newGuard(b, Config{})
+		g := newGuard(b, Config{Shards: 1})
 		h, _ := g.Handle(benchID)
 		for i := 0; b.Loop(); i++ {
 			if _, err := g.CheckHandle(h, int64(i+1)); err != nil {
@@ -52,7 +52,7 @@ func BenchmarkCheck(b *testing.B) {
 	// The raw export, without the host's Decision and lock: what the
 	// module itself costs per call through wazero.
 	b.Run("wazero-raw-export", func(b *testing.B) {
-		g := newGuard(b, Config{})
+		g := newGuard(b, Config{Shards: 1})
 		h, _ := g.Handle(benchID)
 		s := g.shards[0]
 		for i := 0; b.Loop(); i++ {
@@ -61,7 +61,7 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 	b.Run("wazero-abi-version", func(b *testing.B) { // an export that does nothing
-		g := newGuard(b, Config{})
+		g := newGuard(b, Config{Shards: 1})
 		fn := g.shards[0].mod.ExportedFunction("guard_abi_version")
 		var stack [1]uint64
 		for b.Loop() {
@@ -163,10 +163,10 @@ func BenchmarkCompile(b *testing.B) {
 // what an instance costs in memory.
 func BenchmarkStart(b *testing.B) {
 	ctx := context.Background()
-	b.Run("new-guard-from-cache", func(b *testing.B) {
-		newGuard(b, Config{}) // warm the process-wide cache
+	b.Run("new-guard-1-shard", func(b *testing.B) {
+		newGuard(b, Config{Shards: 1}) // the process compiles once
 		for b.Loop() {
-			g, err := New(ctx, Config{})
+			g, err := New(ctx, Config{Shards: 1})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -174,14 +174,13 @@ func BenchmarkStart(b *testing.B) {
 		}
 	})
 	b.Run("instance", func(b *testing.B) {
-		g := newGuard(b, Config{})
-		compiled, err := g.rt.CompileModule(ctx, Bytes())
+		e, err := engineFor("")
 		if err != nil {
 			b.Fatal(err)
 		}
 		var linear uint32
 		for b.Loop() {
-			s, err := newShard(ctx, g.rt, compiled)
+			s, err := newShard(ctx, e.rt, e.compiled)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -191,8 +190,7 @@ func BenchmarkStart(b *testing.B) {
 		b.ReportMetric(float64(linear), "linear-bytes/instance")
 	})
 	b.Run("memory-per-instance", func(b *testing.B) {
-		g := newGuard(b, Config{})
-		compiled, err := g.rt.CompileModule(ctx, Bytes())
+		e, err := engineFor("")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -203,7 +201,7 @@ func BenchmarkStart(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			shards := make([]*shard, n)
 			for i := range shards {
-				if shards[i], err = newShard(ctx, g.rt, compiled); err != nil {
+				if shards[i], err = newShard(ctx, e.rt, e.compiled); err != nil {
 					b.Fatal(err)
 				}
 			}
