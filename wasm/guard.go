@@ -151,11 +151,11 @@ func engineFor(dir string) (*engine, error) {
 }
 
 // DefaultShards is the number of instances New starts when Config.Shards
-// is 0: twice the usable CPUs, at most 8. With two goroutines on two cores,
-// four instances halved the time per check against one, because two
-// goroutines rarely land on the same instance; each instance costs about
-// 3 MiB of linear memory plus wazero's bookkeeping (docs/wasm-abi.md).
-func DefaultShards() int { return min(2*runtime.GOMAXPROCS(0), 8) }
+// is 0: one per usable CPU (GOMAXPROCS), at most 8, so as many checks of
+// distinct resources can run at once as there are CPUs to run them. Each
+// instance costs about 3 MiB of linear memory plus about 4 MB of host
+// heap; set Shards to 1 to save it (docs/wasm-abi.md has the measurements).
+func DefaultShards() int { return min(runtime.GOMAXPROCS(0), 8) }
 
 // New starts cfg.Shards instances of guard.wasm, with no high-water marks.
 // The module is compiled by the first New of the process (or taken from
