@@ -42,6 +42,7 @@ type OverviewData struct {
 	Meta
 	Rows                     []ResourceRow
 	Feed                     []fenceview.Event // newest first
+	Refusals                 []fenceview.Event // the latest rejections
 	Held, Accepted, Rejected int64
 }
 
@@ -74,8 +75,22 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	refusals, err := h.History.Rejections(r.Context(), fenceview.RejectionFilter{Limit: refusalsShown})
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	for _, e := range refusals {
+		if e.Seq <= last {
+			d.Refusals = append(d.Refusals, e)
+		}
+	}
 	h.render(w, r, http.StatusOK, Overview(d))
 }
+
+// refusalsShown is the length of the overview's "latest refusals" list;
+// app.js keeps it the same.
+const refusalsShown = 6
 
 // ResourceData is a resource's page.
 type ResourceData struct {

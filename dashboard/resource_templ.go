@@ -55,7 +55,7 @@ func ResourcePage(d ResourceData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "</h1><div class=\"grid\"><section class=\"card\" aria-labelledby=\"lock-h\" data-testid=\"lock-state\"><h2 id=\"lock-h\">Lock</h2><dl class=\"facts\"><dt>State</dt><dd data-field=\"state\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "</h1><div class=\"grid wide-right\"><section class=\"card\" aria-labelledby=\"lock-h\" data-testid=\"lock-state\"><h2 id=\"lock-h\">Lock</h2><dl class=\"facts\"><dt>State</dt><dd data-field=\"state\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

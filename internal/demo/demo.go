@@ -46,6 +46,7 @@ const (
 
 // Sim is a running simulation.
 type Sim struct {
+	l      Locks
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -62,7 +63,7 @@ func Start(l Locks, cfg Config) *Sim {
 		cfg.Seed = uint64(time.Now().UnixNano())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Sim{cancel: cancel}
+	s := &Sim{l: l, cancel: cancel}
 	handover := make(chan int64, 1)
 	clients := []func(*client){
 		func(c *client) { c.worker(Orders, "billing-1") },
@@ -83,10 +84,27 @@ func Start(l Locks, cfg Config) *Sim {
 	return s
 }
 
-// Stop ends the simulation and waits for every client to return.
+// Stop ends the simulation, waits for every client to return, and gives
+// up the locks they held, so the next demo starts from free locks rather
+// than re-entering a stale hold.
 func (s *Sim) Stop() {
 	s.cancel()
 	s.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, h := range holders {
+		for i := 0; i < 16; i++ {
+			if _, err := s.l.Release(ctx, h.resource, h.holder); err != nil {
+				break // not (or no longer) the owner
+			}
+		}
+	}
+}
+
+// holders are every resource and holder the clients use.
+var holders = []struct{ resource, holder string }{
+	{Orders, "billing-1"}, {Orders, "billing-2"}, {Inventory, "indexer-a"}, {Inventory, "indexer-b"},
+	{Reports, "scheduler"}, {Ledger, "ledger-writer"},
 }
 
 type client struct {
@@ -182,12 +200,12 @@ func (c *client) paused(handover <-chan int64) {
 		if !c.write(Inventory, holder, g.Fencing.Token) {
 			c.log.Debug("demo: paused client fenced out", "resource", Inventory, "token", g.Fencing.Token)
 		}
-		c.sleep(10 * time.Second)
+		c.sleep(15 * time.Second)
 	}
 }
 
 // standby waits for the paused client's lock, writes, and tells it so.
-func (c *client) standby(handover chan<- int64) {
+func (c *client) standby(handover chan int64) {
 	const holder = "indexer-b"
 	for c.sleep(2 * time.Second) {
 		g, err := c.l.Acquire(c.ctx, Inventory, holder, c.d(6*time.Second), c.d(30*time.Second))
@@ -197,10 +215,11 @@ func (c *client) standby(handover chan<- int64) {
 		}
 		c.sleep(400 * time.Millisecond)
 		c.write(Inventory, holder, g.Fencing.Token)
-		select {
-		case handover <- g.Fencing.Token:
+		select { // replace news the paused client never read
+		case <-handover:
 		default:
 		}
+		handover <- g.Fencing.Token // the only sender: never blocks
 		c.sleep(1500 * time.Millisecond)
 		if c.done() {
 			return
@@ -246,7 +265,7 @@ func (c *client) plugin() {
 		}
 		tok := g.Fencing.Token
 		reports := []fenceview.Report{{ResourceID: Ledger, Token: tok, Accepted: true, Source: "plugin:postgres"}}
-		if tok > 1 && c.rnd.IntN(3) == 0 {
+		if tok > 1 && c.rnd.IntN(12) == 0 {
 			reports = append(reports, fenceview.Report{ResourceID: Ledger, Token: tok - 1, Required: tok,
 				Reason: guard.ReasonStale, Source: "plugin:postgres-replica"})
 		}

@@ -10,6 +10,7 @@
   var lastSeq = Number(body.dataset.lastSeq || 0);
   var SVG = 'http://www.w3.org/2000/svg';
   var FEED_MAX = 200;
+  var REFUSALS_MAX = 6; // dashboard.refusalsShown
 
   // ---- helpers ---------------------------------------------------------
 
@@ -349,7 +350,27 @@
       var empty = document.querySelector('.feed-empty');
       if (empty) empty.remove();
     }
+    var refusals = document.querySelector('ul[data-testid="refusals"]');
+    if (refusals && e.type === 'reject') {
+      refusals.insertBefore(refusalItem(e), refusals.firstChild);
+      while (refusals.children.length > REFUSALS_MAX) refusals.lastChild.remove();
+      var none = document.querySelector('.refusals-empty');
+      if (none) none.remove();
+    }
     refresh(e.resourceId, updateRow);
+  }
+
+  function refusalItem(e) {
+    var li = el('li', 'refusal is-new');
+    li.dataset.testid = 'refusal';
+    li.dataset.seq = String(e.seq);
+    li.appendChild(badge(e));
+    var a = el('a', 'res', e.resourceId);
+    a.href = resourceURL(e.resourceId);
+    li.appendChild(a);
+    li.appendChild(el('span', 'detail', 'token ' + e.presented + ' < ' + e.required + from(e.source)));
+    li.appendChild(timeEl(e.at, 'time'));
+    return li;
   }
 
   // ---- resource page ---------------------------------------------------
