@@ -201,7 +201,7 @@ func (h *Handler) rejectionsCSV(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusBadRequest, "Bad filter", fenceview.ErrorMessage(err))
 		return
 	}
-	f.Limit = 1000
+	f.Limit = csvPage
 	// The first page is read before anything is written, so a failing
 	// database still gets a proper error status.
 	page, err := h.History.Rejections(r.Context(), f)
@@ -238,6 +238,9 @@ func (h *Handler) rejectionsCSV(w http.ResponseWriter, r *http.Request) {
 	}
 	cw.Flush()
 }
+
+// csvPage is how many rows an export reads from the history at a time.
+var csvPage = 1000
 
 // csvText defuses values a spreadsheet would run as a formula: ids and
 // sources come from clients, and an export is opened by a person.
