@@ -206,7 +206,7 @@ func TestOverviewFacts(t *testing.T) {
 	}
 	// Each event's word is there beside its shape.
 	for _, want := range []string{"granted", "released", "accepted"} {
-		if p.doc.Find(".feed .badge:contains('" + want + "') svg").Length() == 0 {
+		if p.doc.Find(".feed .badge:contains('"+want+"') svg").Length() == 0 {
 			t.Errorf("no %q badge with an icon in the feed", want)
 		}
 	}
