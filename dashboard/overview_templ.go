@@ -94,7 +94,7 @@ func Overview(d OverviewData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "</span> <span class=\"stat-l\">writes refused</span></div></section><div class=\"grid\"><div class=\"col\"><section class=\"card\" aria-labelledby=\"resources-h\"><h2 id=\"resources-h\">Resources</h2><div class=\"table-wrap\"><table class=\"resources\" data-testid=\"resources\"><thead><tr><th scope=\"col\">Resource</th><th scope=\"col\" class=\"num\"><abbr title=\"high-water mark: the highest token a guard accepted\">HWM</abbr></th><th scope=\"col\" class=\"num\">Last token</th><th scope=\"col\">Holder</th><th scope=\"col\">Lease</th><th scope=\"col\" class=\"num\">Accepted</th><th scope=\"col\" class=\"num\">Refused</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "</span> <span class=\"stat-l\">writes refused</span></div></section><div class=\"grid\"><div class=\"col\"><section class=\"card\" aria-labelledby=\"resources-h\"><h2 id=\"resources-h\">Resources</h2><div class=\"table-wrap\"><table class=\"resources\" data-testid=\"resources\"><thead><tr><th scope=\"col\">Resource</th><th scope=\"col\" class=\"num\"><abbr title=\"high-water mark: the highest token a guard accepted\">HWM</abbr></th><th scope=\"col\" class=\"num opt\">Last token</th><th scope=\"col\">Holder</th><th scope=\"col\">Lease</th><th scope=\"col\" class=\"num opt\">Accepted</th><th scope=\"col\" class=\"num\">Refused</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -288,7 +288,7 @@ func ResourceRowView(r ResourceRow) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</td><td class=\"num\" data-col=\"last\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "</td><td class=\"num opt\" data-col=\"last\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -405,14 +405,14 @@ func ResourceRowView(r ResourceRow) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "</td><td class=\"num\" data-col=\"accepted\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 34, "</td><td class=\"num opt\" data-col=\"accepted\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var21 string
 		templ_7745c5c3_Var21, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(r.Accepted))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `overview.templ`, Line: 92, Col: 56}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `overview.templ`, Line: 92, Col: 60}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var21))
 		if templ_7745c5c3_Err != nil {

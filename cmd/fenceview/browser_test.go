@@ -76,7 +76,7 @@ func waitJS(expr string) chromedp.Action[chromedp.Void] {
 // js runs a statement for its effect.
 func js(stmt string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool]("(" + stmt + ", true)")(ctx, t)
+		_, err := chromedp.Evaluate[bool]("("+stmt+", true)")(ctx, t)
 		return err
 	})
 }
@@ -245,4 +245,3 @@ func saveScreenshot(t *testing.T, png []byte) {
 		}
 	}
 }
-

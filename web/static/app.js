@@ -250,7 +250,7 @@
     a.dataset.testid = 'resource-link';
     th.appendChild(a);
     tr.appendChild(th);
-    [['hwm', 'num'], ['last', 'num'], ['holder', ''], ['lease', ''], ['accepted', 'num'], ['rejected', 'num']].forEach(function (c) {
+    [['hwm', 'num'], ['last', 'num opt'], ['holder', ''], ['lease', ''], ['accepted', 'num opt'], ['rejected', 'num']].forEach(function (c) {
       var td = el('td', c[1]);
       td.dataset.col = c[0];
       tr.appendChild(td);
