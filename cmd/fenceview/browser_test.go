@@ -245,3 +245,63 @@ func saveScreenshot(t *testing.T, png []byte) {
 		}
 	}
 }
+
+// When the server goes away the page says so, retries, and on reconnecting
+// resumes after the last event it saw, so events made meanwhile still
+// arrive.
+func TestDashboardReconnectsAndResumes(t *testing.T) {
+	ctx := browser(t)
+	s := startServer(t)
+	s.acquire("before", "a", 60000)
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(s.URL()+"/"),
+		waitJS(`document.body.dataset.live === "open"`),
+		waitJS(`document.querySelector('[data-testid="banner-connection"]').hidden`),
+	); err != nil {
+		t.Fatal(err)
+	}
+
+	addr, dbPath := s.ln.Addr().String(), s.DBPath
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		waitJS(`document.body.dataset.live === "reconnecting" && !document.querySelector('[data-testid="banner-connection"]').hidden`),
+	); err != nil {
+		t.Fatalf("no lost-connection warning: %v", err)
+	}
+
+	// Events recorded while the page is cut off (by a server on another
+	// port, so the page cannot be connected when they happen)...
+	restart := func(addr string) *Main {
+		m := NewMain()
+		m.Addr, m.DBPath, m.Clock, m.Logger = addr, dbPath, s.clock, s.Logger
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	away := restart("127.0.0.1:0")
+	r := doRequest(t, "POST", away.URL()+"/v1/locks/while-away/acquire", map[string]any{"holder": "b"})
+	if r.Status != 200 {
+		t.Fatalf("acquire while away: %d %s", r.Status, r.Raw)
+	}
+	if err := away.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// ...reach it once the server is back where the page expects it.
+	restart(addr)
+	if err := chromedp.Do(ctx,
+		waitJS(`document.body.dataset.live === "open"`),
+		waitJS(`[...document.querySelectorAll('[data-testid="feed-item"]')].some(li => li.dataset.type === "grant" && li.dataset.resource === "while-away")`),
+		waitJS(`document.querySelector('[data-testid="banner-connection"]').hidden`),
+	); err != nil {
+		t.Fatalf("did not resume: %v", err)
+	}
+	// Each event once: the replay does not repeat what the page had.
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="feed-item"]').length`))
+	if err != nil || n != 2 {
+		t.Fatalf("%d feed items (%v), want the two grants", n, err)
+	}
+}
