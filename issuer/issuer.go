@@ -178,13 +178,13 @@ func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease,
 		return fenceview.Grant{}, err
 	}
 	s.waiting++
+	timer := s.clock.NewTimer(wait)
+	defer timer.Stop()
 	s.mu.Unlock()
 	if s.queuedHook != nil {
 		s.queuedHook(resourceID, holder)
 	}
 
-	timer := s.clock.NewTimer(wait)
-	defer timer.Stop()
 	select {
 	case g, ok := <-wt.granted:
 		if !ok {

@@ -1,0 +1,441 @@
+// Package client is the Go client of a fenceview server: distributed locks
+// that hand out fencing tokens, in the shape of Redisson's RFencedLock and
+// etcd's concurrency.Mutex.
+//
+//	c, err := client.New("http://127.0.0.1:8080")
+//	m := c.Mutex("inventory:42", "worker-7")
+//	token, err := m.Lock(ctx) // blocks; a watchdog keeps the lease alive
+//	if err != nil { ... }
+//	defer m.Unlock(context.Background())
+//	// Work under m.Context(): it is cancelled the moment the lease is lost.
+//	// Pass token to every write; the resource refuses stale ones.
+//	d, err := inventory.Update(m.Context(), db, 42, token, sqlguard.Set("stock", 7))
+//
+// A lock alone cannot stop a holder that paused past its lease from
+// writing: only the resource can, by refusing its token (see the guard
+// packages). The watchdog and the lease-lost context make that rarer; the
+// token makes it harmless.
+//
+// # Re-entrancy
+//
+// A holder may lock again while it holds the lock; the hold count goes up
+// and Unlock must be called as many times. Every grant, re-entrant ones
+// included, takes a new token, so a nested Lock returns a larger token
+// than the outer one. Take the token once, at the outermost Lock, and pass
+// it down to the code that writes; do not lock again to get "the" token.
+//
+// All methods take a context and are safe for concurrent use. One Client
+// shares one http.Client with keep-alive connections; make one per server.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+// DefaultLease is the lease of Lock, renewed by the watchdog (the server's
+// default too).
+const DefaultLease = 30 * time.Second
+
+// maxResponse bounds what is read of a response body.
+const maxResponse = 1 << 20
+
+// Client talks to one fenceview server. It is immutable and safe for
+// concurrent use.
+type Client struct {
+	base  *url.URL
+	hc    *http.Client
+	admin string
+	clock Clock
+	lease time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sends requests through hc instead of the client's own
+// (which keeps connections alive, up to 32 idle per host). Do not give it a
+// Timeout shorter than the longest wait you pass to TryLock.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithAdminToken sets the bearer token sent with admin calls (ForceExpire).
+func WithAdminToken(token string) Option { return func(c *Client) { c.admin = token } }
+
+// WithClock sets the clock the watchdog schedules renewals and measures
+// leases with. Tests pass a fake clock so that no test sleeps.
+func WithClock(clk Clock) Option { return func(c *Client) { c.clock = clk } }
+
+// WithLease sets the lease Lock asks for and the watchdog renews (default
+// DefaultLease). Shorter leases notice a dead holder sooner and cost more
+// renewals.
+func WithLease(d time.Duration) Option { return func(c *Client) { c.lease = d } }
+
+// New returns a client of the server at baseURL (e.g.
+// "http://127.0.0.1:8080", optionally with a path prefix).
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, invalid(fmt.Errorf("base URL: %w", err))
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, invalid(fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", baseURL))
+	}
+	c := &Client{base: u, clock: realClock{}, lease: DefaultLease}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.lease < time.Millisecond || c.lease > 24*time.Hour {
+		return nil, invalid(fmt.Errorf("lease %v: want 1ms..24h", c.lease))
+	}
+	if c.hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// Watchdogs of many mutexes renew on the same server: keep their
+		// connections instead of reopening one per renewal.
+		tr.MaxIdleConnsPerHost = 32
+		c.hc = &http.Client{Transport: tr}
+	}
+	return c, nil
+}
+
+// endpoint builds base + /v1/<kind>/<escaped resource>[/<action>]. Resource
+// ids may contain '/', spaces and any UTF-8: PathEscape keeps each one a
+// single path segment.
+func (c *Client) endpoint(kind, resource, action string) *url.URL {
+	suffix := ""
+	if action != "" {
+		suffix = "/" + action
+	}
+	seg := url.PathEscape(resource)
+	if resource == "." || resource == ".." {
+		// Dot segments would be resolved away by URL cleaning.
+		seg = strings.ReplaceAll(resource, ".", "%2E")
+	}
+	u := *c.base
+	u.Path = c.base.Path + "/v1/" + kind + "/" + resource + suffix
+	u.RawPath = c.base.EscapedPath() + "/v1/" + kind + "/" + seg + suffix
+	return &u
+}
+
+// call sends a JSON request and decodes a 200 JSON response into out. Any
+// other status becomes an error by errFor.
+func (c *Client) call(ctx context.Context, method string, u *url.URL, header http.Header, in, out any, errFor func(status int, body []byte, h http.Header) error) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	// Drain what is left so the connection goes back to the pool.
+	io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return fmt.Errorf("fenceview: reading response: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		if errFor != nil {
+			if err := errFor(resp.StatusCode, raw, resp.Header); err != nil {
+				return err
+			}
+		}
+		return apiError(resp.StatusCode, raw, nil)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("fenceview: decoding %s response: %w", u.Path, err)
+		}
+	}
+	return nil
+}
+
+// apiError maps a non-200 response to an *APIError; kind409 is the sentinel
+// a 409 of this endpoint means.
+func apiError(status int, raw []byte, kind409 error) *APIError {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(raw, &e) != nil || e.Error == "" {
+		e.Error = strings.TrimSpace(string(raw))
+		if len(e.Error) > 200 {
+			e.Error = e.Error[:200]
+		}
+	}
+	ae := &APIError{StatusCode: status, Message: e.Error}
+	switch status {
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusMethodNotAllowed:
+		ae.kind = ErrInvalid
+	case http.StatusUnauthorized, http.StatusForbidden:
+		ae.kind = ErrUnauthorized
+	case http.StatusNotFound:
+		ae.kind = ErrNotFound
+	case http.StatusConflict:
+		ae.kind = kind409
+	}
+	return ae
+}
+
+// grantBody is a grant (acquire, renew) on the wire.
+type grantBody struct {
+	ResourceID string      `json:"resourceId"`
+	Holder     string      `json:"holder"`
+	HoldCount  int         `json:"holdCount"`
+	ExpiresAt  time.Time   `json:"expiresAt"`
+	LeaseMs    int64       `json:"leaseMs"`
+	Fencing    guard.Token `json:"fencing"`
+}
+
+type lockRequest struct {
+	Holder  string `json:"holder"`
+	LeaseMs int64  `json:"leaseMs,omitempty"`
+	WaitMs  int64  `json:"waitMs,omitempty"`
+}
+
+func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait time.Duration) (grantBody, error) {
+	var g grantBody
+	err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "acquire"), nil,
+		lockRequest{Holder: holder, LeaseMs: lease.Milliseconds(), WaitMs: wait.Milliseconds()}, &g,
+		func(status int, raw []byte, _ http.Header) error {
+			if status != http.StatusConflict {
+				return nil
+			}
+			var b struct {
+				Holder    string    `json:"holder"`
+				ExpiresAt time.Time `json:"expiresAt"`
+			}
+			_ = json.Unmarshal(raw, &b)
+			return &HeldError{Resource: resource, Holder: b.Holder, ExpiresAt: b.ExpiresAt}
+		})
+	return g, err
+}
+
+func (c *Client) renew(ctx context.Context, resource, holder string) (grantBody, error) {
+	var g grantBody
+	err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "renew"), nil,
+		lockRequest{Holder: holder}, &g, kind409(ErrNotHeld))
+	return g, err
+}
+
+func (c *Client) release(ctx context.Context, resource, holder string) (int, error) {
+	var b struct {
+		HoldCount int `json:"holdCount"`
+	}
+	err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "release"), nil,
+		lockRequest{Holder: holder}, &b, kind409(ErrNotOwner))
+	return b.HoldCount, err
+}
+
+func kind409(kind error) func(int, []byte, http.Header) error {
+	return func(status int, raw []byte, _ http.Header) error {
+		if status == http.StatusConflict {
+			return apiError(status, raw, kind)
+		}
+		return nil
+	}
+}
+
+// State is a lock as the server sees it (GET /v1/locks/{resource}).
+type State struct {
+	Resource  string
+	Locked    bool
+	Holder    string // "" when free
+	HoldCount int
+	// Token is the last token issued for the resource (0 if none), whether
+	// or not the lock is held.
+	Token     int64
+	ExpiresAt time.Time // zero when free
+	// Remaining is the lease left when the server answered.
+	Remaining time.Duration
+	Lease     time.Duration
+	Waiters   int
+}
+
+// State returns the state of the lock on resource.
+func (c *Client) State(ctx context.Context, resource string) (State, error) {
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return State{}, invalid(err)
+	}
+	var b struct {
+		ResourceID  string     `json:"resourceId"`
+		Locked      bool       `json:"locked"`
+		Holder      *string    `json:"holder"`
+		HoldCount   int        `json:"holdCount"`
+		Token       int64      `json:"token"`
+		ExpiresAt   *time.Time `json:"expiresAt"`
+		RemainingMs int64      `json:"remainingMs"`
+		LeaseMs     int64      `json:"leaseMs"`
+		Waiters     int        `json:"waiters"`
+	}
+	if err := c.call(ctx, http.MethodGet, c.endpoint("locks", resource, ""), nil, nil, &b, nil); err != nil {
+		return State{}, err
+	}
+	s := State{Resource: b.ResourceID, Locked: b.Locked, HoldCount: b.HoldCount, Token: b.Token,
+		Remaining: time.Duration(b.RemainingMs) * time.Millisecond, Lease: time.Duration(b.LeaseMs) * time.Millisecond, Waiters: b.Waiters}
+	if b.Holder != nil {
+		s.Holder = *b.Holder
+	}
+	if b.ExpiresAt != nil {
+		s.ExpiresAt = *b.ExpiresAt
+	}
+	return s, nil
+}
+
+// ForceExpire frees the lock on resource whoever holds it (Redisson's
+// forceUnlock), with the admin token of WithAdminToken. The holder's next
+// renewal is refused and its Mutex context cancelled; its token stays
+// valid at resources until a newer one is used there, which is why
+// resources must check tokens.
+func (c *Client) ForceExpire(ctx context.Context, resource string) error {
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return invalid(err)
+	}
+	h := http.Header{}
+	if c.admin != "" {
+		h.Set("Authorization", "Bearer "+c.admin)
+	}
+	return c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "expire"), h, nil, nil, nil)
+}
+
+// Fenced is a token the server's guard accepted.
+type Fenced struct {
+	Resource       string
+	Token          int64
+	IdempotencyKey string // "<resource>:<token>", for calls to unfenceable systems
+}
+
+// Fence presents token to the server's own guard for resource
+// (POST /v1/fence/{resource}): accepted when token >= the resource's
+// high-water mark, which it then becomes. A refusal is a *StaleTokenError
+// carrying the required token; its Reason says why (stale-token,
+// unissued-token, ...).
+func (c *Client) Fence(ctx context.Context, resource string, token int64) (Fenced, error) {
+	return c.FenceToken(ctx, resource, guard.Token{Token: token})
+}
+
+// FenceToken is Fence with the token's envelope: a token of another issuer
+// or scope is refused (foreign-issuer, scope-mismatch) instead of compared.
+func (c *Client) FenceToken(ctx context.Context, resource string, t guard.Token) (Fenced, error) {
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return Fenced{}, invalid(err)
+	}
+	if err := guard.ValidateToken(t.Token); err != nil {
+		return Fenced{}, invalid(err)
+	}
+	in := struct {
+		Token  int64  `json:"token"`
+		Issuer string `json:"issuer,omitempty"`
+		Scope  string `json:"scope,omitempty"`
+	}{t.Token, t.Issuer, t.Scope}
+	var out struct {
+		Token          int64  `json:"token"`
+		IdempotencyKey string `json:"idempotencyKey"`
+	}
+	err := c.call(ctx, http.MethodPost, c.endpoint("fence", resource, ""), nil, in, &out,
+		func(status int, raw []byte, h http.Header) error {
+			if status != http.StatusConflict {
+				return nil
+			}
+			var b struct {
+				Reason    string `json:"reason"`
+				Presented int64  `json:"presented"`
+				Required  int64  `json:"required"`
+			}
+			_ = json.Unmarshal(raw, &b)
+			e := &StaleTokenError{Resource: resource, Reason: b.Reason, Presented: t.Token, Required: b.Required}
+			if r, err := strconv.ParseInt(h.Get("X-Required-Token"), 10, 64); err == nil {
+				e.Required = r
+			}
+			if e.Reason == "" {
+				e.Reason = guard.ReasonStale
+			}
+			return e
+		})
+	if err != nil {
+		return Fenced{}, err
+	}
+	return Fenced{Resource: resource, Token: out.Token, IdempotencyKey: out.IdempotencyKey}, nil
+}
+
+// Report is a decision a guard made on its own (an HTTP middleware, a SQL
+// guard), reported to the server so it shows in the rejection history and
+// the event stream.
+type Report struct {
+	Resource string
+	guard.Decision
+	Source string    // who decided, e.g. "billing-api"
+	At     time.Time // zero: the server's now
+}
+
+// Report sends decisions to POST /v1/decisions and returns how many were
+// recorded.
+func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
+	type wire struct {
+		ResourceID string `json:"resourceId"`
+		Token      int64  `json:"token"`
+		Accepted   bool   `json:"accepted"`
+		Required   int64  `json:"required,omitempty"`
+		Reason     string `json:"reason,omitempty"`
+		Source     string `json:"source"`
+		At         string `json:"at,omitempty"`
+	}
+	in := struct {
+		Decisions []wire `json:"decisions"`
+	}{Decisions: make([]wire, 0, len(reports))}
+	for i, r := range reports {
+		if err := guard.ValidateResourceID(r.Resource); err != nil {
+			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
+		}
+		if err := guard.ValidateToken(r.Presented); err != nil {
+			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
+		}
+		w := wire{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source}
+		if !r.At.IsZero() {
+			w.At = r.At.UTC().Format(time.RFC3339Nano)
+		}
+		in.Decisions = append(in.Decisions, w)
+	}
+	var out struct {
+		Recorded int `json:"recorded"`
+	}
+	if err := c.call(ctx, http.MethodPost, &url.URL{Scheme: c.base.Scheme, Host: c.base.Host, Path: c.base.Path + "/v1/decisions"}, nil, in, &out, nil); err != nil {
+		return 0, err
+	}
+	return out.Recorded, nil
+}
+
+// errorsIsTemporary reports whether err is worth retrying until the lease
+// ends: transport failures and 5xx answers; refusals are final.
+func errorsIsTemporary(err error) bool {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		return ae.Temporary()
+	}
+	return true
+}

@@ -1,0 +1,86 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/client/fenceviewtest"
+)
+
+// Every grant takes a new token, re-entrant ones included. Take the token at
+// the outermost Lock and pass it down: a nested Lock's token would raise the
+// resource's high-water mark above the outer one and fence out the outer
+// code's own writes.
+func Example_reentrancy() {
+	ctx := context.Background()
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := client.New(srv.URL)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	m := c.Mutex("inventory:42", "worker-a")
+	outer, err := m.Lock(ctx) // keep this one
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+
+	// Right: nested code receives the outer token.
+	write := func(token int64) error {
+		_, err := c.Fence(ctx, "inventory:42", token)
+		return err
+	}
+	fmt.Println("nested write with the outer token:", write(outer))
+
+	// Wrong: nested code locks again and writes with its own token...
+	inner, _ := m.Lock(ctx)
+	fmt.Println("inner token is larger:", inner > outer)
+	fmt.Println("nested write with the inner token:", write(inner))
+	m.Unlock(ctx)
+	// ...and the outer code's next write is refused.
+	var stale *client.StaleTokenError
+	err = write(outer)
+	fmt.Println("outer write refused:", errors.As(err, &stale), stale.Reason, stale.Required == inner)
+
+	// Output:
+	// nested write with the outer token: <nil>
+	// inner token is larger: true
+	// nested write with the inner token: <nil>
+	// outer write refused: true stale-token true
+}
+
+// Work under the lock runs with the Mutex's context, cancelled the moment
+// the lease is lost, so it stops instead of writing on without the lock.
+func ExampleMutex_Context() {
+	ctx := context.Background()
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c, _ := client.New(srv.URL)
+
+	m := c.Mutex("reports/daily", "worker-a")
+	token, err := m.Lock(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	work := m.Context()
+	// ... long work under `work`, writes carrying `token` ...
+	_ = token
+	if err := m.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	<-work.Done()
+	fmt.Println(context.Cause(work))
+	// Output:
+	// fenceview: unlocked
+}

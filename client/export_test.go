@@ -1,0 +1,10 @@
+package client
+
+// WatchdogEvents reports what m's watchdog does ("armed", "renewed",
+// "retry", "lost"), so tests step a fake clock in lockstep with it instead
+// of sleeping. Call it before the first grant.
+func WatchdogEvents(m *Mutex) <-chan string {
+	ch := make(chan string, 256)
+	m.hook = func(e string) { ch <- e }
+	return ch
+}

@@ -1,0 +1,341 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+// maxWaitChunk bounds one server-side wait of a blocking Lock: long enough
+// to be cheap, short enough for proxies that cut idle requests.
+const maxWaitChunk = 60 * time.Second
+
+// Mutex is a fenced lock on one resource for one holder, like Redisson's
+// RFencedLock or etcd's concurrency.Mutex. Use one Mutex per holder and
+// resource; its methods are safe for concurrent use.
+type Mutex struct {
+	c        *Client
+	resource string
+	holder   string
+
+	mu   sync.Mutex
+	hold *hold // the current or last hold; nil before the first grant
+
+	hook func(event string) // tests: what the watchdog just did
+}
+
+// hold is one period of ownership, from the first grant to the last Unlock
+// or the loss of the lease.
+type hold struct {
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	stop    chan struct{} // closed by Unlock: the watchdog exits
+	done    chan struct{} // closed when the watchdog has exited
+	once    sync.Once
+	lease   time.Duration
+	renew   bool
+	token   int64 // of the latest grant
+	fencing guard.Token
+	count   int
+}
+
+func (h *hold) stopWatchdog() {
+	h.once.Do(func() { close(h.stop) })
+	<-h.done
+}
+
+// Mutex returns the lock on resource for holder. Ids are checked when used:
+// resource 1..160 bytes, holder 1..80 bytes, UTF-8 without control
+// characters.
+func (c *Client) Mutex(resource, holder string) *Mutex {
+	return &Mutex{c: c, resource: resource, holder: holder}
+}
+
+// Resource returns the resource id.
+func (m *Mutex) Resource() string { return m.resource }
+
+// Holder returns the holder id.
+func (m *Mutex) Holder() string { return m.holder }
+
+func (m *Mutex) validate() error {
+	if err := guard.ValidateResourceID(m.resource); err != nil {
+		return invalid(err)
+	}
+	if err := guard.ValidateHolderID(m.holder); err != nil {
+		return invalid(err)
+	}
+	return nil
+}
+
+// Lock blocks until the lock is granted or ctx is done, and returns the
+// grant's fencing token. The lease (WithLease, default 30s) is renewed by a
+// watchdog at a third of the lease until the last Unlock; Context is
+// cancelled when the lease is lost.
+//
+// Waiting happens on the server, which serves waiters first come first
+// served, in chunks of up to a minute (each chunk rejoins the queue). When
+// ctx has a deadline, the last wait ends a little before it, so the server
+// answers before the client gives up.
+//
+// Calling Lock while holding the lock is a re-entrant grant with a new,
+// larger token: see the package doc.
+func (m *Mutex) Lock(ctx context.Context) (int64, error) {
+	if err := m.validate(); err != nil {
+		return 0, err
+	}
+	for {
+		wait := maxWaitChunk
+		if dl, ok := ctx.Deadline(); ok {
+			left := time.Until(dl)
+			wait = min(wait, left-min(left/10, time.Second))
+		}
+		sent := m.c.clock.Now()
+		g, err := m.c.acquire(ctx, m.resource, m.holder, m.c.lease, max(wait, 0))
+		if err == nil {
+			return m.granted(g, m.c.lease, true, sent), nil
+		}
+		if !errors.Is(err, ErrHeld) || wait <= 0 {
+			return 0, err
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+	}
+}
+
+// TryLock asks for the lock, waiting on the server up to wait (0: do not
+// wait), and returns the token, or a *HeldError (errors.Is(err, ErrHeld))
+// when the lock stayed held.
+//
+// With lease 0 the lock has the default lease and the watchdog renews it,
+// as with Lock. With lease > 0 it is held for exactly that long, not
+// renewed (Redisson's leaseTime): Context is cancelled when the lease
+// ends, measured from when the request was sent.
+func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (int64, error) {
+	if err := m.validate(); err != nil {
+		return 0, err
+	}
+	if wait < 0 || lease < 0 {
+		return 0, invalid(fmt.Errorf("negative wait (%v) or lease (%v)", wait, lease))
+	}
+	renew := lease == 0
+	if renew {
+		lease = m.c.lease
+	}
+	sent := m.c.clock.Now()
+	g, err := m.c.acquire(ctx, m.resource, m.holder, lease, wait)
+	if err != nil {
+		return 0, err
+	}
+	return m.granted(g, lease, renew, sent), nil
+}
+
+// granted records a grant: a new hold with its watchdog, or one more
+// re-entrant grant of the current hold.
+func (m *Mutex) granted(g grantBody, lease time.Duration, renew bool, sent time.Time) int64 {
+	if g.LeaseMs > 0 {
+		lease = time.Duration(g.LeaseMs) * time.Millisecond
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.hold
+	if h == nil || h.ctx.Err() != nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		h = &hold{ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{}), lease: lease, renew: renew}
+		m.hold = h
+		go m.watchdog(h, sent.Add(lease))
+	}
+	h.token, h.fencing, h.count = g.Fencing.Token, g.Fencing, g.HoldCount
+	return g.Fencing.Token
+}
+
+// Unlock releases one hold. At the last one the watchdog stops and Context
+// is cancelled with cause ErrUnlocked. When the server says this holder is
+// not the owner (the lease was lost meanwhile), the error matches
+// ErrNotOwner and Context is cancelled with ErrLeaseLost.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	h := m.hold
+	m.mu.Unlock()
+	left, err := m.c.release(ctx, m.resource, m.holder)
+	var end error
+	switch {
+	case errors.Is(err, ErrNotOwner):
+		end = fmt.Errorf("%w: %w", ErrLeaseLost, err)
+	case err != nil:
+		return err
+	case left == 0:
+		end = ErrUnlocked
+	}
+	if h == nil {
+		return err
+	}
+	m.mu.Lock()
+	if end == nil {
+		h.count = left
+		m.mu.Unlock()
+		return nil
+	}
+	h.cancel(end)
+	m.mu.Unlock()
+	h.stopWatchdog()
+	return err
+}
+
+// State returns the lock's state on the server.
+func (m *Mutex) State(ctx context.Context) (State, error) {
+	return m.c.State(ctx, m.resource)
+}
+
+// Context returns a context that is cancelled when the current hold ends:
+// with cause ErrLeaseLost when the lease was lost (context.Cause tells
+// why), ErrUnlocked after the last Unlock. Run the work done under the lock
+// with it so that it stops when the lock is no longer yours. Before the
+// first grant it is already cancelled.
+func (m *Mutex) Context() context.Context {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return notHeld
+	}
+	return m.hold.ctx
+}
+
+// Done is Context().Done().
+func (m *Mutex) Done() <-chan struct{} { return m.Context().Done() }
+
+// Token returns the token of the latest grant of the current hold, 0 when
+// the lock is not held by this Mutex. With re-entrant grants that is the
+// innermost one: keep the token Lock returned at the outermost level.
+func (m *Mutex) Token() int64 {
+	return m.Fencing().Token
+}
+
+// Fencing returns the token envelope (token, issuer, scope, issue time) of
+// the latest grant, the zero Token when not held; for Client.FenceToken and
+// guards that check issuer and scope.
+func (m *Mutex) Fencing() guard.Token {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil || m.hold.ctx.Err() != nil {
+		return guard.Token{}
+	}
+	return m.hold.fencing
+}
+
+var notHeld = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("fenceview: lock never granted to this Mutex"))
+	return ctx
+}()
+
+func (m *Mutex) event(e string) {
+	if m.hook != nil {
+		m.hook(e)
+	}
+}
+
+// lose ends h because its lease is gone.
+func (m *Mutex) lose(h *hold, cause error) {
+	m.mu.Lock()
+	h.cancel(cause)
+	m.mu.Unlock()
+	m.event("lost")
+}
+
+type renewal struct {
+	g   grantBody
+	err error
+}
+
+// watchdog keeps h's lease alive: it renews at a third of the lease, retries
+// failed renewals more often, and ends the hold when a renewal is refused or
+// the lease runs out (by the client's clock, counted from when the last
+// successful request was sent, so the server's lease never outlives ours).
+// For a fixed lease it only waits for the lease to run out.
+func (m *Mutex) watchdog(h *hold, leaseEnd time.Time) {
+	defer close(h.done)
+	clk := m.c.clock
+	interval := max(h.lease/3, time.Millisecond)
+	retry := min(max(h.lease/10, 10*time.Millisecond), interval)
+	next := interval
+	var lastErr error
+	for {
+		now := clk.Now()
+		wait := leaseEnd.Sub(now)
+		if h.renew {
+			wait = min(wait, next)
+		}
+		t := clk.NewTimer(wait)
+		m.event("armed")
+		select {
+		case <-h.stop:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if !clk.Now().Before(leaseEnd) {
+			m.lose(h, leaseOver(h.renew, lastErr))
+			return
+		}
+
+		sent := clk.Now()
+		// A hung request must not outlive the renewal interval: the next
+		// attempt gets a fresh connection.
+		rctx, cancel := context.WithTimeout(context.Background(), interval)
+		res := make(chan renewal, 1)
+		go func() {
+			g, err := m.c.renew(rctx, m.resource, m.holder)
+			res <- renewal{g, err}
+		}()
+		end := clk.NewTimer(leaseEnd.Sub(sent))
+		var r renewal
+		select {
+		case <-h.stop:
+			cancel()
+			end.Stop()
+			return
+		case <-end.C():
+			cancel()
+			m.lose(h, leaseOver(true, lastErr))
+			return
+		case r = <-res:
+		}
+		end.Stop()
+		cancel()
+		switch {
+		case r.err == nil:
+			lease := h.lease
+			if r.g.LeaseMs > 0 {
+				lease = time.Duration(r.g.LeaseMs) * time.Millisecond
+			}
+			leaseEnd = sent.Add(lease)
+			lastErr, next = nil, interval
+			m.event("renewed")
+		case !errorsIsTemporary(r.err):
+			m.lose(h, fmt.Errorf("%w: renewal refused: %w", ErrLeaseLost, r.err))
+			return
+		default:
+			lastErr, next = r.err, retry
+			m.event("retry")
+		}
+	}
+}
+
+func leaseOver(renewing bool, lastErr error) error {
+	switch {
+	case !renewing:
+		return fmt.Errorf("%w: the fixed lease ran out", ErrLeaseLost)
+	case lastErr != nil:
+		return fmt.Errorf("%w: server unreachable until the lease ran out: %w", ErrLeaseLost, lastErr)
+	default:
+		return fmt.Errorf("%w: no renewal answered before the lease ran out", ErrLeaseLost)
+	}
+}

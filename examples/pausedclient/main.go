@@ -1,0 +1,156 @@
+// Command pausedclient plays the story fencing tokens exist for, against a
+// fenceview server and an inventory row in SQLite:
+//
+//  1. Client A locks inventory:42 and gets a token.
+//  2. A pauses (a GC pause, a stalled VM) past its lease.
+//  3. The lease runs out; client B locks and writes with its larger token.
+//  4. A wakes up, still believing it holds the lock, and writes.
+//
+// Step 4 is refused by the row itself: the UPDATE requires fence_token <=
+// the presented token, and B's token is already recorded there.
+//
+//	go run ./examples/pausedclient            # starts a server in-process
+//	go run ./examples/pausedclient -server http://127.0.0.1:8080
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/sqlguard"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "pausedclient:", err)
+		os.Exit(1)
+	}
+}
+
+// run plays the story and returns an error if it did not end with A's
+// write refused and B's write in the row.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("pausedclient", flag.ContinueOnError)
+	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	dbPath := fs.String("db", "", "SQLite file holding the inventory (default: a temporary file)")
+	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
+	resource := fs.String("resource", "inventory:42", "the lock's resource id")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	if *server == "" {
+		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		*server = srv.URL
+	}
+	if *dbPath == "" {
+		dir, err := os.MkdirTemp("", "pausedclient-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		*dbPath = filepath.Join(dir, "inventory.db")
+	}
+	db, err := openInventory(ctx, *dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
+	if err != nil {
+		return err
+	}
+
+	c, err := client.New(*server)
+	if err != nil {
+		return err
+	}
+	a := c.Mutex(*resource, "client-a")
+	b := c.Mutex(*resource, "client-b")
+
+	// A takes the lock with a fixed lease: it is about to stall, and a
+	// stalled process renews nothing.
+	tokenA, err := a.TryLock(ctx, 0, *lease)
+	if err != nil {
+		return fmt.Errorf("A: %w", err)
+	}
+	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v), read stock 10, will write 9\n", *resource, tokenA, *lease)
+	fmt.Fprintln(stdout, "A pauses...")
+
+	// B waits on the server until A's lease runs out.
+	tokenB, err := b.Lock(ctx)
+	if err != nil {
+		return fmt.Errorf("B: %w", err)
+	}
+	fmt.Fprintf(stdout, "A's lease ran out; B locked %s with token %d\n", *resource, tokenB)
+	d, err := inventory.Update(ctx, db, 42, tokenB, sqlguard.Set("stock", 7))
+	if err != nil {
+		return fmt.Errorf("B's write: %w", err)
+	}
+	if !d.Accepted {
+		return fmt.Errorf("B's write was refused: %+v", d)
+	}
+	fmt.Fprintf(stdout, "B wrote stock 7 with token %d\n", tokenB)
+	if err := b.Unlock(ctx); err != nil {
+		return fmt.Errorf("B: %w", err)
+	}
+
+	// A wakes up. Its Mutex knows the lease is gone, but a paused process
+	// does not look before it writes: the row has to refuse it.
+	<-a.Done()
+	fmt.Fprintf(stdout, "A wakes up (its client says: %v) and writes anyway\n", context.Cause(a.Context()))
+	d, err = inventory.Update(ctx, db, 42, tokenA, sqlguard.Set("stock", 9))
+	if err != nil {
+		return fmt.Errorf("A's write: %w", err)
+	}
+	var stale *guard.StaleTokenError
+	if !errors.As(d.Err(*resource), &stale) {
+		return fmt.Errorf("A's stale write was accepted: %+v", d)
+	}
+	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", stale.Reason, stale.Presented, stale.Required)
+
+	var stock, mark int64
+	if err := db.QueryRowContext(ctx, `SELECT stock, fence_token FROM inventory WHERE product_id = 42`).Scan(&stock, &mark); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "inventory 42: stock %d, fence_token %d\n", stock, mark)
+	if stock != 7 || mark != tokenB || stale.Required != tokenB {
+		return fmt.Errorf("unexpected end state: stock %d, mark %d, required %d", stock, mark, stale.Required)
+	}
+	return nil
+}
+
+func openInventory(ctx context.Context, path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000&_journal_mode=WAL")
+	if err != nil {
+		return nil, err
+	}
+	_, err = db.ExecContext(ctx, `
+		CREATE TABLE IF NOT EXISTS inventory (
+			product_id  INTEGER PRIMARY KEY,
+			stock       INTEGER NOT NULL,
+			fence_token BIGINT  NOT NULL DEFAULT 0
+		);
+		INSERT OR REPLACE INTO inventory (product_id, stock, fence_token) VALUES (42, 10, 0);`)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}

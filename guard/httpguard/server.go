@@ -1,0 +1,249 @@
+// Package httpguard fences a downstream HTTP service: writes carry the
+// fencing token in headers, and the service refuses stale ones.
+//
+// Server side, Middleware checks X-Fencing-Token for the resource named by
+// X-Resource-Id and records it, in one atomic step, through a Checker
+// (*guard.Guard in memory, *sqlguard.Marks in a database, or anything else).
+// That is the difference from the usual read-then-continue middleware: a
+// middleware that only reads the highest token and lets the request through
+// lets two writers pass the same check.
+//
+//	mux.Handle("POST /apply", httpguard.Middleware(guard.New())(applyHandler))
+//
+// Missing or invalid input is 400 {"error":"missing or invalid fencing
+// token"}; a stale token is 409 with X-Required-Token and
+// {"error","accepted":false,"reason","presented","required"}. The handler
+// finds the accepted token with FromContext.
+//
+// Check-and-record closes the gap at the door, but the handler's own write
+// happens later. So by default the middleware also runs requests for one
+// resource one at a time (in this process), from the check to the end of the
+// handler: an older writer that passed the check cannot write after a newer
+// one. That is exact for a single instance. A service that runs several
+// instances should fence the write itself, in the handler, in the same
+// transaction (sqlguard.Table, or Marks.On(tx) with the token from
+// FromContext), and may then turn serialisation off with
+// WithoutSerialization.
+//
+// Client side, Transport attaches the headers to requests whose context
+// carries a token (WithToken) and turns a fencing 409 into a
+// *guard.StaleTokenError carrying the required token.
+package httpguard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+// Headers of the fencing protocol.
+const (
+	HeaderToken    = "X-Fencing-Token"
+	HeaderResource = "X-Resource-Id"
+	HeaderRequired = "X-Required-Token"
+)
+
+// Checker applies the fencing rule and records an accepted token, in one
+// atomic step. *guard.Guard and *sqlguard.Marks implement it.
+type Checker interface {
+	Check(resourceID string, token int64) (guard.Decision, error)
+}
+
+// ContextChecker is a Checker that takes the request's context; Middleware
+// prefers it when the Checker has it (*sqlguard.Marks does).
+type ContextChecker interface {
+	CheckContext(ctx context.Context, resourceID string, token int64) (guard.Decision, error)
+}
+
+// Fence is the accepted token of a request, as handlers see it.
+type Fence struct {
+	Resource string
+	Token    int64
+}
+
+type fenceKey struct{}
+
+// FromContext returns the token the middleware accepted for this request.
+func FromContext(ctx context.Context) (Fence, bool) {
+	f, ok := ctx.Value(fenceKey{}).(Fence)
+	return f, ok
+}
+
+// Option configures Middleware.
+type Option func(*config)
+
+type config struct {
+	resource  func(*http.Request) (string, error)
+	onDecide  func(*http.Request, string, guard.Decision)
+	serialise bool
+}
+
+// WithResource derives the resource id from the request instead of the
+// X-Resource-Id header, e.g. from the path. An error is a 400.
+func WithResource(fn func(*http.Request) (string, error)) Option {
+	return func(c *config) { c.resource = fn }
+}
+
+// WithDecisionHook calls fn with every decision (accepted or refused),
+// after it is made and before the response; for metrics, logs, or reporting
+// to the fenceview server's POST /v1/decisions. It must not block long.
+func WithDecisionHook(fn func(r *http.Request, resourceID string, d guard.Decision)) Option {
+	return func(c *config) { c.onDecide = fn }
+}
+
+// WithoutSerialization lets requests for one resource run their handlers
+// concurrently. Use it only when the handler fences its own write (see the
+// package doc); otherwise an older writer that passed the check can still
+// write after a newer one.
+func WithoutSerialization() Option {
+	return func(c *config) { c.serialise = false }
+}
+
+// Middleware returns middleware that fences every request through c.
+func Middleware(c Checker, opts ...Option) func(http.Handler) http.Handler {
+	cfg := config{resource: headerResource, serialise: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	check := func(ctx context.Context, res string, tok int64) (guard.Decision, error) {
+		if cc, ok := c.(ContextChecker); ok {
+			return cc.CheckContext(ctx, res, tok)
+		}
+		return c.Check(res, tok)
+	}
+	locks := newKeyedLocks()
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tok, err := guard.ParseToken(r.Header.Get(HeaderToken))
+			if err != nil || len(r.Header.Values(HeaderToken)) > 1 {
+				writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid fencing token"})
+				return
+			}
+			res, err := cfg.resource(r)
+			if err == nil {
+				err = guard.ValidateResourceID(res)
+			}
+			if err != nil {
+				writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid resource id"})
+				return
+			}
+			if cfg.serialise {
+				unlock, err := locks.lock(r.Context(), res)
+				if err != nil {
+					writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "request cancelled while waiting for the resource"})
+					return
+				}
+				defer unlock()
+			}
+			d, err := check(r.Context(), res, tok)
+			if err != nil {
+				if errors.Is(err, guard.ErrInvalidResourceID) || errors.Is(err, guard.ErrInvalidToken) {
+					writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid fencing token"})
+					return
+				}
+				writeJSON(w, http.StatusInternalServerError, errorBody{Error: "fencing check failed"})
+				return
+			}
+			if cfg.onDecide != nil {
+				cfg.onDecide(r, res, d)
+			}
+			if !d.Accepted {
+				writeRefusal(w, d)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), fenceKey{}, Fence{Resource: res, Token: tok})))
+		})
+	}
+}
+
+func headerResource(r *http.Request) (string, error) {
+	if len(r.Header.Values(HeaderResource)) != 1 {
+		return "", errors.New("need exactly one " + HeaderResource)
+	}
+	return r.Header.Get(HeaderResource), nil
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// refusalBody is the 409 body; the field names are fenceview's contract.
+type refusalBody struct {
+	Error     string `json:"error"`
+	Accepted  bool   `json:"accepted"`
+	Reason    string `json:"reason"`
+	Presented int64  `json:"presented"`
+	Required  int64  `json:"required"`
+}
+
+// WriteRefusal writes the 409 for a refused decision: X-Required-Token
+// (only for a stale token, where it is the token to beat) and the JSON body.
+// Exported for handlers that fence their own writes and want to answer the
+// same way the middleware does.
+func WriteRefusal(w http.ResponseWriter, d guard.Decision) { writeRefusal(w, d) }
+
+func writeRefusal(w http.ResponseWriter, d guard.Decision) {
+	msg := "fencing token refused"
+	if d.Reason == guard.ReasonStale || d.Reason == "" {
+		msg = "stale fencing token"
+		w.Header().Set(HeaderRequired, strconv.FormatInt(d.Required, 10))
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = guard.ReasonStale
+	}
+	writeJSON(w, http.StatusConflict, refusalBody{Error: msg, Accepted: false, Reason: reason, Presented: d.Presented, Required: d.Required})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// keyedLocks is one mutex per resource id, held by reference count so the
+// map does not grow with every id ever seen. A lock is a 1-slot channel so
+// waiting can give up when the request is cancelled.
+type keyedLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyedLock
+}
+
+type keyedLock struct {
+	ch   chan struct{}
+	refs int
+}
+
+func newKeyedLocks() *keyedLocks { return &keyedLocks{m: make(map[string]*keyedLock)} }
+
+func (k *keyedLocks) lock(ctx context.Context, key string) (func(), error) {
+	k.mu.Lock()
+	l := k.m[key]
+	if l == nil {
+		l = &keyedLock{ch: make(chan struct{}, 1)}
+		k.m[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+
+	release := func() {
+		k.mu.Lock()
+		l.refs--
+		if l.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+	select {
+	case l.ch <- struct{}{}:
+		return func() { <-l.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,144 @@
+package sqlguard_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/sqlguard"
+)
+
+func newMarks(t *testing.T, db *sql.DB) *sqlguard.Marks {
+	t.Helper()
+	m, err := sqlguard.NewMarks(db, sqlguard.SQLite, "fence_marks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CreateTable(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Marks makes the same decisions as the in-memory guard on the same inputs.
+func TestMarksAgreeWithGuard(t *testing.T) {
+	db, _ := openSQLite(t)
+	m := newMarks(t, db)
+	g := guard.New()
+	steps := []struct {
+		res   string
+		token int64
+	}{
+		{"a", 5}, {"a", 5}, {"a", 4}, {"a", 6}, {"b", 1}, {"a", 5}, {"b", 1}, {"b", 0},
+		{"orders/42 ünï", 9}, {"orders/42 ünï", 8}, {"", 3}, {"x\n", 3},
+		{strings.Repeat("r", guard.MaxResourceIDLen+1), 3},
+	}
+	for _, s := range steps {
+		want, wantErr := g.Check(s.res, s.token)
+		got, err := m.Check(s.res, s.token)
+		if (err == nil) != (wantErr == nil) || (err != nil && !sameKind(err, wantErr)) {
+			t.Fatalf("Check(%q, %d) err = %v, guard says %v", s.res, s.token, err, wantErr)
+		}
+		// Marks does not read the previous mark on acceptance.
+		if want.Accepted {
+			want.Required = 0
+		}
+		if got != want {
+			t.Fatalf("Check(%q, %d) = %+v, guard says %+v", s.res, s.token, got, want)
+		}
+	}
+	for res, want := range g.Marks() {
+		if got, err := m.HighWater(context.Background(), res); err != nil || got != want {
+			t.Fatalf("HighWater(%q) = %d, %v; want %d", res, got, err, want)
+		}
+	}
+}
+
+func sameKind(a, b error) bool {
+	for _, e := range []error{guard.ErrInvalidResourceID, guard.ErrInvalidToken} {
+		if errors.Is(a, e) && errors.Is(b, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Marks live in the file: a new process (a new handle) keeps refusing.
+func TestMarksSurviveReopen(t *testing.T) {
+	db, path := openSQLite(t)
+	m := newMarks(t, db)
+	if d, err := m.Check("svc", 30); err != nil || !d.Accepted {
+		t.Fatalf("%+v %v", d, err)
+	}
+	db.Close()
+	db2, err := sql.Open("sqlite3", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	m2, _ := sqlguard.NewMarks(db2, sqlguard.SQLite, "fence_marks")
+	d, err := m2.Check("svc", 29)
+	if err != nil || d.Accepted || d.Required != 30 {
+		t.Fatalf("after reopen: %+v, %v", d, err)
+	}
+}
+
+func TestMarksOnTxRollsBack(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openSQLite(t)
+	m := newMarks(t, db)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := m.On(tx).CheckContext(ctx, "svc", 8); err != nil || !d.Accepted {
+		t.Fatalf("%+v %v", d, err)
+	}
+	tx.Rollback()
+	if hwm, err := m.HighWater(ctx, "svc"); err != nil || hwm != 0 {
+		t.Fatalf("after rollback mark = %d, %v", hwm, err)
+	}
+}
+
+func TestMarksConcurrent(t *testing.T) {
+	db, _ := openSQLite(t)
+	m := newMarks(t, db)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := map[int64]bool{}
+	for tok := int64(1); tok <= 20; tok++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := m.Check("hot", tok)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			accepted[tok] = d.Accepted
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if hwm, _ := m.HighWater(context.Background(), "hot"); hwm != 20 || !accepted[20] {
+		t.Fatalf("mark = %d, 20 accepted = %v", hwm, accepted[20])
+	}
+}
+
+func TestMarksBadNames(t *testing.T) {
+	db, _ := openSQLite(t)
+	if _, err := sqlguard.NewMarks(db, sqlguard.SQLite, "marks; DROP TABLE x"); !errors.Is(err, sqlguard.ErrInvalidIdentifier) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := sqlguard.NewMarks(nil, sqlguard.SQLite, "marks"); !errors.Is(err, sqlguard.ErrInvalid) {
+		t.Fatalf("nil db err = %v", err)
+	}
+	if _, err := sqlguard.NewMarks(db, sqlguard.Dialect(9), "marks"); !errors.Is(err, sqlguard.ErrInvalid) {
+		t.Fatalf("bad dialect err = %v", err)
+	}
+}

@@ -1,0 +1,246 @@
+package sqlguard
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+// Execer runs a statement. *sql.DB, *sql.Tx and *sql.Conn implement it.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Querier reads one row. *sql.DB, *sql.Tx and *sql.Conn implement it.
+type Querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// DB is what the guards need from a database handle: *sql.DB, *sql.Tx or
+// *sql.Conn. Pass a *sql.Tx to make the fenced write part of a larger
+// transaction; the guard never commits or rolls back.
+type DB interface {
+	Execer
+	Querier
+}
+
+var (
+	// ErrNotFound: the row (Table) does not exist, so there is nothing to
+	// fence. Create rows before fencing writes to them.
+	ErrNotFound = errors.New("sqlguard: row not found")
+	// ErrVersionConflict: the token was fine but the row's version was not
+	// the expected one (see VersionConflictError).
+	ErrVersionConflict = errors.New("sqlguard: version conflict")
+	// ErrInvalid: a malformed call (no id, a column assigned twice, ...).
+	// Nothing was sent to the database.
+	ErrInvalid = errors.New("sqlguard: invalid call")
+)
+
+// VersionConflictError is returned by UpdateVersion when the fencing token
+// was acceptable but the row had moved on from the expected version. Unlike
+// a stale token, which means "you no longer hold the lock, stop", a version
+// conflict means "re-read and try again", with the same token.
+type VersionConflictError struct {
+	Expected, Current int64
+}
+
+func (e *VersionConflictError) Error() string {
+	return fmt.Sprintf("sqlguard: version conflict: expected version %d, row is at %d", e.Expected, e.Current)
+}
+
+// Is makes errors.Is(err, ErrVersionConflict) true.
+func (e *VersionConflictError) Is(target error) bool { return target == ErrVersionConflict }
+
+// Assignment is one column set by a fenced update. Build it with Set or Add.
+type Assignment struct {
+	column string
+	value  any
+	add    bool
+}
+
+// Set assigns value to column.
+func Set(column string, value any) Assignment { return Assignment{column: column, value: value} }
+
+// Add adds delta to column (column = column + delta), for counters whose new
+// value should not depend on a read made before the write.
+func Add(column string, delta any) Assignment {
+	return Assignment{column: column, value: delta, add: true}
+}
+
+// Table fences writes to the rows of one table. Each row carries its own
+// high-water mark in a token column (default "fence_token", BIGINT NOT NULL
+// DEFAULT 0): the seed's
+//
+//	UPDATE inventory SET stock = ?, fence_token = ?
+//	 WHERE product_id = ? AND fence_token <= ?
+//
+// A Table is immutable and safe for concurrent use.
+type Table struct {
+	d      Dialect
+	name   string
+	table  string
+	idCol  string
+	tokCol string
+	verCol string
+}
+
+// Option configures a Table.
+type Option func(*Table) error
+
+// WithTokenColumn names the column holding the row's high-water mark.
+func WithTokenColumn(name string) Option {
+	return func(t *Table) (err error) {
+		t.tokCol, err = quoteIdent(name, false)
+		return err
+	}
+}
+
+// WithVersionColumn names the optimistic-concurrency version column used by
+// UpdateVersion (default "version").
+func WithVersionColumn(name string) Option {
+	return func(t *Table) (err error) {
+		t.verCol, err = quoteIdent(name, false)
+		return err
+	}
+}
+
+// NewTable returns a guard for rows of table, identified by idColumn. Names
+// must be plain identifiers (letters, digits, _; the table may be
+// schema-qualified); anything else is ErrInvalidIdentifier.
+func NewTable(d Dialect, table, idColumn string, opts ...Option) (*Table, error) {
+	if !d.valid() {
+		return nil, fmt.Errorf("%w: unknown dialect %v", ErrInvalid, d)
+	}
+	t := &Table{d: d, name: table, tokCol: `"fence_token"`, verCol: `"version"`}
+	var err error
+	if t.table, err = quoteIdent(table, true); err != nil {
+		return nil, err
+	}
+	if t.idCol, err = quoteIdent(idColumn, false); err != nil {
+		return nil, err
+	}
+	for _, o := range opts {
+		if err := o(t); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// Update applies set to the row whose id is id, only if token is at least
+// the row's high-water mark, and records token as the new mark, in one
+// statement.
+//
+// An accepted write returns Decision{Accepted: true}; its Required is 0
+// because the previous mark is deliberately not read (that would cost a
+// round trip on every write). A refused write returns Accepted false,
+// Reason guard.ReasonStale and Required read after the refusal, so it is the
+// mark that actually beat this token, never an older value. Refusals are
+// decisions, not errors; use d.Err(resource) to turn one into an error.
+// ErrNotFound means the row does not exist.
+func (t *Table) Update(ctx context.Context, db DB, id any, token int64, set ...Assignment) (guard.Decision, error) {
+	return t.update(ctx, db, id, token, nil, set)
+}
+
+// UpdateVersion is Update with the seed's combined guard: the row must also
+// be at version expected, and the write increments it.
+//
+//	UPDATE documents SET content = ?, version = version + 1, fence_token = ?
+//	 WHERE document_id = ? AND version = ? AND fence_token <= ?
+//
+// When both guards fail the stale token wins (the writer must stop, not
+// retry). A version mismatch alone is a *VersionConflictError.
+func (t *Table) UpdateVersion(ctx context.Context, db DB, id any, token, expected int64, set ...Assignment) (guard.Decision, error) {
+	return t.update(ctx, db, id, token, &expected, set)
+}
+
+func (t *Table) update(ctx context.Context, db DB, id any, token int64, version *int64, set []Assignment) (guard.Decision, error) {
+	if err := guard.ValidateToken(token); err != nil {
+		return guard.Decision{}, err
+	}
+	if id == nil {
+		return guard.Decision{}, fmt.Errorf("%w: nil row id", ErrInvalid)
+	}
+	a := &args{d: t.d}
+	var sb strings.Builder
+	sb.WriteString("UPDATE ")
+	sb.WriteString(t.table)
+	sb.WriteString(" SET ")
+	seen := map[string]bool{t.tokCol: true, t.idCol: true}
+	if version != nil {
+		seen[t.verCol] = true
+	}
+	for _, s := range set {
+		col, err := quoteIdent(s.column, false)
+		if err != nil {
+			return guard.Decision{}, err
+		}
+		if seen[col] {
+			return guard.Decision{}, fmt.Errorf("%w: column %s assigned twice or reserved for the guard", ErrInvalid, col)
+		}
+		seen[col] = true
+		if s.add {
+			fmt.Fprintf(&sb, "%s = %s + %s, ", col, col, a.add(s.value))
+		} else {
+			fmt.Fprintf(&sb, "%s = %s, ", col, a.add(s.value))
+		}
+	}
+	if version != nil {
+		fmt.Fprintf(&sb, "%s = %s + 1, ", t.verCol, t.verCol)
+	}
+	fmt.Fprintf(&sb, "%s = %s WHERE %s = %s AND %s <= %s",
+		t.tokCol, a.add(token), t.idCol, a.add(id), t.tokCol, a.add(token))
+	if version != nil {
+		fmt.Fprintf(&sb, " AND %s = %s", t.verCol, a.add(*version))
+	}
+
+	res, err := db.ExecContext(ctx, sb.String(), a.vals...)
+	if err != nil {
+		return guard.Decision{}, fmt.Errorf("sqlguard: update %s: %w", t.name, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return guard.Decision{}, fmt.Errorf("sqlguard: update %s: rows affected: %w", t.name, err)
+	}
+	if n > 0 {
+		return guard.Decision{Accepted: true, Presented: token}, nil
+	}
+	return t.refusal(ctx, db, id, token, version)
+}
+
+// refusal explains an update that matched no row. It reads the mark after
+// the refusal: a value read before could be older than the one that won.
+func (t *Table) refusal(ctx context.Context, db DB, id any, token int64, version *int64) (guard.Decision, error) {
+	ra := &args{d: t.d}
+	q := "SELECT " + t.tokCol
+	if version != nil {
+		q += ", " + t.verCol
+	}
+	q += " FROM " + t.table + " WHERE " + t.idCol + " = " + ra.add(id)
+	var hwm, cur int64
+	dest := []any{&hwm}
+	if version != nil {
+		dest = append(dest, &cur)
+	}
+	err := db.QueryRowContext(ctx, q, ra.vals...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return guard.Decision{}, fmt.Errorf("%w: %s %s = %v", ErrNotFound, t.name, t.idCol, id)
+	}
+	if err != nil {
+		return guard.Decision{}, fmt.Errorf("sqlguard: read mark of %s: %w", t.name, err)
+	}
+	if token < hwm {
+		return guard.Evaluate(hwm, token), nil
+	}
+	if version != nil && cur != *version {
+		return guard.Decision{}, &VersionConflictError{Expected: *version, Current: cur}
+	}
+	// The row accepts the token now but did not during the update: it was
+	// changed in between (deleted and re-created, or its mark lowered by
+	// hand). Not a decision this guard can make; the caller may retry.
+	return guard.Decision{}, fmt.Errorf("sqlguard: update of %s matched no row, yet the row now accepts token %d (concurrent change); retry", t.name, token)
+}
