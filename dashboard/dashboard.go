@@ -8,6 +8,7 @@
 package dashboard
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -144,7 +145,7 @@ func (h *Handler) static(w http.ResponseWriter, r *http.Request) {
 	} else {
 		w.Header().Set("Cache-Control", "no-cache")
 	}
-	http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(a.body)))
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
 }
 
 // render writes a page with the headers every page carries. The content

@@ -121,8 +121,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	)
 
 	// A grant and a stale write, through the API, on an id that needs
-	// escaping in a URL and in HTML.
-	id := "live/<b>é</b> 1"
+	// escaping in a URL.
+	id := "payments/eu-west #2"
 	old := tokenOf(s.acquire(id, "worker-1", 5000))
 	s.clock.Advance(6 * time.Second)
 	fresh := tokenOf(s.acquire(id, "worker-2", 30000))
@@ -172,6 +172,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Error("the overview is wider than a 390 px phone screen")
 	}
 	do("back to desktop width", chromedp.EmulateViewport(1280, 860))
+
+	// Ids reach the page as text, never as markup.
+	hostile := `<img src=x onerror="document.body.dataset.pwned=1">`
+	s.acquire(hostile, "<b>h</b>", 1000)
+	do("show a hostile id as text",
+		waitJS(`[...document.querySelectorAll('[data-testid="feed-item"] a.res')].some(a => a.textContent === `+jsString(hostile)+`)`),
+		waitJS(rowOf(hostile)+`?.querySelector('[data-col="holder"]').textContent === "<b>h</b>"`),
+	)
+	if n := eval(`String(document.querySelectorAll("main img, main b").length) + (document.body.dataset.pwned || "")`); n != "0" {
+		t.Fatalf("markup from an id was parsed: %q", n)
+	}
 
 	// Follow the new row's link, with a real click.
 	do("follow the link to the resource page",
