@@ -203,6 +203,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		waitJS(`document.querySelector('[data-testid="history-row"]').dataset.type === "accept" && `+
 			`document.querySelectorAll('[data-testid="history-row"][data-type="accept"]').length === 2`),
 		waitJS(`document.querySelector('[data-field="accepted"]').textContent === "2"`),
+		waitJS(`!document.querySelector('[data-testid="chart-note"]').hidden`),
 	)
 }
 

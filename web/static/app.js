@@ -420,9 +420,20 @@
     setBehind(r);
   }
 
+  // The chart is drawn by the server; say when it is behind the history.
+  var chartBehind = 0;
+
   function onResourceEvent(e) {
     var tbody = document.querySelector('table[data-testid="history"] tbody');
     if (tbody) tbody.insertBefore(historyRow(e), tbody.firstChild);
+    var note = document.querySelector('[data-testid="chart-note"]');
+    if (note && (e.type === 'grant' || e.type === 'accept' || e.type === 'reject')) {
+      chartBehind++;
+      note.querySelector('.chart-note-text').textContent = chartBehind === 1
+        ? '1 new grant or write since this chart was drawn.'
+        : chartBehind + ' new grants or writes since this chart was drawn.';
+      note.hidden = false;
+    }
     refresh(e.resourceId, updateLockCard);
   }
 
