@@ -21,7 +21,17 @@ const (
 	EventExpire  = "expire"
 	EventAccept  = "accept"
 	EventReject  = "reject"
+	// EventAlarm: something is unsafe; Reason says what (AlarmCounterBehind).
+	EventAlarm = "alarm"
+	// EventReset: an admin raised a resource's token counter to a floor.
+	EventReset = "reset"
 )
+
+// AlarmCounterBehind: a high-water mark above the last token this server
+// issued for the resource, so its counter is behind the tokens in use (a
+// database restored from an older copy, or a plugin accepted a token from
+// elsewhere). Tokens still go above the mark; an admin reset clears it.
+const AlarmCounterBehind = "counter-behind"
 
 // Grant is the answer to a successful acquire or renew.
 type Grant struct {
@@ -60,6 +70,9 @@ type Resource struct {
 	Accepted        int64
 	Rejected        int64
 	LastRejectionAt time.Time
+	// CounterAlarm is the mark that showed the token counter behind the
+	// tokens in use, kept until an admin reset; 0 when there is no alarm.
+	CounterAlarm int64
 }
 
 // Event is one row of the history: a lease change or a fencing decision.

@@ -109,6 +109,42 @@ func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"resourceId": resource, "expired": true})
 }
 
+type resetRequest struct {
+	Floor jsonInt `json:"floor"`
+}
+
+// handleReset raises a resource's token counter to a floor (admin): the
+// deliberate answer to a counter alarm.
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
+	if err := s.requireAdmin(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resource := r.PathValue("resource")
+	if err := guard.ValidateResourceID(resource); err != nil {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "%v", err))
+		return
+	}
+	var req resetRequest
+	if err := decode(w, r, &req, maxBody, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !req.Floor.Set {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, `field "floor" (a positive integer) is required`))
+		return
+	}
+	res, err := s.Service.ResetCounter(r.Context(), resource, req.Floor.Value)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"resourceId": resource, "reset": true, "lastToken": res.LastToken, "highWaterMark": res.HighWaterMark,
+		"nextToken": max(res.LastToken, res.HighWaterMark) + 1,
+	})
+}
+
 func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
 	ls, err := s.Service.Lock(r.PathValue("resource"))
 	if err != nil {

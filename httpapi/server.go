@@ -40,6 +40,7 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.handleRenew)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.handleRelease)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/expire", s.handleExpire)
+	s.mux.HandleFunc("POST /v1/locks/{resource}/reset", s.handleReset)
 	s.mux.HandleFunc("GET /v1/locks/{resource}", s.handleLock)
 	s.mux.HandleFunc("POST /v1/fence/{resource}", s.handleFence)
 	s.mux.HandleFunc("POST /v1/decisions", s.handleDecisions)
@@ -49,6 +50,7 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
+	s.mux.HandleFunc("GET /guard.wasm", s.handleGuardWasm)
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }

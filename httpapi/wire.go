@@ -203,6 +203,7 @@ type resourceBody struct {
 	Accepted        int64      `json:"accepted"`
 	Rejected        int64      `json:"rejected"`
 	LastRejectionAt wireTime   `json:"lastRejectionAt"`
+	CounterAlarm    int64      `json:"counterAlarm"`
 }
 
 func resourceWire(r fenceview.Resource) resourceBody {
@@ -210,6 +211,7 @@ func resourceWire(r fenceview.Resource) resourceBody {
 		ResourceID: r.ResourceID, HighWaterMark: r.HighWaterMark, LastToken: r.LastToken,
 		Holder: wireString(r.Holder), HoldCount: r.HoldCount, ExpiresAt: wireTime(r.ExpiresAt),
 		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: wireTime(r.LastRejectionAt),
+		CounterAlarm: r.CounterAlarm,
 	}
 }
 
@@ -243,8 +245,11 @@ type EventBody struct {
 func EventWire(e fenceview.Event) EventBody {
 	b := EventBody{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
 		Reason: e.Reason, Source: e.Source, At: wireTime(e.At)}
-	if e.Type == fenceview.EventReject {
+	switch e.Type {
+	case fenceview.EventReject:
 		b.Presented, b.Required = &e.Presented, &e.Required
+	case fenceview.EventAlarm, fenceview.EventReset:
+		b.Required = &e.Required
 	}
 	return b
 }

@@ -20,8 +20,9 @@ type batch struct {
 	serve   []handoff
 
 	grants, renewals, releases, expiries int
-	accepted                             int
+	accepted, resets                     int
 	rejected                             map[string]int
+	alarms                               []fenceview.Resource
 }
 
 type handoff struct {
@@ -117,6 +118,7 @@ func (b *batch) handOff(w *state) {
 // decide records a fencing decision: the mark, the counters and the event.
 func (b *batch) decide(w *state, d guard.Decision, holder, source string, at time.Time) {
 	r := &w.res
+	before := max(r.HighWaterMark, r.LastToken)
 	e := fenceview.Event{ResourceID: r.ResourceID, Token: d.Presented, Holder: holder, Source: source, At: at}
 	if d.Accepted {
 		r.HighWaterMark = max(r.HighWaterMark, d.Presented)
@@ -135,6 +137,15 @@ func (b *batch) decide(w *state, d guard.Decision, holder, source string, at tim
 		b.rejected[d.Reason]++
 	}
 	b.event(e)
+	// A mark above every token this server issued means its counter is
+	// behind the tokens in use. Grants stay above the mark regardless
+	// (nextToken); the alarm makes the loss visible until reset.
+	if r.LastToken > 0 && r.HighWaterMark > before {
+		r.CounterAlarm = r.HighWaterMark
+		b.event(fenceview.Event{Type: fenceview.EventAlarm, ResourceID: r.ResourceID, Reason: fenceview.AlarmCounterBehind,
+			Token: r.HighWaterMark, Required: r.LastToken, Source: source, At: at})
+		b.alarms = append(b.alarms, *r)
+	}
 }
 
 // commit makes the batch durable, then visible: memory, waiters, events,
@@ -175,6 +186,13 @@ func (s *Service) commit(ctx context.Context, b *batch) error {
 			st = &state{}
 			s.resources[w.res.ResourceID] = st
 		}
+		if was, is := st.res.CounterAlarm > 0, w.res.CounterAlarm > 0; was != is {
+			if is {
+				s.alarmed++
+			} else {
+				s.alarmed--
+			}
+		}
 		st.res = w.res
 		st.waiters = w.waiters
 		if st.res.Holder != "" {
@@ -188,6 +206,10 @@ func (s *Service) commit(ctx context.Context, b *batch) error {
 		s.waiting--
 	}
 	s.metrics.add(b)
+	for _, r := range b.alarms {
+		s.log.Warn("ALARM: token counter behind a recorded high-water mark; grants continue above the mark, reset the counter deliberately",
+			"resource", r.ResourceID, "mark", r.HighWaterMark, "lastToken", r.LastToken)
+	}
 	for _, e := range b.events {
 		s.publishLocked(e)
 	}

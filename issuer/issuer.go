@@ -49,6 +49,7 @@ type Service struct {
 	held      map[string]*state // resources with a holder, for the sweep
 	seq       int64             // last event sequence number used
 	waiting   int
+	alarmed   int // resources with a counter alarm
 	subs      map[*Subscription]struct{}
 	closed    bool
 	metrics   counters
@@ -101,6 +102,11 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		s.resources[r.ResourceID] = st
 		if r.Holder != "" {
 			s.held[r.ResourceID] = st
+		}
+		if r.CounterAlarm > 0 {
+			s.alarmed++
+			s.log.Warn("ALARM: token counter behind a recorded high-water mark; reset it deliberately",
+				"resource", r.ResourceID, "mark", r.CounterAlarm, "lastToken", r.LastToken)
 		}
 	}
 	go s.sweepLoop(cfg.SweepInterval)
@@ -318,6 +324,37 @@ func (s *Service) ForceExpire(ctx context.Context, resourceID string) error {
 		b.expire(w, "forced")
 	}
 	return s.commit(ctx, b)
+}
+
+// ResetCounter raises the token counter of resourceID to at least floor, so
+// every later grant is above it, and clears a counter alarm: the deliberate
+// answer to a counter found behind the tokens in use. Tokens never go down,
+// so a floor below the counter only clears the alarm. An unknown resource is
+// created, which lets an operator start tokens above those of a previous
+// lock service.
+func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int64) (fenceview.Resource, error) {
+	if err := guard.ValidateResourceID(resourceID); err != nil {
+		return fenceview.Resource{}, invalid(err)
+	}
+	if floor <= 0 || floor == math.MaxInt64 {
+		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be a positive integer below 2^63-1")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fenceview.Resource{}, errClosed
+	}
+	b := s.begin()
+	w := b.get(resourceID)
+	w.res.LastToken = max(w.res.LastToken, floor)
+	w.res.CounterAlarm = 0
+	b.event(fenceview.Event{Type: fenceview.EventReset, ResourceID: resourceID, Token: w.res.LastToken, Required: floor, Source: "admin"})
+	b.resets++
+	if err := s.commit(ctx, b); err != nil {
+		return fenceview.Resource{}, err
+	}
+	s.log.Info("token counter reset", "resource", resourceID, "floor", floor, "lastToken", w.res.LastToken)
+	return s.view(s.resources[resourceID]), nil
 }
 
 // Fence presents a token to the server's own guard for resourceID and records

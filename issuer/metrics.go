@@ -7,7 +7,7 @@ import (
 
 type counters struct {
 	grants, renewals, releases, expiries, accepted atomic.Int64
-	streamDropped                                  atomic.Int64
+	streamDropped, alarms, resets                  atomic.Int64
 	rejected                                       map[string]int64 // by reason; guarded by Service.mu
 }
 
@@ -19,6 +19,8 @@ func (c *counters) add(b *batch) {
 	c.releases.Add(int64(b.releases))
 	c.expiries.Add(int64(b.expiries))
 	c.accepted.Add(int64(b.accepted))
+	c.alarms.Add(int64(len(b.alarms)))
+	c.resets.Add(int64(b.resets))
 	for reason, n := range b.rejected {
 		c.rejected[reason] += int64(n)
 	}
@@ -31,6 +33,8 @@ type Metrics struct {
 	Waiters, StreamClients, Resources, Held        int
 	StreamDropped                                  int64
 	LastSeq                                        int64
+	CounterAlarms                                  int   // resources whose counter alarm is raised
+	AlarmsRaised, Resets                           int64 // counter alarms raised, counter resets done
 }
 
 // ReasonCount is the number of refusals for one reason.
@@ -55,6 +59,9 @@ func (s *Service) Metrics() Metrics {
 		Resources:     len(s.resources),
 		Held:          len(s.held),
 		LastSeq:       s.seq,
+		CounterAlarms: s.alarmed,
+		AlarmsRaised:  s.metrics.alarms.Load(),
+		Resets:        s.metrics.resets.Load(),
 	}
 	for reason, n := range s.metrics.rejected {
 		m.Rejected = append(m.Rejected, ReasonCount{reason, n})

@@ -169,7 +169,7 @@ func (db *DB) Issuer(ctx context.Context, want string) (string, error) {
 func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 	rows, err := db.read.QueryContext(ctx, `
 		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
-		       granted_at, expires_at, accepted, rejected, last_rejection_at
+		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm
 		FROM resources`)
 	if err != nil {
 		return nil, err
@@ -180,7 +180,7 @@ func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 		var r fenceview.Resource
 		var granted, expires, lastRej sql.NullInt64
 		if err := rows.Scan(&r.ResourceID, &r.LastToken, &r.HighWaterMark, &r.Holder, &r.HoldCount, &r.Token, &r.LeaseMs,
-			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej); err != nil {
+			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej, &r.CounterAlarm); err != nil {
 			return nil, err
 		}
 		r.GrantedAt, r.ExpiresAt, r.LastRejectionAt = fromMs(granted), fromMs(expires), fromMs(lastRej)
@@ -219,14 +219,14 @@ func upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Res
 	}
 	stmt, err := tx.PrepareContext(ctx, `
 		INSERT INTO resources (resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
-		                       granted_at, expires_at, accepted, rejected, last_rejection_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		                       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id) DO UPDATE SET
 			last_token = excluded.last_token, high_water_mark = excluded.high_water_mark,
 			holder = excluded.holder, hold_count = excluded.hold_count, grant_token = excluded.grant_token, lease_ms = excluded.lease_ms,
 			granted_at = excluded.granted_at, expires_at = excluded.expires_at,
 			accepted = excluded.accepted, rejected = excluded.rejected,
-			last_rejection_at = excluded.last_rejection_at`)
+			last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm`)
 	if err != nil {
 		return err
 	}
@@ -237,7 +237,7 @@ func upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Res
 			holder = r.Holder
 		}
 		if _, err := stmt.ExecContext(ctx, r.ResourceID, r.LastToken, r.HighWaterMark, holder, r.HoldCount, r.Token, r.LeaseMs,
-			toMs(r.GrantedAt), toMs(r.ExpiresAt), r.Accepted, r.Rejected, toMs(r.LastRejectionAt)); err != nil {
+			toMs(r.GrantedAt), toMs(r.ExpiresAt), r.Accepted, r.Rejected, toMs(r.LastRejectionAt), r.CounterAlarm); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,216 @@
+package wasm
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+// Benchmarks for the numbers docs/wasm-abi.md reports:
+//
+//	go test ./wasm -run '^$' -bench . -benchmem -cpu 1,2
+
+const benchID = "orders/shard-0042"
+
+func BenchmarkCheck(b *testing.B) {
+	b.Run("native", func(b *testing.B) {
+		g := guard.New()
+		for i := 0; b.Loop(); i++ {
+			g.Check(benchID, int64(i+1))
+		}
+	})
+	b.Run("native-handle", func(b *testing.B) {
+		g := guard.NewTable()
+		h, _ := g.Handle(benchID)
+		for i := 0; b.Loop(); i++ {
+			g.CheckHandle(h, int64(i+1))
+		}
+	})
+	b.Run("wazero-by-name", func(b *testing.B) {
+		g := newGuard(b, Config{Shards: 1})
+		for i := 0; b.Loop(); i++ {
+			if _, err := g.Check(benchID, int64(i+1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("wazero-handle", func(b *testing.B) {
+		g := newGuard(b, Config{Shards: 1})
+		h, _ := g.Handle(benchID)
+		for i := 0; b.Loop(); i++ {
+			if _, err := g.CheckHandle(h, int64(i+1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The raw export, without the host's Decision and lock: what the
+	// module itself costs per call through wazero.
+	b.Run("wazero-raw-export", func(b *testing.B) {
+		g := newGuard(b, Config{Shards: 1})
+		h, _ := g.Handle(benchID)
+		s := g.shards[0]
+		for i := 0; b.Loop(); i++ {
+			s.stack[0], s.stack[1] = uint64(h.h), uint64(i+1)
+			s.checkHandle.CallWithStack(context.Background(), s.stack[:])
+		}
+	})
+	b.Run("wazero-abi-version", func(b *testing.B) { // an export that does nothing
+		g := newGuard(b, Config{Shards: 1})
+		fn := g.shards[0].mod.ExportedFunction("guard_abi_version")
+		var stack [1]uint64
+		for b.Loop() {
+			fn.CallWithStack(context.Background(), stack[:])
+		}
+	})
+}
+
+// Checks from parallel goroutines over 64 resources (run with -cpu 2).
+func BenchmarkCheckParallel(b *testing.B) {
+	ids := make([]string, 64)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("orders/shard-%04d", i)
+	}
+	b.Run("native", func(b *testing.B) {
+		g := guard.New()
+		var tok atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			for i := 0; pb.Next(); i++ {
+				g.Check(ids[i%len(ids)], tok.Add(1))
+			}
+		})
+	})
+	for _, shards := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("wazero-by-name-%d-shards", shards), func(b *testing.B) {
+			g := newGuard(b, Config{Shards: shards})
+			var tok atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for i := 0; pb.Next(); i++ {
+					g.Check(ids[i%len(ids)], tok.Add(1))
+				}
+			})
+		})
+		b.Run(fmt.Sprintf("wazero-handle-%d-shards", shards), func(b *testing.B) {
+			g := newGuard(b, Config{Shards: shards})
+			hs := make([]Handle, len(ids))
+			for i, id := range ids {
+				hs[i], _ = g.Handle(id)
+			}
+			var tok atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for i := 0; pb.Next(); i++ {
+					g.CheckHandle(hs[i%len(hs)], tok.Add(1))
+				}
+			})
+		})
+	}
+}
+
+// Compiling guard.wasm: cold, and from a warm in-memory compilation cache.
+func BenchmarkCompile(b *testing.B) {
+	ctx := context.Background()
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			rt := wazero.NewRuntime(ctx)
+			if _, err := rt.CompileModule(ctx, Bytes()); err != nil {
+				b.Fatal(err)
+			}
+			rt.Close(ctx)
+		}
+	})
+	b.Run("from-cache", func(b *testing.B) {
+		cache := wazero.NewCompilationCache()
+		cfg := wazero.NewRuntimeConfig().WithCompilationCache(cache)
+		warm := wazero.NewRuntimeWithConfig(ctx, cfg)
+		if _, err := warm.CompileModule(ctx, Bytes()); err != nil {
+			b.Fatal(err)
+		}
+		defer warm.Close(ctx)
+		for b.Loop() {
+			rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+			if _, err := rt.CompileModule(ctx, Bytes()); err != nil {
+				b.Fatal(err)
+			}
+			rt.Close(ctx)
+		}
+	})
+	b.Run("from-disk-cache", func(b *testing.B) {
+		dir := b.TempDir()
+		warm, _ := wazero.NewCompilationCacheWithDir(dir)
+		rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(warm))
+		if _, err := rt.CompileModule(ctx, Bytes()); err != nil {
+			b.Fatal(err)
+		}
+		rt.Close(ctx)
+		for b.Loop() {
+			// A fresh cache object on the same directory: a new process.
+			cache, _ := wazero.NewCompilationCacheWithDir(dir)
+			rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(cache))
+			if _, err := rt.CompileModule(ctx, Bytes()); err != nil {
+				b.Fatal(err)
+			}
+			rt.Close(ctx)
+		}
+	})
+}
+
+// Starting guards and instances, with the module already compiled; and
+// what an instance costs in memory.
+func BenchmarkStart(b *testing.B) {
+	ctx := context.Background()
+	b.Run("new-guard-1-shard", func(b *testing.B) {
+		newGuard(b, Config{Shards: 1}) // the process compiles once
+		for b.Loop() {
+			g, err := New(ctx, Config{Shards: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			g.Close(ctx)
+		}
+	})
+	b.Run("instance", func(b *testing.B) {
+		e, err := engineFor("")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var linear uint32
+		for b.Loop() {
+			s, err := newShard(ctx, e.rt, e.compiled)
+			if err != nil {
+				b.Fatal(err)
+			}
+			linear = s.mem.Size()
+			s.mod.Close(ctx)
+		}
+		b.ReportMetric(float64(linear), "linear-bytes/instance")
+	})
+	b.Run("memory-per-instance", func(b *testing.B) {
+		e, err := engineFor("")
+		if err != nil {
+			b.Fatal(err)
+		}
+		const n = 16
+		var before, after runtime.MemStats
+		for b.Loop() {
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			shards := make([]*shard, n)
+			for i := range shards {
+				if shards[i], err = newShard(ctx, e.rt, e.compiled); err != nil {
+					b.Fatal(err)
+				}
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			for _, s := range shards {
+				s.mod.Close(ctx)
+			}
+		}
+		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n, "heap-bytes/instance")
+	})
+}

@@ -1,0 +1,333 @@
+package wasm
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+// The conformance table: one list of guard cases, every one run on a fresh
+// guard by every implementation: the native guard.Guard and guard.Table,
+// this package's wazero host, and Node's node:wasi loading the same
+// guard.wasm. Expected results are ABI codes (docs/wasm-abi.md): for check,
+// 0 accepted, > 0 the required token, < 0 invalid input; for seed and
+// high_water the mark or a negative code.
+
+type step struct {
+	Op    string `json:"op"` // check, check_handle, seed, high_water
+	ID    []byte `json:"id"` // bytes, so invalid UTF-8 survives JSON (base64)
+	Token int64  `json:"token,string"`
+	Want  int64  `json:"want,string"`
+}
+
+type confCase struct {
+	Name  string `json:"name"`
+	Steps []step `json:"steps"`
+}
+
+// outcome is what one implementation answered to one step. Prev is, for an
+// accepted check, the mark the token was compared with (Decision.Required).
+type outcome struct {
+	Code int64 `json:"code,string"`
+	Prev int64 `json:"prev,string"`
+}
+
+func chk(id string, token, want int64) step {
+	return step{Op: "check", ID: []byte(id), Token: token, Want: want}
+}
+func chkH(id string, token, want int64) step {
+	return step{Op: "check_handle", ID: []byte(id), Token: token, Want: want}
+}
+func seed(id string, token, want int64) step {
+	return step{Op: "seed", ID: []byte(id), Token: token, Want: want}
+}
+func hwm(id string, want int64) step { return step{Op: "high_water", ID: []byte(id), Want: want} }
+
+const maxToken = 1<<63 - 1
+
+var (
+	id160     = strings.Repeat("x", 160)
+	id161     = strings.Repeat("x", 161)
+	euro160   = strings.Repeat("€", 53) + "a" // 159 + 1 bytes of multi-byte text
+	euro161   = strings.Repeat("€", 53) + "ab"
+	overLarge = strings.Repeat("y", 300) // longer than the host's scratch buffer
+)
+
+func conformanceTable() []confCase {
+	var many []step
+	for i := 1; i <= 40; i++ {
+		many = append(many, chk(fmt.Sprintf("res-%02d", i), int64(i*10), 0))
+	}
+	for i := 1; i <= 40; i++ {
+		many = append(many, chk(fmt.Sprintf("res-%02d", i), int64(i*10-1), int64(i*10)))
+		many = append(many, hwm(fmt.Sprintf("res-%02d", i), int64(i*10)))
+	}
+
+	cases := []confCase{
+		{"first token accepted", []step{hwm("a", 0), chk("a", 5, 0), hwm("a", 5)}},
+		{"equal token accepted", []step{chk("a", 5, 0), chk("a", 5, 0), hwm("a", 5)}},
+		{"stale token refused", []step{chk("a", 10, 0), chk("a", 9, 10), chk("a", 1, 10), hwm("a", 10), chk("a", 11, 0), hwm("a", 11)}},
+		{"largest token", []step{chk("a", maxToken, 0), chk("a", maxToken-1, maxToken), chk("a", maxToken, 0)}},
+		{"resources are independent", []step{chk("a", 100, 0), chk("b", 1, 0), chk("b", 2, 0), chk("a", 99, 100), hwm("b", 2), hwm("c", 0)}},
+		{"many resources", many},
+		{"seeding", []step{seed("a", 10, 10), seed("a", 3, 10), chk("a", 9, 10), chk("a", 10, 0), seed("b", 7, 7), hwm("b", 7), chk("b", 8, 0), seed("b", 8, 8)}},
+		{"seed never decides", []step{seed("a", 5, 5), chk("a", 5, 0), seed("a", maxToken, maxToken), chk("a", maxToken, 0)}},
+		{"empty id", []step{chk("", 1, -1), seed("", 1, -1), hwm("", -1), chkH("", 1, -1)}},
+		{"longest id", []step{chk(id160, 1, 0), hwm(id160, 1), chk(euro160, 3, 0), chk(euro160, 2, 3)}},
+		{"161-byte id", []step{chk(id161, 1, -1), seed(id161, 1, -1), hwm(id161, -1), chk(euro161, 1, -1), chk(overLarge, 1, -1), hwm(id160, 0)}},
+		{"invalid UTF-8", []step{
+			chk("\xff", 1, -1), chk("ok\xc3", 1, -1), chk("\xc0\x80", 1, -1), chk("\xed\xa0\x80", 1, -1),
+			seed("bad\xfe", 4, -1), hwm("bad\xfe", -1), chkH("a\x80b", 1, -1),
+		}},
+		{"control characters", []step{
+			chk("\x00", 1, -1), chk("tab\there", 1, -1), chk("line\n", 1, -1), chk("del\x7f", 1, -1),
+			chk("c1\u0085", 1, -1), chk("\u009f", 1, -1), seed("x\x1b", 2, -1), chkH("\r", 1, -1),
+		}},
+		{"token zero and negative", []step{
+			chk("a", 0, -2), chk("a", -1, -2), chk("a", -maxToken-1, -2), seed("a", 0, -2), seed("a", -7, -2),
+			chkH("a", 0, -2), hwm("a", 0),
+		}},
+		{"id is checked before token", []step{chk("", 0, -1), seed(id161, -1, -1), chkH("\xff", 0, -1)}},
+		{"invalid input changes nothing", []step{
+			chk("a", 5, 0), chk("a", 0, -2), seed("a", -1, -2), chk("a\x00", 100, -1), hwm("a", 5), chk("a", 4, 5),
+		}},
+		{"unicode ids", []step{
+			chk("заказ/42 🧾", 7, 0), chk("注文-1", 3, 0), chk("заказ/42 🧾", 6, 7), hwm("注文-1", 3),
+			// NFC and NFD spell different byte strings: different resources.
+			chk("caf\u00e9", 9, 0), chk("cafe\u0301", 1, 0), hwm("caf\u00e9", 9),
+			chk("zero\u200bwidth", 2, 0), // a format character, not a control one
+		}},
+		{"by handle", []step{
+			chkH("h", 5, 0), chk("h", 4, 5), chkH("h", 5, 0), seed("h", 9, 9), chkH("h", 8, 9), chkH("h", 9, 0), hwm("h", 9),
+			chkH("other", 1, 0), hwm("other", 1),
+		}},
+	}
+	return cases
+}
+
+// codeOf maps the native guard's errors to ABI codes.
+func codeOf(err error) int64 {
+	switch {
+	case errors.Is(err, guard.ErrInvalidResourceID):
+		return CodeInvalidResource
+	case errors.Is(err, guard.ErrInvalidToken):
+		return CodeInvalidToken
+	case errors.Is(err, guard.ErrUnknownHandle):
+		return CodeUnknownHandle
+	}
+	return CodeInternal
+}
+
+func decisionOutcome(d guard.Decision, err error) outcome {
+	switch {
+	case err != nil:
+		return outcome{Code: codeOf(err)}
+	case d.Accepted:
+		return outcome{Code: 0, Prev: d.Required}
+	}
+	return outcome{Code: d.Required}
+}
+
+func markOutcome(v int64, err error) outcome {
+	if err != nil {
+		return outcome{Code: codeOf(err)}
+	}
+	return outcome{Code: v}
+}
+
+// runner runs one case on a fresh guard.
+type runner func(t *testing.T, c confCase) []outcome
+
+func runNative(t *testing.T, c confCase) []outcome {
+	g := guard.New()
+	var out []outcome
+	for _, s := range c.Steps {
+		id := string(s.ID)
+		switch s.Op {
+		case "check", "check_handle": // Guard has no handles
+			out = append(out, decisionOutcome(g.Check(id, s.Token)))
+		case "seed":
+			out = append(out, markOutcome(g.Seed(id, s.Token)))
+		case "high_water":
+			out = append(out, markOutcome(g.HighWater(id)))
+		}
+	}
+	return out
+}
+
+func runTable(t *testing.T, c confCase) []outcome {
+	g := guard.NewTable()
+	var out []outcome
+	for _, s := range c.Steps {
+		id := string(s.ID)
+		switch s.Op {
+		case "check":
+			out = append(out, decisionOutcome(g.Check(id, s.Token)))
+		case "check_handle":
+			h, err := g.Handle(id)
+			if err != nil {
+				out = append(out, outcome{Code: codeOf(err)})
+				continue
+			}
+			out = append(out, decisionOutcome(g.CheckHandle(h, s.Token)))
+		case "seed":
+			out = append(out, markOutcome(g.Seed(id, s.Token)))
+		case "high_water":
+			out = append(out, markOutcome(g.HighWater(id)))
+		}
+	}
+	return out
+}
+
+func runHost(shards int) runner {
+	return func(t *testing.T, c confCase) []outcome {
+		ctx := context.Background()
+		g, err := New(ctx, Config{Shards: shards})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close(ctx)
+		var out []outcome
+		for _, s := range c.Steps {
+			id := string(s.ID)
+			switch s.Op {
+			case "check":
+				out = append(out, decisionOutcome(g.Check(id, s.Token)))
+			case "check_handle":
+				h, err := g.Handle(id)
+				if err != nil {
+					out = append(out, outcome{Code: codeOf(err)})
+					continue
+				}
+				out = append(out, decisionOutcome(g.CheckHandle(h, s.Token)))
+			case "seed":
+				out = append(out, markOutcome(g.Seed(id, s.Token)))
+			case "high_water":
+				out = append(out, markOutcome(g.HighWater(id)))
+			}
+		}
+		return out
+	}
+}
+
+//go:embed testdata/conformance.js
+var nodeRunner []byte
+
+// runNode runs the whole table in node at once (one process) and returns
+// its answers per case.
+func runNode(t *testing.T, cases []confCase) map[string][]outcome {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node is required in CI for the node:wasi conformance run: %v", err)
+		}
+		t.Skipf("node not found, skipping the node:wasi conformance run: %v", err)
+	}
+	dir := t.TempDir()
+	files := map[string][]byte{"runner.js": nodeRunner, "guard.wasm": Bytes()}
+	table, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["table.json"] = table
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(node, "runner.js", "guard.wasm", "table.json")
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node runner: %v\n%s", err, stderr.String())
+	}
+	var got map[string][]outcome
+	if err := json.Unmarshal(stdout, &got); err != nil {
+		t.Fatalf("node runner output: %v\n%s", err, stdout)
+	}
+	return got
+}
+
+func TestConformance(t *testing.T) {
+	cases := conformanceTable()
+	runners := []struct {
+		name string
+		run  runner
+	}{
+		{"native-guard", runNative},
+		{"native-table", runTable},
+		{"wazero", runHost(1)},
+		{"wazero-4-shards", runHost(4)},
+	}
+	// Native guard.Guard is the reference: every other runner must give
+	// exactly its answers (including Prev), and it must give the table's.
+	ref := map[string][]outcome{}
+	for _, c := range cases {
+		ref[c.Name] = runNative(t, c)
+		for i, s := range c.Steps {
+			if got := ref[c.Name][i].Code; got != s.Want {
+				t.Errorf("%s: step %d %s(%q, %d): native = %d, table says %d", c.Name, i, s.Op, s.ID, s.Token, got, s.Want)
+			}
+		}
+	}
+	compare := func(t *testing.T, c confCase, got []outcome) {
+		t.Helper()
+		want := ref[c.Name]
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d answers, want %d", c.Name, len(got), len(want))
+		}
+		for i, s := range c.Steps {
+			if got[i] != want[i] {
+				t.Errorf("%s: step %d %s(%q, %d) = %+v, native %+v", c.Name, i, s.Op, s.ID, s.Token, got[i], want[i])
+			}
+		}
+	}
+	for _, r := range runners[1:] {
+		t.Run(r.name, func(t *testing.T) {
+			for _, c := range cases {
+				compare(t, c, r.run(t, c))
+			}
+		})
+	}
+	t.Run("node-wasi", func(t *testing.T) {
+		got := runNode(t, cases)
+		for _, c := range cases {
+			compare(t, c, got[c.Name])
+		}
+	})
+}
+
+// The table itself must cover what the contract names.
+func TestConformanceTableCoversContract(t *testing.T) {
+	ops := map[string]bool{}
+	codes := map[int64]bool{}
+	for _, c := range conformanceTable() {
+		for _, s := range c.Steps {
+			ops[s.Op] = true
+			if s.Want < 0 {
+				codes[s.Want] = true
+			}
+		}
+	}
+	for _, op := range []string{"check", "check_handle", "seed", "high_water"} {
+		if !ops[op] {
+			t.Errorf("no step exercises %s", op)
+		}
+	}
+	for _, c := range []int64{CodeInvalidResource, CodeInvalidToken} {
+		if !codes[c] {
+			t.Errorf("no step expects code %d", c)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/fenceview/fenceview/wasm/internal/build"
+)
+
+// The committed guard.wasm must be what go generate builds from the current
+// sources; otherwise the server and plugins would ship an old guard.
+func TestModuleIsCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("rebuilding guard.wasm takes seconds; skipped in -short")
+	}
+	ctx := context.Background()
+	local, err := build.GoVersion(ctx, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local != GoVersion() {
+		t.Skipf("guard.wasm was built by %s and this is %s, whose bytes differ; "+
+			"run go generate ./wasm/... with %s to check it, or regenerate it with this one",
+			GoVersion(), local, GoVersion())
+	}
+	out := filepath.Join(t.TempDir(), "guard.wasm")
+	if err := build.Guest(ctx, ".", out); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fresh, Bytes()) {
+		t.Fatalf("guard.wasm is stale (committed %d bytes, sources build %d): run go generate ./wasm/... and commit it",
+			len(Bytes()), len(fresh))
+	}
+}
+
+// Any WASI runtime must be able to host the guard: it may import nothing but
+// wasi_snapshot_preview1, and must export the contract's functions with the
+// contract's signatures.
+func TestModuleInterface(t *testing.T) {
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	cm, err := rt.CompileModule(ctx, Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := cm.ImportedFunctions()
+	if len(imports) == 0 {
+		t.Fatal("no imports at all: not a WASI module?")
+	}
+	for _, f := range imports {
+		if mod, name, _ := f.Import(); mod != "wasi_snapshot_preview1" {
+			t.Errorf("imports %s.%s", mod, name)
+		}
+	}
+	for _, m := range cm.ImportedMemories() {
+		mod, name, _ := m.Import()
+		t.Errorf("imports memory %s.%s", mod, name)
+	}
+	if _, ok := cm.ExportedMemories()["memory"]; !ok {
+		t.Error("does not export its memory as \"memory\"")
+	}
+	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
+	want := map[string][2][]api.ValueType{
+		// The contract.
+		"_initialize":      {nil, nil},
+		"guard_alloc":      {{i32}, {i32}},
+		"guard_free":       {{i32}, nil},
+		"guard_check":      {{i32, i32, i64}, {i64}},
+		"guard_high_water": {{i32, i32}, {i64}},
+		"guard_seed":       {{i32, i32, i64}, {i64}},
+		// Extensions (docs/wasm-abi.md).
+		"guard_abi_version":       {nil, {i32}},
+		"guard_last_required_ptr": {nil, {i32}},
+		"guard_handle":            {{i32, i32}, {i32}},
+		"guard_check_handle":      {{i32, i64}, {i64}},
+		"guard_high_water_handle": {{i32}, {i64}},
+	}
+	exports := cm.ExportedFunctions()
+	for name, sig := range want {
+		f, ok := exports[name]
+		if !ok {
+			t.Errorf("does not export %s", name)
+			continue
+		}
+		if !slices.Equal(f.ParamTypes(), sig[0]) || !slices.Equal(f.ResultTypes(), sig[1]) {
+			t.Errorf("%s: params %v results %v, want %v %v", name, f.ParamTypes(), f.ResultTypes(), sig[0], sig[1])
+		}
+	}
+}
+
+func TestETag(t *testing.T) {
+	sum := sha256.Sum256(Bytes())
+	if want := `"` + hex.EncodeToString(sum[:]) + `"`; ETag() != want {
+		t.Fatalf("ETag = %s, want %s", ETag(), want)
+	}
+	if GoVersion() == "" {
+		t.Fatal("no recorded Go version")
+	}
+}
