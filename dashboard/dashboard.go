@@ -201,7 +201,8 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 
 // behind reports whether guards have accepted tokens above the last one
 // this issuer handed out: a database restored from an old copy, or another
-// issuer granting for the same resource.
+// issuer granting for the same resource. The issuer keeps the alarm raised
+// until an admin resets the counter, even after grants pass the mark.
 func behind(r fenceview.Resource) bool {
-	return r.LastToken > 0 && r.HighWaterMark > r.LastToken
+	return r.CounterAlarm > 0 || (r.LastToken > 0 && r.HighWaterMark > r.LastToken)
 }

@@ -274,6 +274,27 @@ func TestWarnings(t *testing.T) {
 	if _, hidden := e.get("/").find("banner-burst").Attr("hidden"); !hidden {
 		t.Fatal("burst warning after the window")
 	}
+
+	// The alarm holds after grants pass the mark, until an admin reset.
+	e.clock.Advance(2 * time.Minute)
+	if tok := e.acquire("restored", "a", time.Minute); tok <= 40 {
+		t.Fatalf("grant after the alarm: token %d, want above the mark", tok)
+	}
+	if _, hidden := e.get("/").find("banner-behind").Attr("hidden"); hidden {
+		t.Fatal("behind warning gone before the counter was reset")
+	}
+	feed := e.get("/").find("feed-item").FilterFunction(func(_ int, s *goquery.Selection) bool {
+		return s.AttrOr("data-type", "") == "alarm"
+	})
+	if feed.Length() != 1 || !strings.Contains(feed.Text(), "counter-behind") || feed.Find(".badge svg").Length() != 1 {
+		t.Fatalf("alarm in the feed: %q", feed.Text())
+	}
+	if _, err := e.svc.ResetCounter(context.Background(), "restored", 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, hidden := e.get("/").find("banner-behind").Attr("hidden"); !hidden {
+		t.Fatal("behind warning after the reset")
+	}
 }
 
 func TestResourcePage(t *testing.T) {

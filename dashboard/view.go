@@ -70,6 +70,10 @@ func label(e fenceview.Event) string {
 			return "stale"
 		}
 		return "refused"
+	case fenceview.EventAlarm:
+		return "alarm"
+	case fenceview.EventReset:
+		return "reset"
 	}
 	return e.Type
 }
@@ -93,6 +97,10 @@ func detail(e fenceview.Event) string {
 		return "token " + itoa(e.Token) + " accepted" + from(e.Source)
 	case fenceview.EventReject:
 		return "token " + itoa(e.Presented) + " refused (" + e.Reason + "), needs ≥ " + itoa(e.Required) + from(e.Source)
+	case fenceview.EventAlarm:
+		return e.Reason + ": mark " + itoa(e.Token) + " above the last token issued, " + itoa(e.Required) + from(e.Source)
+	case fenceview.EventReset:
+		return "token counter raised to " + itoa(e.Token) + " (floor " + itoa(e.Required) + ") by " + e.Source
 	}
 	return ""
 }

@@ -65,7 +65,9 @@
     release: [['rect', { x: 2, y: 2, width: 8, height: 8, fill: 'none', 'stroke-width': 1.8 }]],
     expire: [['path', { d: 'M6 1.5 L10.8 10 H1.2 Z', fill: 'none', 'stroke-width': 1.6 }]],
     accept: [['path', { d: 'M1.8 6.4 L4.8 9.2 L10.4 2.8', fill: 'none', 'stroke-width': 2 }]],
-    reject: [['path', { d: 'M2.2 2.2 L9.8 9.8 M9.8 2.2 L2.2 9.8', fill: 'none', 'stroke-width': 2 }]]
+    reject: [['path', { d: 'M2.2 2.2 L9.8 9.8 M9.8 2.2 L2.2 9.8', fill: 'none', 'stroke-width': 2 }]],
+    alarm: [['path', { d: 'M6 1 L11.2 10.6 H0.8 Z' }]],
+    reset: [['path', { d: 'M6 1.2 L10.8 6 L6 10.8 L1.2 6 Z', fill: 'none', 'stroke-width': 1.6 }]]
   };
 
   function icon(kind) {
@@ -91,6 +93,8 @@
       case 'expire': return 'expired';
       case 'accept': return 'accepted';
       case 'reject': return e.reason === 'stale-token' ? 'stale' : 'refused';
+      case 'alarm': return 'alarm';
+      case 'reset': return 'reset';
     }
     return String(e.type);
   }
@@ -108,6 +112,10 @@
       case 'accept': return tok + ' accepted' + from(e.source);
       case 'reject':
         return 'token ' + e.presented + ' refused (' + e.reason + '), needs \u2265 ' + e.required + from(e.source);
+      case 'alarm':
+        return e.reason + ': mark ' + (e.token || 0) + ' above the last token issued, ' + e.required + from(e.source);
+      case 'reset':
+        return 'token counter raised to ' + (e.token || 0) + ' (floor ' + e.required + ') by ' + (e.source || '');
     }
     return '';
   }
@@ -172,9 +180,14 @@
     });
   }
 
+  // isBehind matches the server's: the issuer's alarm, or the plain facts.
+  function isBehind(r) {
+    return r.counterAlarm > 0 || (r.lastToken > 0 && r.highWaterMark > r.lastToken);
+  }
+
   function setBehind(r) {
     var was = behind.has(r.resourceId);
-    var is = r.lastToken > 0 && r.highWaterMark > r.lastToken;
+    var is = isBehind(r);
     if (!is && !was) return;
     if (is) behind.set(r.resourceId, r); else behind.delete(r.resourceId);
     var list = behindBanner.querySelector('.behind-list');
@@ -281,12 +294,12 @@
   function updateRow(r, lock) {
     var tr = findRow(r.resourceId) || newRow(r.resourceId);
     var cell = function (c) { return tr.querySelector('td[data-col="' + c + '"]'); };
-    var isBehind = r.lastToken > 0 && r.highWaterMark > r.lastToken;
-    tr.classList.toggle('is-behind', isBehind);
+    var behindNow = isBehind(r);
+    tr.classList.toggle('is-behind', behindNow);
     fill(cell('hwm'), String(r.highWaterMark));
     var last = cell('last');
     fill(last, String(r.lastToken));
-    if (isBehind) {
+    if (behindNow) {
       last.appendChild(document.createTextNode(' '));
       last.appendChild(el('span', 'tag danger', 'behind'));
     }
@@ -405,7 +418,7 @@
     f('hwm').textContent = String(r.highWaterMark);
     var last = f('last');
     last.textContent = String(r.lastToken);
-    if (r.lastToken > 0 && r.highWaterMark > r.lastToken) {
+    if (isBehind(r)) {
       last.appendChild(document.createTextNode(' '));
       last.appendChild(el('span', 'tag danger', 'behind'));
     }
