@@ -16,8 +16,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/demo"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/sqlite"
 )
@@ -53,6 +55,7 @@ type Main struct {
 	DBPath     string
 	Issuer     string
 	AdminToken string
+	Demo       bool // also run simulated clients (internal/demo)
 
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -63,6 +66,7 @@ type Main struct {
 
 	ln     net.Listener
 	server *http.Server
+	demo   *demo.Sim
 }
 
 // NewMain returns a Main with the defaults of the command.
@@ -83,6 +87,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.DBPath, "db", m.DBPath, "SQLite database file")
 	fs.StringVar(&m.Issuer, "issuer", m.Issuer, "issuer id in token envelopes (default: kept in the database, created on first start)")
 	fs.StringVar(&m.AdminToken, "admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "bearer token required by admin routes (env FENCEVIEW_ADMIN_TOKEN)")
+	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
 		fs.PrintDefaults()
@@ -92,6 +97,12 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	// Simulated history stays out of a real database unless asked for.
+	dbSet := false
+	fs.Visit(func(f *flag.Flag) { dbSet = dbSet || f.Name == "db" })
+	if m.Demo && !dbSet {
+		m.DBPath = "fenceview-demo.db"
 	}
 	return nil
 }
@@ -122,6 +133,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.Service = issuer.New(m.DB, resources, lastSeq, issuer.Config{Issuer: issuerID, Clock: m.Clock, Logger: m.Logger})
 	m.API = httpapi.New(m.Service, m.DB, m.Logger)
 	m.API.AdminToken = m.AdminToken
+	dash := dashboard.New(m.Service, m.DB, m.Clock.Now)
+	dash.Logger = m.Logger
+	dash.Register(m.API)
 
 	if m.ln, err = net.Listen("tcp", m.Addr); err != nil {
 		return err
@@ -140,6 +154,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if m.AdminToken == "" && !isLoopback(m.ln.Addr()) {
 		m.Logger.Warn("SECURITY: listening beyond loopback without --admin-token; anyone who can reach this address can force-expire locks",
 			"addr", m.ln.Addr().String())
+	}
+	if m.Demo {
+		m.demo = demo.Start(m.Service, demo.Config{Logger: m.Logger})
 	}
 	m.Logger.Info("fenceview ready", "url", m.URL()+"/", "db", m.DBPath, "issuer", issuerID,
 		"resources", len(resources), "lastSeq", lastSeq)
@@ -164,6 +181,9 @@ func (m *Main) URL() string {
 // then the database closes.
 func (m *Main) Close() error {
 	var errs []error
+	if m.demo != nil {
+		m.demo.Stop() // before the service, so no simulated call meets a closed one
+	}
 	if m.Service != nil {
 		m.Service.Close()
 	}
