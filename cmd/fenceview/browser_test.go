@@ -273,7 +273,7 @@ func TestDashboardReconnectsAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	addr, dbPath := s.ln.Addr().String(), s.DBPath
+	addr, dbPath := strings.TrimPrefix(s.URL(), "http://"), s.DBPath
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
