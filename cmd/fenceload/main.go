@@ -10,6 +10,7 @@
 //	fenceload -url http://127.0.0.1:8080 -clients 64 -resources 1024 -duration 10s -mix grant
 //	fenceload -mix fence -json fence.json
 //	fenceload -mix grant=45,fence=45,stale=10
+//	fenceload -transport rpc   # the Go client over the multiplexed RPC stream
 package main
 
 import (
@@ -63,6 +64,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	prefix := fs.String("prefix", "", "resource id prefix (default: load-<random>, fresh resources every run)")
 	seed := fs.Uint64("seed", 1, "seed of the clients' choices of resource and operation")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	transport := fs.String("transport", "http", "how requests are sent: http (hand-built JSON API requests, one keep-alive connection per client), client (the Go client over HTTP) or rpc (the Go client over the RPC stream, one multiplexed websocket)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceload [flags]\n\nLoad a fenceview server and check its tokens.\n\n")
 		fs.PrintDefaults()
@@ -88,7 +90,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		rand.Read(b[:])
 		*prefix = "load-" + hex.EncodeToString(b[:])
 	}
-	drv, err := load.NewHTTP(*url)
+	var drv load.Driver
+	switch *transport {
+	case "http":
+		drv, err = load.NewHTTP(*url)
+	case "client", "rpc":
+		drv, err = load.NewGoClient(*url, *transport == "rpc")
+	default:
+		err = fmt.Errorf("-transport %q: want http, client or rpc", *transport)
+	}
 	if err != nil {
 		return usageError{err}
 	}

@@ -150,12 +150,41 @@ func TestRunFailsWhenTokensGoBackwards(t *testing.T) {
 	}
 }
 
+// The Go client's transports pass the same checks.
+func TestRunThroughTheGoClient(t *testing.T) {
+	base := startServer(t)
+	for _, tr := range []string{"client", "rpc"} {
+		out := filepath.Join(t.TempDir(), tr+".json")
+		var stdout bytes.Buffer
+		err := run(context.Background(), []string{
+			"-url", base, "-transport", tr, "-clients", "4", "-resources", "8", "-duration", "500ms", "-warmup", "0",
+			"-mix", "grant=1,fence=1,stale=1", "-json", out,
+		}, &stdout)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tr, err, stdout.String())
+		}
+		var rep struct {
+			Target string                     `json:"target"`
+			Ops    map[string]json.RawMessage `json:"ops"`
+			OK     bool                       `json:"ok"`
+		}
+		raw, _ := os.ReadFile(out)
+		if err := json.Unmarshal(raw, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK || rep.Target != "fenceview-"+tr || rep.Ops["cycle"] == nil {
+			t.Errorf("%s: %s", tr, raw)
+		}
+	}
+}
+
 func TestBadFlagsAreUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-mix", "grant=x"},
 		{"-mix", "write=1"},
 		{"-clients", "0"},
 		{"-url", "ftp://x"},
+		{"-transport", "carrier-pigeon"},
 		{"extra"},
 	} {
 		err := run(context.Background(), args, io.Discard)
