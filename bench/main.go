@@ -58,6 +58,7 @@ type cell struct {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fvURL := fs.String("fenceview", "", "fenceview base URL (empty: skip)")
+	fvRPC := fs.Bool("rpc", true, "also run fenceview through the Go client over its RPC stream")
 	redisAddr := fs.String("redis", "", "Redis without persistence, host:port (empty: skip)")
 	redisAOF := fs.String("redis-aof", "", "Redis with appendfsync always, host:port (empty: skip)")
 	pgDSN := fs.String("postgres", "", "PostgreSQL connection string, fsync on (empty: skip)")
@@ -80,6 +81,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		targets = append(targets, target{"fenceview", "yes", d})
+		if *fvRPC {
+			r, err := load.NewGoClient(*fvURL, true)
+			if err != nil {
+				return err
+			}
+			targets = append(targets, target{"fenceview (RPC stream)", "yes", r})
+		}
 	}
 	if *redisAddr != "" {
 		targets = append(targets, target{"redis (no persistence)", "no", newRedis("redis", *redisAddr)})
@@ -231,7 +239,7 @@ func medianRound(c *cell) load.OpStats {
 
 // printTable prints, in Markdown, one row per target with its median ops/s
 // per workload (and the spread over rounds), then p50/p99 of the median
-// round, then the ratio fenceview/peer per workload.
+// round, then for each fenceview row its ratio to every peer.
 func printTable(out io.Writer, works []workload, targets []target, cells map[[2]int]*cell, rounds int) {
 	head := []string{"system"}
 	for _, w := range works {
@@ -266,21 +274,31 @@ func printTable(out io.Writer, works []workload, targets []target, cells map[[2]
 	}
 	markdown(out, rows)
 
-	if targets[0].label != "fenceview" || len(targets) < 2 {
+	var fv, peers []int
+	for ti, t := range targets {
+		if strings.HasPrefix(t.label, "fenceview") {
+			fv = append(fv, ti)
+		} else {
+			peers = append(peers, ti)
+		}
+	}
+	if len(peers) == 0 {
 		return
 	}
-	fmt.Fprintln(out)
-	fmt.Fprintln(out, "fenceview / peer (above 1: fenceview is faster):")
-	fmt.Fprintln(out)
-	rows = [][]string{append([]string{"fenceview / peer"}, head[1:]...)}
-	for ti, t := range targets[1:] {
-		row := []string{t.label}
-		for wi := range works {
-			fv, _, _ := median(cells[[2]int{wi, 0}])
-			peer, _, _ := median(cells[[2]int{wi, ti + 1}])
-			row = append(row, fmt.Sprintf("%.2fx", fv/peer))
+	for _, f := range fv {
+		fmt.Fprintln(out)
+		fmt.Fprintf(out, "%s / peer (above 1: fenceview is faster):\n", targets[f].label)
+		fmt.Fprintln(out)
+		rows = [][]string{append([]string{targets[f].label + " / peer"}, head[1:]...)}
+		for _, p := range peers {
+			row := []string{targets[p].label}
+			for wi := range works {
+				a, _, _ := median(cells[[2]int{wi, f}])
+				b, _, _ := median(cells[[2]int{wi, p}])
+				row = append(row, fmt.Sprintf("%.2fx", a/b))
+			}
+			rows = append(rows, row)
 		}
-		rows = append(rows, row)
+		markdown(out, rows)
 	}
-	markdown(out, rows)
 }
