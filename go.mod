@@ -3,6 +3,7 @@ module github.com/fenceview/fenceview
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/gorilla/websocket v1.5.3
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53
