@@ -234,6 +234,13 @@ type Recorder struct {
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
 
+// Len is the number of operations recorded so far.
+func (r *Recorder) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.ops)
+}
+
 // Now is the timestamp to take just before an operation is sent.
 func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
 
