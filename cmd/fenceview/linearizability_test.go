@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,6 +120,23 @@ const (
 )
 
 func (tg *linTarget) run(t *testing.T, ops int, seed uint64) {
+	// Count the leases that ran out during the run, from the event stream:
+	// the history must include real expiries, not only releases.
+	ws := dialStream(t, tg.server, "")
+	var expired atomic.Int64
+	firstExpiry := make(chan struct{})
+	go func() {
+		for {
+			var e event
+			if err := ws.conn.ReadJSON(&e); err != nil {
+				return // closed at cleanup
+			}
+			if e.Type == "expire" && strings.HasPrefix(e.ResourceID, tg.prefix) && expired.Add(1) == 1 {
+				close(firstExpiry)
+			}
+		}
+	}()
+
 	start := time.Now()
 	rec := proof.NewRecorder()
 	var wg sync.WaitGroup
@@ -160,6 +178,12 @@ func (tg *linTarget) run(t *testing.T, ops int, seed uint64) {
 		os.RemoveAll(filepath.Dir(viz))
 	}
 
+	select {
+	case <-firstExpiry:
+	case <-time.After(hangGuard):
+		t.Fatal("no lease expired during the run")
+	}
+
 	var writes, refused int
 	for _, op := range history {
 		if in := op.Input.(proof.Input); in.Kind == proof.Write {
@@ -169,8 +193,8 @@ func (tg *linTarget) run(t *testing.T, ops int, seed uint64) {
 			}
 		}
 	}
-	t.Logf("%d operations (%d writes, %d refused, %d provably stale) linearizable; ran %v, checked in %v",
-		len(history), writes, refused, len(stale), ran.Round(time.Millisecond), checked.Round(time.Millisecond))
+	t.Logf("%d operations (%d writes, %d refused, %d provably stale; %d leases expired) linearizable; ran %v, checked in %v",
+		len(history), writes, refused, len(stale), expired.Load(), ran.Round(time.Millisecond), checked.Round(time.Millisecond))
 }
 
 // client plays one client until the history has ops operations.
