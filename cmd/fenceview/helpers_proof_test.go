@@ -120,13 +120,22 @@ func startHolder(t *testing.T, server, plugin, resource, holder string, lease ti
 // expect waits for the holder's next line, which must be event.
 func (h *holderProc) expect(event string) holderReply {
 	h.t.Helper()
-	select {
-	case r := <-h.replies:
+	check := func(r holderReply) holderReply {
 		if r.Event != event || r.Error != "" {
 			h.t.Fatalf("%s: got %+v, want %s", h.name, r, event)
 		}
 		return r
+	}
+	select {
+	case r := <-h.replies:
+		return check(r)
 	case <-h.done:
+		// The last lines may still be queued.
+		select {
+		case r := <-h.replies:
+			return check(r)
+		default:
+		}
 		h.t.Fatalf("%s exited (%v): %s", h.name, h.cmd.ProcessState, h.stderr.String())
 	case <-time.After(hangGuard):
 		h.t.Fatalf("%s: no %s line", h.name, event)
