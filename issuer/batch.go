@@ -1,7 +1,6 @@
 package issuer
 
 import (
-	"context"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -23,6 +22,9 @@ type batch struct {
 	accepted, resets                     int
 	rejected                             map[string]int
 	alarms                               []fenceview.Resource
+
+	prev []preimage // what applyLocked replaced, to undo a failed commit
+	done chan error // the committer's verdict
 }
 
 type handoff struct {
@@ -146,72 +148,4 @@ func (b *batch) decide(w *state, d guard.Decision, holder, source string, at tim
 			Token: r.HighWaterMark, Required: r.LastToken, Source: source, At: at})
 		b.alarms = append(b.alarms, *r)
 	}
-}
-
-// commit makes the batch durable, then visible: memory, waiters, events,
-// metrics. On failure only token counters advance (a token that may have
-// reached the disk is never reused); everything else stays as it was.
-func (s *Service) commit(ctx context.Context, b *batch) error {
-	if len(b.events) == 0 && len(b.order) == 0 {
-		return nil
-	}
-	seq := s.seq
-	for i := range b.events {
-		seq++
-		b.events[i].Seq = seq
-	}
-	s.seq = seq // never reused, even if the commit fails
-	var rows []*fenceview.Resource
-	if len(b.events) > 0 {
-		rows = make([]*fenceview.Resource, 0, len(b.order))
-		for _, w := range b.order {
-			rows = append(rows, &w.res)
-		}
-		if err := s.store.Apply(context.WithoutCancel(ctx), rows, b.events); err != nil {
-			s.log.Error("commit failed", "err", err, "events", len(b.events))
-			for _, w := range b.order {
-				if st, ok := s.resources[w.res.ResourceID]; ok {
-					st.res.LastToken = max(st.res.LastToken, w.res.LastToken)
-				}
-			}
-			return &fenceview.Error{Code: fenceview.EUNAVAILABLE, Message: "could not record the change durably; nothing was changed"}
-		}
-	}
-	for _, w := range b.order {
-		st, ok := s.resources[w.res.ResourceID]
-		if !ok {
-			if len(b.events) == 0 && len(w.waiters) == 0 {
-				continue // looked at, never changed: don't remember it
-			}
-			st = &state{}
-			s.resources[w.res.ResourceID] = st
-		}
-		if was, is := st.res.CounterAlarm > 0, w.res.CounterAlarm > 0; was != is {
-			if is {
-				s.alarmed++
-			} else {
-				s.alarmed--
-			}
-		}
-		st.res = w.res
-		st.waiters = w.waiters
-		if st.res.Holder != "" {
-			s.held[w.res.ResourceID] = st
-		} else {
-			delete(s.held, w.res.ResourceID)
-		}
-	}
-	for _, h := range b.serve {
-		h.w.granted <- h.g
-		s.waiting--
-	}
-	s.metrics.add(b)
-	for _, r := range b.alarms {
-		s.log.Warn("ALARM: token counter behind a recorded high-water mark; grants continue above the mark, reset the counter deliberately",
-			"resource", r.ResourceID, "mark", r.HighWaterMark, "lastToken", r.LastToken)
-	}
-	for _, e := range b.events {
-		s.publishLocked(e)
-	}
-	return nil
 }

@@ -2,11 +2,16 @@
 // fencing tokens, keeps each resource's high-water mark, decides fenced
 // writes presented to the server, and publishes every change as an event.
 //
-// State is served from memory; SQLite is the durable record. Every change is
-// computed on a working copy, committed (fsynced) to the store, and only then
-// applied in memory, published and answered. A failed commit changes nothing
-// but the token counter, which never moves back, so no token is ever handed
-// out twice.
+// State is served from memory; SQLite is the durable record. A change is
+// computed under one mutex, applied in memory at once (so the next change
+// builds on it) and queued; a committer writes everything queued in one
+// transaction and one fsync (group commit), and only then are the changes
+// answered, published and handed to waiters. Memory may run ahead of the disk
+// by the changes in flight, never the answers.
+//
+// A failed commit fails every change in flight and undoes them in memory,
+// keeping the token counters where they were: a token that may have reached
+// the disk is never handed out again.
 package issuer
 
 import (
@@ -24,6 +29,7 @@ import (
 
 // Store is the durable record the service writes through.
 type Store interface {
+	// Apply writes resource rows and events in one durable transaction.
 	Apply(ctx context.Context, resources []*fenceview.Resource, events []fenceview.Event) error
 }
 
@@ -47,15 +53,20 @@ type Service struct {
 	mu        sync.Mutex
 	resources map[string]*state
 	held      map[string]*state // resources with a holder, for the sweep
-	seq       int64             // last event sequence number used
+	seq       int64             // last event sequence number assigned
+	published int64             // last event sequence number durable and published
 	waiting   int
 	alarmed   int // resources with a counter alarm
 	subs      map[*Subscription]struct{}
 	closed    bool
+	queue     []*batch // applied in memory, waiting for the committer
 	metrics   counters
 
-	stop chan struct{}
-	done chan struct{}
+	kick       chan struct{} // wakes the committer
+	stop       chan struct{} // stops the sweep loop
+	done       chan struct{} // the sweep loop has stopped
+	stopCommit chan struct{}
+	commitDone chan struct{}
 
 	// queuedHook, when set by tests, runs after a waiter joins a queue.
 	queuedHook func(resourceID, holder string)
@@ -69,7 +80,12 @@ type state struct {
 type waiter struct {
 	holder  string
 	leaseMs int64
-	granted chan fenceview.Grant // buffered; written once, under mu
+	result  chan waitResult // buffered; written once, or closed on shutdown
+}
+
+type waitResult struct {
+	grant fenceview.Grant
+	err   error
 }
 
 // New returns a service over store, starting from the resources and the
@@ -85,17 +101,21 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		cfg.SweepInterval = 250 * time.Millisecond
 	}
 	s := &Service{
-		store:     store,
-		clock:     cfg.Clock,
-		issuer:    cfg.Issuer,
-		log:       cfg.Logger,
-		resources: make(map[string]*state, len(resources)),
-		held:      make(map[string]*state),
-		seq:       lastSeq,
-		subs:      make(map[*Subscription]struct{}),
-		metrics:   newCounters(),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		store:      store,
+		clock:      cfg.Clock,
+		issuer:     cfg.Issuer,
+		log:        cfg.Logger,
+		resources:  make(map[string]*state, len(resources)),
+		held:       make(map[string]*state),
+		seq:        lastSeq,
+		published:  lastSeq,
+		subs:       make(map[*Subscription]struct{}),
+		metrics:    newCounters(),
+		kick:       make(chan struct{}, 1),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+		stopCommit: make(chan struct{}),
+		commitDone: make(chan struct{}),
 	}
 	for _, r := range resources {
 		st := &state{res: *r}
@@ -110,13 +130,15 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		}
 	}
 	go s.sweepLoop(cfg.SweepInterval)
+	go s.commitLoop()
 	return s
 }
 
 // Issuer returns the issuer id.
 func (s *Service) Issuer() string { return s.issuer }
 
-// Close stops the expiry sweep and refuses every waiter.
+// Close refuses new changes and every waiter, commits what is in flight,
+// ends every subscription and stops the background loops.
 func (s *Service) Close() {
 	s.mu.Lock()
 	if s.closed {
@@ -126,20 +148,38 @@ func (s *Service) Close() {
 	s.closed = true
 	for _, st := range s.resources {
 		for _, w := range st.waiters {
-			close(w.granted)
+			close(w.result)
 		}
 		st.waiters = nil
 	}
 	s.waiting = 0
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.done
+	close(s.stopCommit)
+	<-s.commitDone
+	s.mu.Lock()
 	for sub := range s.subs {
 		s.dropLocked(sub)
 	}
 	s.mu.Unlock()
-	close(s.stop)
-	<-s.done
 }
 
-var errClosed = fenceview.Errorf(fenceview.EUNAVAILABLE, "the server is shutting down")
+var (
+	errClosed      = fenceview.Errorf(fenceview.EUNAVAILABLE, "the server is shutting down")
+	errUnavailable = fenceview.Errorf(fenceview.EUNAVAILABLE, "could not record the change durably; nothing was changed")
+)
+
+// lockForChange takes s.mu for a change, or explains why no change can be
+// made now. On success the caller must end with finish or s.mu.Unlock.
+func (s *Service) lockForChange() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return errClosed
+	}
+	return nil
+}
 
 // Acquire grants the lock on resourceID to holder for lease, waiting up to
 // wait for it to become free. Every grant, re-entrant ones included, takes a
@@ -152,79 +192,74 @@ func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease,
 		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "waitMs must not be negative")
 	}
 
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return fenceview.Grant{}, errClosed
+	if err := s.lockForChange(); err != nil {
+		return fenceview.Grant{}, err
 	}
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
 	if w.res.Holder == holder || (w.res.Holder == "" && len(w.waiters) == 0) {
 		g, err := b.grant(w, holder, lease.Milliseconds())
-		if err == nil {
-			err = s.commit(ctx, b)
+		if err != nil {
+			s.mu.Unlock()
+			return g, err
 		}
-		s.mu.Unlock()
-		return g, err
+		return g, s.finish(b)
 	}
 	held := heldError(&w.res)
 	if wait == 0 {
-		err := s.commit(ctx, b) // an expiry handed to a waiter is still a change
-		s.mu.Unlock()
-		if err != nil {
+		if err := s.finish(b); err != nil { // an expiry handed to a waiter is still a change
 			return fenceview.Grant{}, err
 		}
 		return fenceview.Grant{}, held
 	}
-	wt := &waiter{holder: holder, leaseMs: lease.Milliseconds(), granted: make(chan fenceview.Grant, 1)}
+	wt := &waiter{holder: holder, leaseMs: lease.Milliseconds(), result: make(chan waitResult, 1)}
 	w.waiters = append(w.waiters, wt)
-	if err := s.commit(ctx, b); err != nil {
-		s.mu.Unlock()
+	s.waiting++
+	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs
+	defer timer.Stop()
+	if err := s.finish(b); err != nil {
 		return fenceview.Grant{}, err
 	}
-	s.waiting++
-	timer := s.clock.NewTimer(wait)
-	defer timer.Stop()
-	s.mu.Unlock()
 	if s.queuedHook != nil {
 		s.queuedHook(resourceID, holder)
 	}
 
 	select {
-	case g, ok := <-wt.granted:
-		if !ok {
-			return fenceview.Grant{}, errClosed
-		}
-		return g, nil
+	case r, ok := <-wt.result:
+		return r.result(ok)
 	case <-timer.C():
 	case <-ctx.Done():
 	}
 
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case g, ok := <-wt.granted: // granted while we were giving up: keep it
-		if !ok {
-			return fenceview.Grant{}, errClosed
-		}
-		return g, nil
-	default:
-	}
 	if st := s.resources[resourceID]; st != nil {
 		for i, x := range st.waiters {
 			if x == wt {
 				st.waiters = append(st.waiters[:i:i], st.waiters[i+1:]...)
 				s.waiting--
-				break
+				held := heldError(&st.res)
+				s.mu.Unlock()
+				if err := ctx.Err(); err != nil {
+					return fenceview.Grant{}, err
+				}
+				return fenceview.Grant{}, held
 			}
 		}
-		if err := ctx.Err(); err != nil {
-			return fenceview.Grant{}, err
-		}
-		return fenceview.Grant{}, heldError(&st.res)
 	}
-	return fenceview.Grant{}, held
+	s.mu.Unlock()
+	// No longer queued: the lock was handed to us while we were giving up,
+	// and its commit is in flight. Take the answer; dropping it would leave
+	// a lock held by nobody who knows.
+	r, ok := <-wt.result
+	return r.result(ok)
+}
+
+func (r waitResult) result(ok bool) (fenceview.Grant, error) {
+	if !ok {
+		return fenceview.Grant{}, errClosed
+	}
+	return r.grant, r.err
 }
 
 // Renew extends holder's live lease on resourceID, keeping its token. A zero
@@ -236,16 +271,14 @@ func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease ti
 	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
 		return fenceview.Grant{}, err // a zero lease means "the current one"
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fenceview.Grant{}, errClosed
+	if err := s.lockForChange(); err != nil {
+		return fenceview.Grant{}, err
 	}
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
 	if w.res.Holder != holder {
-		if err := s.commit(ctx, b); err != nil {
+		if err := s.finish(b); err != nil {
 			return fenceview.Grant{}, err
 		}
 		return fenceview.Grant{}, fenceview.Errorf(fenceview.ECONFLICT, "lock not held")
@@ -258,10 +291,8 @@ func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease ti
 	w.res.ExpiresAt = b.now.Add(time.Duration(leaseMs) * time.Millisecond)
 	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: resourceID, Token: w.res.Token, Holder: holder})
 	b.renewals++
-	if err := s.commit(ctx, b); err != nil {
-		return fenceview.Grant{}, err
-	}
-	return s.grantOf(&w.res), nil
+	g := s.grantOf(&w.res)
+	return g, s.finish(b)
 }
 
 // Release gives up one hold of holder on resourceID and returns the holds
@@ -273,16 +304,14 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 	if err := guard.ValidateHolderID(holder); err != nil {
 		return 0, invalid(err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return 0, errClosed
+	if err := s.lockForChange(); err != nil {
+		return 0, err
 	}
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
 	if w.res.Holder != holder {
-		if err := s.commit(ctx, b); err != nil {
+		if err := s.finish(b); err != nil {
 			return 0, err
 		}
 		return 0, fenceview.Errorf(fenceview.ECONFLICT, "not lock owner")
@@ -298,10 +327,7 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 	if left == 0 {
 		b.handOff(w)
 	}
-	if err := s.commit(ctx, b); err != nil {
-		return 0, err
-	}
-	return left, nil
+	return left, s.finish(b)
 }
 
 // ForceExpire frees the lock on resourceID whatever its state (an admin's
@@ -310,12 +336,11 @@ func (s *Service) ForceExpire(ctx context.Context, resourceID string) error {
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return invalid(err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errClosed
+	if err := s.lockForChange(); err != nil {
+		return err
 	}
 	if _, ok := s.resources[resourceID]; !ok {
+		s.mu.Unlock()
 		return nil // nothing to expire; don't create a record for it
 	}
 	b := s.begin()
@@ -323,7 +348,7 @@ func (s *Service) ForceExpire(ctx context.Context, resourceID string) error {
 	if w.res.Holder != "" {
 		b.expire(w, "forced")
 	}
-	return s.commit(ctx, b)
+	return s.finish(b)
 }
 
 // ResetCounter raises the token counter of resourceID to at least floor, so
@@ -339,10 +364,8 @@ func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int
 	if floor <= 0 || floor == math.MaxInt64 {
 		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be a positive integer below 2^63-1")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return fenceview.Resource{}, errClosed
+	if err := s.lockForChange(); err != nil {
+		return fenceview.Resource{}, err
 	}
 	b := s.begin()
 	w := b.get(resourceID)
@@ -350,11 +373,12 @@ func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int
 	w.res.CounterAlarm = 0
 	b.event(fenceview.Event{Type: fenceview.EventReset, ResourceID: resourceID, Token: w.res.LastToken, Required: floor, Source: "admin"})
 	b.resets++
-	if err := s.commit(ctx, b); err != nil {
+	view := s.view(w)
+	if err := s.finish(b); err != nil {
 		return fenceview.Resource{}, err
 	}
-	s.log.Info("token counter reset", "resource", resourceID, "floor", floor, "lastToken", w.res.LastToken)
-	return s.view(s.resources[resourceID]), nil
+	s.log.Info("token counter reset", "resource", resourceID, "floor", floor, "lastToken", view.LastToken)
+	return view, nil
 }
 
 // Fence presents a token to the server's own guard for resourceID and records
@@ -368,10 +392,8 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	if err := guard.ValidateToken(f.Token.Token); err != nil {
 		return guard.Decision{}, invalid(err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return guard.Decision{}, errClosed
+	if err := s.lockForChange(); err != nil {
+		return guard.Decision{}, err
 	}
 	b := s.begin()
 	w := b.get(f.ResourceID)
@@ -386,7 +408,7 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 		d = guard.Evaluate(w.res.HighWaterMark, token)
 	}
 	b.decide(w, d, f.Holder, f.Source, b.now)
-	if err := s.commit(ctx, b); err != nil {
+	if err := s.finish(b); err != nil {
 		return guard.Decision{}, err
 	}
 	return d, nil
@@ -402,10 +424,8 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 			return 0, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err))
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return 0, errClosed
+	if err := s.lockForChange(); err != nil {
+		return 0, err
 	}
 	b := s.begin()
 	for _, r := range reports {
@@ -422,7 +442,7 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		}
 		b.decide(w, d, "", r.Source, at)
 	}
-	if err := s.commit(ctx, b); err != nil {
+	if err := s.finish(b); err != nil {
 		return 0, err
 	}
 	return len(reports), nil
@@ -490,11 +510,11 @@ func (s *Service) view(st *state) fenceview.Resource {
 	return r
 }
 
-// LastSeq returns the sequence number of the last committed event.
+// LastSeq returns the sequence number of the last durable event.
 func (s *Service) LastSeq() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.seq
+	return s.published
 }
 
 func (s *Service) grantOf(r *fenceview.Resource) fenceview.Grant {
@@ -583,9 +603,7 @@ func (s *Service) sweepLoop(interval time.Duration) {
 
 // Sweep expires every lease that has run out, now.
 func (s *Service) Sweep(ctx context.Context) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	if err := s.lockForChange(); err != nil {
 		return
 	}
 	b := s.begin()
@@ -594,7 +612,7 @@ func (s *Service) Sweep(ctx context.Context) {
 			b.expireIfDue(b.get(id))
 		}
 	}
-	if err := s.commit(ctx, b); err != nil {
+	if err := s.finish(b); err != nil {
 		s.log.Error("recording lease expiries", "err", err)
 	}
 }

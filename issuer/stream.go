@@ -31,7 +31,7 @@ func (s *Service) Subscribe(resourceID string, buffer int) *Subscription {
 	sub := &Subscription{ResourceID: resourceID, events: make(chan fenceview.Event, buffer), lost: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sub.Start = s.seq
+	sub.Start = s.published
 	if s.closed {
 		close(sub.lost)
 		return sub

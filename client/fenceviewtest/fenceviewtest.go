@@ -15,17 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
-	"github.com/fenceview/fenceview/issuer"
-	"github.com/fenceview/fenceview/sqlite"
+	"github.com/fenceview/fenceview/internal/server"
 )
 
 // Options configures a test server.
@@ -47,11 +43,9 @@ type Server struct {
 	URL    string // http://127.0.0.1:port
 	DBPath string
 
-	clock  *Clock
-	tmp    string
-	db     *sqlite.DB
-	svc    *issuer.Service
-	server *http.Server
+	clock *Clock
+	tmp   string
+	srv   *server.Server
 }
 
 // Start starts a server and returns once it is listening.
@@ -68,40 +62,18 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		}
 		s.DBPath = filepath.Join(s.tmp, "fenceview.db")
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	var clk clock.Clock = clock.Real{}
 	if opts.FakeClock {
 		s.clock = &Clock{f: clock.NewFake(time.Date(2026, 9, 24, 6, 14, 22, 0, time.UTC))}
 		clk = s.clock.f
 	}
-	if s.db, err = sqlite.Open(ctx, s.DBPath); err != nil {
-		return nil, err
-	}
-	issuerID, err := s.db.Issuer(ctx, "")
+	s.srv, err = server.Start(ctx, server.Config{
+		Addr: "127.0.0.1:0", DBPath: s.DBPath, AdminToken: opts.AdminToken, Clock: clk, Logger: opts.Logger,
+	})
 	if err != nil {
 		return nil, err
 	}
-	resources, err := s.db.Resources(ctx)
-	if err != nil {
-		return nil, err
-	}
-	lastSeq, err := s.db.MaxSeq(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.svc = issuer.New(s.db, resources, lastSeq, issuer.Config{Issuer: issuerID, Clock: clk, Logger: logger})
-	api := httpapi.New(s.svc, s.db, logger)
-	api.AdminToken = opts.AdminToken
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	s.URL = "http://" + ln.Addr().String()
-	s.server = &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
-	go s.server.Serve(ln)
+	s.URL = s.srv.URL()
 	return s, nil
 }
 
@@ -112,16 +84,8 @@ func (s *Server) Clock() *Clock { return s.clock }
 // directory, if any.
 func (s *Server) Close() error {
 	var errs []error
-	if s.svc != nil {
-		s.svc.Close()
-	}
-	if s.server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		errs = append(errs, s.server.Shutdown(ctx))
-		cancel()
-	}
-	if s.db != nil {
-		errs = append(errs, s.db.Close())
+	if s.srv != nil {
+		errs = append(errs, s.srv.Close())
 	}
 	if s.tmp != "" {
 		errs = append(errs, os.RemoveAll(s.tmp))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -13,41 +12,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenceview/fenceview/httpapi"
-	"github.com/fenceview/fenceview/issuer"
-	"github.com/fenceview/fenceview/sqlite"
+	"github.com/fenceview/fenceview/client/fenceviewtest"
 )
 
 // startFenceview starts the real fenceview server (SQLite store, lock
-// service, HTTP API) in-process on a temporary database, as cmd/fenceview
-// assembles it.
+// service, HTTP API) in-process on a temporary database.
 func startFenceview(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "fenceview.db"))
+	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	issuerID, err := db.Issuer(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resources, err := db.Resources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lastSeq, err := db.MaxSeq(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.DiscardHandler)
-	svc := issuer.New(db, resources, lastSeq, issuer.Config{Issuer: issuerID, Logger: logger})
-	srv := httptest.NewServer(httpapi.New(svc, db, logger))
-	t.Cleanup(func() {
-		svc.Close()
-		srv.Close()
-		db.Close()
-	})
+	t.Cleanup(func() { srv.Close() })
 	return srv.URL
 }
 

@@ -1,0 +1,145 @@
+package dashboard
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/fenceview/fenceview"
+)
+
+// Chart is a resource's tokens over time, laid out for a server-rendered
+// SVG: grants, accepted writes and rejections as marks of different shapes,
+// and the high-water mark as a step line.
+type Chart struct {
+	Width, Height            float64
+	Left, Right, Top, Bot    float64 // the plot area
+	Marks                    []Mark
+	HWM                      string // SVG path of the high-water mark; "" when none
+	YTicks, XTicks           []Tick
+	Grants, Accepts, Rejects int
+	Summary                  string
+}
+
+// Mark is one event on the chart.
+type Mark struct {
+	Kind  string // grant, accept or reject
+	X, Y  float64
+	Title string
+}
+
+// Tick is an axis label at a position.
+type Tick struct {
+	Pos   float64
+	Label string
+}
+
+// newChart lays out events (newest first, as the history gives them).
+func newChart(events []fenceview.Event) Chart {
+	c := Chart{Width: 720, Height: 260, Left: 64, Right: 704, Top: 16, Bot: 220}
+	var pts []fenceview.Event
+	for i := len(events) - 1; i >= 0; i-- {
+		switch events[i].Type {
+		case fenceview.EventGrant, fenceview.EventAccept, fenceview.EventReject:
+			pts = append(pts, events[i])
+		}
+	}
+	if len(pts) == 0 {
+		c.Summary = "No grants or fenced writes yet."
+		return c
+	}
+	lo, hi := int64(1<<62), int64(0)
+	for _, e := range pts {
+		for _, t := range []int64{e.Token, e.Presented, e.Required} {
+			if e.Type != fenceview.EventReject && t != e.Token {
+				continue
+			}
+			if t > 0 {
+				lo, hi = min(lo, t), max(hi, t)
+			}
+		}
+	}
+	if lo > hi {
+		lo, hi = 0, 1
+	}
+	step := niceStep(hi - lo)
+	lo = max(lo/step*step-step, 0)
+	hi = (hi/step + 1) * step
+	y := func(t int64) float64 {
+		return c.Bot - float64(t-lo)/float64(hi-lo)*(c.Bot-c.Top)
+	}
+	for t := lo; t <= hi; t += step {
+		c.YTicks = append(c.YTicks, Tick{y(t), strconv.FormatInt(t, 10)})
+	}
+
+	// Time on x, unless everything happened in one instant; then the order.
+	t0, t1 := pts[0].At, pts[len(pts)-1].At
+	span := t1.Sub(t0)
+	x := func(i int) float64 {
+		pad := 12.0
+		w := c.Right - c.Left - 2*pad
+		if span <= 0 {
+			if len(pts) == 1 {
+				return c.Left + pad + w/2
+			}
+			return c.Left + pad + w*float64(i)/float64(len(pts)-1)
+		}
+		return c.Left + pad + w*float64(pts[i].At.Sub(t0))/float64(span)
+	}
+	c.XTicks = []Tick{{x(0), clockUTC(t0)}}
+	if span > 0 {
+		c.XTicks = append(c.XTicks, Tick{x(len(pts) - 1), clockUTC(t1)})
+	}
+
+	var hwm int64
+	var path strings.Builder
+	for i, e := range pts {
+		m := Mark{Kind: e.Type, X: x(i)}
+		when := exactUTC(e.At)
+		prev := hwm
+		switch e.Type {
+		case fenceview.EventGrant:
+			m.Y, m.Title = y(e.Token), "granted token "+itoa(e.Token)+" to "+e.Holder+" at "+when
+			c.Grants++
+		case fenceview.EventAccept:
+			m.Y, m.Title = y(e.Token), "accepted token "+itoa(e.Token)+from(e.Source)+" at "+when
+			hwm = max(hwm, e.Token)
+			c.Accepts++
+		case fenceview.EventReject:
+			m.Y = y(e.Presented)
+			m.Title = "refused token " + itoa(e.Presented) + " (" + e.Reason + "), needed " + itoa(e.Required) + from(e.Source) + " at " + when
+			hwm = max(hwm, e.Required)
+			c.Rejects++
+		}
+		if hwm != prev {
+			if prev == 0 {
+				path.WriteString("M" + ftoa(m.X) + " " + ftoa(y(hwm)))
+			} else {
+				path.WriteString(" H" + ftoa(m.X) + " V" + ftoa(y(hwm)))
+			}
+		}
+		c.Marks = append(c.Marks, m)
+	}
+	if path.Len() > 0 {
+		path.WriteString(" H" + ftoa(c.Right))
+		c.HWM = path.String()
+	}
+	c.Summary = plural(c.Grants, "grant", "grants") + ", " + plural(c.Accepts, "accepted write", "accepted writes") + " and " +
+		plural(c.Rejects, "rejection", "rejections") + " between " + exactUTC(t0) + " and " + exactUTC(t1) + "."
+	return c
+}
+
+// niceStep is a round tick step showing about four intervals of span.
+func niceStep(span int64) int64 {
+	step := int64(1)
+	for span/step > 4 {
+		switch {
+		case strconv.FormatInt(step, 10)[0] == '1':
+			step *= 2
+		case strconv.FormatInt(step, 10)[0] == '2':
+			step = step / 2 * 5
+		default:
+			step *= 2
+		}
+	}
+	return step
+}

@@ -1,0 +1,325 @@
+package dashboard
+
+import (
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/httpapi"
+)
+
+// Meta is what the page frame needs.
+type Meta struct {
+	Title  string
+	Active string // "overview" or "rejections": the highlighted nav link
+	Page   string // data-page on <body>: which live behaviour the script runs
+	// LastSeq is the last event the page shows; the script resumes the
+	// stream after it, so nothing between render and connect is missed.
+	LastSeq  int64
+	Resource string // the stream filter of a resource page
+
+	CSS, JS, Icon string
+
+	Behind         []fenceview.Resource // issuer counter behind the high-water mark
+	Burst          int                  // stale writes in the window, when a burst
+	BurstThreshold int
+	BurstWindowMs  int64
+}
+
+// ResourceRow is one line of the overview table.
+type ResourceRow struct {
+	fenceview.Resource
+	RemainingMs int64 // lease left; 0 when free
+}
+
+// OverviewData is the overview page.
+type OverviewData struct {
+	Meta
+	Rows                     []ResourceRow
+	Feed                     []fenceview.Event // newest first
+	Refusals                 []fenceview.Event // the latest rejections
+	Held, Accepted, Rejected int64
+}
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
+	// The sequence number first, then the state: an event in between is
+	// both in the state and replayed, and replaying is harmless.
+	last := h.Locks.LastSeq()
+	d := OverviewData{Meta: h.meta(r.Context(), "Overview", "overview")}
+	d.Page, d.LastSeq = "overview", last
+	now := h.Now()
+	for _, res := range h.Locks.Resources() {
+		row := ResourceRow{Resource: res}
+		if res.Holder != "" {
+			row.RemainingMs = max(res.ExpiresAt.Sub(now).Milliseconds(), 0)
+			d.Held++
+		}
+		d.Accepted += res.Accepted
+		d.Rejected += res.Rejected
+		d.Rows = append(d.Rows, row)
+	}
+	if h.FeedSize > 0 && last > 0 {
+		events, err := h.History.EventsAfter(r.Context(), max(last-int64(h.FeedSize), 0), "", h.FeedSize)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		for i := len(events) - 1; i >= 0; i-- {
+			if events[i].Seq <= last {
+				d.Feed = append(d.Feed, events[i])
+			}
+		}
+	}
+	refusals, err := h.History.Rejections(r.Context(), fenceview.RejectionFilter{Limit: refusalsShown})
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	for _, e := range refusals {
+		if e.Seq <= last {
+			d.Refusals = append(d.Refusals, e)
+		}
+	}
+	h.render(w, r, http.StatusOK, Overview(d))
+}
+
+// refusalsShown is the length of the overview's "latest refusals" list;
+// app.js keeps it the same.
+const refusalsShown = 6
+
+// ResourceData is a resource's page.
+type ResourceData struct {
+	Meta
+	Res     fenceview.Resource
+	Lock    fenceview.LockState
+	Chart   Chart
+	History []fenceview.Event // newest first
+}
+
+func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("resource")
+	if r.URL.Path == "/resource" {
+		id = r.URL.Query().Get("id")
+	}
+	if err := guard.ValidateResourceID(id); err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, "Not a resource id",
+			"A resource id is 1 to 160 bytes of UTF-8 without control characters.")
+		return
+	}
+	last := h.Locks.LastSeq()
+	res, err := h.Locks.Resource(id)
+	if fenceview.ErrorCode(err) == fenceview.ENOTFOUND {
+		h.errorPage(w, r, http.StatusNotFound, "No such resource",
+			"fenceview has issued no token and recorded no decision for “"+id+"”.")
+		return
+	} else if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	lock, err := h.Locks.Lock(id)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	events, err := h.History.ResourceEvents(r.Context(), id, h.HistorySize)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	d := ResourceData{Meta: h.meta(r.Context(), id, ""), Res: res, Lock: lock}
+	d.Page, d.LastSeq, d.Resource = "resource", last, id
+	for _, e := range events {
+		if e.Seq <= last {
+			d.History = append(d.History, e)
+		}
+	}
+	d.Chart = newChart(d.History)
+	h.render(w, r, http.StatusOK, ResourcePage(d))
+}
+
+// FilterForm is the rejection filter as the viewer typed it, for the form.
+type FilterForm struct {
+	Resource, Reason, Source, Since, Until string
+}
+
+// RejectionsData is the rejection history page.
+type RejectionsData struct {
+	Meta
+	Form      FilterForm
+	Error     string // a bad filter: shown instead of results
+	Rows      []fenceview.Event
+	Filtered  bool
+	NewestURL string // the first page of this filter, when not on it
+	NextURL   string // the next (older) page, when there is one
+	CSVURL    string
+	Resources []string // suggestions for the resource field
+	Reasons   []string
+}
+
+var knownReasons = []string{guard.ReasonStale, guard.ReasonUnissued, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch}
+
+func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
+	d := RejectionsData{Meta: h.meta(r.Context(), "Rejections", "rejections"), Reasons: knownReasons}
+	d.Page = "rejections"
+	for _, res := range h.Locks.Resources() {
+		d.Resources = append(d.Resources, res.ResourceID)
+	}
+	q := r.URL.Query()
+	d.Form = FilterForm{Resource: q.Get("resource"), Reason: q.Get("reason"), Source: q.Get("source"), Since: q.Get("since"), Until: q.Get("until")}
+	f, err := h.parseFilter(q)
+	if err != nil {
+		d.Error = fenceview.ErrorMessage(err)
+		h.render(w, r, http.StatusBadRequest, RejectionsPage(d))
+		return
+	}
+	d.Form.Since, d.Form.Until = formTime(f.Since), formTime(f.Until)
+	d.Filtered = f.ResourceID != "" || f.Reason != "" || f.Source != "" || !f.Since.IsZero() || !f.Until.IsZero()
+	if d.Rows, err = h.History.Rejections(r.Context(), f); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	if f.Before > 0 {
+		d.NewestURL = "/rejections" + filterQuery(f, 0, q.Get("limit"))
+	}
+	if len(d.Rows) == f.Limit {
+		d.NextURL = "/rejections" + filterQuery(f, d.Rows[len(d.Rows)-1].Seq, q.Get("limit"))
+	}
+	d.CSVURL = "/rejections.csv" + filterQuery(f, 0, "")
+	h.render(w, r, http.StatusOK, RejectionsPage(d))
+}
+
+// rejectionsCSV exports every rejection the filter matches (from the
+// cursor on, when one is given), newest first, up to CSVMax rows.
+func (h *Handler) rejectionsCSV(w http.ResponseWriter, r *http.Request) {
+	f, err := h.parseFilter(r.URL.Query())
+	if err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, "Bad filter", fenceview.ErrorMessage(err))
+		return
+	}
+	f.Limit = csvPage
+	// The first page is read before anything is written, so a failing
+	// database still gets a proper error status.
+	page, err := h.History.Rejections(r.Context(), f)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="fenceview-rejections.csv"`)
+	w.Header().Set("Cache-Control", "no-store")
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"id", "at", "resourceId", "presented", "required", "reason", "source", "holder"})
+	for n := 0; len(page) > 0; {
+		for _, e := range page {
+			cw.Write([]string{
+				strconv.FormatInt(e.Seq, 10), isoUTC(e.At), csvText(e.ResourceID),
+				strconv.FormatInt(e.Presented, 10), strconv.FormatInt(e.Required, 10),
+				csvText(e.Reason), csvText(e.Source), csvText(e.Holder),
+			})
+			if n++; n >= h.CSVMax {
+				cw.Flush()
+				return
+			}
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.Before = page[len(page)-1].Seq
+		if page, err = h.History.Rejections(r.Context(), f); err != nil {
+			// Too late for a status: end the file early and say why in the log.
+			h.Logger.Error("exporting rejections", "err", err)
+			break
+		}
+	}
+	cw.Flush()
+}
+
+// csvPage is how many rows an export reads from the history at a time.
+var csvPage = 1000
+
+// csvText defuses values a spreadsheet would run as a formula: ids and
+// sources come from clients, and an export is opened by a person.
+func csvText(s string) string {
+	if s != "" && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r') {
+		return "'" + s
+	}
+	return s
+}
+
+// localTime is what a datetime-local input sends: no zone. The form labels
+// it UTC.
+var localTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?$`)
+
+// parseFilter reads the filter with the API's rules, also taking the
+// zone-less times of the form's datetime inputs as UTC.
+func (h *Handler) parseFilter(q url.Values) (fenceview.RejectionFilter, error) {
+	q2 := url.Values{}
+	for k, v := range q {
+		q2[k] = v
+	}
+	for _, k := range []string{"since", "until"} {
+		if v := q.Get(k); localTime.MatchString(v) {
+			if len(v) == len("2006-01-02T15:04") {
+				v += ":00"
+			}
+			q2.Set(k, v+"Z")
+		}
+	}
+	if q.Get("limit") == "" {
+		q2.Set("limit", strconv.Itoa(h.PageSize))
+	}
+	return httpapi.ParseRejectionFilter(q2)
+}
+
+// filterQuery is the query string of f, with a cursor when before > 0.
+func filterQuery(f fenceview.RejectionFilter, before int64, limit string) string {
+	q := url.Values{}
+	if f.ResourceID != "" {
+		q.Set("resource", f.ResourceID)
+	}
+	if f.Reason != "" {
+		q.Set("reason", f.Reason)
+	}
+	if f.Source != "" {
+		q.Set("source", f.Source)
+	}
+	if !f.Since.IsZero() {
+		q.Set("since", isoUTC(f.Since))
+	}
+	if !f.Until.IsZero() {
+		q.Set("until", isoUTC(f.Until))
+	}
+	if limit != "" {
+		q.Set("limit", limit)
+	}
+	if before > 0 {
+		q.Set("cursor", strconv.FormatInt(before, 10))
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+// formTime is t as a datetime-local input wants it, in UTC.
+func formTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	t = t.UTC()
+	if t.Nanosecond() != 0 {
+		return t.Format("2006-01-02T15:04:05.000")
+	}
+	return t.Format("2006-01-02T15:04:05")
+}
+
+func (h *Handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	h.Logger.Error("dashboard", "path", r.URL.Path, "err", err)
+	h.errorPage(w, r, http.StatusInternalServerError, "Something went wrong",
+		"fenceview could not read its records; the server log says why.")
+}

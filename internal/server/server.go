@@ -1,0 +1,151 @@
+// Package server wires fenceview together: the SQLite record, the lock
+// service, the JSON API and the dashboard, listening on one address. The
+// fenceview command and the in-process test server (client/fenceviewtest)
+// both start it, so tests run exactly what users run.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/fenceview/fenceview/dashboard"
+	"github.com/fenceview/fenceview/httpapi"
+	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/demo"
+	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/sqlite"
+)
+
+// Config says where and how to serve.
+type Config struct {
+	Addr       string // e.g. 127.0.0.1:8080, or 127.0.0.1:0 for any free port
+	DBPath     string
+	Issuer     string // empty: the id kept in the database
+	AdminToken string
+	Demo       bool // also run simulated clients
+	Clock      clock.Clock
+	Logger     *slog.Logger
+}
+
+// Server is a running fenceview.
+type Server struct {
+	DB       *sqlite.DB
+	Service  *issuer.Service
+	API      *httpapi.Server
+	IssuerID string
+
+	logger *slog.Logger
+	ln     net.Listener
+	http   *http.Server
+	demo   *demo.Sim
+}
+
+// Start opens the database, starts the lock service and serves HTTP in the
+// background. It returns once the server is listening.
+func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{logger: cfg.Logger}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
+		return nil, err
+	}
+	if s.IssuerID, err = s.DB.Issuer(ctx, cfg.Issuer); err != nil {
+		return nil, fmt.Errorf("reading issuer id: %w", err)
+	}
+	resources, err := s.DB.Resources(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading resources: %w", err)
+	}
+	lastSeq, err := s.DB.MaxSeq(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading history: %w", err)
+	}
+	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger})
+	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
+	s.API.AdminToken = cfg.AdminToken
+	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
+	dash.Logger = cfg.Logger
+	dash.Register(s.API)
+
+	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, err
+	}
+	s.http = &http.Server{
+		Handler:           s.API,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			cfg.Logger.Error("http server", "err", err)
+		}
+	}()
+	if cfg.AdminToken == "" && !isLoopback(s.ln.Addr()) {
+		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token; anyone who can reach this address can force-expire locks and reset counters",
+			"addr", s.ln.Addr().String())
+	}
+	if cfg.Demo {
+		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
+	}
+	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
+		"resources", len(resources), "lastSeq", lastSeq)
+	return s, nil
+}
+
+// URL is the base URL the server answers on, e.g. http://127.0.0.1:8080.
+func (s *Server) URL() string {
+	if s.ln == nil {
+		return ""
+	}
+	addr := s.ln.Addr().(*net.TCPAddr)
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
+}
+
+// Close stops serving: waiters and streams are ended first (a waiter may
+// otherwise hold shutdown for minutes), then in-flight requests finish,
+// then the database closes. It may be called more than once.
+func (s *Server) Close() error {
+	var errs []error
+	if s.demo != nil {
+		s.demo.Stop() // before the service, so no simulated call meets a closed one
+		s.demo = nil
+	}
+	if s.Service != nil {
+		s.Service.Close()
+	}
+	if s.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, s.http.Shutdown(ctx))
+		cancel()
+	} else if s.ln != nil {
+		errs = append(errs, s.ln.Close())
+	}
+	if s.DB != nil {
+		errs = append(errs, s.DB.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}

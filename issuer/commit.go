@@ -1,0 +1,189 @@
+package issuer
+
+import (
+	"context"
+
+	"github.com/fenceview/fenceview"
+)
+
+// finish applies b in memory, releases s.mu and waits until b is durable.
+// s.mu must be held.
+func (s *Service) finish(b *batch) error {
+	queued := s.applyLocked(b)
+	s.mu.Unlock()
+	if !queued {
+		return nil
+	}
+	return <-b.done
+}
+
+// applyLocked makes b the current state and queues it for the committer.
+// It reports whether there is anything to wait for: a batch without events
+// (a waiter joining a queue) changes nothing durable.
+func (s *Service) applyLocked(b *batch) bool {
+	for _, w := range b.order {
+		st, ok := s.resources[w.res.ResourceID]
+		if !ok {
+			if len(b.events) == 0 {
+				continue // looked at, never changed: don't remember it
+			}
+			st = &state{}
+			s.resources[w.res.ResourceID] = st
+		}
+		b.prev = append(b.prev, preimage{id: w.res.ResourceID, res: st.res, existed: ok})
+		if was, is := st.res.CounterAlarm > 0, w.res.CounterAlarm > 0; was != is {
+			if is {
+				s.alarmed++
+			} else {
+				s.alarmed--
+			}
+		}
+		st.res = w.res
+		st.waiters = w.waiters
+		if st.res.Holder != "" {
+			s.held[w.res.ResourceID] = st
+		} else {
+			delete(s.held, w.res.ResourceID)
+		}
+	}
+	if len(b.events) == 0 {
+		return false
+	}
+	for i := range b.events {
+		s.seq++
+		b.events[i].Seq = s.seq
+	}
+	b.done = make(chan error, 1)
+	s.queue = append(s.queue, b)
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// commitLoop is the group committer: whatever is queued when it wakes goes
+// into one transaction, so concurrent changes share one fsync.
+func (s *Service) commitLoop() {
+	defer close(s.commitDone)
+	for {
+		stopping := false
+		select {
+		case <-s.kick:
+		case <-s.stopCommit:
+			stopping = true
+		}
+		for {
+			s.mu.Lock()
+			group := s.queue
+			s.queue = nil
+			s.mu.Unlock()
+			if len(group) == 0 {
+				break
+			}
+			s.commitGroup(group)
+		}
+		if stopping {
+			return
+		}
+	}
+}
+
+func (s *Service) commitGroup(group []*batch) {
+	var rows []*fenceview.Resource
+	var events []fenceview.Event
+	latest := make(map[string]int, len(group))
+	for _, b := range group {
+		for _, w := range b.order {
+			// A later batch's copy of a resource supersedes an earlier one.
+			if i, ok := latest[w.res.ResourceID]; ok {
+				rows[i] = &w.res
+			} else {
+				latest[w.res.ResourceID] = len(rows)
+				rows = append(rows, &w.res)
+			}
+		}
+		events = append(events, b.events...)
+	}
+	err := s.store.Apply(context.Background(), rows, events)
+
+	s.mu.Lock()
+	if err != nil {
+		s.log.Error("commit failed; changes in flight refused and undone", "err", err, "events", len(events))
+		failed := append(group, s.queue...) // later batches built on the failed ones
+		s.queue = nil
+		s.rollbackLocked(failed)
+		s.mu.Unlock()
+		for _, b := range failed {
+			b.done <- errUnavailable
+		}
+		return
+	}
+	for _, b := range group {
+		for _, h := range b.serve {
+			h.w.result <- waitResult{grant: h.g}
+			s.waiting--
+		}
+		s.metrics.add(b)
+		for _, r := range b.alarms {
+			s.log.Warn("ALARM: token counter behind a recorded high-water mark; grants continue above the mark, reset the counter deliberately",
+				"resource", r.ResourceID, "mark", r.HighWaterMark, "lastToken", r.LastToken)
+		}
+		for _, e := range b.events {
+			s.publishLocked(e)
+		}
+		s.published = b.events[len(b.events)-1].Seq
+	}
+	s.mu.Unlock()
+	for _, b := range group {
+		b.done <- nil
+	}
+}
+
+// preimage is a resource as it was before a batch changed it.
+type preimage struct {
+	id      string
+	res     fenceview.Resource
+	existed bool
+}
+
+// rollbackLocked undoes failed batches in memory, newest first. Waiters on
+// the resources they touched are answered (a queue may have formed behind a
+// grant that never happened), and so are waiters the batches handed a lock.
+// Token counters keep their in-memory values: a failed commit may still
+// have reached the disk, and its tokens must never be issued again.
+func (s *Service) rollbackLocked(failed []*batch) {
+	for i := len(failed) - 1; i >= 0; i-- {
+		b := failed[i]
+		for _, h := range b.serve {
+			h.w.result <- waitResult{err: errUnavailable}
+			s.waiting--
+		}
+		for j := len(b.prev) - 1; j >= 0; j-- {
+			p := b.prev[j]
+			st := s.resources[p.id]
+			for _, w := range st.waiters {
+				w.result <- waitResult{err: errUnavailable}
+				s.waiting--
+			}
+			st.waiters = nil
+			burned := st.res.LastToken
+			if st.res.CounterAlarm > 0 {
+				s.alarmed--
+			}
+			st.res = p.res
+			if !p.existed {
+				st.res = fenceview.Resource{ResourceID: p.id}
+			}
+			st.res.LastToken = max(st.res.LastToken, burned)
+			if st.res.CounterAlarm > 0 {
+				s.alarmed++
+			}
+			if st.res.Holder != "" {
+				s.held[p.id] = st
+			} else {
+				delete(s.held, p.id)
+			}
+		}
+	}
+}

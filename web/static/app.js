@@ -1,0 +1,513 @@
+// fenceview dashboard: keeps the server-rendered pages live over the
+// /v1/events websocket. Everything a client sent (ids, holders, sources,
+// reasons) is inserted with textContent or setAttribute, never as HTML.
+(function () {
+  'use strict';
+
+  var body = document.body;
+  var page = body.dataset.page || '';
+  var filter = body.dataset.resource || '';
+  var lastSeq = Number(body.dataset.lastSeq || 0);
+  var SVG = 'http://www.w3.org/2000/svg';
+  var FEED_MAX = 200;
+  var REFUSALS_MAX = 6; // dashboard.refusalsShown
+
+  // ---- helpers ---------------------------------------------------------
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // resourceURL matches the server's: one escaped path segment, and the
+  // query form for "." and "..", which browsers would resolve away.
+  function resourceURL(id) {
+    if (id === '.' || id === '..') return '/resource?id=' + encodeURIComponent(id);
+    return '/resources/' + encodeURIComponent(id);
+  }
+
+  function pad(n, w) { return String(n).padStart(w || 2, '0'); }
+
+  function exactUTC(d) {
+    return d.getUTCFullYear() + '-' + pad(d.getUTCMonth() + 1) + '-' + pad(d.getUTCDate()) + ' ' +
+      pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ':' + pad(d.getUTCSeconds()) + '.' +
+      pad(d.getUTCMilliseconds(), 3) + ' UTC';
+  }
+
+  // localize shows a <time> in the viewer's zone, exact UTC on hover.
+  function localize(t) {
+    var d = new Date(t.getAttribute('datetime'));
+    if (isNaN(d.getTime())) return;
+    var opts = { hour: '2-digit', minute: '2-digit', second: '2-digit' };
+    if (t.dataset.local === 'datetime') {
+      opts.year = 'numeric'; opts.month = 'short'; opts.day = 'numeric';
+      t.textContent = d.toLocaleString(undefined, opts);
+    } else {
+      t.textContent = d.toLocaleTimeString(undefined, opts);
+    }
+    t.title = exactUTC(d);
+  }
+
+  function timeEl(iso, mode) {
+    var t = el('time');
+    t.setAttribute('datetime', iso);
+    t.dataset.local = mode;
+    t.textContent = iso;
+    localize(t);
+    return t;
+  }
+
+  var ICONS = {
+    grant: [['circle', { cx: 6, cy: 6, r: 4.5 }]],
+    renew: [['circle', { cx: 6, cy: 6, r: 3.8, fill: 'none', 'stroke-width': 1.8 }]],
+    release: [['rect', { x: 2, y: 2, width: 8, height: 8, fill: 'none', 'stroke-width': 1.8 }]],
+    expire: [['path', { d: 'M6 1.5 L10.8 10 H1.2 Z', fill: 'none', 'stroke-width': 1.6 }]],
+    accept: [['path', { d: 'M1.8 6.4 L4.8 9.2 L10.4 2.8', fill: 'none', 'stroke-width': 2 }]],
+    reject: [['path', { d: 'M2.2 2.2 L9.8 9.8 M9.8 2.2 L2.2 9.8', fill: 'none', 'stroke-width': 2 }]],
+    alarm: [['path', { d: 'M6 1 L11.2 10.6 H0.8 Z' }]],
+    reset: [['path', { d: 'M6 1.2 L10.8 6 L6 10.8 L1.2 6 Z', fill: 'none', 'stroke-width': 1.6 }]]
+  };
+
+  function icon(kind) {
+    var s = document.createElementNS(SVG, 'svg');
+    s.setAttribute('class', 'icon icon-' + kind);
+    s.setAttribute('viewBox', '0 0 12 12');
+    s.setAttribute('aria-hidden', 'true');
+    s.setAttribute('focusable', 'false');
+    (ICONS[kind] || []).forEach(function (p) {
+      var c = document.createElementNS(SVG, p[0]);
+      Object.keys(p[1]).forEach(function (k) { c.setAttribute(k, String(p[1][k])); });
+      s.appendChild(c);
+    });
+    return s;
+  }
+
+  // label and detail: the same words as the server's view.go.
+  function label(e) {
+    switch (e.type) {
+      case 'grant': return 'granted';
+      case 'renew': return 'renewed';
+      case 'release': return 'released';
+      case 'expire': return 'expired';
+      case 'accept': return 'accepted';
+      case 'reject': return e.reason === 'stale-token' ? 'stale' : 'refused';
+      case 'alarm': return 'alarm';
+      case 'reset': return 'reset';
+    }
+    return String(e.type);
+  }
+
+  function from(source) { return source ? ' from ' + source : ''; }
+
+  function detail(e) {
+    var tok = 'token ' + (e.token || 0);
+    switch (e.type) {
+      case 'grant': return tok + ' to ' + (e.holder || '');
+      case 'renew': return tok + ' renewed by ' + (e.holder || '');
+      case 'release': return tok + ' released by ' + (e.holder || '');
+      case 'expire':
+        return tok + ' of ' + (e.holder || '') + (e.reason === 'forced' ? ' force-expired' : ': lease ran out');
+      case 'accept': return tok + ' accepted' + from(e.source);
+      case 'reject':
+        return 'token ' + e.presented + ' refused (' + e.reason + '), needs \u2265 ' + e.required + from(e.source);
+      case 'alarm':
+        return e.reason + ': mark ' + (e.token || 0) + ' above the last token issued, ' + e.required + from(e.source);
+      case 'reset':
+        return 'token counter raised to ' + (e.token || 0) + ' (floor ' + e.required + ') by ' + (e.source || '');
+    }
+    return '';
+  }
+
+  function badge(e) {
+    var b = el('span', 'badge badge-' + e.type);
+    b.appendChild(icon(e.type));
+    b.appendChild(document.createTextNode(label(e)));
+    return b;
+  }
+
+  // ---- lease countdowns -----------------------------------------------
+  // Deadlines are kept on the browser's monotonic clock from the server's
+  // "remaining" figure, so a skewed viewer clock cannot show a wrong lease.
+
+  var deadlines = new Map();
+
+  function remainingText(ms) {
+    if (ms <= 0) return 'expired';
+    var s = Math.ceil(ms / 1000);
+    if (s >= 3600) return Math.floor(s / 3600) + 'h ' + pad(Math.floor(s % 3600 / 60)) + 'm left';
+    if (s >= 60) return Math.floor(s / 60) + 'm ' + pad(s % 60) + 's left';
+    return s + 's left';
+  }
+
+  function startCountdown(span, ms) {
+    deadlines.set(span, performance.now() + ms);
+    paint(span);
+  }
+
+  function paint(span) {
+    var left = deadlines.get(span) - performance.now();
+    span.textContent = remainingText(left);
+    span.classList.toggle('low', left > 0 && left < 5000);
+    span.classList.toggle('gone', left <= 0);
+  }
+
+  function tick() {
+    deadlines.forEach(function (_, span) {
+      if (!span.isConnected) { deadlines.delete(span); return; }
+      paint(span);
+    });
+  }
+
+  function countdown(ms) {
+    var span = el('span', 'countdown');
+    span.dataset.remainingMs = String(ms);
+    startCountdown(span, ms);
+    return span;
+  }
+
+  // ---- warnings ---------------------------------------------------------
+
+  var behindBanner = document.querySelector('[data-testid="banner-behind"]');
+  var burstBanner = document.querySelector('[data-testid="banner-burst"]');
+  var connBanner = document.querySelector('[data-testid="banner-connection"]');
+  var behind = new Map(); // resource id -> {last, hwm}
+
+  if (behindBanner) {
+    behindBanner.querySelectorAll('li[data-resource]').forEach(function (li) {
+      behind.set(li.dataset.resource, null);
+    });
+  }
+
+  // isBehind matches the server's: the issuer's alarm, or the plain facts.
+  function isBehind(r) {
+    return r.counterAlarm > 0 || (r.lastToken > 0 && r.highWaterMark > r.lastToken);
+  }
+
+  function setBehind(r) {
+    var was = behind.has(r.resourceId);
+    var is = isBehind(r);
+    if (!is && !was) return;
+    if (is) behind.set(r.resourceId, r); else behind.delete(r.resourceId);
+    var list = behindBanner.querySelector('.behind-list');
+    var items = list.querySelectorAll('li[data-resource]');
+    items.forEach(function (li) {
+      if (li.dataset.resource === r.resourceId) li.remove();
+    });
+    if (is) {
+      var li = el('li');
+      li.dataset.resource = r.resourceId;
+      var a = el('a', '', r.resourceId);
+      a.href = resourceURL(r.resourceId);
+      li.appendChild(a);
+      li.appendChild(document.createTextNode(': last token ' + r.lastToken + ', high-water mark ' + r.highWaterMark));
+      list.appendChild(li);
+    }
+    behindBanner.hidden = behind.size === 0;
+  }
+
+  // A burst of stale writes, counted as they arrive.
+  var burstN = Number(body.dataset.burstThreshold || 0);
+  var burstWindow = Number(body.dataset.burstWindowMs || 60000);
+  var stale = [];
+  if (burstBanner && !burstBanner.hidden) {
+    for (var i = 0; i < burstN; i++) stale.push(performance.now());
+  }
+
+  function checkBurst() {
+    if (!burstBanner || burstN <= 0) return;
+    var now = performance.now();
+    while (stale.length && now - stale[0] > burstWindow) stale.shift();
+    var on = stale.length >= burstN;
+    if (on) {
+      burstBanner.querySelector('.burst-text').textContent = stale.length +
+        ' stale-token rejections in the last ' + Math.round(burstWindow / 1000) + ' s: a client is writing with an old token.';
+    }
+    burstBanner.hidden = !on;
+  }
+
+  // ---- overview --------------------------------------------------------
+
+  function feedItem(e) {
+    var li = el('li', 'feed-item type-' + e.type + ' is-new');
+    li.dataset.testid = 'feed-item';
+    li.dataset.seq = String(e.seq);
+    li.dataset.type = e.type;
+    li.dataset.resource = e.resourceId;
+    li.appendChild(badge(e));
+    var a = el('a', 'res', e.resourceId);
+    a.href = resourceURL(e.resourceId);
+    li.appendChild(a);
+    li.appendChild(el('span', 'detail', detail(e)));
+    li.appendChild(timeEl(e.at, 'time'));
+    return li;
+  }
+
+  function findRow(id) {
+    var rows = document.querySelectorAll('tr[data-testid="resource-row"]');
+    for (var i = 0; i < rows.length; i++) {
+      if (rows[i].dataset.resource === id) return rows[i];
+    }
+    return null;
+  }
+
+  function newRow(id) {
+    var tr = el('tr');
+    tr.dataset.testid = 'resource-row';
+    tr.dataset.resource = id;
+    var th = el('th', 'id');
+    th.scope = 'row';
+    var a = el('a', '', id);
+    a.href = resourceURL(id);
+    a.dataset.testid = 'resource-link';
+    th.appendChild(a);
+    tr.appendChild(th);
+    [['hwm', 'num'], ['last', 'num opt'], ['holder', ''], ['lease', ''], ['accepted', 'num opt'], ['rejected', 'num']].forEach(function (c) {
+      var td = el('td', c[1]);
+      td.dataset.col = c[0];
+      tr.appendChild(td);
+    });
+    // Keep the table ordered by id, as the server renders it.
+    var tbody = document.querySelector('table[data-testid="resources"] tbody');
+    var rows = tbody.querySelectorAll('tr[data-testid="resource-row"]');
+    var before = null;
+    for (var i = 0; i < rows.length; i++) {
+      if (rows[i].dataset.resource > id) { before = rows[i]; break; }
+    }
+    tbody.insertBefore(tr, before);
+    var empty = document.querySelector('[data-testid="no-resources"]');
+    if (empty) empty.remove();
+    return tr;
+  }
+
+  function holderText(r) {
+    if (!r.holder) return 'free';
+    return r.holdCount > 1 ? r.holder + ' \u00d7' + r.holdCount : r.holder;
+  }
+
+  function fill(td, text, cls) {
+    td.textContent = text;
+    if (cls !== undefined) td.className = cls;
+  }
+
+  function updateRow(r, lock) {
+    var tr = findRow(r.resourceId) || newRow(r.resourceId);
+    var cell = function (c) { return tr.querySelector('td[data-col="' + c + '"]'); };
+    var behindNow = isBehind(r);
+    tr.classList.toggle('is-behind', behindNow);
+    fill(cell('hwm'), String(r.highWaterMark));
+    var last = cell('last');
+    fill(last, String(r.lastToken));
+    if (behindNow) {
+      last.appendChild(document.createTextNode(' '));
+      last.appendChild(el('span', 'tag danger', 'behind'));
+    }
+    var held = lock.locked;
+    fill(cell('holder'), held ? holderText(r) : 'free', held ? '' : 'muted');
+    var lease = cell('lease');
+    lease.textContent = '';
+    if (held) lease.appendChild(countdown(lock.remainingMs));
+    else lease.appendChild(el('span', 'muted', '\u2014'));
+    fill(cell('accepted'), String(r.accepted));
+    fill(cell('rejected'), String(r.rejected));
+    setBehind(r);
+    updateStats();
+  }
+
+  function updateStats() {
+    var rows = document.querySelectorAll('tr[data-testid="resource-row"]');
+    var held = 0, acc = 0, rej = 0;
+    rows.forEach(function (tr) {
+      if (tr.querySelector('td[data-col="lease"] .countdown')) held++;
+      acc += Number(tr.querySelector('td[data-col="accepted"]').textContent) || 0;
+      rej += Number(tr.querySelector('td[data-col="rejected"]').textContent) || 0;
+    });
+    var set = function (id, n) {
+      var s = document.querySelector('[data-testid="' + id + '"]');
+      if (s) s.textContent = String(n);
+    };
+    set('stat-resources', rows.length);
+    set('stat-held', held);
+    set('stat-accepted', acc);
+    set('stat-rejected', rej);
+  }
+
+  // refresh re-reads a resource after its events, at most once per burst of
+  // events: the stream says what happened, the API says where things stand.
+  var pending = new Map();
+
+  function refresh(id, apply) {
+    if (pending.has(id)) return;
+    pending.set(id, setTimeout(function () {
+      pending.delete(id);
+      var enc = encodeURIComponent(id);
+      Promise.all([
+        fetch('/v1/resources/' + enc, { cache: 'no-store' }).then(json),
+        fetch('/v1/locks/' + enc, { cache: 'no-store' }).then(json)
+      ]).then(function (v) { apply(v[0], v[1]); })
+        .catch(function () { /* the next event or reconnect refreshes again */ });
+    }, 120));
+  }
+
+  function json(res) {
+    if (!res.ok) throw new Error('HTTP ' + res.status);
+    return res.json();
+  }
+
+  function onOverviewEvent(e) {
+    var feed = document.querySelector('ol[data-testid="feed"]');
+    if (feed) {
+      feed.insertBefore(feedItem(e), feed.firstChild);
+      while (feed.children.length > FEED_MAX) feed.lastChild.remove();
+      var empty = document.querySelector('.feed-empty');
+      if (empty) empty.remove();
+    }
+    var refusals = document.querySelector('ul[data-testid="refusals"]');
+    if (refusals && e.type === 'reject') {
+      refusals.insertBefore(refusalItem(e), refusals.firstChild);
+      while (refusals.children.length > REFUSALS_MAX) refusals.lastChild.remove();
+      var none = document.querySelector('.refusals-empty');
+      if (none) none.remove();
+    }
+    refresh(e.resourceId, updateRow);
+  }
+
+  function refusalItem(e) {
+    var li = el('li', 'refusal is-new');
+    li.dataset.testid = 'refusal';
+    li.dataset.seq = String(e.seq);
+    li.appendChild(badge(e));
+    var a = el('a', 'res', e.resourceId);
+    a.href = resourceURL(e.resourceId);
+    li.appendChild(a);
+    li.appendChild(el('span', 'detail', 'token ' + e.presented + ' < ' + e.required + from(e.source)));
+    li.appendChild(timeEl(e.at, 'time'));
+    return li;
+  }
+
+  // ---- resource page ---------------------------------------------------
+
+  function historyRow(e) {
+    var tr = el('tr', 'is-new');
+    tr.dataset.testid = 'history-row';
+    tr.dataset.seq = String(e.seq);
+    tr.dataset.type = e.type;
+    var td = el('td');
+    td.appendChild(timeEl(e.at, 'datetime'));
+    tr.appendChild(td);
+    td = el('td');
+    td.appendChild(badge(e));
+    tr.appendChild(td);
+    tr.appendChild(el('td', 'detail', detail(e)));
+    return tr;
+  }
+
+  function updateLockCard(r, lock) {
+    var f = function (name) { return document.querySelector('[data-testid="lock-state"] [data-field="' + name + '"]'); };
+    var state = f('state');
+    state.textContent = '';
+    state.appendChild(el('span', lock.locked ? 'tag held' : 'tag', lock.locked ? 'locked' : 'free'));
+    f('holder').textContent = lock.locked
+      ? (lock.holdCount > 1 ? lock.holder + ' (held ' + lock.holdCount + ' times)' : lock.holder) : 'nobody';
+    f('token').textContent = lock.locked ? String(lock.token) : '\u2014';
+    var lease = f('lease');
+    lease.textContent = '';
+    if (lock.locked) lease.appendChild(countdown(lock.remainingMs)); else lease.textContent = '\u2014';
+    f('waiters').textContent = String(lock.waiters || 0);
+    f('hwm').textContent = String(r.highWaterMark);
+    var last = f('last');
+    last.textContent = String(r.lastToken);
+    if (isBehind(r)) {
+      last.appendChild(document.createTextNode(' '));
+      last.appendChild(el('span', 'tag danger', 'behind'));
+    }
+    f('accepted').textContent = String(r.accepted);
+    var rej = f('rejected');
+    rej.textContent = String(r.rejected) + ' ';
+    if (r.rejected > 0) {
+      var a = el('a', '', 'see them');
+      a.href = '/rejections?resource=' + encodeURIComponent(r.resourceId);
+      rej.appendChild(a);
+    }
+    setBehind(r);
+  }
+
+  // The chart is drawn by the server; say when it is behind the history.
+  var chartBehind = 0;
+
+  function onResourceEvent(e) {
+    var tbody = document.querySelector('table[data-testid="history"] tbody');
+    if (tbody) tbody.insertBefore(historyRow(e), tbody.firstChild);
+    var note = document.querySelector('[data-testid="chart-note"]');
+    if (note && (e.type === 'grant' || e.type === 'accept' || e.type === 'reject')) {
+      chartBehind++;
+      note.querySelector('.chart-note-text').textContent = chartBehind === 1
+        ? '1 new grant or write since this chart was drawn.'
+        : chartBehind + ' new grants or writes since this chart was drawn.';
+      note.hidden = false;
+    }
+    refresh(e.resourceId, updateLockCard);
+  }
+
+  // ---- the stream --------------------------------------------------------
+
+  var attempt = 0;
+  var liveText = document.querySelector('.live-text');
+
+  function setLive(state, text) {
+    body.dataset.live = state;
+    if (liveText) liveText.textContent = text;
+  }
+
+  function onEvent(e) {
+    if (e.type === 'reject' && e.reason === 'stale-token') {
+      stale.push(performance.now());
+      checkBurst();
+    }
+    if (page === 'overview') onOverviewEvent(e);
+    else if (page === 'resource') onResourceEvent(e);
+  }
+
+  function connect() {
+    var q = new URLSearchParams();
+    if (filter) q.set('resource', filter);
+    q.set('since', String(lastSeq));
+    var proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    var ws = new WebSocket(proto + '//' + location.host + '/v1/events?' + q.toString());
+    ws.onopen = function () {
+      attempt = 0;
+      setLive('open', 'live');
+      if (connBanner) connBanner.hidden = true;
+    };
+    ws.onmessage = function (m) {
+      var e;
+      try { e = JSON.parse(m.data); } catch (err) { return; }
+      if (!e || typeof e.seq !== 'number' || e.seq <= lastSeq) return; // a replayed duplicate
+      lastSeq = e.seq;
+      onEvent(e);
+    };
+    ws.onclose = function () {
+      // Exponential backoff with jitter, capped, so a restarting server is
+      // not hammered by every open dashboard at once.
+      var delay = Math.min(15000, 500 * Math.pow(2, attempt)) * (0.75 + Math.random() * 0.5);
+      attempt++;
+      setLive('reconnecting', 'reconnecting…');
+      if (connBanner) {
+        connBanner.querySelector('.conn-text').textContent =
+          'Reconnecting in ' + Math.max(1, Math.round(delay / 1000)) + ' s (attempt ' + attempt + ').';
+        connBanner.hidden = false;
+      }
+      setTimeout(connect, delay);
+    };
+  }
+
+  // ---- start -------------------------------------------------------------
+
+  document.querySelectorAll('time[data-local]').forEach(localize);
+  document.querySelectorAll('.countdown[data-remaining-ms]').forEach(function (s) {
+    startCountdown(s, Number(s.dataset.remainingMs));
+  });
+  setInterval(function () { tick(); checkBurst(); }, 500);
+  if (page === 'overview' || page === 'resource') connect();
+})();
