@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -201,8 +202,8 @@ func (tg *linTarget) run(t *testing.T, ops int, seed uint64) {
 func (tg *linTarget) client(c int, rng *rand.Rand, rec *proof.Recorder, ops int) error {
 	holder := fmt.Sprintf("client-%d", c)
 	old := map[string][]int64{} // tokens of earlier grants, kept to write with later
-	seq := 0
-	value := func() string { seq++; return fmt.Sprintf("%s-%d", holder, seq) }
+	var seq atomic.Int64        // duels write from two goroutines
+	value := func() string { return fmt.Sprintf("%s-%d", holder, seq.Add(1)) }
 	more := func() bool { return rec.Len() < ops }
 
 	doRead := func(res string) error {
@@ -225,6 +226,27 @@ func (tg *linTarget) client(c int, rng *rand.Rand, rec *proof.Recorder, ops int)
 		return nil
 	}
 
+	// acquire takes the lock (re-entrant grants included) and records the
+	// grant; 0 when it stayed held past the wait.
+	acquire := func(res string, leaseMs int) (int64, error) {
+		call := rec.Now()
+		g, err := postJSON(tg.hc, tg.server+"/v1/locks/"+res+"/acquire",
+			fmt.Sprintf(`{"holder":%q,"leaseMs":%d,"waitMs":5000}`, holder, leaseMs))
+		if err != nil {
+			return 0, err
+		}
+		if g.Status == http.StatusConflict {
+			return 0, nil
+		}
+		if g.Status != http.StatusOK {
+			return 0, fmt.Errorf("acquire %s: %d %s", res, g.Status, g.Raw)
+		}
+		if tg.grants {
+			rec.Add(c, proof.Input{Resource: res, Kind: proof.Grant}, call, proof.Output{Token: tokenOf(g)})
+		}
+		return tokenOf(g), nil
+	}
+
 	for more() {
 		res := tg.prefix + strconv.Itoa(rng.IntN(linResources))
 		switch x := rng.IntN(100); {
@@ -244,21 +266,37 @@ func (tg *linTarget) client(c int, rng *rand.Rand, rec *proof.Recorder, ops int)
 
 		// A hold: a short lease, a few writes and reads under it.
 		lease := 20 + rng.IntN(200)
-		call := rec.Now()
-		g, err := postJSON(tg.hc, tg.server+"/v1/locks/"+res+"/acquire",
-			fmt.Sprintf(`{"holder":%q,"leaseMs":%d,"waitMs":5000}`, holder, lease))
+		token, err := acquire(res, lease)
 		if err != nil {
 			return err
 		}
-		if g.Status == http.StatusConflict {
+		if token == 0 {
 			continue // still held when the wait ran out
 		}
-		if g.Status != http.StatusOK {
-			return fmt.Errorf("acquire %s: %d %s", res, g.Status, g.Raw)
-		}
-		token := tokenOf(g)
-		if tg.grants {
-			rec.Add(c, proof.Input{Resource: res, Kind: proof.Grant}, call, proof.Output{Token: token})
+		holds := 1
+		if rng.IntN(4) == 0 {
+			// A duel: a re-entrant grant takes a newer token, and the two
+			// tokens write at once, as a holder waking from a pause races
+			// the next holder. Either order is legal; a mix of the two is
+			// not, and the read after both tells.
+			newer, err := acquire(res, lease)
+			if err != nil {
+				return err
+			}
+			if newer != 0 {
+				errs := make(chan error, 2)
+				go func() { errs <- doWrite(res, token) }()
+				go func() { errs <- doWrite(res, newer) }()
+				if err := errors.Join(<-errs, <-errs); err != nil {
+					return err
+				}
+				if err := doRead(res); err != nil {
+					return err
+				}
+				old[res] = append(old[res], token)
+				token = newer
+				holds++
+			}
 		}
 		for w := rng.IntN(3); w >= 0 && more(); w-- {
 			if rng.IntN(5) == 0 {
@@ -278,9 +316,12 @@ func (tg *linTarget) client(c int, rng *rand.Rand, rec *proof.Recorder, ops int)
 		}
 		old[res] = append(old[res], token)
 		if rng.IntN(3) > 0 {
-			// Release; the rest abandon the lease and let it expire.
-			if _, err := postJSON(tg.hc, tg.server+"/v1/locks/"+res+"/release", fmt.Sprintf(`{"holder":%q}`, holder)); err != nil {
-				return err
+			// Release (refused when the lease ran out meanwhile); the rest
+			// abandon the lease and let it expire.
+			for range holds {
+				if _, err := postJSON(tg.hc, tg.server+"/v1/locks/"+res+"/release", fmt.Sprintf(`{"holder":%q}`, holder)); err != nil {
+					return err
+				}
 			}
 		}
 	}
