@@ -30,6 +30,7 @@ func pauseForReal(t *testing.T, viaPlugin bool) {
 	// up on a busy machine; the test waits on events, not on this number.
 	const lease = 1500 * time.Millisecond
 
+	buildTool(t, "github.com/fenceview/fenceview/internal/proof/holder") // before the clock starts
 	srv := startProcess(t, filepath.Join(t.TempDir(), "fenceview.db"))
 	events := dialStream(t, srv.url, "?resource="+res)
 	var plugin string
