@@ -59,6 +59,7 @@ type Client struct {
 	admin string
 	clock Clock
 	lease time.Duration
+	rpc   *rpcPool // nil: every call is its own HTTP request
 }
 
 // Option configures a Client.
@@ -212,16 +213,10 @@ type grantBody struct {
 	Fencing    guard.Token `json:"fencing"`
 }
 
-type lockRequest struct {
-	Holder  string `json:"holder"`
-	LeaseMs int64  `json:"leaseMs,omitempty"`
-	WaitMs  int64  `json:"waitMs,omitempty"`
-}
-
 func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait time.Duration) (grantBody, error) {
 	var g grantBody
-	err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "acquire"), nil,
-		lockRequest{Holder: holder, LeaseMs: lease.Milliseconds(), WaitMs: wait.Milliseconds()}, &g,
+	err := c.exchange(ctx, "acquire", resource,
+		rpcRequest{Holder: holder, LeaseMs: lease.Milliseconds(), WaitMs: wait.Milliseconds()}, &g,
 		func(status int, raw []byte, _ http.Header) error {
 			if status != http.StatusConflict {
 				return nil
@@ -238,8 +233,7 @@ func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wa
 
 func (c *Client) renew(ctx context.Context, resource, holder string) (grantBody, error) {
 	var g grantBody
-	err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "renew"), nil,
-		lockRequest{Holder: holder}, &g, kind409(ErrNotHeld))
+	err := c.exchange(ctx, "renew", resource, rpcRequest{Holder: holder}, &g, kind409(ErrNotHeld))
 	return g, err
 }
 
@@ -247,8 +241,7 @@ func (c *Client) release(ctx context.Context, resource, holder string) (int, err
 	var b struct {
 		HoldCount int `json:"holdCount"`
 	}
-	err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "release"), nil,
-		lockRequest{Holder: holder}, &b, kind409(ErrNotOwner))
+	err := c.exchange(ctx, "release", resource, rpcRequest{Holder: holder}, &b, kind409(ErrNotOwner))
 	return b.HoldCount, err
 }
 
@@ -348,16 +341,12 @@ func (c *Client) FenceToken(ctx context.Context, resource string, t guard.Token)
 	if err := guard.ValidateToken(t.Token); err != nil {
 		return Fenced{}, invalid(err)
 	}
-	in := struct {
-		Token  int64  `json:"token"`
-		Issuer string `json:"issuer,omitempty"`
-		Scope  string `json:"scope,omitempty"`
-	}{t.Token, t.Issuer, t.Scope}
+	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope}
 	var out struct {
 		Token          int64  `json:"token"`
 		IdempotencyKey string `json:"idempotencyKey"`
 	}
-	err := c.call(ctx, http.MethodPost, c.endpoint("fence", resource, ""), nil, in, &out,
+	err := c.exchange(ctx, "fence", resource, in, &out,
 		func(status int, raw []byte, h http.Header) error {
 			if status != http.StatusConflict {
 				return nil

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strconv"
@@ -30,66 +31,68 @@ func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockReque
 	if err := decode(w, r, &req, maxBody, false); err != nil {
 		return "", req, err
 	}
-	if req.Holder == nil {
-		return "", req, fenceview.Errorf(fenceview.EINVALID, `field "holder" is required`)
-	}
-	if err := guard.ValidateHolderID(*req.Holder); err != nil {
-		return "", req, fenceview.Errorf(fenceview.EINVALID, "%v", err)
-	}
-	if req.LeaseMs.Set && (req.LeaseMs.Value < 1 || req.LeaseMs.Value > issuer.MaxLease.Milliseconds()) {
-		return "", req, fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", issuer.MaxLease.Milliseconds())
-	}
-	if req.WaitMs.Set && (req.WaitMs.Value < 0 || req.WaitMs.Value > issuer.MaxWait.Milliseconds()) {
-		return "", req, fenceview.Errorf(fenceview.EINVALID, "waitMs must be between 0 and %d", issuer.MaxWait.Milliseconds())
-	}
-	return resource, req, nil
+	return resource, req, req.validate()
 }
 
-func (s *Server) handleAcquire(w http.ResponseWriter, r *http.Request) {
-	resource, req, err := parseLockRequest(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+func (req lockRequest) validate() error {
+	if req.Holder == nil {
+		return fenceview.Errorf(fenceview.EINVALID, `field "holder" is required`)
 	}
+	if err := guard.ValidateHolderID(*req.Holder); err != nil {
+		return fenceview.Errorf(fenceview.EINVALID, "%v", err)
+	}
+	if req.LeaseMs.Set && (req.LeaseMs.Value < 1 || req.LeaseMs.Value > issuer.MaxLease.Milliseconds()) {
+		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", issuer.MaxLease.Milliseconds())
+	}
+	if req.WaitMs.Set && (req.WaitMs.Value < 0 || req.WaitMs.Value > issuer.MaxWait.Milliseconds()) {
+		return fenceview.Errorf(fenceview.EINVALID, "waitMs must be between 0 and %d", issuer.MaxWait.Milliseconds())
+	}
+	return nil
+}
+
+// The lock operations, shared by the JSON API and the RPC stream. Each
+// answers with a status and a body, errors included.
+
+func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) (int, any) {
 	lease := defaultLease
 	if req.LeaseMs.Set {
 		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
 	}
 	wait := time.Duration(req.WaitMs.Value) * time.Millisecond
-	g, err := s.Service.Acquire(r.Context(), resource, *req.Holder, lease, wait)
+	g, err := s.Service.Acquire(ctx, resource, *req.Holder, lease, wait)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return s.errorBody(ctx, err)
 	}
-	writeJSON(w, http.StatusOK, grantWire(g))
+	return http.StatusOK, grantWire(g)
 }
 
-func (s *Server) handleRenew(w http.ResponseWriter, r *http.Request) {
-	resource, req, err := parseLockRequest(w, r)
+func (s *Server) renew(ctx context.Context, resource string, req lockRequest) (int, any) {
+	g, err := s.Service.Renew(ctx, resource, *req.Holder, time.Duration(req.LeaseMs.Value)*time.Millisecond)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return s.errorBody(ctx, err)
 	}
-	g, err := s.Service.Renew(r.Context(), resource, *req.Holder, time.Duration(req.LeaseMs.Value)*time.Millisecond)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, grantWire(g))
+	return http.StatusOK, grantWire(g)
 }
 
-func (s *Server) handleRelease(w http.ResponseWriter, r *http.Request) {
-	resource, req, err := parseLockRequest(w, r)
+func (s *Server) release(ctx context.Context, resource string, req lockRequest) (int, any) {
+	left, err := s.Service.Release(ctx, resource, *req.Holder)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return s.errorBody(ctx, err)
 	}
-	left, err := s.Service.Release(r.Context(), resource, *req.Holder)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	return http.StatusOK, map[string]any{"resourceId": resource, "holdCount": left, "released": true}
+}
+
+// lockHandler serves acquire, renew or release over the JSON API.
+func (s *Server) lockHandler(op func(*Server, context.Context, string, lockRequest) (int, any)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		resource, req, err := parseLockRequest(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		status, body := op(s, r.Context(), resource, req)
+		writeJSON(w, status, body)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"resourceId": resource, "holdCount": left, "released": true})
 }
 
 func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
@@ -151,11 +154,15 @@ func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, lockBody{
+	writeJSON(w, http.StatusOK, lockWire(ls))
+}
+
+func lockWire(ls fenceview.LockState) lockBody {
+	return lockBody{
 		ResourceID: ls.ResourceID, Locked: ls.Locked, Holder: wireString(ls.Holder), HoldCount: ls.HoldCount,
 		Token: ls.Token, ExpiresAt: wireTime(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
 		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters,
-	})
+	}
 }
 
 type fenceRequest struct {
@@ -164,6 +171,7 @@ type fenceRequest struct {
 	Scope  string  `json:"scope"`
 	Holder string  `json:"holder"`
 	Source string  `json:"source"`
+	header *string // X-Fencing-Token, when given
 }
 
 func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
@@ -177,39 +185,48 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	f, err := fenceFromRequest(r, resource, req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	if hv := r.Header.Values("X-Fencing-Token"); len(hv) > 0 {
+		if len(hv) > 1 {
+			s.writeError(w, r, errMissingToken)
+			return
+		}
+		req.header = &hv[0]
 	}
-	d, err := s.Service.Fence(r.Context(), f)
+	if req.Source == "" {
+		req.Source = "api:" + clientHost(r)
+	}
+	status, body := s.fence(r.Context(), resource, req)
+	if refusal, ok := body.(map[string]any); ok && refusal["reason"] == guard.ReasonStale {
+		w.Header().Set("X-Required-Token", strconv.FormatInt(refusal["required"].(int64), 10))
+	}
+	writeJSON(w, status, body)
+}
+
+// fence decides a fenced write presented to the server's guard.
+func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (int, any) {
+	f, err := req.fence(resource)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return s.errorBody(ctx, err)
+	}
+	d, err := s.Service.Fence(ctx, f)
+	if err != nil {
+		return s.errorBody(ctx, err)
 	}
 	if !d.Accepted {
-		if d.Reason == guard.ReasonStale {
-			w.Header().Set("X-Required-Token", strconv.FormatInt(d.Required, 10))
-		}
-		writeJSON(w, http.StatusConflict, fenceRefusal(d))
-		return
+		return http.StatusConflict, fenceRefusal(d)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	return http.StatusOK, map[string]any{
 		"accepted": true, "token": d.Presented, "idempotencyKey": guard.IdempotencyKey(resource, d.Presented),
-	})
+	}
 }
 
 var errMissingToken = fenceview.Errorf(fenceview.EINVALID, "missing or invalid fencing token")
 
-// fenceFromRequest takes the token from the X-Fencing-Token header, the body,
-// or both when they agree.
-func fenceFromRequest(r *http.Request, resource string, req fenceRequest) (fenceview.Fence, error) {
+// fence takes the token from the header, the body, or both when they agree.
+func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 	var token int64
-	if hv := r.Header.Values("X-Fencing-Token"); len(hv) > 0 {
-		if len(hv) > 1 {
-			return fenceview.Fence{}, errMissingToken
-		}
-		t, err := guard.ParseToken(hv[0])
+	if req.header != nil {
+		t, err := guard.ParseToken(*req.header)
 		if err != nil {
 			return fenceview.Fence{}, errMissingToken
 		}
@@ -235,15 +252,11 @@ func fenceFromRequest(r *http.Request, resource string, req fenceRequest) (fence
 	if len(req.Issuer) > 200 || len(req.Scope) > 200 || len(req.Source) > issuer.MaxSourceLen {
 		return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "issuer, scope and source must be at most 200 bytes")
 	}
-	source := req.Source
-	if source == "" {
-		source = "api:" + clientHost(r)
-	}
 	return fenceview.Fence{
 		ResourceID: resource,
 		Token:      guard.Token{Token: token, Issuer: req.Issuer, Scope: req.Scope},
 		Holder:     req.Holder,
-		Source:     source,
+		Source:     req.Source,
 	}, nil
 }
 

@@ -36,9 +36,9 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{Service: svc, History: history, Logger: logger, mux: http.NewServeMux()}
-	s.mux.HandleFunc("POST /v1/locks/{resource}/acquire", s.handleAcquire)
-	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.handleRenew)
-	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.handleRelease)
+	s.mux.HandleFunc("POST /v1/locks/{resource}/acquire", s.lockHandler((*Server).acquire))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.lockHandler((*Server).renew))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.lockHandler((*Server).release))
 	s.mux.HandleFunc("POST /v1/locks/{resource}/expire", s.handleExpire)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/reset", s.handleReset)
 	s.mux.HandleFunc("GET /v1/locks/{resource}", s.handleLock)
@@ -48,6 +48,7 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/resources/{resource}", s.handleResource)
 	s.mux.HandleFunc("GET /v1/rejections", s.handleRejections)
 	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
+	s.mux.HandleFunc("GET /v1/rpc", s.handleRPC)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
 	s.mux.HandleFunc("GET /guard.wasm", s.handleGuardWasm)
@@ -125,16 +126,21 @@ func statusOf(code string) int {
 	}
 }
 
-// writeError writes err as a JSON body {"error": message, ...fields}. Only
-// internal errors are logged: the others are the client's business.
+// writeError writes err as a JSON body {"error": message, ...fields}.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	code := fenceview.ErrorCode(err)
-	status := statusOf(code)
-	if code == fenceview.EINTERNAL || code == fenceview.EUNAVAILABLE {
-		s.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	if code == fenceview.EUNAUTHORIZED {
+	if fenceview.ErrorCode(err) == fenceview.EUNAUTHORIZED {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="fenceview"`)
+	}
+	status, body := s.errorBody(r.Context(), err)
+	writeJSON(w, status, body)
+}
+
+// errorBody is the status and JSON body of err. Only internal errors are
+// logged: the others are the client's business.
+func (s *Server) errorBody(ctx context.Context, err error) (int, map[string]any) {
+	code := fenceview.ErrorCode(err)
+	if code == fenceview.EINTERNAL || code == fenceview.EUNAVAILABLE {
+		s.Logger.ErrorContext(ctx, "request failed", "err", err)
 	}
 	body := map[string]any{}
 	if e, ok := err.(*fenceview.Error); ok {
@@ -143,5 +149,5 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	body["error"] = fenceview.ErrorMessage(err)
-	writeJSON(w, status, body)
+	return statusOf(code), body
 }

@@ -414,3 +414,49 @@ func TestConcurrentGrantsAreUniquePerResource(t *testing.T) {
 		}
 	}
 }
+
+// A stream subscriber that stops reading is dropped once its buffer is full;
+// grants never wait for it.
+func TestSlowSubscriberIsDroppedNotWaitedFor(t *testing.T) {
+	h := newHarness(t)
+	slow := h.Subscribe("", 2)
+	fast := h.Subscribe("", 100)
+	for i := 0; i < 10; i++ {
+		acquire(t, h.Service, "r", "a", time.Minute) // would block here if publishing waited
+	}
+	select {
+	case <-slow.Lost():
+	default:
+		t.Fatal("a subscriber 8 events behind was not dropped")
+	}
+	if len(fast.Events()) != 10 {
+		t.Fatalf("the reading subscriber got %d events, want 10", len(fast.Events()))
+	}
+	if m := h.Metrics(); m.StreamClients != 1 || m.StreamDropped != 1 {
+		t.Fatalf("stream metrics: %+v", m)
+	}
+}
+
+// Tokens come from a durable counter, never from the clock: a clock stepped
+// forward expires leases early, a clock stepped back makes them last longer,
+// and either way every token is above the last.
+func TestClockJumpsNeverMoveTokensBack(t *testing.T) {
+	h := newHarness(t)
+	g1 := acquire(t, h.Service, "r", "a", time.Minute)
+	h.clock.Advance(24 * time.Hour) // forward: the lease is over
+	g2 := acquire(t, h.Service, "r", "b", time.Minute)
+	h.clock.Set(t0.Add(-24 * time.Hour)) // back, a day before the first grant
+	if ls, _ := h.Lock("r"); !ls.Locked || ls.Holder != "b" {
+		t.Fatalf("after stepping the clock back: %+v", ls)
+	}
+	if _, err := h.Acquire(ctx, "r", "c", time.Minute, 0); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
+		t.Fatalf("b's lease should still hold: %v", err)
+	}
+	if err := h.ForceExpire(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	g3 := acquire(t, h.Service, "r", "c", time.Minute)
+	if !(g1.Fencing.Token < g2.Fencing.Token && g2.Fencing.Token < g3.Fencing.Token) {
+		t.Fatalf("tokens %d, %d, %d do not rise", g1.Fencing.Token, g2.Fencing.Token, g3.Fencing.Token)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/internal/clock"
 )
 
@@ -22,14 +25,14 @@ import (
 func BenchmarkGrantCycle(b *testing.B) {
 	for _, clients := range []int{1, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			url, client := benchServer(b)
+			url, hc := benchServer(b)
 			runClients(b, clients, func(id int64, i int) error {
 				res := fmt.Sprintf("%s/v1/locks/bench-%d", url, (int(id)*7919+i)%1024)
 				holder := fmt.Sprintf(`{"holder":"c%d","leaseMs":30000,"waitMs":10000}`, id)
-				if err := benchPost(client, res+"/acquire", holder, nil); err != nil {
+				if err := benchPost(hc, res+"/acquire", holder, nil); err != nil {
 					return err
 				}
-				return benchPost(client, res+"/release", holder, nil)
+				return benchPost(hc, res+"/release", holder, nil)
 			})
 		})
 	}
@@ -38,14 +41,14 @@ func BenchmarkGrantCycle(b *testing.B) {
 func BenchmarkFence(b *testing.B) {
 	for _, clients := range []int{1, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			url, client := benchServer(b)
+			url, hc := benchServer(b)
 			var token atomic.Int64
 			runClients(b, clients, func(id int64, i int) error {
 				// Tokens from elsewhere (never issued here): the plain rule,
 				// every write accepted or refused but always recorded.
 				tok := token.Add(1)
 				h := http.Header{"X-Fencing-Token": {fmt.Sprint(tok)}}
-				return benchPost(client, fmt.Sprintf("%s/v1/fence/bench-%d", url, (int(id)*7919+i)%1024), "", h)
+				return benchPost(hc, fmt.Sprintf("%s/v1/fence/bench-%d", url, (int(id)*7919+i)%1024), "", h)
 			})
 		})
 	}
@@ -105,4 +108,52 @@ func benchPost(client *http.Client, url, body string, h http.Header) error {
 		return fmt.Errorf("%s: status %d", url, resp.StatusCode)
 	}
 	return nil
+}
+
+// The same workloads through the Go client over the RPC stream: every
+// client goroutine shares one connection.
+//
+//	go test ./cmd/fenceview -run '^$' -bench RPC -benchtime 5s
+func BenchmarkGrantCycleRPC(b *testing.B) {
+	for _, clients := range []int{1, 64} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			url, _ := benchServer(b)
+			c, err := client.New(url, client.WithRPC())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			runClients(b, clients, func(id int64, i int) error {
+				m := c.Mutex(fmt.Sprintf("bench-%d", (int(id)*7919+i)%1024), fmt.Sprintf("c%d", id))
+				if _, err := m.TryLock(ctx, 10*time.Second, 30*time.Second); err != nil {
+					return err
+				}
+				return m.Unlock(ctx)
+			})
+		})
+	}
+}
+
+func BenchmarkFenceRPC(b *testing.B) {
+	for _, clients := range []int{1, 64} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			url, _ := benchServer(b)
+			c, err := client.New(url, client.WithRPC())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := context.Background()
+			var token atomic.Int64
+			runClients(b, clients, func(id int64, i int) error {
+				_, err := c.Fence(ctx, fmt.Sprintf("bench-%d", (int(id)*7919+i)%1024), token.Add(1))
+				var stale *client.StaleTokenError
+				if errors.As(err, &stale) {
+					return nil // refused writes are recorded too: the same work
+				}
+				return err
+			})
+		})
+	}
 }

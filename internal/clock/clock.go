@@ -117,3 +117,17 @@ func (t *fakeTimer) Stop() bool {
 	t.fired = true
 	return true
 }
+
+// Set moves the clock to t, which may be in the past (a clock stepped back
+// by NTP or an operator). Timers fire as in Advance.
+func (f *Fake) Set(t time.Time) {
+	f.mu.Lock()
+	d := t.Sub(f.now)
+	if d < 0 {
+		f.now = t
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	f.Advance(d)
+}

@@ -1,0 +1,209 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+)
+
+// The RPC stream (GET /v1/rpc, a websocket) carries the lock operations and
+// fenced writes of many callers over one connection. An HTTP/1.1 request
+// costs a round trip of parsing and syscalls per call; here requests and
+// answers are batched per message, so a busy connection spends its time on
+// the work itself. Answers are exactly what the JSON API answers.
+//
+// A message holds one or more requests, one JSON object per line:
+//
+//	{"id":7,"op":"acquire","resource":"r","holder":"a","leaseMs":30000,"waitMs":0}
+//	{"id":8,"op":"fence","resource":"r","token":12}
+//
+// op is acquire, renew, release, fence or lock. Answers come back as they
+// are ready, in any order, batched the same way:
+//
+//	{"id":7,"status":200,"body":{...the JSON API's answer...}}
+const (
+	rpcMaxMessage  = 1 << 20 // bytes in one message from a client
+	rpcMaxInFlight = 4096    // requests of one connection being served at once
+	rpcMaxBatch    = 64 << 10
+)
+
+type rpcRequest struct {
+	ID       uint64  `json:"id"`
+	Op       string  `json:"op"`
+	Resource string  `json:"resource"`
+	Holder   *string `json:"holder"`
+	LeaseMs  jsonInt `json:"leaseMs"`
+	WaitMs   jsonInt `json:"waitMs"`
+	Token    jsonInt `json:"token"`
+	Issuer   string  `json:"issuer"`
+	Scope    string  `json:"scope"`
+	Source   string  `json:"source"`
+}
+
+type rpcAnswer struct {
+	ID     uint64 `json:"id"`
+	Status int    `json:"status"`
+	Body   any    `json:"body"`
+}
+
+var rpcUpgrader = websocket.Upgrader{
+	ReadBufferSize:  16 << 10,
+	WriteBufferSize: 16 << 10,
+	Error:           upgrader.Error,
+}
+
+func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
+	if !websocket.IsWebSocketUpgrade(r) {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
+		return
+	}
+	conn, err := rpcUpgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	source := "rpc:" + clientHost(r)
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+
+	answers := make(chan []byte, 256)
+	writerDone := make(chan struct{})
+	go rpcWriter(conn, answers, writerDone)
+
+	var inflight sync.WaitGroup
+	slots := make(chan struct{}, rpcMaxInFlight)
+	conn.SetReadLimit(rpcMaxMessage)
+	conn.SetReadDeadline(time.Now().Add(pongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			break
+		}
+		conn.SetReadDeadline(time.Now().Add(pongWait))
+		for len(msg) > 0 {
+			var line []byte
+			if i := bytes.IndexByte(msg, '\n'); i >= 0 {
+				line, msg = msg[:i], msg[i+1:]
+			} else {
+				line, msg = msg, nil
+			}
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			var req rpcRequest
+			if err := json.Unmarshal(line, &req); err != nil {
+				answers <- encodeAnswer(rpcAnswer{ID: req.ID, Status: http.StatusBadRequest,
+					Body: map[string]any{"error": "invalid request: " + describeJSONError(err)}})
+				continue
+			}
+			if req.Source == "" {
+				req.Source = source
+			}
+			slots <- struct{}{}
+			inflight.Add(1)
+			go func() {
+				defer inflight.Done()
+				status, body := s.dispatchRPC(ctx, req)
+				answers <- encodeAnswer(rpcAnswer{ID: req.ID, Status: status, Body: body})
+				<-slots
+			}()
+		}
+	}
+	// The client is gone: waiting acquires give up, the rest finish (their
+	// changes are committed whether or not anyone reads the answer).
+	cancel()
+	inflight.Wait()
+	close(answers)
+	<-writerDone
+}
+
+// dispatchRPC runs one request through the same code as the JSON API.
+func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest) (int, any) {
+	if err := guard.ValidateResourceID(req.Resource); err != nil {
+		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "%v", err))
+	}
+	switch req.Op {
+	case "acquire", "renew", "release":
+		lr := lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
+		if err := lr.validate(); err != nil {
+			return s.errorBody(ctx, err)
+		}
+		switch req.Op {
+		case "acquire":
+			return s.acquire(ctx, req.Resource, lr)
+		case "renew":
+			return s.renew(ctx, req.Resource, lr)
+		default:
+			return s.release(ctx, req.Resource, lr)
+		}
+	case "fence":
+		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source}
+		if req.Holder != nil {
+			fr.Holder = *req.Holder
+		}
+		return s.fence(ctx, req.Resource, fr)
+	case "lock":
+		ls, err := s.Service.Lock(req.Resource)
+		if err != nil {
+			return s.errorBody(ctx, err)
+		}
+		return http.StatusOK, lockWire(ls)
+	}
+	return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be acquire, renew, release, fence or lock"))
+}
+
+func encodeAnswer(a rpcAnswer) []byte {
+	b, err := json.Marshal(a)
+	if err != nil {
+		b, _ = json.Marshal(rpcAnswer{ID: a.ID, Status: http.StatusInternalServerError, Body: map[string]any{"error": "internal error"}})
+	}
+	return b
+}
+
+// rpcWriter is the connection's one writer: it sends every answer ready at
+// the time as one message, and keeps the connection alive with pings.
+func rpcWriter(conn *websocket.Conn, answers <-chan []byte, done chan<- struct{}) {
+	defer close(done)
+	ping := time.NewTicker(pingPeriod)
+	defer ping.Stop()
+	var batch []byte
+	broken := false
+	for {
+		select {
+		case a, ok := <-answers:
+			if !ok {
+				return
+			}
+			batch = append(batch[:0], a...)
+		more:
+			for len(batch) < rpcMaxBatch {
+				select {
+				case a, ok := <-answers:
+					if !ok {
+						break more
+					}
+					batch = append(append(batch, '\n'), a...)
+				default:
+					break more
+				}
+			}
+			if !broken {
+				conn.SetWriteDeadline(time.Now().Add(writeWait))
+				broken = conn.WriteMessage(websocket.TextMessage, batch) != nil
+			}
+		case <-ping.C:
+			if !broken {
+				broken = conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil
+			}
+		}
+	}
+}
