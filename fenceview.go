@@ -8,6 +8,8 @@
 package fenceview
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
@@ -102,16 +104,49 @@ type Report struct {
 	At         time.Time
 }
 
-// RejectionFilter selects rejections from the history. Zero fields match
-// everything. Before is the cursor: only rejections with Seq < Before.
+// RejectionFilter selects rejections from the history, newest first (by
+// time, then by sequence number). Zero fields match everything. Before is
+// the cursor: only rejections older than it.
 type RejectionFilter struct {
 	ResourceID string
 	Reason     string
 	Source     string
 	Since      time.Time
 	Until      time.Time
-	Before     int64
+	Before     Cursor
 	Limit      int
+}
+
+// Cursor is a place in the rejection history: the time and sequence number
+// of the last row of a page. The zero Cursor is the newest end.
+type Cursor struct {
+	At  time.Time
+	Seq int64
+}
+
+// CursorOf is the cursor just past e.
+func CursorOf(e Event) Cursor { return Cursor{At: e.At, Seq: e.Seq} }
+
+// IsZero reports whether c is the newest end of the history.
+func (c Cursor) IsZero() bool { return c.Seq == 0 }
+
+// String encodes c for a URL: "<unix milliseconds>-<seq>".
+func (c Cursor) String() string {
+	if c.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(c.At.UnixMilli(), 10) + "-" + strconv.FormatInt(c.Seq, 10)
+}
+
+// ParseCursor decodes a cursor written by Cursor.String.
+func ParseCursor(s string) (Cursor, error) {
+	ms, seq, ok := strings.Cut(s, "-")
+	at, err1 := strconv.ParseInt(ms, 10, 64)
+	n, err2 := strconv.ParseInt(seq, 10, 64)
+	if !ok || err1 != nil || err2 != nil || n < 1 || ms == "" || ms[0] == '+' || seq[0] == '+' {
+		return Cursor{}, Errorf(EINVALID, "cursor: use the next value of the previous page")
+	}
+	return Cursor{At: time.UnixMilli(at).UTC(), Seq: n}, nil
 }
 
 // Fence is a token presented to the server's own guard.

@@ -183,13 +183,13 @@ func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	if f.Before > 0 {
-		d.NewestURL = "/rejections" + filterQuery(f, 0, q.Get("limit"))
+	if !f.Before.IsZero() {
+		d.NewestURL = "/rejections" + filterQuery(f, fenceview.Cursor{}, q.Get("limit"))
 	}
 	if len(d.Rows) == f.Limit {
-		d.NextURL = "/rejections" + filterQuery(f, d.Rows[len(d.Rows)-1].Seq, q.Get("limit"))
+		d.NextURL = "/rejections" + filterQuery(f, fenceview.CursorOf(d.Rows[len(d.Rows)-1]), q.Get("limit"))
 	}
-	d.CSVURL = "/rejections.csv" + filterQuery(f, 0, "")
+	d.CSVURL = "/rejections.csv" + filterQuery(f, fenceview.Cursor{}, "")
 	h.render(w, r, http.StatusOK, RejectionsPage(d))
 }
 
@@ -229,7 +229,7 @@ func (h *Handler) rejectionsCSV(w http.ResponseWriter, r *http.Request) {
 		if len(page) < f.Limit {
 			break
 		}
-		f.Before = page[len(page)-1].Seq
+		f.Before = fenceview.CursorOf(page[len(page)-1])
 		if page, err = h.History.Rejections(r.Context(), f); err != nil {
 			// Too late for a status: end the file early and say why in the log.
 			h.Logger.Error("exporting rejections", "err", err)
@@ -276,8 +276,8 @@ func (h *Handler) parseFilter(q url.Values) (fenceview.RejectionFilter, error) {
 	return httpapi.ParseRejectionFilter(q2)
 }
 
-// filterQuery is the query string of f, with a cursor when before > 0.
-func filterQuery(f fenceview.RejectionFilter, before int64, limit string) string {
+// filterQuery is the query string of f, with a cursor unless before is zero.
+func filterQuery(f fenceview.RejectionFilter, before fenceview.Cursor, limit string) string {
 	q := url.Values{}
 	if f.ResourceID != "" {
 		q.Set("resource", f.ResourceID)
@@ -297,8 +297,8 @@ func filterQuery(f fenceview.RejectionFilter, before int64, limit string) string
 	if limit != "" {
 		q.Set("limit", limit)
 	}
-	if before > 0 {
-		q.Set("cursor", strconv.FormatInt(before, 10))
+	if !before.IsZero() {
+		q.Set("cursor", before.String())
 	}
 	if len(q) == 0 {
 		return ""

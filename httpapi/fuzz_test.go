@@ -99,7 +99,7 @@ func fmtPath(pattern, resource string) string {
 // The rejection history's query parameters: a clean 400 or a filter within
 // bounds, never a panic.
 func FuzzRejectionFilter(f *testing.F) {
-	f.Add("resource=r&reason=stale-token&source=p&since=2026-01-01T00:00:00Z&until=2026-02-01T00:00:00Z&limit=5&cursor=9")
+	f.Add("resource=r&reason=stale-token&source=p&since=2026-01-01T00:00:00Z&until=2026-02-01T00:00:00Z&limit=5&cursor=1758700000000-9")
 	f.Add("limit=0")
 	f.Add("cursor=-1&since=yesterday")
 	f.Add("resource=%FF")
@@ -115,7 +115,7 @@ func FuzzRejectionFilter(f *testing.F) {
 			}
 			return
 		}
-		if filter.Limit < 1 || filter.Limit > 1000 || filter.Before < 0 {
+		if filter.Limit < 1 || filter.Limit > 1000 || filter.Before.Seq < 0 {
 			t.Fatalf("%q: filter out of bounds: %+v", query, filter)
 		}
 	})

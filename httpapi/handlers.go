@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -388,11 +387,11 @@ func ParseRejectionFilter(q map[string][]string) (fenceview.RejectionFilter, err
 		f.Limit = n
 	}
 	if v := get("cursor"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 || strings.TrimSpace(v) != v {
-			return f, fenceview.Errorf(fenceview.EINVALID, "cursor: use the next value of the previous page")
+		c, err := fenceview.ParseCursor(v)
+		if err != nil {
+			return f, err
 		}
-		f.Before = n
+		f.Before = c
 	}
 	return f, nil
 }
@@ -415,7 +414,7 @@ func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
 	}
 	var next any
 	if len(events) == f.Limit {
-		next = strconv.FormatInt(events[len(events)-1].Seq, 10)
+		next = fenceview.CursorOf(events[len(events)-1]).String()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"rejections": out, "next": next})
 }
