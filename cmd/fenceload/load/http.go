@@ -36,6 +36,9 @@ func (h *HTTP) Name() string { return "fenceview" }
 
 func (h *HTTP) Prepare(ctx context.Context, s Setup) error {
 	h.setup = s
+	if h.tr != nil {
+		h.tr.CloseIdleConnections() // a new run, a new set of connections
+	}
 	// One transport for every client, with an idle connection for each, so
 	// that every operation reuses a keep-alive connection.
 	h.tr = &http.Transport{
