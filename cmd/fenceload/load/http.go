@@ -3,6 +3,7 @@ package load
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -76,7 +77,7 @@ func (h *HTTP) Prepare(ctx context.Context, s Setup) error {
 }
 
 func (h *HTTP) NewClient(id int, holder string) (Client, error) {
-	hb, _ := jsonString(holder)
+	hb, _ := json.Marshal(holder)
 	c := &httpClient{
 		h:       h,
 		acquire: []byte(fmt.Sprintf(`{"holder":%s,"leaseMs":%d,"waitMs":%d}`, hb, h.setup.Lease.Milliseconds(), h.setup.Wait.Milliseconds())),
