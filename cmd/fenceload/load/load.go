@@ -324,7 +324,7 @@ func Run(ctx context.Context, cfg Config, d Driver) (*Report, error) {
 		workers[i] = new(worker)
 	}
 	if cfg.Mix.Fence+cfg.Mix.Stale > 0 {
-		if err := st.setup(ctx, clients, workers); err != nil {
+		if err := st.setup(ctx, clients); err != nil {
 			return nil, fmt.Errorf("%s: setup: %w", d.Name(), err)
 		}
 	}
@@ -402,7 +402,7 @@ func Run(ctx context.Context, cfg Config, d Driver) (*Report, error) {
 // setup gives every resource two grants (so that a stale token, one below
 // the current, is still a valid positive token) and one accepted fenced
 // write, spread over all clients.
-func (st *run) setup(ctx context.Context, clients []Client, workers []*worker) error {
+func (st *run) setup(ctx context.Context, clients []Client) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(clients))
 	for i, c := range clients {
