@@ -1,0 +1,304 @@
+// Command bench runs one workload against fenceview and its peers in one
+// process, one after the other, and prints the throughput of each with the
+// ratio fenceview/peer. The workload loop is fenceload's (package load):
+// only the driver differs between systems. run.sh starts the peers and
+// fenceview and calls it; run it by hand to compare servers already
+// running:
+//
+//	go run . -fenceview http://127.0.0.1:8080 -redis 127.0.0.1:6379 -postgres 'host=127.0.0.1 user=postgres' -sqlite /tmp
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fenceview/fenceview/cmd/fenceload/load"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// target is one system under test.
+type target struct {
+	label   string // column/row name
+	durable string
+	drv     load.Driver
+}
+
+// workload is one cell row of the table.
+type workload struct {
+	name    string
+	clients int
+	mix     load.Mix
+}
+
+// cell is the measurements of one workload on one target, one per round.
+type cell struct {
+	Target   string         `json:"target"`
+	Workload string         `json:"workload"`
+	Rounds   []load.OpStats `json:"rounds"`
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fvURL := fs.String("fenceview", "", "fenceview base URL (empty: skip)")
+	fvRPC := fs.Bool("rpc", true, "also run fenceview through the Go client over its RPC stream")
+	redisAddr := fs.String("redis", "", "Redis without persistence, host:port (empty: skip)")
+	redisAOF := fs.String("redis-aof", "", "Redis with appendfsync always, host:port (empty: skip)")
+	pgDSN := fs.String("postgres", "", "PostgreSQL connection string, fsync on (empty: skip)")
+	sqliteDir := fs.String("sqlite", "", "directory for the SQLite baseline's database (empty: skip)")
+	clients := fs.Int("clients", 64, "clients of the concurrent workloads")
+	resources := fs.Int("resources", 1024, "resources")
+	duration := fs.Duration("duration", 5*time.Second, "measured time per cell")
+	warmup := fs.Duration("warmup", time.Second, "warm-up per cell")
+	rounds := fs.Int("rounds", 1, "rounds; each cell reports the median and the spread")
+	single := fs.Bool("single", true, "also run every workload with 1 client")
+	jsonOut := fs.String("json", "", "write every measurement as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	var targets []target
+	if *fvURL != "" {
+		d, err := load.NewHTTP(*fvURL)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, target{"fenceview", "yes", d})
+		if *fvRPC {
+			r, err := load.NewGoClient(*fvURL, true)
+			if err != nil {
+				return err
+			}
+			targets = append(targets, target{"fenceview (RPC stream)", "yes", r})
+		}
+	}
+	if *redisAddr != "" {
+		targets = append(targets, target{"redis (no persistence)", "no", newRedis("redis", *redisAddr)})
+	}
+	if *redisAOF != "" {
+		targets = append(targets, target{"redis (AOF always)", "yes", newRedis("redis-aof", *redisAOF)})
+	}
+	if *pgDSN != "" {
+		targets = append(targets, target{"postgresql (fsync on)", "yes", newPostgres(*pgDSN)})
+	}
+	if *sqliteDir != "" {
+		targets = append(targets, target{"sqlite (WAL, FULL, 1 conn)", "yes", newSQLite(*sqliteDir)})
+	}
+	if len(targets) == 0 {
+		return fmt.Errorf("no targets: give -fenceview, -redis, -redis-aof, -postgres or -sqlite")
+	}
+	defer func() {
+		for _, t := range targets {
+			t.drv.Close()
+		}
+	}()
+
+	// Widest first: pools are sized by the first run.
+	works := []workload{
+		{fmt.Sprintf("grants/s, %d clients", *clients), *clients, load.Mix{Grant: 1}},
+		{fmt.Sprintf("fenced writes/s, %d clients", *clients), *clients, load.Mix{Fence: 1}},
+	}
+	if *single && *clients != 1 {
+		works = append(works,
+			workload{"grants/s, 1 client", 1, load.Mix{Grant: 1}},
+			workload{"fenced writes/s, 1 client", 1, load.Mix{Fence: 1}})
+	}
+	fmt.Fprintf(stdout, "%d resources, %v per cell after %v warm-up, %d round(s); cells run one at a time\n",
+		*resources, *duration, *warmup, *rounds)
+
+	cells := make(map[[2]int]*cell)
+	var failures []string
+	for round := 0; round < *rounds; round++ {
+		for wi, w := range works {
+			for ti, t := range targets {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				rep, err := load.Run(ctx, load.Config{
+					Clients:   w.clients,
+					Resources: *resources,
+					Duration:  *duration,
+					Warmup:    *warmup,
+					Mix:       w.mix,
+					Lease:     30 * time.Second,
+					Prefix:    fmt.Sprintf("bench-r%d-w%d", round, wi),
+					Seed:      uint64(round + 1),
+				}, t.drv)
+				if err != nil {
+					return err
+				}
+				kind := "cycle"
+				if w.mix.Grant == 0 {
+					kind = "fence"
+				}
+				s := rep.Ops[kind]
+				fmt.Fprintf(stdout, "round %d  %-28s %-28s %9.0f ops/s  p50 %6.3f ms  p99 %7.3f ms  busy %d\n",
+					round+1, w.name, t.label, s.OpsPerSec, s.P50Ms, s.P99Ms, rep.Busy)
+				if err := rep.Err(); err != nil {
+					failures = append(failures, fmt.Sprintf("%s, %s: %v", t.label, w.name, err))
+				}
+				c := cells[[2]int{wi, ti}]
+				if c == nil {
+					c = &cell{Target: t.label, Workload: w.name}
+					cells[[2]int{wi, ti}] = c
+				}
+				c.Rounds = append(c.Rounds, s)
+			}
+		}
+	}
+
+	fmt.Fprintln(stdout)
+	printTable(stdout, works, targets, cells, *rounds)
+	if *jsonOut != "" {
+		var all []*cell
+		for wi := range works {
+			for ti := range targets {
+				all = append(all, cells[[2]int{wi, ti}])
+			}
+		}
+		b, _ := json.MarshalIndent(all, "", "  ")
+		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("checks failed:\n  %s", strings.Join(failures, "\n  "))
+	}
+	return nil
+}
+
+func median(c *cell) (med, lo, hi float64) {
+	v := make([]float64, len(c.Rounds))
+	for i, s := range c.Rounds {
+		v[i] = s.OpsPerSec
+	}
+	slices.Sort(v)
+	n := len(v)
+	med = v[n/2]
+	if n%2 == 0 {
+		med = (v[n/2-1] + v[n/2]) / 2
+	}
+	return med, v[0], v[n-1]
+}
+
+// markdown writes rows as a Markdown table: first column left-aligned,
+// the others right-aligned, padded so the text reads as a table too.
+func markdown(out io.Writer, rows [][]string) {
+	width := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			width[i] = max(width[i], len(c))
+		}
+	}
+	for ri, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			if i == 0 {
+				fmt.Fprintf(&b, "| %-*s ", width[i], c)
+			} else {
+				fmt.Fprintf(&b, "| %*s ", width[i], c)
+			}
+		}
+		fmt.Fprintln(out, b.String()+"|")
+		if ri == 0 {
+			b.Reset()
+			for i := range r {
+				if i == 0 {
+					b.WriteString("|" + strings.Repeat("-", width[i]+2))
+				} else {
+					b.WriteString("|" + strings.Repeat("-", width[i]+1) + ":")
+				}
+			}
+			fmt.Fprintln(out, b.String()+"|")
+		}
+	}
+}
+
+func medianRound(c *cell) load.OpStats {
+	rs := slices.Clone(c.Rounds)
+	slices.SortFunc(rs, func(a, b load.OpStats) int { return cmp.Compare(a.OpsPerSec, b.OpsPerSec) })
+	return rs[len(rs)/2]
+}
+
+// printTable prints, in Markdown, one row per target with its median ops/s
+// per workload (and the spread over rounds), then p50/p99 of the median
+// round, then for each fenceview row its ratio to every peer.
+func printTable(out io.Writer, works []workload, targets []target, cells map[[2]int]*cell, rounds int) {
+	head := []string{"system"}
+	for _, w := range works {
+		head = append(head, w.name)
+	}
+	rows := [][]string{append(slices.Clone(head), "durable")}
+	for ti, t := range targets {
+		row := []string{t.label}
+		for wi := range works {
+			med, lo, hi := median(cells[[2]int{wi, ti}])
+			if rounds > 1 {
+				row = append(row, fmt.Sprintf("%.0f (%.0f-%.0f)", med, lo, hi))
+			} else {
+				row = append(row, fmt.Sprintf("%.0f", med))
+			}
+		}
+		rows = append(rows, append(row, t.durable))
+	}
+	markdown(out, rows)
+
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "Latency, p50 / p99 ms (of the median round; a grant is acquire + release):")
+	fmt.Fprintln(out)
+	rows = [][]string{head}
+	for ti, t := range targets {
+		row := []string{t.label}
+		for wi := range works {
+			s := medianRound(cells[[2]int{wi, ti}])
+			row = append(row, fmt.Sprintf("%.2f / %.2f", s.P50Ms, s.P99Ms))
+		}
+		rows = append(rows, row)
+	}
+	markdown(out, rows)
+
+	var fv, peers []int
+	for ti, t := range targets {
+		if strings.HasPrefix(t.label, "fenceview") {
+			fv = append(fv, ti)
+		} else {
+			peers = append(peers, ti)
+		}
+	}
+	if len(peers) == 0 {
+		return
+	}
+	for _, f := range fv {
+		fmt.Fprintln(out)
+		fmt.Fprintf(out, "%s / peer (above 1: fenceview is faster):\n", targets[f].label)
+		fmt.Fprintln(out)
+		rows = [][]string{append([]string{targets[f].label + " / peer"}, head[1:]...)}
+		for _, p := range peers {
+			row := []string{targets[p].label}
+			for wi := range works {
+				a, _, _ := median(cells[[2]int{wi, f}])
+				b, _, _ := median(cells[[2]int{wi, p}])
+				row = append(row, fmt.Sprintf("%.2fx", a/b))
+			}
+			rows = append(rows, row)
+		}
+		markdown(out, rows)
+	}
+}

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Peer comparison: starts Redis twice (no persistence; AOF with appendfsync
+# always), PostgreSQL (fsync on) and fenceview, each on loopback with its
+# data in one temporary directory, runs the same workload against them and
+# an in-process SQLite baseline, prints the table, and stops everything it
+# started on exit. Missing redis-server or postgresql is installed from
+# Debian's packages (needs root).
+#
+#   bench/run.sh                         # 5s per cell, 1 round
+#   bench/run.sh -duration 10s -rounds 3 # flags go to the bench command (go run . -h)
+#   KEEP=1 bench/run.sh                  # keep the temporary directory (logs)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+
+find_pg() {
+	local d
+	if command -v initdb >/dev/null 2>&1 && command -v pg_ctl >/dev/null 2>&1; then
+		dirname "$(command -v initdb)"
+		return
+	fi
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+		if [ -x "$d/initdb" ]; then echo "$d"; return; fi
+	done
+}
+
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+[ -n "$(find_pg)" ] || need+=(postgresql)
+if [ ${#need[@]} -gt 0 ]; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "bench: missing ${need[*]}; install them (apt-get install ${need[*]}) or run as root" >&2
+		exit 1
+	fi
+	echo "== apt-get install ${need[*]}"
+	# Debian starts the packages' own services on install; this run starts
+	# its own instances, so keep those from starting (policy-rc.d, 101).
+	policy_added=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		policy_added=1
+	fi
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+	[ -z "$policy_added" ] || rm -f /usr/sbin/policy-rc.d
+fi
+pgbin=$(find_pg)
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/fenceview-bench.XXXXXX")
+chmod 755 "$tmp"
+pids=()
+pg_started=
+as_pg=()
+cleanup() {
+	local pid
+	set +e
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null
+	done
+	if [ -n "$pg_started" ]; then
+		"${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/pg" -m fast -w stop >/dev/null 2>&1
+	fi
+	if [ -n "${KEEP:-}" ]; then
+		echo "bench: kept $tmp"
+	else
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A free loopback port: one nothing answers on.
+free_port() {
+	local p
+	for p in $(shuf -i 20000-60000 -n 100); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+	echo "bench: no free port" >&2
+	return 1
+}
+
+wait_for() { # description, command...
+	local what=$1 i
+	shift
+	for i in $(seq 1 100); do
+		if "$@" >/dev/null 2>&1; then return; fi
+		sleep 0.1
+	done
+	echo "bench: $what did not start; logs in $tmp" >&2
+	KEEP=1
+	return 1
+}
+
+echo "== building fenceview and the bench command"
+(cd "$root" && go build -o "$tmp/fenceview" ./cmd/fenceview)
+(cd "$here" && go build -o "$tmp/bench" .)
+
+echo "== starting Redis (no persistence) and Redis (AOF, appendfsync always)"
+redis_port=$(free_port)
+mkdir -p "$tmp/redis"
+redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$tmp/redis" \
+	--save '' --appendonly no --daemonize no --logfile "$tmp/redis.log" &
+pids+=($!)
+aof_port=$(free_port)
+mkdir -p "$tmp/redis-aof"
+redis-server --bind 127.0.0.1 --port "$aof_port" --dir "$tmp/redis-aof" \
+	--save '' --appendonly yes --appendfsync always --daemonize no --logfile "$tmp/redis-aof.log" &
+pids+=($!)
+wait_for "redis" redis-cli -p "$redis_port" ping
+wait_for "redis (AOF)" redis-cli -p "$aof_port" ping
+
+echo "== starting PostgreSQL ($("$pgbin/postgres" --version)), fsync on"
+pg_port=$(free_port)
+if [ "$(id -u)" = 0 ]; then
+	# PostgreSQL refuses to run as root.
+	as_pg=(runuser -u postgres --)
+	chown postgres "$tmp"
+fi
+"${as_pg[@]}" "$pgbin/initdb" -D "$tmp/pg" -U postgres -A trust >"$tmp/initdb.log" 2>&1
+"${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/pg" -w -l "$tmp/pg.log" \
+	-o "-c listen_addresses=127.0.0.1 -p $pg_port -k $tmp -c fsync=on -c synchronous_commit=on -c max_connections=200" \
+	start >/dev/null
+pg_started=1
+
+echo "== starting fenceview"
+fv_port=$(free_port)
+mkdir -p "$tmp/fenceview-data" "$tmp/sqlite"
+"$tmp/fenceview" -addr "127.0.0.1:$fv_port" -db "$tmp/fenceview-data/fenceview.db" 2>"$tmp/fenceview.log" &
+pids+=($!)
+wait_for "fenceview" curl -fsS "http://127.0.0.1:$fv_port/healthz"
+
+echo "== $(nproc) CPUs, $(uname -sr), go $(go env GOVERSION), $(redis-server --version | cut -d' ' -f1-3)"
+"$tmp/bench" \
+	-fenceview "http://127.0.0.1:$fv_port" \
+	-redis "127.0.0.1:$redis_port" \
+	-redis-aof "127.0.0.1:$aof_port" \
+	-postgres "host=127.0.0.1 port=$pg_port user=postgres dbname=postgres sslmode=disable" \
+	-sqlite "$tmp/sqlite" \
+	"$@"
