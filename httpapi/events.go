@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bufio"
 	"encoding/json"
+	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -13,7 +16,7 @@ import (
 )
 
 const (
-	streamBuffer   = 1024 // events a client may fall behind before it is dropped
+	streamBuffer   = 1024 // commits a client may fall behind before it is dropped
 	writeWait      = 10 * time.Second
 	pongWait       = 60 * time.Second
 	pingPeriod     = pongWait * 9 / 10
@@ -60,11 +63,16 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	// after it is delivered.
 	sub := s.Service.Subscribe(resource, streamBuffer)
 	defer s.Service.Unsubscribe(sub)
-	conn, err := upgrader.Upgrade(w, r, nil)
+	hj := &batchingHijacker{ResponseWriter: w}
+	conn, err := upgrader.Upgrade(hj, r, nil)
+	if hj.conn != nil {
+		hj.conn.Flush() // the handshake, or the refusal
+	}
 	if err != nil {
 		return // the upgrader has answered
 	}
 	defer conn.Close()
+	out := hj.conn
 
 	// The one reader: keeps deadlines fresh, notices the client leaving.
 	gone := make(chan struct{})
@@ -73,6 +81,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		conn.SetReadLimit(maxClientFrame)
 		conn.SetReadDeadline(time.Now().Add(pongWait))
 		conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+		conn.SetPingHandler(func(data string) error {
+			err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait))
+			out.Flush()
+			return err
+		})
 		for {
 			if _, _, err := conn.ReadMessage(); err != nil {
 				return
@@ -80,12 +93,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	// The one writer: this goroutine.
-	send := func(e fenceview.Event) error {
-		b, err := json.Marshal(EventWire(e))
-		if err != nil {
-			return err
-		}
+	// The one writer: this goroutine. Frames collect in out's buffer and go
+	// to the socket together, one write per burst of events rather than one
+	// per event: with many watchers, that is what keeps fan-out cheap.
+	write := func(b []byte) error {
 		conn.SetWriteDeadline(time.Now().Add(writeWait))
 		return conn.WriteMessage(websocket.TextMessage, b)
 	}
@@ -103,10 +114,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 					done = true // the rest arrives live
 					break
 				}
-				if err := send(e); err != nil {
+				if err := write(encodeEvent(e)); err != nil {
 					return
 				}
 				last = e.Seq
+			}
+			if err := out.Flush(); err != nil {
+				return
 			}
 		}
 	}
@@ -114,24 +128,82 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	defer ping.Stop()
 	for {
 		select {
-		case e := <-sub.Events():
-			if e.Seq <= last {
-				continue
+		case batch := <-sub.Events():
+			for more := true; more; {
+				for _, p := range batch {
+					if p.Seq <= last {
+						continue
+					}
+					if err := write(p.Encoded(encodeEvent)); err != nil {
+						return
+					}
+					last = p.Seq
+				}
+				select {
+				case batch = <-sub.Events():
+				default:
+					more = false
+				}
 			}
-			if err := send(e); err != nil {
+			if err := out.Flush(); err != nil {
 				return
 			}
 		case <-sub.Lost():
+			out.Flush()
 			conn.WriteControl(websocket.CloseMessage,
 				websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "fell behind; reconnect with ?since=<last seq>"),
 				time.Now().Add(writeWait))
+			out.Flush()
 			return
 		case <-ping.C:
-			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
+			err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait))
+			if err != nil || out.Flush() != nil {
 				return
 			}
 		case <-gone:
 			return
 		}
 	}
+}
+
+func encodeEvent(e fenceview.Event) []byte {
+	b, _ := json.Marshal(EventWire(e)) // plain data: cannot fail
+	return b
+}
+
+// batchingHijacker hands the websocket a connection that buffers writes
+// until Flush.
+type batchingHijacker struct {
+	http.ResponseWriter
+	conn *batchedConn
+}
+
+func (h *batchingHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	nc, rw, err := http.NewResponseController(h.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	h.conn = &batchedConn{Conn: nc, w: bufio.NewWriterSize(nc, 32<<10)}
+	return h.conn, rw, nil
+}
+
+// batchedConn buffers writes; the reader's pongs and the writer's frames
+// may both write, so the buffer has a lock.
+type batchedConn struct {
+	net.Conn
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (c *batchedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.w.Write(p)
+}
+
+// Flush sends what is buffered.
+func (c *batchedConn) Flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.w.Flush()
 }

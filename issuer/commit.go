@@ -129,11 +129,9 @@ func (s *Service) commitGroup(group []*batch) {
 			s.log.Warn("ALARM: token counter behind a recorded high-water mark; grants continue above the mark, reset the counter deliberately",
 				"resource", r.ResourceID, "mark", r.HighWaterMark, "lastToken", r.LastToken)
 		}
-		for _, e := range b.events {
-			s.publishLocked(e)
-		}
 		s.published = b.events[len(b.events)-1].Seq
 	}
+	s.publishLocked(events)
 	s.mu.Unlock()
 	for _, b := range group {
 		b.done <- nil

@@ -237,11 +237,11 @@ func TestSweepLoopEmitsExpire(t *testing.T) {
 	<-fc.TimerCreated() // the loop is parked on its first timer
 	sub := s.Subscribe("r", 16)
 	acquire(t, s, "r", "a", 500*time.Millisecond)
-	if e := <-sub.Events(); e.Type != fenceview.EventGrant {
-		t.Fatalf("first event %+v", e)
+	if batch := <-sub.Events(); batch[0].Type != fenceview.EventGrant {
+		t.Fatalf("first event %+v", batch[0])
 	}
 	fc.Advance(time.Second)
-	e := <-sub.Events()
+	e := (<-sub.Events())[0]
 	if e.Type != fenceview.EventExpire || e.Holder != "a" || e.Reason != "lease-expired" {
 		t.Fatalf("event after the lease ran out: %+v", e)
 	}
@@ -419,7 +419,7 @@ func TestConcurrentGrantsAreUniquePerResource(t *testing.T) {
 // grants never wait for it.
 func TestSlowSubscriberIsDroppedNotWaitedFor(t *testing.T) {
 	h := newHarness(t)
-	slow := h.Subscribe("", 2)
+	slow := h.Subscribe("", 2) // batches: one per commit here
 	fast := h.Subscribe("", 100)
 	for i := 0; i < 10; i++ {
 		acquire(t, h.Service, "r", "a", time.Minute) // would block here if publishing waited
@@ -427,7 +427,7 @@ func TestSlowSubscriberIsDroppedNotWaitedFor(t *testing.T) {
 	select {
 	case <-slow.Lost():
 	default:
-		t.Fatal("a subscriber 8 events behind was not dropped")
+		t.Fatal("a subscriber 8 commits behind was not dropped")
 	}
 	if len(fast.Events()) != 10 {
 		t.Fatalf("the reading subscriber got %d events, want 10", len(fast.Events()))

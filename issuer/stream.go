@@ -1,23 +1,41 @@
 package issuer
 
 import (
+	"sync"
+
 	"github.com/fenceview/fenceview"
 )
 
-// Subscription receives committed events as they happen. A subscriber that
-// falls behind by more than its buffer is dropped (Lost is closed): a slow
+// Published is an event as subscribers receive it. Every subscriber gets
+// the same *Published, so an encoding made once (Encoded) serves them all.
+type Published struct {
+	fenceview.Event
+	once sync.Once
+	wire []byte
+}
+
+// Encoded returns encode(p.Event), computed by the first caller only.
+func (p *Published) Encoded(encode func(fenceview.Event) []byte) []byte {
+	p.once.Do(func() { p.wire = encode(p.Event) })
+	return p.wire
+}
+
+// Subscription receives committed events as they happen, in batches: all
+// the events of one group commit that match arrive together, so a watcher
+// wakes once per commit, not once per event. A subscriber that falls behind
+// by more than its buffer of batches is dropped (Lost is closed): a slow
 // reader must never stall a grant.
 type Subscription struct {
 	ResourceID string // "" for every resource
 	// Start is the sequence number of the last event committed before the
 	// subscription began; every later event is delivered on Events.
 	Start  int64
-	events chan fenceview.Event
+	events chan []*Published
 	lost   chan struct{}
 }
 
-// Events delivers events in sequence order.
-func (sub *Subscription) Events() <-chan fenceview.Event { return sub.events }
+// Events delivers batches of events, in sequence order.
+func (sub *Subscription) Events() <-chan []*Published { return sub.events }
 
 // Lost is closed when the subscription was dropped for falling behind or
 // because the service closed.
@@ -28,7 +46,7 @@ func (s *Service) Subscribe(resourceID string, buffer int) *Subscription {
 	if buffer < 1 {
 		buffer = 1
 	}
-	sub := &Subscription{ResourceID: resourceID, events: make(chan fenceview.Event, buffer), lost: make(chan struct{})}
+	sub := &Subscription{ResourceID: resourceID, events: make(chan []*Published, buffer), lost: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sub.Start = s.published
@@ -57,14 +75,31 @@ func (s *Service) dropLocked(sub *Subscription) {
 	}
 }
 
-// publishLocked hands e to every matching subscriber without blocking.
-func (s *Service) publishLocked(e fenceview.Event) {
+// publishLocked hands events to every subscriber, without blocking, as one
+// batch per subscriber.
+func (s *Service) publishLocked(events []fenceview.Event) {
+	if len(s.subs) == 0 || len(events) == 0 {
+		return
+	}
+	all := make([]*Published, len(events))
+	for i, e := range events {
+		all[i] = &Published{Event: e}
+	}
 	for sub := range s.subs {
-		if sub.ResourceID != "" && sub.ResourceID != e.ResourceID {
-			continue
+		batch := all
+		if sub.ResourceID != "" {
+			batch = nil
+			for _, p := range all {
+				if p.ResourceID == sub.ResourceID {
+					batch = append(batch, p)
+				}
+			}
+			if len(batch) == 0 {
+				continue
+			}
 		}
 		select {
-		case sub.events <- e:
+		case sub.events <- batch:
 		default:
 			s.dropLocked(sub)
 		}

@@ -37,7 +37,26 @@ type DB struct {
 	Path  string
 	write *sql.DB
 	read  *sql.DB
+
+	// Prepared once on the one write connection: Apply runs them for every
+	// change, and preparing them per transaction showed in profiles.
+	upsertResource, insertEvent *sql.Stmt
 }
+
+const upsertResourceSQL = `
+		INSERT INTO resources (resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
+		                       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (resource_id) DO UPDATE SET
+			last_token = excluded.last_token, high_water_mark = excluded.high_water_mark,
+			holder = excluded.holder, hold_count = excluded.hold_count, grant_token = excluded.grant_token, lease_ms = excluded.lease_ms,
+			granted_at = excluded.granted_at, expires_at = excluded.expires_at,
+			accepted = excluded.accepted, rejected = excluded.rejected,
+			last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm`
+
+const insertEventSQL = `
+		INSERT INTO events (seq, type, resource_id, token, holder, presented, required, reason, source, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // Open opens (creating if needed) and migrates the database at path.
 func Open(ctx context.Context, path string) (*DB, error) {
@@ -55,6 +74,14 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err := db.migrate(ctx); err != nil {
 		db.write.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+	}
+	if db.upsertResource, err = db.write.PrepareContext(ctx, upsertResourceSQL); err != nil {
+		db.write.Close()
+		return nil, err
+	}
+	if db.insertEvent, err = db.write.PrepareContext(ctx, insertEventSQL); err != nil {
+		db.write.Close()
+		return nil, err
 	}
 	if db.read, err = sql.Open("sqlite3", dsn(path, true)); err != nil {
 		db.write.Close()
@@ -81,6 +108,11 @@ func dsn(path string, readOnly bool) string {
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
+	for _, st := range []*sql.Stmt{db.upsertResource, db.insertEvent} {
+		if st != nil {
+			st.Close()
+		}
+	}
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
 	}
@@ -204,32 +236,20 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		return err
 	}
 	defer tx.Rollback()
-	if err := upsertResources(ctx, tx, resources); err != nil {
+	if err := db.upsertResources(ctx, tx, resources); err != nil {
 		return err
 	}
-	if err := insertEvents(ctx, tx, events); err != nil {
+	if err := db.insertEvents(ctx, tx, events); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-func upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Resource) error {
+func (db *DB) upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Resource) error {
 	if len(resources) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `
-		INSERT INTO resources (resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
-		                       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (resource_id) DO UPDATE SET
-			last_token = excluded.last_token, high_water_mark = excluded.high_water_mark,
-			holder = excluded.holder, hold_count = excluded.hold_count, grant_token = excluded.grant_token, lease_ms = excluded.lease_ms,
-			granted_at = excluded.granted_at, expires_at = excluded.expires_at,
-			accepted = excluded.accepted, rejected = excluded.rejected,
-			last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm`)
-	if err != nil {
-		return err
-	}
+	stmt := tx.StmtContext(ctx, db.upsertResource)
 	defer stmt.Close()
 	for _, r := range resources {
 		var holder any
@@ -244,16 +264,11 @@ func upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Res
 	return nil
 }
 
-func insertEvents(ctx context.Context, tx *sql.Tx, events []fenceview.Event) error {
+func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, events []fenceview.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `
-		INSERT INTO events (seq, type, resource_id, token, holder, presented, required, reason, source, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
-	}
+	stmt := tx.StmtContext(ctx, db.insertEvent)
 	defer stmt.Close()
 	for _, e := range events {
 		if _, err := stmt.ExecContext(ctx, e.Seq, e.Type, e.ResourceID, e.Token, e.Holder, e.Presented, e.Required,

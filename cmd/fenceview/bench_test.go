@@ -9,10 +9,14 @@ import (
 	"net/http"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -154,6 +158,57 @@ func BenchmarkFenceRPC(b *testing.B) {
 				}
 				return err
 			})
+		})
+	}
+}
+
+// Grant latency at 64 clients with and without 100 websocket clients
+// watching every event: fan-out must not slow grants down.
+//
+//	go test ./cmd/fenceview -run '^$' -bench Watchers -benchtime 5s
+func BenchmarkGrantLatencyWithWatchers(b *testing.B) {
+	for _, watchers := range []int{0, 100} {
+		b.Run(fmt.Sprintf("watchers=%d", watchers), func(b *testing.B) {
+			url, hc := benchServer(b)
+			var received atomic.Int64
+			for w := 0; w < watchers; w++ {
+				conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(url, "http")+"/v1/events", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer conn.Close()
+				go func() {
+					for {
+						_, r, err := conn.NextReader()
+						if err != nil {
+							return
+						}
+						io.Copy(io.Discard, r) // a watcher that reads, as cheaply as it can
+						received.Add(1)
+					}
+				}()
+			}
+			var mu sync.Mutex
+			var lat []time.Duration
+			runClients(b, 64, func(id int64, i int) error {
+				res := fmt.Sprintf("%s/v1/locks/bench-%d", url, (int(id)*7919+i)%1024)
+				holder := fmt.Sprintf(`{"holder":"c%d","leaseMs":30000,"waitMs":10000}`, id)
+				t := time.Now()
+				if err := benchPost(hc, res+"/acquire", holder, nil); err != nil {
+					return err
+				}
+				d := time.Since(t)
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+				return benchPost(hc, res+"/release", holder, nil)
+			})
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "grant-p99-ms")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "grant-p50-ms")
+			if watchers > 0 {
+				b.ReportMetric(float64(received.Load())/float64(watchers), "events/watcher")
+			}
 		})
 	}
 }

@@ -34,15 +34,17 @@ func TestSimulation(t *testing.T) {
 	deadline := time.After(60 * time.Second) // a hang guard, not a timing assertion
 	for missing > 0 {
 		select {
-		case e := <-sub.Events():
-			for _, k := range []string{
-				e.Type + " " + e.ResourceID,
-				e.Type + " " + e.ResourceID + " " + e.Source,
-				e.Type + " " + e.ResourceID + " " + e.Source + " " + e.Reason,
-			} {
-				if seen, ok := want[k]; ok && !seen {
-					want[k] = true
-					missing--
+		case batch := <-sub.Events():
+			for _, e := range batch {
+				for _, k := range []string{
+					e.Type + " " + e.ResourceID,
+					e.Type + " " + e.ResourceID + " " + e.Source,
+					e.Type + " " + e.ResourceID + " " + e.Source + " " + e.Reason,
+				} {
+					if seen, ok := want[k]; ok && !seen {
+						want[k] = true
+						missing--
+					}
 				}
 			}
 		case <-sub.Lost():
