@@ -126,10 +126,10 @@ if [ "$(id -u)" = 0 ]; then
 	chown postgres "$tmp"
 fi
 "${as_pg[@]}" "$pgbin/initdb" -D "$tmp/pg" -U postgres -A trust >"$tmp/initdb.log" 2>&1
+pg_started=1 # before start: a start that times out may leave a server running
 "${as_pg[@]}" "$pgbin/pg_ctl" -D "$tmp/pg" -w -l "$tmp/pg.log" \
 	-o "-c listen_addresses=127.0.0.1 -p $pg_port -k $tmp -c fsync=on -c synchronous_commit=on -c max_connections=200" \
 	start >/dev/null
-pg_started=1
 
 echo "== starting fenceview"
 fv_port=$(free_port)
