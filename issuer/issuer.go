@@ -238,11 +238,10 @@ func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease,
 			if x == wt {
 				st.waiters = append(st.waiters[:i:i], st.waiters[i+1:]...)
 				s.waiting--
+				// Timed out, or the caller went away: either way the
+				// lock is still held by someone else.
 				held := heldError(&st.res)
 				s.mu.Unlock()
-				if err := ctx.Err(); err != nil {
-					return fenceview.Grant{}, err
-				}
 				return fenceview.Grant{}, held
 			}
 		}
