@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/clock"
 )
 
 // DefaultLease is the lease of Lock, renewed by the watchdog (the server's
@@ -92,7 +93,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, invalid(fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", baseURL))
 	}
-	c := &Client{base: u, clock: realClock{}, lease: DefaultLease}
+	c := &Client{base: u, clock: clock.Real{}, lease: DefaultLease}
 	for _, o := range opts {
 		o(c)
 	}
