@@ -20,11 +20,21 @@ type lockRequest struct {
 	WaitMs  jsonInt `json:"waitMs"`
 }
 
-// parseLockRequest reads the body of acquire, renew and release.
-func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockRequest, error) {
+// pathResource is the route's {resource}, validated as every entry point
+// validates resource ids.
+func pathResource(r *http.Request) (string, error) {
 	resource := r.PathValue("resource")
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return "", lockRequest{}, fenceview.Errorf(fenceview.EINVALID, "%v", err)
+		return "", fenceview.Errorf(fenceview.EINVALID, "%v", err)
+	}
+	return resource, nil
+}
+
+// parseLockRequest reads the body of acquire, renew and release.
+func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockRequest, error) {
+	resource, err := pathResource(r)
+	if err != nil {
+		return "", lockRequest{}, err
 	}
 	var req lockRequest
 	if err := decode(w, r, &req, maxBody, false); err != nil {
@@ -99,9 +109,9 @@ func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resource := r.PathValue("resource")
-	if err := guard.ValidateResourceID(resource); err != nil {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "%v", err))
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	if err := s.Service.ForceExpire(r.Context(), resource); err != nil {
@@ -122,9 +132,9 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resource := r.PathValue("resource")
-	if err := guard.ValidateResourceID(resource); err != nil {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "%v", err))
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	var req resetRequest
@@ -174,9 +184,9 @@ type fenceRequest struct {
 }
 
 func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
-	resource := r.PathValue("resource")
-	if err := guard.ValidateResourceID(resource); err != nil {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "%v", err))
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	var req fenceRequest
