@@ -33,7 +33,7 @@ func SetHeaders(req *http.Request, resourceID string, token int64) {
 //
 //	hc := &http.Client{Transport: &httpguard.Transport{}}
 //	resp, err := hc.Do(req.WithContext(httpguard.WithToken(ctx, "inventory:42", token)))
-//	var stale *guard.StaleTokenError
+//	var stale *guard.RefusalError
 //	if errors.As(err, &stale) { /* fenced out: stop; stale.Required won */ }
 //
 // Returning an error for a response bends the RoundTripper rule that a
@@ -68,7 +68,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // maxRefusalBody bounds what is read of a 409 body to recognise a refusal.
 const maxRefusalBody = 64 << 10
 
-// ResponseError returns a *guard.StaleTokenError when resp is a fencing
+// ResponseError returns a *guard.RefusalError when resp is a fencing
 // refusal (a 409 with X-Required-Token, or a JSON body with "accepted":
 // false), reading and closing its body; otherwise nil, leaving resp intact.
 func ResponseError(resp *http.Response) error {
@@ -93,7 +93,7 @@ func ResponseError(resp *http.Response) error {
 		return nil
 	}
 	resp.Body.Close()
-	e := &guard.StaleTokenError{Reason: body.Reason, Presented: body.Presented, Required: body.Required}
+	e := &guard.RefusalError{Reason: body.Reason, Presented: body.Presented, Required: body.Required}
 	if headerErr == nil {
 		e.Required = required
 	}

@@ -2,7 +2,7 @@
 // fencing token in headers, and the service refuses stale ones.
 //
 // Server side, Middleware checks X-Fencing-Token for the resource named by
-// X-Resource-Id and records it, in one atomic step, through a Checker
+// X-Resource-Id and records it, in one atomic step, through a guard.Checker
 // (*guard.Guard in memory, *sqlguard.Marks in a database, or anything else).
 // That is the difference from the usual read-then-continue middleware: a
 // middleware that only reads the highest token and lets the request through
@@ -27,7 +27,7 @@
 //
 // Client side, Transport attaches the headers to requests whose context
 // carries a token (WithToken) and turns a fencing 409 into a
-// *guard.StaleTokenError carrying the required token.
+// *guard.RefusalError carrying the required token.
 package httpguard
 
 import (
@@ -47,18 +47,6 @@ const (
 	HeaderResource = "X-Resource-Id"
 	HeaderRequired = "X-Required-Token"
 )
-
-// Checker applies the fencing rule and records an accepted token, in one
-// atomic step. *guard.Guard and *sqlguard.Marks implement it.
-type Checker interface {
-	Check(resourceID string, token int64) (guard.Decision, error)
-}
-
-// ContextChecker is a Checker that takes the request's context; Middleware
-// prefers it when the Checker has it (*sqlguard.Marks does).
-type ContextChecker interface {
-	CheckContext(ctx context.Context, resourceID string, token int64) (guard.Decision, error)
-}
 
 // Fence is the accepted token of a request, as handlers see it.
 type Fence struct {
@@ -105,16 +93,10 @@ func WithoutSerialization() Option {
 }
 
 // Middleware returns middleware that fences every request through c.
-func Middleware(c Checker, opts ...Option) func(http.Handler) http.Handler {
+func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler {
 	cfg := config{resource: headerResource, serialise: true}
 	for _, o := range opts {
 		o(&cfg)
-	}
-	check := func(ctx context.Context, res string, tok int64) (guard.Decision, error) {
-		if cc, ok := c.(ContextChecker); ok {
-			return cc.CheckContext(ctx, res, tok)
-		}
-		return c.Check(res, tok)
 	}
 	locks := newKeyedLocks()
 	return func(next http.Handler) http.Handler {
@@ -140,7 +122,7 @@ func Middleware(c Checker, opts ...Option) func(http.Handler) http.Handler {
 				}
 				defer unlock()
 			}
-			d, err := check(r.Context(), res, tok)
+			d, err := guard.CheckWith(r.Context(), c, res, tok)
 			if err != nil {
 				if errors.Is(err, guard.ErrInvalidResourceID) || errors.Is(err, guard.ErrInvalidToken) {
 					writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid fencing token"})
