@@ -3,7 +3,6 @@ package httpguard
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -76,15 +75,8 @@ func ResponseError(resp *http.Response) error {
 		return nil
 	}
 	buf, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
-	var body struct {
-		Accepted  *bool  `json:"accepted"`
-		Reason    string `json:"reason"`
-		Presented int64  `json:"presented"`
-		Required  int64  `json:"required"`
-	}
-	jsonRefusal := json.Unmarshal(buf, &body) == nil && body.Accepted != nil && !*body.Accepted
-	required, headerErr := guard.ParseToken(resp.Header.Get(HeaderRequired))
-	if !jsonRefusal && headerErr != nil {
+	e, ok := ParseRefusal(resp.Header, buf)
+	if !ok {
 		// Some other conflict: give the body back untouched.
 		resp.Body = struct {
 			io.Reader
@@ -93,13 +85,6 @@ func ResponseError(resp *http.Response) error {
 		return nil
 	}
 	resp.Body.Close()
-	e := &guard.RefusalError{Reason: body.Reason, Presented: body.Presented, Required: body.Required}
-	if headerErr == nil {
-		e.Required = required
-	}
-	if e.Reason == "" {
-		e.Reason = guard.ReasonStale
-	}
 	if req := resp.Request; req != nil {
 		e.Resource = req.Header.Get(HeaderResource)
 		if e.Presented == 0 {

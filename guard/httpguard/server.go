@@ -35,7 +35,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/fenceview/fenceview/guard"
@@ -135,7 +134,7 @@ func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler
 				cfg.onDecide(r, res, d)
 			}
 			if !d.Accepted {
-				writeRefusal(w, d)
+				WriteRefusal(w, d)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), fenceKey{}, Fence{Resource: res, Token: tok})))
@@ -152,34 +151,6 @@ func headerResource(r *http.Request) (string, error) {
 
 type errorBody struct {
 	Error string `json:"error"`
-}
-
-// refusalBody is the 409 body; the field names are fenceview's contract.
-type refusalBody struct {
-	Error     string `json:"error"`
-	Accepted  bool   `json:"accepted"`
-	Reason    string `json:"reason"`
-	Presented int64  `json:"presented"`
-	Required  int64  `json:"required"`
-}
-
-// WriteRefusal writes the 409 for a refused decision: X-Required-Token
-// (only for a stale token, where it is the token to beat) and the JSON body.
-// Exported for handlers that fence their own writes and want to answer the
-// same way the middleware does.
-func WriteRefusal(w http.ResponseWriter, d guard.Decision) { writeRefusal(w, d) }
-
-func writeRefusal(w http.ResponseWriter, d guard.Decision) {
-	msg := "fencing token refused"
-	if d.Reason == guard.ReasonStale || d.Reason == "" {
-		msg = "stale fencing token"
-		w.Header().Set(HeaderRequired, strconv.FormatInt(d.Required, 10))
-	}
-	reason := d.Reason
-	if reason == "" {
-		reason = guard.ReasonStale
-	}
-	writeJSON(w, http.StatusConflict, refusalBody{Error: msg, Accepted: false, Reason: reason, Presented: d.Presented, Required: d.Required})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
