@@ -63,18 +63,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
-	if s.IssuerID, err = s.DB.Issuer(ctx, cfg.Issuer); err != nil {
-		return nil, fmt.Errorf("reading issuer id: %w", err)
+	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
+		return nil, err
 	}
-	resources, err := s.DB.Resources(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading resources: %w", err)
-	}
-	lastSeq, err := s.DB.MaxSeq(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading history: %w", err)
-	}
-	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger})
+	s.IssuerID = s.Service.Issuer()
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
 	s.API.AdminToken = cfg.AdminToken
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
@@ -103,7 +95,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
 	}
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
-		"resources", len(resources), "lastSeq", lastSeq)
+		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
 	return s, nil
 }
 
