@@ -322,8 +322,9 @@ func versionOf(bin string) string {
 }
 
 // Redis starts redis-server (or valkey-server): no persistence, no
-// password, bound to 127.0.0.1.
-func Redis(t testing.TB) *Server {
+// password, bound to 127.0.0.1. extra are more server arguments
+// ("--cluster-enabled", "yes").
+func Redis(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	short(t, "Redis")
 	bin := find([]string{"redis-server", "valkey-server"}, "/usr/bin", "/usr/local/bin", "/usr/sbin")
@@ -335,11 +336,11 @@ func Redis(t testing.TB) *Server {
 	srv := start(t, spec{
 		what: "redis", bin: bin, acct: acct, dir: dir,
 		args: func(port int) []string {
-			return []string{
+			return append([]string{
 				"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 				"--dir", dir, "--save", "", "--appendonly", "no",
 				"--daemonize", "no", "--logfile", "",
-			}
+			}, extra...)
 		},
 		ready: "Ready to accept connections",
 	})
