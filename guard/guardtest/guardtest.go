@@ -82,9 +82,9 @@ var cases = []testCase{
 		if d != want {
 			t.Fatalf("Write(41) = %+v, want %+v", d, want)
 		}
-		var se *guard.StaleTokenError
+		var se *guard.RefusalError
 		if err := d.Err("r"); !errors.As(err, &se) || se.Required != 42 || se.Presented != 41 {
-			t.Fatalf("d.Err = %v, want a *guard.StaleTokenError requiring 42", err)
+			t.Fatalf("d.Err = %v, want a *guard.RefusalError requiring 42", err)
 		}
 		wantState(ctx, t, r, "B", 42)
 	}},

@@ -29,7 +29,7 @@
 // # Notes
 //
 //   - Decisions, reasons and errors are the other guards': guard.Decision,
-//     guard.ReasonStale, d.Err(resource) for a *guard.StaleTokenError,
+//     guard.ReasonStale, d.Err(resource) for a *guard.RefusalError,
 //     guard.ErrInvalidToken and guard.ErrInvalidResourceID for bad input.
 //     Report them to a fenceview server with client.Report, as sqlguard
 //     users do.

@@ -12,9 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/external"
 	"github.com/fenceview/fenceview/guard/guardtest"
-	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/guard/redisguard"
 	"github.com/fenceview/fenceview/guard/redisguard/goredis"
 	"github.com/fenceview/fenceview/internal/dbtest"
@@ -273,9 +271,9 @@ func (r *resource) BadCalls() map[string]func(context.Context) error {
 	}
 }
 
-// A Guard stands wherever the other mark keepers do.
+// A Guard stands wherever the other mark keepers do (the HTTP middleware,
+// external.Call).
 var (
-	_ httpguard.Checker        = (*redisguard.Guard)(nil)
-	_ httpguard.ContextChecker = (*redisguard.Guard)(nil)
-	_ external.ContextRecorder = (*redisguard.Guard)(nil)
+	_ guard.Checker        = (*redisguard.Guard)(nil)
+	_ guard.ContextChecker = (*redisguard.Guard)(nil)
 )
