@@ -60,8 +60,9 @@ func Evaluate(highWater, presented int64) Decision {
 // Guard keeps high-water marks in memory, one per resource. It is safe for
 // concurrent use; its zero value is not, use New.
 type Guard struct {
-	mu    sync.Mutex
-	marks map[string]int64
+	mu     sync.Mutex
+	marks  map[string]int64
+	signed *signedMode // nil unless in signed mode (NewSigned)
 }
 
 // New returns an empty guard.
@@ -81,17 +82,26 @@ func (g *Guard) Check(resourceID string, token int64) (Decision, error) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.signed != nil { // a bare number proves nothing here
+		return badSignature(token, g.marks[resourceID]), nil
+	}
+	return g.record(resourceID, token), nil
+}
+
+// record applies the rule to a valid token; g.mu is held.
+func (g *Guard) record(resourceID string, token int64) Decision {
 	d := Evaluate(g.marks[resourceID], token)
 	if d.Accepted {
 		g.marks[resourceID] = token
 	}
-	return d, nil
+	return d
 }
 
 // CheckToken checks a token envelope: a token of another issuer or another
 // scope is refused with its own reason and never compared with the mark.
 // An empty Issuer or Scope in t is not checked. issuer is the issuer this
-// guard trusts; empty trusts any.
+// guard trusts; empty trusts any. In signed mode t.Signature must verify
+// (see CheckSigned).
 func (g *Guard) CheckToken(issuer, resourceID string, t Token) (Decision, error) {
 	if err := ValidateResourceID(resourceID); err != nil {
 		return Decision{}, err
@@ -105,7 +115,7 @@ func (g *Guard) CheckToken(issuer, resourceID string, t Token) (Decision, error)
 		g.mu.Unlock()
 		return Decision{Accepted: false, Reason: reason, Presented: t.Token, Required: hwm}, nil
 	}
-	return g.Check(resourceID, t.Token)
+	return g.CheckSigned(resourceID, t.Token, t.Signature)
 }
 
 // HighWater returns the resource's high-water mark, 0 when it has none.

@@ -19,6 +19,8 @@ type Ledger struct {
 	index map[string]Handle
 	ids   []string // ids[h-1] is the resource of handle h
 	marks []int64  // marks[h-1] is its high-water mark, 0 when none
+
+	signed *signedMode // nil unless in signed mode (NewSignedLedger, Trust)
 }
 
 // find returns the handle of a known id, or 0, or the validation error of
@@ -60,6 +62,10 @@ func (l *Ledger) Check(resourceID string, token int64) (Decision, error) {
 	if err := ValidateToken(token); err != nil {
 		return Decision{}, err
 	}
+	if l.signed != nil { // a bare number proves nothing here
+		hwm, _ := l.HighWater(resourceID)
+		return badSignature(token, hwm), nil
+	}
 	if h == 0 {
 		h, _ = l.Handle(resourceID) // valid: find said so
 	}
@@ -73,6 +79,9 @@ func (l *Ledger) CheckHandle(h Handle, token int64) (Decision, error) {
 	}
 	if !l.valid(h) {
 		return Decision{}, fmt.Errorf("%w: %d", ErrUnknownHandle, h)
+	}
+	if l.signed != nil {
+		return badSignature(token, l.marks[h-1]), nil
 	}
 	return l.check(h, token), nil
 }
