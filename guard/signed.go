@@ -1,6 +1,9 @@
 package guard
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // MaxVerified bounds the verifications one guard in signed mode remembers.
 // It keeps one per resource (the last token verified there), so a holder's
@@ -279,4 +282,42 @@ func (t *Table) CheckSigned(resourceID string, token int64, sig string) (Decisio
 	}
 	t.l.signed.remember(resourceID, token, raw, sig, gen)
 	return t.l.checkVerified(resourceID, token), nil
+}
+
+// VerifyCache is a Verifier with a guard's memory of verifications, for
+// guards that keep their marks elsewhere (a database, the server's own
+// record): Verify does the Ed25519 work once per (resource, token,
+// signature) and then compares bytes. It is safe for concurrent use.
+type VerifyCache struct {
+	mu sync.Mutex
+	s  *signedMode
+}
+
+// NewVerifyCache returns an empty cache over v's keys.
+func NewVerifyCache(v *Verifier) *VerifyCache {
+	return &VerifyCache{s: newSignedMode(v)}
+}
+
+// Verifier returns the keys the cache checks against.
+func (c *VerifyCache) Verifier() *Verifier { return c.s.v }
+
+// Verify reports whether sig (text) is a trusted key's signature of token
+// on resourceID, remembering a yes.
+func (c *VerifyCache) Verify(resourceID string, token int64, sig string) bool {
+	if validate(resourceID, token) != nil {
+		return false
+	}
+	c.mu.Lock()
+	hit := c.s.cachedText(resourceID, token, sig)
+	c.mu.Unlock()
+	if hit {
+		return true
+	}
+	raw, gen, ok := c.s.verifyText(resourceID, token, sig)
+	if ok {
+		c.mu.Lock()
+		c.s.remember(resourceID, token, raw, sig, gen)
+		c.mu.Unlock()
+	}
+	return ok
 }

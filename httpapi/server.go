@@ -24,7 +24,9 @@ type Server struct {
 	Service    *issuer.Service
 	History    History
 	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
-	Logger     *slog.Logger
+	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
+	SigningKeys SigningKeys
+	Logger      *slog.Logger
 
 	mux *http.ServeMux
 }
@@ -52,6 +54,7 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
 	s.mux.HandleFunc("GET /guard.wasm", s.handleGuardWasm)
+	s.registerSigning()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }

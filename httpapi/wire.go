@@ -167,17 +167,20 @@ type grantBody struct {
 }
 
 type fencingBody struct {
-	Token    int64    `json:"token"`
-	Issuer   string   `json:"issuer"`
-	Scope    string   `json:"scope"`
-	IssuedAt wireTime `json:"issuedAt"`
+	Token     int64    `json:"token"`
+	Issuer    string   `json:"issuer"`
+	Scope     string   `json:"scope"`
+	IssuedAt  wireTime `json:"issuedAt"`
+	KeyID     string   `json:"keyId,omitempty"`
+	Signature string   `json:"signature,omitempty"`
 }
 
 func grantWire(g fenceview.Grant) grantBody {
 	return grantBody{
 		ResourceID: g.ResourceID, Holder: g.Holder, HoldCount: g.HoldCount,
 		ExpiresAt: wireTime(g.ExpiresAt), LeaseMs: g.LeaseMs,
-		Fencing: fencingBody{Token: g.Fencing.Token, Issuer: g.Fencing.Issuer, Scope: g.Fencing.Scope, IssuedAt: wireTime(g.Fencing.IssuedAt)},
+		Fencing: fencingBody{Token: g.Fencing.Token, Issuer: g.Fencing.Issuer, Scope: g.Fencing.Scope, IssuedAt: wireTime(g.Fencing.IssuedAt),
+			KeyID: g.Fencing.KeyID, Signature: g.Fencing.Signature},
 	}
 }
 
@@ -264,6 +267,8 @@ func fenceRefusal(d guard.Decision) map[string]any {
 		msg = "token issued for another scope"
 	case guard.ReasonUnissued:
 		msg = "token above any this server issued for the resource"
+	case guard.ReasonBadSignature:
+		msg = "missing or invalid token signature"
 	}
 	return map[string]any{"error": msg, "accepted": false, "reason": d.Reason, "presented": d.Presented, "required": d.Required}
 }
