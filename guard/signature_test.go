@@ -108,13 +108,6 @@ func TestSignedTable(t *testing.T) {
 			return g.CheckToken("", r, guard.Token{Token: tok, Signature: sig})
 		}, signedtest.Options{})
 	})
-	t.Run("Table", func(t *testing.T) {
-		v := &guard.Verifier{}
-		tb := guard.NewSignedTable(v)
-		signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
-			return tb.CheckSigned(r, tok, sig)
-		}, signedtest.Options{})
-	})
 	t.Run("Ledger", func(t *testing.T) {
 		v := &guard.Verifier{}
 		l := guard.NewSignedLedger(v)
@@ -145,13 +138,13 @@ func rawOf(sig string) []byte {
 // with the mark it would have been compared with, and moves nothing.
 func TestSignedRefusesUnsigned(t *testing.T) {
 	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
-	g, tb, l := guard.NewSigned(v), guard.NewSignedTable(v), guard.NewSignedLedger(v)
+	g, l := guard.NewSigned(v), guard.NewSignedLedger(v)
 	sig := signedtest.Sign(t, signedtest.Old, "r", 4)
 	for name, c := range map[string]interface {
 		Check(string, int64) (guard.Decision, error)
 		CheckSigned(string, int64, string) (guard.Decision, error)
 		Marks() map[string]int64
-	}{"guard": g, "table": tb, "ledger": l} {
+	}{"guard": g, "ledger": l} {
 		if d, err := c.CheckSigned("r", 4, sig); err != nil || !d.Accepted {
 			t.Fatalf("%s: signed 4 = %+v, %v", name, d, err)
 		}
@@ -166,8 +159,8 @@ func TestSignedRefusesUnsigned(t *testing.T) {
 			t.Errorf("%s: marks %v", name, m)
 		}
 	}
-	h, _ := tb.Handle("r")
-	if d, err := tb.CheckHandle(h, 99); err != nil || d.Reason != guard.ReasonBadSignature {
+	h, _ := g.Handle("r")
+	if d, err := g.CheckHandle(h, 99); err != nil || d.Reason != guard.ReasonBadSignature {
 		t.Errorf("CheckHandle in signed mode = %+v, %v", d, err)
 	}
 }

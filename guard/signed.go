@@ -113,18 +113,19 @@ func validate(resourceID string, token int64) error {
 // for that resource and token; anything else is refused with
 // ReasonBadSignature before it is compared, and never moves a mark.
 func NewSigned(v *Verifier) *Guard {
-	g := New()
-	g.signed = newSignedMode(v)
-	return g
+	return &Guard{l: Ledger{signed: newSignedMode(v)}}
 }
 
 // Verifier returns the keys a guard in signed mode trusts, nil for a guard
 // that is not in signed mode.
-func (g *Guard) Verifier() *Verifier {
-	if g.signed == nil {
-		return nil
-	}
-	return g.signed.v
+func (g *Guard) Verifier() *Verifier { return g.l.Verifier() }
+
+// Trust puts the guard in signed mode (if it was not) and trusts key; see
+// Ledger.Trust.
+func (g *Guard) Trust(key []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.l.Trust(key)
 }
 
 // CheckSigned presents a token with the text of its signature (base64url
@@ -134,51 +135,39 @@ func (g *Guard) Verifier() *Verifier {
 // (resource, token, signature) is remembered, so repeating it costs a
 // comparison. A guard not in signed mode ignores the signature.
 func (g *Guard) CheckSigned(resourceID string, token int64, sig string) (Decision, error) {
-	if g.signed == nil {
-		return g.Check(resourceID, token)
-	}
 	if err := validate(resourceID, token); err != nil {
 		return Decision{}, err
 	}
 	g.mu.Lock()
-	if g.signed.cachedText(resourceID, token, sig) {
+	s := g.l.signed
+	if s == nil || s.cachedText(resourceID, token, sig) {
 		defer g.mu.Unlock()
-		return g.record(resourceID, token), nil
+		return g.l.checkVerified(resourceID, token), nil
 	}
 	g.mu.Unlock()
 	// Ed25519 outside the lock: other resources' writers do not wait.
-	raw, gen, ok := g.signed.verifyText(resourceID, token, sig)
+	raw, gen, ok := s.verifyText(resourceID, token, sig)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !ok {
-		return badSignature(token, g.marks[resourceID]), nil
-	}
-	g.signed.remember(resourceID, token, raw, sig, gen)
-	return g.record(resourceID, token), nil
+	return g.l.afterVerify(resourceID, token, raw, sig, gen, ok), nil
 }
 
 // CheckSignedBytes is CheckSigned for a raw 64-byte signature.
 func (g *Guard) CheckSignedBytes(resourceID string, token int64, sig []byte) (Decision, error) {
-	if g.signed == nil {
-		return g.Check(resourceID, token)
-	}
 	if err := validate(resourceID, token); err != nil {
 		return Decision{}, err
 	}
 	g.mu.Lock()
-	if g.signed.cachedRaw(resourceID, token, sig) {
+	s := g.l.signed
+	if s == nil || s.cachedRaw(resourceID, token, sig) {
 		defer g.mu.Unlock()
-		return g.record(resourceID, token), nil
+		return g.l.checkVerified(resourceID, token), nil
 	}
 	g.mu.Unlock()
-	raw, gen, ok := g.signed.verifyRaw(resourceID, token, sig)
+	raw, gen, ok := s.verifyRaw(resourceID, token, sig)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !ok {
-		return badSignature(token, g.marks[resourceID]), nil
-	}
-	g.signed.remember(resourceID, token, raw, "", gen)
-	return g.record(resourceID, token), nil
+	return g.l.afterVerify(resourceID, token, raw, "", gen, ok), nil
 }
 
 // NewSignedLedger returns an empty Ledger in signed mode (see NewSigned).
@@ -209,79 +198,43 @@ func (l *Ledger) Trust(key []byte) error {
 
 // CheckSigned is Guard.CheckSigned.
 func (l *Ledger) CheckSigned(resourceID string, token int64, sig string) (Decision, error) {
-	if l.signed == nil {
-		return l.Check(resourceID, token)
-	}
 	if err := validate(resourceID, token); err != nil {
 		return Decision{}, err
 	}
-	if !l.signed.cachedText(resourceID, token, sig) {
-		raw, gen, ok := l.signed.verifyText(resourceID, token, sig)
-		if !ok {
-			hwm, _ := l.HighWater(resourceID)
-			return badSignature(token, hwm), nil
-		}
-		l.signed.remember(resourceID, token, raw, sig, gen)
+	if l.signed == nil || l.signed.cachedText(resourceID, token, sig) {
+		return l.checkVerified(resourceID, token), nil
 	}
-	return l.checkVerified(resourceID, token), nil
+	raw, gen, ok := l.signed.verifyText(resourceID, token, sig)
+	return l.afterVerify(resourceID, token, raw, sig, gen, ok), nil
 }
 
 // CheckSignedBytes is Guard.CheckSignedBytes.
 func (l *Ledger) CheckSignedBytes(resourceID string, token int64, sig []byte) (Decision, error) {
-	if l.signed == nil {
-		return l.Check(resourceID, token)
-	}
 	if err := validate(resourceID, token); err != nil {
 		return Decision{}, err
 	}
-	if !l.signed.cachedRaw(resourceID, token, sig) {
-		raw, gen, ok := l.signed.verifyRaw(resourceID, token, sig)
-		if !ok {
-			hwm, _ := l.HighWater(resourceID)
-			return badSignature(token, hwm), nil
-		}
-		l.signed.remember(resourceID, token, raw, "", gen)
+	if l.signed == nil || l.signed.cachedRaw(resourceID, token, sig) {
+		return l.checkVerified(resourceID, token), nil
 	}
-	return l.checkVerified(resourceID, token), nil
+	raw, gen, ok := l.signed.verifyRaw(resourceID, token, sig)
+	return l.afterVerify(resourceID, token, raw, "", gen, ok), nil
 }
 
-// checkVerified applies the rule to a valid, verified token.
+// afterVerify decides a valid token once its signature has been checked:
+// refused unread when it did not verify, else remembered and compared.
+func (l *Ledger) afterVerify(resourceID string, token int64, raw [SignatureSize]byte, text string, gen uint64, ok bool) Decision {
+	if !ok {
+		hwm, _ := l.HighWater(resourceID)
+		return badSignature(token, hwm)
+	}
+	l.signed.remember(resourceID, token, raw, text, gen)
+	return l.checkVerified(resourceID, token)
+}
+
+// checkVerified applies the rule to a valid token that may be compared.
 func (l *Ledger) checkVerified(resourceID string, token int64) Decision {
 	h, _ := l.Handle(resourceID) // valid: validate said so
 	return l.check(h, token)
-}
-
-// NewSignedTable returns an empty Table in signed mode (see NewSigned).
-func NewSignedTable(v *Verifier) *Table {
-	return &Table{l: Ledger{signed: newSignedMode(v)}}
-}
-
-// Verifier returns the keys a table in signed mode trusts, or nil.
-func (t *Table) Verifier() *Verifier { return t.l.Verifier() }
-
-// CheckSigned is Guard.CheckSigned.
-func (t *Table) CheckSigned(resourceID string, token int64, sig string) (Decision, error) {
-	if t.l.signed == nil {
-		return t.Check(resourceID, token)
-	}
-	if err := validate(resourceID, token); err != nil {
-		return Decision{}, err
-	}
-	t.mu.Lock()
-	if t.l.signed.cachedText(resourceID, token, sig) {
-		defer t.mu.Unlock()
-		return t.l.checkVerified(resourceID, token), nil
-	}
-	t.mu.Unlock()
-	raw, gen, ok := t.l.signed.verifyText(resourceID, token, sig)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !ok {
-		hwm, _ := t.l.HighWater(resourceID)
-		return badSignature(token, hwm), nil
-	}
-	t.l.signed.remember(resourceID, token, raw, sig, gen)
-	return t.l.checkVerified(resourceID, token), nil
 }
 
 // VerifyCache is a Verifier with a guard's memory of verifications, for
