@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"strings"
 	"sync"
 )
@@ -273,4 +274,31 @@ func (c *VerifyCache) Verify(resourceID string, token int64, sig string) bool {
 		c.mu.Unlock()
 	}
 	return ok
+}
+
+// SignedChecker is a Checker that takes a token's signature: *Guard and
+// *sqlguard.Marks. In signed mode it verifies the signature before
+// comparing; otherwise it ignores it.
+type SignedChecker interface {
+	Checker
+	CheckSigned(resourceID string, token int64, sig string) (Decision, error)
+}
+
+// SignedContextChecker is a SignedChecker that takes a context
+// (*sqlguard.Marks); CheckSignedWith prefers it.
+type SignedContextChecker interface {
+	CheckSignedContext(ctx context.Context, resourceID string, token int64, sig string) (Decision, error)
+}
+
+// CheckSignedWith checks token and its signature sig (text; "" for none)
+// through c. A Checker that takes no signature cannot be in signed mode, so
+// it compares the token alone, as CheckWith does.
+func CheckSignedWith(ctx context.Context, c Checker, resourceID string, token int64, sig string) (Decision, error) {
+	switch sc := c.(type) {
+	case SignedContextChecker:
+		return sc.CheckSignedContext(ctx, resourceID, token, sig)
+	case SignedChecker:
+		return sc.CheckSigned(resourceID, token, sig)
+	}
+	return CheckWith(ctx, c, resourceID, token)
 }

@@ -23,6 +23,8 @@ type Marks struct {
 	d     Dialect
 	name  string
 	table string
+
+	verify *guard.VerifyCache // signed mode (signed.go); nil otherwise
 }
 
 const (
@@ -86,6 +88,14 @@ func (m *Marks) CheckContext(ctx context.Context, resourceID string, token int64
 	if err := guard.ValidateToken(token); err != nil {
 		return guard.Decision{}, err
 	}
+	if m.verify != nil { // signed mode: a bare number proves nothing
+		return m.badSignature(ctx, resourceID, token)
+	}
+	return m.record(ctx, resourceID, token)
+}
+
+// record applies the rule to a valid token that may be compared.
+func (m *Marks) record(ctx context.Context, resourceID string, token int64) (guard.Decision, error) {
 	a := &args{d: m.d}
 	q := fmt.Sprintf(`INSERT INTO %s AS m (%s, %s) VALUES (%s, %s) `+
 		`ON CONFLICT (%s) DO UPDATE SET %s = excluded.%s WHERE m.%s <= excluded.%s`,
