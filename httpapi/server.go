@@ -25,7 +25,9 @@ type Server struct {
 	Service    *issuer.Service
 	History    History
 	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
-	Logger     *slog.Logger
+	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
+	SigningKeys SigningKeys
+	Logger      *slog.Logger
 
 	mux *http.ServeMux
 }
@@ -55,6 +57,7 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 	for _, m := range modules.All() {
 		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
 	}
+	s.registerSigning()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }

@@ -120,7 +120,7 @@ func TestMiddlewareAcceptsAndRefuses(t *testing.T) {
 			if resp, _ := s.post(t, fenced("orders/43", "1")); resp.StatusCode != 200 {
 				t.Fatalf("other resource: status %d", resp.StatusCode)
 			}
-			want2 := []httpguard.Fence{{"orders/42 ü", 42}, {"orders/42 ü", 42}, {"orders/43", 1}}
+			want2 := []httpguard.Fence{{Resource: "orders/42 ü", Token: 42}, {Resource: "orders/42 ü", Token: 42}, {Resource: "orders/43", Token: 1}}
 			if fmt.Sprint(s.applied) != fmt.Sprint(want2) {
 				t.Fatalf("applied = %v, want %v", s.applied, want2)
 			}
