@@ -293,11 +293,14 @@ type SignedContextChecker interface {
 // CheckSignedWith checks token and its signature sig (text; "" for none)
 // through c. A Checker that takes no signature cannot be in signed mode, so
 // it compares the token alone, as CheckWith does.
+//
+// An unsigned token goes to the plain entry point (CheckWith, so a
+// ContextChecker still gets ctx): in signed mode that refuses it anyway.
 func CheckSignedWith(ctx context.Context, c Checker, resourceID string, token int64, sig string) (Decision, error) {
-	switch sc := c.(type) {
-	case SignedContextChecker:
+	if sc, ok := c.(SignedContextChecker); ok {
 		return sc.CheckSignedContext(ctx, resourceID, token, sig)
-	case SignedChecker:
+	}
+	if sc, ok := c.(SignedChecker); ok && sig != "" {
 		return sc.CheckSigned(resourceID, token, sig)
 	}
 	return CheckWith(ctx, c, resourceID, token)
