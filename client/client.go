@@ -363,7 +363,7 @@ func (c *Client) FenceToken(ctx context.Context, resource string, t guard.Token)
 	if err := guard.ValidateToken(t.Token); err != nil {
 		return Fenced{}, invalid(err)
 	}
-	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope}
+	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature}
 	var out struct {
 		Token          int64  `json:"token"`
 		IdempotencyKey string `json:"idempotencyKey"`
@@ -391,6 +391,9 @@ type Report struct {
 	guard.Decision
 	Source string    // who decided, e.g. "billing-api"
 	At     time.Time // zero: the server's now
+	// Signature is the token's signature as the guard received it: a valid
+	// one proves to the server that it issued the token.
+	Signature string
 }
 
 // Report sends decisions to POST /v1/decisions and returns how many were
@@ -404,6 +407,7 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 		Reason     string `json:"reason,omitempty"`
 		Source     string `json:"source"`
 		At         string `json:"at,omitempty"`
+		Signature  string `json:"signature,omitempty"`
 	}
 	in := struct {
 		Decisions []decision `json:"decisions"`
@@ -415,7 +419,7 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 		if err := guard.ValidateToken(r.Presented); err != nil {
 			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
 		}
-		w := decision{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source}
+		w := decision{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source, Signature: r.Signature}
 		if !r.At.IsZero() {
 			w.At = wire.FormatTime(r.At)
 		}

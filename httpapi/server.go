@@ -38,6 +38,7 @@ type Service interface {
 	Subscribe(resourceID string, buffer int) *issuer.Subscription
 	Unsubscribe(sub *issuer.Subscription)
 	Metrics() issuer.Metrics
+	Issuer() string
 }
 
 var _ Service = (*issuer.Service)(nil)
@@ -47,7 +48,9 @@ type Server struct {
 	Service    Service
 	History    History
 	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
-	Logger     *slog.Logger
+	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
+	SigningKeys SigningKeys
+	Logger      *slog.Logger
 
 	mux *http.ServeMux
 }
@@ -77,6 +80,7 @@ func New(svc Service, history History, logger *slog.Logger) *Server {
 	for _, m := range modules.All() {
 		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
 	}
+	s.registerSigning()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }

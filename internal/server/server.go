@@ -18,6 +18,7 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/demo"
 	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/signing"
 	"github.com/fenceview/fenceview/sqlite"
 )
 
@@ -28,8 +29,13 @@ type Config struct {
 	Issuer     string // empty: the id kept in the database
 	AdminToken string
 	Demo       bool // also run simulated clients
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	// SigningKeyFile: sign with this PEM Ed25519 key instead of the keys
+	// kept in the database. RequireSignatures: the server's own fence
+	// refuses unsigned tokens (bad-signature).
+	SigningKeyFile    string
+	RequireSignatures bool
+	Clock             clock.Clock
+	Logger            *slog.Logger
 }
 
 // Server is a running fenceview.
@@ -38,6 +44,7 @@ type Server struct {
 	Service  *issuer.Service
 	API      *httpapi.Server
 	IssuerID string
+	Keys     *signing.Keyring
 
 	logger *slog.Logger
 	ln     net.Listener
@@ -63,11 +70,21 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
-	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger}); err != nil {
+	if cfg.SigningKeyFile != "" {
+		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
+	} else {
+		s.Keys, err = signing.Open(ctx, s.DB, cfg.Clock.Now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
+		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures}); err != nil {
 		return nil, err
 	}
 	s.IssuerID = s.Service.Issuer()
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
+	s.API.SigningKeys = s.Keys
 	s.API.AdminToken = cfg.AdminToken
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
