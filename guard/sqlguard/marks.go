@@ -25,6 +25,8 @@ type Marks struct {
 	table   string
 	idCol   string
 	markCol string
+
+	verify *guard.VerifyCache // signed mode (signed.go); nil otherwise
 }
 
 // NewMarks returns marks kept in table (a plain or schema-qualified
@@ -91,6 +93,14 @@ func (m *Marks) CheckContext(ctx context.Context, resourceID string, token int64
 	if err := guard.ValidateToken(token); err != nil {
 		return guard.Decision{}, err
 	}
+	if m.verify != nil { // signed mode: a bare number proves nothing
+		return m.badSignature(ctx, resourceID, token)
+	}
+	return m.record(ctx, resourceID, token)
+}
+
+// record applies the rule to a valid token that may be compared.
+func (m *Marks) record(ctx context.Context, resourceID string, token int64) (guard.Decision, error) {
 	if m.d == MySQL {
 		return m.checkMySQL(ctx, resourceID, token)
 	}
