@@ -519,7 +519,9 @@ func (s *Service) view(st *state) fenceview.Resource {
 	return r
 }
 
-// LastSeq returns the sequence number of the last durable event.
+// LastSeq returns the sequence number of the last durable event: every
+// event up to it is committed and published. Numbers already given to
+// changes still being committed are above it.
 func (s *Service) LastSeq() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

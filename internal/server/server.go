@@ -70,17 +70,6 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
-	if s.IssuerID, err = s.DB.Issuer(ctx, cfg.Issuer); err != nil {
-		return nil, fmt.Errorf("reading issuer id: %w", err)
-	}
-	resources, err := s.DB.Resources(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading resources: %w", err)
-	}
-	lastSeq, err := s.DB.MaxSeq(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading history: %w", err)
-	}
 	if cfg.SigningKeyFile != "" {
 		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
 	} else {
@@ -89,8 +78,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger,
-		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures})
+	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
+		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures}); err != nil {
+		return nil, err
+	}
+	s.IssuerID = s.Service.Issuer()
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
 	s.API.SigningKeys = s.Keys
 	s.API.AdminToken = cfg.AdminToken
@@ -120,7 +112,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
 	}
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
-		"resources", len(resources), "lastSeq", lastSeq)
+		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
 	return s, nil
 }
 
