@@ -23,6 +23,12 @@ var module []byte
 //go:embed guard.wasm.goversion
 var goVersion string
 
+// wasmOptVersion is the binaryen release whose wasm-opt optimised the
+// committed modules.
+//
+//go:embed wasm-opt.version
+var wasmOptVersion string
+
 // Bytes returns the guard module (guard.wasm). The slice is shared: callers
 // must not modify it.
 func Bytes() []byte { return module }

@@ -1,5 +1,7 @@
-// Command gen writes guard.wasm and guard.wasm.goversion in the current
-// directory (the wasm package, via go generate).
+// Command gen writes the guard modules (guard.wasm, guard-extism.wasm) and
+// the versions of the tools that built them (guard.wasm.goversion,
+// wasm-opt.version) in the current directory (the wasm package, via go
+// generate). It needs binaryen's wasm-opt (apt-get install binaryen).
 package main
 
 import (
@@ -18,12 +20,21 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	version, err := build.GoVersion(ctx, ".")
+	goVersion, err := build.GoVersion(ctx, ".")
 	if err != nil {
 		return err
 	}
-	if err := build.Guest(ctx, ".", "guard.wasm"); err != nil {
+	optVersion, err := build.WasmOptVersion(ctx)
+	if err != nil {
 		return err
 	}
-	return os.WriteFile("guard.wasm.goversion", []byte(version+"\n"), 0o644)
+	for _, m := range build.Modules {
+		if err := build.Build(ctx, ".", m, m.File); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile("guard.wasm.goversion", []byte(goVersion+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile("wasm-opt.version", []byte(optVersion+"\n"), 0o644)
 }
