@@ -19,7 +19,7 @@ import (
 )
 
 // The conformance table: one list of guard cases, every one run on a fresh
-// guard by every implementation: the native guard.Guard and guard.Table,
+// guard by every implementation: the native guard.Guard (by id and by handle),
 // this package's wazero host, and Node's node:wasi loading the same
 // guard.wasm. Expected results are ABI codes (docs/wasm-abi.md): for check,
 // 0 accepted, > 0 the required token, < 0 invalid input; for seed and
@@ -258,23 +258,6 @@ func markOutcome(v int64, err error) outcome {
 // runner runs one case on a fresh guard.
 type runner func(t *testing.T, c confCase) []outcome
 
-func runNative(t *testing.T, c confCase) []outcome {
-	g := guard.New()
-	var out []outcome
-	for _, s := range c.Steps {
-		id := string(s.ID)
-		switch s.Op {
-		case "check", "check_handle": // Guard has no handles
-			out = append(out, decisionOutcome(g.Check(id, s.Token)))
-		case "seed":
-			out = append(out, markOutcome(g.Seed(id, s.Token)))
-		case "high_water":
-			out = append(out, markOutcome(g.HighWater(id)))
-		}
-	}
-	return out
-}
-
 // runCore runs a case on package core's Ledger natively: the code the
 // modules are built from, compiled for the host.
 func runCore(t *testing.T, c confCase) []outcome {
@@ -305,28 +288,36 @@ func runCore(t *testing.T, c confCase) []outcome {
 	return out
 }
 
-func runTable(t *testing.T, c confCase) []outcome {
-	g := guard.NewTable()
-	var out []outcome
-	for _, s := range c.Steps {
-		id := string(s.ID)
-		switch s.Op {
-		case "check":
-			out = append(out, decisionOutcome(g.Check(id, s.Token)))
-		case "check_handle":
-			h, err := g.Handle(id)
-			if err != nil {
-				out = append(out, outcome{Code: codeOf(err)})
-				continue
+// runNative runs a case on the native guard; with handles, check_handle
+// steps go through a Handle, else by id (the reference).
+func runNative(handles bool) runner {
+	return func(t *testing.T, c confCase) []outcome {
+		g := guard.New()
+		var out []outcome
+		for _, s := range c.Steps {
+			id := string(s.ID)
+			switch s.Op {
+			case "check":
+				out = append(out, decisionOutcome(g.Check(id, s.Token)))
+			case "check_handle":
+				if !handles {
+					out = append(out, decisionOutcome(g.Check(id, s.Token)))
+					continue
+				}
+				h, err := g.Handle(id)
+				if err != nil {
+					out = append(out, outcome{Code: codeOf(err)})
+					continue
+				}
+				out = append(out, decisionOutcome(g.CheckHandle(h, s.Token)))
+			case "seed":
+				out = append(out, markOutcome(g.Seed(id, s.Token)))
+			case "high_water":
+				out = append(out, markOutcome(g.HighWater(id)))
 			}
-			out = append(out, decisionOutcome(g.CheckHandle(h, s.Token)))
-		case "seed":
-			out = append(out, markOutcome(g.Seed(id, s.Token)))
-		case "high_water":
-			out = append(out, markOutcome(g.HighWater(id)))
 		}
+		return out
 	}
-	return out
 }
 
 // runHost runs a case on this package's Guard; batch sends checks by
@@ -420,8 +411,8 @@ func TestConformance(t *testing.T) {
 		name string
 		run  runner
 	}{
-		{"native-guard", runNative},
-		{"native-table", runTable},
+		{"native-guard", runNative(false)},
+		{"native-handles", runNative(true)},
 		{"native-core", runCore},
 		{"wazero", runHost(1, false)},
 		{"wazero-4-shards", runHost(4, false)},
@@ -437,7 +428,7 @@ func TestConformance(t *testing.T) {
 		if c.signedCase() {
 			ref[c.Name] = runCore(t, c)
 		} else {
-			ref[c.Name] = runNative(t, c)
+			ref[c.Name] = runNative(false)(t, c)
 		}
 		for i, s := range c.Steps {
 			if got := ref[c.Name][i].Code; got != s.Want {
@@ -460,8 +451,8 @@ func TestConformance(t *testing.T) {
 	for _, r := range runners[1:] {
 		t.Run(r.name, func(t *testing.T) {
 			for _, c := range cases {
-				if c.signedCase() && (r.name == "native-table") {
-					continue // no signed mode in guard.Table yet
+				if c.signedCase() && strings.HasPrefix(r.name, "native-") && r.name != "native-core" {
+					continue // TODO(signed): the Go guard's signed mode
 				}
 				compare(t, c, r.run(t, c))
 			}
