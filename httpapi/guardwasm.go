@@ -11,7 +11,16 @@ import (
 // SHA-256 of the bytes, so clients revalidate cheaply and get a new module
 // exactly when the server ships one.
 func (s *Server) handleGuardWasm(w http.ResponseWriter, r *http.Request) {
-	etag := wasm.ETag()
+	serveModule(w, r, wasm.Bytes(), wasm.ETag())
+}
+
+// handleGuardExtism serves the same guard as an Extism plugin
+// (guard-extism.wasm), the same way.
+func (s *Server) handleGuardExtism(w http.ResponseWriter, r *http.Request) {
+	serveModule(w, r, wasm.ExtismBytes(), wasm.ExtismETag())
+}
+
+func serveModule(w http.ResponseWriter, r *http.Request, module []byte, etag string) {
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
 	if etagMatches(r.Header.Get("If-None-Match"), etag) {
@@ -21,7 +30,7 @@ func (s *Server) handleGuardWasm(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/wasm")
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		w.Write(wasm.Bytes())
+		w.Write(module)
 	}
 }
 

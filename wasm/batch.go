@@ -55,8 +55,7 @@ func (g *Guard) CheckBatch(checks []BatchCheck) error {
 func (s *shard) runBatch(checks []BatchCheck) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var idx [batchSize]int32
-	var buf [batchSize * batchRecord]byte
+	idx, buf := &s.batchIdx, &s.batchBuf
 	n := 0
 	flush := func() error {
 		if n == 0 {

@@ -104,6 +104,10 @@ type shard struct {
 	// check by name is a Go map lookup and a call by handle: hashing the
 	// id inside the guest costs several times more.
 	handles map[string]uint32
+
+	// batchIdx and batchBuf are CheckBatch's staging area (s.mu is held).
+	batchIdx [batchSize]int32
+	batchBuf [batchSize * batchRecord]byte
 }
 
 var (

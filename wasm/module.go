@@ -16,6 +16,12 @@ import (
 //go:embed guard.wasm
 var module []byte
 
+// extismModule is guard-extism.wasm, the same guard as an Extism plugin,
+// built and committed the same way.
+//
+//go:embed guard-extism.wasm
+var extismModule []byte
+
 // goVersion is the Go release that built the committed guard.wasm. A
 // different release builds different bytes, so the staleness test can only
 // compare against a build by the same one.
@@ -44,3 +50,15 @@ var etag = sync.OnceValue(func() string {
 // ETag returns a strong HTTP entity tag for the module: the quoted hex
 // SHA-256 of its bytes.
 func ETag() string { return etag() }
+
+// ExtismBytes returns the guard as an Extism plugin (guard-extism.wasm;
+// docs/wasm-abi.md). The slice is shared: callers must not modify it.
+func ExtismBytes() []byte { return extismModule }
+
+var extismETag = sync.OnceValue(func() string {
+	sum := sha256.Sum256(extismModule)
+	return `"` + hex.EncodeToString(sum[:]) + `"`
+})
+
+// ExtismETag is ETag for ExtismBytes.
+func ExtismETag() string { return extismETag() }

@@ -164,8 +164,7 @@ func checkHandle(h core.Handle, token int64) int64 {
 		return codeUnknownHandle
 	}
 	if table.Signed() {
-		lastRequired, _ = table.HighWaterHandle(h)
-		return codeBadSignature
+		return badSignature(h)
 	}
 	required, ok := table.CheckValid(h, token)
 	lastRequired = required
@@ -173,6 +172,13 @@ func checkHandle(h core.Handle, token int64) int64 {
 		return 0
 	}
 	return required
+}
+
+// badSignature answers a check by handle in signed mode, out of line so
+// that checkHandle stays small enough to inline.
+func badSignature(h core.Handle) int64 {
+	lastRequired, _ = table.HighWaterHandle(h)
+	return codeBadSignature
 }
 
 // batchRecord is the size of one guard_check_batch record: in, a handle
@@ -193,14 +199,27 @@ func guardCheckBatch(ptr, n int32) int32 {
 	if b == nil {
 		return codeBadMemory
 	}
+	// checkHandle written out once more: a Go call per record costs as
+	// much as the rule in WebAssembly.
+	signed := table.Signed()
 	for i := 0; i < len(b); i += batchRecord {
 		rec := (*[2]int64)(unsafe.Pointer(&b[i]))
-		code := checkHandle(core.Handle(uint32(rec[0])), rec[1])
-		rec[0] = code
-		if code >= 0 || code == codeBadSignature {
-			rec[1] = lastRequired
-		} else {
-			rec[1] = 0
+		h, token := core.Handle(uint32(rec[0])), rec[1]
+		switch {
+		case token <= 0:
+			rec[0], rec[1] = codeInvalidToken, 0
+		case !table.Valid(h):
+			rec[0], rec[1] = codeUnknownHandle, 0
+		case signed:
+			rec[0], rec[1] = badSignature(h), lastRequired
+		default:
+			required, ok := table.CheckValid(h, token)
+			rec[1] = required
+			if ok {
+				rec[0] = 0
+			} else {
+				rec[0] = required
+			}
 		}
 	}
 	return n
