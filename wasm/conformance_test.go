@@ -39,16 +39,6 @@ type confCase struct {
 	Steps []step `json:"steps"`
 }
 
-// signedCase reports whether c uses signed tokens.
-func (c confCase) signedCase() bool {
-	for _, s := range c.Steps {
-		if s.Op == "trust" || s.Op == "check_signed" {
-			return true
-		}
-	}
-	return false
-}
-
 // outcome is what one implementation answered to one step. Prev is, for an
 // accepted check, the mark the token was compared with (Decision.Required).
 type outcome struct {
@@ -215,9 +205,9 @@ func codeOf(err error) int64 {
 		return CodeInvalidToken
 	case errors.Is(err, guard.ErrUnknownHandle), errors.Is(err, core.ErrUnknownHandle):
 		return CodeUnknownHandle
-	case errors.Is(err, core.ErrInvalidPublicKey):
+	case errors.Is(err, core.ErrInvalidPublicKey), errors.Is(err, guard.ErrInvalidPublicKey):
 		return CodeInvalidKey
-	case errors.Is(err, core.ErrTooManyKeys):
+	case errors.Is(err, core.ErrTooManyKeys), errors.Is(err, guard.ErrTooManyKeys):
 		return CodeTooManyKeys
 	}
 	return CodeInternal
@@ -314,6 +304,10 @@ func runNative(handles bool) runner {
 				out = append(out, markOutcome(g.Seed(id, s.Token)))
 			case "high_water":
 				out = append(out, markOutcome(g.HighWater(id)))
+			case "trust":
+				out = append(out, markOutcome(0, g.Trust(s.Key)))
+			case "check_signed":
+				out = append(out, decisionOutcome(g.CheckSignedBytes(id, s.Token, s.Sig)))
 			}
 		}
 		return out
@@ -420,16 +414,9 @@ func TestConformance(t *testing.T) {
 	}
 	// Native guard.Guard is the reference: every other runner must give
 	// exactly its answers (including Prev), and it must give the table's.
-	// For signed tokens the reference is package core natively.
-	// TODO(signed): the Go guard's signed mode joins as the reference
-	// for signed cases once it lands.
 	ref := map[string][]outcome{}
 	for _, c := range cases {
-		if c.signedCase() {
-			ref[c.Name] = runCore(t, c)
-		} else {
-			ref[c.Name] = runNative(false)(t, c)
-		}
+		ref[c.Name] = runNative(false)(t, c)
 		for i, s := range c.Steps {
 			if got := ref[c.Name][i].Code; got != s.Want {
 				t.Errorf("%s: step %d %s(%q, %d): native = %d, table says %d", c.Name, i, s.Op, s.ID, s.Token, got, s.Want)
@@ -451,9 +438,6 @@ func TestConformance(t *testing.T) {
 	for _, r := range runners[1:] {
 		t.Run(r.name, func(t *testing.T) {
 			for _, c := range cases {
-				if c.signedCase() && strings.HasPrefix(r.name, "native-") && r.name != "native-core" {
-					continue // TODO(signed): the Go guard's signed mode
-				}
 				compare(t, c, r.run(t, c))
 			}
 		})

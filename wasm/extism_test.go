@@ -178,13 +178,8 @@ func TestExtismGoSDKConformance(t *testing.T) {
 	}
 }
 
-// reference is the native answer to a case (see TestConformance).
-func reference(t *testing.T, c confCase) []outcome {
-	if c.signedCase() {
-		return runCore(t, c)
-	}
-	return runNative(false)(t, c)
-}
+// reference is the native guard's answer to a case (see TestConformance).
+func reference(t *testing.T, c confCase) []outcome { return runNative(false)(t, c) }
 
 // Invalid input fails the call with an Extism error and is never answered
 // as a decision; it changes nothing.

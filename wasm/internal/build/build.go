@@ -20,7 +20,7 @@ import (
 
 // A Module is one committed .wasm file and the package it is built from.
 type Module struct {
-	File    string // in the wasm package's directory
+	File    string // in the wasm/modules directory
 	Package string
 }
 

@@ -1,13 +1,15 @@
-// Command gen writes the guard modules (guard.wasm, guard-extism.wasm) and
-// the versions of the tools that built them (guard.wasm.goversion,
-// wasm-opt.version) in the current directory (the wasm package, via go
-// generate). It needs binaryen's wasm-opt (apt-get install binaryen).
+// Command gen writes the published guard modules (guard.wasm,
+// guard-extism.wasm) and the versions of the tools that built them
+// (guard.wasm.goversion, wasm-opt.version) into ./modules, from the wasm
+// package's directory (go generate). It needs binaryen's wasm-opt
+// (apt-get install binaryen).
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/fenceview/fenceview/wasm/internal/build"
 )
@@ -29,12 +31,12 @@ func run(ctx context.Context) error {
 		return err
 	}
 	for _, m := range build.Modules {
-		if err := build.Build(ctx, ".", m, m.File); err != nil {
+		if err := build.Build(ctx, ".", m, filepath.Join("modules", m.File)); err != nil {
 			return err
 		}
 	}
-	if err := os.WriteFile("guard.wasm.goversion", []byte(goVersion+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("modules", "guard.wasm.goversion"), []byte(goVersion+"\n"), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile("wasm-opt.version", []byte(optVersion+"\n"), 0o644)
+	return os.WriteFile(filepath.Join("modules", "wasm-opt.version"), []byte(optVersion+"\n"), 0o644)
 }
