@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -30,6 +31,8 @@ type Config struct {
 	Demo       bool // also run simulated clients
 	Clock      clock.Clock
 	Logger     *slog.Logger
+
+	Access // who may connect and how (access.go)
 }
 
 // Server is a running fenceview.
@@ -38,8 +41,11 @@ type Server struct {
 	Service  *issuer.Service
 	API      *httpapi.Server
 	IssuerID string
+	Keys     *auth.Keyring
+	Sessions *auth.Sessions
 
 	logger *slog.Logger
+	tls    bool
 	ln     net.Listener
 	http   *http.Server
 	demo   *demo.Sim
@@ -76,14 +82,20 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger})
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
-	s.API.AdminToken = cfg.AdminToken
-	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
-	dash.Logger = cfg.Logger
-	dash.Register(s.API)
-
-	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+	if s.Keys, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
 		return nil, err
 	}
+	s.Sessions = auth.NewSessions(s.Keys, maxSessions, sessionTTL, cfg.Clock.Now)
+	s.API.Auth, s.API.Sessions = s.Keys, s.Sessions
+	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
+	dash.Logger = cfg.Logger
+	dash.Sessions = s.Sessions
+	dash.Register(s.API)
+
+	if s.ln, err = s.listen(cfg); err != nil {
+		return nil, err
+	}
+	s.API.AllowedHosts = httpapi.NewHostList(s.ln.Addr().String(), append([]string{cfg.Addr}, cfg.AllowedHosts...))
 	s.http = &http.Server{
 		Handler:           s.API,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -96,7 +108,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	if cfg.AdminToken == "" && !isLoopback(s.ln.Addr()) {
-		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token; anyone who can reach this address can force-expire locks and reset counters",
+		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token (--insecure-no-auth); anyone who can reach this address can take, release and poison every lock",
 			"addr", s.ln.Addr().String())
 	}
 	if cfg.Demo {
@@ -117,7 +129,11 @@ func (s *Server) URL() string {
 	if addr.IP.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
+	scheme := "http://"
+	if s.tls {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, fmt.Sprint(addr.Port))
 }
 
 // Close stops serving: waiters and streams are ended first (a waiter may
