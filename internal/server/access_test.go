@@ -116,7 +116,9 @@ func newKey(t *testing.T, s *Server, name, role string, prefixes ...string) (str
 	return a.Body["id"].(string), a.Body["secret"].(string)
 }
 
-func acquireBody(holder string) map[string]any { return map[string]any{"holder": holder, "leaseMs": 60000} }
+func acquireBody(holder string) map[string]any {
+	return map[string]any{"holder": holder, "leaseMs": 60000}
+}
 
 // seq is the last event number: it moves with every change.
 func seq(s *Server) int64 { return s.Service.LastSeq() }
