@@ -192,7 +192,7 @@ func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusBadRequest, RejectionsPage(d))
 		return
 	}
-	if !p.Sees(f.ResourceID) {
+	if f.ResourceID != "" && !p.Sees(f.ResourceID) {
 		h.forbidden(w, r)
 		return
 	}
@@ -220,7 +220,7 @@ func (h *Handler) rejectionsCSV(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusBadRequest, "Bad filter", fenceview.ErrorMessage(err))
 		return
 	}
-	if !auth.FromContext(r.Context()).Sees(f.ResourceID) {
+	if f.ResourceID != "" && !auth.FromContext(r.Context()).Sees(f.ResourceID) {
 		h.forbidden(w, r)
 		return
 	}
