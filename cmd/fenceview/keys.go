@@ -34,6 +34,11 @@ Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or en
 		return 2
 	}
 	verb, args := args[0], args[1:]
+	// The id of revoke may come before the flags or after them.
+	var id string
+	if verb == "revoke" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		id, args = args[0], args[1:]
+	}
 	fs := flag.NewFlagSet("fenceview keys "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = usage
@@ -115,14 +120,16 @@ Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or en
 		}
 		tw.Flush()
 	case "revoke":
-		if fs.NArg() != 1 {
+		if id == "" && fs.NArg() == 1 {
+			id = fs.Arg(0)
+		} else if id == "" || fs.NArg() > 0 {
 			usage()
 			return 2
 		}
-		if err := c.RevokeKey(ctx, fs.Arg(0)); err != nil {
+		if err := c.RevokeKey(ctx, id); err != nil {
 			return fail(err)
 		}
-		fmt.Fprintf(stdout, "revoked %s\n", fs.Arg(0))
+		fmt.Fprintf(stdout, "revoked %s\n", id)
 	default:
 		usage()
 		return 2
