@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"time"
 )
 
@@ -42,17 +41,7 @@ func (c *Client) Keys(ctx context.Context) ([]Key, error) {
 // RevokeKey deletes an API key (admin); it stops working at once, on open
 // streams too.
 func (c *Client) RevokeKey(ctx context.Context, id string) error {
-	return c.call(ctx, http.MethodDelete, c.path("/v1/auth/keys/"+url.PathEscape(id)), c.adminHeader(), nil, nil, nil)
-}
-
-func (c *Client) path(p string) *url.URL {
-	u := *c.base
-	u.Path = c.base.Path + p
-	u.RawPath = ""
-	if esc := c.base.EscapedPath() + p; esc != u.EscapedPath() {
-		u.RawPath = esc
-	}
-	return &u
+	return c.call(ctx, http.MethodDelete, c.path("/v1/auth/keys/"+id), c.adminHeader(), nil, nil, nil)
 }
 
 // adminHeader carries the admin token when one is set, else the key.

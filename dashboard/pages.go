@@ -12,7 +12,6 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/httpapi"
 )
 
 // Meta is what the page frame needs.
@@ -296,7 +295,7 @@ func (h *Handler) parseFilter(ctx context.Context, q url.Values) (fenceview.Reje
 	if q.Get("limit") == "" {
 		q2.Set("limit", strconv.Itoa(h.PageSize))
 	}
-	f, err := httpapi.ParseRejectionFilter(q2)
+	f, err := fenceview.ParseRejectionFilter(q2)
 	// A key limited to some resources sees their rejections only.
 	f.Prefixes = auth.FromContext(ctx).Resources
 	return f, err

@@ -67,8 +67,8 @@ var routeActions = map[string]auth.Action{
 // actionOf classifies a route. Unknown state-changing routes are admin's:
 // a route added without a line here is closed, not open.
 func actionOf(pattern string) (a auth.Action, public bool) {
-	if publicRoutes[pattern] {
-		return 0, true
+	if publicRoutes[pattern] || (strings.HasPrefix(pattern, "GET /") && strings.HasSuffix(pattern, ".wasm") && strings.Count(pattern, "/") == 1) {
+		return 0, true // and every published module
 	}
 	if a, ok := routeActions[pattern]; ok {
 		return a, false
@@ -204,8 +204,10 @@ func truncate(s string, n int) string {
 }
 
 // HostList is the set of Host header values a server answers with auth
-// off: its listen address, loopback names with its port, and the hosts
-// given with --allowed-host (with a port: that port only; without: any).
+// off: its listen address, loopback names (any port: a page cannot make a
+// browser send one for the attacker's own name, and a local reverse proxy
+// on another port keeps working), and the hosts given with --allowed-host
+// (with a port: that port only; without: any).
 type HostList struct {
 	exact map[string]bool
 	names map[string]bool
@@ -214,19 +216,9 @@ type HostList struct {
 // NewHostList allows listen (host:port) under its own name and every
 // loopback name, plus extra.
 func NewHostList(listen string, extra []string) *HostList {
-	h := &HostList{exact: map[string]bool{}, names: map[string]bool{}}
-	host, port, err := net.SplitHostPort(listen)
-	if err == nil {
+	h := &HostList{exact: map[string]bool{}, names: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}}
+	if _, _, err := net.SplitHostPort(listen); err == nil {
 		h.exact[strings.ToLower(listen)] = true
-		h.exact[strings.ToLower(net.JoinHostPort(host, port))] = true
-		for _, lo := range []string{"localhost", "127.0.0.1", "::1"} {
-			h.exact[net.JoinHostPort(lo, port)] = true
-		}
-		if port == "80" || port == "443" { // browsers leave default ports out
-			for _, lo := range []string{"localhost", "127.0.0.1", "[::1]", strings.ToLower(host)} {
-				h.exact[lo] = true
-			}
-		}
 	}
 	for _, e := range extra {
 		e = strings.ToLower(strings.TrimSpace(e))

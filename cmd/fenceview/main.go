@@ -55,6 +55,10 @@ type Main struct {
 	AdminToken string
 	Demo       bool // also run simulated clients (internal/demo)
 	server.Access
+	// SigningKey is a PEM Ed25519 private key file to sign grants with;
+	// empty: keys kept in the database, the first made on first start.
+	SigningKey        string
+	RequireSignatures bool
 
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -92,6 +96,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.TLSCert, "tls-cert", m.TLSCert, "serve HTTPS and WSS with this certificate (PEM; with --tls-key)")
 	fs.StringVar(&m.TLSKey, "tls-key", m.TLSKey, "the private key of --tls-cert (PEM)")
 	fs.StringVar(&m.TLSClientCA, "tls-client-ca", m.TLSClientCA, "also require client certificates signed by this CA (PEM)")
+	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
+	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n       fenceview keys create|list|revoke [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
@@ -120,6 +126,7 @@ func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
 		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, Access: m.Access,
+		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
 	})
 	if err != nil {
 		return err

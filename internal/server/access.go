@@ -46,6 +46,9 @@ func CheckAddr(addr, adminToken string, insecure bool) error {
 	if host == "localhost" {
 		return nil
 	}
+	if host == "" { // every interface
+		return ErrNoAuth
+	}
 	if ip := net.ParseIP(host); ip != nil {
 		if ip.IsLoopback() {
 			return nil

@@ -62,11 +62,11 @@ func TestBrowserSafety(t *testing.T) {
 }
 
 // DNS rebinding: with auth off, a request for another host name is refused,
-// reads included; loopback names with the port and --allowed-host pass.
+// reads included; loopback names and --allowed-host pass.
 func TestHostCheckWithAuthOff(t *testing.T) {
 	s := start(t, Config{Access: Access{AllowedHosts: []string{"fenceview.internal", "other.example:9999"}}})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.URL(), "http://"))
-	for _, host := range []string{"evil.example:" + port, "evil.example", "127.0.0.1.evil.example:" + port, "localhost:1", "other.example:" + port} {
+	for _, host := range []string{"evil.example:" + port, "evil.example", "127.0.0.1.evil.example:" + port, "localhost.evil.example", "other.example:" + port, "[::2]:" + port} {
 		for _, p := range []string{"/v1/resources", "/v1/locks/r", "/"} {
 			call(t, nil, "GET", s.URL()+p, "", nil, "Host", host).wantError(t, 403)
 		}
@@ -74,7 +74,7 @@ func TestHostCheckWithAuthOff(t *testing.T) {
 			t.Fatalf("stream for host %q: %v", host, err)
 		}
 	}
-	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port, "fenceview.internal", "fenceview.internal:" + port, "other.example:9999"} {
+	for _, host := range []string{"127.0.0.1:" + port, "localhost:" + port, "LOCALHOST:" + port, "[::1]:" + port, "localhost:1", "127.0.0.1", "fenceview.internal", "fenceview.internal:" + port, "other.example:9999"} {
 		if a := call(t, nil, "GET", s.URL()+"/v1/resources", "", nil, "Host", host); a.Status != 200 {
 			t.Fatalf("host %q: %d %s", host, a.Status, a.Raw)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/demo"
 	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/signing"
 	"github.com/fenceview/fenceview/sqlite"
 )
 
@@ -29,8 +30,13 @@ type Config struct {
 	Issuer     string // empty: the id kept in the database
 	AdminToken string
 	Demo       bool // also run simulated clients
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	// SigningKeyFile: sign with this PEM Ed25519 key instead of the keys
+	// kept in the database. RequireSignatures: the server's own fence
+	// refuses unsigned tokens (bad-signature).
+	SigningKeyFile    string
+	RequireSignatures bool
+	Clock             clock.Clock
+	Logger            *slog.Logger
 
 	Access // who may connect and how (access.go)
 }
@@ -41,8 +47,11 @@ type Server struct {
 	Service  *issuer.Service
 	API      *httpapi.Server
 	IssuerID string
-	Keys     *auth.Keyring
-	Sessions *auth.Sessions
+	Keys     *signing.Keyring
+	// Credentials are the API keys and the admin token; Sessions the
+	// dashboard's logins.
+	Credentials *auth.Keyring
+	Sessions    *auth.Sessions
 
 	logger *slog.Logger
 	tls    bool
@@ -69,24 +78,26 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
-	if s.IssuerID, err = s.DB.Issuer(ctx, cfg.Issuer); err != nil {
-		return nil, fmt.Errorf("reading issuer id: %w", err)
+	if cfg.SigningKeyFile != "" {
+		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
+	} else {
+		s.Keys, err = signing.Open(ctx, s.DB, cfg.Clock.Now)
 	}
-	resources, err := s.DB.Resources(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("loading resources: %w", err)
-	}
-	lastSeq, err := s.DB.MaxSeq(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading history: %w", err)
-	}
-	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger})
-	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
-	if s.Keys, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
 		return nil, err
 	}
-	s.Sessions = auth.NewSessions(s.Keys, maxSessions, sessionTTL, cfg.Clock.Now)
-	s.API.Auth, s.API.Sessions = s.Keys, s.Sessions
+	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
+		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures}); err != nil {
+		return nil, err
+	}
+	s.IssuerID = s.Service.Issuer()
+	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
+	s.API.SigningKeys = s.Keys
+	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
+		return nil, err
+	}
+	s.Sessions = auth.NewSessions(s.Credentials, maxSessions, sessionTTL, cfg.Clock.Now)
+	s.API.Auth, s.API.Sessions = s.Credentials, s.Sessions
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
 	dash.Sessions = s.Sessions
@@ -115,7 +126,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
 	}
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
-		"resources", len(resources), "lastSeq", lastSeq)
+		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
 	return s, nil
 }
 
