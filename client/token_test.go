@@ -84,8 +84,13 @@ func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 // With --require-signatures the server's own fence takes the client's signed
 // token and refuses a bare number.
 func TestFenceRequireSignatures(t *testing.T) {
+	t.Run("http", func(t *testing.T) { testFenceRequireSignatures(t) })
+	t.Run("rpc", func(t *testing.T) { testFenceRequireSignatures(t, client.WithRPC()) })
+}
+
+func testFenceRequireSignatures(t *testing.T, opts ...client.Option) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{RequireSignatures: true})
+	_, c := start(t, fenceviewtest.Options{RequireSignatures: true}, opts...)
 	m := c.Mutex("r", "a")
 	if _, err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
