@@ -32,6 +32,7 @@ func start(t *testing.T, opts fenceviewtest.Options, copts ...client.Option) (*f
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	return srv, c
 }
 

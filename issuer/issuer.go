@@ -213,7 +213,9 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 			s.mu.Unlock()
 			return g, err
 		}
-		return g, s.finish(b)
+		b.presign = &g // signed while the commit is in flight
+		err = s.finish(b)
+		return g, err
 	}
 	held := heldError(&w.res)
 	if wait == 0 {
@@ -302,7 +304,9 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: resourceID, Token: w.res.Token, Holder: holder})
 	b.renewals++
 	g := s.grantOf(&w.res)
-	return g, s.finish(b)
+	b.presign = &g
+	err := s.finish(b)
+	return g, err
 }
 
 // Release gives up one hold of holder on resourceID and returns the holds
