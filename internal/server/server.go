@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -30,6 +31,7 @@ type Config struct {
 	Demo       bool // also run simulated clients
 	Clock      clock.Clock
 	Logger     *slog.Logger
+	Cluster    ClusterConfig // cluster mode when Cluster.Etcd is set
 }
 
 // Server is a running fenceview.
@@ -38,6 +40,7 @@ type Server struct {
 	Service  *issuer.Service
 	API      *httpapi.Server
 	IssuerID string
+	Node     *cluster.Node // cluster mode only; Service and API are then the leader's, per term
 
 	logger *slog.Logger
 	ln     net.Listener
@@ -62,6 +65,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}()
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
+	}
+	if len(cfg.Cluster.Etcd) > 0 {
+		return s, s.startCluster(ctx, cfg)
 	}
 	if s.IssuerID, err = s.DB.Issuer(ctx, cfg.Issuer); err != nil {
 		return nil, fmt.Errorf("reading issuer id: %w", err)
@@ -128,6 +134,9 @@ func (s *Server) Close() error {
 	if s.demo != nil {
 		s.demo.Stop() // before the service, so no simulated call meets a closed one
 		s.demo = nil
+	}
+	if s.Node != nil {
+		errs = append(errs, s.Node.Close()) // resigns, so another node leads at once
 	}
 	if s.Service != nil {
 		s.Service.Close()
