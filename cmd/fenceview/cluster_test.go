@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -336,3 +337,118 @@ func retry503(t *testing.T, method, url string, body any) response {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A leader paused (SIGSTOP) past the election TTL is replaced; requests
+// that reach it while it is paused are answered, when it resumes, without
+// committing anything on its stale state: no grant of a lock the new
+// leader gave away, no write accepted below the new leader's mark, no stale
+// read.
+func TestClusterPausedLeaderCommitsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and pauses real processes")
+	}
+	etcd := etcdtest.Start(t, 1)
+	nodes := startClusterNodes(t, etcd, 2)
+	i := nodes.leader()
+	old, next := nodes.procs[i], nodes.procs[1-i]
+	g := retry503(t, "POST", old.url+"/v1/locks/r/acquire", map[string]any{"holder": "a", "leaseMs": 60000})
+	if g.Status != 200 {
+		t.Fatalf("acquire: %d %v", g.Status, g.Body)
+	}
+	t1 := tokenOf(g)
+
+	old.signal(syscall.SIGSTOP)
+	resumed := false
+	defer func() {
+		if !resumed {
+			old.signal(syscall.SIGCONT)
+		}
+	}()
+	// The other node takes over and moves on: r to b (a newer token, then
+	// a write with it), p to c.
+	// (Ask only the other node: the paused one would hold the question.)
+	deadline := time.Now().Add(hangGuard)
+	for {
+		r, err := getJSON(next.url + "/v1/cluster")
+		if l, _ := r.Body["leader"].(map[string]any); err == nil && l["url"] == next.url {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new leader")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	retry503(t, "POST", next.url+"/v1/locks/r/expire", nil)
+	g2 := retry503(t, "POST", next.url+"/v1/locks/r/acquire", map[string]any{"holder": "b", "leaseMs": 60000})
+	t2 := tokenOf(g2)
+	if g2.Status != 200 || t2 <= t1 {
+		t.Fatalf("grant at the new leader: %d %v, previous token %d", g2.Status, g2.Body, t1)
+	}
+	if f := retry503(t, "POST", next.url+"/v1/fence/r", map[string]any{"token": t2}); f.Status != 200 {
+		t.Fatalf("fence at the new leader: %d %v", f.Status, f.Body)
+	}
+	gp := retry503(t, "POST", next.url+"/v1/locks/p/acquire", map[string]any{"holder": "c", "leaseMs": 60000})
+	if gp.Status != 200 {
+		t.Fatalf("p at the new leader: %d %v", gp.Status, gp.Body)
+	}
+
+	// Requests reach the paused leader and wait in its socket.
+	type result struct {
+		r   response
+		err error
+	}
+	send := func(method, path, body string) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			req, _ := http.NewRequest(method, old.url+path, stringsReader(body))
+			resp, err := clusterHC.Do(req)
+			if err != nil {
+				ch <- result{err: err}
+				return
+			}
+			ch <- result{r: decodeResponse(resp)}
+		}()
+		return ch
+	}
+	grabP := send("POST", "/v1/locks/p/acquire", `{"holder":"stale","leaseMs":60000}`)
+	writeR := send("POST", "/v1/fence/r", fmt.Sprintf(`{"token":%d}`, t1))
+	readP := send("GET", "/v1/locks/p", "")
+	old.signal(syscall.SIGCONT)
+	resumed = true
+
+	a1, a2, a3 := <-grabP, <-writeR, <-readP
+	t.Logf("answers of the resumed leader: acquire %d %v; fence %d %v; read %d %v", a1.r.Status, a1.r.Body, a2.r.Status, a2.r.Body, a3.r.Status, a3.r.Body)
+	if a1.err != nil || a1.r.Status == 200 {
+		t.Fatalf("the deposed leader granted p, which the new leader gave to c: %+v", a1)
+	}
+	if a2.err != nil || a2.r.Status == 200 {
+		t.Fatalf("the deposed leader accepted token %d below the new mark %d: %+v", t1, t2, a2)
+	}
+	if a3.err != nil || (a3.r.Status == 200 && a3.r.Body["holder"] != "c") {
+		t.Fatalf("the deposed leader answered a stale read of p: %+v", a3)
+	}
+	// The new leader's state is untouched.
+	if l := retry503(t, "GET", next.url+"/v1/locks/p", nil); l.Body["holder"] != "c" || l.num("token") != tokenOf(gp) {
+		t.Fatalf("p after the deposed leader resumed: %v", l.Body)
+	}
+	if r := retry503(t, "GET", next.url+"/v1/resources/r", nil); r.num("highWaterMark") != t2 || r.num("lastToken") != t2 {
+		t.Fatalf("r after the deposed leader resumed: %v", r.Body)
+	}
+	// And the old leader follows.
+	var last response
+	for deadline = time.Now().Add(hangGuard); time.Now().Before(deadline); {
+		r, err := getJSON(old.url + "/v1/cluster")
+		if err == nil && r.Status == 200 {
+			last = r
+			if self, _ := r.Body["self"].(map[string]any); self["role"] == "follower" {
+				if l, _ := r.Body["leader"].(map[string]any); l["url"] == next.url {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the resumed node never followed the new leader: %v", last.Body)
+}
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
