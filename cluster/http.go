@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -69,6 +70,12 @@ func (n *Node) proxy(base string) http.Handler {
 		Transport:     n.proxyRT,
 		FlushInterval: -1, // stream answers as they come
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" {
+				// Nothing was sent: the request certainly changed nothing.
+				unavailable(w, "the leader is unreachable; retry")
+				return
+			}
 			n.log.Warn("forwarding to the leader failed", "leader", base, "err", err)
 			unavailable(w, "the leader did not answer; retry")
 		},
