@@ -46,6 +46,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/signing"
 )
 
 // History is this node's own record of the cluster's events (sqlite.DB).
@@ -63,8 +64,12 @@ type Config struct {
 	Issuer      string        // wanted issuer id; empty: the cluster's, created on first start
 	History     History
 	// Serve builds the handler that answers requests while this node leads,
-	// over the lock service of that term.
-	Serve func(svc *issuer.Service) http.Handler
+	// over the lock service and signing keys of that term.
+	Serve func(svc *issuer.Service, keys *signing.Keyring) http.Handler
+	// SigningKeys, when set, are fixed keys (from a file) every node is
+	// given; otherwise the keys are the cluster's, kept in etcd.
+	SigningKeys       *signing.Keyring
+	RequireSignatures bool
 	// LogRetention is how many events the log in etcd keeps (default
 	// 1,000,000); a node away longer has a gap in its history.
 	LogRetention int64
@@ -333,8 +338,15 @@ func (n *Node) lead(ctx context.Context, el *concurrency.Election) error {
 		},
 		log: n.log.Warn,
 	}
-	svc := issuer.New(st, resources, seq, issuer.Config{Issuer: n.issuer, Clock: n.cfg.Clock, Logger: n.cfg.Logger})
-	n.current.Store(&term{svc: svc, handler: n.cfg.Serve(svc), key: el.Key(), rev: el.Rev(), leading: leading})
+	keyring := n.cfg.SigningKeys
+	if keyring == nil {
+		if keyring, err = signing.Open(ctx, &signingStore{cli: n.cli, keys: n.keys, leading: leading}, n.cfg.Clock.Now); err != nil {
+			return fmt.Errorf("loading the signing keys: %w", err)
+		}
+	}
+	svc := issuer.New(st, resources, seq, issuer.Config{Issuer: n.issuer, Clock: n.cfg.Clock, Logger: n.cfg.Logger,
+		Signer: keyring, Verifier: keyring.Verifier(), RequireSignatures: n.cfg.RequireSignatures})
+	n.current.Store(&term{svc: svc, handler: n.cfg.Serve(svc, keyring), key: el.Key(), rev: el.Rev(), leading: leading})
 	n.log.Info("leading the cluster", "url", n.self.URL, "resources", len(resources), "lastSeq", seq)
 
 	trim := time.NewTicker(10 * time.Second)

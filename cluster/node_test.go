@@ -399,3 +399,37 @@ func TestNoLeaderIs503(t *testing.T) {
 		t.Fatalf("after: %d %v", a.Status, a.Body)
 	}
 }
+
+// The issuer id and the signing keys are the cluster's: every node
+// publishes the same keys, and the next leader signs with the same key and
+// names the same issuer.
+func TestIssuerAndSigningKeysAreTheClusters(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	nodes := startNodes(t, etcd.Endpoints(), 2)
+	leader := leaderOf(t, nodes)
+	ctx := context.Background()
+	before, err := leader.srv.Node.Service().Acquire(ctx, "s", "a", time.Millisecond, 0)
+	keys := call(t, "GET", nodes[0].url()+"/v1/signing-keys", nil)
+	if err != nil || keys.Status != 200 {
+		t.Fatalf("grant %v; keys %d %v", err, keys.Status, keys.Body)
+	}
+	if other := call(t, "GET", nodes[1].url()+"/v1/signing-keys", nil); !equalJSON(other.Body, keys.Body) {
+		t.Fatalf("nodes publish different keys: %v and %v", keys.Body, other.Body)
+	}
+	leader.close()
+	var next *node
+	for _, n := range nodes {
+		if n != leader {
+			next = n
+		}
+	}
+	waitUntil(t, "the other node leads", next.leading)
+	after, err := next.srv.Node.Service().Acquire(ctx, "s", "b", time.Millisecond, 0)
+	f1, f2 := before.Fencing, after.Fencing
+	if err != nil || f1.KeyID == "" || f1.KeyID != f2.KeyID || f1.Issuer != f2.Issuer || f2.Token <= f1.Token {
+		t.Fatalf("before the leader change %+v, after %+v (%v): want the same issuer and key, a newer token", f1, f2, err)
+	}
+	if again := call(t, "GET", next.url()+"/v1/signing-keys", nil); !equalJSON(again.Body, keys.Body) {
+		t.Fatalf("keys changed with the leader: %v, then %v", keys.Body, again.Body)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/wasm/modules"
 )
 
 // History is the part of the durable record the API reads directly.
@@ -24,7 +25,9 @@ type Server struct {
 	Service    *issuer.Service
 	History    History
 	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
-	Logger     *slog.Logger
+	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
+	SigningKeys SigningKeys
+	Logger      *slog.Logger
 
 	mux *http.ServeMux
 }
@@ -51,7 +54,10 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/rpc", s.handleRPC)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
-	s.mux.HandleFunc("GET /guard.wasm", s.handleGuardWasm)
+	for _, m := range modules.All() {
+		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
+	}
+	s.registerSigning()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }

@@ -41,6 +41,12 @@ type Config struct {
 	// SweepInterval is how often leases are checked for expiry; an expired
 	// lease emits its expire event within one interval.
 	SweepInterval time.Duration
+	// Signer, when set, signs every grant (see signing.go).
+	Signer Signer
+	// Verifier checks signatures presented to the server: reports that
+	// carry one, and fenced writes when RequireSignatures is set.
+	Verifier          *guard.Verifier
+	RequireSignatures bool
 }
 
 // Service is the lock authority. Its methods are safe for concurrent use.
@@ -70,6 +76,8 @@ type Service struct {
 
 	// queuedHook, when set by tests, runs after a waiter joins a queue.
 	queuedHook func(resourceID, holder string)
+
+	signed signedConfig // signing.go
 }
 
 type state struct {
@@ -129,6 +137,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 				"resource", r.ResourceID, "mark", r.CounterAlarm, "lastToken", r.LastToken)
 		}
 	}
+	s.signed = newSignedConfig(cfg)
 	go s.sweepLoop(cfg.SweepInterval)
 	go s.commitLoop()
 	return s
@@ -181,10 +190,8 @@ func (s *Service) lockForChange() error {
 	return nil
 }
 
-// Acquire grants the lock on resourceID to holder for lease, waiting up to
-// wait for it to become free. Every grant, re-entrant ones included, takes a
-// new token.
-func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
+// acquire is Acquire before signing.
+func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
 	if err := validateLock(resourceID, holder, lease); err != nil {
 		return fenceview.Grant{}, err
 	}
@@ -261,9 +268,8 @@ func (r waitResult) result(ok bool) (fenceview.Grant, error) {
 	return r.grant, r.err
 }
 
-// Renew extends holder's live lease on resourceID, keeping its token. A zero
-// lease renews for the lease length of the current grant.
-func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
+// renew is Renew before signing.
+func (s *Service) renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
 	if lease < 0 {
 		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
 	}
@@ -391,6 +397,7 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	if err := guard.ValidateToken(f.Token.Token); err != nil {
 		return guard.Decision{}, invalid(err)
 	}
+	verified := s.fenceVerified(f) // Ed25519 before the lock, not under it
 	if err := s.lockForChange(); err != nil {
 		return guard.Decision{}, err
 	}
@@ -401,6 +408,8 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	var d guard.Decision
 	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
 		d = guard.Decision{Reason: reason, Presented: token, Required: w.res.HighWaterMark}
+	} else if !verified {
+		d = guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: w.res.HighWaterMark}
 	} else if w.res.LastToken > 0 && token > w.res.LastToken {
 		d = guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: w.res.HighWaterMark}
 	} else {
@@ -423,6 +432,7 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 			return 0, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err))
 		}
 	}
+	reports = s.verifyReports(reports)
 	if err := s.lockForChange(); err != nil {
 		return 0, err
 	}
@@ -551,19 +561,11 @@ func validateLock(resourceID, holder string, lease time.Duration) error {
 	if err := guard.ValidateHolderID(holder); err != nil {
 		return invalid(err)
 	}
-	if lease <= 0 || lease > MaxLease {
-		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", MaxLease.Milliseconds())
+	if lease <= 0 || lease > fenceview.MaxLease {
+		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
 	return nil
 }
-
-// Bounds on what one request may ask for.
-const (
-	MaxLease     = 24 * time.Hour
-	MaxWait      = 5 * time.Minute
-	MaxSourceLen = 200
-	MaxReasonLen = 64
-)
 
 func validateReport(r fenceview.Report) error {
 	if err := guard.ValidateResourceID(r.ResourceID); err != nil {
@@ -575,11 +577,11 @@ func validateReport(r fenceview.Report) error {
 	if r.Required < 0 {
 		return fenceview.Errorf(fenceview.EINVALID, "required must not be negative")
 	}
-	if r.Source == "" || len(r.Source) > MaxSourceLen {
-		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", MaxSourceLen)
+	if r.Source == "" || len(r.Source) > fenceview.MaxSourceLen {
+		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", fenceview.MaxSourceLen)
 	}
-	if len(r.Reason) > MaxReasonLen {
-		return fenceview.Errorf(fenceview.EINVALID, "reason must be at most %d bytes", MaxReasonLen)
+	if len(r.Reason) > fenceview.MaxReasonLen {
+		return fenceview.Errorf(fenceview.EINVALID, "reason must be at most %d bytes", fenceview.MaxReasonLen)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/signing"
 )
 
 // ClusterConfig is cluster mode's part of Config.
@@ -35,12 +36,19 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 	if advertise == "" {
 		advertise = defaultAdvertise(s.ln.Addr().(*net.TCPAddr))
 	}
+	if cfg.SigningKeyFile != "" {
+		if s.Keys, err = signing.FromFile(cfg.SigningKeyFile); err != nil {
+			return err
+		}
+	}
 	s.Node, err = cluster.Start(ctx, cluster.Config{
 		Endpoints: cfg.Cluster.Etcd, Prefix: cfg.Cluster.Prefix, Advertise: advertise,
 		ElectionTTL: cfg.Cluster.ElectionTTL, Issuer: cfg.Issuer, History: s.DB,
 		Clock: cfg.Clock, Logger: cfg.Logger,
-		Serve: func(svc *issuer.Service) http.Handler {
+		SigningKeys: s.Keys, RequireSignatures: cfg.RequireSignatures,
+		Serve: func(svc *issuer.Service, keys *signing.Keyring) http.Handler {
 			api := httpapi.New(svc, s.DB, cfg.Logger)
+			api.SigningKeys = keys
 			api.AdminToken = cfg.AdminToken
 			dash := dashboard.New(svc, s.DB, cfg.Clock.Now)
 			dash.Logger = cfg.Logger

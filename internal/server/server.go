@@ -19,6 +19,7 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/demo"
 	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/signing"
 	"github.com/fenceview/fenceview/sqlite"
 )
 
@@ -29,9 +30,14 @@ type Config struct {
 	Issuer     string // empty: the id kept in the database
 	AdminToken string
 	Demo       bool // also run simulated clients
-	Clock      clock.Clock
-	Logger     *slog.Logger
-	Cluster    ClusterConfig // cluster mode when Cluster.Etcd is set
+	// SigningKeyFile: sign with this PEM Ed25519 key instead of the keys
+	// kept in the database. RequireSignatures: the server's own fence
+	// refuses unsigned tokens (bad-signature).
+	SigningKeyFile    string
+	RequireSignatures bool
+	Clock             clock.Clock
+	Logger            *slog.Logger
+	Cluster           ClusterConfig // cluster mode when Cluster.Etcd is set
 }
 
 // Server is a running fenceview.
@@ -40,6 +46,7 @@ type Server struct {
 	Service  *issuer.Service
 	API      *httpapi.Server
 	IssuerID string
+	Keys     *signing.Keyring
 	Node     *cluster.Node // cluster mode only; Service and API are then the leader's, per term
 
 	logger *slog.Logger
@@ -80,8 +87,18 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading history: %w", err)
 	}
-	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger})
+	if cfg.SigningKeyFile != "" {
+		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
+	} else {
+		s.Keys, err = signing.Open(ctx, s.DB, cfg.Clock.Now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger,
+		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures})
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
+	s.API.SigningKeys = s.Keys
 	s.API.AdminToken = cfg.AdminToken
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
