@@ -62,6 +62,8 @@ type Client struct {
 	clock Clock
 	lease time.Duration
 	rpc   *rpcPool // nil: every call is its own HTTP request
+	more  []string // WithURLs, parsed into nodes
+	nodes *nodes   // nil: one server
 }
 
 // Option configures a Client.
@@ -97,6 +99,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{base: u, clock: clock.Real{}, lease: DefaultLease}
 	for _, o := range opts {
 		o(c)
+	}
+	if err := c.parseNodes(); err != nil {
+		return nil, err
 	}
 	if c.lease < time.Millisecond || c.lease > 24*time.Hour {
 		return nil, invalid(fmt.Errorf("lease %v: want 1ms..24h", c.lease))
@@ -145,28 +150,36 @@ func (c *Client) call(ctx context.Context, method string, u *url.URL, header htt
 
 // callLimit is call reading at most limit bytes of the response.
 func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *url.URL, header http.Header, in, out any, errFor func(status int, body []byte, h http.Header) error) error {
-	var body io.Reader
+	var b []byte
 	if in != nil {
-		b, err := json.Marshal(in)
+		var err error
+		if b, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		var body io.Reader
+		if in != nil {
+			body = bytes.NewReader(b)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.at(u).String(), body)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
-	if err != nil {
-		return err
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Accept", "application/json")
+		if resp, err = c.hc.Do(req); err == nil {
+			break
+		}
+		if !c.failed(attempt, err) {
+			return err
+		}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit))

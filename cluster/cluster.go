@@ -64,8 +64,10 @@ type Config struct {
 	Issuer      string        // wanted issuer id; empty: the cluster's, created on first start
 	History     History
 	// Serve builds the handler that answers requests while this node leads,
-	// over the lock service and signing keys of that term.
-	Serve func(svc *issuer.Service, keys *signing.Keyring) http.Handler
+	// over the lock service and signing keys of that term. Reads of History
+	// must call sync first: the leader's copy runs a little behind its
+	// commits, and sync waits until it holds every event published.
+	Serve func(svc *issuer.Service, keys *signing.Keyring, sync func(context.Context) error) http.Handler
 	// SigningKeys, when set, are fixed keys (from a file) every node is
 	// given; otherwise the keys are the cluster's, kept in etcd.
 	SigningKeys       *signing.Keyring
@@ -328,16 +330,19 @@ func (n *Node) lead(ctx context.Context, el *concurrency.Election) error {
 		return fmt.Errorf("loading state: %w", err)
 	}
 	failed := make(chan error, 1)
-	st := &store{
-		cli: n.cli, keys: n.keys, leader: leading, history: n.cfg.History,
-		failed: func(err error) {
-			select {
-			case failed <- err:
-			default:
-			}
-		},
-		log: n.log.Warn,
+	fail := func(err error) {
+		select {
+		case failed <- err:
+		default:
+		}
 	}
+	local, err := n.cfg.History.MaxSeq(ctx)
+	if err != nil {
+		return err
+	}
+	lw := newLocalWriter(n.cfg.History, local, fail)
+	defer lw.close()
+	st := &store{cli: n.cli, keys: n.keys, leader: leading, local: lw, failed: fail, log: n.log.Warn}
 	keyring := n.cfg.SigningKeys
 	if keyring == nil {
 		if keyring, err = signing.Open(ctx, &signingStore{cli: n.cli, keys: n.keys, leading: leading}, n.cfg.Clock.Now); err != nil {
@@ -346,7 +351,10 @@ func (n *Node) lead(ctx context.Context, el *concurrency.Election) error {
 	}
 	svc := issuer.New(st, resources, seq, issuer.Config{Issuer: n.issuer, Clock: n.cfg.Clock, Logger: n.cfg.Logger,
 		Signer: keyring, Verifier: keyring.Verifier(), RequireSignatures: n.cfg.RequireSignatures})
-	n.current.Store(&term{svc: svc, handler: n.cfg.Serve(svc, keyring), key: el.Key(), rev: el.Rev(), leading: leading})
+	// Reads of the history wait until it holds every event published when
+	// they began.
+	sync := func(ctx context.Context) error { return lw.sync(ctx, svc.LastSeq()) }
+	n.current.Store(&term{svc: svc, handler: n.cfg.Serve(svc, keyring, sync), key: el.Key(), rev: el.Rev(), leading: leading})
 	n.log.Info("leading the cluster", "url", n.self.URL, "resources", len(resources), "lastSeq", seq)
 
 	trim := time.NewTicker(10 * time.Second)

@@ -50,12 +50,13 @@ var errDeposed = errors.New("cluster: no longer the leader; nothing was written"
 // store is the issuer's Store in cluster mode: every group commit is one or
 // more etcd transactions, each conditional on this node still holding its
 // election key. Committed events are then copied into this node's own
-// history (SQLite), which the followers fill from the event log instead.
+// history (SQLite) behind the commits (localWriter); the followers fill
+// theirs from the event log instead.
 type store struct {
-	cli     *clientv3.Client
-	keys    keys
-	leader  clientv3.Cmp // CreateRevision(election key) == the revision we won with
-	history History
+	cli    *clientv3.Client
+	keys   keys
+	leader clientv3.Cmp // CreateRevision(election key) == the revision we won with
+	local  *localWriter // copies committed events into this node's history
 	// failed is called once when a commit fails: the node must step down
 	// and reload, since memory and etcd may now disagree.
 	failed func(error)
@@ -76,13 +77,7 @@ func (st *store) Apply(ctx context.Context, resources []*fenceview.Resource, eve
 		}
 	}
 	if len(events) > 0 {
-		// etcd is the record; the local copy is history for reads. A
-		// failure here leaves a hole the node repairs by stepping down and
-		// catching up from the event log.
-		if err := st.history.Apply(ctx, nil, events); err != nil {
-			st.log("local history write failed; stepping down to catch up from the event log", "err", err)
-			st.failed(err)
-		}
+		st.local.add(events)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func campaign(t *testing.T, cli *clientv3.Client, k keys) (*concurrency.Session,
 		t.Fatal(err)
 	}
 	return sess, &store{
-		cli: cli, keys: k, history: &nopHistory{},
+		cli: cli, keys: k, local: newLocalWriter(&nopHistory{}, 0, func(error) {}),
 		leader: clientv3.Compare(clientv3.CreateRevision(el.Key()), "=", el.Rev()),
 		failed: func(error) {}, log: func(string, ...any) {},
 	}
@@ -82,7 +82,8 @@ func TestDeposedLeaderCommitsNothing(t *testing.T) {
 	if len(got) != 1 || got[0].LastToken != 2 || got[0].HighWaterMark != 0 {
 		t.Fatalf("state after the deposed commit: %+v", got)
 	}
-	if h := oldStore.history.(*nopHistory); len(h.events) != 1 {
+	oldStore.local.close()
+	if h := oldStore.local.history.(*nopHistory); len(h.events) != 1 {
 		t.Fatalf("the deposed leader recorded %d events in its history, want only its first", len(h.events))
 	}
 }

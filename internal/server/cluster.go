@@ -10,11 +10,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/signing"
+	"github.com/fenceview/fenceview/sqlite"
 )
 
 // ClusterConfig is cluster mode's part of Config.
@@ -46,11 +48,12 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		ElectionTTL: cfg.Cluster.ElectionTTL, Issuer: cfg.Issuer, History: s.DB,
 		Clock: cfg.Clock, Logger: cfg.Logger,
 		SigningKeys: s.Keys, RequireSignatures: cfg.RequireSignatures,
-		Serve: func(svc *issuer.Service, keys *signing.Keyring) http.Handler {
-			api := httpapi.New(svc, s.DB, cfg.Logger)
+		Serve: func(svc *issuer.Service, keys *signing.Keyring, sync func(context.Context) error) http.Handler {
+			history := syncedHistory{DB: s.DB, sync: sync}
+			api := httpapi.New(svc, history, cfg.Logger)
 			api.SigningKeys = keys
 			api.AdminToken = cfg.AdminToken
-			dash := dashboard.New(svc, s.DB, cfg.Clock.Now)
+			dash := dashboard.New(svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger
 			dash.Register(api)
 			return api
@@ -86,4 +89,37 @@ func defaultAdvertise(addr *net.TCPAddr) string {
 		}
 	}
 	return "http://" + net.JoinHostPort(host, strconv.Itoa(addr.Port))
+}
+
+// syncedHistory is the leader's history as its API and dashboard read it:
+// every read first waits until the local copy holds every event the lock
+// service has published, so it sees every acknowledged change.
+type syncedHistory struct {
+	*sqlite.DB
+	sync func(context.Context) error
+}
+
+func (h syncedHistory) Rejections(ctx context.Context, f fenceview.RejectionFilter) ([]fenceview.Event, error) {
+	if err := h.sync(ctx); err != nil {
+		return nil, unavailable(err)
+	}
+	return h.DB.Rejections(ctx, f)
+}
+
+func (h syncedHistory) EventsAfter(ctx context.Context, after int64, resourceID string, limit int) ([]fenceview.Event, error) {
+	if err := h.sync(ctx); err != nil {
+		return nil, unavailable(err)
+	}
+	return h.DB.EventsAfter(ctx, after, resourceID, limit)
+}
+
+func (h syncedHistory) ResourceEvents(ctx context.Context, resourceID string, limit int) ([]fenceview.Event, error) {
+	if err := h.sync(ctx); err != nil {
+		return nil, unavailable(err)
+	}
+	return h.DB.ResourceEvents(ctx, resourceID, limit)
+}
+
+func unavailable(err error) error {
+	return fenceview.Errorf(fenceview.EUNAVAILABLE, "history not available on this node now: %v", err)
 }
