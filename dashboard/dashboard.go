@@ -23,6 +23,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/web"
 )
@@ -54,6 +55,8 @@ type Handler struct {
 	History History
 	Now     func() time.Time // the service's clock, for lease countdowns
 	Logger  *slog.Logger
+	// Sessions, when set, log people in with a key (login.go).
+	Sessions Sessions
 
 	// A burst of stale writes: at least BurstThreshold stale-token
 	// rejections within BurstWindow raises a warning on every page.
@@ -119,6 +122,9 @@ func (h *Handler) Register(r Router) {
 	r.Handle("GET /rejections", http.HandlerFunc(h.rejections))
 	r.Handle("GET /rejections.csv", http.HandlerFunc(h.rejectionsCSV))
 	r.Handle("GET /static/", http.HandlerFunc(h.static))
+	r.Handle("GET /login", http.HandlerFunc(h.loginForm))
+	r.Handle("POST /login", http.HandlerFunc(h.login))
+	r.Handle("POST /logout", http.HandlerFunc(h.logout))
 }
 
 // assetURL is the URL of a static file with its content hash, so a new
@@ -181,14 +187,19 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 		BurstThreshold: h.BurstThreshold,
 		BurstWindowMs:  h.BurstWindow.Milliseconds(),
 	}
+	p := auth.FromContext(ctx)
+	m.User = p.Name
+	if p == auth.Everyone {
+		m.User = ""
+	}
 	for _, res := range h.Locks.Resources() {
-		if behind(res) {
+		if behind(res) && p.Sees(res.ResourceID) {
 			m.Behind = append(m.Behind, res)
 		}
 	}
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
-			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold,
+			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,
 		})
 		if err != nil {
 			h.Logger.Error("counting recent stale writes", "err", err)

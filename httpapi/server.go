@@ -3,12 +3,14 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/wasm/modules"
 )
@@ -20,21 +22,48 @@ type History interface {
 	Ping(ctx context.Context) error
 }
 
+// Service is the lock service the API serves (*issuer.Service implements
+// it): the calls the routes make, and nothing else.
+type Service interface {
+	Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error)
+	Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error)
+	Release(ctx context.Context, resourceID, holder string) (int, error)
+	ForceExpire(ctx context.Context, resourceID string) error
+	ResetCounter(ctx context.Context, resourceID string, floor int64) (fenceview.Resource, error)
+	Fence(ctx context.Context, f fenceview.Fence) (guard.Decision, error)
+	Report(ctx context.Context, reports []fenceview.Report) (int, error)
+	Lock(resourceID string) (fenceview.LockState, error)
+	Resource(resourceID string) (fenceview.Resource, error)
+	Resources() []fenceview.Resource
+	Subscribe(resourceID string, buffer int) *issuer.Subscription
+	Unsubscribe(sub *issuer.Subscription)
+	Metrics() issuer.Metrics
+	Issuer() string
+}
+
+var _ Service = (*issuer.Service)(nil)
+
 // Server is the HTTP face of a lock service.
 type Server struct {
-	Service    *issuer.Service
+	Service    Service
 	History    History
-	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
+	AdminToken string // when set and Auth is nil, auth is on with this token alone
 	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
 	SigningKeys SigningKeys
 	Logger      *slog.Logger
 
+	// Access control (access.go): nil Auth and no AdminToken is auth off.
+	Auth         Credentials
+	Sessions     SessionStore
+	AllowedHosts *HostList // with auth off, the Host names answered; nil: any
+
 	mux *http.ServeMux
+	adminState
 }
 
 // New returns a server with every API route registered. More routes (the
 // dashboard, the WebAssembly module) may be added with Handle before use.
-func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
+func New(svc Service, history History, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -58,6 +87,7 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
 	}
 	s.registerSigning()
+	s.registerKeys()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }
@@ -75,6 +105,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fenceview.Errorf(fenceview.EINTERNAL, "internal error"))
 		}
 	}()
+	r, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -82,7 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // would have matched, 404 otherwise, both as JSON.
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		if m == r.Method {
 			continue
 		}
@@ -100,14 +134,11 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such route: " + r.Method + " " + r.URL.Path})
 }
 
-// requireAdmin checks the admin bearer token when one is configured.
+// requireAdmin checks, again, what admit checked by the route: the caller
+// may manage the server.
 func (s *Server) requireAdmin(r *http.Request) error {
-	if s.AdminToken == "" {
-		return nil
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
-		return fenceview.Errorf(fenceview.EUNAUTHORIZED, "admin token required (Authorization: Bearer <token>)")
+	if !auth.FromContext(r.Context()).Allows(auth.Manage) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "admin only")
 	}
 	return nil
 }
@@ -119,6 +150,8 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case fenceview.EUNAUTHORIZED:
 		return http.StatusUnauthorized
+	case fenceview.EFORBIDDEN:
+		return http.StatusForbidden
 	case fenceview.ENOTFOUND:
 		return http.StatusNotFound
 	case fenceview.ECONFLICT:

@@ -211,7 +211,9 @@ func (c *ctxChecker) CheckContext(ctx context.Context, res string, tok int64) (g
 	return c.guard.Check(res, tok)
 }
 
-func (c *ctxChecker) Check(res string, tok int64) (guard.Decision, error) { return c.guard.Check(res, tok) }
+func (c *ctxChecker) Check(res string, tok int64) (guard.Decision, error) {
+	return c.guard.Check(res, tok)
+}
 
 func TestContextCheckerGetsRequestContext(t *testing.T) {
 	c := &ctxChecker{guard: guard.New()}

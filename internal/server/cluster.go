@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
@@ -31,9 +32,16 @@ type ClusterConfig struct {
 // while this node leads, over etcd; otherwise requests go to the leader.
 func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 	var err error
-	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+	if s.ln, err = s.listen(cfg); err != nil {
 		return err
 	}
+	// API keys and sessions are this node's for now (its own database);
+	// the admin token is the same on every node that is given it.
+	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
+		return err
+	}
+	s.Sessions = auth.NewSessions(s.Credentials, maxSessions, sessionTTL, cfg.Clock.Now)
+	hosts := httpapi.NewHostList(s.ln.Addr().String(), append([]string{cfg.Addr}, cfg.AllowedHosts...))
 	advertise := cfg.Cluster.Advertise
 	if advertise == "" {
 		advertise = defaultAdvertise(s.ln.Addr().(*net.TCPAddr))
@@ -52,9 +60,11 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			history := syncedHistory{DB: s.DB, sync: sync}
 			api := httpapi.New(svc, history, cfg.Logger)
 			api.SigningKeys = keys
-			api.AdminToken = cfg.AdminToken
+			api.Auth, api.Sessions = s.Credentials, s.Sessions
+			api.AllowedHosts = hosts
 			dash := dashboard.New(svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger
+			dash.Sessions = s.Sessions
 			dash.Register(api)
 			return api
 		},

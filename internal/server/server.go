@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
@@ -38,6 +39,8 @@ type Config struct {
 	Clock             clock.Clock
 	Logger            *slog.Logger
 	Cluster           ClusterConfig // cluster mode when Cluster.Etcd is set
+
+	Access // who may connect and how (access.go)
 }
 
 // Server is a running fenceview.
@@ -47,9 +50,14 @@ type Server struct {
 	API      *httpapi.Server
 	IssuerID string
 	Keys     *signing.Keyring
-	Node     *cluster.Node // cluster mode only; Service and API are then the leader's, per term
+	// Credentials are the API keys and the admin token; Sessions the
+	// dashboard's logins.
+	Credentials *auth.Keyring
+	Sessions    *auth.Sessions
+	Node        *cluster.Node // cluster mode only; Service and API are then the leader's, per term
 
 	logger *slog.Logger
+	tls    bool
 	ln     net.Listener
 	http   *http.Server
 	demo   *demo.Sim
@@ -76,17 +84,6 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if len(cfg.Cluster.Etcd) > 0 {
 		return s, s.startCluster(ctx, cfg)
 	}
-	if s.IssuerID, err = s.DB.Issuer(ctx, cfg.Issuer); err != nil {
-		return nil, fmt.Errorf("reading issuer id: %w", err)
-	}
-	resources, err := s.DB.Resources(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading resources: %w", err)
-	}
-	lastSeq, err := s.DB.MaxSeq(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading history: %w", err)
-	}
 	if cfg.SigningKeyFile != "" {
 		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
 	} else {
@@ -95,18 +92,27 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger,
-		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures})
-	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
-	s.API.SigningKeys = s.Keys
-	s.API.AdminToken = cfg.AdminToken
-	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
-	dash.Logger = cfg.Logger
-	dash.Register(s.API)
-
-	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
+		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures}); err != nil {
 		return nil, err
 	}
+	s.IssuerID = s.Service.Issuer()
+	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
+	s.API.SigningKeys = s.Keys
+	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
+		return nil, err
+	}
+	s.Sessions = auth.NewSessions(s.Credentials, maxSessions, sessionTTL, cfg.Clock.Now)
+	s.API.Auth, s.API.Sessions = s.Credentials, s.Sessions
+	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
+	dash.Logger = cfg.Logger
+	dash.Sessions = s.Sessions
+	dash.Register(s.API)
+
+	if s.ln, err = s.listen(cfg); err != nil {
+		return nil, err
+	}
+	s.API.AllowedHosts = httpapi.NewHostList(s.ln.Addr().String(), append([]string{cfg.Addr}, cfg.AllowedHosts...))
 	s.http = &http.Server{
 		Handler:           s.API,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -119,14 +125,14 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	if cfg.AdminToken == "" && !isLoopback(s.ln.Addr()) {
-		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token; anyone who can reach this address can force-expire locks and reset counters",
+		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token (--insecure-no-auth); anyone who can reach this address can take, release and poison every lock",
 			"addr", s.ln.Addr().String())
 	}
 	if cfg.Demo {
 		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
 	}
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
-		"resources", len(resources), "lastSeq", lastSeq)
+		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
 	return s, nil
 }
 
@@ -140,7 +146,11 @@ func (s *Server) URL() string {
 	if addr.IP.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
+	scheme := "http://"
+	if s.tls {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, fmt.Sprint(addr.Port))
 }
 
 // Close stops serving: waiters and streams are ended first (a waiter may
