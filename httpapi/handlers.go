@@ -153,7 +153,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"resourceId": resource, "reset": true, "lastToken": res.LastToken, "highWaterMark": res.HighWaterMark,
-		"nextToken": max(res.LastToken, res.HighWaterMark) + 1,
+		"nextToken": issuer.NextToken(res),
 	})
 }
 

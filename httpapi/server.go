@@ -41,6 +41,7 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.lockHandler((*Server).release))
 	s.mux.HandleFunc("POST /v1/locks/{resource}/expire", s.handleExpire)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/reset", s.handleReset)
+	s.mux.HandleFunc("POST /v1/locks/{resource}/recover", s.handleRecover)
 	s.mux.HandleFunc("GET /v1/locks/{resource}", s.handleLock)
 	s.mux.HandleFunc("POST /v1/fence/{resource}", s.handleFence)
 	s.mux.HandleFunc("POST /v1/decisions", s.handleDecisions)

@@ -16,6 +16,7 @@ package issuer
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math"
 	"sort"
@@ -360,8 +361,8 @@ func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return fenceview.Resource{}, invalid(err)
 	}
-	if floor <= 0 || floor == math.MaxInt64 {
-		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be a positive integer below 2^63-1")
+	if floor <= 0 || floor >= MaxIssued {
+		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be an integer from 1 to %d", MaxIssued-1)
 	}
 	if err := s.lockForChange(); err != nil {
 		return fenceview.Resource{}, err
@@ -406,7 +407,7 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	} else {
 		d = guard.Evaluate(w.res.HighWaterMark, token)
 	}
-	b.decide(w, d, f.Holder, f.Source, b.now)
+	b.decide(w, d, f.Holder, f.Source, b.now, false)
 	if err := s.finish(b); err != nil {
 		return guard.Decision{}, err
 	}
@@ -439,7 +440,7 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		if at.IsZero() {
 			at = b.now
 		}
-		b.decide(w, d, "", r.Source, at)
+		b.decide(w, d, "", r.Source, at, r.Proven)
 	}
 	if err := s.finish(b); err != nil {
 		return 0, err
@@ -616,12 +617,28 @@ func (s *Service) Sweep(ctx context.Context) {
 	}
 }
 
+// MaxIssued is the highest token a grant may take. 2^63-1 itself is never
+// reached by counting, so no arithmetic on a token can overflow.
+const MaxIssued = math.MaxInt64 - 1
+
 // nextToken is the token the next grant takes: above every token issued and
 // every high-water mark recorded for the resource.
 func nextToken(r *fenceview.Resource) (int64, error) {
 	top := max(r.LastToken, r.HighWaterMark)
-	if top == math.MaxInt64 {
-		return 0, fenceview.Errorf(fenceview.ECONFLICT, "tokens for %q are exhausted", r.ResourceID)
+	if top >= MaxIssued {
+		return 0, &fenceview.Error{Code: fenceview.ECONFLICT,
+			Message: fmt.Sprintf("tokens for %q are exhausted (last token %d, high-water mark %d); an admin can bring it back with POST /v1/locks/{resource}/recover",
+				r.ResourceID, r.LastToken, r.HighWaterMark),
+			Fields: map[string]any{"lastToken": r.LastToken, "highWaterMark": r.HighWaterMark}}
 	}
 	return top + 1, nil
+}
+
+// NextToken is the token the next grant on r would take, 0 when none can.
+func NextToken(r fenceview.Resource) int64 {
+	n, err := nextToken(&r)
+	if err != nil {
+		return 0
+	}
+	return n
 }

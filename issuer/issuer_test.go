@@ -268,8 +268,9 @@ func TestForceExpireFreesAndTokensKeepRising(t *testing.T) {
 func TestTokensSurviveRestartAndStayAboveTheMark(t *testing.T) {
 	h := newHarness(t)
 	g := acquire(t, h.Service, "r", "a", time.Second)
-	// A plugin reports a mark far above the issuer's counter.
-	if _, err := h.Report(ctx, []fenceview.Report{{ResourceID: "r", Token: 500, Accepted: true, Source: "plugin"}}); err != nil {
+	// A plugin reports a token far above the issuer's counter, proven
+	// (signed by this issuer): the counter takes it.
+	if _, err := h.Report(ctx, []fenceview.Report{{ResourceID: "r", Token: 500, Accepted: true, Source: "plugin", Proven: true}}); err != nil {
 		t.Fatal(err)
 	}
 	h.restart(t)

@@ -95,6 +95,7 @@
       case 'reject': return e.reason === 'stale-token' ? 'stale' : 'refused';
       case 'alarm': return 'alarm';
       case 'reset': return 'reset';
+      case 'recover': return 'recovered';
     }
     return String(e.type);
   }
@@ -116,6 +117,8 @@
         return e.reason + ': mark ' + (e.token || 0) + ' above the last token issued, ' + e.required + from(e.source);
       case 'reset':
         return 'token counter raised to ' + (e.token || 0) + ' (floor ' + e.required + ') by ' + (e.source || '');
+      case 'recover':
+        return 'recovered by ' + (e.source || '') + ': counter ' + e.required + ' \u2192 ' + (e.token || 0) + ', mark ' + e.presented + ' \u2192 \u2264 ' + (e.token || 0);
     }
     return '';
   }
