@@ -12,6 +12,7 @@ const (
 	ENOTFOUND     = "not_found"    // no such thing
 	EUNAUTHORIZED = "unauthorized" // admin token missing or wrong
 	ETOOLARGE     = "too_large"    // a body or batch over its limit
+	ELIMIT        = "limit"        // a server limit reached (resources, waiters, connections); nothing changed
 	EUNAVAILABLE  = "unavailable"  // the durable record could not be written
 	EINTERNAL     = "internal"     // a bug or an unexpected failure
 )

@@ -120,6 +120,8 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case fenceview.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
+	case fenceview.ELIMIT:
+		return http.StatusTooManyRequests
 	case fenceview.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
 	default:

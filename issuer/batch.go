@@ -23,6 +23,8 @@ type batch struct {
 	rejected                             map[string]int
 	alarms                               []fenceview.Resource
 
+	created map[string]bool // resources this batch may create, for MaxResources
+
 	prev []preimage // what applyLocked replaced, to undo a failed commit
 	done chan error // the committer's verdict
 }
@@ -50,6 +52,31 @@ func (b *batch) get(id string) *state {
 	b.working[id] = w
 	b.order = append(b.order, w)
 	return w
+}
+
+// admit checks that the batch may touch id: a known resource always, a new
+// one only with an id that reads as it compares and while the service is
+// under its resource limit.
+func (b *batch) admit(id string) error {
+	if _, ok := b.s.resources[id]; ok {
+		return nil
+	}
+	if _, ok := b.working[id]; ok || b.created[id] {
+		return nil
+	}
+	if err := ValidateNewID(id); err != nil {
+		return err
+	}
+	if len(b.s.resources)+len(b.created) >= b.s.limits.MaxResources {
+		return fenceview.Errorf(fenceview.ELIMIT,
+			"the server knows %d resources, its limit (--max-resources); %q would be one more. Known resources are still served",
+			b.s.limits.MaxResources, id)
+	}
+	if b.created == nil {
+		b.created = make(map[string]bool)
+	}
+	b.created[id] = true
+	return nil
 }
 
 func (b *batch) event(e fenceview.Event) {

@@ -42,7 +42,20 @@ type Config struct {
 	// SweepInterval is how often leases are checked for expiry; an expired
 	// lease emits its expire event within one interval.
 	SweepInterval time.Duration
+	// MaxResources bounds the resources the service knows (default
+	// DefaultMaxResources): a change that would create one more is
+	// refused, and the known ones keep being served.
+	MaxResources int
+	// MaxWaiters bounds the acquires waiting for a lock at once, across
+	// every client (default DefaultMaxWaiters).
+	MaxWaiters int
 }
+
+// Defaults of the limits in Config.
+const (
+	DefaultMaxResources = 1_000_000
+	DefaultMaxWaiters   = 10_000
+)
 
 // Service is the lock authority. Its methods are safe for concurrent use.
 type Service struct {
@@ -50,6 +63,7 @@ type Service struct {
 	clock  clock.Clock
 	issuer string
 	log    *slog.Logger
+	limits Config
 
 	mu        sync.Mutex
 	resources map[string]*state
@@ -101,11 +115,18 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 250 * time.Millisecond
 	}
+	if cfg.MaxResources <= 0 {
+		cfg.MaxResources = DefaultMaxResources
+	}
+	if cfg.MaxWaiters <= 0 {
+		cfg.MaxWaiters = DefaultMaxWaiters
+	}
 	s := &Service{
 		store:      store,
 		clock:      cfg.Clock,
 		issuer:     cfg.Issuer,
 		log:        cfg.Logger,
+		limits:     cfg,
 		resources:  make(map[string]*state, len(resources)),
 		held:       make(map[string]*state),
 		seq:        lastSeq,
@@ -197,9 +218,19 @@ func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease,
 		return fenceview.Grant{}, err
 	}
 	b := s.begin()
+	if err := b.admit(resourceID); err != nil {
+		s.mu.Unlock()
+		return fenceview.Grant{}, err
+	}
 	w := b.get(resourceID)
 	b.expireIfDue(w)
 	if w.res.Holder == holder || (w.res.Holder == "" && len(w.waiters) == 0) {
+		if w.res.Holder != holder {
+			if err := ValidateNewID(holder); err != nil {
+				s.mu.Unlock()
+				return fenceview.Grant{}, err
+			}
+		}
 		g, err := b.grant(w, holder, lease.Milliseconds())
 		if err != nil {
 			s.mu.Unlock()
@@ -213,6 +244,17 @@ func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease,
 			return fenceview.Grant{}, err
 		}
 		return fenceview.Grant{}, held
+	}
+	if s.waiting >= s.limits.MaxWaiters {
+		if err := s.finish(b); err != nil {
+			return fenceview.Grant{}, err
+		}
+		return fenceview.Grant{}, fenceview.Errorf(fenceview.ELIMIT,
+			"%d acquires are already waiting, the server's limit; retry later, or acquire with waitMs 0", s.limits.MaxWaiters)
+	}
+	if err := ValidateNewID(holder); err != nil {
+		s.mu.Unlock()
+		return fenceview.Grant{}, err
 	}
 	wt := &waiter{holder: holder, leaseMs: lease.Milliseconds(), result: make(chan waitResult, 1)}
 	w.waiters = append(w.waiters, wt)
@@ -368,6 +410,10 @@ func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int
 		return fenceview.Resource{}, err
 	}
 	b := s.begin()
+	if err := b.admit(resourceID); err != nil {
+		s.mu.Unlock()
+		return fenceview.Resource{}, err
+	}
 	w := b.get(resourceID)
 	w.res.LastToken = max(w.res.LastToken, floor)
 	w.res.CounterAlarm = 0
@@ -392,10 +438,24 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	if err := guard.ValidateToken(f.Token.Token); err != nil {
 		return guard.Decision{}, invalid(err)
 	}
+	if f.Source != "" {
+		if err := ValidateSource(f.Source); err != nil {
+			return guard.Decision{}, err
+		}
+	}
+	if f.Holder != "" {
+		if err := ValidateNewID(f.Holder); err != nil {
+			return guard.Decision{}, err
+		}
+	}
 	if err := s.lockForChange(); err != nil {
 		return guard.Decision{}, err
 	}
 	b := s.begin()
+	if err := b.admit(f.ResourceID); err != nil {
+		s.mu.Unlock()
+		return guard.Decision{}, err
+	}
 	w := b.get(f.ResourceID)
 	b.expireIfDue(w)
 	token := f.Token.Token
@@ -419,8 +479,9 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 // nothing. An accepted token, or a refusal's required token, raises the
 // resource's high-water mark as known to the server.
 func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, error) {
+	now := s.clock.Now()
 	for i, r := range reports {
-		if err := validateReport(r); err != nil {
+		if err := validateReport(r, now); err != nil {
 			return 0, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err))
 		}
 	}
@@ -428,6 +489,12 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		return 0, err
 	}
 	b := s.begin()
+	for i, r := range reports {
+		if err := b.admit(r.ResourceID); err != nil {
+			s.mu.Unlock()
+			return 0, &fenceview.Error{Code: fenceview.ErrorCode(err), Message: fmt.Sprintf("decisions[%d]: %s", i, fenceview.ErrorMessage(err))}
+		}
+	}
 	for _, r := range reports {
 		w := b.get(r.ResourceID)
 		d := guard.Decision{Accepted: r.Accepted, Reason: r.Reason, Presented: r.Token, Required: r.Required}
@@ -566,7 +633,7 @@ const (
 	MaxReasonLen = 64
 )
 
-func validateReport(r fenceview.Report) error {
+func validateReport(r fenceview.Report, now time.Time) error {
 	if err := guard.ValidateResourceID(r.ResourceID); err != nil {
 		return invalid(err)
 	}
@@ -576,11 +643,16 @@ func validateReport(r fenceview.Report) error {
 	if r.Required < 0 {
 		return fenceview.Errorf(fenceview.EINVALID, "required must not be negative")
 	}
-	if r.Source == "" || len(r.Source) > MaxSourceLen {
-		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", MaxSourceLen)
+	if err := ValidateSource(r.Source); err != nil {
+		return err
 	}
-	if len(r.Reason) > MaxReasonLen {
-		return fenceview.Errorf(fenceview.EINVALID, "reason must be at most %d bytes", MaxReasonLen)
+	if r.Reason != "" {
+		if err := ValidateReason(r.Reason); err != nil {
+			return err
+		}
+	}
+	if !r.At.IsZero() {
+		return checkAt(r.At, now)
 	}
 	return nil
 }
