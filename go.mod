@@ -7,6 +7,8 @@ require (
 	github.com/a-h/templ v0.3.1100
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/chromedp/chromedp v0.23.1
+	github.com/gofrs/flock v0.13.2
+	github.com/google/btree v1.1.3
 	github.com/gorilla/websocket v1.5.3
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53

@@ -40,7 +40,10 @@ type ResourceRow struct {
 // OverviewData is the overview page.
 type OverviewData struct {
 	Meta
-	Rows                     []ResourceRow
+	Rows                     []ResourceRow     // one page
+	Total                    int               // resources known
+	Prefix, NextURL          string            // the page's filter; the next page, "" when none
+	Paged                    bool              // Rows is not every resource
 	Feed                     []fenceview.Event // newest first
 	Refusals                 []fenceview.Event // the latest rejections
 	Held, Accepted, Rejected int64
@@ -53,16 +56,34 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	d := OverviewData{Meta: h.meta(r.Context(), "Overview", "overview")}
 	d.Page, d.LastSeq = "overview", last
 	now := h.Now()
-	for _, res := range h.Locks.Resources() {
+	// One page of resources, never all of them: a server may know a
+	// million.
+	q := r.URL.Query()
+	d.Prefix = q.Get("prefix")
+	after := ""
+	if d.Prefix != "" || q.Get("cursor") != "" {
+		pq, err := httpapi.ParseResourcePage(q)
+		if err != nil {
+			h.errorPage(w, r, http.StatusBadRequest, "Bad page", fenceview.ErrorMessage(err))
+			return
+		}
+		after, d.Paged = pq.After, true
+	}
+	page, more := h.Locks.ResourcePage(d.Prefix, after, resourcesShown)
+	for _, res := range page {
 		row := ResourceRow{Resource: res}
 		if res.Holder != "" {
 			row.RemainingMs = max(res.ExpiresAt.Sub(now).Milliseconds(), 0)
-			d.Held++
 		}
-		d.Accepted += res.Accepted
-		d.Rejected += res.Rejected
 		d.Rows = append(d.Rows, row)
 	}
+	if more {
+		d.Paged = true
+		d.NextURL = "/?" + url.Values{"prefix": {d.Prefix}, "cursor": {httpapi.ResourceCursor(page[len(page)-1].ResourceID)}}.Encode()
+	}
+	var held int
+	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals()
+	d.Held = int64(held)
 	if h.FeedSize > 0 && last > 0 {
 		events, err := h.History.EventsAfter(r.Context(), max(last-int64(h.FeedSize), 0), "", h.FeedSize)
 		if err != nil {
@@ -87,6 +108,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, r, http.StatusOK, Overview(d))
 }
+
+// resourcesShown is the overview's page of resources; behindShown bounds
+// the warning's list of resources whose counter is behind.
+const (
+	resourcesShown = 100
+	behindShown    = 20
+)
 
 // refusalsShown is the length of the overview's "latest refusals" list;
 // app.js keeps it the same.
@@ -166,7 +194,8 @@ var knownReasons = []string{guard.ReasonStale, guard.ReasonUnissued, guard.Reaso
 func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
 	d := RejectionsData{Meta: h.meta(r.Context(), "Rejections", "rejections"), Reasons: knownReasons}
 	d.Page = "rejections"
-	for _, res := range h.Locks.Resources() {
+	suggest, _ := h.Locks.ResourcePage("", "", resourcesShown)
+	for _, res := range suggest {
 		d.Resources = append(d.Resources, res.ResourceID)
 	}
 	q := r.URL.Query()

@@ -100,6 +100,7 @@ func (s *Server) lockHandler(op func(*Server, context.Context, string, lockReque
 			s.writeError(w, r, err)
 			return
 		}
+		s.allowWait(w, time.Duration(req.WaitMs.Value)*time.Millisecond)
 		status, body := op(s, r.Context(), resource, req)
 		writeJSON(w, status, body)
 	}
@@ -328,15 +329,6 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"recorded": n})
-}
-
-func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
-	all := s.Service.Resources()
-	out := make([]resourceBody, 0, len(all))
-	for _, res := range all {
-		out = append(out, resourceWire(res))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"resources": out})
 }
 
 func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/issuer"
@@ -25,6 +27,14 @@ type Server struct {
 	History    History
 	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
 	Logger     *slog.Logger
+	// MaxWebsockets caps the open event streams and RPC connections
+	// together (default DefaultMaxWebsockets).
+	MaxWebsockets int
+	// RequestTimeout is the http.Server's read and write timeout; a
+	// waiting acquire gets its wait on top. Zero: none.
+	RequestTimeout time.Duration
+
+	websockets atomic.Int64
 
 	mux *http.ServeMux
 }

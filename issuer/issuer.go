@@ -20,8 +20,11 @@ import (
 	"log/slog"
 	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/btree"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
@@ -71,7 +74,8 @@ type Service struct {
 	seq       int64             // last event sequence number assigned
 	published int64             // last event sequence number durable and published
 	waiting   int
-	alarmed   int // resources with a counter alarm
+	alarmed   map[string]*state     // resources with a counter alarm
+	ids       *btree.BTreeG[string] // every known resource id, in order, for paging
 	subs      map[*Subscription]struct{}
 	closed    bool
 	queue     []*batch // applied in memory, waiting for the committer
@@ -129,6 +133,8 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		limits:     cfg,
 		resources:  make(map[string]*state, len(resources)),
 		held:       make(map[string]*state),
+		alarmed:    make(map[string]*state),
+		ids:        btree.NewOrderedG[string](32),
 		seq:        lastSeq,
 		published:  lastSeq,
 		subs:       make(map[*Subscription]struct{}),
@@ -145,8 +151,9 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		if r.Holder != "" {
 			s.held[r.ResourceID] = st
 		}
+		s.ids.ReplaceOrInsert(r.ResourceID)
 		if r.CounterAlarm > 0 {
-			s.alarmed++
+			s.alarmed[r.ResourceID] = st
 			s.log.Warn("ALARM: token counter behind a recorded high-water mark; reset it deliberately",
 				"resource", r.ResourceID, "mark", r.CounterAlarm, "lastToken", r.LastToken)
 		}
@@ -556,16 +563,77 @@ func (s *Service) Resource(resourceID string) (fenceview.Resource, error) {
 	return s.view(st), nil
 }
 
-// Resources returns every known resource, ordered by id.
+// Resources returns every known resource, ordered by id. With many
+// resources, page them instead (ResourcePage).
 func (s *Service) Resources() []fenceview.Resource {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make([]fenceview.Resource, 0, len(s.resources))
-	for _, st := range s.resources {
-		out = append(out, s.view(st))
-	}
-	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].ResourceID < out[j].ResourceID })
+	s.ids.Ascend(func(id string) bool {
+		out = append(out, s.view(s.resources[id]))
+		return true
+	})
 	return out
+}
+
+// ResourcePage returns up to limit resources whose ids start with prefix
+// and sort after the id after ("" for the first page), ordered by id, and
+// whether more follow. It costs about one page, however many resources
+// there are.
+func (s *Service) ResourcePage(prefix, after string, limit int) (page []fenceview.Resource, more bool) {
+	limit = max(limit, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids.AscendGreaterOrEqual(max(prefix, after), func(id string) bool {
+		if !strings.HasPrefix(id, prefix) {
+			return false
+		}
+		if id == after {
+			return true
+		}
+		if len(page) == limit {
+			more = true
+			return false
+		}
+		page = append(page, s.view(s.resources[id]))
+		return true
+	})
+	return page, more
+}
+
+// Totals sums every resource: how many, how many held now, and the fenced
+// writes they accepted and refused.
+func (s *Service) Totals() (resources, held int, accepted, rejected int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	for _, st := range s.resources {
+		accepted += st.res.Accepted
+		rejected += st.res.Rejected
+	}
+	for _, st := range s.held {
+		if st.res.ExpiresAt.After(now) {
+			held++
+		}
+	}
+	return len(s.resources), held, accepted, rejected
+}
+
+// Alarmed returns up to limit resources whose counter alarm is raised,
+// ordered by id, and how many there are.
+func (s *Service) Alarmed(limit int) ([]fenceview.Resource, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.alarmed))
+	for id := range s.alarmed {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]fenceview.Resource, 0, min(limit, len(ids)))
+	for _, id := range ids[:min(limit, len(ids))] {
+		out = append(out, s.view(s.alarmed[id]))
+	}
+	return out, len(ids)
 }
 
 // view is a resource as readers see it: an expired lease shows no holder.

@@ -62,7 +62,7 @@ func (s *Service) Metrics() Metrics {
 		Resources:     len(s.resources),
 		Held:          len(s.held),
 		LastSeq:       s.seq,
-		CounterAlarms: s.alarmed,
+		CounterAlarms: len(s.alarmed),
 		AlarmsRaised:  s.metrics.alarms.Load(),
 		Resets:        s.metrics.resets.Load(),
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -52,6 +53,12 @@ type Main struct {
 	AdminToken string
 	Demo       bool // also run simulated clients (internal/demo)
 
+	// Limits (docs/security.md).
+	MaxResources   int
+	MaxWaiters     int
+	MaxWebsockets  int
+	RequestTimeout time.Duration
+
 	Clock  clock.Clock
 	Logger *slog.Logger
 
@@ -69,6 +76,11 @@ func NewMain() *Main {
 		DBPath: "fenceview.db",
 		Clock:  clock.Real{},
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+
+		MaxResources:   issuer.DefaultMaxResources,
+		MaxWaiters:     issuer.DefaultMaxWaiters,
+		MaxWebsockets:  httpapi.DefaultMaxWebsockets,
+		RequestTimeout: httpapi.DefaultRequestTimeout,
 	}
 }
 
@@ -81,6 +93,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.Issuer, "issuer", m.Issuer, "issuer id in token envelopes (default: kept in the database, created on first start)")
 	fs.StringVar(&m.AdminToken, "admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "bearer token required by admin routes (env FENCEVIEW_ADMIN_TOKEN)")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
+	fs.IntVar(&m.MaxResources, "max-resources", m.MaxResources, "resources the server may know; a request that would create one more is refused (429)")
+	fs.IntVar(&m.MaxWaiters, "max-waiters", m.MaxWaiters, "acquires that may wait for a lock at once, across all clients")
+	fs.IntVar(&m.MaxWebsockets, "max-websockets", m.MaxWebsockets, "open event streams and RPC connections, together")
+	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
 		fs.PrintDefaults()
@@ -90,6 +106,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if m.MaxResources < 1 || m.MaxWaiters < 1 || m.MaxWebsockets < 1 || m.RequestTimeout < time.Second {
+		return fmt.Errorf("--max-resources, --max-waiters and --max-websockets must be at least 1, --request-timeout at least 1s")
 	}
 	// Simulated history stays out of a real database unless asked for.
 	dbSet := false
@@ -105,6 +124,7 @@ func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
 		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger,
+		MaxResources: m.MaxResources, MaxWaiters: m.MaxWaiters, MaxWebsockets: m.MaxWebsockets, RequestTimeout: m.RequestTimeout,
 	})
 	if err != nil {
 		return err

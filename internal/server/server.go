@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gofrs/flock"
+
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -30,6 +32,12 @@ type Config struct {
 	Demo       bool // also run simulated clients
 	Clock      clock.Clock
 	Logger     *slog.Logger
+
+	// Limits; zero values take the defaults of issuer and httpapi.
+	MaxResources   int
+	MaxWaiters     int
+	MaxWebsockets  int
+	RequestTimeout time.Duration
 }
 
 // Server is a running fenceview.
@@ -42,6 +50,7 @@ type Server struct {
 	logger *slog.Logger
 	ln     net.Listener
 	http   *http.Server
+	dbLock *flock.Flock
 	demo   *demo.Sim
 }
 
@@ -60,6 +69,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			s.Close()
 		}
 	}()
+	if s.dbLock, err = lockDB(cfg.DBPath); err != nil {
+		return nil, err
+	}
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
@@ -74,9 +86,14 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading history: %w", err)
 	}
-	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger})
+	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger,
+		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters})
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
 	s.API.AdminToken = cfg.AdminToken
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
+	}
+	s.API.MaxWebsockets, s.API.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
 	dash.Register(s.API)
@@ -90,6 +107,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	// Whole requests and answers are bounded too (a body sent a byte at a
+	// time, an answer nobody reads); websockets set their own deadlines,
+	// and a waiting acquire gets its wait on top.
+	s.http.ReadTimeout, s.http.WriteTimeout = cfg.RequestTimeout, cfg.RequestTimeout
 	go func() {
 		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			cfg.Logger.Error("http server", "err", err)
@@ -141,6 +162,10 @@ func (s *Server) Close() error {
 	}
 	if s.DB != nil {
 		errs = append(errs, s.DB.Close())
+	}
+	if s.dbLock != nil {
+		errs = append(errs, s.dbLock.Unlock())
+		s.dbLock = nil
 	}
 	return errors.Join(errs...)
 }

@@ -294,8 +294,17 @@
     if (cls !== undefined) td.className = cls;
   }
 
+  // A paged table shows some resources only: others are not added to it,
+  // and the totals the server rendered stay (they count every resource).
+  function tablePaged() {
+    var t = document.querySelector('table[data-testid="resources"]');
+    return t !== null && t.hasAttribute('data-paged');
+  }
+
   function updateRow(r, lock) {
-    var tr = findRow(r.resourceId) || newRow(r.resourceId);
+    var tr = findRow(r.resourceId);
+    if (!tr && tablePaged()) { setBehind(r); return; }
+    tr = tr || newRow(r.resourceId);
     var cell = function (c) { return tr.querySelector('td[data-col="' + c + '"]'); };
     var behindNow = isBehind(r);
     tr.classList.toggle('is-behind', behindNow);
@@ -319,6 +328,7 @@
   }
 
   function updateStats() {
+    if (tablePaged()) return;
     var rows = document.querySelectorAll('tr[data-testid="resource-row"]');
     var held = 0, acc = 0, rej = 0;
     rows.forEach(function (tr) {
