@@ -113,8 +113,11 @@ type Report struct {
 	Reason     string
 	Source     string
 	At         time.Time
-	// Proven says the token's signature by this issuer's key was verified:
-	// the token was really issued here, so it may raise the counter.
+	// Signature is the token's signature as the guard received it, if any.
+	Signature string
+	// Proven is set by the issuer, never from input: Signature is a valid
+	// signature of this issuer's keys for ResourceID and Token, so the token
+	// was really issued (contract v2, token safety).
 	Proven bool
 }
 

@@ -211,13 +211,6 @@ func (m *Mutex) Context() context.Context {
 // Done is Context().Done().
 func (m *Mutex) Done() <-chan struct{} { return m.Context().Done() }
 
-// Token returns the token of the latest grant of the current hold, 0 when
-// the lock is not held by this Mutex. With re-entrant grants that is the
-// innermost one: keep the token Lock returned at the outermost level.
-func (m *Mutex) Token() int64 {
-	return m.Fencing().Token
-}
-
 // Fencing returns the token envelope (token, issuer, scope, issue time) of
 // the latest grant, the zero Token when not held; for Client.FenceToken and
 // guards that check issuer and scope.

@@ -38,6 +38,8 @@ type rpcRequest struct {
 	Token    int64  `json:"token,omitempty"`
 	Issuer   string `json:"issuer,omitempty"`
 	Scope    string `json:"scope,omitempty"`
+	// Signature of Token, for a server with --require-signatures.
+	Signature string `json:"signature,omitempty"`
 }
 
 type rpcAnswer struct {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/httpapi"
 )
 
 // Meta is what the page frame needs.
@@ -62,7 +61,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	d.Prefix = q.Get("prefix")
 	after := ""
 	if d.Prefix != "" || q.Get("cursor") != "" {
-		pq, err := httpapi.ParseResourcePage(q)
+		pq, err := fenceview.ParseResourcePage(q)
 		if err != nil {
 			h.errorPage(w, r, http.StatusBadRequest, "Bad page", fenceview.ErrorMessage(err))
 			return
@@ -79,7 +78,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	if more {
 		d.Paged = true
-		d.NextURL = "/?" + url.Values{"prefix": {d.Prefix}, "cursor": {httpapi.ResourceCursor(page[len(page)-1].ResourceID)}}.Encode()
+		d.NextURL = "/?" + url.Values{"prefix": {d.Prefix}, "cursor": {fenceview.ResourceCursor(page[len(page)-1].ResourceID)}}.Encode()
 	}
 	var held int
 	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals()
@@ -302,7 +301,7 @@ func (h *Handler) parseFilter(q url.Values) (fenceview.RejectionFilter, error) {
 	if q.Get("limit") == "" {
 		q2.Set("limit", strconv.Itoa(h.PageSize))
 	}
-	return httpapi.ParseRejectionFilter(q2)
+	return fenceview.ParseRejectionFilter(q2)
 }
 
 // filterQuery is the query string of f, with a cursor unless before is zero.

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/issuer"
 )
 
 type recoverRequest struct {
@@ -24,7 +23,7 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req recoverRequest
-	if err := decode(w, r, &req, maxBody, false); err != nil {
+	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -40,6 +39,6 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"resourceId": resource, "recovered": true, "lastToken": res.LastToken, "highWaterMark": res.HighWaterMark,
-		"nextToken": issuer.NextToken(res),
+		"nextToken": fenceview.NextToken(res),
 	})
 }

@@ -14,13 +14,6 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// Limits on what a request may carry.
-const (
-	maxBody          = 64 << 10 // lock and fence requests
-	maxDecisionsBody = 1 << 20  // a plugin's batch of decisions
-	maxDecisions     = 1000
-)
-
 // wireTime is a time as the API writes it: null when zero.
 type wireTime time.Time
 
@@ -168,13 +161,18 @@ type fencingBody struct {
 	Issuer   string   `json:"issuer"`
 	Scope    string   `json:"scope"`
 	IssuedAt wireTime `json:"issuedAt"`
+	// The issuer's Ed25519 signature of "fenceview/v1 <resource> <token>"
+	// and the id of the key that made it (contract v2, signed tokens).
+	KeyID     string `json:"keyId,omitempty"`
+	Signature string `json:"signature,omitempty"`
 }
 
 func grantWire(g fenceview.Grant) grantBody {
 	return grantBody{
 		ResourceID: g.ResourceID, Holder: g.Holder, HoldCount: g.HoldCount,
 		ExpiresAt: wireTime(g.ExpiresAt), LeaseMs: g.LeaseMs,
-		Fencing: fencingBody{Token: g.Fencing.Token, Issuer: g.Fencing.Issuer, Scope: g.Fencing.Scope, IssuedAt: wireTime(g.Fencing.IssuedAt)},
+		Fencing: fencingBody{Token: g.Fencing.Token, Issuer: g.Fencing.Issuer, Scope: g.Fencing.Scope, IssuedAt: wireTime(g.Fencing.IssuedAt),
+			KeyID: g.Fencing.KeyID, Signature: g.Fencing.Signature},
 	}
 }
 

@@ -27,8 +27,8 @@ const (
 // lowercase ASCII letters, digits, '-', '_' and '.', starting with a
 // letter (e.g. stale-token).
 func ValidateReason(s string) error {
-	if s == "" || len(s) > MaxReasonLen {
-		return fenceview.Errorf(fenceview.EINVALID, "reason must be 1..%d bytes", MaxReasonLen)
+	if s == "" || len(s) > fenceview.MaxReasonLen {
+		return fenceview.Errorf(fenceview.EINVALID, "reason must be 1..%d bytes", fenceview.MaxReasonLen)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -44,8 +44,8 @@ func ValidateReason(s string) error {
 // digit (so no spreadsheet reads it as a formula), e.g. api:10.0.0.7 or
 // plugin/orders-db.
 func ValidateSource(s string) error {
-	if s == "" || len(s) > MaxSourceLen {
-		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", MaxSourceLen)
+	if s == "" || len(s) > fenceview.MaxSourceLen {
+		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", fenceview.MaxSourceLen)
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]

@@ -18,7 +18,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -52,6 +51,12 @@ type Config struct {
 	// MaxWaiters bounds the acquires waiting for a lock at once, across
 	// every client (default DefaultMaxWaiters).
 	MaxWaiters int
+	// Signer, when set, signs every grant (see signing.go).
+	Signer Signer
+	// Verifier checks signatures presented to the server: reports that
+	// carry one, and fenced writes when RequireSignatures is set.
+	Verifier          *guard.Verifier
+	RequireSignatures bool
 }
 
 // Defaults of the limits in Config.
@@ -89,6 +94,8 @@ type Service struct {
 
 	// queuedHook, when set by tests, runs after a waiter joins a queue.
 	queuedHook func(resourceID, holder string)
+
+	signed signedConfig // signing.go
 }
 
 type state struct {
@@ -158,6 +165,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 				"resource", r.ResourceID, "mark", r.CounterAlarm, "lastToken", r.LastToken)
 		}
 	}
+	s.signed = newSignedConfig(cfg)
 	go s.sweepLoop(cfg.SweepInterval)
 	go s.commitLoop()
 	return s
@@ -210,10 +218,8 @@ func (s *Service) lockForChange() error {
 	return nil
 }
 
-// Acquire grants the lock on resourceID to holder for lease, waiting up to
-// wait for it to become free. Every grant, re-entrant ones included, takes a
-// new token.
-func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
+// acquire is Acquire before signing.
+func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
 	if err := validateLock(resourceID, holder, lease); err != nil {
 		return fenceview.Grant{}, err
 	}
@@ -311,9 +317,8 @@ func (r waitResult) result(ok bool) (fenceview.Grant, error) {
 	return r.grant, r.err
 }
 
-// Renew extends holder's live lease on resourceID, keeping its token. A zero
-// lease renews for the lease length of the current grant.
-func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
+// renew is Renew before signing.
+func (s *Service) renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
 	if lease < 0 {
 		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
 	}
@@ -410,8 +415,8 @@ func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return fenceview.Resource{}, invalid(err)
 	}
-	if floor <= 0 || floor >= MaxIssued {
-		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be an integer from 1 to %d", MaxIssued-1)
+	if floor <= 0 || floor >= fenceview.MaxIssued {
+		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be an integer from 1 to %d", fenceview.MaxIssued-1)
 	}
 	if err := s.lockForChange(); err != nil {
 		return fenceview.Resource{}, err
@@ -445,6 +450,7 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	if err := guard.ValidateToken(f.Token.Token); err != nil {
 		return guard.Decision{}, invalid(err)
 	}
+	verified := s.fenceVerified(f) // Ed25519 before the lock, not under it
 	if f.Source != "" {
 		if err := ValidateSource(f.Source); err != nil {
 			return guard.Decision{}, err
@@ -469,6 +475,8 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	var d guard.Decision
 	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
 		d = guard.Decision{Reason: reason, Presented: token, Required: w.res.HighWaterMark}
+	} else if !verified {
+		d = guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: w.res.HighWaterMark}
 	} else if w.res.LastToken > 0 && token > w.res.LastToken {
 		d = guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: w.res.HighWaterMark}
 	} else {
@@ -492,6 +500,7 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 			return 0, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err))
 		}
 	}
+	reports = s.verifyReports(reports)
 	if err := s.lockForChange(); err != nil {
 		return 0, err
 	}
@@ -645,7 +654,9 @@ func (s *Service) view(st *state) fenceview.Resource {
 	return r
 }
 
-// LastSeq returns the sequence number of the last durable event.
+// LastSeq returns the sequence number of the last durable event: every
+// event up to it is committed and published. Numbers already given to
+// changes still being committed are above it.
 func (s *Service) LastSeq() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -687,19 +698,11 @@ func validateLock(resourceID, holder string, lease time.Duration) error {
 	if err := guard.ValidateHolderID(holder); err != nil {
 		return invalid(err)
 	}
-	if lease <= 0 || lease > MaxLease {
-		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", MaxLease.Milliseconds())
+	if lease <= 0 || lease > fenceview.MaxLease {
+		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
 	return nil
 }
-
-// Bounds on what one request may ask for.
-const (
-	MaxLease     = 24 * time.Hour
-	MaxWait      = 5 * time.Minute
-	MaxSourceLen = 200
-	MaxReasonLen = 64
-)
 
 func validateReport(r fenceview.Report, now time.Time) error {
 	if err := guard.ValidateResourceID(r.ResourceID); err != nil {
@@ -757,28 +760,15 @@ func (s *Service) Sweep(ctx context.Context) {
 	}
 }
 
-// MaxIssued is the highest token a grant may take. 2^63-1 itself is never
-// reached by counting, so no arithmetic on a token can overflow.
-const MaxIssued = math.MaxInt64 - 1
-
 // nextToken is the token the next grant takes: above every token issued and
 // every high-water mark recorded for the resource.
 func nextToken(r *fenceview.Resource) (int64, error) {
 	top := max(r.LastToken, r.HighWaterMark)
-	if top >= MaxIssued {
+	if top >= fenceview.MaxIssued {
 		return 0, &fenceview.Error{Code: fenceview.ECONFLICT,
 			Message: fmt.Sprintf("tokens for %q are exhausted (last token %d, high-water mark %d); an admin can bring it back with POST /v1/locks/{resource}/recover",
 				r.ResourceID, r.LastToken, r.HighWaterMark),
 			Fields: map[string]any{"lastToken": r.LastToken, "highWaterMark": r.HighWaterMark}}
 	}
 	return top + 1, nil
-}
-
-// NextToken is the token the next grant on r would take, 0 when none can.
-func NextToken(r fenceview.Resource) int64 {
-	n, err := nextToken(&r)
-	if err != nil {
-		return 0
-	}
-	return n
 }

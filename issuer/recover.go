@@ -24,8 +24,8 @@ func (s *Service) Recover(ctx context.Context, resourceID string, to int64) (fen
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return fenceview.Resource{}, invalid(err)
 	}
-	if to < 0 || to >= MaxIssued {
-		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "token must be an integer from 0 to %d", MaxIssued-1)
+	if to < 0 || to >= fenceview.MaxIssued {
+		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "token must be an integer from 0 to %d", fenceview.MaxIssued-1)
 	}
 	if err := s.lockForChange(); err != nil {
 		return fenceview.Resource{}, err

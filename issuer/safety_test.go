@@ -8,6 +8,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
 func (h *harness) fence(t *testing.T, res string, token int64) guard.Decision {
@@ -86,18 +87,24 @@ func TestReportAboveLastIssuedMovesNeitherCounterNorMark(t *testing.T) {
 // signed-token seam: Report.Proven) was really issued, so it may raise the
 // counter, with the alarm.
 func TestProvenReportRaisesTheCounterWithAnAlarm(t *testing.T) {
-	h := newHarness(t)
-	acquire(t, h.Service, "r", "a", time.Minute)
-	if _, err := h.Report(ctx, []fenceview.Report{{ResourceID: "r", Token: 50, Accepted: true, Source: "g", Proven: true}}); err != nil {
+	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
+	s := newSignedService(t, v, false)
+	acquire(t, s, "r", "a", time.Minute)
+	if _, err := s.Report(ctx, []fenceview.Report{
+		{ResourceID: "r", Token: 60, Accepted: true, Source: "g", Proven: true}, // input cannot claim proof
+		{ResourceID: "r", Token: 50, Accepted: true, Source: "g", Signature: signedtest.Sign(t, signedtest.Old, "r", 50)},
+	}); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := h.Resource("r")
-	if res.LastToken != 50 || res.HighWaterMark != 50 || res.CounterAlarm != 50 {
-		t.Fatalf("resource after a proven report: %+v", res)
+	res, _ := s.Resource("r")
+	if res.LastToken != 50 || res.HighWaterMark != 50 || res.CounterAlarm != 60 {
+		t.Fatalf("resource after a signed report: %+v", res)
 	}
-	h.clock.Advance(2 * time.Minute)
-	if g := acquire(t, h.Service, "r", "b", time.Minute); g.Fencing.Token != 51 {
-		t.Fatalf("grant after a proven report = %d, want 51", g.Fencing.Token)
+	if _, err := s.Release(ctx, "r", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if g := acquire(t, s, "r", "b", time.Minute); g.Fencing.Token != 51 {
+		t.Fatalf("grant after a signed report = %d, want 51", g.Fencing.Token)
 	}
 }
 
@@ -123,22 +130,22 @@ func TestReportAtOrBelowLastIssuedMovesTheMark(t *testing.T) {
 // refused with a message naming the recovery call, and nothing changes.
 func TestTokensNeverReachTheMaximumByCounting(t *testing.T) {
 	h := newHarness(t)
-	for _, floor := range []int64{0, -1, MaxIssued, math.MaxInt64} {
+	for _, floor := range []int64{0, -1, fenceview.MaxIssued, math.MaxInt64} {
 		_, err := h.ResetCounter(ctx, "r", floor)
 		wantCode(t, err, fenceview.EINVALID)
 	}
-	if _, err := h.ResetCounter(ctx, "r", MaxIssued-1); err != nil {
+	if _, err := h.ResetCounter(ctx, "r", fenceview.MaxIssued-1); err != nil {
 		t.Fatal(err)
 	}
-	if g := acquire(t, h.Service, "r", "a", time.Minute); g.Fencing.Token != MaxIssued {
-		t.Fatalf("last grant = %d, want %d", g.Fencing.Token, MaxIssued)
+	if g := acquire(t, h.Service, "r", "a", time.Minute); g.Fencing.Token != fenceview.MaxIssued {
+		t.Fatalf("last grant = %d, want %d", g.Fencing.Token, fenceview.MaxIssued)
 	}
 	_, err := h.Acquire(ctx, "r", "a", time.Minute, 0)
 	wantCode(t, err, fenceview.ECONFLICT)
 	if !strings.Contains(err.Error(), "exhausted") || !strings.Contains(err.Error(), "/recover") {
 		t.Fatalf("exhausted error: %v", err)
 	}
-	if ls, _ := h.Lock("r"); ls.Token != MaxIssued || ls.HoldCount != 1 {
+	if ls, _ := h.Lock("r"); ls.Token != fenceview.MaxIssued || ls.HoldCount != 1 {
 		t.Fatalf("lock after the refused grant: %+v", ls)
 	}
 }
@@ -188,7 +195,7 @@ func TestRecoverGuardsLiveHoldersAndBadInput(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		acquire(t, h.Service, "r", "a", time.Minute)
 	}
-	for _, bad := range []int64{-1, MaxIssued, math.MaxInt64} {
+	for _, bad := range []int64{-1, fenceview.MaxIssued, math.MaxInt64} {
 		_, err := h.Recover(ctx, "r", bad)
 		wantCode(t, err, fenceview.EINVALID)
 	}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"io/fs"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 func TestMigrationsApplyOnceAndIssuerIsStable(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "f.db")
+	// Every embedded migration once, however many there are.
+	files, _ := fs.Glob(migrationFS, "migration/*.sql")
 	var first string
 	for i := 0; i < 2; i++ {
 		db, err := Open(ctx, path)
@@ -19,7 +22,7 @@ func TestMigrationsApplyOnceAndIssuerIsStable(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n int
-		if err := db.read.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 3 {
+		if err := db.read.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(files) || n < 3 {
 			t.Fatalf("open %d: %d migrations recorded, %v", i, n, err)
 		}
 		id, err := db.Issuer(ctx, "")

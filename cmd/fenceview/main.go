@@ -52,6 +52,10 @@ type Main struct {
 	Issuer     string
 	AdminToken string
 	Demo       bool // also run simulated clients (internal/demo)
+	// SigningKey is a PEM Ed25519 private key file to sign grants with;
+	// empty: keys kept in the database, the first made on first start.
+	SigningKey        string
+	RequireSignatures bool
 
 	// Limits (docs/security.md).
 	MaxResources   int
@@ -92,6 +96,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.DBPath, "db", m.DBPath, "SQLite database file")
 	fs.StringVar(&m.Issuer, "issuer", m.Issuer, "issuer id in token envelopes (default: kept in the database, created on first start)")
 	fs.StringVar(&m.AdminToken, "admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "bearer token required by admin routes (env FENCEVIEW_ADMIN_TOKEN)")
+	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
+	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
 	fs.IntVar(&m.MaxResources, "max-resources", m.MaxResources, "resources the server may know; a request that would create one more is refused (429)")
 	fs.IntVar(&m.MaxWaiters, "max-waiters", m.MaxWaiters, "acquires that may wait for a lock at once, across all clients")
@@ -124,6 +130,7 @@ func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
 		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger,
+		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
 		MaxResources: m.MaxResources, MaxWaiters: m.MaxWaiters, MaxWebsockets: m.MaxWebsockets, RequestTimeout: m.RequestTimeout,
 	})
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/demo"
 	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/signing"
 	"github.com/fenceview/fenceview/sqlite"
 )
 
@@ -30,8 +31,13 @@ type Config struct {
 	Issuer     string // empty: the id kept in the database
 	AdminToken string
 	Demo       bool // also run simulated clients
-	Clock      clock.Clock
-	Logger     *slog.Logger
+	// SigningKeyFile: sign with this PEM Ed25519 key instead of the keys
+	// kept in the database. RequireSignatures: the server's own fence
+	// refuses unsigned tokens (bad-signature).
+	SigningKeyFile    string
+	RequireSignatures bool
+	Clock             clock.Clock
+	Logger            *slog.Logger
 
 	// Limits; zero values take the defaults of issuer and httpapi.
 	MaxResources   int
@@ -46,6 +52,7 @@ type Server struct {
 	Service  *issuer.Service
 	API      *httpapi.Server
 	IssuerID string
+	Keys     *signing.Keyring
 
 	logger *slog.Logger
 	ln     net.Listener
@@ -75,20 +82,22 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
-	if s.IssuerID, err = s.DB.Issuer(ctx, cfg.Issuer); err != nil {
-		return nil, fmt.Errorf("reading issuer id: %w", err)
+	if cfg.SigningKeyFile != "" {
+		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
+	} else {
+		s.Keys, err = signing.Open(ctx, s.DB, cfg.Clock.Now)
 	}
-	resources, err := s.DB.Resources(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("loading resources: %w", err)
+		return nil, err
 	}
-	lastSeq, err := s.DB.MaxSeq(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading history: %w", err)
+	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
+		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures,
+		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters}); err != nil {
+		return nil, err
 	}
-	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger,
-		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters})
+	s.IssuerID = s.Service.Issuer()
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
+	s.API.SigningKeys = s.Keys
 	s.API.AdminToken = cfg.AdminToken
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
@@ -124,7 +133,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
 	}
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
-		"resources", len(resources), "lastSeq", lastSeq)
+		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
 	return s, nil
 }
 
