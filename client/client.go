@@ -26,6 +26,8 @@
 //
 // All methods take a context and are safe for concurrent use. One Client
 // shares one http.Client with keep-alive connections; make one per server.
+// Close ends it for good: later calls fail with ErrClosed, the watchdogs
+// stop, and locks still held are left to their leases (see Client.Close).
 package client
 
 import (
@@ -53,12 +55,14 @@ const DefaultLease = 30 * time.Second
 // maxResponse bounds what is read of a response body.
 const maxResponse = 1 << 20
 
-// Client talks to one fenceview server. It is immutable and safe for
-// concurrent use.
+// Client talks to one fenceview server. It is safe for concurrent use; its
+// settings never change, and Close ends it for good.
 type Client struct {
+	life  *life
 	base  *url.URL
 	hc    *http.Client
 	admin string
+	key   string // sent with every call (WithKey)
 	clock Clock
 	lease time.Duration
 	rpc   *rpcPool // nil: every call is its own HTTP request
@@ -74,6 +78,20 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 
 // WithAdminToken sets the bearer token sent with admin calls (ForceExpire).
 func WithAdminToken(token string) Option { return func(c *Client) { c.admin = token } }
+
+// WithKey sends key (an API key's secret, or the admin token) as the
+// credential of every call, the RPC stream included. A server with auth on
+// answers calls without one with ErrUnauthorized.
+func WithKey(key string) Option { return func(c *Client) { c.key = key } }
+
+// credential is the bearer secret of ordinary calls: the key, else the
+// admin token (an admin credential too).
+func (c *Client) credential() string {
+	if c.key != "" {
+		return c.key
+	}
+	return c.admin
+}
 
 // WithClock sets the clock the watchdog schedules renewals and measures
 // leases with. Tests pass a fake clock so that no test sleeps.
@@ -94,7 +112,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, invalid(fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", baseURL))
 	}
-	c := &Client{base: u, clock: clock.Real{}, lease: DefaultLease}
+	c := &Client{life: newLife(), base: u, clock: clock.Real{}, lease: DefaultLease}
 	for _, o := range opts {
 		o(c)
 	}
@@ -145,6 +163,11 @@ func (c *Client) call(ctx context.Context, method string, u *url.URL, header htt
 
 // callLimit is call reading at most limit bytes of the response.
 func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *url.URL, header http.Header, in, out any, errFor func(status int, body []byte, h http.Header) error) error {
+	ctx, done, err := c.life.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -164,6 +187,9 @@ func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *u
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if req.Header.Get("Authorization") == "" && c.credential() != "" {
+		req.Header.Set("Authorization", "Bearer "+c.credential())
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err
@@ -175,7 +201,7 @@ func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *u
 	if err != nil {
 		return fmt.Errorf("fenceview: reading response: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
 		if errFor != nil {
 			if err := errFor(resp.StatusCode, raw, resp.Header); err != nil {
 				return err
@@ -429,6 +455,9 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 // errorsIsTemporary reports whether err is worth retrying until the lease
 // ends: transport failures and 5xx answers; refusals are final.
 func errorsIsTemporary(err error) bool {
+	if errors.Is(err, ErrClosed) {
+		return false
+	}
 	var ae *APIError
 	if errors.As(err, &ae) {
 		return ae.Temporary()

@@ -23,6 +23,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/web"
 )
@@ -30,11 +31,11 @@ import (
 // Locks is the live state the dashboard reads (issuer.Service implements it).
 type Locks interface {
 	// ResourcePage is a page of resources by id (see issuer.Service).
-	ResourcePage(prefix, after string, limit int) ([]fenceview.Resource, bool)
+	ResourcePage(prefix, after string, limit int, sees func(string) bool) ([]fenceview.Resource, bool)
 	// Alarmed is up to limit resources with a counter alarm, and how many.
-	Alarmed(limit int) ([]fenceview.Resource, int)
-	// Totals sums every resource, without listing them.
-	Totals() (resources, held int, accepted, rejected int64)
+	Alarmed(limit int, sees func(string) bool) ([]fenceview.Resource, int)
+	// Totals sums every resource sees keeps, without listing them.
+	Totals(sees func(string) bool) (resources, held int, accepted, rejected int64)
 	Resource(resourceID string) (fenceview.Resource, error)
 	Lock(resourceID string) (fenceview.LockState, error)
 	LastSeq() int64
@@ -59,6 +60,8 @@ type Handler struct {
 	History History
 	Now     func() time.Time // the service's clock, for lease countdowns
 	Logger  *slog.Logger
+	// Sessions, when set, log people in with a key (login.go).
+	Sessions Sessions
 
 	// A burst of stale writes: at least BurstThreshold stale-token
 	// rejections within BurstWindow raises a warning on every page.
@@ -124,6 +127,9 @@ func (h *Handler) Register(r Router) {
 	r.Handle("GET /rejections", http.HandlerFunc(h.rejections))
 	r.Handle("GET /rejections.csv", http.HandlerFunc(h.rejectionsCSV))
 	r.Handle("GET /static/", http.HandlerFunc(h.static))
+	r.Handle("GET /login", http.HandlerFunc(h.loginForm))
+	r.Handle("POST /login", http.HandlerFunc(h.login))
+	r.Handle("POST /logout", http.HandlerFunc(h.logout))
 }
 
 // assetURL is the URL of a static file with its content hash, so a new
@@ -186,10 +192,15 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 		BurstThreshold: h.BurstThreshold,
 		BurstWindowMs:  h.BurstWindow.Milliseconds(),
 	}
-	m.Behind, _ = h.Locks.Alarmed(behindShown)
+	p := auth.FromContext(ctx)
+	m.User = p.Name
+	if p == auth.Everyone {
+		m.User = ""
+	}
+	m.Behind, _ = h.Locks.Alarmed(behindShown, p.Sees)
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
-			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold,
+			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,
 		})
 		if err != nil {
 			h.Logger.Error("counting recent stale writes", "err", err)

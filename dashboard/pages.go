@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/csv"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 )
 
@@ -28,6 +30,8 @@ type Meta struct {
 	Burst          int                  // stale writes in the window, when a burst
 	BurstThreshold int
 	BurstWindowMs  int64
+
+	User string // the name of the key logged in with, when auth is on
 }
 
 // ResourceRow is one line of the overview table.
@@ -55,6 +59,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	d := OverviewData{Meta: h.meta(r.Context(), "Overview", "overview")}
 	d.Page, d.LastSeq = "overview", last
 	now := h.Now()
+	p := auth.FromContext(r.Context())
 	// One page of resources, never all of them: a server may know a
 	// million.
 	q := r.URL.Query()
@@ -68,7 +73,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 		after, d.Paged = pq.After, true
 	}
-	page, more := h.Locks.ResourcePage(d.Prefix, after, resourcesShown)
+	page, more := h.Locks.ResourcePage(d.Prefix, after, resourcesShown, p.Sees)
 	for _, res := range page {
 		row := ResourceRow{Resource: res}
 		if res.Holder != "" {
@@ -81,7 +86,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.NextURL = "/?" + url.Values{"prefix": {d.Prefix}, "cursor": {fenceview.ResourceCursor(page[len(page)-1].ResourceID)}}.Encode()
 	}
 	var held int
-	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals()
+	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(p.Sees)
 	d.Held = int64(held)
 	if h.FeedSize > 0 && last > 0 {
 		events, err := h.History.EventsAfter(r.Context(), max(last-int64(h.FeedSize), 0), "", h.FeedSize)
@@ -90,12 +95,12 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for i := len(events) - 1; i >= 0; i-- {
-			if events[i].Seq <= last {
+			if events[i].Seq <= last && p.Sees(events[i].ResourceID) {
 				d.Feed = append(d.Feed, events[i])
 			}
 		}
 	}
-	refusals, err := h.History.Rejections(r.Context(), fenceview.RejectionFilter{Limit: refusalsShown})
+	refusals, err := h.History.Rejections(r.Context(), fenceview.RejectionFilter{Limit: refusalsShown, Prefixes: p.Resources})
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -136,6 +141,10 @@ func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 	if err := guard.ValidateResourceID(id); err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, "Not a resource id",
 			"A resource id is 1 to 160 bytes of UTF-8 without control characters.")
+		return
+	}
+	if !auth.FromContext(r.Context()).Sees(id) {
+		h.forbidden(w, r)
 		return
 	}
 	last := h.Locks.LastSeq()
@@ -193,16 +202,21 @@ var knownReasons = []string{guard.ReasonStale, guard.ReasonUnissued, guard.Reaso
 func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
 	d := RejectionsData{Meta: h.meta(r.Context(), "Rejections", "rejections"), Reasons: knownReasons}
 	d.Page = "rejections"
-	suggest, _ := h.Locks.ResourcePage("", "", resourcesShown)
+	p := auth.FromContext(r.Context())
+	suggest, _ := h.Locks.ResourcePage("", "", resourcesShown, p.Sees)
 	for _, res := range suggest {
 		d.Resources = append(d.Resources, res.ResourceID)
 	}
 	q := r.URL.Query()
 	d.Form = FilterForm{Resource: q.Get("resource"), Reason: q.Get("reason"), Source: q.Get("source"), Since: q.Get("since"), Until: q.Get("until")}
-	f, err := h.parseFilter(q)
+	f, err := h.parseFilter(r.Context(), q)
 	if err != nil {
 		d.Error = fenceview.ErrorMessage(err)
 		h.render(w, r, http.StatusBadRequest, RejectionsPage(d))
+		return
+	}
+	if f.ResourceID != "" && !p.Sees(f.ResourceID) {
+		h.forbidden(w, r)
 		return
 	}
 	d.Form.Since, d.Form.Until = formTime(f.Since), formTime(f.Until)
@@ -224,9 +238,13 @@ func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
 // rejectionsCSV exports every rejection the filter matches (from the
 // cursor on, when one is given), newest first, up to CSVMax rows.
 func (h *Handler) rejectionsCSV(w http.ResponseWriter, r *http.Request) {
-	f, err := h.parseFilter(r.URL.Query())
+	f, err := h.parseFilter(r.Context(), r.URL.Query())
 	if err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, "Bad filter", fenceview.ErrorMessage(err))
+		return
+	}
+	if f.ResourceID != "" && !auth.FromContext(r.Context()).Sees(f.ResourceID) {
+		h.forbidden(w, r)
 		return
 	}
 	f.Limit = csvPage
@@ -285,7 +303,7 @@ var localTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1
 
 // parseFilter reads the filter with the API's rules, also taking the
 // zone-less times of the form's datetime inputs as UTC.
-func (h *Handler) parseFilter(q url.Values) (fenceview.RejectionFilter, error) {
+func (h *Handler) parseFilter(ctx context.Context, q url.Values) (fenceview.RejectionFilter, error) {
 	q2 := url.Values{}
 	for k, v := range q {
 		q2[k] = v
@@ -301,7 +319,15 @@ func (h *Handler) parseFilter(q url.Values) (fenceview.RejectionFilter, error) {
 	if q.Get("limit") == "" {
 		q2.Set("limit", strconv.Itoa(h.PageSize))
 	}
-	return fenceview.ParseRejectionFilter(q2)
+	f, err := fenceview.ParseRejectionFilter(q2)
+	// A key limited to some resources sees their rejections only.
+	f.Prefixes = auth.FromContext(ctx).Resources
+	return f, err
+}
+
+func (h *Handler) forbidden(w http.ResponseWriter, r *http.Request) {
+	h.errorPage(w, r, http.StatusForbidden, "Not for this key",
+		"The key you logged in with may not see this resource.")
 }
 
 // filterQuery is the query string of f, with a cursor unless before is zero.

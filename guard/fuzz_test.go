@@ -98,21 +98,32 @@ func FuzzDecodeSignature(f *testing.F) {
 
 // A guard in signed mode accepts a token only with the signature its key
 // made for exactly that resource and token, and never moves a mark
-// otherwise, whatever the bytes.
+// otherwise, whatever the bytes. Bits of mode send a call's signature as
+// raw bytes instead of text, so the two forms share one memory of
+// verifications.
 func FuzzCheckSigned(f *testing.F) {
 	good, _ := guard.Sign(signedtest.Old, "r", 5)
-	f.Add("r", int64(5), good, int64(5), good)
-	f.Add("r", int64(6), good, int64(5), good[:85])
-	f.Add("", int64(5), good, int64(1), "")
-	f.Fuzz(func(t *testing.T, id string, first int64, sig1 string, second int64, sig2 string) {
+	goodRaw, _ := guard.DecodeSignature(good)
+	f.Add("r", int64(5), good, int64(5), good, uint8(0))
+	f.Add("r", int64(5), string(goodRaw[:]), int64(5), "", uint8(1))
+	f.Add("r", int64(6), good, int64(5), good[:85], uint8(2))
+	f.Add("", int64(5), good, int64(1), "", uint8(7))
+	f.Fuzz(func(t *testing.T, id string, first int64, sig1 string, second int64, sig2 string, mode uint8) {
 		v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
 		g := guard.NewSigned(v)
 		mark := int64(0)
-		for _, c := range []struct {
+		for i, c := range []struct {
 			tok int64
 			sig string
 		}{{first, sig1}, {second, sig2}, {first, sig1}} {
-			d, err := g.CheckSigned(id, c.tok, c.sig)
+			raw := mode&(1<<i) != 0
+			var d guard.Decision
+			var err error
+			if raw {
+				d, err = g.CheckSignedBytes(id, c.tok, []byte(c.sig))
+			} else {
+				d, err = g.CheckSigned(id, c.tok, c.sig)
+			}
 			if guard.ValidateResourceID(id) != nil || c.tok <= 0 {
 				if err == nil {
 					t.Fatalf("invalid input %q %d accepted: %+v", id, c.tok, d)
@@ -120,12 +131,16 @@ func FuzzCheckSigned(f *testing.F) {
 				continue
 			}
 			want, _ := guard.Sign(signedtest.Old, id, c.tok)
+			if raw {
+				w, _ := guard.DecodeSignature(want)
+				want = string(w[:])
+			}
 			switch {
 			case err != nil:
 				t.Fatalf("valid input: %v", err)
 			case c.sig != want:
 				if d.Accepted || d.Reason != guard.ReasonBadSignature || d.Required != mark {
-					t.Fatalf("signature %q for %q/%d: %+v", c.sig, id, c.tok, d)
+					t.Fatalf("signature %q (raw %v) for %q/%d: %+v", c.sig, raw, id, c.tok, d)
 				}
 			case d.Accepted != (c.tok >= mark):
 				t.Fatalf("verified %d against mark %d: %+v", c.tok, mark, d)

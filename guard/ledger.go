@@ -29,6 +29,7 @@ type Ledger struct {
 	marks []int64  // marks[h-1] is its high-water mark, 0 when none
 
 	signed *signedMode // nil unless in signed mode (NewSignedLedger, Trust)
+	sigs   []verified  // in signed mode, sigs[h-1] is the last verification for handle h
 }
 
 // find returns the handle of a known id, or 0, or the validation error of
@@ -55,6 +56,9 @@ func (l *Ledger) Handle(resourceID string) (Handle, error) {
 	id := strings.Clone(resourceID)
 	l.ids = append(l.ids, id)
 	l.marks = append(l.marks, 0)
+	if l.signed != nil {
+		l.sigs = append(l.sigs, verified{})
+	}
 	h = Handle(len(l.ids))
 	l.index[id] = h
 	return h, nil

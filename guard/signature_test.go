@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
@@ -232,6 +233,23 @@ func TestCacheIsExact(t *testing.T) {
 	if d, _ := g.CheckSigned("r", 7, s7); !d.Accepted {
 		t.Fatal("the good signature stopped working")
 	}
+	// A verification remembered from the raw form lends nothing to an
+	// empty text, and the other way round.
+	for name, l := range map[string]*guard.Ledger{"ledger": guard.NewSignedLedger(v)} {
+		raw7, _ := guard.DecodeSignature(s7)
+		if d, _ := l.CheckSignedBytes("r", 7, raw7[:]); !d.Accepted {
+			t.Fatalf("%s: raw 7 refused", name)
+		}
+		if d, _ := l.CheckSigned("r", 7, ""); d.Accepted {
+			t.Fatalf("%s: an empty signature passed on a raw verification", name)
+		}
+		if d, _ := l.CheckSignedBytes("r", 7, nil); d.Accepted {
+			t.Fatalf("%s: a nil signature passed", name)
+		}
+		if d, _ := l.CheckSignedBytes("r", 7, []byte{}); d.Accepted {
+			t.Fatalf("%s: an empty raw signature passed", name)
+		}
+	}
 }
 
 func TestVerifierKeys(t *testing.T) {
@@ -263,5 +281,44 @@ func TestVerifierKeys(t *testing.T) {
 	}
 	if v.Verify("", 2, make([]byte, 64)) || v.Verify("r", 0, make([]byte, 64)) {
 		t.Fatal("Verify accepted invalid input")
+	}
+}
+
+// Many writers on one signed guard, some forging: the mark ends at the
+// highest verified token and no forged token is ever accepted (run with
+// -race, the cache's locking is checked too).
+func TestSignedConcurrent(t *testing.T) {
+	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
+	g := guard.NewSigned(v)
+	sigs := make([]string, 33)
+	for i := 1; i <= 32; i++ {
+		sigs[i] = signedtest.Sign(t, signedtest.Old, "r", int64(i))
+	}
+	forged := signedtest.Sign(t, signedtest.Other, "r", 1000)
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 1; i <= 32; i++ {
+				if w%2 == 0 {
+					if d, _ := g.CheckSigned("r", 1000, forged); d.Accepted {
+						errs <- "forged token accepted"
+					}
+					continue
+				}
+				g.CheckSigned("r", int64(i), sigs[i])
+				g.CheckSigned("r", int64(i), sigs[i]) // cached
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	if hw, _ := g.HighWater("r"); hw != 32 {
+		t.Fatalf("mark %d, want 32", hw)
 	}
 }

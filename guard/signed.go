@@ -6,11 +6,12 @@ import (
 	"sync"
 )
 
-// MaxVerified bounds the verifications one guard in signed mode remembers.
-// It keeps one per resource (the last token verified there), so a holder's
-// repeated writes under one grant cost a comparison of bytes, not an Ed25519
+// MaxVerified bounds the verifications one VerifyCache remembers. It keeps
+// one per resource (the last token verified there), so a holder's repeated
+// writes under one grant cost a comparison of bytes, not an Ed25519
 // verification; past the bound an arbitrary entry is forgotten, which only
-// costs its next writer one verification.
+// costs its next writer one verification. (A Guard or Ledger keeps one per
+// resource it holds a mark for, beside the mark: bounded as its marks are.)
 const MaxVerified = 1 << 16
 
 // verified is a (token, signature) whose signature a trusted key made for
@@ -22,10 +23,34 @@ type verified struct {
 	raw   [SignatureSize]byte
 }
 
+// hitText reports whether e is exactly this (token, signature text),
+// verified in generation gen. Only canonical text ever verifies, so equal
+// text means equal signature bytes.
+func (e *verified) hitText(token int64, sig string, gen uint64) bool {
+	// e.text is "" when only the raw form was verified: "" must not match.
+	return e.token == token && e.token != 0 && e.gen == gen && e.text != "" && e.text == sig
+}
+
+// hitRaw is hitText for a raw signature.
+func (e *verified) hitRaw(token int64, sig []byte, gen uint64) bool {
+	return e.token == token && e.token != 0 && e.gen == gen && string(e.raw[:]) == string(sig)
+}
+
+// set records a verification. The text is cloned: callers (the WebAssembly
+// exports) may pass strings that alias buffers they reuse. It is kept only
+// when given, so a guard fed raw signatures stores no text.
+func (e *verified) set(token int64, raw [SignatureSize]byte, text string, gen uint64) {
+	if e.token == token && e.raw == raw && e.gen == gen && (text == "" || e.text == text) {
+		return
+	}
+	e.token, e.raw, e.gen, e.text = token, raw, gen, strings.Clone(text)
+}
+
 // signedMode is what a guard in signed mode adds to its marks: the keys it
-// trusts and the verifications it remembers. It has no lock: its guard's
-// lock (or, for a Ledger, the caller's discipline) protects cache; v is set
-// once and is safe for concurrent use on its own.
+// trusts, and for VerifyCache the verifications it remembers by resource id
+// (a Ledger keeps its own by handle, beside its marks). It has no lock: its
+// owner's lock protects cache; v is set once and is safe for concurrent use
+// on its own.
 type signedMode struct {
 	v     *Verifier
 	cache map[string]verified
@@ -35,7 +60,7 @@ func newSignedMode(v *Verifier) *signedMode {
 	if v == nil {
 		v = &Verifier{}
 	}
-	return &signedMode{v: v, cache: make(map[string]verified)}
+	return &signedMode{v: v}
 }
 
 // cachedText reports whether exactly this (resource, token, signature text)
@@ -43,13 +68,13 @@ func newSignedMode(v *Verifier) *signedMode {
 // ever verifies, so equal text means equal signature bytes.
 func (s *signedMode) cachedText(resourceID string, token int64, sig string) bool {
 	e, ok := s.cache[resourceID]
-	return ok && e.token == token && e.text == sig && e.gen == s.v.gen.Load()
+	return ok && e.hitText(token, sig, s.v.gen.Load())
 }
 
 // cachedRaw is cachedText for a raw signature.
 func (s *signedMode) cachedRaw(resourceID string, token int64, sig []byte) bool {
 	e, ok := s.cache[resourceID]
-	return ok && e.token == token && string(e.raw[:]) == string(sig) && e.gen == s.v.gen.Load()
+	return ok && e.hitRaw(token, sig, s.v.gen.Load())
 }
 
 // verifyText does the Ed25519 work for a signature text, without touching
@@ -64,6 +89,14 @@ func (s *signedMode) verifyText(resourceID string, token int64, sig string) (raw
 	return raw, gen, s.v.Verify(resourceID, token, raw[:])
 }
 
+// verify is verifyText, or verifyRaw when raw is not nil.
+func (s *signedMode) verify(resourceID string, token int64, text string, raw []byte) ([SignatureSize]byte, uint64, bool) {
+	if raw != nil {
+		return s.verifyRaw(resourceID, token, raw)
+	}
+	return s.verifyText(resourceID, token, text)
+}
+
 // verifyRaw is verifyText for a raw signature.
 func (s *signedMode) verifyRaw(resourceID string, token int64, sig []byte) (raw [SignatureSize]byte, gen uint64, ok bool) {
 	gen = s.v.gen.Load()
@@ -74,10 +107,11 @@ func (s *signedMode) verifyRaw(resourceID string, token int64, sig []byte) (raw 
 	return raw, gen, s.v.Verify(resourceID, token, raw[:])
 }
 
-// remember records a successful verification. Strings are cloned: callers
-// (the WebAssembly exports) may pass strings that alias buffers they reuse.
+// remember records a successful verification in the bounded cache.
 func (s *signedMode) remember(resourceID string, token int64, raw [SignatureSize]byte, text string, gen uint64) {
-	if e, ok := s.cache[resourceID]; ok && e.token == token && e.raw == raw {
+	if e, ok := s.cache[resourceID]; ok {
+		e.set(token, raw, text, gen)
+		s.cache[resourceID] = e
 		return
 	}
 	if len(s.cache) >= MaxVerified {
@@ -86,12 +120,9 @@ func (s *signedMode) remember(resourceID string, token int64, raw [SignatureSize
 			break
 		}
 	}
-	if text == "" {
-		text = EncodeSignature(raw[:])
-	} else {
-		text = strings.Clone(text)
-	}
-	s.cache[strings.Clone(resourceID)] = verified{token: token, gen: gen, text: text, raw: raw}
+	var e verified
+	e.set(token, raw, text, gen)
+	s.cache[strings.Clone(resourceID)] = e
 }
 
 // badSignature is the refusal of a token whose signature did not verify:
@@ -136,39 +167,30 @@ func (g *Guard) Trust(key []byte) error {
 // (resource, token, signature) is remembered, so repeating it costs a
 // comparison. A guard not in signed mode ignores the signature.
 func (g *Guard) CheckSigned(resourceID string, token int64, sig string) (Decision, error) {
-	if err := validate(resourceID, token); err != nil {
-		return Decision{}, err
-	}
-	g.mu.Lock()
-	s := g.l.signed
-	if s == nil || s.cachedText(resourceID, token, sig) {
-		defer g.mu.Unlock()
-		return g.l.checkVerified(resourceID, token), nil
-	}
-	g.mu.Unlock()
-	// Ed25519 outside the lock: other resources' writers do not wait.
-	raw, gen, ok := s.verifyText(resourceID, token, sig)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.l.afterVerify(resourceID, token, raw, sig, gen, ok), nil
+	return g.checkSigned(resourceID, token, sig, nil)
 }
 
 // CheckSignedBytes is CheckSigned for a raw 64-byte signature.
 func (g *Guard) CheckSignedBytes(resourceID string, token int64, sig []byte) (Decision, error) {
-	if err := validate(resourceID, token); err != nil {
-		return Decision{}, err
+	if sig == nil {
+		sig = []byte{} // nil selects the text form below
 	}
+	return g.checkSigned(resourceID, token, "", sig)
+}
+
+func (g *Guard) checkSigned(resourceID string, token int64, text string, raw []byte) (Decision, error) {
 	g.mu.Lock()
+	d, done, err := g.l.signedFast(resourceID, token, text, raw)
 	s := g.l.signed
-	if s == nil || s.cachedRaw(resourceID, token, sig) {
-		defer g.mu.Unlock()
-		return g.l.checkVerified(resourceID, token), nil
-	}
 	g.mu.Unlock()
-	raw, gen, ok := s.verifyRaw(resourceID, token, sig)
+	if done || err != nil {
+		return d, err
+	}
+	// Ed25519 outside the lock: other resources' writers do not wait.
+	sig, gen, ok := s.verify(resourceID, token, text, raw)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.l.afterVerify(resourceID, token, raw, "", gen, ok), nil
+	return g.l.afterVerify(resourceID, token, sig, text, gen, ok), nil
 }
 
 // NewSignedLedger returns an empty Ledger in signed mode (see NewSigned).
@@ -193,32 +215,59 @@ func (l *Ledger) Trust(key []byte) error {
 	}
 	if l.signed == nil {
 		l.signed = newSignedMode(nil)
+		l.sigs = make([]verified, len(l.marks))
 	}
 	return l.signed.v.Trust(key)
 }
 
 // CheckSigned is Guard.CheckSigned.
 func (l *Ledger) CheckSigned(resourceID string, token int64, sig string) (Decision, error) {
-	if err := validate(resourceID, token); err != nil {
-		return Decision{}, err
-	}
-	if l.signed == nil || l.signed.cachedText(resourceID, token, sig) {
-		return l.checkVerified(resourceID, token), nil
-	}
-	raw, gen, ok := l.signed.verifyText(resourceID, token, sig)
-	return l.afterVerify(resourceID, token, raw, sig, gen, ok), nil
+	return l.checkSigned(resourceID, token, sig, nil)
 }
 
 // CheckSignedBytes is Guard.CheckSignedBytes.
 func (l *Ledger) CheckSignedBytes(resourceID string, token int64, sig []byte) (Decision, error) {
-	if err := validate(resourceID, token); err != nil {
-		return Decision{}, err
+	if sig == nil {
+		sig = []byte{}
 	}
-	if l.signed == nil || l.signed.cachedRaw(resourceID, token, sig) {
-		return l.checkVerified(resourceID, token), nil
+	return l.checkSigned(resourceID, token, "", sig)
+}
+
+func (l *Ledger) checkSigned(resourceID string, token int64, text string, raw []byte) (Decision, error) {
+	d, done, err := l.signedFast(resourceID, token, text, raw)
+	if done || err != nil {
+		return d, err
 	}
-	raw, gen, ok := l.signed.verifyRaw(resourceID, token, sig)
-	return l.afterVerify(resourceID, token, raw, "", gen, ok), nil
+	sig, gen, ok := l.signed.verify(resourceID, token, text, raw)
+	return l.afterVerify(resourceID, token, sig, text, gen, ok), nil
+}
+
+// signedFast is the part of a signed check that needs no Ed25519: input
+// validation, the plain rule outside signed mode, and the remembered
+// verification of this resource. done is false when the signature must be
+// verified (then afterVerify finishes). The signature is text, or raw when
+// raw is not nil.
+func (l *Ledger) signedFast(resourceID string, token int64, text string, raw []byte) (d Decision, done bool, err error) {
+	h, err := l.find(resourceID) // validates only ids not seen before
+	if err != nil {
+		return Decision{}, true, err
+	}
+	if err := ValidateToken(token); err != nil {
+		return Decision{}, true, err
+	}
+	if l.signed == nil {
+		if h == 0 {
+			h, _ = l.Handle(resourceID)
+		}
+		return l.check(h, token), true, nil
+	}
+	if h != 0 {
+		e, gen := &l.sigs[h-1], l.signed.v.gen.Load()
+		if (raw == nil && e.hitText(token, text, gen)) || (raw != nil && e.hitRaw(token, raw, gen)) {
+			return l.check(h, token), true, nil
+		}
+	}
+	return Decision{}, false, nil
 }
 
 // afterVerify decides a valid token once its signature has been checked:
@@ -228,13 +277,8 @@ func (l *Ledger) afterVerify(resourceID string, token int64, raw [SignatureSize]
 		hwm, _ := l.HighWater(resourceID)
 		return badSignature(token, hwm)
 	}
-	l.signed.remember(resourceID, token, raw, text, gen)
-	return l.checkVerified(resourceID, token)
-}
-
-// checkVerified applies the rule to a valid token that may be compared.
-func (l *Ledger) checkVerified(resourceID string, token int64) Decision {
-	h, _ := l.Handle(resourceID) // valid: validate said so
+	h, _ := l.Handle(resourceID) // valid: signedFast said so
+	l.sigs[h-1].set(token, raw, text, gen)
 	return l.check(h, token)
 }
 
@@ -249,7 +293,9 @@ type VerifyCache struct {
 
 // NewVerifyCache returns an empty cache over v's keys.
 func NewVerifyCache(v *Verifier) *VerifyCache {
-	return &VerifyCache{s: newSignedMode(v)}
+	s := newSignedMode(v)
+	s.cache = make(map[string]verified)
+	return &VerifyCache{s: s}
 }
 
 // Verifier returns the keys the cache checks against.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 )
 
 func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
@@ -12,7 +13,7 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	page, more := s.Service.ResourcePage(q.Prefix, q.After, q.Limit)
+	page, more := s.Service.ResourcePage(q.Prefix, q.After, q.Limit, auth.FromContext(r.Context()).Sees)
 	out := make([]resourceBody, 0, len(page))
 	for _, res := range page {
 		out = append(out, resourceWire(res))

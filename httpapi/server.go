@@ -3,7 +3,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/wasm/modules"
@@ -36,7 +36,7 @@ type Service interface {
 	Lock(resourceID string) (fenceview.LockState, error)
 	Resource(resourceID string) (fenceview.Resource, error)
 	Resources() []fenceview.Resource
-	ResourcePage(prefix, after string, limit int) ([]fenceview.Resource, bool)
+	ResourcePage(prefix, after string, limit int, sees func(string) bool) ([]fenceview.Resource, bool)
 	Recover(ctx context.Context, resourceID string, to int64) (fenceview.Resource, error)
 	Subscribe(resourceID string, buffer int) *issuer.Subscription
 	Unsubscribe(sub *issuer.Subscription)
@@ -50,7 +50,7 @@ var _ Service = (*issuer.Service)(nil)
 type Server struct {
 	Service    Service
 	History    History
-	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
+	AdminToken string // when set and Auth is nil, auth is on with this token alone
 	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
 	SigningKeys SigningKeys
 	Logger      *slog.Logger
@@ -63,7 +63,13 @@ type Server struct {
 
 	websockets atomic.Int64
 
+	// Access control (access.go): nil Auth and no AdminToken is auth off.
+	Auth         Credentials
+	Sessions     SessionStore
+	AllowedHosts *HostList // with auth off, the Host names answered; nil: any
+
 	mux *http.ServeMux
+	adminState
 }
 
 // New returns a server with every API route registered. More routes (the
@@ -93,6 +99,7 @@ func New(svc Service, history History, logger *slog.Logger) *Server {
 		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
 	}
 	s.registerSigning()
+	s.registerKeys()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }
@@ -110,6 +117,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fenceview.Errorf(fenceview.EINTERNAL, "internal error"))
 		}
 	}()
+	r, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -117,7 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // would have matched, 404 otherwise, both as JSON.
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		if m == r.Method {
 			continue
 		}
@@ -135,14 +146,11 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such route: " + r.Method + " " + r.URL.Path})
 }
 
-// requireAdmin checks the admin bearer token when one is configured.
+// requireAdmin checks, again, what admit checked by the route: the caller
+// may manage the server.
 func (s *Server) requireAdmin(r *http.Request) error {
-	if s.AdminToken == "" {
-		return nil
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
-		return fenceview.Errorf(fenceview.EUNAUTHORIZED, "admin token required (Authorization: Bearer <token>)")
+	if !auth.FromContext(r.Context()).Allows(auth.Manage) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "admin only")
 	}
 	return nil
 }
@@ -154,6 +162,8 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case fenceview.EUNAUTHORIZED:
 		return http.StatusUnauthorized
+	case fenceview.EFORBIDDEN:
+		return http.StatusForbidden
 	case fenceview.ENOTFOUND:
 		return http.StatusNotFound
 	case fenceview.ECONFLICT:

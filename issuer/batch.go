@@ -23,7 +23,8 @@ type batch struct {
 	rejected                             map[string]int
 	alarms                               []fenceview.Resource
 
-	created map[string]bool // resources this batch may create, for MaxResources
+	created map[string]bool  // resources this batch may create, for MaxResources
+	presign *fenceview.Grant // the caller's grant, signed in finish (signing.go)
 
 	prev []preimage // what applyLocked replaced, to undo a failed commit
 	done chan error // the committer's verdict
@@ -86,8 +87,9 @@ func (b *batch) event(e fenceview.Event) {
 	b.events = append(b.events, e)
 }
 
-// grant gives the lock to holder with a new token.
-func (b *batch) grant(w *state, holder string, leaseMs int64) (fenceview.Grant, error) {
+// grant gives the lock to holder (of owner, the caller's key) with a new
+// token.
+func (b *batch) grant(w *state, holder, owner string, leaseMs int64) (fenceview.Grant, error) {
 	token, err := nextToken(&w.res)
 	if err != nil {
 		return fenceview.Grant{}, err
@@ -104,6 +106,7 @@ func (b *batch) grant(w *state, holder string, leaseMs int64) (fenceview.Grant, 
 	} else {
 		r.Holder, r.HoldCount = holder, 1
 	}
+	r.Owner = owner
 	r.LastToken, r.Token = token, token
 	r.LeaseMs = leaseMs
 	r.GrantedAt = b.now
@@ -115,7 +118,7 @@ func (b *batch) grant(w *state, holder string, leaseMs int64) (fenceview.Grant, 
 
 func (b *batch) free(w *state) {
 	r := &w.res
-	r.Holder, r.HoldCount, r.Token = "", 0, 0
+	r.Holder, r.Owner, r.HoldCount, r.Token = "", "", 0, 0
 	r.ExpiresAt, r.GrantedAt = time.Time{}, time.Time{}
 }
 
@@ -143,7 +146,7 @@ func (b *batch) handOff(w *state) {
 	}
 	next := w.waiters[0]
 	w.waiters = w.waiters[1:]
-	g, err := b.grant(w, next.holder, next.leaseMs)
+	g, err := b.grant(w, next.holder, next.owner, next.leaseMs)
 	if err != nil {
 		return // tokens exhausted: the waiter times out like any other
 	}

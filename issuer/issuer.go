@@ -105,6 +105,7 @@ type state struct {
 
 type waiter struct {
 	holder  string
+	owner   string
 	leaseMs int64
 	result  chan waitResult // buffered; written once, or closed on shutdown
 }
@@ -230,6 +231,7 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 	if err := s.lockForChange(); err != nil {
 		return fenceview.Grant{}, err
 	}
+	owner := ownerOf(ctx)
 	b := s.begin()
 	if err := b.admit(resourceID); err != nil {
 		s.mu.Unlock()
@@ -237,19 +239,21 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 	}
 	w := b.get(resourceID)
 	b.expireIfDue(w)
-	if w.res.Holder == holder || (w.res.Holder == "" && len(w.waiters) == 0) {
+	if (w.res.Holder == holder && w.res.Owner == owner) || (w.res.Holder == "" && len(w.waiters) == 0) {
 		if w.res.Holder != holder {
 			if err := ValidateNewID(holder); err != nil {
 				s.mu.Unlock()
 				return fenceview.Grant{}, err
 			}
 		}
-		g, err := b.grant(w, holder, lease.Milliseconds())
+		g, err := b.grant(w, holder, owner, lease.Milliseconds())
 		if err != nil {
 			s.mu.Unlock()
 			return g, err
 		}
-		return g, s.finish(b)
+		b.presign = &g // signed while the commit is in flight
+		err = s.finish(b)
+		return g, err
 	}
 	held := heldError(&w.res)
 	if wait == 0 {
@@ -269,7 +273,7 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 		s.mu.Unlock()
 		return fenceview.Grant{}, err
 	}
-	wt := &waiter{holder: holder, leaseMs: lease.Milliseconds(), result: make(chan waitResult, 1)}
+	wt := &waiter{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), result: make(chan waitResult, 1)}
 	w.waiters = append(w.waiters, wt)
 	s.waiting++
 	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs
@@ -331,9 +335,12 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
-	if w.res.Holder != holder {
+	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
 		if err := s.finish(b); err != nil {
 			return fenceview.Grant{}, err
+		}
+		if w.res.Holder == holder {
+			return fenceview.Grant{}, errNotOwner
 		}
 		return fenceview.Grant{}, fenceview.Errorf(fenceview.ECONFLICT, "lock not held")
 	}
@@ -346,7 +353,9 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: resourceID, Token: w.res.Token, Holder: holder})
 	b.renewals++
 	g := s.grantOf(&w.res)
-	return g, s.finish(b)
+	b.presign = &g
+	err := s.finish(b)
+	return g, err
 }
 
 // Release gives up one hold of holder on resourceID and returns the holds
@@ -364,11 +373,11 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
-	if w.res.Holder != holder {
+	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
 		if err := s.finish(b); err != nil {
 			return 0, err
 		}
-		return 0, fenceview.Errorf(fenceview.ECONFLICT, "not lock owner")
+		return 0, errNotOwner
 	}
 	token := w.res.Token
 	w.res.HoldCount--
@@ -585,11 +594,11 @@ func (s *Service) Resources() []fenceview.Resource {
 	return out
 }
 
-// ResourcePage returns up to limit resources whose ids start with prefix
-// and sort after the id after ("" for the first page), ordered by id, and
-// whether more follow. It costs about one page, however many resources
-// there are.
-func (s *Service) ResourcePage(prefix, after string, limit int) (page []fenceview.Resource, more bool) {
+// ResourcePage returns up to limit resources whose ids start with prefix,
+// sort after the id after ("" for the first page) and that sees keeps (nil
+// keeps all), ordered by id, and whether more follow. Unfiltered, it costs
+// about one page, however many resources there are.
+func (s *Service) ResourcePage(prefix, after string, limit int, sees func(string) bool) (page []fenceview.Resource, more bool) {
 	limit = max(limit, 1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -597,7 +606,7 @@ func (s *Service) ResourcePage(prefix, after string, limit int) (page []fencevie
 		if !strings.HasPrefix(id, prefix) {
 			return false
 		}
-		if id == after {
+		if id == after || (sees != nil && !sees(id)) {
 			return true
 		}
 		if len(page) == limit {
@@ -612,30 +621,35 @@ func (s *Service) ResourcePage(prefix, after string, limit int) (page []fencevie
 
 // Totals sums every resource: how many, how many held now, and the fenced
 // writes they accepted and refused.
-func (s *Service) Totals() (resources, held int, accepted, rejected int64) {
+func (s *Service) Totals(sees func(string) bool) (resources, held int, accepted, rejected int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock.Now()
-	for _, st := range s.resources {
-		accepted += st.res.Accepted
-		rejected += st.res.Rejected
+	for id, st := range s.resources {
+		if sees == nil || sees(id) {
+			resources++
+			accepted += st.res.Accepted
+			rejected += st.res.Rejected
+		}
 	}
-	for _, st := range s.held {
-		if st.res.ExpiresAt.After(now) {
+	for id, st := range s.held {
+		if st.res.ExpiresAt.After(now) && (sees == nil || sees(id)) {
 			held++
 		}
 	}
-	return len(s.resources), held, accepted, rejected
+	return resources, held, accepted, rejected
 }
 
 // Alarmed returns up to limit resources whose counter alarm is raised,
 // ordered by id, and how many there are.
-func (s *Service) Alarmed(limit int) ([]fenceview.Resource, int) {
+func (s *Service) Alarmed(limit int, sees func(string) bool) ([]fenceview.Resource, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := make([]string, 0, len(s.alarmed))
 	for id := range s.alarmed {
-		ids = append(ids, id)
+		if sees == nil || sees(id) {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
 	out := make([]fenceview.Resource, 0, min(limit, len(ids)))

@@ -52,11 +52,23 @@ func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease ti
 	return s.sign(g)
 }
 
-// sign adds the key id and signature to a durable grant. It runs after the
-// commit and outside the service's lock, so signing costs the caller's
-// goroutine, not everyone's.
-func (s *Service) sign(g fenceview.Grant) (fenceview.Grant, error) {
+// presign signs g in place while its commit is in flight (finish calls it
+// after releasing the service's lock), so signing adds CPU to the caller's
+// goroutine but no latency. A failure leaves g unsigned for sign to report.
+func (s *Service) presign(g *fenceview.Grant) {
 	if s.signed.signer == nil {
+		return
+	}
+	if keyID, sig, err := s.signed.signer.Sign(g.ResourceID, g.Fencing.Token); err == nil {
+		g.Fencing.KeyID, g.Fencing.Signature = keyID, sig
+	}
+}
+
+// sign adds the key id and signature to a durable grant that has none yet
+// (a waiter's grant, served by another caller's batch). It runs outside the
+// service's lock, so signing costs the caller's goroutine, not everyone's.
+func (s *Service) sign(g fenceview.Grant) (fenceview.Grant, error) {
+	if s.signed.signer == nil || g.Fencing.Signature != "" {
 		return g, nil
 	}
 	keyID, sig, err := s.signed.signer.Sign(g.ResourceID, g.Fencing.Token)

@@ -108,3 +108,31 @@ func TestReportsAreProven(t *testing.T) {
 		t.Error("verifyReports changed its caller's slice")
 	}
 }
+
+// A waiter's grant is made in another caller's change; it is signed too.
+func TestWaiterGrantIsSigned(t *testing.T) {
+	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
+	s := newSignedService(t, v, false)
+	ctx := context.Background()
+	if _, err := s.Acquire(ctx, "r", "a", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan struct{})
+	s.queuedHook = func(string, string) { close(queued) }
+	got := make(chan fenceview.Grant, 1)
+	go func() {
+		g, err := s.Acquire(ctx, "r", "b", time.Minute, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- g
+	}()
+	<-queued
+	if _, err := s.Release(ctx, "r", "a"); err != nil {
+		t.Fatal(err)
+	}
+	g := <-got
+	if g.Holder != "b" || !v.VerifyText("r", g.Fencing.Token, g.Fencing.Signature) {
+		t.Fatalf("waiter's grant %+v is not signed", g.Fencing)
+	}
+}

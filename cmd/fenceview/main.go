@@ -24,6 +24,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if len(os.Args) > 1 && os.Args[1] == "keys" {
+		os.Exit(runKeys(ctx, os.Args[2:], os.Stdout, os.Stderr))
+	}
 	m := NewMain()
 	if err := m.ParseFlags(os.Args[1:]); err == flag.ErrHelp {
 		os.Exit(0)
@@ -52,6 +55,7 @@ type Main struct {
 	Issuer     string
 	AdminToken string
 	Demo       bool // also run simulated clients (internal/demo)
+	server.Access
 	// SigningKey is a PEM Ed25519 private key file to sign grants with;
 	// empty: keys kept in the database, the first made on first start.
 	SigningKey        string
@@ -96,6 +100,14 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.DBPath, "db", m.DBPath, "SQLite database file")
 	fs.StringVar(&m.Issuer, "issuer", m.Issuer, "issuer id in token envelopes (default: kept in the database, created on first start)")
 	fs.StringVar(&m.AdminToken, "admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "bearer token required by admin routes (env FENCEVIEW_ADMIN_TOKEN)")
+	fs.BoolVar(&m.InsecureNoAuth, "insecure-no-auth", m.InsecureNoAuth, "allow listening beyond loopback without --admin-token: anyone who reaches the port can do anything")
+	fs.Func("allowed-host", "with auth off, also answer requests for this Host (name, or name:port); repeatable", func(v string) error {
+		m.AllowedHosts = append(m.AllowedHosts, v)
+		return nil
+	})
+	fs.StringVar(&m.TLSCert, "tls-cert", m.TLSCert, "serve HTTPS and WSS with this certificate (PEM; with --tls-key)")
+	fs.StringVar(&m.TLSKey, "tls-key", m.TLSKey, "the private key of --tls-cert (PEM)")
+	fs.StringVar(&m.TLSClientCA, "tls-client-ca", m.TLSClientCA, "also require client certificates signed by this CA (PEM)")
 	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
 	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
@@ -104,7 +116,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&m.MaxWebsockets, "max-websockets", m.MaxWebsockets, "open event streams and RPC connections, together")
 	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n       fenceview keys create|list|revoke [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -115,6 +127,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.MaxResources < 1 || m.MaxWaiters < 1 || m.MaxWebsockets < 1 || m.RequestTimeout < time.Second {
 		return fmt.Errorf("--max-resources, --max-waiters and --max-websockets must be at least 1, --request-timeout at least 1s")
+	}
+	if err := server.CheckAddr(m.Addr, m.AdminToken, m.InsecureNoAuth); err != nil {
+		return err
 	}
 	// Simulated history stays out of a real database unless asked for.
 	dbSet := false
@@ -129,7 +144,7 @@ func (m *Main) ParseFlags(args []string) error {
 func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
-		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger,
+		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, Access: m.Access,
 		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
 		MaxResources: m.MaxResources, MaxWaiters: m.MaxWaiters, MaxWebsockets: m.MaxWebsockets, RequestTimeout: m.RequestTimeout,
 	})

@@ -92,7 +92,7 @@ func TestClaimedResourceIsRecoveredByTheAdmin(t *testing.T) {
 			t.Fatalf("recover with %s: %d %s", bad, r.Status, r.Raw)
 		}
 	}
-	if r := s.do("POST", "/v1/locks/orders-9/recover", `{"token":0}`); r.Status != 401 {
+	if r := s.do("POST", "/v1/locks/orders-9/recover", `{"token":0}`, "Authorization", ""); r.Status != 401 {
 		t.Fatalf("recover without the admin token: %d %s", r.Status, r.Raw)
 	}
 	if r := s.do("POST", "/v1/locks/nowhere/recover", `{"token":0}`, "Authorization", "Bearer admin"); r.Status != 404 {

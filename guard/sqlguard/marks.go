@@ -84,7 +84,9 @@ func (m *Marks) Check(resourceID string, token int64) (guard.Decision, error) {
 //	ON CONFLICT (resource_id) DO UPDATE SET high_water = excluded.high_water
 //	WHERE m.high_water <= excluded.high_water
 //
-// A refusal's Required is read after the refusal. Invalid input is an error
+// On MySQL and MariaDB the decision is a conditional UPDATE instead, with
+// an INSERT IGNORE for a resource's first mark (see checkMySQL). A
+// refusal's Required is read after the refusal. Invalid input is an error
 // and changes nothing.
 func (m *Marks) CheckContext(ctx context.Context, resourceID string, token int64) (guard.Decision, error) {
 	if err := guard.ValidateResourceID(resourceID); err != nil {

@@ -2,6 +2,9 @@ package sqlguard
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 
 	"github.com/fenceview/fenceview/guard"
 )
@@ -52,6 +55,78 @@ func (m *Marks) badSignature(ctx context.Context, resourceID string, token int64
 	hwm, err := m.HighWater(ctx, resourceID)
 	if err != nil {
 		return guard.Decision{}, err
+	}
+	return guard.Decision{Accepted: false, Reason: guard.ReasonBadSignature, Presented: token, Required: hwm}, nil
+}
+
+// signedRows is a Table's signed mode: the keys it trusts and how a row id
+// names the resource its tokens are signed for.
+type signedRows struct {
+	verify   *guard.VerifyCache
+	resource func(id any) (string, error)
+}
+
+// WithSignatures puts the table in signed mode: an update is made only with
+// a token whose signature one of v's keys made for the row's resource,
+// resource(id) (e.g. "inventory:42" for row 42), and that token; anything
+// else is refused with guard.ReasonBadSignature before the row is touched.
+// Use UpdateSigned and UpdateVersionSigned; Update and UpdateVersion refuse
+// every token.
+func WithSignatures(v *guard.Verifier, resource func(id any) (string, error)) Option {
+	return func(t *Table) error {
+		if resource == nil {
+			return fmt.Errorf("%w: nil resource function", ErrInvalid)
+		}
+		t.signed = &signedRows{verify: guard.NewVerifyCache(v), resource: resource}
+		return nil
+	}
+}
+
+// UpdateSigned is Update for a signed token (sig: its signature text). A
+// table not in signed mode ignores the signature.
+func (t *Table) UpdateSigned(ctx context.Context, db DB, id any, token int64, sig string, set ...Assignment) (guard.Decision, error) {
+	return t.updateSigned(ctx, db, id, token, sig, nil, set)
+}
+
+// UpdateVersionSigned is UpdateVersion for a signed token.
+func (t *Table) UpdateVersionSigned(ctx context.Context, db DB, id any, token, expected int64, sig string, set ...Assignment) (guard.Decision, error) {
+	return t.updateSigned(ctx, db, id, token, sig, &expected, set)
+}
+
+func (t *Table) updateSigned(ctx context.Context, db DB, id any, token int64, sig string, version *int64, set []Assignment) (guard.Decision, error) {
+	if t.signed == nil {
+		return t.update(ctx, db, id, token, version, set)
+	}
+	if err := guard.ValidateToken(token); err != nil {
+		return guard.Decision{}, err
+	}
+	if id == nil {
+		return guard.Decision{}, fmt.Errorf("%w: nil row id", ErrInvalid)
+	}
+	resource, err := t.signed.resource(id)
+	if err == nil {
+		err = guard.ValidateResourceID(resource)
+	}
+	if err != nil {
+		return guard.Decision{}, fmt.Errorf("%w: resource of row %v: %w", ErrInvalid, id, err)
+	}
+	if !t.signed.verify.Verify(resource, token, sig) {
+		return t.badSignature(ctx, db, id, token)
+	}
+	return t.write(ctx, db, id, token, version, set)
+}
+
+// badSignature refuses a token that may not be compared; Required is the
+// row's mark, read now. A missing row is ErrNotFound, as for Update.
+func (t *Table) badSignature(ctx context.Context, db DB, id any, token int64) (guard.Decision, error) {
+	a := &args{d: t.d}
+	var hwm int64
+	err := db.QueryRowContext(ctx, "SELECT "+t.tokCol+" FROM "+t.table+" WHERE "+t.idCol+" = "+a.add(id), a.vals...).Scan(&hwm)
+	if errors.Is(err, sql.ErrNoRows) {
+		return guard.Decision{}, fmt.Errorf("%w: %s %s = %v", ErrNotFound, t.name, t.idCol, id)
+	}
+	if err != nil {
+		return guard.Decision{}, fmt.Errorf("sqlguard: read mark of %s: %w", t.name, err)
 	}
 	return guard.Decision{Accepted: false, Reason: guard.ReasonBadSignature, Presented: token, Required: hwm}, nil
 }

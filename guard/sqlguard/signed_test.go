@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/sqlguard"
 	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
@@ -62,5 +63,40 @@ func TestMarksSignedRefusesUnsigned(t *testing.T) {
 	}
 	if d, _ := m.CheckSigned("r", 4, signedtest.Sign(t, signedtest.Old, "r", 4)); d.Accepted || d.Reason != guard.ReasonStale || d.Required != 5 {
 		t.Fatalf("signed stale token = %+v", d)
+	}
+}
+
+// The signed table on rows that carry their own token column: the row is
+// only updated for a verified token, and a refused write leaves it alone.
+func TestTableSignedTable(t *testing.T) {
+	db, _ := openSQLite(t)
+	ctx := context.Background()
+	if _, err := db.Exec(`CREATE TABLE docs (id TEXT PRIMARY KEY, body TEXT NOT NULL DEFAULT '', fence_token BIGINT NOT NULL DEFAULT 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO docs (id) VALUES ('orders'), ('billing')`); err != nil {
+		t.Fatal(err)
+	}
+	v := &guard.Verifier{}
+	tb, err := sqlguard.NewTable(sqlguard.SQLite, "docs", "id", sqlguard.WithSignatures(v, func(id any) (string, error) {
+		return id.(string), nil // the row id is the resource id
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
+		return tb.UpdateSigned(ctx, db, r, tok, sig, sqlguard.Set("body", sig))
+	}, signedtest.Options{AcceptedWithoutRequired: true})
+	var body string
+	var mark int64
+	db.QueryRow(`SELECT body, fence_token FROM docs WHERE id = 'orders'`).Scan(&body, &mark)
+	if mark != 9 || body != signedtest.Sign(t, signedtest.New, "orders", 9) {
+		t.Fatalf("row after the table: mark %d body %q", mark, body)
+	}
+	if d, err := tb.Update(ctx, db, "orders", 100, sqlguard.Set("body", "x")); err != nil || d.Reason != guard.ReasonBadSignature || d.Required != 9 {
+		t.Fatalf("unsigned Update in signed mode = %+v, %v", d, err)
+	}
+	if _, err := tb.UpdateSigned(ctx, db, "nope", 1, signedtest.Sign(t, signedtest.New, "nope", 1)); !errors.Is(err, sqlguard.ErrNotFound) {
+		t.Fatalf("missing row: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -39,6 +40,8 @@ type Config struct {
 	Clock             clock.Clock
 	Logger            *slog.Logger
 
+	Access // who may connect and how (access.go)
+
 	// Limits; zero values take the defaults of issuer and httpapi.
 	MaxResources   int
 	MaxWaiters     int
@@ -53,8 +56,13 @@ type Server struct {
 	API      *httpapi.Server
 	IssuerID string
 	Keys     *signing.Keyring
+	// Credentials are the API keys and the admin token; Sessions the
+	// dashboard's logins.
+	Credentials *auth.Keyring
+	Sessions    *auth.Sessions
 
 	logger *slog.Logger
+	tls    bool
 	ln     net.Listener
 	http   *http.Server
 	dbLock *flock.Flock
@@ -98,18 +106,24 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.IssuerID = s.Service.Issuer()
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
 	s.API.SigningKeys = s.Keys
-	s.API.AdminToken = cfg.AdminToken
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
 	}
 	s.API.MaxWebsockets, s.API.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
-	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
-	dash.Logger = cfg.Logger
-	dash.Register(s.API)
-
-	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
 		return nil, err
 	}
+	s.Sessions = auth.NewSessions(s.Credentials, maxSessions, sessionTTL, cfg.Clock.Now)
+	s.API.Auth, s.API.Sessions = s.Credentials, s.Sessions
+	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
+	dash.Logger = cfg.Logger
+	dash.Sessions = s.Sessions
+	dash.Register(s.API)
+
+	if s.ln, err = s.listen(cfg); err != nil {
+		return nil, err
+	}
+	s.API.AllowedHosts = httpapi.NewHostList(s.ln.Addr().String(), append([]string{cfg.Addr}, cfg.AllowedHosts...))
 	s.http = &http.Server{
 		Handler:           s.API,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -126,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	if cfg.AdminToken == "" && !isLoopback(s.ln.Addr()) {
-		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token; anyone who can reach this address can force-expire locks and reset counters",
+		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token (--insecure-no-auth); anyone who can reach this address can take, release and poison every lock",
 			"addr", s.ln.Addr().String())
 	}
 	if cfg.Demo {
@@ -147,7 +161,11 @@ func (s *Server) URL() string {
 	if addr.IP.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
+	scheme := "http://"
+	if s.tls {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, fmt.Sprint(addr.Port))
 }
 
 // Close stops serving: waiters and streams are ended first (a waiter may
