@@ -600,6 +600,7 @@ func (s *Service) Resources() []fenceview.Resource {
 // about one page, however many resources there are.
 func (s *Service) ResourcePage(prefix, after string, limit int, sees func(string) bool) (page []fenceview.Resource, more bool) {
 	limit = max(limit, 1)
+	page = make([]fenceview.Resource, 0, min(limit, 128))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ids.AscendGreaterOrEqual(max(prefix, after), func(id string) bool {
