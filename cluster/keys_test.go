@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,21 @@ func TestAPIKeysAreTheClusters(t *testing.T) {
 	if b == a {
 		b = nodes[1]
 	}
+	// The dashboard, asked at the follower, shows both nodes and the leader.
+	req, _ := http.NewRequest("GET", b.url()+"/", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`data-testid="cluster"`, `data-testid="cluster-leader">` + a.self().ID, b.self().ID} {
+		if !strings.Contains(string(page), want) {
+			t.Fatalf("dashboard (%d) lacks %q", resp.StatusCode, want)
+		}
+	}
+
 	create := func(name string) (id, secret string) {
 		t.Helper()
 		got := callAs(t, adminToken, "POST", a.url()+"/v1/auth/keys", map[string]any{"name": name, "role": "client"})

@@ -66,6 +66,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			dash := dashboard.New(svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger
 			dash.Sessions = s.Sessions
+			dash.Cluster = s.clusterView
 			dash.Register(api)
 			return api
 		},
@@ -88,6 +89,23 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
 		"cluster", s.Node.Self().ID, "advertise", advertise)
 	return nil
+}
+
+// clusterView is the cluster as the dashboard shows it. s.Node is set
+// before the listener serves, so every request sees it.
+func (s *Server) clusterView(ctx context.Context) (dashboard.ClusterView, error) {
+	st, err := s.Node.Status(ctx)
+	if err != nil {
+		return dashboard.ClusterView{}, err
+	}
+	v := dashboard.ClusterView{Self: dashboard.ClusterMember{ID: st.Self.ID, URL: st.Self.URL}}
+	if st.Leader != nil {
+		v.Leader = &dashboard.ClusterMember{ID: st.Leader.ID, URL: st.Leader.URL, Leader: true}
+	}
+	for _, m := range st.Members {
+		v.Members = append(v.Members, dashboard.ClusterMember{ID: m.ID, URL: m.URL, Leader: st.Leader != nil && m.ID == st.Leader.ID})
+	}
+	return v, nil
 }
 
 // defaultAdvertise is this node's URL for its peers when --advertise is not
