@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -74,4 +75,11 @@ func FuzzRPCAnswerDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) { checkRPCAnswerDecoding(t, line) })
+}
+
+// A field added to rpcRequest must be taught to appendRPCRequest.
+func TestRPCRequestCodecKnowsEveryField(t *testing.T) {
+	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 10 {
+		t.Fatalf("rpcRequest has %d fields, appendRPCRequest writes 10: teach it the new ones", n)
+	}
 }

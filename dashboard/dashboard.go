@@ -30,7 +30,12 @@ import (
 
 // Locks is the live state the dashboard reads (issuer.Service implements it).
 type Locks interface {
-	Resources() []fenceview.Resource
+	// ResourcePage is a page of resources by id (see issuer.Service).
+	ResourcePage(prefix, after string, limit int, sees func(string) bool) ([]fenceview.Resource, bool)
+	// Alarmed is up to limit resources with a counter alarm, and how many.
+	Alarmed(limit int, sees func(string) bool) ([]fenceview.Resource, int)
+	// Totals sums every resource sees keeps, without listing them.
+	Totals(sees func(string) bool) (resources, held int, accepted, rejected int64)
 	Resource(resourceID string) (fenceview.Resource, error)
 	Lock(resourceID string) (fenceview.LockState, error)
 	LastSeq() int64
@@ -192,11 +197,7 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 	if p == auth.Everyone {
 		m.User = ""
 	}
-	for _, res := range h.Locks.Resources() {
-		if behind(res) && p.Sees(res.ResourceID) {
-			m.Behind = append(m.Behind, res)
-		}
-	}
+	m.Behind, _ = h.Locks.Alarmed(behindShown, p.Sees)
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
 			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,

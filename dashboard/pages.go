@@ -43,7 +43,10 @@ type ResourceRow struct {
 // OverviewData is the overview page.
 type OverviewData struct {
 	Meta
-	Rows                     []ResourceRow
+	Rows                     []ResourceRow     // one page
+	Total                    int               // resources known
+	Prefix, NextURL          string            // the page's filter; the next page, "" when none
+	Paged                    bool              // Rows is not every resource
 	Feed                     []fenceview.Event // newest first
 	Refusals                 []fenceview.Event // the latest rejections
 	Held, Accepted, Rejected int64
@@ -57,19 +60,34 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	d.Page, d.LastSeq = "overview", last
 	now := h.Now()
 	p := auth.FromContext(r.Context())
-	for _, res := range h.Locks.Resources() {
-		if !p.Sees(res.ResourceID) {
-			continue
+	// One page of resources, never all of them: a server may know a
+	// million.
+	q := r.URL.Query()
+	d.Prefix = q.Get("prefix")
+	after := ""
+	if d.Prefix != "" || q.Get("cursor") != "" {
+		pq, err := fenceview.ParseResourcePage(q)
+		if err != nil {
+			h.errorPage(w, r, http.StatusBadRequest, "Bad page", fenceview.ErrorMessage(err))
+			return
 		}
+		after, d.Paged = pq.After, true
+	}
+	page, more := h.Locks.ResourcePage(d.Prefix, after, resourcesShown, p.Sees)
+	for _, res := range page {
 		row := ResourceRow{Resource: res}
 		if res.Holder != "" {
 			row.RemainingMs = max(res.ExpiresAt.Sub(now).Milliseconds(), 0)
-			d.Held++
 		}
-		d.Accepted += res.Accepted
-		d.Rejected += res.Rejected
 		d.Rows = append(d.Rows, row)
 	}
+	if more {
+		d.Paged = true
+		d.NextURL = "/?" + url.Values{"prefix": {d.Prefix}, "cursor": {fenceview.ResourceCursor(page[len(page)-1].ResourceID)}}.Encode()
+	}
+	var held int
+	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(p.Sees)
+	d.Held = int64(held)
 	if h.FeedSize > 0 && last > 0 {
 		events, err := h.History.EventsAfter(r.Context(), max(last-int64(h.FeedSize), 0), "", h.FeedSize)
 		if err != nil {
@@ -94,6 +112,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	h.render(w, r, http.StatusOK, Overview(d))
 }
+
+// resourcesShown is the overview's page of resources; behindShown bounds
+// the warning's list of resources whose counter is behind.
+const (
+	resourcesShown = 100
+	behindShown    = 20
+)
 
 // refusalsShown is the length of the overview's "latest refusals" list;
 // app.js keeps it the same.
@@ -178,10 +203,9 @@ func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
 	d := RejectionsData{Meta: h.meta(r.Context(), "Rejections", "rejections"), Reasons: knownReasons}
 	d.Page = "rejections"
 	p := auth.FromContext(r.Context())
-	for _, res := range h.Locks.Resources() {
-		if p.Sees(res.ResourceID) {
-			d.Resources = append(d.Resources, res.ResourceID)
-		}
+	suggest, _ := h.Locks.ResourcePage("", "", resourcesShown, p.Sees)
+	for _, res := range suggest {
+		d.Resources = append(d.Resources, res.ResourceID)
 	}
 	q := r.URL.Query()
 	d.Form = FilterForm{Resource: q.Get("resource"), Reason: q.Get("reason"), Source: q.Get("source"), Since: q.Get("since"), Until: q.Get("until")}

@@ -65,6 +65,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if !s.openWebsocket(w, r) {
+		return
+	}
+	defer s.closeWebsocket()
 	// Subscribe before the handshake completes, so every event committed
 	// after it is delivered.
 	sub := s.Service.Subscribe(resource, streamBuffer)

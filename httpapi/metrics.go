@@ -20,7 +20,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	metric("fenceview_fence_accepted_total", "counter", "Fenced writes accepted (server guard and plugin reports).", m.Accepted)
 	fmt.Fprintf(&b, "# HELP fenceview_fence_rejected_total Fenced writes refused, by reason.\n# TYPE fenceview_fence_rejected_total counter\n")
 	for _, rc := range m.Rejected {
-		fmt.Fprintf(&b, "fenceview_fence_rejected_total{reason=%q} %d\n", rc.Reason, rc.Count)
+		fmt.Fprintf(&b, "fenceview_fence_rejected_total{reason=\"%s\"} %d\n", labelEscaper.Replace(rc.Reason), rc.Count)
 	}
 	metric("fenceview_waiters", "gauge", "Acquire requests waiting for a lock.", int64(m.Waiters))
 	metric("fenceview_stream_clients", "gauge", "Connected event stream clients.", int64(m.StreamClients))
@@ -34,3 +34,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Write([]byte(b.String()))
 }
+
+// labelEscaper escapes a label value by Prometheus' text format rules (Go's
+// %q is not them: it writes \u escapes the format does not know).
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

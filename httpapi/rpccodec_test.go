@@ -80,3 +80,11 @@ func TestRPCAnswerEncodesLikeEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// A field added to rpcRequest still decodes (its key sends the line to
+// encoding/json), but off the fast path: teach fastRPCRequest.
+func TestRPCRequestCodecKnowsEveryField(t *testing.T) {
+	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 11 {
+		t.Fatalf("rpcRequest has %d fields, fastRPCRequest reads 11: teach it the new ones", n)
+	}
+}

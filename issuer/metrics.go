@@ -22,6 +22,9 @@ func (c *counters) add(b *batch) {
 	c.alarms.Add(int64(len(b.alarms)))
 	c.resets.Add(int64(b.resets))
 	for reason, n := range b.rejected {
+		if _, seen := c.rejected[reason]; !seen && !knownReasons[reason] && len(c.rejected) >= len(knownReasons)+otherReasonLabels {
+			reason = "other" // bounded label cardinality, whatever clients report
+		}
 		c.rejected[reason] += int64(n)
 	}
 }
@@ -61,7 +64,7 @@ func (s *Service) Metrics() Metrics {
 		Resources:     len(s.resources),
 		Held:          len(s.held),
 		LastSeq:       s.published,
-		CounterAlarms: s.alarmed,
+		CounterAlarms: len(s.alarmed),
 		AlarmsRaised:  s.metrics.alarms.Load(),
 		Resets:        s.metrics.resets.Load(),
 	}

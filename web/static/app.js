@@ -95,6 +95,7 @@
       case 'reject': return e.reason === 'stale-token' ? 'stale' : 'refused';
       case 'alarm': return 'alarm';
       case 'reset': return 'reset';
+      case 'recover': return 'recovered';
     }
     return String(e.type);
   }
@@ -116,6 +117,8 @@
         return e.reason + ': mark ' + (e.token || 0) + ' above the last token issued, ' + e.required + from(e.source);
       case 'reset':
         return 'token counter raised to ' + (e.token || 0) + ' (floor ' + e.required + ') by ' + (e.source || '');
+      case 'recover':
+        return 'recovered by ' + (e.source || '') + ': counter ' + e.required + ' \u2192 ' + (e.token || 0) + ', mark ' + e.presented + ' \u2192 \u2264 ' + (e.token || 0);
     }
     return '';
   }
@@ -291,8 +294,17 @@
     if (cls !== undefined) td.className = cls;
   }
 
+  // A paged table shows some resources only: others are not added to it,
+  // and the totals the server rendered stay (they count every resource).
+  function tablePaged() {
+    var t = document.querySelector('table[data-testid="resources"]');
+    return t !== null && t.hasAttribute('data-paged');
+  }
+
   function updateRow(r, lock) {
-    var tr = findRow(r.resourceId) || newRow(r.resourceId);
+    var tr = findRow(r.resourceId);
+    if (!tr && tablePaged()) { setBehind(r); return; }
+    tr = tr || newRow(r.resourceId);
     var cell = function (c) { return tr.querySelector('td[data-col="' + c + '"]'); };
     var behindNow = isBehind(r);
     tr.classList.toggle('is-behind', behindNow);
@@ -316,6 +328,7 @@
   }
 
   function updateStats() {
+    if (tablePaged()) return;
     var rows = document.querySelectorAll('tr[data-testid="resource-row"]');
     var held = 0, acc = 0, rej = 0;
     rows.forEach(function (tr) {
