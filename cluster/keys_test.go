@@ -57,7 +57,8 @@ func callAs(t *testing.T, secret, method, url string, body any) answer {
 // The API keys are the cluster's: a key created through one node
 // authenticates at another, even after the node it was created at is gone,
 // and a revocation at one node makes every other refuse the key and end
-// the streams opened with it.
+// the streams opened with it. The dashboard, in passing, shows the members
+// and the leader.
 func TestAPIKeysAreTheClusters(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and two nodes")
