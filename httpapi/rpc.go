@@ -50,6 +50,7 @@ type rpcRequest struct {
 	Source   string  `json:"source"`
 	// Signature of the token, as in the JSON fence body.
 	Signature string `json:"signature"`
+	origin    string // rpc:<host>, set by the server
 }
 
 type rpcAnswer struct {
@@ -115,9 +116,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 					Body: map[string]any{"error": "invalid request: " + describeJSONError(err)}})
 				return true
 			}
-			if req.Source == "" {
-				req.Source = source
-			}
+			req.origin = source
 			if req.Op == "acquire" && req.WaitMs.Value > 0 {
 				if waiting.Add(1) > rpcMaxWaiting {
 					waiting.Add(-1)
@@ -171,7 +170,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest) (int, any) {
 			return s.release(ctx, req.Resource, lr)
 		}
 	case "fence":
-		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature}
+		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, origin: req.origin}
 		if req.Holder != nil {
 			fr.Holder = *req.Holder
 		}
