@@ -204,7 +204,7 @@ func (s *rpcSession) call(ctx context.Context, req rpcRequest) (rpcAnswer, error
 		delete(s.pending, req.ID)
 		s.mu.Unlock()
 	}
-	b, err := json.Marshal(req)
+	b, err := appendRPCRequest(nil, &req)
 	if err != nil {
 		forget()
 		return rpcAnswer{}, err
@@ -256,7 +256,7 @@ func (s *rpcSession) readLoop() {
 		bad := false
 		wire.Lines(msg, func(line []byte) bool {
 			var a rpcAnswer
-			if err := json.Unmarshal(line, &a); err != nil {
+			if err := decodeRPCAnswer(line, &a); err != nil {
 				s.fail(fmt.Errorf("fenceview: rpc stream: bad answer: %w", err))
 				bad = true
 				return false

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -111,17 +110,17 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 		conn.SetReadDeadline(time.Now().Add(pongWait))
 		wire.Lines(msg, func(line []byte) bool {
 			var req rpcRequest
-			if err := json.Unmarshal(line, &req); err != nil {
-				answers <- encodeAnswer(rpcAnswer{ID: req.ID, Status: http.StatusBadRequest,
-					Body: map[string]any{"error": "invalid request: " + describeJSONError(err)}})
+			if err := decodeRPCRequest(line, &req); err != nil {
+				answers <- appendRPCAnswer(nil, req.ID, http.StatusBadRequest,
+					map[string]any{"error": "invalid request: " + describeJSONError(err)})
 				return true
 			}
 			req.origin = source
 			if req.Op == "acquire" && req.WaitMs.Value > 0 {
 				if waiting.Add(1) > rpcMaxWaiting {
 					waiting.Add(-1)
-					answers <- encodeAnswer(rpcAnswer{ID: req.ID, Status: http.StatusTooManyRequests, Body: map[string]any{
-						"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)}})
+					answers <- appendRPCAnswer(nil, req.ID, http.StatusTooManyRequests, map[string]any{
+						"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)})
 					return true
 				}
 			}
@@ -133,7 +132,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 					defer waiting.Add(-1)
 				}
 				status, body := s.dispatchRPC(ctx, req)
-				answers <- encodeAnswer(rpcAnswer{ID: req.ID, Status: status, Body: body})
+				answers <- appendRPCAnswer(nil, req.ID, status, body)
 				<-slots
 			}()
 			return true
@@ -200,14 +199,6 @@ func rpcAllowed(ctx context.Context, req rpcRequest) error {
 		return fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
 	}
 	return seeResource(ctx, req.Resource)
-}
-
-func encodeAnswer(a rpcAnswer) []byte {
-	b, err := json.Marshal(a)
-	if err != nil {
-		b, _ = json.Marshal(rpcAnswer{ID: a.ID, Status: http.StatusInternalServerError, Body: map[string]any{"error": "internal error"}})
-	}
-	return b
 }
 
 // rpcWriter is the connection's one writer: it sends every answer ready at

@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/fenceview/fenceview"
+)
+
+var rpcRequestSeeds = []string{
+	`{"id":7,"op":"acquire","resource":"r","holder":"a","leaseMs":30000,"waitMs":0}`,
+	`{"id":8,"op":"fence","resource":"r","token":12,"issuer":"i","scope":"s","source":"x","signature":"AAA"}`,
+	`{}`, `{ }`, `{"id":1}`, `{"ID":1,"Op":"lock"}`, `{"id":-1}`, `{"id":01}`, `{"id":1.5}`, `{"id":1e3}`,
+	`{"id":18446744073709551615}`, `{"id":18446744073709551616}`, `{"token":-0}`, `{"token":-}`,
+	`{"token":9223372036854775807}`, `{"token":9223372036854775808}`, `{"token":"5"}`, `{"token":null}`,
+	`{"holder":null}`, `{"holder":""}`, `{"holder":"a","holder":"b"}`, `{"holder":"\u00e9"}`, "{\"holder\":\"\xff\"}",
+	`{"holder":"a\"b"}`, `{"op":"acquire",}`, `{"op":"acquire"}x`, `{"op":"acquire"`, `[1]`, `"x"`, `{"extra":{"a":1},"id":3}`,
+	`{"id":3,"op":1}`, `{"leaseMs":1,"waitMs":2,"token":3}`, "{\"op\":\"a\tb\"}",
+}
+
+// The fast path answers exactly as encoding/json: same request, same
+// error or none.
+func checkRPCRequest(t *testing.T, line []byte) {
+	var fast, slow rpcRequest
+	ferr := decodeRPCRequest(line, &fast)
+	serr := json.Unmarshal(line, &slow)
+	if (ferr == nil) != (serr == nil) || (ferr != nil && describeJSONError(ferr) != describeJSONError(serr)) {
+		t.Fatalf("%q: error %v, encoding/json %v", line, ferr, serr)
+	}
+	if ferr == nil && !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%q: decoded %+v, encoding/json %+v", line, fast, slow)
+	}
+	if ferr != nil && fast.ID != slow.ID {
+		t.Fatalf("%q: id %d on error, encoding/json %d", line, fast.ID, slow.ID)
+	}
+}
+
+func TestRPCRequestDecodesLikeEncodingJSON(t *testing.T) {
+	for _, s := range rpcRequestSeeds {
+		checkRPCRequest(t, []byte(s))
+	}
+	var fast rpcRequest
+	if !fastRPCRequest([]byte(rpcRequestSeeds[0]), &fast) || !fastRPCRequest([]byte(rpcRequestSeeds[1]), &fast) {
+		t.Fatal("a client's plain request missed the fast path")
+	}
+}
+
+func FuzzRPCRequestDecode(f *testing.F) {
+	for _, s := range rpcRequestSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) { checkRPCRequest(t, line) })
+}
+
+// The answer line is byte for byte json.Marshal's.
+func TestRPCAnswerEncodesLikeEncodingJSON(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC)
+	bodies := []any{
+		nil,
+		map[string]any{"error": "invalid request: <x> & y", "code": "invalid"},
+		lockWire(fenceview.LockState{ResourceID: "r/1", Locked: true, Holder: "a", HoldCount: 1, Token: 7, ExpiresAt: now}),
+		struct {
+			T wireTime   `json:"t"`
+			S wireString `json:"s"`
+		}{wireTime(now), "a<b"},
+		func() {}, // cannot be encoded: the internal-error answer
+	}
+	for _, body := range bodies {
+		for _, status := range []int{200, 409} {
+			want, err := json.Marshal(rpcAnswer{ID: 42, Status: status, Body: body})
+			if err != nil {
+				want, _ = json.Marshal(rpcAnswer{ID: 42, Status: 500, Body: map[string]any{"error": "internal error"}})
+			}
+			if got := appendRPCAnswer(nil, 42, status, body); !bytes.Equal(got, want) {
+				t.Fatalf("body %#v:\n got %s\nwant %s", body, got, want)
+			}
+		}
+	}
+}
+
+// A field added to rpcRequest still decodes (its key sends the line to
+// encoding/json), but off the fast path: teach fastRPCRequest.
+func TestRPCRequestCodecKnowsEveryField(t *testing.T) {
+	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 11 {
+		t.Fatalf("rpcRequest has %d fields, fastRPCRequest reads 11: teach it the new ones", n)
+	}
+}
