@@ -184,6 +184,7 @@ type fenceRequest struct {
 	Scope  string  `json:"scope"`
 	Holder string  `json:"holder"`
 	Source string  `json:"source"`
+	origin string  // api:<host> or rpc:<host>: the source when auth is off and none is given
 	header *string // X-Fencing-Token, when given
 	// Signature of the token: the JSON "signature" or X-Fencing-Signature.
 	Signature string `json:"signature"`
@@ -215,9 +216,7 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		}
 		req.sigHeader = &hv[0]
 	}
-	if req.Source == "" {
-		req.Source = "api:" + clientHost(r)
-	}
+	req.origin = "api:" + clientHost(r)
 	status, body := s.fence(r.Context(), resource, req)
 	if refusal, ok := body.(httpguard.Refusal); ok {
 		refusal.SetHeader(w.Header())
@@ -228,6 +227,9 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 // fence decides a fenced write presented to the server's guard.
 func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (int, any) {
 	f, err := req.fence(resource)
+	if err == nil {
+		f.Source, err = attribute(ctx, req.origin, req.Source)
+	}
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
@@ -332,8 +334,13 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
+		source, err := attribute(r.Context(), "", d.Source)
+		if err != nil {
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err)))
+			return
+		}
 		rep := fenceview.Report{ResourceID: d.ResourceID, Token: d.Token.Value, Accepted: *d.Accepted,
-			Required: d.Required.Value, Reason: d.Reason, Source: d.Source, Signature: d.Signature}
+			Required: d.Required.Value, Reason: d.Reason, Source: source, Signature: d.Signature}
 		if len(d.Signature) > maxSignatureLen {
 			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: signature over %d bytes", i, maxSignatureLen))
 			return

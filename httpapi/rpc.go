@@ -114,9 +114,6 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 					map[string]any{"error": "invalid request: " + describeJSONError(err)})
 				return true
 			}
-			if req.Source == "" {
-				req.Source = source
-			}
 			if req.Op == "acquire" && req.WaitMs.Value > 0 {
 				if waiting.Add(1) > rpcMaxWaiting {
 					waiting.Add(-1)
@@ -132,7 +129,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 				if req.Op == "acquire" && req.WaitMs.Value > 0 {
 					defer waiting.Add(-1)
 				}
-				status, body := s.dispatchRPC(ctx, req)
+				status, body := s.dispatchRPC(ctx, req, source)
 				answers <- appendRPCAnswer(nil, req.ID, status, body)
 				<-slots
 			}()
@@ -147,8 +144,9 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	<-writerDone
 }
 
-// dispatchRPC runs one request through the same code as the JSON API.
-func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest) (int, any) {
+// dispatchRPC runs one request through the same code as the JSON API;
+// origin (rpc:<host>) is the connection's source when auth is off.
+func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string) (int, any) {
 	if err := guard.ValidateResourceID(req.Resource); err != nil {
 		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "%v", err))
 	}
@@ -170,7 +168,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest) (int, any) {
 			return s.release(ctx, req.Resource, lr)
 		}
 	case "fence":
-		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature}
+		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, origin: origin}
 		if req.Holder != nil {
 			fr.Holder = *req.Holder
 		}
