@@ -62,6 +62,7 @@ type Keyring struct {
 
 	mu   sync.RWMutex
 	keys map[string]*entry
+	gen  uint64 // counts local changes, so Reload never undoes one it did not see
 }
 
 type entry struct {
@@ -188,6 +189,7 @@ func (k *Keyring) Create(ctx context.Context, name string, role Role, resources 
 	}
 	k.mu.Lock()
 	k.keys[id] = newEntry(s)
+	k.gen++
 	k.mu.Unlock()
 	return s.Key, secret, nil
 }
@@ -256,6 +258,7 @@ func (k *Keyring) Revoke(ctx context.Context, id string) error {
 		delete(k.keys, id)
 		close(e.revoked)
 	}
+	k.gen++
 	k.mu.Unlock()
 	return nil
 }

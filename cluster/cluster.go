@@ -44,6 +44,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/signing"
@@ -72,6 +73,11 @@ type Config struct {
 	// given; otherwise the keys are the cluster's, kept in etcd.
 	SigningKeys       *signing.Keyring
 	RequireSignatures bool
+	// AdminToken turns auth on; the API keys are the cluster's (Credentials).
+	// Credentials, when set, is given the cluster's keyring before any term
+	// begins, so Serve may use what it builds from it.
+	AdminToken  string
+	Credentials func(*auth.Keyring)
 	// LogRetention is how many events the log in etcd keeps (default
 	// 1,000,000); a node away longer has a gap in its history.
 	LogRetention int64
@@ -100,6 +106,7 @@ type Node struct {
 	ttl    int // seconds
 	log    *slog.Logger
 
+	creds   *auth.Keyring          // the cluster's API keys (authkeys.go)
 	current atomic.Pointer[term]   // set while this node leads and serves
 	leader  atomic.Pointer[Member] // the leader as etcd says, nil when none
 	gaps    atomic.Int64           // holes found in the history (see the feed)
@@ -177,13 +184,20 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	n.issuer, err = n.settleIssuer(sctx, cfg.Issuer)
 	cancel()
+	if err == nil {
+		err = n.openCredentials(ctx, cfg.AdminToken)
+	}
+	if err == nil && cfg.Credentials != nil {
+		cfg.Credentials(n.creds)
+	}
 	if err != nil {
 		cli.Close()
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel
-	n.done.Add(2)
+	n.done.Add(3)
+	go func() { defer n.done.Done(); n.watchKeys(rctx) }()
 	go func() { defer n.done.Done(); n.watchLeader(rctx) }()
 	go func() { defer n.done.Done(); n.run(rctx) }()
 	return n, nil

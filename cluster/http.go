@@ -92,21 +92,12 @@ func (n *Node) serveCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	members, err := n.Members(ctx)
+	st, err := n.Status(ctx)
 	if err != nil {
 		unavailable(w, "etcd did not answer; retry")
 		return
 	}
-	self := n.self
-	self.Role = "follower"
-	var leader any
-	if l := n.leader.Load(); l != nil {
-		leader = Member{ID: l.ID, URL: l.URL}
-		if l.ID == self.ID {
-			self.Role = "leader"
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"self": self, "leader": leader, "members": members})
+	writeJSON(w, http.StatusOK, st)
 }
 
 func unavailable(w http.ResponseWriter, msg string) {

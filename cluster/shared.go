@@ -8,8 +8,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Shared is the cluster's small shared state kept in etcd: the issuer id
-// today, API keys and signing keys next. Whatever a single server keeps in
+// Shared is the cluster's small shared state kept in etcd: the issuer id;
+// API keys (authkeys.go) and signing keys (signing.go) sit beside it, each
+// record under its own key so a watch follows them. Whatever a single server keeps in
 // its database and every node must agree on goes here, so a key created on
 // one node works on all, and a signing key survives any node.
 type Shared interface {

@@ -62,6 +62,9 @@ type Handler struct {
 	Logger  *slog.Logger
 	// Sessions, when set, log people in with a key (login.go).
 	Sessions Sessions
+	// Cluster, when set (cluster mode), gives the members and leader the
+	// overview shows (cluster.go).
+	Cluster func(context.Context) (ClusterView, error)
 
 	// A burst of stale writes: at least BurstThreshold stale-token
 	// rejections within BurstWindow raises a warning on every page.

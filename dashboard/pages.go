@@ -50,6 +50,7 @@ type OverviewData struct {
 	Feed                     []fenceview.Event // newest first
 	Refusals                 []fenceview.Event // the latest rejections
 	Held, Accepted, Rejected int64
+	Cluster                  *ClusterView // cluster mode only
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +111,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			d.Refusals = append(d.Refusals, e)
 		}
 	}
+	d.Cluster = h.clusterView(r.Context())
 	h.render(w, r, http.StatusOK, Overview(d))
 }
 

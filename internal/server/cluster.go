@@ -35,12 +35,6 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 	if s.ln, err = s.listen(cfg); err != nil {
 		return err
 	}
-	// API keys and sessions are this node's for now (its own database);
-	// the admin token is the same on every node that is given it.
-	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
-		return err
-	}
-	s.Sessions = auth.NewSessions(s.Credentials, maxSessions, sessionTTL, cfg.Clock.Now)
 	hosts := httpapi.NewHostList(s.ln.Addr().String(), append([]string{cfg.Addr}, cfg.AllowedHosts...))
 	advertise := cfg.Cluster.Advertise
 	if advertise == "" {
@@ -56,6 +50,13 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		ElectionTTL: cfg.Cluster.ElectionTTL, Issuer: cfg.Issuer, History: s.DB,
 		Clock: cfg.Clock, Logger: cfg.Logger,
 		SigningKeys: s.Keys, RequireSignatures: cfg.RequireSignatures,
+		// API keys are the cluster's, kept in etcd; dashboard sessions stay
+		// this node's (in memory), the admin token is whatever each node is given.
+		AdminToken: cfg.AdminToken,
+		Credentials: func(k *auth.Keyring) {
+			s.Credentials = k
+			s.Sessions = auth.NewSessions(k, maxSessions, sessionTTL, cfg.Clock.Now)
+		},
 		Serve: func(svc *issuer.Service, keys *signing.Keyring, sync func(context.Context) error) http.Handler {
 			history := syncedHistory{DB: s.DB, sync: sync}
 			api := httpapi.New(svc, history, cfg.Logger)
@@ -65,6 +66,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			dash := dashboard.New(svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger
 			dash.Sessions = s.Sessions
+			dash.Cluster = s.clusterView
 			dash.Register(api)
 			return api
 		},
@@ -87,6 +89,23 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
 		"cluster", s.Node.Self().ID, "advertise", advertise)
 	return nil
+}
+
+// clusterView is the cluster as the dashboard shows it. s.Node is set
+// before the listener serves, so every request sees it.
+func (s *Server) clusterView(ctx context.Context) (dashboard.ClusterView, error) {
+	st, err := s.Node.Status(ctx)
+	if err != nil {
+		return dashboard.ClusterView{}, err
+	}
+	v := dashboard.ClusterView{Self: dashboard.ClusterMember{ID: st.Self.ID, URL: st.Self.URL}}
+	if st.Leader != nil {
+		v.Leader = &dashboard.ClusterMember{ID: st.Leader.ID, URL: st.Leader.URL, Leader: true}
+	}
+	for _, m := range st.Members {
+		v.Members = append(v.Members, dashboard.ClusterMember{ID: m.ID, URL: m.URL, Leader: st.Leader != nil && m.ID == st.Leader.ID})
+	}
+	return v, nil
 }
 
 // defaultAdvertise is this node's URL for its peers when --advertise is not
