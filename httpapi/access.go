@@ -58,6 +58,7 @@ var routeActions = map[string]auth.Action{
 	"GET /v1/rpc":                       auth.Lock,
 	"POST /v1/fence/{resource}":         auth.Fence,
 	"POST /v1/decisions":                auth.Report,
+	"GET /v1/auth/keys":                 auth.Manage,
 	"/":                                 auth.Read, // no route: 404 or 405 for anyone signed in
 }
 
