@@ -1,3 +1,9 @@
+//go:build !race || racecluster
+
+// Under the race detector etcd, which these tests embed, is slow to build
+// and to run, so the CI's race run leaves them out; the plain run has them.
+// go test -race -tags racecluster ./cluster/... runs them raced.
+
 package cluster_test
 
 import (
