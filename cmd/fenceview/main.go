@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/server"
@@ -61,6 +63,12 @@ type Main struct {
 	SigningKey        string
 	RequireSignatures bool
 
+	// Cluster mode (see package cluster): on when Etcd is set.
+	Etcd        string // comma-separated etcd client URLs
+	EtcdPrefix  string
+	Advertise   string
+	ElectionTTL time.Duration
+
 	// Limits (docs/security.md).
 	MaxResources   int
 	MaxWaiters     int
@@ -80,10 +88,12 @@ type Main struct {
 // NewMain returns a Main with the defaults of the command.
 func NewMain() *Main {
 	return &Main{
-		Addr:   "127.0.0.1:8080",
-		DBPath: "fenceview.db",
-		Clock:  clock.Real{},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Addr:        "127.0.0.1:8080",
+		DBPath:      "fenceview.db",
+		EtcdPrefix:  cluster.DefaultPrefix,
+		ElectionTTL: 5 * time.Second,
+		Clock:       clock.Real{},
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
 
 		MaxResources:   issuer.DefaultMaxResources,
 		MaxWaiters:     issuer.DefaultMaxWaiters,
@@ -115,6 +125,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&m.MaxWaiters, "max-waiters", m.MaxWaiters, "acquires that may wait for a lock at once, across all clients")
 	fs.IntVar(&m.MaxWebsockets, "max-websockets", m.MaxWebsockets, "open event streams and RPC connections, together")
 	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
+	fs.StringVar(&m.Etcd, "etcd", m.Etcd, "etcd client URLs, comma-separated: run as a node of a cluster whose state lives in etcd")
+	fs.StringVar(&m.EtcdPrefix, "etcd-prefix", m.EtcdPrefix, "etcd key prefix of the cluster")
+	fs.StringVar(&m.Advertise, "advertise", m.Advertise, "this node's base URL for its peers (default: http://<listen address>)")
+	fs.DurationVar(&m.ElectionTTL, "election-ttl", m.ElectionTTL, "a dead leader is replaced within this (whole seconds)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n       fenceview keys create|list|revoke [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
 		fs.PrintDefaults()
@@ -147,6 +161,9 @@ func (m *Main) Run(ctx context.Context) error {
 		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, Access: m.Access,
 		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
 		MaxResources: m.MaxResources, MaxWaiters: m.MaxWaiters, MaxWebsockets: m.MaxWebsockets, RequestTimeout: m.RequestTimeout,
+		Cluster: server.ClusterConfig{
+			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,
+		},
 	})
 	if err != nil {
 		return err
@@ -170,4 +187,15 @@ func (m *Main) Close() error {
 		return nil
 	}
 	return m.server.Close()
+}
+
+// splitList splits a comma-separated flag value, dropping empty parts.
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

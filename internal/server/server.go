@@ -16,6 +16,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -39,6 +40,7 @@ type Config struct {
 	RequireSignatures bool
 	Clock             clock.Clock
 	Logger            *slog.Logger
+	Cluster           ClusterConfig // cluster mode when Cluster.Etcd is set
 
 	Access // who may connect and how (access.go)
 
@@ -60,6 +62,7 @@ type Server struct {
 	// dashboard's logins.
 	Credentials *auth.Keyring
 	Sessions    *auth.Sessions
+	Node        *cluster.Node // cluster mode only; Service and API are then the leader's, per term
 
 	logger *slog.Logger
 	tls    bool
@@ -89,6 +92,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
+	}
+	if len(cfg.Cluster.Etcd) > 0 {
+		return s, s.startCluster(ctx, cfg)
 	}
 	if cfg.SigningKeyFile != "" {
 		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
@@ -176,6 +182,9 @@ func (s *Server) Close() error {
 	if s.demo != nil {
 		s.demo.Stop() // before the service, so no simulated call meets a closed one
 		s.demo = nil
+	}
+	if s.Node != nil {
+		errs = append(errs, s.Node.Close()) // resigns, so another node leads at once
 	}
 	if s.Service != nil {
 		s.Service.Close()
