@@ -129,6 +129,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case batch := <-sub.Events():
+			oldest := time.Time{}
+			if len(batch) > 0 {
+				oldest = batch[0].PublishedAt
+			}
 			for more := true; more; {
 				for _, p := range batch {
 					if p.Seq <= last {
@@ -144,6 +148,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				default:
 					more = false
 				}
+			}
+			if !oldest.IsZero() {
+				s.observeLag(time.Since(oldest)) // the burst is framed; Flush sends it
 			}
 			if err := out.Flush(); err != nil {
 				return

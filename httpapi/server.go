@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/issuer"
@@ -25,6 +26,10 @@ type Server struct {
 	History    History
 	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
 	Logger     *slog.Logger
+	// Metrics serves GET /metrics; StreamLag is told how long each burst of
+	// events waited before going out to a stream client. Both optional.
+	Metrics   http.Handler
+	StreamLag func(time.Duration)
 
 	mux *http.ServeMux
 }

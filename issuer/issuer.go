@@ -41,6 +41,13 @@ type Config struct {
 	// SweepInterval is how often leases are checked for expiry; an expired
 	// lease emits its expire event within one interval.
 	SweepInterval time.Duration
+	// Observer, when set, learns how each group commit went (metrics).
+	Observer CommitObserver
+}
+
+// CommitObserver learns the duration and size of each group commit.
+type CommitObserver interface {
+	ObserveCommit(d time.Duration, changes int, err error)
 }
 
 // Service is the lock authority. Its methods are safe for concurrent use.
@@ -49,6 +56,7 @@ type Service struct {
 	clock  clock.Clock
 	issuer string
 	log    *slog.Logger
+	obs    CommitObserver
 
 	mu        sync.Mutex
 	resources map[string]*state
@@ -105,6 +113,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		clock:      cfg.Clock,
 		issuer:     cfg.Issuer,
 		log:        cfg.Logger,
+		obs:        cfg.Observer,
 		resources:  make(map[string]*state, len(resources)),
 		held:       make(map[string]*state),
 		seq:        lastSeq,

@@ -41,6 +41,10 @@ type DB struct {
 	// Prepared once on the one write connection: Apply runs them for every
 	// change, and preparing them per transaction showed in profiles.
 	upsertResource, insertEvent *sql.Stmt
+
+	// ObserveCommit, when set before the first Apply, is told how long each
+	// COMMIT took: with WAL and synchronous=FULL, that is the fsync.
+	ObserveCommit func(time.Duration)
 }
 
 const upsertResourceSQL = `
@@ -242,7 +246,12 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 	if err := db.insertEvents(ctx, tx, events); err != nil {
 		return err
 	}
-	return tx.Commit()
+	start := time.Now()
+	err = tx.Commit()
+	if db.ObserveCommit != nil && err == nil {
+		db.ObserveCommit(time.Since(start))
+	}
+	return err
 }
 
 func (db *DB) upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Resource) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/demo"
+	"github.com/fenceview/fenceview/internal/telemetry"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/sqlite"
 )
@@ -30,6 +31,7 @@ type Config struct {
 	Demo       bool // also run simulated clients
 	Clock      clock.Clock
 	Logger     *slog.Logger
+	AccessLog  *slog.Logger // one line per answered request; nil for none
 }
 
 // Server is a running fenceview.
@@ -37,6 +39,7 @@ type Server struct {
 	DB       *sqlite.DB
 	Service  *issuer.Service
 	API      *httpapi.Server
+	Metrics  *telemetry.Metrics
 	IssuerID string
 
 	logger *slog.Logger
@@ -74,9 +77,14 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading history: %w", err)
 	}
-	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger})
+	s.Metrics = telemetry.New()
+	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
+	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger, Observer: s.Metrics})
+	s.Metrics.Watch(s.Service)
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
 	s.API.AdminToken = cfg.AdminToken
+	s.API.Metrics = s.Metrics.Handler()
+	s.API.StreamLag = s.Metrics.ObserveStreamLag
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
 	dash.Register(s.API)
@@ -85,7 +93,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.http = &http.Server{
-		Handler:           s.API,
+		Handler:           telemetry.Instrument(s.API, s.Metrics, cfg.AccessLog),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
