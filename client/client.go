@@ -37,11 +37,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/clock"
 )
 
@@ -326,7 +326,7 @@ type Fenced struct {
 
 // Fence presents token to the server's own guard for resource
 // (POST /v1/fence/{resource}): accepted when token >= the resource's
-// high-water mark, which it then becomes. A refusal is a *StaleTokenError
+// high-water mark, which it then becomes. A refusal is a *RefusalError
 // carrying the required token; its Reason says why (stale-token,
 // unissued-token, ...).
 func (c *Client) Fence(ctx context.Context, resource string, token int64) (Fenced, error) {
@@ -352,19 +352,8 @@ func (c *Client) FenceToken(ctx context.Context, resource string, t guard.Token)
 			if status != http.StatusConflict {
 				return nil
 			}
-			var b struct {
-				Reason    string `json:"reason"`
-				Presented int64  `json:"presented"`
-				Required  int64  `json:"required"`
-			}
-			_ = json.Unmarshal(raw, &b)
-			e := &StaleTokenError{Resource: resource, Reason: b.Reason, Presented: t.Token, Required: b.Required}
-			if r, err := strconv.ParseInt(h.Get("X-Required-Token"), 10, 64); err == nil {
-				e.Required = r
-			}
-			if e.Reason == "" {
-				e.Reason = guard.ReasonStale
-			}
+			e, _ := httpguard.ParseRefusal(h, raw)
+			e.Resource, e.Presented = resource, t.Token
 			return e
 		})
 	if err != nil {

@@ -328,14 +328,14 @@ func TestFence(t *testing.T) {
 		t.Fatalf("Fence(%d) = %+v, %v", tb, f, err)
 	}
 	_, err = c.Fence(ctx, "acct/7 ü", ta)
-	var stale *client.StaleTokenError
+	var stale *client.RefusalError
 	if !errors.As(err, &stale) || stale.Required != tb || stale.Presented != ta || stale.Reason != guard.ReasonStale {
 		t.Fatalf("Fence(%d) = %v", ta, err)
 	}
 	// One type for every refusal: the guard package's.
-	var gs *guard.StaleTokenError
+	var gs *guard.RefusalError
 	if !errors.As(err, &gs) {
-		t.Fatal("not a *guard.StaleTokenError")
+		t.Fatal("not a *guard.RefusalError")
 	}
 	_, err = c.Fence(ctx, "acct/7 ü", tb+1000)
 	if !errors.As(err, &stale) || stale.Reason != guard.ReasonUnissued {

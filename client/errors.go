@@ -9,7 +9,7 @@ import (
 )
 
 // Errors to match with errors.Is. Refusals by the server come back as
-// *HeldError, *APIError or *StaleTokenError values that match these.
+// *HeldError, *APIError or *RefusalError values that match these.
 var (
 	// ErrHeld: the lock is held by another holder (see HeldError).
 	ErrHeld = errors.New("fenceview: lock held")
@@ -34,10 +34,15 @@ var (
 	ErrUnlocked = errors.New("fenceview: unlocked")
 )
 
-// StaleTokenError is a fencing token refused by a guard, here the server's
-// (Client.Fence). It is guard.StaleTokenError, so one errors.As matches
+// RefusalError is a fencing token refused by a guard, here the server's
+// (Client.Fence). It is guard.RefusalError, so one errors.As matches
 // refusals from the server, the HTTP guard's transport and the SQL guard.
-type StaleTokenError = guard.StaleTokenError
+type RefusalError = guard.RefusalError
+
+// StaleTokenError is the former name of RefusalError.
+//
+// Deprecated: use RefusalError.
+type StaleTokenError = guard.RefusalError
 
 // HeldError is an acquire refused because another holder has the lock.
 // errors.Is(err, ErrHeld) is true for it.

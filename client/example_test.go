@@ -46,7 +46,7 @@ func Example_reentrancy() {
 	fmt.Println("nested write with the inner token:", write(inner))
 	m.Unlock(ctx)
 	// ...and the outer code's next write is refused.
-	var stale *client.StaleTokenError
+	var stale *client.RefusalError
 	err = write(outer)
 	fmt.Println("outer write refused:", errors.As(err, &stale), stale.Reason, stale.Required == inner)
 

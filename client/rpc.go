@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // WithRPC sends lock operations (acquire, renew, release) and fenced writes
@@ -210,16 +211,7 @@ func (s *rpcSession) writeLoop() {
 	for {
 		select {
 		case b := <-s.sendq:
-			batch = append(batch[:0], b...)
-		more:
-			for len(batch) < 64<<10 {
-				select {
-				case b := <-s.sendq:
-					batch = append(append(batch, '\n'), b...)
-				default:
-					break more
-				}
-			}
+			batch = wire.Batch(batch, b, s.sendq)
 			s.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
 			if err := s.ws.WriteMessage(websocket.TextMessage, batch); err != nil {
 				s.fail(fmt.Errorf("fenceview: rpc stream: %w", err))
@@ -238,17 +230,13 @@ func (s *rpcSession) readLoop() {
 			s.fail(fmt.Errorf("fenceview: rpc stream: %w", err))
 			return
 		}
-		for len(msg) > 0 {
-			var line []byte
-			if i := bytes.IndexByte(msg, '\n'); i >= 0 {
-				line, msg = msg[:i], msg[i+1:]
-			} else {
-				line, msg = msg, nil
-			}
+		bad := false
+		wire.Lines(msg, func(line []byte) bool {
 			var a rpcAnswer
 			if err := json.Unmarshal(line, &a); err != nil {
 				s.fail(fmt.Errorf("fenceview: rpc stream: bad answer: %w", err))
-				return
+				bad = true
+				return false
 			}
 			s.mu.Lock()
 			ch := s.pending[a.ID]
@@ -257,6 +245,10 @@ func (s *rpcSession) readLoop() {
 			if ch != nil {
 				ch <- a
 			}
+			return true
+		})
+		if bad {
+			return
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // resourceURL is the page of a resource. The id is one escaped path
@@ -25,7 +26,7 @@ func rejectionsURL(id string) string {
 	return "/rejections?" + url.Values{"resource": {id}}.Encode()
 }
 
-func isoUTC(t time.Time) string   { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+func isoUTC(t time.Time) string   { return wire.FormatTime(t) }
 func exactUTC(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000 UTC") }
 
 // The text a <time> shows until the script puts it in the viewer's zone.

@@ -17,6 +17,7 @@
 package guard
 
 import (
+	"context"
 	"sync"
 )
 
@@ -49,7 +50,7 @@ type Decision struct {
 // Evaluate applies the fencing rule to a high-water mark and a presented
 // token: accept token >= highWater, refuse token < highWater. It is pure;
 // callers that keep the mark must record an accepted token in the same atomic
-// step (as Guard does, and as the server does inside its transaction).
+// step (as Guard and Ledger do, and as the server does inside its transaction).
 func Evaluate(highWater, presented int64) Decision {
 	if presented < highWater {
 		return Decision{Accepted: false, Reason: ReasonStale, Presented: presented, Required: highWater}
@@ -58,34 +59,27 @@ func Evaluate(highWater, presented int64) Decision {
 }
 
 // Guard keeps high-water marks in memory, one per resource. It is safe for
-// concurrent use; its zero value is not, use New.
+// concurrent use: it is a Ledger behind a mutex. The zero Guard is empty and
+// ready to use; New says so at the call site.
+//
+// Resources can also be named by Handle, so a hot path can check tokens
+// without hashing the id on every call. A handle, once given, names its
+// resource for the life of the Guard, so a guard only grows.
 type Guard struct {
-	mu    sync.Mutex
-	marks map[string]int64
+	mu sync.Mutex
+	l  Ledger
 }
 
 // New returns an empty guard.
-func New() *Guard {
-	return &Guard{marks: make(map[string]int64)}
-}
+func New() *Guard { return &Guard{} }
 
 // Check presents token for resourceID and, when accepted, raises the
 // resource's high-water mark to it, atomically. Invalid input is an error
 // and changes nothing.
 func (g *Guard) Check(resourceID string, token int64) (Decision, error) {
-	if err := ValidateResourceID(resourceID); err != nil {
-		return Decision{}, err
-	}
-	if err := ValidateToken(token); err != nil {
-		return Decision{}, err
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	d := Evaluate(g.marks[resourceID], token)
-	if d.Accepted {
-		g.marks[resourceID] = token
-	}
-	return d, nil
+	return g.l.Check(resourceID, token)
 }
 
 // CheckToken checks a token envelope: a token of another issuer or another
@@ -93,56 +87,83 @@ func (g *Guard) Check(resourceID string, token int64) (Decision, error) {
 // An empty Issuer or Scope in t is not checked. issuer is the issuer this
 // guard trusts; empty trusts any.
 func (g *Guard) CheckToken(issuer, resourceID string, t Token) (Decision, error) {
-	if err := ValidateResourceID(resourceID); err != nil {
-		return Decision{}, err
-	}
-	if err := ValidateToken(t.Token); err != nil {
-		return Decision{}, err
-	}
-	if reason := t.Mismatch(issuer, resourceID); reason != "" {
-		g.mu.Lock()
-		hwm := g.marks[resourceID]
-		g.mu.Unlock()
-		return Decision{Accepted: false, Reason: reason, Presented: t.Token, Required: hwm}, nil
-	}
-	return g.Check(resourceID, t.Token)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.l.CheckToken(issuer, resourceID, t)
+}
+
+// Handle returns the handle of resourceID, giving it one on first use.
+// Resolving a handle does not give the resource a high-water mark.
+func (g *Guard) Handle(resourceID string) (Handle, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.l.Handle(resourceID)
+}
+
+// CheckHandle is Check for the resource h names.
+func (g *Guard) CheckHandle(h Handle, token int64) (Decision, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.l.CheckHandle(h, token)
 }
 
 // HighWater returns the resource's high-water mark, 0 when it has none.
 func (g *Guard) HighWater(resourceID string) (int64, error) {
-	if err := ValidateResourceID(resourceID); err != nil {
-		return 0, err
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.marks[resourceID], nil
+	return g.l.HighWater(resourceID)
+}
+
+// HighWaterHandle is HighWater for the resource h names.
+func (g *Guard) HighWaterHandle(h Handle) (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.l.HighWaterHandle(h)
 }
 
 // Seed raises the resource's high-water mark to at least token without
 // making a decision, to restore state after a restart. It never lowers a
 // mark. It returns the mark after seeding.
 func (g *Guard) Seed(resourceID string, token int64) (int64, error) {
-	if err := ValidateResourceID(resourceID); err != nil {
-		return 0, err
-	}
-	if err := ValidateToken(token); err != nil {
-		return 0, err
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if token > g.marks[resourceID] {
-		g.marks[resourceID] = token
-	}
-	return g.marks[resourceID], nil
+	return g.l.Seed(resourceID, token)
 }
 
-// Marks returns a copy of every high-water mark, for persisting or reporting.
+// ResourceID returns the resource h names.
+func (g *Guard) ResourceID(h Handle) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.l.ResourceID(h)
+}
+
+// Marks returns a copy of every high-water mark, for persisting or
+// reporting. Resources that have a handle but no mark yet are left out.
 func (g *Guard) Marks() map[string]int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make(map[string]int64, len(g.marks))
-	for k, v := range g.marks {
-		out[k] = v
+	return g.l.Marks()
+}
+
+// Checker applies the fencing rule and records an accepted token, in one
+// atomic step: what a guarded resource keeps its marks in. *Guard (in
+// memory, one process) and *sqlguard.Marks (durable, shared) implement it;
+// the HTTP middleware (httpguard) and the external-call helper (external)
+// take one.
+type Checker interface {
+	Check(resourceID string, token int64) (Decision, error)
+}
+
+// ContextChecker is a Checker that takes a context (*sqlguard.Marks);
+// CheckWith prefers it.
+type ContextChecker interface {
+	CheckContext(ctx context.Context, resourceID string, token int64) (Decision, error)
+}
+
+// CheckWith checks token through c, with ctx when c takes one.
+func CheckWith(ctx context.Context, c Checker, resourceID string, token int64) (Decision, error) {
+	if cc, ok := c.(ContextChecker); ok {
+		return cc.CheckContext(ctx, resourceID, token)
 	}
-	return out
+	return c.Check(resourceID, token)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
@@ -123,35 +122,6 @@ func TestParseToken(t *testing.T) {
 		if _, err := guard.ParseToken(s); !errors.Is(err, guard.ErrInvalidToken) {
 			t.Errorf("ParseToken(%q) err = %v, want ErrInvalidToken", s, err)
 		}
-	}
-}
-
-// Check and record are one step: of N goroutines racing with distinct tokens,
-// the final mark is the maximum and no accepted token is below a mark that was
-// already recorded when it was checked.
-func TestConcurrentChecksKeepTheMaximum(t *testing.T) {
-	g := guard.New()
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := 1; i <= 500; i++ {
-				tok := int64(i*8 + w)
-				d, err := g.Check("r", tok)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if d.Accepted && d.Required > tok {
-					t.Errorf("accepted %d below mark %d", tok, d.Required)
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	if hwm, _ := g.HighWater("r"); hwm != 500*8+7 {
-		t.Fatalf("final mark %d, want %d", hwm, 500*8+7)
 	}
 }
 

@@ -1,15 +1,23 @@
 package guard
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
 
-// Ledger is Table without its lock: the same marks, rule, validation,
+// ErrUnknownHandle is returned for a Handle a Guard or Ledger never gave out.
+var ErrUnknownHandle = errors.New("unknown resource handle")
+
+// Handle names one resource of a Guard or Ledger by a small integer. Handles
+// start at 1; the zero Handle names nothing.
+type Handle uint32
+
+// Ledger is the unlocked form of Guard: the same marks, rule, validation,
 // decisions and errors, for a caller that already runs one call at a time.
 // The WebAssembly guard is such a caller (its host calls one export at a
 // time, on one thread), and there a mutex costs as much as the rule itself.
-// Everyone else wants Table. The zero Ledger is empty and ready to use.
+// Everyone else wants Guard. The zero Ledger is empty and ready to use.
 //
 // An id is validated once, when it first gets a handle; later calls with the
 // same id find it in the index and skip validation, since only valid ids are
@@ -51,7 +59,8 @@ func (l *Ledger) Handle(resourceID string) (Handle, error) {
 }
 
 // Check presents token for resourceID and, when accepted, raises the
-// resource's high-water mark to it, exactly as Guard.Check.
+// resource's high-water mark to it, atomically. Invalid input is an error
+// and changes nothing.
 func (l *Ledger) Check(resourceID string, token int64) (Decision, error) {
 	h, err := l.find(resourceID)
 	if err != nil {
@@ -107,7 +116,8 @@ func (l *Ledger) HighWaterHandle(h Handle) (int64, error) {
 }
 
 // Seed raises the resource's high-water mark to at least token without
-// making a decision, exactly as Guard.Seed. It returns the mark after seeding.
+// making a decision; it never lowers a mark. It returns the mark after
+// seeding.
 func (l *Ledger) Seed(resourceID string, token int64) (int64, error) {
 	h, err := l.find(resourceID)
 	if err != nil {
@@ -125,6 +135,25 @@ func (l *Ledger) Seed(resourceID string, token int64) (int64, error) {
 	return l.marks[h-1], nil
 }
 
+// CheckToken checks a token envelope, as Guard.CheckToken.
+func (l *Ledger) CheckToken(issuer, resourceID string, t Token) (Decision, error) {
+	h, err := l.find(resourceID)
+	if err != nil {
+		return Decision{}, err
+	}
+	if err := ValidateToken(t.Token); err != nil {
+		return Decision{}, err
+	}
+	if reason := t.Mismatch(issuer, resourceID); reason != "" {
+		var hwm int64
+		if h != 0 {
+			hwm = l.marks[h-1]
+		}
+		return Decision{Accepted: false, Reason: reason, Presented: t.Token, Required: hwm}, nil
+	}
+	return l.Check(resourceID, t.Token)
+}
+
 // ResourceID returns the resource h names.
 func (l *Ledger) ResourceID(h Handle) (string, error) {
 	if !l.valid(h) {
@@ -133,8 +162,8 @@ func (l *Ledger) ResourceID(h Handle) (string, error) {
 	return l.ids[h-1], nil
 }
 
-// Marks returns a copy of every high-water mark, as Guard.Marks: resources
-// that have a handle but no mark yet are left out.
+// Marks returns a copy of every high-water mark. Resources that have a
+// handle but no mark yet are left out.
 func (l *Ledger) Marks() map[string]int64 {
 	out := make(map[string]int64)
 	for i, m := range l.marks {

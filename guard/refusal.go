@@ -2,23 +2,29 @@ package guard
 
 import "fmt"
 
-// StaleTokenError is a refused token as a Go error, for code paths that
-// report refusals through error values (the Go client, the HTTP guard's
-// client side). Every fenceview package returns this one type, so a caller
+// RefusalError is a refused token as a Go error, whatever the reason
+// (stale-token, foreign-issuer, scope-mismatch, unissued-token), for code
+// paths that report refusals through error values (the Go client, the HTTP
+// guard's client side). Every fenceview package returns this one type, so a caller
 // matches a refusal with a single errors.As whichever helper produced it.
 //
 // Reason is usually ReasonStale; other reasons (ReasonUnissued, ...) use the
 // same type because the caller's remedy is the same: stop writing, do not
 // retry with the same token. Required is the high-water mark the resource
 // reported; 0 when it did not say.
-type StaleTokenError struct {
+type RefusalError struct {
 	Resource  string
 	Reason    string
 	Presented int64
 	Required  int64
 }
 
-func (e *StaleTokenError) Error() string {
+// StaleTokenError is the former name of RefusalError.
+//
+// Deprecated: use RefusalError; the type carries every refusal reason.
+type StaleTokenError = RefusalError
+
+func (e *RefusalError) Error() string {
 	reason := e.Reason
 	if reason == "" {
 		reason = ReasonStale
@@ -29,7 +35,7 @@ func (e *StaleTokenError) Error() string {
 	return fmt.Sprintf("fencing token %d refused for %q (%s)", e.Presented, e.Resource, reason)
 }
 
-// Err returns nil for an accepted decision and a *StaleTokenError for a
+// Err returns nil for an accepted decision and a *RefusalError for a
 // refused one, so a caller that prefers errors can write
 //
 //	if err := d.Err(resourceID); err != nil { return err }
@@ -37,5 +43,5 @@ func (d Decision) Err(resourceID string) error {
 	if d.Accepted {
 		return nil
 	}
-	return &StaleTokenError{Resource: resourceID, Reason: d.Reason, Presented: d.Presented, Required: d.Required}
+	return &RefusalError{Resource: resourceID, Reason: d.Reason, Presented: d.Presented, Required: d.Required}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/issuer"
 )
 
@@ -205,8 +206,8 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		req.Source = "api:" + clientHost(r)
 	}
 	status, body := s.fence(r.Context(), resource, req)
-	if refusal, ok := body.(map[string]any); ok && refusal["reason"] == guard.ReasonStale {
-		w.Header().Set("X-Required-Token", strconv.FormatInt(refusal["required"].(int64), 10))
+	if refusal, ok := body.(httpguard.Refusal); ok {
+		refusal.SetHeader(w.Header())
 	}
 	writeJSON(w, status, body)
 }
@@ -222,7 +223,7 @@ func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (
 		return s.errorBody(ctx, err)
 	}
 	if !d.Accepted {
-		return http.StatusConflict, fenceRefusal(d)
+		return http.StatusConflict, httpguard.NewRefusal(d)
 	}
 	return http.StatusOK, map[string]any{
 		"accepted": true, "token": d.Presented, "idempotencyKey": guard.IdempotencyKey(resource, d.Presented),

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // The RPC stream (GET /v1/rpc, a websocket) carries the lock operations and
@@ -32,7 +32,6 @@ import (
 const (
 	rpcMaxMessage  = 1 << 20 // bytes in one message from a client
 	rpcMaxInFlight = 4096    // requests of one connection being served at once
-	rpcMaxBatch    = 64 << 10
 )
 
 type rpcRequest struct {
@@ -89,21 +88,12 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		conn.SetReadDeadline(time.Now().Add(pongWait))
-		for len(msg) > 0 {
-			var line []byte
-			if i := bytes.IndexByte(msg, '\n'); i >= 0 {
-				line, msg = msg[:i], msg[i+1:]
-			} else {
-				line, msg = msg, nil
-			}
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
+		wire.Lines(msg, func(line []byte) bool {
 			var req rpcRequest
 			if err := json.Unmarshal(line, &req); err != nil {
 				answers <- encodeAnswer(rpcAnswer{ID: req.ID, Status: http.StatusBadRequest,
 					Body: map[string]any{"error": "invalid request: " + describeJSONError(err)}})
-				continue
+				return true
 			}
 			if req.Source == "" {
 				req.Source = source
@@ -116,7 +106,8 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 				answers <- encodeAnswer(rpcAnswer{ID: req.ID, Status: status, Body: body})
 				<-slots
 			}()
-		}
+			return true
+		})
 	}
 	// The client is gone: waiting acquires give up, the rest finish (their
 	// changes are committed whether or not anyone reads the answer).
@@ -183,19 +174,7 @@ func rpcWriter(conn *websocket.Conn, answers <-chan []byte, done chan<- struct{}
 			if !ok {
 				return
 			}
-			batch = append(batch[:0], a...)
-		more:
-			for len(batch) < rpcMaxBatch {
-				select {
-				case a, ok := <-answers:
-					if !ok {
-						break more
-					}
-					batch = append(append(batch, '\n'), a...)
-				default:
-					break more
-				}
-			}
+			batch = wire.Batch(batch, a, answers)
 			if !broken {
 				conn.SetWriteDeadline(time.Now().Add(writeWait))
 				broken = conn.WriteMessage(websocket.TextMessage, batch) != nil

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Limits on what a request may carry.
@@ -21,9 +21,6 @@ const (
 	maxDecisions     = 1000
 )
 
-// timeLayout is RFC 3339 in UTC with milliseconds, as the contract says.
-const timeLayout = "2006-01-02T15:04:05.000Z07:00"
-
 // wireTime is a time as the API writes it: null when zero.
 type wireTime time.Time
 
@@ -32,7 +29,7 @@ func (t wireTime) MarshalJSON() ([]byte, error) {
 	if tt.IsZero() {
 		return []byte("null"), nil
 	}
-	return []byte(`"` + tt.UTC().Format(timeLayout) + `"`), nil
+	return []byte(`"` + wire.FormatTime(tt) + `"`), nil
 }
 
 // wireString is a string that is null when empty.
@@ -252,18 +249,4 @@ func EventWire(e fenceview.Event) EventBody {
 		b.Required = &e.Required
 	}
 	return b
-}
-
-// fenceRefusal is the 409 body of a refused fenced write.
-func fenceRefusal(d guard.Decision) map[string]any {
-	msg := "stale fencing token"
-	switch d.Reason {
-	case guard.ReasonForeignIssuer:
-		msg = "token from another issuer"
-	case guard.ReasonScopeMismatch:
-		msg = "token issued for another scope"
-	case guard.ReasonUnissued:
-		msg = "token above any this server issued for the resource"
-	}
-	return map[string]any{"error": msg, "accepted": false, "reason": d.Reason, "presented": d.Presented, "required": d.Required}
 }

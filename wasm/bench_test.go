@@ -26,7 +26,7 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 	b.Run("native-handle", func(b *testing.B) {
-		g := guard.NewTable()
+		g := guard.New()
 		h, _ := g.Handle(benchID)
 		for i := 0; b.Loop(); i++ {
 			g.CheckHandle(h, int64(i+1))

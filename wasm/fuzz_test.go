@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzABI drives guard.wasm through its raw exports with random ids,
-// lengths and tokens, and a native guard.Table with the same calls, and
+// lengths and tokens, and a native guard.Guard with the same calls, and
 // fails on the first answer that differs. State carries over between
 // inputs, so sequences (accept, then stale) are explored too.
 //
@@ -28,7 +28,7 @@ func FuzzABI(f *testing.F) {
 	f.Add(uint8(0), make([]byte, 161), int8(0), int64(3))
 
 	a, _ := newABI(f)
-	native := guard.NewTable()
+	native := guard.New()
 	f.Fuzz(func(t *testing.T, op uint8, id []byte, delta int8, token int64) {
 		a.t = t
 		// n is the length the host claims; delta makes it lie sometimes.

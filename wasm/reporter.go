@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Server says where a fenceview server is and how to reach it.
@@ -99,9 +100,6 @@ type report struct {
 	At         string `json:"at"`
 }
 
-// timeFormat is RFC 3339 in UTC with milliseconds, as the contract writes times.
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
-
 // NewReporter starts a reporter. Close it to send what is left and stop.
 func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.Server.URL == "" {
@@ -149,7 +147,7 @@ func (r *Reporter) Report(resourceID string, d guard.Decision) {
 		Required:   d.Required,
 		Reason:     d.Reason,
 		Source:     r.cfg.Source,
-		At:         r.cfg.Now().UTC().Format(timeFormat),
+		At:         wire.FormatTime(r.cfg.Now()),
 	}
 	select {
 	case <-r.stop:

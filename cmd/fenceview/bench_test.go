@@ -152,7 +152,7 @@ func BenchmarkFenceRPC(b *testing.B) {
 			var token atomic.Int64
 			runClients(b, clients, func(id int64, i int) error {
 				_, err := c.Fence(ctx, fmt.Sprintf("bench-%d", (int(id)*7919+i)%1024), token.Add(1))
-				var stale *client.StaleTokenError
+				var stale *client.RefusalError
 				if errors.As(err, &stale) {
 					return nil // refused writes are recorded too: the same work
 				}

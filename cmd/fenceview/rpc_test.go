@@ -179,7 +179,7 @@ func TestClientOverRPC(t *testing.T) {
 	if _, err := c.Fence(ctx, "inv", tokB); err != nil {
 		t.Fatal(err)
 	}
-	var stale *client.StaleTokenError
+	var stale *client.RefusalError
 	if _, err := c.Fence(ctx, "inv", tokA); !errors.As(err, &stale) || stale.Required != tokB {
 		t.Fatalf("A's stale write: %v", err)
 	}

@@ -175,7 +175,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	b.Unlock(ctx)
 
 	out, err = put(httpguard.WithToken(ctx, resource, tokenA), 9)
-	var stale *guard.StaleTokenError
+	var stale *guard.RefusalError
 	if !errors.As(err, &stale) {
 		return fmt.Errorf("A's stale write was not refused: %q, %v", out, err)
 	}

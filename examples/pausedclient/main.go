@@ -119,7 +119,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("A's write: %w", err)
 	}
-	var stale *guard.StaleTokenError
+	var stale *guard.RefusalError
 	if !errors.As(d.Err(*resource), &stale) {
 		return fmt.Errorf("A's stale write was accepted: %+v", d)
 	}

@@ -6,7 +6,7 @@
 // be done, and what Call does:
 //
 //  1. Record the pending token for the resource with a conditional update in
-//     a store you control (a Recorder: *sqlguard.Marks, *guard.Guard), before
+//     a store you control (a guard.Checker: *sqlguard.Marks, *guard.Guard), before
 //     the call. If a newer token is already recorded, refuse right there:
 //     the stale holder never reaches the external system.
 //  2. Call out with the idempotency key "<resource>:<token>"
@@ -43,30 +43,17 @@ import (
 // idempotency key from.
 const HeaderIdempotencyKey = "Idempotency-Key"
 
-// Recorder records a pending token for a resource, refusing, in the same
-// atomic step, a token below the one recorded. *guard.Guard (in memory, one
-// process) and *sqlguard.Marks (durable, shared) implement it.
-type Recorder interface {
-	Check(resourceID string, token int64) (guard.Decision, error)
-}
-
-// ContextRecorder is a Recorder that takes a context; Call prefers it
-// (*sqlguard.Marks has it).
-type ContextRecorder interface {
-	CheckContext(ctx context.Context, resourceID string, token int64) (guard.Decision, error)
-}
-
 // Call records token as pending for resourceID through rec and, only if it
 // was accepted, runs call with the idempotency key "<resource>:<token>".
 //
 // It returns the decision and:
-//   - a *guard.StaleTokenError when a newer token was already recorded (call
+//   - a *guard.RefusalError when a newer token was already recorded (call
 //     did not run: stop, do not retry with this token);
 //   - call's error, wrapped, when the call failed (it is safe to retry Call
 //     with the same token: the record accepts an equal token and the key is
 //     the same, so an external system honouring it applies the effect once);
 //   - an input or recorder error, with call not run.
-func Call(ctx context.Context, rec Recorder, resourceID string, token int64, call func(ctx context.Context, idempotencyKey string) error) (guard.Decision, error) {
+func Call(ctx context.Context, rec guard.Checker, resourceID string, token int64, call func(ctx context.Context, idempotencyKey string) error) (guard.Decision, error) {
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return guard.Decision{}, err
 	}
@@ -76,13 +63,7 @@ func Call(ctx context.Context, rec Recorder, resourceID string, token int64, cal
 	if err := ctx.Err(); err != nil {
 		return guard.Decision{}, err
 	}
-	var d guard.Decision
-	var err error
-	if cr, ok := rec.(ContextRecorder); ok {
-		d, err = cr.CheckContext(ctx, resourceID, token)
-	} else {
-		d, err = rec.Check(resourceID, token)
-	}
+	d, err := guard.CheckWith(ctx, rec, resourceID, token)
 	if err != nil {
 		return guard.Decision{}, fmt.Errorf("external: record pending token for %q: %w", resourceID, err)
 	}

@@ -80,8 +80,8 @@ func sqliteMarks(t *testing.T) *sqlguard.Marks {
 	return m
 }
 
-func recorders(t *testing.T) map[string]external.Recorder {
-	return map[string]external.Recorder{"memory": guard.New(), "sqlite": sqliteMarks(t)}
+func recorders(t *testing.T) map[string]guard.Checker {
+	return map[string]guard.Checker{"memory": guard.New(), "sqlite": sqliteMarks(t)}
 }
 
 // B (42) has called; A (41) wakes up and tries: refused before the call,
@@ -95,7 +95,7 @@ func TestStaleHolderNeverCalls(t *testing.T) {
 				t.Fatal(err)
 			}
 			d, err := external.Call(ctx, rec, "payment:order-7", 41, gw.charge)
-			var stale *guard.StaleTokenError
+			var stale *guard.RefusalError
 			if !errors.As(err, &stale) || stale.Required != 42 || d.Accepted {
 				t.Fatalf("stale call = %+v, %v", d, err)
 			}
@@ -138,7 +138,7 @@ func TestNoCallWithoutARecord(t *testing.T) {
 	for _, c := range []struct {
 		res string
 		tok int64
-		rec external.Recorder
+		rec guard.Checker
 	}{{"", 1, rec}, {"r", 0, rec}, {"r", -3, rec}, {"r", 1, brokenRecorder{}}} {
 		if _, err := external.Call(ctx, c.rec, c.res, c.tok, call); err == nil {
 			t.Errorf("Call(%q, %d) succeeded", c.res, c.tok)
@@ -166,6 +166,6 @@ func TestKeyIsResourceColonToken(t *testing.T) {
 }
 
 var (
-	_ external.Recorder        = (*guard.Guard)(nil)
-	_ external.ContextRecorder = (*sqlguard.Marks)(nil)
+	_ guard.Checker        = (*guard.Guard)(nil)
+	_ guard.ContextChecker = (*sqlguard.Marks)(nil)
 )

@@ -3,7 +3,6 @@ package httpguard
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
@@ -33,7 +32,7 @@ func SetHeaders(req *http.Request, resourceID string, token int64) {
 //
 //	hc := &http.Client{Transport: &httpguard.Transport{}}
 //	resp, err := hc.Do(req.WithContext(httpguard.WithToken(ctx, "inventory:42", token)))
-//	var stale *guard.StaleTokenError
+//	var stale *guard.RefusalError
 //	if errors.As(err, &stale) { /* fenced out: stop; stale.Required won */ }
 //
 // Returning an error for a response bends the RoundTripper rule that a
@@ -68,7 +67,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // maxRefusalBody bounds what is read of a 409 body to recognise a refusal.
 const maxRefusalBody = 64 << 10
 
-// ResponseError returns a *guard.StaleTokenError when resp is a fencing
+// ResponseError returns a *guard.RefusalError when resp is a fencing
 // refusal (a 409 with X-Required-Token, or a JSON body with "accepted":
 // false), reading and closing its body; otherwise nil, leaving resp intact.
 func ResponseError(resp *http.Response) error {
@@ -76,15 +75,8 @@ func ResponseError(resp *http.Response) error {
 		return nil
 	}
 	buf, _ := io.ReadAll(io.LimitReader(resp.Body, maxRefusalBody))
-	var body struct {
-		Accepted  *bool  `json:"accepted"`
-		Reason    string `json:"reason"`
-		Presented int64  `json:"presented"`
-		Required  int64  `json:"required"`
-	}
-	jsonRefusal := json.Unmarshal(buf, &body) == nil && body.Accepted != nil && !*body.Accepted
-	required, headerErr := guard.ParseToken(resp.Header.Get(HeaderRequired))
-	if !jsonRefusal && headerErr != nil {
+	e, ok := ParseRefusal(resp.Header, buf)
+	if !ok {
 		// Some other conflict: give the body back untouched.
 		resp.Body = struct {
 			io.Reader
@@ -93,13 +85,6 @@ func ResponseError(resp *http.Response) error {
 		return nil
 	}
 	resp.Body.Close()
-	e := &guard.StaleTokenError{Reason: body.Reason, Presented: body.Presented, Required: body.Required}
-	if headerErr == nil {
-		e.Required = required
-	}
-	if e.Reason == "" {
-		e.Reason = guard.ReasonStale
-	}
 	if req := resp.Request; req != nil {
 		e.Resource = req.Header.Get(HeaderResource)
 		if e.Presented == 0 {

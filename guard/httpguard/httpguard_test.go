@@ -30,7 +30,7 @@ type service struct {
 	srv     *httptest.Server
 }
 
-func newService(t *testing.T, c httpguard.Checker, opts ...httpguard.Option) *service {
+func newService(t *testing.T, c guard.Checker, opts ...httpguard.Option) *service {
 	t.Helper()
 	s := &service{}
 	mux := http.NewServeMux()
@@ -80,7 +80,7 @@ func fenced(res string, tok string) map[string][]string {
 	return map[string][]string{httpguard.HeaderResource: {res}, httpguard.HeaderToken: {tok}}
 }
 
-func checkers(t *testing.T) map[string]httpguard.Checker {
+func checkers(t *testing.T) map[string]guard.Checker {
 	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "marks.db")+"?_busy_timeout=10000&_journal_mode=WAL")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func checkers(t *testing.T) map[string]httpguard.Checker {
 	if err := m.CreateTable(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return map[string]httpguard.Checker{"memory": guard.New(), "sqlite": m}
+	return map[string]guard.Checker{"memory": guard.New(), "sqlite": m}
 }
 
 func TestMiddlewareAcceptsAndRefuses(t *testing.T) {
@@ -291,7 +291,7 @@ func TestHandlersSeeNonDecreasingTokens(t *testing.T) {
 }
 
 // The client side against the real middleware: headers attached from the
-// context, refusals become *guard.StaleTokenError with the required token.
+// context, refusals become *guard.RefusalError with the required token.
 func TestTransportAgainstMiddleware(t *testing.T) {
 	s := newService(t, guard.New())
 	hc := &http.Client{Transport: &httpguard.Transport{Base: s.srv.Client().Transport}}
@@ -310,11 +310,11 @@ func TestTransportAgainstMiddleware(t *testing.T) {
 		t.Fatalf("body %q", b)
 	}
 	_, err = send(41)
-	var stale *guard.StaleTokenError
+	var stale *guard.RefusalError
 	if !errors.As(err, &stale) {
-		t.Fatalf("err = %v, want *guard.StaleTokenError", err)
+		t.Fatalf("err = %v, want *guard.RefusalError", err)
 	}
-	want := guard.StaleTokenError{Resource: "inventory:42", Reason: guard.ReasonStale, Presented: 41, Required: 42}
+	want := guard.RefusalError{Resource: "inventory:42", Reason: guard.ReasonStale, Presented: 41, Required: 42}
 	if *stale != want {
 		t.Fatalf("error = %+v, want %+v", *stale, want)
 	}
@@ -374,7 +374,7 @@ func TestTransportHeaders(t *testing.T) {
 
 // The guards the package doc names fit the middleware as they are.
 var (
-	_ httpguard.Checker        = (*guard.Guard)(nil)
-	_ httpguard.Checker        = (*sqlguard.Marks)(nil)
-	_ httpguard.ContextChecker = (*sqlguard.Marks)(nil)
+	_ guard.Checker        = (*guard.Guard)(nil)
+	_ guard.Checker        = (*sqlguard.Marks)(nil)
+	_ guard.ContextChecker = (*sqlguard.Marks)(nil)
 )

@@ -2,7 +2,7 @@
 // fencing token in headers, and the service refuses stale ones.
 //
 // Server side, Middleware checks X-Fencing-Token for the resource named by
-// X-Resource-Id and records it, in one atomic step, through a Checker
+// X-Resource-Id and records it, in one atomic step, through a guard.Checker
 // (*guard.Guard in memory, *sqlguard.Marks in a database, or anything else).
 // That is the difference from the usual read-then-continue middleware: a
 // middleware that only reads the highest token and lets the request through
@@ -27,7 +27,7 @@
 //
 // Client side, Transport attaches the headers to requests whose context
 // carries a token (WithToken) and turns a fencing 409 into a
-// *guard.StaleTokenError carrying the required token.
+// *guard.RefusalError carrying the required token.
 package httpguard
 
 import (
@@ -35,7 +35,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync"
 
 	"github.com/fenceview/fenceview/guard"
@@ -47,18 +46,6 @@ const (
 	HeaderResource = "X-Resource-Id"
 	HeaderRequired = "X-Required-Token"
 )
-
-// Checker applies the fencing rule and records an accepted token, in one
-// atomic step. *guard.Guard and *sqlguard.Marks implement it.
-type Checker interface {
-	Check(resourceID string, token int64) (guard.Decision, error)
-}
-
-// ContextChecker is a Checker that takes the request's context; Middleware
-// prefers it when the Checker has it (*sqlguard.Marks does).
-type ContextChecker interface {
-	CheckContext(ctx context.Context, resourceID string, token int64) (guard.Decision, error)
-}
 
 // Fence is the accepted token of a request, as handlers see it.
 type Fence struct {
@@ -105,16 +92,10 @@ func WithoutSerialization() Option {
 }
 
 // Middleware returns middleware that fences every request through c.
-func Middleware(c Checker, opts ...Option) func(http.Handler) http.Handler {
+func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler {
 	cfg := config{resource: headerResource, serialise: true}
 	for _, o := range opts {
 		o(&cfg)
-	}
-	check := func(ctx context.Context, res string, tok int64) (guard.Decision, error) {
-		if cc, ok := c.(ContextChecker); ok {
-			return cc.CheckContext(ctx, res, tok)
-		}
-		return c.Check(res, tok)
 	}
 	locks := newKeyedLocks()
 	return func(next http.Handler) http.Handler {
@@ -140,7 +121,7 @@ func Middleware(c Checker, opts ...Option) func(http.Handler) http.Handler {
 				}
 				defer unlock()
 			}
-			d, err := check(r.Context(), res, tok)
+			d, err := guard.CheckWith(r.Context(), c, res, tok)
 			if err != nil {
 				if errors.Is(err, guard.ErrInvalidResourceID) || errors.Is(err, guard.ErrInvalidToken) {
 					writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid fencing token"})
@@ -153,7 +134,7 @@ func Middleware(c Checker, opts ...Option) func(http.Handler) http.Handler {
 				cfg.onDecide(r, res, d)
 			}
 			if !d.Accepted {
-				writeRefusal(w, d)
+				WriteRefusal(w, d)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), fenceKey{}, Fence{Resource: res, Token: tok})))
@@ -170,34 +151,6 @@ func headerResource(r *http.Request) (string, error) {
 
 type errorBody struct {
 	Error string `json:"error"`
-}
-
-// refusalBody is the 409 body; the field names are fenceview's contract.
-type refusalBody struct {
-	Error     string `json:"error"`
-	Accepted  bool   `json:"accepted"`
-	Reason    string `json:"reason"`
-	Presented int64  `json:"presented"`
-	Required  int64  `json:"required"`
-}
-
-// WriteRefusal writes the 409 for a refused decision: X-Required-Token
-// (only for a stale token, where it is the token to beat) and the JSON body.
-// Exported for handlers that fence their own writes and want to answer the
-// same way the middleware does.
-func WriteRefusal(w http.ResponseWriter, d guard.Decision) { writeRefusal(w, d) }
-
-func writeRefusal(w http.ResponseWriter, d guard.Decision) {
-	msg := "fencing token refused"
-	if d.Reason == guard.ReasonStale || d.Reason == "" {
-		msg = "stale fencing token"
-		w.Header().Set(HeaderRequired, strconv.FormatInt(d.Required, 10))
-	}
-	reason := d.Reason
-	if reason == "" {
-		reason = guard.ReasonStale
-	}
-	writeJSON(w, http.StatusConflict, refusalBody{Error: msg, Accepted: false, Reason: reason, Presented: d.Presented, Required: d.Required})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -72,7 +72,7 @@ func TestStaleWriterRefused(t *testing.T) {
 	if d != want {
 		t.Fatalf("A's write = %+v, want %+v", d, want)
 	}
-	var se *guard.StaleTokenError
+	var se *guard.RefusalError
 	if err := d.Err("inventory:42"); !errors.As(err, &se) || se.Required != 42 {
 		t.Fatalf("d.Err = %v", err)
 	}

@@ -90,7 +90,7 @@ func (c *goClient) Release(ctx context.Context, r int) error {
 
 func (c *goClient) Fence(ctx context.Context, r int, token int64) (bool, error) {
 	_, err := c.g.c.Fence(ctx, c.g.setup.Resources[r], token)
-	var stale *client.StaleTokenError
+	var stale *client.RefusalError
 	if errors.As(err, &stale) {
 		return false, nil
 	}
