@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -23,8 +24,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if len(os.Args) > 1 && os.Args[1] == "backup" {
+		os.Exit(runBackup(ctx, os.Args[2:], os.Stdout, os.Stderr))
+	}
 	m := NewMain()
-	if err := m.ParseFlags(os.Args[1:]); err == flag.ErrHelp {
+	if err := m.ParseFlags(os.Args[1:]); err == flag.ErrHelp || err == errVersion {
 		os.Exit(0)
 	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "fenceview:", err)
@@ -51,24 +55,31 @@ type Main struct {
 	Issuer     string
 	AdminToken string
 	Demo       bool // also run simulated clients (internal/demo)
+	AccessLog  bool // log every answered request
 
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// LogOutput receives the log ParseFlags sets up; Stdout, --version.
+	LogOutput io.Writer
+	Stdout    io.Writer
 
 	DB      *sqlite.DB
 	Service *issuer.Service
 	API     *httpapi.Server
 
-	server *server.Server
+	server    *server.Server
+	accessLog *slog.Logger // set by ParseFlags
 }
 
 // NewMain returns a Main with the defaults of the command.
 func NewMain() *Main {
 	return &Main{
-		Addr:   "127.0.0.1:8080",
-		DBPath: "fenceview.db",
-		Clock:  clock.Real{},
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		Addr:      "127.0.0.1:8080",
+		DBPath:    "fenceview.db",
+		Clock:     clock.Real{},
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		LogOutput: os.Stderr,
+		Stdout:    os.Stdout,
 	}
 }
 
@@ -80,6 +91,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.DBPath, "db", m.DBPath, "SQLite database file")
 	fs.StringVar(&m.Issuer, "issuer", m.Issuer, "issuer id in token envelopes (default: kept in the database, created on first start)")
 	fs.StringVar(&m.AdminToken, "admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "bearer token required by admin routes (env FENCEVIEW_ADMIN_TOKEN)")
+	logFormat := fs.String("log-format", "text", "log format: text or json (one JSON object per line)")
+	logLevel := fs.String("log-level", "info", "least severe level logged: debug, info, warn or error")
+	fs.BoolVar(&m.AccessLog, "access-log", m.AccessLog, "log every answered request (method, path, route, status, bytes, duration, remote address)")
+	version := fs.Bool("version", false, "print the version and exit")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
@@ -88,8 +103,20 @@ func (m *Main) ParseFlags(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *version {
+		fmt.Fprintln(m.Stdout, "fenceview", Version())
+		return errVersion
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	logger, err := newLogger(m.LogOutput, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	m.Logger = logger
+	if m.accessLog, err = newLogger(m.LogOutput, *logFormat, "info"); err != nil {
+		return err
 	}
 	// Simulated history stays out of a real database unless asked for.
 	dbSet := false
@@ -104,7 +131,7 @@ func (m *Main) ParseFlags(args []string) error {
 func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
-		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger,
+		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(),
 	})
 	if err != nil {
 		return err
