@@ -42,9 +42,15 @@ func TestDocumentIsValid(t *testing.T) {
 	}
 }
 
-// TestREADMETableAgrees: the README's API table lists exactly the
-// document's operations.
+// TestREADMETableAgrees: the API tables of the README and of
+// docs/reference.md list exactly the document's operations.
 func TestREADMETableAgrees(t *testing.T) {
+	for _, file := range []string{"../README.md", "../docs/reference.md"} {
+		t.Run(file, func(t *testing.T) { checkTable(t, file) })
+	}
+}
+
+func checkTable(t *testing.T, file string) {
 	doc, err := openapi3.NewLoader().LoadFromData(JSON())
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +61,7 @@ func TestREADMETableAgrees(t *testing.T) {
 			want[method+" "+path] = true
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +74,12 @@ func TestREADMETableAgrees(t *testing.T) {
 	}
 	for op := range want {
 		if !got[op] {
-			t.Errorf("README's API table lacks %s", op)
+			t.Errorf("%s: the API table lacks %s", file, op)
 		}
 	}
 	for op := range got {
 		if !want[op] {
-			t.Errorf("README's API table has %s, which api/openapi.yaml does not", op)
+			t.Errorf("%s: the API table has %s, which api/openapi.yaml does not", file, op)
 		}
 	}
 }
