@@ -43,6 +43,7 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // DefaultLease is the lease of Lock, renewed by the watchdog (the server's
@@ -129,9 +130,21 @@ func (c *Client) endpoint(kind, resource, action string) *url.URL {
 	return &u
 }
 
+// path is base + p, for routes without a resource.
+func (c *Client) path(p string) *url.URL {
+	u := *c.base
+	u.Path, u.RawPath = c.base.Path+p, ""
+	return &u
+}
+
 // call sends a JSON request and decodes a 200 JSON response into out. Any
 // other status becomes an error by errFor.
 func (c *Client) call(ctx context.Context, method string, u *url.URL, header http.Header, in, out any, errFor func(status int, body []byte, h http.Header) error) error {
+	return c.callLimit(ctx, maxResponse, method, u, header, in, out, errFor)
+}
+
+// callLimit is call reading at most limit bytes of the response.
+func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *url.URL, header http.Header, in, out any, errFor func(status int, body []byte, h http.Header) error) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -156,7 +169,7 @@ func (c *Client) call(ctx context.Context, method string, u *url.URL, header htt
 		return err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	// Drain what is left so the connection goes back to the pool.
 	io.Copy(io.Discard, resp.Body)
 	if err != nil {
@@ -375,7 +388,7 @@ type Report struct {
 // Report sends decisions to POST /v1/decisions and returns how many were
 // recorded.
 func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
-	type wire struct {
+	type decision struct {
 		ResourceID string `json:"resourceId"`
 		Token      int64  `json:"token"`
 		Accepted   bool   `json:"accepted"`
@@ -385,8 +398,8 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 		At         string `json:"at,omitempty"`
 	}
 	in := struct {
-		Decisions []wire `json:"decisions"`
-	}{Decisions: make([]wire, 0, len(reports))}
+		Decisions []decision `json:"decisions"`
+	}{Decisions: make([]decision, 0, len(reports))}
 	for i, r := range reports {
 		if err := guard.ValidateResourceID(r.Resource); err != nil {
 			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
@@ -394,16 +407,16 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 		if err := guard.ValidateToken(r.Presented); err != nil {
 			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
 		}
-		w := wire{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source}
+		w := decision{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source}
 		if !r.At.IsZero() {
-			w.At = r.At.UTC().Format(time.RFC3339Nano)
+			w.At = wire.FormatTime(r.At)
 		}
 		in.Decisions = append(in.Decisions, w)
 	}
 	var out struct {
 		Recorded int `json:"recorded"`
 	}
-	if err := c.call(ctx, http.MethodPost, &url.URL{Scheme: c.base.Scheme, Host: c.base.Host, Path: c.base.Path + "/v1/decisions"}, nil, in, &out, nil); err != nil {
+	if err := c.call(ctx, http.MethodPost, c.path("/v1/decisions"), nil, in, &out, nil); err != nil {
 		return 0, err
 	}
 	return out.Recorded, nil

@@ -88,7 +88,7 @@ func (c *Client) Resources(ctx context.Context, q ResourceQuery) (ResourcePage, 
 		Resources []resourceWire `json:"resources"`
 		Next      *string        `json:"next"`
 	}
-	if err := c.call(ctx, http.MethodGet, c.path("/v1/resources", v), nil, nil, &out, nil); err != nil {
+	if err := c.call(ctx, http.MethodGet, c.pathQuery("/v1/resources", v), nil, nil, &out, nil); err != nil {
 		return ResourcePage{}, err
 	}
 	p := ResourcePage{Resources: make([]Resource, 0, len(out.Resources))}
@@ -200,7 +200,7 @@ func (c *Client) Rejections(ctx context.Context, q RejectionQuery) (RejectionPag
 		} `json:"rejections"`
 		Next *string `json:"next"`
 	}
-	if err := c.call(ctx, http.MethodGet, c.path("/v1/rejections", v), nil, nil, &out, nil); err != nil {
+	if err := c.call(ctx, http.MethodGet, c.pathQuery("/v1/rejections", v), nil, nil, &out, nil); err != nil {
 		return RejectionPage{}, err
 	}
 	p := RejectionPage{Rejections: make([]Rejection, 0, len(out.Rejections))}
@@ -270,8 +270,8 @@ func (c *Client) Reset(ctx context.Context, resource string, floor int64) (Reset
 	return ResetResult{Resource: resource, LastToken: out.LastToken, HighWaterMark: out.HighWaterMark, NextToken: out.NextToken}, nil
 }
 
-// path is base + p with a query.
-func (c *Client) path(p string, q url.Values) *url.URL {
+// pathQuery is base + p with a query.
+func (c *Client) pathQuery(p string, q url.Values) *url.URL {
 	u := *c.base
 	u.Path = c.base.Path + p
 	u.RawPath = ""

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/httpapi"
 )
 
 // Meta is what the page frame needs.
@@ -273,7 +272,7 @@ func (h *Handler) parseFilter(q url.Values) (fenceview.RejectionFilter, error) {
 	if q.Get("limit") == "" {
 		q2.Set("limit", strconv.Itoa(h.PageSize))
 	}
-	return httpapi.ParseRejectionFilter(q2)
+	return fenceview.ParseRejectionFilter(q2)
 }
 
 // filterQuery is the query string of f, with a cursor unless before is zero.

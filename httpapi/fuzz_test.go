@@ -108,7 +108,7 @@ func FuzzRejectionFilter(f *testing.F) {
 		if err != nil {
 			return
 		}
-		filter, err := ParseRejectionFilter(q)
+		filter, err := fenceview.ParseRejectionFilter(q)
 		if err != nil {
 			if fenceview.ErrorCode(err) != fenceview.EINVALID {
 				t.Fatalf("%q: error code %s", query, fenceview.ErrorCode(err))

@@ -4,14 +4,19 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/fenceview/fenceview/wasm"
+	"github.com/fenceview/fenceview/wasm/modules"
 )
 
-// handleGuardWasm serves the embedded WebAssembly guard. Its ETag is the
-// SHA-256 of the bytes, so clients revalidate cheaply and get a new module
-// exactly when the server ships one.
-func (s *Server) handleGuardWasm(w http.ResponseWriter, r *http.Request) {
-	etag := wasm.ETag()
+// serveModule serves a published WebAssembly module (guard.wasm, ...). Its
+// ETag is the SHA-256 of the bytes, so clients revalidate cheaply and get a
+// new module exactly when the server ships one.
+func serveModule(m modules.Module) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		serveBytes(w, r, m.ETag(), m.Bytes())
+	}
+}
+
+func serveBytes(w http.ResponseWriter, r *http.Request, etag string, b []byte) {
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
 	if etagMatches(r.Header.Get("If-None-Match"), etag) {
@@ -21,7 +26,7 @@ func (s *Server) handleGuardWasm(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/wasm")
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		w.Write(wasm.Bytes())
+		w.Write(b)
 	}
 }
 

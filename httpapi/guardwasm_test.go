@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/fenceview/fenceview/wasm"
+	"github.com/fenceview/fenceview/wasm/modules"
 )
 
 func TestGuardWasm(t *testing.T) {
@@ -24,19 +24,19 @@ func TestGuardWasm(t *testing.T) {
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/wasm" {
 		t.Fatalf("GET = %d %q", w.Code, w.Header().Get("Content-Type"))
 	}
-	if !bytes.Equal(w.Body.Bytes(), wasm.Bytes()) {
+	if !bytes.Equal(w.Body.Bytes(), modules.Guard.Bytes()) {
 		t.Fatal("body is not the embedded module")
 	}
 	etag := w.Header().Get("ETag")
-	if etag != wasm.ETag() || etag[0] != '"' {
-		t.Fatalf("ETag = %s, want the strong tag %s", etag, wasm.ETag())
+	if etag != modules.Guard.ETag() || etag[0] != '"' {
+		t.Fatalf("ETag = %s, want the strong tag %s", etag, modules.Guard.ETag())
 	}
 	for _, inm := range []string{etag, `"other", ` + etag, "W/" + etag, "*"} {
 		if w := get(http.MethodGet, "If-None-Match", inm); w.Code != http.StatusNotModified || w.Body.Len() != 0 {
 			t.Errorf("If-None-Match %s = %d with %d bytes, want 304 and none", inm, w.Code, w.Body.Len())
 		}
 	}
-	if w := get(http.MethodGet, "If-None-Match", `"stale"`); w.Code != http.StatusOK || w.Body.Len() != len(wasm.Bytes()) {
+	if w := get(http.MethodGet, "If-None-Match", `"stale"`); w.Code != http.StatusOK || w.Body.Len() != len(modules.Guard.Bytes()) {
 		t.Errorf("stale If-None-Match = %d", w.Code)
 	}
 	if w := get(http.MethodHead); w.Code != http.StatusOK || w.Body.Len() != 0 {

@@ -4,16 +4,12 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
-	"github.com/fenceview/fenceview/issuer"
 )
-
-const defaultLease = 30 * time.Second
 
 type lockRequest struct {
 	Holder  *string `json:"holder"`
@@ -38,7 +34,7 @@ func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockReque
 		return "", lockRequest{}, err
 	}
 	var req lockRequest
-	if err := decode(w, r, &req, maxBody, false); err != nil {
+	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
 		return "", req, err
 	}
 	return resource, req, req.validate()
@@ -51,11 +47,11 @@ func (req lockRequest) validate() error {
 	if err := guard.ValidateHolderID(*req.Holder); err != nil {
 		return fenceview.Errorf(fenceview.EINVALID, "%v", err)
 	}
-	if req.LeaseMs.Set && (req.LeaseMs.Value < 1 || req.LeaseMs.Value > issuer.MaxLease.Milliseconds()) {
-		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", issuer.MaxLease.Milliseconds())
+	if req.LeaseMs.Set && (req.LeaseMs.Value < 1 || req.LeaseMs.Value > fenceview.MaxLease.Milliseconds()) {
+		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
-	if req.WaitMs.Set && (req.WaitMs.Value < 0 || req.WaitMs.Value > issuer.MaxWait.Milliseconds()) {
-		return fenceview.Errorf(fenceview.EINVALID, "waitMs must be between 0 and %d", issuer.MaxWait.Milliseconds())
+	if req.WaitMs.Set && (req.WaitMs.Value < 0 || req.WaitMs.Value > fenceview.MaxWait.Milliseconds()) {
+		return fenceview.Errorf(fenceview.EINVALID, "waitMs must be between 0 and %d", fenceview.MaxWait.Milliseconds())
 	}
 	return nil
 }
@@ -64,7 +60,7 @@ func (req lockRequest) validate() error {
 // answers with a status and a body, errors included.
 
 func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) (int, any) {
-	lease := defaultLease
+	lease := fenceview.DefaultLease
 	if req.LeaseMs.Set {
 		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
 	}
@@ -139,7 +135,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req resetRequest
-	if err := decode(w, r, &req, maxBody, false); err != nil {
+	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -191,7 +187,7 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req fenceRequest
-	if err := decode(w, r, &req, maxBody, true); err != nil {
+	if err := decode(w, r, &req, fenceview.MaxRequestBody, true); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -259,7 +255,7 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "%v", err)
 		}
 	}
-	if len(req.Issuer) > 200 || len(req.Scope) > 200 || len(req.Source) > issuer.MaxSourceLen {
+	if len(req.Issuer) > fenceview.MaxEnvelopeLen || len(req.Scope) > fenceview.MaxEnvelopeLen || len(req.Source) > fenceview.MaxSourceLen {
 		return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "issuer, scope and source must be at most 200 bytes")
 	}
 	return fenceview.Fence{
@@ -292,7 +288,7 @@ type decisionsRequest struct {
 
 func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	var req decisionsRequest
-	if err := decode(w, r, &req, maxDecisionsBody, false); err != nil {
+	if err := decode(w, r, &req, fenceview.MaxReportBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -300,8 +296,8 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, `field "decisions" (an array) is required`))
 		return
 	}
-	if len(*req.Decisions) > maxDecisions {
-		s.writeError(w, r, fenceview.Errorf(fenceview.ETOOLARGE, "at most %d decisions per request", maxDecisions))
+	if len(*req.Decisions) > fenceview.MaxDecisions {
+		s.writeError(w, r, fenceview.Errorf(fenceview.ETOOLARGE, "at most %d decisions per request", fenceview.MaxDecisions))
 		return
 	}
 	reports := make([]fenceview.Report, 0, len(*req.Decisions))
@@ -348,67 +344,8 @@ func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resourceWire(res))
 }
 
-// ParseRejectionFilter reads the rejection history's query parameters.
-func ParseRejectionFilter(q map[string][]string) (fenceview.RejectionFilter, error) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	f := fenceview.RejectionFilter{Limit: 100}
-	if v := get("resource"); v != "" {
-		if err := guard.ValidateResourceID(v); err != nil {
-			return f, fenceview.Errorf(fenceview.EINVALID, "resource: %v", err)
-		}
-		f.ResourceID = v
-	}
-	if v := get("reason"); v != "" {
-		if len(v) > issuer.MaxReasonLen {
-			return f, fenceview.Errorf(fenceview.EINVALID, "reason: at most %d bytes", issuer.MaxReasonLen)
-		}
-		f.Reason = v
-	}
-	if v := get("source"); v != "" {
-		if len(v) > issuer.MaxSourceLen {
-			return f, fenceview.Errorf(fenceview.EINVALID, "source: at most %d bytes", issuer.MaxSourceLen)
-		}
-		f.Source = v
-	}
-	for _, p := range []struct {
-		name string
-		dst  *time.Time
-	}{{"since", &f.Since}, {"until", &f.Until}} {
-		if v := get(p.name); v != "" {
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return f, fenceview.Errorf(fenceview.EINVALID, "%s: want an RFC 3339 time such as 2026-09-24T06:14:22Z", p.name)
-			}
-			*p.dst = t
-		}
-	}
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
-		return f, fenceview.Errorf(fenceview.EINVALID, "until must be after since")
-	}
-	if v := get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 1000 {
-			return f, fenceview.Errorf(fenceview.EINVALID, "limit: an integer from 1 to 1000")
-		}
-		f.Limit = n
-	}
-	if v := get("cursor"); v != "" {
-		c, err := fenceview.ParseCursor(v)
-		if err != nil {
-			return f, err
-		}
-		f.Before = c
-	}
-	return f, nil
-}
-
 func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
-	f, err := ParseRejectionFilter(r.URL.Query())
+	f, err := fenceview.ParseRejectionFilter(r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/wasm/modules"
 )
 
 // History is the part of the durable record the API reads directly.
@@ -56,7 +57,9 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/rpc", s.handleRPC)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
-	s.mux.HandleFunc("GET /guard.wasm", s.handleGuardWasm)
+	for _, m := range modules.All() {
+		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
+	}
 	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s

@@ -14,13 +14,6 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// Limits on what a request may carry.
-const (
-	maxBody          = 64 << 10 // lock and fence requests
-	maxDecisionsBody = 1 << 20  // a plugin's batch of decisions
-	maxDecisions     = 1000
-)
-
 // wireTime is a time as the API writes it: null when zero.
 type wireTime time.Time
 

@@ -560,19 +560,11 @@ func validateLock(resourceID, holder string, lease time.Duration) error {
 	if err := guard.ValidateHolderID(holder); err != nil {
 		return invalid(err)
 	}
-	if lease <= 0 || lease > MaxLease {
-		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", MaxLease.Milliseconds())
+	if lease <= 0 || lease > fenceview.MaxLease {
+		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
 	return nil
 }
-
-// Bounds on what one request may ask for.
-const (
-	MaxLease     = 24 * time.Hour
-	MaxWait      = 5 * time.Minute
-	MaxSourceLen = 200
-	MaxReasonLen = 64
-)
 
 func validateReport(r fenceview.Report) error {
 	if err := guard.ValidateResourceID(r.ResourceID); err != nil {
@@ -584,11 +576,11 @@ func validateReport(r fenceview.Report) error {
 	if r.Required < 0 {
 		return fenceview.Errorf(fenceview.EINVALID, "required must not be negative")
 	}
-	if r.Source == "" || len(r.Source) > MaxSourceLen {
-		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", MaxSourceLen)
+	if r.Source == "" || len(r.Source) > fenceview.MaxSourceLen {
+		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", fenceview.MaxSourceLen)
 	}
-	if len(r.Reason) > MaxReasonLen {
-		return fenceview.Errorf(fenceview.EINVALID, "reason must be at most %d bytes", MaxReasonLen)
+	if len(r.Reason) > fenceview.MaxReasonLen {
+		return fenceview.Errorf(fenceview.EINVALID, "reason must be at most %d bytes", fenceview.MaxReasonLen)
 	}
 	return nil
 }

@@ -23,8 +23,11 @@
 //     while distinct resources can be checked in parallel.
 //   - Handle and CheckHandle skip passing and hashing the id on each call.
 //   - Reporter ships decisions to a fenceview server without ever blocking
-//     or failing a check; SeedFromServer and SeedMap restore marks.
-//   - Bytes and ETag serve the module itself (GET /guard.wasm).
+//     or failing a check; SeedFromServer and SeedMap restore marks. Both
+//     speak to the server through package client.
+//   - Bytes and ETag return the module itself; its bytes live in package
+//     modules (wasm/modules), which the HTTP API serves (GET /guard.wasm)
+//     without linking a WebAssembly runtime.
 //   - docs/wasm-abi.md describes the module's exports for hosts in any
 //     language.
 package wasm

@@ -140,7 +140,7 @@ func engineFor(dir string) (*engine, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasm guard: wasi: %w", err)
 	}
-	compiled, err := rt.CompileModule(ctx, module)
+	compiled, err := rt.CompileModule(ctx, Bytes())
 	if err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wasm guard: compile: %w", err)

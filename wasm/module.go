@@ -1,40 +1,19 @@
 package wasm
 
-import (
-	"crypto/sha256"
-	_ "embed"
-	"encoding/hex"
-	"strings"
-	"sync"
-)
+import "github.com/fenceview/fenceview/wasm/modules"
 
+// go generate rebuilds the committed modules in ./modules from
+// ./internal/guest.
+//
 //go:generate go run ./internal/gen
-
-// module is guard.wasm, built from ./internal/guest by go generate and
-// committed, so users of the package and of the server need no build step.
-//
-//go:embed guard.wasm
-var module []byte
-
-// goVersion is the Go release that built the committed guard.wasm. A
-// different release builds different bytes, so the staleness test can only
-// compare against a build by the same one.
-//
-//go:embed guard.wasm.goversion
-var goVersion string
 
 // Bytes returns the guard module (guard.wasm). The slice is shared: callers
 // must not modify it.
-func Bytes() []byte { return module }
+func Bytes() []byte { return modules.Guard.Bytes() }
 
 // GoVersion returns the Go release that built the guard module, e.g. "go1.26.8".
-func GoVersion() string { return strings.TrimSpace(goVersion) }
-
-var etag = sync.OnceValue(func() string {
-	sum := sha256.Sum256(module)
-	return `"` + hex.EncodeToString(sum[:]) + `"`
-})
+func GoVersion() string { return modules.GoVersion() }
 
 // ETag returns a strong HTTP entity tag for the module: the quoted hex
 // SHA-256 of its bytes.
-func ETag() string { return etag() }
+func ETag() string { return modules.Guard.ETag() }

@@ -1,52 +1,60 @@
 package wasm
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// Server says where a fenceview server is and how to reach it.
+// Server says where a fenceview server is and how to reach it; the
+// reporter and SeedFromServer speak to it through the client package.
 type Server struct {
 	// URL is the server's base URL, e.g. "http://127.0.0.1:8080".
 	URL string
-	// Client makes the requests; nil means http.DefaultClient.
+	// Client makes the requests; nil means a client of its own.
 	Client *http.Client
 	// Token, when set, is sent as "Authorization: Bearer <Token>".
 	Token string
 }
 
-func (s Server) do(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+// client returns a fenceview client for s.
+func (s Server) client() (*client.Client, error) {
+	var opts []client.Option
+	if s.Client != nil || s.Token != "" {
+		hc := &http.Client{}
+		if s.Client != nil {
+			*hc = *s.Client
+		}
+		if s.Token != "" {
+			hc.Transport = bearer{base: hc.Transport, token: s.Token}
+		}
+		opts = append(opts, client.WithHTTPClient(hc))
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s.URL, "/")+path, rd)
-	if err != nil {
-		return nil, err
+	return client.New(s.URL, opts...)
+}
+
+// bearer sends a token with every request, the reports and the listing
+// included (the client sends its admin token only with admin calls).
+type bearer struct {
+	base  http.RoundTripper
+	token string
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	base := b.base
+	if base == nil {
+		base = http.DefaultTransport
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if s.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.Token)
-	}
-	c := s.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	return c.Do(req)
+	return base.RoundTrip(r)
 }
 
 // ReporterConfig configures NewReporter.
@@ -79,7 +87,8 @@ type ReporterConfig struct {
 // answers never depend on the server.
 type Reporter struct {
 	cfg     ReporterConfig
-	queue   chan report
+	client  *client.Client
+	queue   chan client.Report
 	flushes chan chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -89,21 +98,14 @@ type Reporter struct {
 	lastErr       atomic.Pointer[error]
 }
 
-// report is one decision as POST /v1/decisions takes it.
-type report struct {
-	ResourceID string `json:"resourceId"`
-	Token      int64  `json:"token"`
-	Accepted   bool   `json:"accepted"`
-	Required   int64  `json:"required"`
-	Reason     string `json:"reason,omitempty"`
-	Source     string `json:"source"`
-	At         string `json:"at"`
-}
-
 // NewReporter starts a reporter. Close it to send what is left and stop.
 func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	if cfg.Server.URL == "" {
 		return nil, errors.New("wasm reporter: no server URL")
+	}
+	c, err := cfg.Server.client()
+	if err != nil {
+		return nil, fmt.Errorf("wasm reporter: %w", err)
 	}
 	if cfg.Source == "" {
 		cfg.Source = "wasm"
@@ -125,7 +127,8 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 	}
 	r := &Reporter{
 		cfg:     cfg,
-		queue:   make(chan report, cfg.BufferSize),
+		client:  c,
+		queue:   make(chan client.Report, cfg.BufferSize),
 		flushes: make(chan chan struct{}),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -140,15 +143,7 @@ func (r *Reporter) Report(resourceID string, d guard.Decision) {
 	if r.cfg.OnlyRejections && d.Accepted {
 		return
 	}
-	rep := report{
-		ResourceID: resourceID,
-		Token:      d.Presented,
-		Accepted:   d.Accepted,
-		Required:   d.Required,
-		Reason:     d.Reason,
-		Source:     r.cfg.Source,
-		At:         wire.FormatTime(r.cfg.Now()),
-	}
+	rep := client.Report{Resource: resourceID, Decision: d, Source: r.cfg.Source, At: r.cfg.Now()}
 	select {
 	case <-r.stop:
 		r.dropped.Add(1)
@@ -210,9 +205,10 @@ func (r *Reporter) Close(ctx context.Context) error {
 
 func (r *Reporter) run() {
 	defer close(r.done)
+	defer r.client.Close()
 	ticker := time.NewTicker(r.cfg.Interval)
 	defer ticker.Stop()
-	batch := make([]report, 0, r.cfg.BatchSize)
+	batch := make([]client.Report, 0, r.cfg.BatchSize)
 	send := func() {
 		if len(batch) > 0 {
 			r.send(batch)
@@ -251,7 +247,7 @@ func (r *Reporter) run() {
 	}
 }
 
-func (r *Reporter) send(batch []report) {
+func (r *Reporter) send(batch []client.Report) {
 	err := r.post(batch)
 	if err != nil {
 		r.dropped.Add(uint64(len(batch)))
@@ -262,24 +258,9 @@ func (r *Reporter) send(batch []report) {
 	r.sent.Add(uint64(len(batch)))
 }
 
-func (r *Reporter) post(batch []report) error {
-	body, err := json.Marshal(struct {
-		Decisions []report `json:"decisions"`
-	}{batch})
-	if err != nil {
-		return err
-	}
+func (r *Reporter) post(batch []client.Report) error {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
 	defer cancel()
-	resp, err := r.cfg.Server.do(ctx, http.MethodPost, "/v1/decisions", body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("POST /v1/decisions: %s: %s", resp.Status, bytes.TrimSpace(msg))
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
-	return nil
+	_, err := r.client.Report(ctx, batch...)
+	return err
 }

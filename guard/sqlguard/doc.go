@@ -23,7 +23,17 @@
 //	if err != nil { /* bad input, database error, row missing */ }
 //	if !d.Accepted { /* fenced out: stop, d.Required beat us */ }
 //
-// Statements are written for SQLite (? placeholders) or PostgreSQL ($n);
-// identifiers are validated (letters, digits, _) and double-quoted, values
-// are always bound, never spliced into the SQL text.
+// Statements are written for SQLite (? placeholders), PostgreSQL ($n) or
+// MySQL and MariaDB (?, backquoted names); identifiers are validated
+// (letters, digits, _) and quoted, values are always bound, never spliced
+// into the SQL text.
+//
+// MySQL and MariaDB count only changed rows as affected unless the
+// connection asks for found rows; open them with go-sql-driver/mysql's
+// clientFoundRows=true (CheckFoundRows verifies a pool; a guard on a
+// connection without it returns ErrFoundRowsRequired rather than a wrong
+// decision):
+//
+//	db, _ := sql.Open("mysql", "app@tcp(127.0.0.1:3306)/shop?clientFoundRows=true")
+//	inv, _ := sqlguard.NewTable(sqlguard.MySQL, "inventory", "product_id")
 package sqlguard

@@ -12,16 +12,26 @@ import (
 var ErrInvalidIdentifier = errors.New("sqlguard: invalid identifier")
 
 // Dialect is the SQL flavour the statements are written in: how
-// placeholders are spelled. Identifiers are double-quoted in both.
+// placeholders are spelled and identifiers quoted.
 type Dialect int
 
 const (
-	// SQLite uses ? placeholders. MySQL also uses ?, but quotes identifiers
-	// with backticks and, by default, counts only changed rows as affected,
-	// so it is not supported.
+	// SQLite uses ? placeholders and double-quoted identifiers.
 	SQLite Dialect = iota
 	// PostgreSQL uses $1, $2, ... placeholders.
 	PostgreSQL
+	// MySQL (and MariaDB) uses ? placeholders and backquoted identifiers.
+	//
+	// # Notes
+	//
+	//   - The connection must report found (matched) rows as affected, not
+	//     only changed ones: go-sql-driver/mysql's clientFoundRows=true (the
+	//     protocol's CLIENT_FOUND_ROWS flag). Without it, a holder's repeated
+	//     write of the same values under the same token changes nothing and
+	//     would read as a refusal; the guards notice and return
+	//     ErrFoundRowsRequired instead of a wrong answer. CheckFoundRows
+	//     checks a pool up front.
+	MySQL
 )
 
 func (d Dialect) String() string {
@@ -30,11 +40,21 @@ func (d Dialect) String() string {
 		return "sqlite"
 	case PostgreSQL:
 		return "postgresql"
+	case MySQL:
+		return "mysql"
 	}
 	return "dialect(" + strconv.Itoa(int(d)) + ")"
 }
 
-func (d Dialect) valid() bool { return d == SQLite || d == PostgreSQL }
+func (d Dialect) valid() bool { return d == SQLite || d == PostgreSQL || d == MySQL }
+
+// quote quotes a validated identifier part.
+func (d Dialect) quote(part string) string {
+	if d == MySQL {
+		return "`" + part + "`"
+	}
+	return `"` + part + `"`
+}
 
 // placeholder returns the n-th (1-based) bind parameter.
 func (d Dialect) placeholder(n int) string {
@@ -56,17 +76,17 @@ func (a *args) add(v any) string {
 	return a.d.placeholder(len(a.vals))
 }
 
-const maxIdentLen = 63 // PostgreSQL's NAMEDATALEN-1; SQLite has no limit.
+const maxIdentLen = 63 // PostgreSQL's NAMEDATALEN-1; MySQL allows 64, SQLite any.
 
 // quoteIdent validates name as a plain identifier, optionally qualified by
-// one schema ("public.inventory"), and returns it double-quoted.
+// one schema ("public.inventory"), and returns it quoted for d.
 //
 // Names come from code, not from users, but a guard that builds SQL must not
 // be the place an injection starts: only letters, digits and underscores are
 // allowed, and quoting also lets reserved words ("order") be used as names.
 // Quoted names are case-sensitive in PostgreSQL: write them as the table was
 // created (usually lower case).
-func quoteIdent(name string, qualified bool) (string, error) {
+func (d Dialect) quoteIdent(name string, qualified bool) (string, error) {
 	parts := []string{name}
 	if qualified {
 		parts = strings.Split(name, ".")
@@ -79,7 +99,7 @@ func quoteIdent(name string, qualified bool) (string, error) {
 		if err := checkIdent(p); err != nil {
 			return "", fmt.Errorf("%w: %q: %s", ErrInvalidIdentifier, name, err)
 		}
-		quoted[i] = `"` + p + `"`
+		quoted[i] = d.quote(p)
 	}
 	return strings.Join(quoted, "."), nil
 }

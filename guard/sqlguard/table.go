@@ -94,7 +94,7 @@ type Option func(*Table) error
 // WithTokenColumn names the column holding the row's high-water mark.
 func WithTokenColumn(name string) Option {
 	return func(t *Table) (err error) {
-		t.tokCol, err = quoteIdent(name, false)
+		t.tokCol, err = t.d.quoteIdent(name, false)
 		return err
 	}
 }
@@ -103,7 +103,7 @@ func WithTokenColumn(name string) Option {
 // UpdateVersion (default "version").
 func WithVersionColumn(name string) Option {
 	return func(t *Table) (err error) {
-		t.verCol, err = quoteIdent(name, false)
+		t.verCol, err = t.d.quoteIdent(name, false)
 		return err
 	}
 }
@@ -115,12 +115,12 @@ func NewTable(d Dialect, table, idColumn string, opts ...Option) (*Table, error)
 	if !d.valid() {
 		return nil, fmt.Errorf("%w: unknown dialect %v", ErrInvalid, d)
 	}
-	t := &Table{d: d, name: table, tokCol: `"fence_token"`, verCol: `"version"`}
+	t := &Table{d: d, name: table, tokCol: d.quote("fence_token"), verCol: d.quote("version")}
 	var err error
-	if t.table, err = quoteIdent(table, true); err != nil {
+	if t.table, err = d.quoteIdent(table, true); err != nil {
 		return nil, err
 	}
-	if t.idCol, err = quoteIdent(idColumn, false); err != nil {
+	if t.idCol, err = d.quoteIdent(idColumn, false); err != nil {
 		return nil, err
 	}
 	for _, o := range opts {
@@ -175,7 +175,7 @@ func (t *Table) update(ctx context.Context, db DB, id any, token int64, version 
 		seen[t.verCol] = true
 	}
 	for _, s := range set {
-		col, err := quoteIdent(s.column, false)
+		col, err := t.d.quoteIdent(s.column, false)
 		if err != nil {
 			return guard.Decision{}, err
 		}
@@ -238,6 +238,15 @@ func (t *Table) refusal(ctx context.Context, db DB, id any, token int64, version
 	}
 	if version != nil && cur != *version {
 		return guard.Decision{}, &VersionConflictError{Expected: *version, Current: cur}
+	}
+	if t.d == MySQL {
+		// The likeliest cause on MySQL: a repeated write that changed
+		// nothing, on a connection that counts changed rows only.
+		pa := &args{d: t.d}
+		if err := foundRows(ctx, db, "UPDATE "+t.table+" SET "+t.tokCol+" = "+t.tokCol+
+			" WHERE "+t.idCol+" = "+pa.add(id), pa.vals); err != nil {
+			return guard.Decision{}, err
+		}
 	}
 	// The row accepts the token now but did not during the update: it was
 	// changed in between (deleted and re-created, or its mark lowered by

@@ -1,11 +1,12 @@
-// Command gen writes guard.wasm and guard.wasm.goversion in the current
-// directory (the wasm package, via go generate).
+// Command gen writes modules/guard.wasm and modules/guard.wasm.goversion
+// below the current directory (the wasm package, via go generate).
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/fenceview/fenceview/wasm/internal/build"
 )
@@ -22,8 +23,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := build.Guest(ctx, ".", "guard.wasm"); err != nil {
+	if err := build.Guest(ctx, ".", filepath.Join("modules", "guard.wasm")); err != nil {
 		return err
 	}
-	return os.WriteFile("guard.wasm.goversion", []byte(version+"\n"), 0o644)
+	return os.WriteFile(filepath.Join("modules", "guard.wasm.goversion"), []byte(version+"\n"), 0o644)
 }

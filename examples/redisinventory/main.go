@@ -1,0 +1,137 @@
+// Command redisinventory plays the story fencing tokens exist for, against
+// a fenceview server and an inventory kept in Redis:
+//
+//  1. Client A locks inventory:42 and gets a token.
+//  2. A pauses (a GC pause, a stalled VM) past its lease.
+//  3. The lease runs out; client B locks and writes stock and reserved
+//     under its larger token, in one fenced write.
+//  4. A wakes up, still believing it holds the lock, and writes.
+//
+// Step 4 is refused by Redis itself: redisguard's Lua script compares A's
+// token with the mark B left and writes nothing. The refusal is reported
+// to the fenceview server, so it shows in the rejection history.
+//
+//	go run ./examples/redisinventory -redis 127.0.0.1:6379
+//	go run ./examples/redisinventory -redis 127.0.0.1:6379 -server http://127.0.0.1:8080
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/redisguard"
+	"github.com/fenceview/fenceview/guard/redisguard/goredis"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "redisinventory:", err)
+		os.Exit(1)
+	}
+}
+
+// run plays the story and returns an error unless A's write was refused,
+// B's values are in Redis and the refusal was reported.
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("redisinventory", flag.ContinueOnError)
+	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	addr := fs.String("redis", "", "Redis address, host:port (required)")
+	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
+	resource := fs.String("resource", "inventory:42", "the lock's resource id, also the Redis hash tag")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *addr == "" {
+		return errors.New("-redis is required (a Redis or Valkey server to write to)")
+	}
+	if *server == "" {
+		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		*server = srv.URL
+	}
+
+	rdb := redis.NewClient(&redis.Options{Addr: *addr})
+	defer rdb.Close()
+	// A fresh namespace per run, so earlier runs' marks do not refuse this
+	// run's tokens (a new server starts its tokens at 1).
+	g, err := redisguard.New(goredis.New(rdb), redisguard.WithPrefix(fmt.Sprintf("redisinventory:%d:", time.Now().UnixNano())))
+	if err != nil {
+		return err
+	}
+
+	c, err := client.New(*server)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	a := c.Mutex(*resource, "client-a")
+	b := c.Mutex(*resource, "client-b")
+
+	tokenA, err := a.TryLock(ctx, 0, *lease)
+	if err != nil {
+		return fmt.Errorf("A: %w", err)
+	}
+	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v), will write stock 9\n", *resource, tokenA, *lease)
+	fmt.Fprintln(stdout, "A pauses...")
+
+	// B waits on the server until A's lease runs out.
+	tokenB, err := b.Lock(ctx)
+	if err != nil {
+		return fmt.Errorf("B: %w", err)
+	}
+	fmt.Fprintf(stdout, "A's lease ran out; B locked %s with token %d\n", *resource, tokenB)
+	d, err := g.Write(ctx, *resource, tokenB, redisguard.Set("stock", "7"), redisguard.Set("reserved", "3"))
+	if err != nil {
+		return fmt.Errorf("B's write: %w", err)
+	}
+	if !d.Accepted {
+		return fmt.Errorf("B's write was refused: %+v", d)
+	}
+	fmt.Fprintf(stdout, "B wrote stock 7, reserved 3 with token %d\n", tokenB)
+	if err := b.Unlock(ctx); err != nil {
+		return fmt.Errorf("B: %w", err)
+	}
+
+	// A wakes up and writes without looking: Redis has to refuse it.
+	<-a.Done()
+	d, err = g.Write(ctx, *resource, tokenA, redisguard.Set("stock", "9"), redisguard.Set("reserved", "0"))
+	if err != nil {
+		return fmt.Errorf("A's write: %w", err)
+	}
+	var refused *guard.RefusalError
+	if !errors.As(d.Err(*resource), &refused) {
+		return fmt.Errorf("A's stale write was accepted: %+v", d)
+	}
+	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", refused.Reason, refused.Presented, refused.Required)
+
+	// Report it, as any guard that decides on its own does.
+	n, err := c.Report(ctx, client.Report{Resource: *resource, Decision: d, Source: "inventory-redis"})
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	fmt.Fprintf(stdout, "refusals reported to fenceview: %d\n", n)
+
+	mark, vals, err := g.Read(ctx, *resource, "stock", "reserved")
+	if err != nil {
+		return err
+	}
+	stockKey, _ := g.Key(*resource, "stock")
+	fmt.Fprintf(stdout, "%s: stock %s, reserved %s, mark %d (key %s)\n", *resource, vals["stock"], vals["reserved"], mark, stockKey)
+	if vals["stock"] != "7" || vals["reserved"] != "3" || mark != tokenB || refused.Required != tokenB || n != 1 {
+		return fmt.Errorf("unexpected end state: %v, mark %d, required %d, reported %d", vals, mark, refused.Required, n)
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package dbtest_test
+
+import (
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/fenceview/fenceview/internal/dbtest"
+)
+
+// Each server starts, accepts TCP on loopback, and is gone (its PID
+// reaped, its port closed) once its test's cleanup ran.
+func TestServersStartAndStop(t *testing.T) {
+	for _, s := range []struct {
+		name  string
+		start func(testing.TB) *dbtest.Server
+	}{{"redis", func(t testing.TB) *dbtest.Server { return dbtest.Redis(t) }}, {"mariadb", dbtest.MariaDB}, {"postgresql", dbtest.PostgreSQL}} {
+		var srv *dbtest.Server
+		t.Run(s.name, func(t *testing.T) {
+			srv = s.start(t)
+			t.Logf("%s at %s, pid %d", srv.Version, srv.Addr, srv.PID())
+			c, err := net.Dial("tcp", srv.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Close()
+		})
+		if srv == nil {
+			continue // skipped
+		}
+		if err := syscall.Kill(srv.PID(), 0); err != syscall.ESRCH {
+			t.Errorf("%s: pid %d still exists after the test (kill 0: %v)", s.name, srv.PID(), err)
+		}
+		if c, err := net.Dial("tcp", srv.Addr); err == nil {
+			c.Close()
+			t.Errorf("%s: %s still accepts connections after the test", s.name, srv.Addr)
+		}
+	}
+}

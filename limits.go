@@ -1,0 +1,31 @@
+package fenceview
+
+import "time"
+
+// Bounds on what one request may carry or ask for. Every entry point (the
+// issuer, the JSON API, the RPC stream, the dashboard) checks against these,
+// so they all refuse the same inputs.
+const (
+	// DefaultLease is the lease of an acquire that names none.
+	DefaultLease = 30 * time.Second
+	// MaxLease is the longest lease one grant or renewal may ask for.
+	MaxLease = 24 * time.Hour
+	// MaxWait is the longest an acquire may wait on the server.
+	MaxWait = 5 * time.Minute
+	// MaxSourceLen bounds a decision's source ("api:10.0.0.7", a plugin's name).
+	MaxSourceLen = 200
+	// MaxReasonLen bounds a reported refusal reason.
+	MaxReasonLen = 64
+	// MaxEnvelopeLen bounds a presented token's issuer and scope.
+	MaxEnvelopeLen = 200
+	// MaxPage is the most rejections one page of the history returns.
+	MaxPage = 1000
+	// MaxDecisions is the most decisions one report may carry.
+	MaxDecisions = 1000
+	// MaxRequestBody bounds a lock or fence request's body, in bytes.
+	MaxRequestBody = 64 << 10
+	// MaxReportBody bounds a report of decisions (a plugin's batch), in bytes.
+	MaxReportBody = 1 << 20
+	// DefaultPage is the page length of the history when none is asked for.
+	DefaultPage = 100
+)

@@ -1,0 +1,51 @@
+package modules
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func TestEveryModuleIsPublishedWithItsHash(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range All() {
+		if seen[m.Name()] || !strings.HasSuffix(m.Name(), ".wasm") || len(m.Bytes()) < 8 {
+			t.Fatalf("module %q: duplicate, misnamed or empty", m.Name())
+		}
+		seen[m.Name()] = true
+		sum := sha256.Sum256(m.Bytes())
+		if want := `"` + hex.EncodeToString(sum[:]) + `"`; m.ETag() != want {
+			t.Fatalf("%s: ETag %s, want %s", m.Name(), m.ETag(), want)
+		}
+		if string(m.Bytes()[:4]) != "\x00asm" {
+			t.Fatalf("%s is not a WebAssembly module", m.Name())
+		}
+	}
+	if !seen["guard.wasm"] {
+		t.Fatal("guard.wasm is not published")
+	}
+}
+
+// The HTTP API and the dashboard serve modules; they must not link a
+// WebAssembly runtime, nor each other.
+func TestServingDoesNotLinkARuntime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for pkg, banned := range map[string][]string{
+		"../../httpapi":   {"tetratelabs/wazero", "fenceview/dashboard", "fenceview/wasm\n"},
+		"../../dashboard": {"tetratelabs/wazero", "fenceview/httpapi", "fenceview/wasm\n"},
+	} {
+		out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", pkg, err, out)
+		}
+		for _, b := range banned {
+			if strings.Contains(string(out), b) {
+				t.Errorf("%s depends on %s", pkg, strings.TrimSpace(b))
+			}
+		}
+	}
+}
