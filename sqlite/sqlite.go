@@ -246,6 +246,9 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 	if err := db.insertEvents(ctx, tx, events); err != nil {
 		return err
 	}
+	if err := countMinutes(ctx, tx, events); err != nil {
+		return err
+	}
 	start := time.Now()
 	err = tx.Commit()
 	if db.ObserveCommit != nil && err == nil {
