@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
@@ -61,9 +62,17 @@ type Handler struct {
 	BurstWindow    time.Duration
 
 	FeedSize    int // events in the overview's feed when the page loads
+	TableSize   int // resources per page of the overview's table
 	HistorySize int // events on a resource page (table and chart)
 	PageSize    int // rejections per page when no limit is given
 	CSVMax      int // rows in one CSV export
+
+	// Select and Counts page and count without reading everything; New
+	// takes them from locks and history when they provide them. Gatherer,
+	// when set, feeds the readable metrics page (a Prometheus registry).
+	Select   Selector
+	Counts   Counts
+	Gatherer prometheus.Gatherer
 
 	assets map[string]asset
 }
@@ -85,11 +94,14 @@ func New(locks Locks, history History, now func() time.Time) *Handler {
 		BurstThreshold: 5,
 		BurstWindow:    time.Minute,
 		FeedSize:       50,
+		TableSize:      50,
 		HistorySize:    200,
 		PageSize:       50,
 		CSVMax:         100_000,
 		assets:         map[string]asset{},
 	}
+	h.Select, _ = locks.(Selector)
+	h.Counts, _ = history.(Counts)
 	fs.WalkDir(web.Static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -119,6 +131,8 @@ func (h *Handler) Register(r Router) {
 	r.Handle("GET /rejections", http.HandlerFunc(h.rejections))
 	r.Handle("GET /rejections.csv", http.HandlerFunc(h.rejectionsCSV))
 	r.Handle("GET /static/", http.HandlerFunc(h.static))
+	r.Handle("GET /holders/{holder}", http.HandlerFunc(h.holder))
+	r.Handle("GET /status", http.HandlerFunc(h.metricsPage))
 }
 
 // assetURL is the URL of a static file with its content hash, so a new

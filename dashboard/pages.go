@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/csv"
 	"net/http"
 	"net/url"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/issuer"
 )
 
 // Meta is what the page frame needs.
@@ -34,6 +36,7 @@ type Meta struct {
 type ResourceRow struct {
 	fenceview.Resource
 	RemainingMs int64 // lease left; 0 when free
+	Spark       []int // events per five minutes over the last hour; nil when not drawn
 }
 
 // OverviewData is the overview page.
@@ -43,24 +46,51 @@ type OverviewData struct {
 	Feed                     []fenceview.Event // newest first
 	Refusals                 []fenceview.Event // the latest rejections
 	Held, Accepted, Rejected int64
+
+	Table             TableQuery
+	TableError        string
+	Matched, Total    int // resources the search matched; all resources
+	PageSize          int
+	NextURL, FirstURL string
+	Rates             Rates
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	// The sequence number first, then the state: an event in between is
 	// both in the state and replayed, and replaying is harmless.
 	last := h.Locks.LastSeq()
-	d := OverviewData{Meta: h.meta(r.Context(), "Overview", "overview")}
+	d := OverviewData{Meta: h.meta(r.Context(), "Overview", "overview"), PageSize: h.TableSize}
 	d.Page, d.LastSeq = "overview", last
 	now := h.Now()
-	for _, res := range h.Locks.Resources() {
+	t, after, err := parseTable(r.URL.Query())
+	d.Table = t
+	status := http.StatusOK
+	if err != nil {
+		d.TableError, status = err.Error(), http.StatusBadRequest
+		d.Table, after = TableQuery{Sort: "id", Range: t.Range}, nil
+	}
+	page := h.Select.SelectResources(issuer.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize})
+	m := h.Select.Metrics()
+	d.Matched, d.Total, d.Held = page.Matched, m.Resources, int64(m.Held)
+	for _, res := range page.Resources {
 		row := ResourceRow{Resource: res}
 		if res.Holder != "" {
 			row.RemainingMs = max(res.ExpiresAt.Sub(now).Milliseconds(), 0)
-			d.Held++
 		}
-		d.Accepted += res.Accepted
-		d.Rejected += res.Rejected
+		if row.Spark, err = h.sparkline(r.Context(), res.ResourceID); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
 		d.Rows = append(d.Rows, row)
+	}
+	if page.Next != nil {
+		next := encodeKey(*page.Next)
+		d.NextURL = d.Table.url(func(c *TableQuery) { c.After = next })
+	}
+	d.FirstURL = d.Table.url(func(c *TableQuery) { c.After = "" })
+	if d.Rates, err = h.rates(r.Context(), d.Table.Range); err != nil {
+		h.serverError(w, r, err)
+		return
 	}
 	if h.FeedSize > 0 && last > 0 {
 		events, err := h.History.EventsAfter(r.Context(), max(last-int64(h.FeedSize), 0), "", h.FeedSize)
@@ -84,7 +114,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			d.Refusals = append(d.Refusals, e)
 		}
 	}
-	h.render(w, r, http.StatusOK, Overview(d))
+	h.render(w, r, status, Overview(d))
 }
 
 // refusalsShown is the length of the overview's "latest refusals" list;
@@ -156,17 +186,50 @@ type RejectionsData struct {
 	NewestURL string // the first page of this filter, when not on it
 	NextURL   string // the next (older) page, when there is one
 	CSVURL    string
-	Resources []string // suggestions for the resource field
-	Reasons   []string
+	Resources []Choice // the most refused resources, for the resource field
+	Reasons   []Choice // every reason recorded, with counts
+	Sources   []Choice // the most frequent sources, with counts
 }
 
 var knownReasons = []string{guard.ReasonStale, guard.ReasonUnissued, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch}
 
+// choices fills the filter's choice lists: every reason recorded (and the
+// documented ones), the most frequent sources, the most refused resources.
+func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
+	names, counts, err := h.Counts.RejectionReasons(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, n := range names {
+		d.Reasons, seen[n] = append(d.Reasons, Choice{n, counts[i]}), true
+	}
+	for _, k := range knownReasons {
+		if !seen[k] {
+			d.Reasons = append(d.Reasons, Choice{k, 0})
+		}
+	}
+	if names, counts, err = h.Counts.RejectionSources(ctx, choicesMax); err != nil {
+		return err
+	}
+	for i, n := range names {
+		d.Sources = append(d.Sources, Choice{n, counts[i]})
+	}
+	p := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortRejected, Desc: true, Limit: choicesMax})
+	for _, r := range p.Resources {
+		if r.Rejected > 0 {
+			d.Resources = append(d.Resources, Choice{r.ResourceID, r.Rejected})
+		}
+	}
+	return nil
+}
+
 func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
-	d := RejectionsData{Meta: h.meta(r.Context(), "Rejections", "rejections"), Reasons: knownReasons}
+	d := RejectionsData{Meta: h.meta(r.Context(), "Rejections", "rejections")}
 	d.Page = "rejections"
-	for _, res := range h.Locks.Resources() {
-		d.Resources = append(d.Resources, res.ResourceID)
+	if err := h.choices(r.Context(), &d); err != nil {
+		h.serverError(w, r, err)
+		return
 	}
 	q := r.URL.Query()
 	d.Form = FilterForm{Resource: q.Get("resource"), Reason: q.Get("reason"), Source: q.Get("source"), Since: q.Get("since"), Until: q.Get("until")}

@@ -90,3 +90,25 @@ func (db *DB) RejectionSources(ctx context.Context, limit int) ([]string, []int6
 	}
 	return names, counts, rows.Err()
 }
+
+// RejectionReasons returns every reason rejections were recorded with and
+// their counts, most frequent first, from the per-minute counts.
+func (db *DB) RejectionReasons(ctx context.Context) ([]string, []int64, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT reason, SUM(n) FROM event_minutes WHERE type = 'reject'
+		GROUP BY reason ORDER BY 2 DESC, 1`)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var names []string
+	var counts []int64
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, nil, err
+		}
+		names, counts = append(names, s), append(counts, n)
+	}
+	return names, counts, rows.Err()
+}

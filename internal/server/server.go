@@ -87,6 +87,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.API.StreamLag = s.Metrics.ObserveStreamLag
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
+	dash.Gatherer = s.Metrics.Registry
 	dash.Register(s.API)
 
 	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {

@@ -36,17 +36,32 @@
       pad(d.getUTCMilliseconds(), 3) + ' UTC';
   }
 
-  // localize shows a <time> in the viewer's zone, exact UTC on hover.
+  // relative is how long ago (or from now) an instant is, in words.
+  function relative(d) {
+    var s = Math.round((Date.now() - d.getTime()) / 1000);
+    var future = s < 0;
+    s = Math.abs(s);
+    var text;
+    if (s < 5) return 'just now';
+    if (s < 60) text = s + ' s';
+    else if (s < 3600) text = Math.floor(s / 60) + ' min';
+    else if (s < 86400) text = Math.floor(s / 3600) + ' h';
+    else text = Math.floor(s / 86400) + ' d';
+    return future ? 'in ' + text : text + ' ago';
+  }
+
+  // localize shows a <time> one way everywhere: local time in the viewer's
+  // zone (with the date when it is not today), how long ago, and the exact
+  // UTC on hover.
   function localize(t) {
     var d = new Date(t.getAttribute('datetime'));
     if (isNaN(d.getTime())) return;
     var opts = { hour: '2-digit', minute: '2-digit', second: '2-digit' };
-    if (t.dataset.local === 'datetime') {
+    var today = new Date().toDateString() === d.toDateString();
+    if (!today || t.dataset.local === 'datetime') {
       opts.year = 'numeric'; opts.month = 'short'; opts.day = 'numeric';
-      t.textContent = d.toLocaleString(undefined, opts);
-    } else {
-      t.textContent = d.toLocaleTimeString(undefined, opts);
     }
+    t.textContent = d.toLocaleString(undefined, opts) + ' \u00b7 ' + relative(d);
     t.title = exactUTC(d);
   }
 
@@ -263,7 +278,7 @@
     a.dataset.testid = 'resource-link';
     th.appendChild(a);
     tr.appendChild(th);
-    [['hwm', 'num'], ['last', 'num opt'], ['holder', ''], ['lease', ''], ['accepted', 'num opt'], ['rejected', 'num']].forEach(function (c) {
+    [['hwm', 'num'], ['last', 'num opt'], ['holder', ''], ['lease', ''], ['spark', 'opt'], ['accepted', 'num opt'], ['rejected', 'num']].forEach(function (c) {
       var td = el('td', c[1]);
       td.dataset.col = c[0];
       tr.appendChild(td);
@@ -291,8 +306,20 @@
     if (cls !== undefined) td.className = cls;
   }
 
+  // The server sorts, searches and pages the table; the script only
+  // inserts a row where it knows the place: the first page in id order.
+  function mayAdd(id) {
+    var table = document.querySelector('table[data-testid="resources"]');
+    if (!table || table.dataset.liveAdd !== 'true') return false;
+    return id.indexOf(table.dataset.prefix || '') === 0;
+  }
+
   function updateRow(r, lock) {
-    var tr = findRow(r.resourceId) || newRow(r.resourceId);
+    var tr = findRow(r.resourceId);
+    if (!tr) {
+      if (!mayAdd(r.resourceId)) { setBehind(r); return; }
+      tr = newRow(r.resourceId);
+    }
     var cell = function (c) { return tr.querySelector('td[data-col="' + c + '"]'); };
     var behindNow = isBehind(r);
     tr.classList.toggle('is-behind', behindNow);
@@ -304,7 +331,14 @@
       last.appendChild(el('span', 'tag danger', 'behind'));
     }
     var held = lock.locked;
-    fill(cell('holder'), held ? holderText(r) : 'free', held ? '' : 'muted');
+    var holderCell = cell('holder');
+    fill(holderCell, held ? '' : 'free', held ? '' : 'muted');
+    if (held) {
+      var ha = el('a', '', holderText(r));
+      ha.href = '/holders/' + encodeURIComponent(r.holder);
+      ha.dataset.testid = 'holder-link';
+      holderCell.appendChild(ha);
+    }
     var lease = cell('lease');
     lease.textContent = '';
     if (held) lease.appendChild(countdown(lock.remainingMs));
@@ -509,5 +543,7 @@
     startCountdown(s, Number(s.dataset.remainingMs));
   });
   setInterval(function () { tick(); checkBurst(); }, 500);
+  // Relative times age: refresh them every 15 s.
+  setInterval(function () { document.querySelectorAll('time[data-local]').forEach(localize); }, 15000);
   if (page === 'overview' || page === 'resource') connect();
 })();
