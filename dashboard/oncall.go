@@ -328,7 +328,6 @@ func reasonLabel(reason string, n int64) string {
 	return reason + " (" + strconv.FormatInt(n, 10) + ")"
 }
 
-
 // ratePoints is one series of the rates chart as SVG polyline points.
 func ratePoints(r Rates, series string) string {
 	n := len(r.Buckets)
