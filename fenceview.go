@@ -102,6 +102,12 @@ type Report struct {
 	Reason     string
 	Source     string
 	At         time.Time
+	// Signature is the token's signature as the guard received it, if any.
+	Signature string
+	// Proven is set by the issuer, never from input: Signature is a valid
+	// signature of this issuer's keys for ResourceID and Token, so the token
+	// was really issued (contract v2, token safety).
+	Proven bool
 }
 
 // RejectionFilter selects rejections from the history, newest first (by

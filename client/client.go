@@ -26,6 +26,8 @@
 //
 // All methods take a context and are safe for concurrent use. One Client
 // shares one http.Client with keep-alive connections; make one per server.
+// Close ends it for good: later calls fail with ErrClosed, the watchdogs
+// stop, and locks still held are left to their leases (see Client.Close).
 package client
 
 import (
@@ -53,9 +55,10 @@ const DefaultLease = 30 * time.Second
 // maxResponse bounds what is read of a response body.
 const maxResponse = 1 << 20
 
-// Client talks to one fenceview server. It is immutable and safe for
-// concurrent use.
+// Client talks to one fenceview server. It is safe for concurrent use; its
+// settings never change, and Close ends it for good.
 type Client struct {
+	life  *life
 	base  *url.URL
 	hc    *http.Client
 	admin string
@@ -94,7 +97,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, invalid(fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", baseURL))
 	}
-	c := &Client{base: u, clock: clock.Real{}, lease: DefaultLease}
+	c := &Client{life: newLife(), base: u, clock: clock.Real{}, lease: DefaultLease}
 	for _, o := range opts {
 		o(c)
 	}
@@ -145,6 +148,11 @@ func (c *Client) call(ctx context.Context, method string, u *url.URL, header htt
 
 // callLimit is call reading at most limit bytes of the response.
 func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *url.URL, header http.Header, in, out any, errFor func(status int, body []byte, h http.Header) error) error {
+	ctx, done, err := c.life.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -355,7 +363,7 @@ func (c *Client) FenceToken(ctx context.Context, resource string, t guard.Token)
 	if err := guard.ValidateToken(t.Token); err != nil {
 		return Fenced{}, invalid(err)
 	}
-	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope}
+	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature}
 	var out struct {
 		Token          int64  `json:"token"`
 		IdempotencyKey string `json:"idempotencyKey"`
@@ -383,6 +391,9 @@ type Report struct {
 	guard.Decision
 	Source string    // who decided, e.g. "billing-api"
 	At     time.Time // zero: the server's now
+	// Signature is the token's signature as the guard received it: a valid
+	// one proves to the server that it issued the token.
+	Signature string
 }
 
 // Report sends decisions to POST /v1/decisions and returns how many were
@@ -396,6 +407,7 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 		Reason     string `json:"reason,omitempty"`
 		Source     string `json:"source"`
 		At         string `json:"at,omitempty"`
+		Signature  string `json:"signature,omitempty"`
 	}
 	in := struct {
 		Decisions []decision `json:"decisions"`
@@ -407,7 +419,7 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 		if err := guard.ValidateToken(r.Presented); err != nil {
 			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
 		}
-		w := decision{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source}
+		w := decision{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source, Signature: r.Signature}
 		if !r.At.IsZero() {
 			w.At = wire.FormatTime(r.At)
 		}
@@ -425,6 +437,9 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 // errorsIsTemporary reports whether err is worth retrying until the lease
 // ends: transport failures and 5xx answers; refusals are final.
 func errorsIsTemporary(err error) bool {
+	if errors.Is(err, ErrClosed) {
+		return false
+	}
 	var ae *APIError
 	if errors.As(err, &ae) {
 		return ae.Temporary()

@@ -32,6 +32,7 @@ func start(t *testing.T, opts fenceviewtest.Options, copts ...client.Option) (*f
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	return srv, c
 }
 
@@ -75,8 +76,8 @@ func TestLockStateUnlock(t *testing.T) {
 	if !st.Locked || st.Holder != "worker-a" || st.HoldCount != 1 || st.Token != tok || st.Remaining != lease || st.Resource != "inventory:42" {
 		t.Fatalf("state = %+v", st)
 	}
-	if m.Token() != tok || m.Fencing().Scope != "resource:inventory:42" || m.Fencing().Issuer == "" {
-		t.Fatalf("Token %d Fencing %+v", m.Token(), m.Fencing())
+	if m.Token().Number != tok || m.Fencing().Scope != "resource:inventory:42" || m.Fencing().Issuer == "" {
+		t.Fatalf("Token %v Fencing %+v", m.Token(), m.Fencing())
 	}
 	if isDone(held) {
 		t.Fatal("context done while holding")
@@ -91,8 +92,8 @@ func TestLockStateUnlock(t *testing.T) {
 	if st.Locked || st.Holder != "" || st.HoldCount != 0 || st.Token != tok || !st.ExpiresAt.IsZero() {
 		t.Fatalf("state after unlock = %+v", st)
 	}
-	if m.Token() != 0 {
-		t.Fatalf("Token after unlock = %d", m.Token())
+	if !m.Token().IsZero() {
+		t.Fatalf("Token after unlock = %v", m.Token())
 	}
 }
 
@@ -271,8 +272,8 @@ func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 	if !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrNotHeld) {
 		t.Fatalf("cause = %v, want ErrLeaseLost and ErrNotHeld", cause)
 	}
-	if m.Token() != 0 {
-		t.Fatalf("Token after loss = %d", m.Token())
+	if !m.Token().IsZero() {
+		t.Fatalf("Token after loss = %v", m.Token())
 	}
 	if err := m.Unlock(ctx); !errors.Is(err, client.ErrNotOwner) {
 		t.Fatalf("Unlock after loss = %v, want ErrNotOwner", err)

@@ -23,6 +23,9 @@ var (
 	ErrInvalid = errors.New("fenceview: invalid request")
 	// ErrUnauthorized: an admin call without the right admin token.
 	ErrUnauthorized = errors.New("fenceview: unauthorized")
+	// ErrClosed: the Client was closed (see Client.Close); nothing was
+	// sent. It is also the cause of the Context of a lock held at Close.
+	ErrClosed = errors.New("fenceview: client closed")
 	// ErrNotFound: the server knows no such thing.
 	ErrNotFound = errors.New("fenceview: not found")
 	// ErrLeaseLost is the cause of a Mutex's context when its lease was

@@ -31,6 +31,7 @@ type Mutex struct {
 // hold is one period of ownership, from the first grant to the last Unlock
 // or the loss of the lease.
 type hold struct {
+	m       *Mutex
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	stop    chan struct{} // closed by Unlock: the watchdog exits
@@ -46,6 +47,14 @@ type hold struct {
 func (h *hold) stopWatchdog() {
 	h.once.Do(func() { close(h.stop) })
 	<-h.done
+}
+
+// end ends the hold with cause and waits for its watchdog (Client.Close).
+func (h *hold) end(cause error) {
+	h.m.mu.Lock()
+	h.cancel(cause)
+	h.m.mu.Unlock()
+	h.stopWatchdog()
 }
 
 // Mutex returns the lock on resource for holder. Ids are checked when used:
@@ -145,9 +154,15 @@ func (m *Mutex) granted(g grantBody, lease time.Duration, renew bool, sent time.
 	h := m.hold
 	if h == nil || h.ctx.Err() != nil {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		h = &hold{ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{}), lease: lease, renew: renew}
+		h = &hold{m: m, ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{}), lease: lease, renew: renew}
 		m.hold = h
-		go m.watchdog(h, sent.Add(lease))
+		if m.c.life.watch(h) {
+			go m.watchdog(h, sent.Add(lease))
+		} else {
+			// Granted while the client closed: nobody renews it.
+			cancel(ErrClosed)
+			close(h.done)
+		}
 	}
 	h.token, h.fencing, h.count = g.Fencing.Token, g.Fencing, g.HoldCount
 	return g.Fencing.Token
@@ -211,13 +226,6 @@ func (m *Mutex) Context() context.Context {
 // Done is Context().Done().
 func (m *Mutex) Done() <-chan struct{} { return m.Context().Done() }
 
-// Token returns the token of the latest grant of the current hold, 0 when
-// the lock is not held by this Mutex. With re-entrant grants that is the
-// innermost one: keep the token Lock returned at the outermost level.
-func (m *Mutex) Token() int64 {
-	return m.Fencing().Token
-}
-
 // Fencing returns the token envelope (token, issuer, scope, issue time) of
 // the latest grant, the zero Token when not held; for Client.FenceToken and
 // guards that check issuer and scope.
@@ -262,6 +270,7 @@ type renewal struct {
 // For a fixed lease it only waits for the lease to run out.
 func (m *Mutex) watchdog(h *hold, leaseEnd time.Time) {
 	defer close(h.done)
+	defer m.c.life.forget(h)
 	clk := m.c.clock
 	interval := max(h.lease/3, time.Millisecond)
 	retry := min(max(h.lease/10, 10*time.Millisecond), interval)
@@ -301,9 +310,11 @@ func (m *Mutex) watchdog(h *hold, leaseEnd time.Time) {
 		case <-h.stop:
 			cancel()
 			end.Stop()
+			<-res // the renewal ends with the watchdog
 			return
 		case <-end.C():
 			cancel()
+			<-res
 			m.lose(h, leaseOver(true, lastErr))
 			return
 		case r = <-res:

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -21,9 +20,9 @@ import (
 // one host go several times faster. Answers, errors included, are the same
 // as over HTTP; state, force-expire and reports still use HTTP.
 //
-// The connection is dialed on first use and again after it breaks. A call
-// in flight when it breaks fails with a network error: like an HTTP request
-// cut off, the server may or may not have done it.
+// The connection is dialed on first use and again after it breaks, never
+// after Close. A call in flight when it breaks fails with a network error:
+// like an HTTP request cut off, the server may or may not have done it.
 func WithRPC() Option { return func(c *Client) { c.rpc = &rpcPool{} } }
 
 // rpcRequest is one call; for HTTP the same struct is the body (id, op and
@@ -38,6 +37,8 @@ type rpcRequest struct {
 	Token    int64  `json:"token,omitempty"`
 	Issuer   string `json:"issuer,omitempty"`
 	Scope    string `json:"scope,omitempty"`
+	// Signature of Token, for a server with --require-signatures.
+	Signature string `json:"signature,omitempty"`
 }
 
 type rpcAnswer struct {
@@ -57,6 +58,11 @@ func (c *Client) exchange(ctx context.Context, op, resource string, req rpcReque
 		return c.call(ctx, http.MethodPost, c.endpoint(kind, resource, action), nil, req, out, errFor)
 	}
 	req.Op, req.Resource = op, resource
+	ctx, done, err := c.life.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
 	sess, err := c.rpc.session(ctx, c)
 	if err != nil {
 		return err
@@ -110,11 +116,13 @@ func (p *rpcPool) session(ctx context.Context, c *Client) (*rpcSession, error) {
 	return p.sess, nil
 }
 
+// close ends the live session and waits for its reader and writer.
 func (p *rpcPool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sess != nil {
-		p.sess.fail(errors.New("fenceview: client closed"))
+		p.sess.fail(ErrClosed)
+		p.sess.loops.Wait()
 	}
 }
 
@@ -125,6 +133,8 @@ type rpcSession struct {
 	sendq chan []byte
 	dead  chan struct{}
 
+	loops sync.WaitGroup // the reader and the writer
+
 	mu      sync.Mutex
 	next    uint64
 	pending map[uint64]chan rpcAnswer
@@ -134,8 +144,9 @@ type rpcSession struct {
 func newRPCSession(ws *websocket.Conn) *rpcSession {
 	s := &rpcSession{ws: ws, sendq: make(chan []byte, 1024), dead: make(chan struct{}), pending: make(map[uint64]chan rpcAnswer)}
 	ws.SetReadLimit(16 << 20)
-	go s.readLoop()
-	go s.writeLoop()
+	s.loops.Add(2)
+	go func() { defer s.loops.Done(); s.readLoop() }()
+	go func() { defer s.loops.Done(); s.writeLoop() }()
 	return s
 }
 
@@ -251,14 +262,4 @@ func (s *rpcSession) readLoop() {
 			return
 		}
 	}
-}
-
-// Close closes the client's RPC connection, if any, and its idle HTTP
-// connections. Calls in flight on the RPC connection fail.
-func (c *Client) Close() error {
-	if c.rpc != nil {
-		c.rpc.close()
-	}
-	c.hc.CloseIdleConnections()
-	return nil
 }

@@ -40,7 +40,10 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	fc := clock.NewFake(t0)
-	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: "test", Clock: fc, SweepInterval: time.Hour})
+	svc, err := issuer.Open(context.Background(), db, issuer.Config{Issuer: "test", Clock: fc, SweepInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { svc.Close(); db.Close() })
 	h := New(svc, db, fc.Now)
 	mux := http.NewServeMux()

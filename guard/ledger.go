@@ -27,6 +27,9 @@ type Ledger struct {
 	index map[string]Handle
 	ids   []string // ids[h-1] is the resource of handle h
 	marks []int64  // marks[h-1] is its high-water mark, 0 when none
+
+	signed *signedMode // nil unless in signed mode (NewSignedLedger, Trust)
+	sigs   []verified  // in signed mode, sigs[h-1] is the last verification for handle h
 }
 
 // find returns the handle of a known id, or 0, or the validation error of
@@ -53,6 +56,9 @@ func (l *Ledger) Handle(resourceID string) (Handle, error) {
 	id := strings.Clone(resourceID)
 	l.ids = append(l.ids, id)
 	l.marks = append(l.marks, 0)
+	if l.signed != nil {
+		l.sigs = append(l.sigs, verified{})
+	}
 	h = Handle(len(l.ids))
 	l.index[id] = h
 	return h, nil
@@ -69,6 +75,10 @@ func (l *Ledger) Check(resourceID string, token int64) (Decision, error) {
 	if err := ValidateToken(token); err != nil {
 		return Decision{}, err
 	}
+	if l.signed != nil { // a bare number proves nothing here
+		hwm, _ := l.HighWater(resourceID)
+		return badSignature(token, hwm), nil
+	}
 	if h == 0 {
 		h, _ = l.Handle(resourceID) // valid: find said so
 	}
@@ -82,6 +92,9 @@ func (l *Ledger) CheckHandle(h Handle, token int64) (Decision, error) {
 	}
 	if !l.valid(h) {
 		return Decision{}, fmt.Errorf("%w: %d", ErrUnknownHandle, h)
+	}
+	if l.signed != nil {
+		return badSignature(token, l.marks[h-1]), nil
 	}
 	return l.check(h, token), nil
 }
@@ -151,7 +164,7 @@ func (l *Ledger) CheckToken(issuer, resourceID string, t Token) (Decision, error
 		}
 		return Decision{Accepted: false, Reason: reason, Presented: t.Token, Required: hwm}, nil
 	}
-	return l.Check(resourceID, t.Token)
+	return l.CheckSigned(resourceID, t.Token, t.Signature)
 }
 
 // ResourceID returns the resource h names.

@@ -27,11 +27,17 @@ var (
 
 // Token is the envelope a fencing token travels in. A token is only
 // comparable with tokens of the same issuer and scope.
+//
+// Signature is the issuer's Ed25519 signature of Message(resource, Token),
+// as text (base64url, no padding), and KeyID names the key that made it;
+// both are empty for tokens of an issuer that does not sign.
 type Token struct {
-	Token    int64     `json:"token"`
-	Issuer   string    `json:"issuer"`
-	Scope    string    `json:"scope"`
-	IssuedAt time.Time `json:"issuedAt"`
+	Token     int64     `json:"token"`
+	Issuer    string    `json:"issuer"`
+	Scope     string    `json:"scope"`
+	IssuedAt  time.Time `json:"issuedAt"`
+	KeyID     string    `json:"keyId,omitempty"`
+	Signature string    `json:"signature,omitempty"`
 }
 
 // Scope returns the scope of tokens issued for resourceID.

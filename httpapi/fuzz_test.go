@@ -24,7 +24,10 @@ func newTestAPI(tb testing.TB) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: "fuzz"})
+	svc, err := issuer.Open(ctx, db, issuer.Config{Issuer: "fuzz"})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	tb.Cleanup(func() { svc.Close(); db.Close() })
 	s := New(svc, db, nil)
 	s.AdminToken = "admin"

@@ -9,10 +9,20 @@ import (
 	"github.com/fenceview/fenceview/wasm/modules"
 )
 
-func TestGuardWasm(t *testing.T) {
+func TestGuardWasm(t *testing.T) { testModule(t, modules.Guard) }
+
+// The Extism plugin is served like guard.wasm (contract v2).
+func TestGuardExtismWasm(t *testing.T) {
+	if modules.Extism.Name() != "guard-extism.wasm" {
+		t.Fatalf("published as %s", modules.Extism.Name())
+	}
+	testModule(t, modules.Extism)
+}
+
+func testModule(t *testing.T, m modules.Module) {
 	s := New(nil, nil, nil)
 	get := func(method string, header ...string) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(method, "/guard.wasm", nil)
+		r := httptest.NewRequest(method, "/"+m.Name(), nil)
 		for i := 0; i+1 < len(header); i += 2 {
 			r.Header.Set(header[i], header[i+1])
 		}
@@ -24,19 +34,19 @@ func TestGuardWasm(t *testing.T) {
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/wasm" {
 		t.Fatalf("GET = %d %q", w.Code, w.Header().Get("Content-Type"))
 	}
-	if !bytes.Equal(w.Body.Bytes(), modules.Guard.Bytes()) {
+	if !bytes.Equal(w.Body.Bytes(), m.Bytes()) {
 		t.Fatal("body is not the embedded module")
 	}
 	etag := w.Header().Get("ETag")
-	if etag != modules.Guard.ETag() || etag[0] != '"' {
-		t.Fatalf("ETag = %s, want the strong tag %s", etag, modules.Guard.ETag())
+	if etag != m.ETag() || etag[0] != '"' {
+		t.Fatalf("ETag = %s, want the strong tag %s", etag, m.ETag())
 	}
 	for _, inm := range []string{etag, `"other", ` + etag, "W/" + etag, "*"} {
 		if w := get(http.MethodGet, "If-None-Match", inm); w.Code != http.StatusNotModified || w.Body.Len() != 0 {
 			t.Errorf("If-None-Match %s = %d with %d bytes, want 304 and none", inm, w.Code, w.Body.Len())
 		}
 	}
-	if w := get(http.MethodGet, "If-None-Match", `"stale"`); w.Code != http.StatusOK || w.Body.Len() != len(modules.Guard.Bytes()) {
+	if w := get(http.MethodGet, "If-None-Match", `"stale"`); w.Code != http.StatusOK || w.Body.Len() != len(m.Bytes()) {
 		t.Errorf("stale If-None-Match = %d", w.Code)
 	}
 	if w := get(http.MethodHead); w.Code != http.StatusOK || w.Body.Len() != 0 {

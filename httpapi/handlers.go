@@ -178,6 +178,9 @@ type fenceRequest struct {
 	Holder string  `json:"holder"`
 	Source string  `json:"source"`
 	header *string // X-Fencing-Token, when given
+	// Signature of the token: the JSON "signature" or X-Fencing-Signature.
+	Signature string `json:"signature"`
+	sigHeader *string
 }
 
 func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
@@ -197,6 +200,13 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.header = &hv[0]
+	}
+	if hv := r.Header.Values(HeaderSignature); len(hv) > 0 {
+		if len(hv) > 1 {
+			s.writeError(w, r, errTwoSignatures)
+			return
+		}
+		req.sigHeader = &hv[0]
 	}
 	if req.Source == "" {
 		req.Source = "api:" + clientHost(r)
@@ -250,6 +260,10 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 	if token == 0 {
 		return fenceview.Fence{}, errMissingToken
 	}
+	sig, err := req.signature()
+	if err != nil {
+		return fenceview.Fence{}, err
+	}
 	if req.Holder != "" {
 		if err := guard.ValidateHolderID(req.Holder); err != nil {
 			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "%v", err)
@@ -260,7 +274,7 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 	}
 	return fenceview.Fence{
 		ResourceID: resource,
-		Token:      guard.Token{Token: token, Issuer: req.Issuer, Scope: req.Scope},
+		Token:      guard.Token{Token: token, Issuer: req.Issuer, Scope: req.Scope, Signature: sig},
 		Holder:     req.Holder,
 		Source:     req.Source,
 	}, nil
@@ -283,6 +297,7 @@ type decisionsRequest struct {
 		Reason     string  `json:"reason"`
 		Source     string  `json:"source"`
 		At         string  `json:"at"`
+		Signature  string  `json:"signature"`
 	} `json:"decisions"`
 }
 
@@ -307,7 +322,11 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rep := fenceview.Report{ResourceID: d.ResourceID, Token: d.Token.Value, Accepted: *d.Accepted,
-			Required: d.Required.Value, Reason: d.Reason, Source: d.Source}
+			Required: d.Required.Value, Reason: d.Reason, Source: d.Source, Signature: d.Signature}
+		if len(d.Signature) > maxSignatureLen {
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: signature over %d bytes", i, maxSignatureLen))
+			return
+		}
 		if d.At != "" {
 			at, err := time.Parse(time.RFC3339Nano, d.At)
 			if err != nil {

@@ -45,6 +45,8 @@ type rpcRequest struct {
 	Issuer   string  `json:"issuer"`
 	Scope    string  `json:"scope"`
 	Source   string  `json:"source"`
+	// Signature of the token, as in the JSON fence body.
+	Signature string `json:"signature"`
 }
 
 type rpcAnswer struct {
@@ -137,7 +139,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest) (int, any) {
 			return s.release(ctx, req.Resource, lr)
 		}
 	case "fence":
-		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source}
+		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature}
 		if req.Holder != nil {
 			fr.Holder = *req.Holder
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/wasm/modules"
 )
@@ -21,9 +22,30 @@ type History interface {
 	Ping(ctx context.Context) error
 }
 
+// Service is the lock service the API serves (*issuer.Service implements
+// it): the calls the routes make, and nothing else.
+type Service interface {
+	Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error)
+	Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error)
+	Release(ctx context.Context, resourceID, holder string) (int, error)
+	ForceExpire(ctx context.Context, resourceID string) error
+	ResetCounter(ctx context.Context, resourceID string, floor int64) (fenceview.Resource, error)
+	Fence(ctx context.Context, f fenceview.Fence) (guard.Decision, error)
+	Report(ctx context.Context, reports []fenceview.Report) (int, error)
+	Lock(resourceID string) (fenceview.LockState, error)
+	Resource(resourceID string) (fenceview.Resource, error)
+	Resources() []fenceview.Resource
+	Subscribe(resourceID string, buffer int) *issuer.Subscription
+	Unsubscribe(sub *issuer.Subscription)
+	Metrics() issuer.Metrics
+	Issuer() string
+}
+
+var _ Service = (*issuer.Service)(nil)
+
 // Server is the HTTP face of a lock service.
 type Server struct {
-	Service    *issuer.Service
+	Service    Service
 	History    History
 	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
 	Logger     *slog.Logger
@@ -31,13 +53,15 @@ type Server struct {
 	// events waited before going out to a stream client. Both optional.
 	Metrics   http.Handler
 	StreamLag func(time.Duration)
+	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
+	SigningKeys SigningKeys
 
 	mux *http.ServeMux
 }
 
 // New returns a server with every API route registered. More routes (the
 // dashboard, the WebAssembly module) may be added with Handle before use.
-func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
+func New(svc Service, history History, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -61,6 +85,7 @@ func New(svc *issuer.Service, history History, logger *slog.Logger) *Server {
 		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
 	}
 	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
+	s.registerSigning()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }

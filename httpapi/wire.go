@@ -161,13 +161,18 @@ type fencingBody struct {
 	Issuer   string   `json:"issuer"`
 	Scope    string   `json:"scope"`
 	IssuedAt wireTime `json:"issuedAt"`
+	// The issuer's Ed25519 signature of "fenceview/v1 <resource> <token>"
+	// and the id of the key that made it (contract v2, signed tokens).
+	KeyID     string `json:"keyId,omitempty"`
+	Signature string `json:"signature,omitempty"`
 }
 
 func grantWire(g fenceview.Grant) grantBody {
 	return grantBody{
 		ResourceID: g.ResourceID, Holder: g.Holder, HoldCount: g.HoldCount,
 		ExpiresAt: wireTime(g.ExpiresAt), LeaseMs: g.LeaseMs,
-		Fencing: fencingBody{Token: g.Fencing.Token, Issuer: g.Fencing.Issuer, Scope: g.Fencing.Scope, IssuedAt: wireTime(g.Fencing.IssuedAt)},
+		Fencing: fencingBody{Token: g.Fencing.Token, Issuer: g.Fencing.Issuer, Scope: g.Fencing.Scope, IssuedAt: wireTime(g.Fencing.IssuedAt),
+			KeyID: g.Fencing.KeyID, Signature: g.Fencing.Signature},
 	}
 }
 

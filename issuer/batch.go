@@ -23,6 +23,8 @@ type batch struct {
 	rejected                             map[string]int
 	alarms                               []fenceview.Resource
 
+	presign *fenceview.Grant // the caller's grant, signed in finish (signing.go)
+
 	prev []preimage // what applyLocked replaced, to undo a failed commit
 	done chan error // the committer's verdict
 }

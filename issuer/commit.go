@@ -12,6 +12,9 @@ import (
 func (s *Service) finish(b *batch) error {
 	queued := s.applyLocked(b)
 	s.mu.Unlock()
+	if b.presign != nil {
+		s.presign(b.presign) // overlaps the fsync instead of following it
+	}
 	if !queued {
 		return nil
 	}

@@ -41,6 +41,12 @@ type Config struct {
 	// SweepInterval is how often leases are checked for expiry; an expired
 	// lease emits its expire event within one interval.
 	SweepInterval time.Duration
+	// Signer, when set, signs every grant (see signing.go).
+	Signer Signer
+	// Verifier checks signatures presented to the server: reports that
+	// carry one, and fenced writes when RequireSignatures is set.
+	Verifier          *guard.Verifier
+	RequireSignatures bool
 	// Observer, when set, learns how each group commit went (metrics).
 	Observer CommitObserver
 }
@@ -78,6 +84,8 @@ type Service struct {
 
 	// queuedHook, when set by tests, runs after a waiter joins a queue.
 	queuedHook func(resourceID, holder string)
+
+	signed signedConfig // signing.go
 }
 
 type state struct {
@@ -138,6 +146,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 				"resource", r.ResourceID, "mark", r.CounterAlarm, "lastToken", r.LastToken)
 		}
 	}
+	s.signed = newSignedConfig(cfg)
 	go s.sweepLoop(cfg.SweepInterval)
 	go s.commitLoop()
 	return s
@@ -190,10 +199,8 @@ func (s *Service) lockForChange() error {
 	return nil
 }
 
-// Acquire grants the lock on resourceID to holder for lease, waiting up to
-// wait for it to become free. Every grant, re-entrant ones included, takes a
-// new token.
-func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
+// acquire is Acquire before signing.
+func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
 	if err := validateLock(resourceID, holder, lease); err != nil {
 		return fenceview.Grant{}, err
 	}
@@ -213,7 +220,9 @@ func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease,
 			s.mu.Unlock()
 			return g, err
 		}
-		return g, s.finish(b)
+		b.presign = &g // signed while the commit is in flight
+		err = s.finish(b)
+		return g, err
 	}
 	held := heldError(&w.res)
 	if wait == 0 {
@@ -270,9 +279,8 @@ func (r waitResult) result(ok bool) (fenceview.Grant, error) {
 	return r.grant, r.err
 }
 
-// Renew extends holder's live lease on resourceID, keeping its token. A zero
-// lease renews for the lease length of the current grant.
-func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
+// renew is Renew before signing.
+func (s *Service) renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
 	if lease < 0 {
 		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
 	}
@@ -300,7 +308,9 @@ func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease ti
 	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: resourceID, Token: w.res.Token, Holder: holder})
 	b.renewals++
 	g := s.grantOf(&w.res)
-	return g, s.finish(b)
+	b.presign = &g
+	err := s.finish(b)
+	return g, err
 }
 
 // Release gives up one hold of holder on resourceID and returns the holds
@@ -400,6 +410,7 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	if err := guard.ValidateToken(f.Token.Token); err != nil {
 		return guard.Decision{}, invalid(err)
 	}
+	verified := s.fenceVerified(f) // Ed25519 before the lock, not under it
 	if err := s.lockForChange(); err != nil {
 		return guard.Decision{}, err
 	}
@@ -410,6 +421,8 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	var d guard.Decision
 	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
 		d = guard.Decision{Reason: reason, Presented: token, Required: w.res.HighWaterMark}
+	} else if !verified {
+		d = guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: w.res.HighWaterMark}
 	} else if w.res.LastToken > 0 && token > w.res.LastToken {
 		d = guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: w.res.HighWaterMark}
 	} else {
@@ -432,6 +445,7 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 			return 0, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err))
 		}
 	}
+	reports = s.verifyReports(reports)
 	if err := s.lockForChange(); err != nil {
 		return 0, err
 	}
@@ -518,7 +532,9 @@ func (s *Service) view(st *state) fenceview.Resource {
 	return r
 }
 
-// LastSeq returns the sequence number of the last durable event.
+// LastSeq returns the sequence number of the last durable event: every
+// event up to it is committed and published. Numbers already given to
+// changes still being committed are above it.
 func (s *Service) LastSeq() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -39,22 +39,13 @@ func (h *harness) open(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := db.Issuer(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := db.Resources(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, err := db.MaxSeq(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.db = db
 	// A long sweep interval: tests call Sweep themselves, except the one
 	// test of the sweep loop.
-	h.Service = New(db, res, seq, Config{Issuer: id, Clock: h.clock, SweepInterval: time.Hour})
+	svc, err := Open(ctx, db, Config{Clock: h.clock, SweepInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.db, h.Service = db, svc
 	t.Cleanup(func() { h.Service.Close(); db.Close() })
 }
 
@@ -460,3 +451,5 @@ func TestClockJumpsNeverMoveTokensBack(t *testing.T) {
 		t.Fatalf("tokens %d, %d, %d do not rise", g1.Fencing.Token, g2.Fencing.Token, g3.Fencing.Token)
 	}
 }
+
+var _ Record = (*sqlite.DB)(nil)

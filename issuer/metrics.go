@@ -32,9 +32,11 @@ type Metrics struct {
 	Rejected                                       []ReasonCount // by reason, sorted
 	Waiters, StreamClients, Resources, Held        int
 	StreamDropped                                  int64
-	LastSeq                                        int64
-	CounterAlarms                                  int   // resources whose counter alarm is raised
-	AlarmsRaised, Resets                           int64 // counter alarms raised, counter resets done
+	// LastSeq is the sequence number of the last durable event, as
+	// Service.LastSeq (events still being committed are not counted).
+	LastSeq              int64
+	CounterAlarms        int   // resources whose counter alarm is raised
+	AlarmsRaised, Resets int64 // counter alarms raised, counter resets done
 }
 
 // ReasonCount is the number of refusals for one reason.
@@ -58,7 +60,7 @@ func (s *Service) Metrics() Metrics {
 		StreamClients: len(s.subs),
 		Resources:     len(s.resources),
 		Held:          len(s.held),
-		LastSeq:       s.seq,
+		LastSeq:       s.published,
 		CounterAlarms: s.alarmed,
 		AlarmsRaised:  s.metrics.alarms.Load(),
 		Resets:        s.metrics.resets.Load(),

@@ -2,6 +2,8 @@ package wasm
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -10,17 +12,22 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/core"
 )
 
 // Benchmarks for the numbers docs/wasm-abi.md reports:
 //
 //	go test ./wasm -run '^$' -bench . -benchmem -cpu 1,2
+//
+// cpu-ns/op is the time the benchmark's thread ran per op: on a shared
+// machine it stays put while ns/op (wall time) moves with the load.
 
 const benchID = "orders/shard-0042"
 
 func BenchmarkCheck(b *testing.B) {
 	b.Run("native", func(b *testing.B) {
 		g := guard.New()
+		onCPU(b)
 		for i := 0; b.Loop(); i++ {
 			g.Check(benchID, int64(i+1))
 		}
@@ -28,12 +35,14 @@ func BenchmarkCheck(b *testing.B) {
 	b.Run("native-handle", func(b *testing.B) {
 		g := guard.New()
 		h, _ := g.Handle(benchID)
+		onCPU(b)
 		for i := 0; b.Loop(); i++ {
 			g.CheckHandle(h, int64(i+1))
 		}
 	})
 	b.Run("wazero-by-name", func(b *testing.B) {
 		g := newGuard(b, Config{Shards: 1})
+		onCPU(b)
 		for i := 0; b.Loop(); i++ {
 			if _, err := g.Check(benchID, int64(i+1)); err != nil {
 				b.Fatal(err)
@@ -43,6 +52,7 @@ func BenchmarkCheck(b *testing.B) {
 	b.Run("wazero-handle", func(b *testing.B) {
 		g := newGuard(b, Config{Shards: 1})
 		h, _ := g.Handle(benchID)
+		onCPU(b)
 		for i := 0; b.Loop(); i++ {
 			if _, err := g.CheckHandle(h, int64(i+1)); err != nil {
 				b.Fatal(err)
@@ -55,17 +65,147 @@ func BenchmarkCheck(b *testing.B) {
 		g := newGuard(b, Config{Shards: 1})
 		h, _ := g.Handle(benchID)
 		s := g.shards[0]
+		onCPU(b)
 		for i := 0; b.Loop(); i++ {
 			s.stack[0], s.stack[1] = uint64(h.h), uint64(i+1)
 			s.checkHandle.CallWithStack(context.Background(), s.stack[:])
+		}
+	})
+	// The raw by-name export: what a host that does not cache handles
+	// (the Node example) pays, id copy included.
+	b.Run("wazero-raw-by-name", func(b *testing.B) {
+		g := newGuard(b, Config{Shards: 1})
+		s := g.shards[0]
+		onCPU(b)
+		for i := 0; b.Loop(); i++ {
+			s.mem.WriteString(s.scratch, benchID)
+			s.stack[0], s.stack[1], s.stack[2] = uint64(s.scratch), uint64(len(benchID)), uint64(i+1)
+			s.check.CallWithStack(context.Background(), s.stack[:])
 		}
 	})
 	b.Run("wazero-abi-version", func(b *testing.B) { // an export that does nothing
 		g := newGuard(b, Config{Shards: 1})
 		fn := g.shards[0].mod.ExportedFunction("guard_abi_version")
 		var stack [1]uint64
+		onCPU(b)
 		for b.Loop() {
 			fn.CallWithStack(context.Background(), stack[:])
+		}
+	})
+}
+
+// Batches of checks: ns/op is per check. The host wrapper (CheckBatch)
+// and the raw export (records already in guest memory) are measured
+// separately.
+func BenchmarkCheckBatch(b *testing.B) {
+	for _, n := range []int{16, 256} {
+		b.Run(fmt.Sprintf("wazero-batch-%d", n), func(b *testing.B) {
+			g := newGuard(b, Config{Shards: 1})
+			checks := make([]BatchCheck, n)
+			for i := range checks {
+				h, err := g.Handle(fmt.Sprintf("orders/shard-%04d", i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				checks[i].Handle = h
+			}
+			tok := int64(0)
+			onCPU(b, n)
+			for b.Loop() {
+				tok++
+				for i := range checks {
+					checks[i].Token = tok
+				}
+				if err := g.CheckBatch(checks); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/check")
+		})
+		b.Run(fmt.Sprintf("wazero-raw-batch-%d", n), func(b *testing.B) {
+			g := newGuard(b, Config{Shards: 1})
+			s := g.shards[0]
+			buf := make([]byte, n*batchRecord)
+			for i := 0; i < n; i++ {
+				h, _ := g.Handle(fmt.Sprintf("orders/shard-%04d", i))
+				binary.LittleEndian.PutUint32(buf[i*batchRecord:], h.h)
+			}
+			tok := int64(0)
+			onCPU(b, n)
+			for b.Loop() {
+				// Tokens only grow, so every check is accepted; the guest
+				// overwrote the handles, so the records are rewritten.
+				b.StopTimer()
+				tok++
+				for i := 0; i < n; i++ {
+					binary.LittleEndian.PutUint64(buf[i*batchRecord+8:], uint64(tok))
+				}
+				s.mem.Write(s.batch, buf)
+				b.StartTimer()
+				s.stack[0], s.stack[1] = uint64(s.batch), uint64(n)
+				s.checkBatch.CallWithStack(context.Background(), s.stack[:])
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/check")
+		})
+	}
+}
+
+// Signed checks: the first verification of a (resource, token, signature)
+// and a repeated (cached) one, natively (package core) and through wazero,
+// next to the unsigned check by name.
+func BenchmarkCheckSigned(b *testing.B) {
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	pubKey := key.Public().(ed25519.PublicKey)
+	const tokens = 64 // distinct signed tokens for the first-verification runs
+	sigs := make([][]byte, tokens+1)
+	for i := 1; i <= tokens; i++ {
+		sigs[i] = ed25519.Sign(key, core.AppendMessage(nil, benchID, int64(i)))
+	}
+	b.Run("native-core-cached", func(b *testing.B) {
+		var l core.Ledger
+		l.Trust(pubKey)
+		onCPU(b)
+		for b.Loop() {
+			l.CheckSigned(benchID, 1, sigs[1])
+		}
+	})
+	b.Run("native-core-verify", func(b *testing.B) {
+		var l core.Ledger
+		l.Trust(pubKey)
+		onCPU(b)
+		for i := 0; b.Loop(); i++ {
+			// A new ledger every round of tokens: tokens only grow.
+			if i%tokens == 0 {
+				l = core.Ledger{}
+				l.Trust(pubKey)
+			}
+			l.CheckSigned(benchID, int64(i%tokens+1), sigs[i%tokens+1])
+		}
+	})
+	b.Run("wazero-cached", func(b *testing.B) {
+		g := newGuard(b, Config{Shards: 1})
+		g.TrustKey(pubKey)
+		onCPU(b)
+		for b.Loop() {
+			if d, err := g.CheckSignedBytes(benchID, 1, sigs[1]); err != nil || !d.Accepted {
+				b.Fatal(d, err)
+			}
+		}
+	})
+	b.Run("wazero-verify", func(b *testing.B) {
+		g := newGuard(b, Config{Shards: 1})
+		g.TrustKey(pubKey)
+		onCPU(b)
+		for i := 0; b.Loop(); i++ {
+			if i%tokens == 0 {
+				b.StopTimer()
+				g = newGuard(b, Config{Shards: 1})
+				g.TrustKey(pubKey)
+				b.StartTimer()
+			}
+			if d, err := g.CheckSignedBytes(benchID, int64(i%tokens+1), sigs[i%tokens+1]); err != nil || !d.Accepted {
+				b.Fatal(d, err)
+			}
 		}
 	})
 }

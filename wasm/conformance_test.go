@@ -1,7 +1,9 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -13,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/core"
 )
 
 // The conformance table: one list of guard cases, every one run on a fresh
@@ -23,9 +26,11 @@ import (
 // high_water the mark or a negative code.
 
 type step struct {
-	Op    string `json:"op"` // check, check_handle, seed, high_water
+	Op    string `json:"op"` // check, check_handle, seed, high_water, trust, check_signed
 	ID    []byte `json:"id"` // bytes, so invalid UTF-8 survives JSON (base64)
 	Token int64  `json:"token,string"`
+	Sig   []byte `json:"sig,omitempty"` // check_signed: the raw signature
+	Key   []byte `json:"key,omitempty"` // trust: the raw public key
 	Want  int64  `json:"want,string"`
 }
 
@@ -50,7 +55,84 @@ func chkH(id string, token, want int64) step {
 func seed(id string, token, want int64) step {
 	return step{Op: "seed", ID: []byte(id), Token: token, Want: want}
 }
-func hwm(id string, want int64) step { return step{Op: "high_water", ID: []byte(id), Want: want} }
+func hwm(id string, want int64) step    { return step{Op: "high_water", ID: []byte(id), Want: want} }
+func trust(key []byte, want int64) step { return step{Op: "trust", Key: key, Want: want} }
+func chkS(id string, token int64, sig []byte, want int64) step {
+	return step{Op: "check_signed", ID: []byte(id), Token: token, Sig: sig, Want: want}
+}
+
+// Signing keys for the signed cases: fixed seeds, so the table is the same
+// on every run and in every runtime.
+var (
+	keyA = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{1}, ed25519.SeedSize))
+	keyB = ed25519.NewKeyFromSeed(bytes.Repeat([]byte{2}, ed25519.SeedSize)) // "another server"
+)
+
+func pub(k ed25519.PrivateKey) []byte { return k.Public().(ed25519.PublicKey) }
+
+// sign is an issuer's signature of token on id (contract v2's message).
+func sign(k ed25519.PrivateKey, id string, token int64) []byte {
+	return ed25519.Sign(k, core.AppendMessage(nil, id, token))
+}
+
+func signedCases() []confCase {
+	good := sign(keyA, "a", 5)
+	flipped := bytes.Clone(good)
+	flipped[10] ^= 0x40
+	var keys []step
+	for i := 0; i < core.MaxTrustedKeys; i++ {
+		keys = append(keys, trust(bytes.Repeat([]byte{byte(i + 1)}, 32), 0))
+	}
+	keys = append(keys, trust(bytes.Repeat([]byte{99}, 32), CodeTooManyKeys), trust(bytes.Repeat([]byte{1}, 32), 0))
+	return []confCase{
+		{"signed: a trusted key turns unsigned checks away", []step{
+			chk("a", 5, 0), trust(pub(keyA), 0), chk("a", 6, CodeBadSignature), chkH("a", 7, CodeBadSignature),
+			chk("b", 1, CodeBadSignature), hwm("a", 5), hwm("b", 0),
+			chkS("a", 6, sign(keyA, "a", 6), 0), hwm("a", 6),
+		}},
+		{"signed: forgeries are refused and move nothing", []step{
+			trust(pub(keyA), 0),
+			chkS("a", 5, sign(keyB, "a", 5), CodeBadSignature),           // another server's key
+			chkS("a", 5, sign(keyA, "b", 5), CodeBadSignature),           // a signature of resource b
+			chkS("a", 6, good, CodeBadSignature),                         // a signature of token 5 with 6
+			chkS("a", 5, good[:63], CodeBadSignature),                    // truncated
+			chkS("a", 5, nil, CodeBadSignature),                          // missing
+			chkS("a", 5, append(bytes.Clone(good), 0), CodeBadSignature), // over-long
+			chkS("a", 5, flipped, CodeBadSignature),                      // corrupted
+			chkS("a", 5, make([]byte, 64), CodeBadSignature),             // zeros
+			hwm("a", 0),
+			chkS("a", 5, good, 0), hwm("a", 5),
+		}},
+		{"signed: a remembered verification is for one token and resource", []step{
+			trust(pub(keyA), 0),
+			chkS("a", 5, good, 0), chkS("a", 5, good, 0), // the second is a comparison
+			chkS("a", 4, sign(keyA, "a", 4), 5), // genuine but stale
+			chkS("a", 5, sign(keyA, "a", 4), CodeBadSignature),
+			chkS("b", 5, good, CodeBadSignature),
+			chkS("a", 7, sign(keyA, "a", 7), 0), chkS("a", 5, good, 7), hwm("a", 7),
+		}},
+		{"signed: rotated keys both verify", []step{
+			trust(pub(keyA), 0), trust(pub(keyB), 0), trust(pub(keyA), 0),
+			chkS("a", 1, sign(keyA, "a", 1), 0), chkS("a", 2, sign(keyB, "a", 2), 0), chkS("a", 1, sign(keyB, "a", 1), 2),
+		}},
+		{"signed: no key trusted, signatures are ignored", []step{
+			chkS("a", 5, nil, 0), chkS("a", 6, []byte("junk"), 0), chkS("a", 4, good, 6),
+		}},
+		{"signed: invalid input is refused before the signature", []step{
+			trust(pub(keyA), 0),
+			chkS("", 5, good, CodeInvalidResource), chkS("a\x00", 5, good, CodeInvalidResource), chkS(id161, 5, good, CodeInvalidResource),
+			chkS("a", 0, good, CodeInvalidToken), chkS("a", -5, nil, CodeInvalidToken), hwm("a", 0),
+		}},
+		{"signed: seeding works in signed mode", []step{
+			trust(pub(keyA), 0), seed("a", 10, 10), chkS("a", 5, good, 10), chkS("a", 10, sign(keyA, "a", 10), 0),
+		}},
+		{"signed: keys that are not 32 bytes", []step{
+			trust(nil, CodeInvalidKey), trust(make([]byte, 31), CodeInvalidKey), trust(make([]byte, 33), CodeInvalidKey),
+			chk("a", 1, 0), // still not in signed mode
+		}},
+		{"signed: at most 16 keys", keys},
+	}
+}
 
 const maxToken = 1<<63 - 1
 
@@ -111,20 +193,37 @@ func conformanceTable() []confCase {
 			chkH("other", 1, 0), hwm("other", 1),
 		}},
 	}
-	return cases
+	return append(cases, signedCases()...)
 }
 
 // codeOf maps the native guard's errors to ABI codes.
 func codeOf(err error) int64 {
 	switch {
-	case errors.Is(err, guard.ErrInvalidResourceID):
+	case errors.Is(err, guard.ErrInvalidResourceID), errors.Is(err, core.ErrInvalidResourceID):
 		return CodeInvalidResource
-	case errors.Is(err, guard.ErrInvalidToken):
+	case errors.Is(err, guard.ErrInvalidToken), errors.Is(err, core.ErrInvalidToken):
 		return CodeInvalidToken
-	case errors.Is(err, guard.ErrUnknownHandle):
+	case errors.Is(err, guard.ErrUnknownHandle), errors.Is(err, core.ErrUnknownHandle):
 		return CodeUnknownHandle
+	case errors.Is(err, core.ErrInvalidPublicKey), errors.Is(err, guard.ErrInvalidPublicKey):
+		return CodeInvalidKey
+	case errors.Is(err, core.ErrTooManyKeys), errors.Is(err, guard.ErrTooManyKeys):
+		return CodeTooManyKeys
 	}
 	return CodeInternal
+}
+
+// resultOutcome is decisionOutcome for package core.
+func resultOutcome(r core.Result, err error) outcome {
+	switch {
+	case err != nil:
+		return outcome{Code: codeOf(err)}
+	case r.Accepted:
+		return outcome{Code: 0, Prev: r.Required}
+	case r.Reason == core.ReasonBadSignature:
+		return outcome{Code: CodeBadSignature}
+	}
+	return outcome{Code: r.Required}
 }
 
 func decisionOutcome(d guard.Decision, err error) outcome {
@@ -133,6 +232,8 @@ func decisionOutcome(d guard.Decision, err error) outcome {
 		return outcome{Code: codeOf(err)}
 	case d.Accepted:
 		return outcome{Code: 0, Prev: d.Required}
+	case d.Reason == core.ReasonBadSignature:
+		return outcome{Code: CodeBadSignature}
 	}
 	return outcome{Code: d.Required}
 }
@@ -146,6 +247,36 @@ func markOutcome(v int64, err error) outcome {
 
 // runner runs one case on a fresh guard.
 type runner func(t *testing.T, c confCase) []outcome
+
+// runCore runs a case on package core's Ledger natively: the code the
+// modules are built from, compiled for the host.
+func runCore(t *testing.T, c confCase) []outcome {
+	var g core.Ledger
+	var out []outcome
+	for _, s := range c.Steps {
+		id := string(s.ID)
+		switch s.Op {
+		case "check":
+			out = append(out, resultOutcome(g.Check(id, s.Token)))
+		case "check_handle":
+			h, err := g.Handle(id)
+			if err != nil {
+				out = append(out, outcome{Code: codeOf(err)})
+				continue
+			}
+			out = append(out, resultOutcome(g.CheckHandle(h, s.Token)))
+		case "seed":
+			out = append(out, markOutcome(g.Seed(id, s.Token)))
+		case "high_water":
+			out = append(out, markOutcome(g.HighWater(id)))
+		case "trust":
+			out = append(out, markOutcome(0, g.Trust(s.Key)))
+		case "check_signed":
+			out = append(out, resultOutcome(g.CheckSigned(id, s.Token, s.Sig)))
+		}
+	}
+	return out
+}
 
 // runNative runs a case on the native guard; with handles, check_handle
 // steps go through a Handle, else by id (the reference).
@@ -173,13 +304,19 @@ func runNative(handles bool) runner {
 				out = append(out, markOutcome(g.Seed(id, s.Token)))
 			case "high_water":
 				out = append(out, markOutcome(g.HighWater(id)))
+			case "trust":
+				out = append(out, markOutcome(0, g.Trust(s.Key)))
+			case "check_signed":
+				out = append(out, decisionOutcome(g.CheckSignedBytes(id, s.Token, s.Sig)))
 			}
 		}
 		return out
 	}
 }
 
-func runHost(shards int) runner {
+// runHost runs a case on this package's Guard; batch sends checks by
+// handle through CheckBatch (one check per batch) instead of CheckHandle.
+func runHost(shards int, batch bool) runner {
 	return func(t *testing.T, c confCase) []outcome {
 		ctx := context.Background()
 		g, err := New(ctx, Config{Shards: shards})
@@ -199,11 +336,23 @@ func runHost(shards int) runner {
 					out = append(out, outcome{Code: codeOf(err)})
 					continue
 				}
+				if batch {
+					b := []BatchCheck{{Handle: h, Token: s.Token}}
+					if err := g.CheckBatch(b); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, decisionOutcome(b[0].Decision, b[0].Err))
+					continue
+				}
 				out = append(out, decisionOutcome(g.CheckHandle(h, s.Token)))
 			case "seed":
 				out = append(out, markOutcome(g.Seed(id, s.Token)))
 			case "high_water":
 				out = append(out, markOutcome(g.HighWater(id)))
+			case "trust":
+				out = append(out, markOutcome(0, g.TrustKey(s.Key)))
+			case "check_signed":
+				out = append(out, decisionOutcome(g.CheckSignedBytes(id, s.Token, s.Sig)))
 			}
 		}
 		return out
@@ -258,8 +407,10 @@ func TestConformance(t *testing.T) {
 	}{
 		{"native-guard", runNative(false)},
 		{"native-handles", runNative(true)},
-		{"wazero", runHost(1)},
-		{"wazero-4-shards", runHost(4)},
+		{"native-core", runCore},
+		{"wazero", runHost(1, false)},
+		{"wazero-4-shards", runHost(4, false)},
+		{"wazero-batch", runHost(1, true)},
 	}
 	// Native guard.Guard is the reference: every other runner must give
 	// exactly its answers (including Prev), and it must give the table's.
@@ -311,12 +462,12 @@ func TestConformanceTableCoversContract(t *testing.T) {
 			}
 		}
 	}
-	for _, op := range []string{"check", "check_handle", "seed", "high_water"} {
+	for _, op := range []string{"check", "check_handle", "seed", "high_water", "trust", "check_signed"} {
 		if !ops[op] {
 			t.Errorf("no step exercises %s", op)
 		}
 	}
-	for _, c := range []int64{CodeInvalidResource, CodeInvalidToken} {
+	for _, c := range []int64{CodeInvalidResource, CodeInvalidToken, CodeBadSignature, CodeInvalidKey, CodeTooManyKeys} {
 		if !codes[c] {
 			t.Errorf("no step expects code %d", c)
 		}

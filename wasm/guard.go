@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -15,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/core"
 )
 
 // The guard module's negative result codes (docs/wasm-abi.md).
@@ -23,7 +25,10 @@ const (
 	CodeInvalidToken    = -2 // token <= 0
 	CodeBadMemory       = -3 // pointer and length not inside one live guard_alloc buffer
 	CodeUnknownHandle   = -4 // a handle guard_handle never returned
-	CodeInternal        = -5 // any other guest failure
+	CodeBadSignature    = -5 // signed mode: no signature a trusted key made for this resource and token
+	CodeInvalidKey      = -6 // guard_trust_key: not a 32-byte key
+	CodeTooManyKeys     = -7 // guard_trust_key: 16 keys are trusted already
+	CodeInternal        = -8 // any other guest failure
 )
 
 // Errors of the host itself. Invalid input is reported with the guard
@@ -42,7 +47,18 @@ var (
 // scratchSize is the id buffer each instance keeps: room for every valid id
 // (160 bytes) and for invalid ones a little longer, so the guest, not the
 // host, refuses them. Longer ids are refused by the host with the same error.
+// The raw signature of guard_check_signed goes right after the id.
 const scratchSize = 256
+
+// sigOffset is where a signature goes in the scratch buffer.
+const sigOffset = scratchSize - core.SignatureSize
+
+// batchSize is the most records one guard_check_batch call carries; larger
+// batches take several calls.
+const batchSize = 256
+
+// batchRecord is the size of a guard_check_batch record (docs/wasm-abi.md).
+const batchRecord = 16
 
 // Config configures New. The zero value is ready to use.
 type Config struct {
@@ -80,8 +96,18 @@ type shard struct {
 	mem                               api.Memory
 	check, highWater, seed            api.Function
 	handle, checkHandle, highWaterByH api.Function
-	scratch, lastRequired             uint32
-	stack                             [3]uint64
+	checkBatch, trustKey, checkSigned api.Function
+	scratch, lastRequired, batch      uint32
+	stack                             [5]uint64
+
+	// handles caches the guest's handle of every id it has accepted, so a
+	// check by name is a Go map lookup and a call by handle: hashing the
+	// id inside the guest costs several times more.
+	handles map[string]uint32
+
+	// batchIdx and batchBuf are CheckBatch's staging area (s.mu is held).
+	batchIdx [batchSize]int32
+	batchBuf [batchSize * batchRecord]byte
 }
 
 var (
@@ -196,7 +222,7 @@ func newShard(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledMo
 	if err != nil {
 		return nil, fmt.Errorf("wasm guard: instantiate: %w", err)
 	}
-	s := &shard{mod: mod, mem: mod.Memory()}
+	s := &shard{mod: mod, mem: mod.Memory(), handles: map[string]uint32{}}
 	fns := map[string]*api.Function{
 		"guard_check":             &s.check,
 		"guard_high_water":        &s.highWater,
@@ -204,6 +230,9 @@ func newShard(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledMo
 		"guard_handle":            &s.handle,
 		"guard_check_handle":      &s.checkHandle,
 		"guard_high_water_handle": &s.highWaterByH,
+		"guard_check_batch":       &s.checkBatch,
+		"guard_trust_key":         &s.trustKey,
+		"guard_check_signed":      &s.checkSigned,
 	}
 	for name, fn := range fns {
 		if *fn = mod.ExportedFunction(name); *fn == nil {
@@ -223,6 +252,12 @@ func newShard(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledMo
 		return nil, fmt.Errorf("wasm guard: guard_alloc(%d) = %d, %v", scratchSize, scratch, err)
 	}
 	s.scratch = uint32(scratch)
+	batch, err := call1(ctx, mod, "guard_alloc", batchSize*batchRecord)
+	if err != nil || uint32(batch) == 0 {
+		mod.Close(ctx)
+		return nil, fmt.Errorf("wasm guard: guard_alloc(%d) = %d, %v", batchSize*batchRecord, batch, err)
+	}
+	s.batch = uint32(batch)
 	return s, nil
 }
 
@@ -325,14 +360,7 @@ func (g *Guard) CheckHandle(h Handle, token int64) (guard.Decision, error) {
 		return guard.Decision{}, fmt.Errorf("%w: the zero Handle", guard.ErrUnknownHandle)
 	}
 	s.mu.Lock()
-	if s.failure != nil {
-		err := s.failure
-		s.mu.Unlock()
-		return guard.Decision{}, err
-	}
-	s.stack[0], s.stack[1] = uint64(h.h), uint64(token)
-	err := s.checkHandle.CallWithStack(context.Background(), s.stack[:])
-	d, err := s.decision(int64(s.stack[0]), err, h.id, token)
+	d, err := s.callHandle(h.h, h.id, token)
 	s.mu.Unlock()
 	if err == nil && g.reporter != nil {
 		g.reporter.Report(h.id, d)
@@ -360,8 +388,30 @@ func (g *Guard) HighWaterHandle(h Handle) (int64, error) {
 func (s *shard) checkID(resourceID string, token int64) (guard.Decision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := s.callID(s.check, resourceID, uint64(token))
-	return s.decision(v, err, resourceID, token)
+	h, ok := s.handles[resourceID]
+	if !ok {
+		// The guest validates the id once, in guard_handle; invalid ids
+		// get its code and the native guard's error, as guard_check would
+		// give (the id is checked before the token).
+		v, err := s.callID(s.handle, resourceID)
+		v = int64(int32(uint32(v)))
+		if err := s.err(v, err, resourceID, 1); err != nil {
+			return guard.Decision{}, err
+		}
+		h = uint32(v)
+		s.handles[strings.Clone(resourceID)] = h
+	}
+	return s.callHandle(h, resourceID, token)
+}
+
+// callHandle is guard_check_handle. s.mu is held.
+func (s *shard) callHandle(h uint32, resourceID string, token int64) (guard.Decision, error) {
+	if s.failure != nil {
+		return guard.Decision{}, s.failure
+	}
+	s.stack[0], s.stack[1] = uint64(h), uint64(token)
+	err := s.checkHandle.CallWithStack(context.Background(), s.stack[:])
+	return s.decision(int64(s.stack[0]), err, resourceID, token)
 }
 
 // callID calls fn(ptr, len, extra...) with resourceID in the scratch
@@ -396,10 +446,14 @@ func (s *shard) decision(v int64, callErr error, resourceID string, token int64)
 	if v > 0 {
 		return guard.Evaluate(v, token), nil // refused: v is the mark
 	}
-	// Accepted; the mark it was compared with is in the guest's cell.
+	// Accepted, or a bad signature; the mark it was compared with is in
+	// the guest's cell.
 	prev, ok := s.mem.ReadUint64Le(s.lastRequired)
 	if !ok {
 		return guard.Decision{}, s.fail(errors.New("last-required cell outside memory"))
+	}
+	if v == CodeBadSignature {
+		return guard.Decision{Reason: core.ReasonBadSignature, Presented: token, Required: int64(prev)}, nil
 	}
 	return guard.Decision{Accepted: true, Presented: token, Required: int64(prev)}, nil
 }
@@ -415,7 +469,7 @@ func (s *shard) err(v int64, callErr error, resourceID string, token int64) erro
 		return s.fail(callErr)
 	}
 	switch {
-	case v >= 0:
+	case v >= 0 || v == CodeBadSignature:
 		return nil
 	case v == CodeInvalidResource:
 		// The native validator words the reason; the guest only has a code.

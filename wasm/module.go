@@ -3,7 +3,7 @@ package wasm
 import "github.com/fenceview/fenceview/wasm/modules"
 
 // go generate rebuilds the committed modules in ./modules from
-// ./internal/guest.
+// ./internal/guest and ./internal/extism (it needs binaryen's wasm-opt).
 //
 //go:generate go run ./internal/gen
 
@@ -17,3 +17,7 @@ func GoVersion() string { return modules.GoVersion() }
 // ETag returns a strong HTTP entity tag for the module: the quoted hex
 // SHA-256 of its bytes.
 func ETag() string { return modules.Guard.ETag() }
+
+// ExtismBytes returns the guard as an Extism plugin (guard-extism.wasm;
+// docs/wasm-abi.md). The slice is shared: callers must not modify it.
+func ExtismBytes() []byte { return modules.Extism.Bytes() }

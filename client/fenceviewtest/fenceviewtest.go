@@ -36,6 +36,9 @@ type Options struct {
 	DBPath string
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
+	// RequireSignatures: the server's fence refuses unsigned tokens, as
+	// with fenceview --require-signatures.
+	RequireSignatures bool
 }
 
 // Server is a running fenceview server.
@@ -69,6 +72,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s.srv, err = server.Start(ctx, server.Config{
 		Addr: "127.0.0.1:0", DBPath: s.DBPath, AdminToken: opts.AdminToken, Clock: clk, Logger: opts.Logger,
+		RequireSignatures: opts.RequireSignatures,
 	})
 	if err != nil {
 		return nil, err

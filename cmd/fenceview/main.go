@@ -56,6 +56,10 @@ type Main struct {
 	AdminToken string
 	Demo       bool // also run simulated clients (internal/demo)
 	AccessLog  bool // log every answered request
+	// SigningKey is a PEM Ed25519 private key file to sign grants with;
+	// empty: keys kept in the database, the first made on first start.
+	SigningKey        string
+	RequireSignatures bool
 
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -95,6 +99,8 @@ func (m *Main) ParseFlags(args []string) error {
 	logLevel := fs.String("log-level", "info", "least severe level logged: debug, info, warn or error")
 	fs.BoolVar(&m.AccessLog, "access-log", m.AccessLog, "log every answered request (method, path, route, status, bytes, duration, remote address)")
 	version := fs.Bool("version", false, "print the version and exit")
+	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
+	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
@@ -132,6 +138,7 @@ func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
 		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(),
+		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
 	})
 	if err != nil {
 		return err

@@ -54,6 +54,13 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 //     the same, so an external system honouring it applies the effect once);
 //   - an input or recorder error, with call not run.
 func Call(ctx context.Context, rec guard.Checker, resourceID string, token int64, call func(ctx context.Context, idempotencyKey string) error) (guard.Decision, error) {
+	return CallSigned(ctx, rec, resourceID, token, "", call)
+}
+
+// CallSigned is Call for a signed token: with a recorder in signed mode
+// (guard.NewSigned, sqlguard Marks.Signed), a token whose signature does not
+// verify is refused (bad-signature) and call does not run.
+func CallSigned(ctx context.Context, rec guard.Checker, resourceID string, token int64, signature string, call func(ctx context.Context, idempotencyKey string) error) (guard.Decision, error) {
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return guard.Decision{}, err
 	}
@@ -63,7 +70,7 @@ func Call(ctx context.Context, rec guard.Checker, resourceID string, token int64
 	if err := ctx.Err(); err != nil {
 		return guard.Decision{}, err
 	}
-	d, err := guard.CheckWith(ctx, rec, resourceID, token)
+	d, err := guard.CheckSignedWith(ctx, rec, resourceID, token, signature)
 	if err != nil {
 		return guard.Decision{}, fmt.Errorf("external: record pending token for %q: %w", resourceID, err)
 	}

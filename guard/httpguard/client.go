@@ -18,6 +18,17 @@ func WithToken(ctx context.Context, resourceID string, token int64) context.Cont
 	return context.WithValue(ctx, tokenKey{}, Fence{Resource: resourceID, Token: token})
 }
 
+// WithSignedToken is WithToken for a signed token: requests also carry its
+// signature in X-Fencing-Signature, for guards in signed mode.
+func WithSignedToken(ctx context.Context, resourceID string, token int64, signature string) context.Context {
+	return context.WithValue(ctx, tokenKey{}, Fence{Resource: resourceID, Token: token, Signature: signature})
+}
+
+// SetSignature puts a token's signature on req, beside SetHeaders.
+func SetSignature(req *http.Request, signature string) {
+	req.Header.Set(HeaderSignature, signature)
+}
+
 // SetHeaders puts the fencing headers on req, for callers not using
 // Transport.
 func SetHeaders(req *http.Request, resourceID string, token int64) {
@@ -53,6 +64,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if f, ok := req.Context().Value(tokenKey{}).(Fence); ok && req.Header.Get(HeaderToken) == "" {
 		req = req.Clone(req.Context())
 		SetHeaders(req, f.Resource, f.Token)
+		if f.Signature != "" {
+			SetSignature(req, f.Signature)
+		}
 	}
 	resp, err := base.RoundTrip(req)
 	if err != nil {

@@ -120,7 +120,7 @@ func TestMiddlewareAcceptsAndRefuses(t *testing.T) {
 			if resp, _ := s.post(t, fenced("orders/43", "1")); resp.StatusCode != 200 {
 				t.Fatalf("other resource: status %d", resp.StatusCode)
 			}
-			want2 := []httpguard.Fence{{"orders/42 ü", 42}, {"orders/42 ü", 42}, {"orders/43", 1}}
+			want2 := []httpguard.Fence{{Resource: "orders/42 ü", Token: 42}, {Resource: "orders/42 ü", Token: 42}, {Resource: "orders/43", Token: 1}}
 			if fmt.Sprint(s.applied) != fmt.Sprint(want2) {
 				t.Fatalf("applied = %v, want %v", s.applied, want2)
 			}
@@ -196,9 +196,11 @@ func TestCheckerFailureIs500(t *testing.T) {
 	}
 }
 
-// ctxChecker proves the request's context reaches a ContextChecker.
+// ctxChecker proves the request's context reaches a ContextChecker. It
+// holds its guard in a field: embedding would promote the guard's signed
+// methods, which the middleware prefers.
 type ctxChecker struct {
-	*guard.Guard
+	guard    *guard.Guard
 	sawValue bool
 }
 
@@ -206,11 +208,15 @@ type probeKey struct{}
 
 func (c *ctxChecker) CheckContext(ctx context.Context, res string, tok int64) (guard.Decision, error) {
 	c.sawValue = ctx.Value(probeKey{}) == "yes"
-	return c.Guard.Check(res, tok)
+	return c.guard.Check(res, tok)
+}
+
+func (c *ctxChecker) Check(res string, tok int64) (guard.Decision, error) {
+	return c.guard.Check(res, tok)
 }
 
 func TestContextCheckerGetsRequestContext(t *testing.T) {
-	c := &ctxChecker{Guard: guard.New()}
+	c := &ctxChecker{guard: guard.New()}
 	h := httpguard.Middleware(c)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	req := httptest.NewRequest("POST", "/", nil)
 	req = req.WithContext(context.WithValue(req.Context(), probeKey{}, "yes"))

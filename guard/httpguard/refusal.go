@@ -31,6 +31,8 @@ func NewRefusal(d guard.Decision) Refusal {
 		r.Error = "token issued for another scope"
 	case guard.ReasonUnissued:
 		r.Error = "token above any this server issued for the resource"
+	case guard.ReasonBadSignature:
+		r.Error = "missing or invalid token signature"
 	case guard.ReasonStale:
 	default:
 		r.Error = "fencing token refused"

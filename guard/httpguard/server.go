@@ -25,6 +25,13 @@
 // FromContext), and may then turn serialisation off with
 // WithoutSerialization.
 //
+// Signed tokens: give Middleware a checker in signed mode
+// (guard.NewSigned(verifier), or sqlguard Marks.Signed) and every request
+// must carry X-Fencing-Signature, the issuer's signature of its token for its
+// resource; an unsigned or badly signed token is refused (409, reason
+// bad-signature) before it is compared, and never moves a mark. Transport
+// sends the signature of a token given with WithSignedToken.
+//
 // Client side, Transport attaches the headers to requests whose context
 // carries a token (WithToken) and turns a fencing 409 into a
 // *guard.RefusalError carrying the required token.
@@ -45,12 +52,18 @@ const (
 	HeaderToken    = "X-Fencing-Token"
 	HeaderResource = "X-Resource-Id"
 	HeaderRequired = "X-Required-Token"
+	// HeaderSignature carries the token's signature (base64url, no
+	// padding) for guards in signed mode.
+	HeaderSignature = "X-Fencing-Signature"
 )
 
 // Fence is the accepted token of a request, as handlers see it.
 type Fence struct {
 	Resource string
 	Token    int64
+	// Signature is the token's signature as presented ("" when none); in
+	// signed mode the middleware verified it before accepting the token.
+	Signature string
 }
 
 type fenceKey struct{}
@@ -101,7 +114,7 @@ func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, err := guard.ParseToken(r.Header.Get(HeaderToken))
-			if err != nil || len(r.Header.Values(HeaderToken)) > 1 {
+			if err != nil || len(r.Header.Values(HeaderToken)) > 1 || len(r.Header.Values(HeaderSignature)) > 1 {
 				writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid fencing token"})
 				return
 			}
@@ -121,7 +134,10 @@ func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler
 				}
 				defer unlock()
 			}
-			d, err := guard.CheckWith(r.Context(), c, res, tok)
+			// A checker in signed mode (guard.NewSigned, Marks.Signed)
+			// verifies the signature before it compares; others ignore it.
+			sig := r.Header.Get(HeaderSignature)
+			d, err := guard.CheckSignedWith(r.Context(), c, res, tok, sig)
 			if err != nil {
 				if errors.Is(err, guard.ErrInvalidResourceID) || errors.Is(err, guard.ErrInvalidToken) {
 					writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid fencing token"})
@@ -137,7 +153,7 @@ func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler
 				WriteRefusal(w, d)
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), fenceKey{}, Fence{Resource: res, Token: tok})))
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), fenceKey{}, Fence{Resource: res, Token: tok, Signature: sig})))
 		})
 	}
 }

@@ -153,6 +153,7 @@ func Set(name, data string) Value { return Value{Name: name, Data: data} }
 type Guard struct {
 	s      Scripter
 	prefix string
+	verify *guard.VerifyCache // signed mode (signed.go); nil otherwise
 }
 
 // Option configures a Guard.
@@ -269,6 +270,14 @@ func (g *Guard) Write(ctx context.Context, resourceID string, token int64, value
 	if err := guard.ValidateToken(token); err != nil {
 		return guard.Decision{}, err
 	}
+	if g.verify != nil { // signed mode: a bare number proves nothing
+		return g.badSignature(ctx, resourceID, token, values)
+	}
+	return g.write(ctx, resourceID, token, values)
+}
+
+// write runs the script for a valid token that may be compared.
+func (g *Guard) write(ctx context.Context, resourceID string, token int64, values []Value) (guard.Decision, error) {
 	names := make([]string, len(values))
 	args := make([]string, 0, len(values)+1)
 	args = append(args, strconv.FormatInt(token, 10))

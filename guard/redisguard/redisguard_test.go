@@ -19,7 +19,7 @@ import (
 )
 
 // startRedis starts a real redis-server and returns a client on it.
-func startRedis(t *testing.T, extra ...string) *redis.Client {
+func startRedis(t testing.TB, extra ...string) *redis.Client {
 	t.Helper()
 	srv := dbtest.Redis(t, extra...)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
@@ -28,7 +28,7 @@ func startRedis(t *testing.T, extra ...string) *redis.Client {
 	return rdb
 }
 
-func newGuard(t *testing.T, rdb redis.Scripter, opts ...redisguard.Option) *redisguard.Guard {
+func newGuard(t testing.TB, rdb redis.Scripter, opts ...redisguard.Option) *redisguard.Guard {
 	t.Helper()
 	g, err := redisguard.New(goredis.New(rdb), opts...)
 	if err != nil {

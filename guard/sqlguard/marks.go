@@ -25,6 +25,8 @@ type Marks struct {
 	table   string
 	idCol   string
 	markCol string
+
+	verify *guard.VerifyCache // signed mode (signed.go); nil otherwise
 }
 
 // NewMarks returns marks kept in table (a plain or schema-qualified
@@ -82,7 +84,9 @@ func (m *Marks) Check(resourceID string, token int64) (guard.Decision, error) {
 //	ON CONFLICT (resource_id) DO UPDATE SET high_water = excluded.high_water
 //	WHERE m.high_water <= excluded.high_water
 //
-// A refusal's Required is read after the refusal. Invalid input is an error
+// On MySQL and MariaDB the decision is a conditional UPDATE instead, with
+// an INSERT IGNORE for a resource's first mark (see checkMySQL). A
+// refusal's Required is read after the refusal. Invalid input is an error
 // and changes nothing.
 func (m *Marks) CheckContext(ctx context.Context, resourceID string, token int64) (guard.Decision, error) {
 	if err := guard.ValidateResourceID(resourceID); err != nil {
@@ -91,6 +95,14 @@ func (m *Marks) CheckContext(ctx context.Context, resourceID string, token int64
 	if err := guard.ValidateToken(token); err != nil {
 		return guard.Decision{}, err
 	}
+	if m.verify != nil { // signed mode: a bare number proves nothing
+		return m.badSignature(ctx, resourceID, token)
+	}
+	return m.record(ctx, resourceID, token)
+}
+
+// record applies the rule to a valid token that may be compared.
+func (m *Marks) record(ctx context.Context, resourceID string, token int64) (guard.Decision, error) {
 	if m.d == MySQL {
 		return m.checkMySQL(ctx, resourceID, token)
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 // openPostgres starts a real PostgreSQL server for the test.
-func openPostgres(t *testing.T) *sql.DB {
+func openPostgres(t testing.TB) *sql.DB {
 	t.Helper()
 	srv := dbtest.PostgreSQL(t)
 	db, err := sql.Open("postgres", srv.PostgresDSN())
@@ -33,7 +33,7 @@ func openPostgres(t *testing.T) *sql.DB {
 
 // openMariaDB starts a real MariaDB server for the test and returns a pool
 // on a new database with the given DSN parameters.
-func openMariaDB(t *testing.T, params string) (*sql.DB, *dbtest.Server) {
+func openMariaDB(t testing.TB, params string) (*sql.DB, *dbtest.Server) {
 	t.Helper()
 	srv := dbtest.MariaDB(t)
 	admin, err := sql.Open("mysql", srv.MySQLDSN("", ""))
@@ -49,7 +49,7 @@ func openMariaDB(t *testing.T, params string) (*sql.DB, *dbtest.Server) {
 	return db, srv
 }
 
-func openMySQLPool(t *testing.T, srv *dbtest.Server, params string) *sql.DB {
+func openMySQLPool(t testing.TB, srv *dbtest.Server, params string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("mysql", srv.MySQLDSN("fv", params))
 	if err != nil {

@@ -86,6 +86,7 @@ type Table struct {
 	idCol  string
 	tokCol string
 	verCol string
+	signed *signedRows // signed mode (signed.go); nil otherwise
 }
 
 // Option configures a Table.
@@ -165,6 +166,14 @@ func (t *Table) update(ctx context.Context, db DB, id any, token int64, version 
 	if id == nil {
 		return guard.Decision{}, fmt.Errorf("%w: nil row id", ErrInvalid)
 	}
+	if t.signed != nil { // signed mode: a bare number proves nothing
+		return t.badSignature(ctx, db, id, token)
+	}
+	return t.write(ctx, db, id, token, version, set)
+}
+
+// write runs the fenced UPDATE for a valid token that may be compared.
+func (t *Table) write(ctx context.Context, db DB, id any, token int64, version *int64, set []Assignment) (guard.Decision, error) {
 	a := &args{d: t.d}
 	var sb strings.Builder
 	sb.WriteString("UPDATE ")

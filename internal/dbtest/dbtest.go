@@ -133,6 +133,7 @@ func (a *account) attr() *syscall.SysProcAttr {
 	// Setpgid: a signal to the test's process group (Ctrl-C) should not
 	// race the orderly stop below.
 	attr := &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(attr)
 	if a != nil {
 		attr.Credential = &syscall.Credential{Uid: uint32(a.uid), Gid: uint32(a.gid), NoSetGroups: true}
 	}

@@ -1,7 +1,11 @@
 package dbtest_test
 
 import (
+	"bufio"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -24,6 +28,9 @@ func TestServersStartAndStop(t *testing.T) {
 				t.Fatal(err)
 			}
 			c.Close()
+			if uid := processUID(t, srv.PID()); os.Geteuid() == 0 && uid == 0 {
+				t.Errorf("%s runs as root; tests run as root start servers as an unprivileged user", s.name)
+			}
 		})
 		if srv == nil {
 			continue // skipped
@@ -36,4 +43,29 @@ func TestServersStartAndStop(t *testing.T) {
 			t.Errorf("%s: %s still accepts connections after the test", s.name, srv.Addr)
 		}
 	}
+}
+
+// processUID reads the real uid of pid from /proc.
+func processUID(t *testing.T, pid int) int {
+	t.Helper()
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if os.IsNotExist(err) && os.Geteuid() != 0 {
+		return -1 // no /proc (macOS): nothing to check when not root anyway
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "Uid:"); ok {
+			uid, err := strconv.Atoi(strings.Fields(rest)[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			return uid
+		}
+	}
+	t.Fatalf("no Uid line for pid %d", pid)
+	return -1
 }

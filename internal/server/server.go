@@ -19,6 +19,7 @@ import (
 	"github.com/fenceview/fenceview/internal/demo"
 	"github.com/fenceview/fenceview/internal/telemetry"
 	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/signing"
 	"github.com/fenceview/fenceview/sqlite"
 )
 
@@ -29,9 +30,14 @@ type Config struct {
 	Issuer     string // empty: the id kept in the database
 	AdminToken string
 	Demo       bool // also run simulated clients
-	Clock      clock.Clock
-	Logger     *slog.Logger
-	AccessLog  *slog.Logger // one line per answered request; nil for none
+	// SigningKeyFile: sign with this PEM Ed25519 key instead of the keys
+	// kept in the database. RequireSignatures: the server's own fence
+	// refuses unsigned tokens (bad-signature).
+	SigningKeyFile    string
+	RequireSignatures bool
+	Clock             clock.Clock
+	Logger            *slog.Logger
+	AccessLog         *slog.Logger // one line per answered request; nil for none
 }
 
 // Server is a running fenceview.
@@ -41,6 +47,7 @@ type Server struct {
 	API      *httpapi.Server
 	Metrics  *telemetry.Metrics
 	IssuerID string
+	Keys     *signing.Keyring
 
 	logger *slog.Logger
 	ln     net.Listener
@@ -66,22 +73,24 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
-	if s.IssuerID, err = s.DB.Issuer(ctx, cfg.Issuer); err != nil {
-		return nil, fmt.Errorf("reading issuer id: %w", err)
-	}
-	resources, err := s.DB.Resources(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading resources: %w", err)
-	}
-	lastSeq, err := s.DB.MaxSeq(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("loading history: %w", err)
-	}
 	s.Metrics = telemetry.New()
 	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
-	s.Service = issuer.New(s.DB, resources, lastSeq, issuer.Config{Issuer: s.IssuerID, Clock: cfg.Clock, Logger: cfg.Logger, Observer: s.Metrics})
+	if cfg.SigningKeyFile != "" {
+		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
+	} else {
+		s.Keys, err = signing.Open(ctx, s.DB, cfg.Clock.Now)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
+		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures, Observer: s.Metrics}); err != nil {
+		return nil, err
+	}
+	s.IssuerID = s.Service.Issuer()
 	s.Metrics.Watch(s.Service)
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
+	s.API.SigningKeys = s.Keys
 	s.API.AdminToken = cfg.AdminToken
 	s.API.Metrics = s.Metrics.Handler()
 	s.API.StreamLag = s.Metrics.ObserveStreamLag
@@ -112,7 +121,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
 	}
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
-		"resources", len(resources), "lastSeq", lastSeq)
+		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
 	return s, nil
 }
 

@@ -17,12 +17,21 @@ import (
 //go:embed guard.wasm
 var guardWasm []byte
 
+//go:embed guard-extism.wasm
+var extismWasm []byte
+
 // goVersion is the Go release that built the committed modules. A
 // different release builds different bytes, so the staleness test can only
 // compare against a build by the same one.
 //
 //go:embed guard.wasm.goversion
 var goVersion string
+
+// wasmOptVersion is the binaryen release whose wasm-opt optimised the
+// committed modules; another release optimises differently.
+//
+//go:embed wasm-opt.version
+var wasmOptVersion string
 
 // Module is one published module.
 type Module struct {
@@ -49,9 +58,17 @@ func (m Module) ETag() string { return m.etag }
 // Guard is guard.wasm, the WASI reactor of the contract.
 var Guard = newModule("guard.wasm", guardWasm)
 
+// Extism is guard-extism.wasm, the same guard as an Extism plugin (contract
+// v2, "Extism module").
+var Extism = newModule("guard-extism.wasm", extismWasm)
+
 // All lists every published module; a module added here is served by the
 // HTTP API without further wiring.
-func All() []Module { return []Module{Guard} }
+func All() []Module { return []Module{Guard, Extism} }
 
 // GoVersion returns the Go release that built the modules, e.g. "go1.26.8".
 func GoVersion() string { return strings.TrimSpace(goVersion) }
+
+// WasmOptVersion returns what binaryen's wasm-opt, which optimised the
+// modules, says its version is, e.g. "wasm-opt version 108".
+func WasmOptVersion() string { return strings.TrimSpace(wasmOptVersion) }

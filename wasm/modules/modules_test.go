@@ -23,8 +23,8 @@ func TestEveryModuleIsPublishedWithItsHash(t *testing.T) {
 			t.Fatalf("%s is not a WebAssembly module", m.Name())
 		}
 	}
-	if !seen["guard.wasm"] {
-		t.Fatal("guard.wasm is not published")
+	if !seen["guard.wasm"] || !seen["guard-extism.wasm"] {
+		t.Fatalf("guard.wasm or guard-extism.wasm is not published: %v", seen)
 	}
 }
 

@@ -1,5 +1,11 @@
-// Package build builds guard.wasm from the guest package, the same way for
-// go generate and for the test that checks the committed module is current.
+// Package build builds the guard modules (guard.wasm, guard-extism.wasm)
+// from their guest packages, the same way for go generate and for the test
+// that checks the committed modules are current.
+//
+// A module is built in two steps, both pinned so that any checkout with the
+// same tools builds the same bytes: go build (GOOS=wasip1, c-shared,
+// -trimpath, -s -w) and binaryen's wasm-opt -Oz, which shrinks Go's code by
+// about 7% (Debian's package binaryen; docs/wasm-abi.md has the numbers).
 package build
 
 import (
@@ -8,11 +14,21 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 )
 
-// GuestPackage is the reactor that becomes guard.wasm.
-const GuestPackage = "github.com/fenceview/fenceview/wasm/internal/guest"
+// A Module is one committed .wasm file and the package it is built from.
+type Module struct {
+	File    string // in the wasm/modules directory
+	Package string
+}
+
+// Modules are the modules go generate writes.
+var Modules = []Module{
+	{File: "guard.wasm", Package: "github.com/fenceview/fenceview/wasm/internal/guest"},
+	{File: "guard-extism.wasm", Package: "github.com/fenceview/fenceview/wasm/internal/extism"},
+}
 
 // env pins everything but the Go version that changes the output bytes:
 // the target, no cgo, no stray GOFLAGS or GOWASM features, and no switching
@@ -24,25 +40,65 @@ func env() []string {
 	)
 }
 
-// Guest builds the reactor into the file out. dir is any directory inside
-// the module.
-func Guest(ctx context.Context, dir, out string) error {
+// wasmOptFlags: -Oz for size; the features are the ones Go's output
+// already uses (and every WebAssembly 2.0 host has), so wasm-opt may keep
+// them but adds none.
+var wasmOptFlags = []string{
+	"-Oz",
+	"--enable-sign-ext", "--enable-nontrapping-float-to-int",
+	"--enable-bulk-memory", "--enable-mutable-globals",
+}
+
+// Build builds m into the file out. dir is any directory inside the module.
+func Build(ctx context.Context, dir string, m Module, out string) error {
+	tmp, err := os.MkdirTemp("", "fenceview-wasm-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	raw := filepath.Join(tmp, "go.wasm")
 	// -trimpath and -buildvcs=false keep paths and VCS state out of the
-	// bytes, so any checkout with the same Go version builds the same module.
+	// bytes; -s -w drop the symbol table and DWARF (the runtime keeps what
+	// it needs for tracebacks).
 	cmd := exec.CommandContext(ctx, "go", "build",
-		"-buildmode=c-shared", "-trimpath", "-buildvcs=false",
-		"-o", out, GuestPackage)
+		"-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-ldflags=-s -w",
+		"-o", raw, m.Package)
 	cmd.Dir = dir
 	cmd.Env = env()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building %s: %v\n%s", GuestPackage, err, stderr.String())
+	if err := run(cmd); err != nil {
+		return fmt.Errorf("building %s: %v", m.Package, err)
+	}
+	opt, err := WasmOpt()
+	if err != nil {
+		return err
+	}
+	cmd = exec.CommandContext(ctx, opt, append(append([]string{}, wasmOptFlags...), raw, "-o", out)...)
+	if err := run(cmd); err != nil {
+		return fmt.Errorf("wasm-opt %s: %v", m.File, err)
 	}
 	return nil
 }
 
-// GoVersion is the version of the go command that Guest runs, e.g. "go1.26.8".
+func run(cmd *exec.Cmd) error {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%v\n%s", err, stderr.String())
+	}
+	return nil
+}
+
+// WasmOpt returns the path of binaryen's wasm-opt, or an error that says
+// how to install it.
+func WasmOpt() (string, error) {
+	p, err := exec.LookPath("wasm-opt")
+	if err != nil {
+		return "", fmt.Errorf("wasm-opt not found (apt-get install binaryen): %w", err)
+	}
+	return p, nil
+}
+
+// GoVersion is the version of the go command that Build runs, e.g. "go1.26.8".
 func GoVersion(ctx context.Context, dir string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "env", "GOVERSION")
 	cmd.Dir = dir
@@ -50,6 +106,20 @@ func GoVersion(ctx context.Context, dir string) (string, error) {
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOVERSION: %v", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// WasmOptVersion is the version wasm-opt reports, e.g. "wasm-opt version 108".
+// Another binaryen release may optimise differently.
+func WasmOptVersion(ctx context.Context) (string, error) {
+	opt, err := WasmOpt()
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.CommandContext(ctx, opt, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("wasm-opt --version: %v", err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }

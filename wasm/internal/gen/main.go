@@ -1,5 +1,8 @@
-// Command gen writes modules/guard.wasm and modules/guard.wasm.goversion
-// below the current directory (the wasm package, via go generate).
+// Command gen writes the published guard modules (guard.wasm,
+// guard-extism.wasm) and the versions of the tools that built them
+// (guard.wasm.goversion, wasm-opt.version) into ./modules, from the wasm
+// package's directory (go generate). It needs binaryen's wasm-opt
+// (apt-get install binaryen).
 package main
 
 import (
@@ -19,12 +22,21 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	version, err := build.GoVersion(ctx, ".")
+	goVersion, err := build.GoVersion(ctx, ".")
 	if err != nil {
 		return err
 	}
-	if err := build.Guest(ctx, ".", filepath.Join("modules", "guard.wasm")); err != nil {
+	optVersion, err := build.WasmOptVersion(ctx)
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join("modules", "guard.wasm.goversion"), []byte(version+"\n"), 0o644)
+	for _, m := range build.Modules {
+		if err := build.Build(ctx, ".", m, filepath.Join("modules", m.File)); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join("modules", "guard.wasm.goversion"), []byte(goVersion+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join("modules", "wasm-opt.version"), []byte(optVersion+"\n"), 0o644)
 }

@@ -1,0 +1,126 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/httpguard"
+	"github.com/fenceview/fenceview/internal/signedtest"
+)
+
+// A holder's token carries the server's signature; a guard in signed mode
+// whose keys come from the server's /v1/signing-keys accepts it, offline,
+// and refuses the same number unsigned or with another signature.
+func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
+	ctx := context.Background()
+	_, c := start(t, fenceviewtest.Options{})
+	m := c.Mutex("inventory:42", "a")
+	n, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := m.Token()
+	if tok.Number != n || tok.Resource != "inventory:42" || len(tok.Signature) != guard.SignatureTextSize || tok.KeyID == "" {
+		t.Fatalf("Token() = %+v", tok)
+	}
+	if want := "X-Fencing-Token: " + strconv.FormatInt(n, 10) + "\nX-Fencing-Signature: " + tok.Signature; tok.String() != want {
+		t.Fatalf("String() = %q, want %q", tok.String(), want)
+	}
+	issuer, keys, err := c.SigningKeys(ctx)
+	if err != nil || issuer == "" || len(keys) != 1 || !keys[0].Active || keys[0].KeyID != tok.KeyID {
+		t.Fatalf("SigningKeys = %q %+v, %v", issuer, keys, err)
+	}
+	v, err := c.Verifier(ctx)
+	if err != nil || !tok.Verify(v) {
+		t.Fatalf("the grant's signature does not verify with the published keys: %v", err)
+	}
+
+	// A downstream service in signed mode, fed by the token's headers.
+	g := guard.NewSigned(v)
+	svc := httptest.NewServer(httpguard.Middleware(g)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	defer svc.Close()
+	send := func(h http.Header) int {
+		req, _ := http.NewRequest("POST", svc.URL, nil)
+		req.Header = h
+		resp, err := svc.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := send(tok.Header()); code != http.StatusOK {
+		t.Fatalf("signed token: %d", code)
+	}
+	if code := send(tok.Header()); code != http.StatusOK {
+		t.Fatalf("the same grant again: %d", code)
+	}
+	bigger := tok
+	bigger.Number += 1000
+	if code := send(bigger.Header()); code != http.StatusConflict {
+		t.Fatalf("a bigger number with the grant's signature: %d", code)
+	}
+	unsigned := tok
+	unsigned.Signature = ""
+	if code := send(unsigned.Header()); code != http.StatusConflict {
+		t.Fatalf("unsigned: %d", code)
+	}
+	if hw, _ := g.HighWater("inventory:42"); hw != n {
+		t.Fatalf("mark %d, want %d", hw, n)
+	}
+	if err := m.Unlock(ctx); err != nil || !m.Token().IsZero() || m.Token().String() != "" {
+		t.Fatalf("after Unlock: %v, %+v", err, m.Token())
+	}
+}
+
+// With --require-signatures the server's own fence takes the client's signed
+// token and refuses a bare number.
+func TestFenceRequireSignatures(t *testing.T) {
+	ctx := context.Background()
+	_, c := start(t, fenceviewtest.Options{RequireSignatures: true})
+	m := c.Mutex("r", "a")
+	if _, err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.FenceToken(ctx, "r", m.Fencing()); err != nil {
+		t.Fatalf("signed grant refused: %v", err)
+	}
+	_, err := c.Fence(ctx, "r", m.Token().Number)
+	var refused *guard.RefusalError
+	if !errors.As(err, &refused) || refused.Reason != guard.ReasonBadSignature {
+		t.Fatalf("bare number: %v", err)
+	}
+	forged := m.Fencing()
+	forged.Signature = signedtest.Sign(t, signedtest.Other, "r", forged.Token)
+	if _, err := c.FenceToken(ctx, "r", forged); !errors.As(err, &refused) || refused.Reason != guard.ReasonBadSignature {
+		t.Fatalf("another server's signature: %v", err)
+	}
+}
+
+// A server that lists a malformed key is not trusted at all.
+func TestSigningKeysRefusesMalformedKeys(t *testing.T) {
+	for name, body := range map[string]string{
+		"short key":  `{"issuer":"x","keys":[{"keyId":"k","alg":"Ed25519","publicKey":"AAAA","active":true}]}`,
+		"other alg":  `{"issuer":"x","keys":[{"keyId":"k","alg":"RS256","publicKey":"` + guard.EncodePublicKey(signedtest.Public(signedtest.Old)) + `","active":true}]}`,
+		"padded key": `{"issuer":"x","keys":[{"keyId":"k","alg":"Ed25519","publicKey":"` + guard.EncodePublicKey(signedtest.Public(signedtest.Old)) + `=","active":true}]}`,
+		"too many":   `{"issuer":"x","keys":[` + strings.Repeat(`{"keyId":"k","alg":"Ed25519","publicKey":"`+guard.EncodePublicKey(signedtest.Public(signedtest.Old))+`"},`, 16) + `{"keyId":"k","alg":"Ed25519","publicKey":"` + guard.EncodePublicKey(signedtest.Public(signedtest.Old)) + `"}]}`,
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(body))
+		}))
+		c, _ := client.New(srv.URL)
+		if _, err := c.Verifier(context.Background()); err == nil {
+			t.Errorf("%s: trusted", name)
+		}
+		srv.Close()
+	}
+}

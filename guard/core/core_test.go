@@ -1,0 +1,68 @@
+package core_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/core"
+)
+
+// core words invalid input exactly as the guard package does, so the
+// WebAssembly guard's hosts can give the native errors.
+func TestValidationMatchesGuard(t *testing.T) {
+	ids := []string{"", "ok", "a\x00", "tab\there", "\xff", "ok\xc3", "c1\u0085", "\u009f", "zero\u200bwidth",
+		strings.Repeat("x", 160), strings.Repeat("x", 161), strings.Repeat("€", 54), "заказ/42 🧾"}
+	for _, id := range ids {
+		want, got := guard.ValidateResourceID(id), core.ValidateResourceID(id)
+		if (want == nil) != (got == nil) || want != nil && want.Error() != got.Error() {
+			t.Errorf("ValidateResourceID(%q): core %v, guard %v", id, got, want)
+		}
+		if got != nil && (!errors.Is(got, core.ErrInvalidResourceID) || core.Kind(got) != core.ErrInvalidResourceID) {
+			t.Errorf("ValidateResourceID(%q) = %v: not ErrInvalidResourceID", id, got)
+		}
+	}
+	for _, token := range []int64{1, 0, -1, -1 << 63, 1<<63 - 1} {
+		want, got := guard.ValidateToken(token), core.ValidateToken(token)
+		if (want == nil) != (got == nil) || want != nil && want.Error() != got.Error() {
+			t.Errorf("ValidateToken(%d): core %v, guard %v", token, got, want)
+		}
+	}
+	var l core.Ledger
+	if _, err := l.CheckHandle(7, 1); err == nil || err.Error() != "unknown resource handle: 7" || core.Kind(err) != core.ErrUnknownHandle {
+		t.Errorf("unknown handle: %v", err)
+	}
+}
+
+// Control characters are exactly unicode.IsControl's.
+func TestIsControlMatchesUnicode(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue // surrogates are not valid UTF-8: refused before
+		}
+		id := "x" + string(r)
+		if got, want := core.ValidateResourceID(id) != nil, unicode.IsControl(r); got != want {
+			t.Fatalf("U+%04X: refused %v, unicode.IsControl %v", r, got, want)
+		}
+	}
+}
+
+// Invalid input changes nothing, and a refused signature moves no mark.
+func TestLedgerSignedRefusalsChangeNothing(t *testing.T) {
+	var l core.Ledger
+	if err := l.Trust(make([]byte, 32)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.CheckSigned("a", 5, make([]byte, 64))
+	if err != nil || r.Accepted || r.Reason != core.ReasonBadSignature {
+		t.Fatalf("zero signature: %+v, %v", r, err)
+	}
+	if hwm, _ := l.HighWater("a"); hwm != 0 {
+		t.Fatalf("mark moved to %d", hwm)
+	}
+	if len(l.Marks()) != 0 {
+		t.Fatalf("marks: %v", l.Marks())
+	}
+}

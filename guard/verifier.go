@@ -1,0 +1,153 @@
+package guard
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"errors"
+	"sync"
+	"sync/atomic"
+)
+
+// MaxTrustedKeys bounds the keys one Verifier trusts. A signature is tried
+// against every trusted key (the HTTP carriers do not say which key made
+// it), so the bound is also the most work one forged token can cause.
+const MaxTrustedKeys = 16
+
+// ErrTooManyKeys is returned by Trust beyond MaxTrustedKeys.
+var ErrTooManyKeys = errors.New("guard: too many trusted signing keys")
+
+// Verifier holds the Ed25519 public keys of the issuers a guard trusts and
+// checks token signatures against them. It is safe for concurrent use and
+// may be shared by many guards; Trust and Distrust take effect for all of
+// them at once (a key that stops being trusted also stops every cached
+// verification it made).
+type Verifier struct {
+	mu   sync.Mutex                          // serialises Trust and Distrust
+	keys atomic.Pointer[[]ed25519.PublicKey] // newest first; never mutated once stored
+	// gen grows whenever a key stops being trusted; a cached verification
+	// counts only while the generation it was made in is current.
+	gen atomic.Uint64
+}
+
+// NewVerifier returns a verifier that trusts keys (each 32 bytes).
+func NewVerifier(keys ...ed25519.PublicKey) (*Verifier, error) {
+	v := &Verifier{}
+	for _, k := range keys {
+		if err := v.Trust(k); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// Trust adds key to the trusted keys. Trusting a key twice is a no-op.
+func (v *Verifier) Trust(key ed25519.PublicKey) error {
+	if len(key) != PublicKeySize {
+		return ErrInvalidPublicKey
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	old := v.Keys()
+	for _, k := range old {
+		if bytes.Equal(k, key) {
+			return nil
+		}
+	}
+	if len(old) >= MaxTrustedKeys {
+		return ErrTooManyKeys
+	}
+	// Newest first: the key that signs new grants is tried first.
+	next := make([]ed25519.PublicKey, 0, len(old)+1)
+	next = append(next, bytes.Clone(key))
+	next = append(next, old...)
+	v.keys.Store(&next)
+	return nil
+}
+
+// Distrust removes key; tokens it signed are refused from now on, even by
+// guards that had already verified them. It reports whether key was trusted.
+func (v *Verifier) Distrust(key ed25519.PublicKey) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	old := v.Keys()
+	next := make([]ed25519.PublicKey, 0, len(old))
+	for _, k := range old {
+		if !bytes.Equal(k, key) {
+			next = append(next, k)
+		}
+	}
+	if len(next) == len(old) {
+		return false
+	}
+	v.gen.Add(1) // before the store: a racing cache fill then fails its generation check
+	v.keys.Store(&next)
+	return true
+}
+
+// SetKeys makes keys the whole trusted set (as fetched from an issuer's
+// /v1/signing-keys): keys not in it stop being trusted.
+func (v *Verifier) SetKeys(keys []ed25519.PublicKey) error {
+	if len(keys) > MaxTrustedKeys {
+		return ErrTooManyKeys
+	}
+	next := make([]ed25519.PublicKey, 0, len(keys))
+	for _, k := range keys {
+		if len(k) != PublicKeySize {
+			return ErrInvalidPublicKey
+		}
+		next = append(next, bytes.Clone(k))
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, k := range v.Keys() {
+		if !containsKey(next, k) {
+			v.gen.Add(1)
+			break
+		}
+	}
+	v.keys.Store(&next)
+	return nil
+}
+
+func containsKey(keys []ed25519.PublicKey, key ed25519.PublicKey) bool {
+	for _, k := range keys {
+		if bytes.Equal(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// Keys returns the trusted keys, newest first. The caller must not modify
+// them.
+func (v *Verifier) Keys() []ed25519.PublicKey {
+	if p := v.keys.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Verify reports whether sig (raw, 64 bytes) is a trusted key's signature of
+// token on resourceID. It always does the Ed25519 work; guards in signed
+// mode cache its answers.
+func (v *Verifier) Verify(resourceID string, token int64, sig []byte) bool {
+	if len(sig) != SignatureSize || ValidateResourceID(resourceID) != nil || ValidateToken(token) != nil {
+		return false
+	}
+	var buf [256]byte // the longest message is 13+160+1+19 bytes: no allocation
+	msg := AppendMessage(buf[:0], resourceID, token)
+	for _, k := range v.Keys() {
+		if ed25519.Verify(k, msg, sig) {
+			return true
+		}
+	}
+	return false
+}
+
+// VerifyText is Verify for the text form of a signature (base64url without
+// padding, as it travels in X-Fencing-Signature and JSON). A signature that
+// is not well formed does not verify.
+func (v *Verifier) VerifyText(resourceID string, token int64, sig string) bool {
+	raw, err := DecodeSignature(sig)
+	return err == nil && v.Verify(resourceID, token, raw[:])
+}

@@ -1,0 +1,137 @@
+package ed25519verify
+
+import (
+	"crypto/ed25519"
+	"crypto/sha512"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestSHA512MatchesStandardLibrary(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n <= 600; n++ {
+		msg := make([]byte, n)
+		for i := range msg {
+			msg[i] = byte(r.Uint32())
+		}
+		want := sha512.Sum512(msg)
+		// Split the input at an arbitrary point: writes of any size must
+		// give the same digest.
+		cut := 0
+		if n > 0 {
+			cut = r.IntN(n)
+		}
+		if got := sum512(msg[:cut], msg[cut:]); got != want {
+			t.Fatalf("sha512 of %d bytes (cut at %d) = %x, want %x", n, cut, got, want)
+		}
+	}
+}
+
+// agree fails the test unless Verify and crypto/ed25519.Verify give the
+// same answer, and returns it.
+func agree(t *testing.T, what string, pub, msg, sig []byte) bool {
+	t.Helper()
+	want := len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, msg, sig)
+	if got := Verify(pub, msg, sig); got != want {
+		t.Fatalf("%s: Verify = %v, crypto/ed25519 says %v (pub %x sig %x msg %q)", what, got, want, pub, sig, msg)
+	}
+	return want
+}
+
+func TestVerifyAgreesWithStandardLibrary(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	seed := make([]byte, ed25519.SeedSize)
+	for i := 0; i < 200; i++ {
+		for j := range seed {
+			seed[j] = byte(r.Uint32())
+		}
+		priv := ed25519.NewKeyFromSeed(seed)
+		pub := priv.Public().(ed25519.PublicKey)
+		msg := []byte("fenceview/v1 orders/" + string(rune('a'+i%26)) + " 42")
+		sig := ed25519.Sign(priv, msg)
+		if !agree(t, "valid", pub, msg, sig) {
+			t.Fatal("a valid signature does not verify")
+		}
+		// One flipped bit anywhere: in the signature, the key, the message.
+		for _, target := range [][]byte{sig, pub, msg} {
+			k := r.IntN(len(target) * 8)
+			target[k/8] ^= 1 << (k % 8)
+			if agree(t, "flipped bit", pub, msg, sig) {
+				t.Fatal("a corrupted input verifies")
+			}
+			target[k/8] ^= 1 << (k % 8)
+		}
+		// Truncated and extended signatures and keys.
+		agree(t, "short sig", pub, msg, sig[:63])
+		agree(t, "long sig", pub, msg, append(sig[:64:64], 0))
+		agree(t, "short key", pub[:31], msg, sig)
+		agree(t, "empty", nil, msg, nil)
+		// Random garbage of the right sizes (keys mostly not on the curve).
+		junkPub, junkSig := make([]byte, 32), make([]byte, 64)
+		for j := range junkPub {
+			junkPub[j] = byte(r.Uint32())
+		}
+		for j := range junkSig {
+			junkSig[j] = byte(r.Uint32())
+		}
+		agree(t, "random key", junkPub, msg, sig)
+		agree(t, "random sig", pub, msg, junkSig)
+	}
+}
+
+// S + L (the group order) is the same scalar in a non-canonical encoding:
+// RFC 8032 and crypto/ed25519 refuse it (signature malleability).
+func TestNonCanonicalSIsRefused(t *testing.T) {
+	priv := ed25519.NewKeyFromSeed(make([]byte, 32))
+	pub := priv.Public().(ed25519.PublicKey)
+	msg := []byte("fenceview/v1 a 1")
+	sig := ed25519.Sign(priv, msg)
+	l, _ := new(big.Int).SetString("7237005577332262213973186563042994240857116359379907606001950938285454250989", 10)
+	le := func(b []byte) *big.Int { // little-endian bytes to big.Int
+		r := make([]byte, len(b))
+		for i := range b {
+			r[len(b)-1-i] = b[i]
+		}
+		return new(big.Int).SetBytes(r)
+	}
+	s := new(big.Int).Add(le(sig[32:]), l)
+	if s.BitLen() > 253 { // sig[63]&224 must stay clear for the scalar check to matter
+		t.Skip("this S + L does not fit the encoding")
+	}
+	be := s.FillBytes(make([]byte, 32))
+	forged := append([]byte(nil), sig[:32]...)
+	for i := range be {
+		forged = append(forged, be[31-i])
+	}
+	if agree(t, "S+L", pub, msg, forged) {
+		t.Fatal("a non-canonical S verifies")
+	}
+}
+
+func FuzzVerify(f *testing.F) {
+	priv := ed25519.NewKeyFromSeed(make([]byte, 32))
+	pub := priv.Public().(ed25519.PublicKey)
+	f.Add([]byte(pub), []byte("m"), ed25519.Sign(priv, []byte("m")))
+	f.Add(make([]byte, 32), []byte{}, make([]byte, 64))
+	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
+		agree(t, "fuzz", pub, msg, sig)
+	})
+}
+
+func BenchmarkVerify(b *testing.B) {
+	priv := ed25519.NewKeyFromSeed(make([]byte, 32))
+	pub := priv.Public().(ed25519.PublicKey)
+	msg := []byte("fenceview/v1 orders/shard-0042 1847")
+	sig := ed25519.Sign(priv, msg)
+	b.Run("ed25519verify", func(b *testing.B) {
+		for b.Loop() {
+			Verify(pub, msg, sig)
+		}
+	})
+	b.Run("crypto-ed25519", func(b *testing.B) {
+		for b.Loop() {
+			ed25519.Verify(pub, msg, sig)
+		}
+	})
+}

@@ -1,0 +1,423 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/signing"
+)
+
+const admin = "s3cret-admin"
+
+// lockedBuffer collects the server's log.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// harness is a real server on 127.0.0.1:0 and a temp SQLite file, and every
+// answer it gave, to search for leaked secrets.
+type harness struct {
+	t       *testing.T
+	srv     *server.Server
+	log     *lockedBuffer
+	answers bytes.Buffer
+}
+
+func start(t *testing.T, cfg server.Config) *harness {
+	t.Helper()
+	h := &harness{t: t, log: &lockedBuffer{}}
+	cfg.Addr = "127.0.0.1:0"
+	cfg.AdminToken = admin
+	cfg.Logger = slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := server.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = srv
+	t.Cleanup(func() { srv.Close() })
+	return h
+}
+
+// do sends a request and returns the status and JSON body.
+func (h *harness) do(method, path string, headers map[string]string, body any) (int, map[string]any) {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, h.srv.URL()+path, rd)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	h.answers.Write(raw)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		h.t.Fatalf("%s %s: %d %q", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, out
+}
+
+var adminAuth = map[string]string{"Authorization": "Bearer " + admin}
+
+// grant acquires resource and returns the fencing envelope.
+func (h *harness) grant(resource, holder string) map[string]any {
+	h.t.Helper()
+	code, g := h.do("POST", "/v1/locks/"+resource+"/acquire", adminAuth, map[string]any{"holder": holder})
+	if code != 200 {
+		h.t.Fatalf("acquire: %d %v", code, g)
+	}
+	return g["fencing"].(map[string]any)
+}
+
+// fence presents a token and signature in the HTTP headers.
+func (h *harness) fence(resource string, token int64, sig string) (int, map[string]any) {
+	h.t.Helper()
+	hd := map[string]string{"X-Fencing-Token": strconv.FormatInt(token, 10), "Authorization": "Bearer " + admin}
+	if sig != "" {
+		hd["X-Fencing-Signature"] = sig
+	}
+	return h.do("POST", "/v1/fence/"+resource, hd, nil)
+}
+
+func (h *harness) keys() []map[string]any {
+	h.t.Helper()
+	code, body := h.do("GET", "/v1/signing-keys", nil, nil) // public: no credential
+	if code != 200 {
+		h.t.Fatalf("signing keys: %d %v", code, body)
+	}
+	var out []map[string]any
+	for _, k := range body["keys"].([]any) {
+		out = append(out, k.(map[string]any))
+	}
+	return out
+}
+
+func token(f map[string]any) int64 { return int64(f["token"].(float64)) }
+
+// The life of signing keys through the real server: a key on first start,
+// grants signed by it and checked by the server's own fence, a rotation that
+// keeps old grants valid, a removal that ends them, a restart that keeps
+// the keys, and no private key in any answer or log line.
+func TestSigningKeysLifecycle(t *testing.T) {
+	dbPath := filepath.Join(t.TempDir(), "fenceview.db")
+	h := start(t, server.Config{DBPath: dbPath, RequireSignatures: true})
+
+	keys := h.keys()
+	if len(keys) != 1 || keys[0]["alg"] != "Ed25519" || keys[0]["active"] != true || len(keys[0]["publicKey"].(string)) != 43 {
+		t.Fatalf("keys on first start: %v", keys)
+	}
+	oldID := keys[0]["keyId"].(string)
+	pub, err := guard.DecodePublicKey(keys[0]["publicKey"].(string))
+	if err != nil || signing.KeyID(pub) != oldID {
+		t.Fatalf("published key %v: %v", keys[0], err)
+	}
+
+	g1 := h.grant("orders", "a")
+	sig1 := g1["signature"].(string)
+	raw, err := guard.DecodeSignature(sig1)
+	if g1["keyId"] != oldID || err != nil || !ed25519.Verify(pub, []byte("fenceview/v1 orders "+strconv.FormatInt(token(g1), 10)), raw[:]) {
+		t.Fatalf("grant %v is not signed over the documented message by the published key", g1)
+	}
+
+	// Rotation: admin only; new grants by the new key, old ones still pass.
+	if code, _ := h.do("POST", "/v1/signing-keys", nil, nil); code != http.StatusUnauthorized {
+		t.Fatalf("rotation without the admin token: %d", code)
+	}
+	code, rotated := h.do("POST", "/v1/signing-keys", adminAuth, nil)
+	if code != http.StatusCreated || rotated["active"] != true || rotated["keyId"] == oldID {
+		t.Fatalf("rotate: %d %v", code, rotated)
+	}
+	if keys := h.keys(); len(keys) != 2 || keys[0]["keyId"] != rotated["keyId"] || keys[1]["active"] != false {
+		t.Fatalf("keys after rotation: %v", keys)
+	}
+	h.do("POST", "/v1/locks/orders/release", adminAuth, map[string]any{"holder": "a"})
+	g2 := h.grant("billing", "b")
+	if g2["keyId"] != rotated["keyId"] {
+		t.Fatalf("new grant signed by %v, want the new key", g2["keyId"])
+	}
+	if code, body := h.fence("orders", token(g1), sig1); code != 200 {
+		t.Fatalf("an old grant after rotation: %d %v", code, body)
+	}
+	if code, body := h.fence("billing", token(g2), g2["signature"].(string)); code != 200 {
+		t.Fatalf("a new grant: %d %v", code, body)
+	}
+	// The JSON carrier, and both carriers disagreeing.
+	if code, body := h.do("POST", "/v1/fence/billing", adminAuth, map[string]any{"token": token(g2), "signature": g2["signature"]}); code != 200 {
+		t.Fatalf("signature in the body: %d %v", code, body)
+	}
+	if code, _ := h.do("POST", "/v1/fence/billing", map[string]string{"Authorization": "Bearer " + admin, "X-Fencing-Signature": sig1},
+		map[string]any{"token": token(g2), "signature": g2["signature"]}); code != http.StatusBadRequest {
+		t.Fatalf("header and body signatures differ: %d", code)
+	}
+
+	// Refusals of the server's own fence.
+	for name, c := range map[string]struct {
+		res string
+		tok int64
+		sig string
+	}{
+		"unsigned":               {"orders", token(g1), ""},
+		"forged":                 {"orders", token(g1), strings.Repeat("A", 86)},
+		"truncated":              {"orders", token(g1), sig1[:85]},
+		"over-long":              {"orders", token(g1), sig1 + "AA"},
+		"another resource's":     {"billing", token(g1), sig1},
+		"another token's":        {"orders", token(g1) + 1, sig1},
+		"another server's key":   {"orders", token(g1), otherServerSig(t, "orders", token(g1))},
+		"standard base64 padded": {"orders", token(g1), base64.StdEncoding.EncodeToString(raw[:])},
+	} {
+		code, body := h.fence(c.res, c.tok, c.sig)
+		if code != http.StatusConflict || body["reason"] != guard.ReasonBadSignature {
+			t.Errorf("%s: %d %v", name, code, body)
+		}
+	}
+	if code, _ := h.fence("orders", token(g1), strings.Repeat("A", 300)); code != http.StatusBadRequest {
+		t.Errorf("a 300-byte signature: %d", code)
+	}
+
+	// Removal: the active key cannot go; the old one can, and its grants end.
+	if code, _ := h.do("DELETE", "/v1/signing-keys/"+rotated["keyId"].(string), adminAuth, nil); code != http.StatusConflict {
+		t.Fatalf("removing the active key: %d", code)
+	}
+	if code, _ := h.do("DELETE", "/v1/signing-keys/"+oldID, nil, nil); code != http.StatusUnauthorized {
+		t.Fatalf("removal without the admin token: %d", code)
+	}
+	if code, _ := h.do("DELETE", "/v1/signing-keys/"+oldID, adminAuth, nil); code != 200 {
+		t.Fatalf("removing the old key: %d", code)
+	}
+	if code, body := h.fence("orders", token(g1), sig1); code != http.StatusConflict || body["reason"] != guard.ReasonBadSignature {
+		t.Fatalf("a removed key's grant: %d %v", code, body)
+	}
+	if code, _ := h.do("DELETE", "/v1/signing-keys/"+oldID, adminAuth, nil); code != http.StatusNotFound {
+		t.Fatalf("removing it again: %d", code)
+	}
+
+	// The rejections are in the history with their reason.
+	_, rej := h.do("GET", "/v1/rejections?reason=bad-signature&limit=100", adminAuth, nil)
+	if n := len(rej["rejections"].([]any)); n < 9 {
+		t.Fatalf("%d bad-signature rejections recorded", n)
+	}
+
+	// No private key anywhere the server speaks.
+	privs := storedPrivateKeys(t, dbPath)
+	if len(privs) != 1 {
+		t.Fatalf("%d keys stored, want 1 after the removal", len(privs))
+	}
+	h.assertNoSecret(privs)
+
+	// A restart keeps the keys: the new key still signs and verifies.
+	h.srv.Close()
+	h2 := start(t, server.Config{DBPath: dbPath, RequireSignatures: true})
+	if keys := h2.keys(); len(keys) != 1 || keys[0]["keyId"] != rotated["keyId"] {
+		t.Fatalf("keys after restart: %v", keys)
+	}
+	if code, body := h2.fence("billing", token(g2), g2["signature"].(string)); code != 200 {
+		t.Fatalf("a grant from before the restart: %d %v", code, body)
+	}
+	h2.assertNoSecret(privs)
+}
+
+// storedPrivateKeys reads the private keys the way an attacker with the
+// file would, so the test knows what must never be shown.
+func storedPrivateKeys(t *testing.T, path string) [][]byte {
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT private_key FROM signing_keys`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		rows.Scan(&b)
+		out = append(out, b)
+	}
+	return out
+}
+
+func (h *harness) assertNoSecret(privs [][]byte) {
+	h.t.Helper()
+	// The dashboard pages too.
+	for _, p := range []string{"/", "/resources/orders"} {
+		req, _ := http.NewRequest("GET", h.srv.URL()+p, nil)
+		req.Header.Set("Authorization", "Bearer "+admin)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			h.answers.Write(b)
+		}
+	}
+	everything := h.answers.String() + h.log.String()
+	for _, priv := range privs {
+		seed := priv[:32]
+		for _, form := range []string{
+			base64.RawURLEncoding.EncodeToString(seed)[:20], base64.StdEncoding.EncodeToString(seed)[:20],
+			base64.RawURLEncoding.EncodeToString(priv)[:20], hex.EncodeToString(seed)[:20],
+		} {
+			if strings.Contains(everything, form) {
+				h.t.Fatalf("a private key (%q...) appears in an answer or the log", form)
+			}
+		}
+	}
+}
+
+func otherServerSig(t *testing.T, resource string, tok int64) string {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	s, err := guard.Sign(priv, resource, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// --signing-key: the server signs with the file's key and refuses to
+// rotate it.
+func TestSigningKeyFromFile(t *testing.T) {
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	pemBytes, _ := signing.MarshalPrivateKeyPEM(priv)
+	keyPath := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(keyPath, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, server.Config{DBPath: filepath.Join(t.TempDir(), "f.db"), SigningKeyFile: keyPath})
+	keys := h.keys()
+	if len(keys) != 1 || keys[0]["keyId"] != signing.KeyID(priv.Public().(ed25519.PublicKey)) {
+		t.Fatalf("keys: %v", keys)
+	}
+	f := h.grant("r", "a")
+	raw, _ := guard.DecodeSignature(f["signature"].(string))
+	if !ed25519.Verify(priv.Public().(ed25519.PublicKey), guard.Message("r", token(f)), raw[:]) {
+		t.Fatal("grant not signed by the file's key")
+	}
+	if code, _ := h.do("POST", "/v1/signing-keys", adminAuth, nil); code != http.StatusConflict {
+		t.Fatalf("rotating a file key: %d", code)
+	}
+	h.assertNoSecret([][]byte{priv})
+
+	bad := filepath.Join(t.TempDir(), "bad.pem")
+	os.WriteFile(bad, []byte("not a key"), 0o600)
+	if _, err := server.Start(context.Background(), server.Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "g.db"), SigningKeyFile: bad}); err == nil {
+		t.Fatal("started with a bad key file")
+	}
+}
+
+// docBlock returns the fenced code block of lang in docs/signed-tokens.md:
+// the test runs the documentation's own programs.
+func docBlock(t *testing.T, lang string) string {
+	b, err := os.ReadFile("../../docs/signed-tokens.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "```"+lang+"\n")
+	code, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatalf("no %s block in docs/signed-tokens.md", lang)
+	}
+	return code
+}
+
+// A real grant's signature verifies with Node's crypto.verify and Python's
+// cryptography, using the programs docs/signed-tokens.md shows; a forgery
+// does not. Node is required under CI (.ci/run installs it); Python's
+// cryptography is checked when present.
+func TestSignedGrantVerifiesInNodeAndPython(t *testing.T) {
+	h := start(t, server.Config{DBPath: filepath.Join(t.TempDir(), "f.db")})
+	resource := "заказ 42 α" // UTF-8 and spaces: the message is bytes, as documented
+	code, g := h.do("POST", "/v1/locks/"+url.PathEscape(resource)+"/acquire", adminAuth, map[string]any{"holder": "a"})
+	if code != 200 {
+		t.Fatalf("acquire: %d %v", code, g)
+	}
+	f := g["fencing"].(map[string]any)
+	pub := h.keys()[0]["publicKey"].(string)
+	tok := strconv.FormatInt(token(f), 10)
+	sig := f["signature"].(string)
+	flipped := []byte(sig)
+	flipped[10] ^= 1 // still base64url, another signature
+	cases := []struct {
+		name  string
+		args  []string
+		valid bool
+	}{
+		{"the grant", []string{pub, resource, tok, sig}, true},
+		{"another token", []string{pub, resource, tok + "1", sig}, false},
+		{"another resource", []string{pub, "заказ 43 α", tok, sig}, false},
+		{"a flipped bit", []string{pub, resource, tok, string(flipped)}, false},
+		{"padded", []string{pub, resource, tok, sig + "=="}, false},
+		{"non-canonical", []string{pub, resource, tok, sig[:85] + string(sig[85]+1)}, false},
+	}
+	dir := t.TempDir()
+	run := func(t *testing.T, interpreter, file, code string) {
+		path := filepath.Join(dir, file)
+		if err := os.WriteFile(path, []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cases {
+			out, err := exec.Command(interpreter, append([]string{path}, c.args...)...).CombinedOutput()
+			if valid := err == nil && strings.TrimSpace(string(out)) == "valid"; valid != c.valid {
+				t.Errorf("%s %s: got %q (%v), want valid=%v", interpreter, c.name, out, err, c.valid)
+			}
+		}
+	}
+	t.Run("node", func(t *testing.T) {
+		if _, err := exec.LookPath("node"); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatal("node is required under CI")
+			}
+			t.Skip("node not installed")
+		}
+		run(t, "node", "verify.js", docBlock(t, "js"))
+	})
+	t.Run("python", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("-short: Python starts slowly; node covers the format")
+		}
+		if exec.Command("python3", "-c", "import cryptography").Run() != nil {
+			t.Skip("python3 with cryptography not installed")
+		}
+		run(t, "python3", "verify.py", docBlock(t, "python"))
+	})
+}

@@ -1,0 +1,169 @@
+// Package signedtest is the one table of signed-token cases every guard in
+// signed mode must answer alike: the native guard types, the HTTP guard, the
+// SQL guard, the external-call guard and the server's own fence. Each test
+// adapts its guard to a Checker and calls Run, so the guards cannot drift
+// apart on what counts as a forgery.
+package signedtest
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+// Keys are fixed, so failures reproduce: Old and New are one issuer's keys
+// before and after a rotation, Other is another server's.
+var (
+	Old   = key(1)
+	New   = key(2)
+	Other = key(3)
+)
+
+func key(b byte) ed25519.PrivateKey {
+	seed := make([]byte, ed25519.SeedSize)
+	for i := range seed {
+		seed[i] = b
+	}
+	return ed25519.NewKeyFromSeed(seed)
+}
+
+// Public returns k's public key.
+func Public(k ed25519.PrivateKey) ed25519.PublicKey { return k.Public().(ed25519.PublicKey) }
+
+// Sign returns k's signature text of token on resource; it fails the test on
+// input Sign refuses.
+func Sign(t testing.TB, k ed25519.PrivateKey, resource string, token int64) string {
+	t.Helper()
+	s, err := guard.Sign(k, resource, token)
+	if err != nil {
+		t.Fatalf("Sign(%q, %d): %v", resource, token, err)
+	}
+	return s
+}
+
+// Checker presents token (with signature text sig; "" means none: an
+// unsigned presentation) to the guard under test and returns its decision.
+// Invalid input must be an error (for remote guards, a 4xx); how Required
+// is reported is the guard's: Run compares it only when the checker says it
+// reports it.
+type Checker func(resource string, token int64, sig string) (guard.Decision, error)
+
+// Options says what the guard under test can report.
+type Options struct {
+	// NoRequired: the guard does not report the mark on refusals, so Run
+	// compares only Accepted and Reason.
+	NoRequired bool
+	// AcceptedWithoutRequired: the guard reports the mark on refusals only
+	// (sqlguard.Marks, the HTTP middleware's 200).
+	AcceptedWithoutRequired bool
+}
+
+type step struct {
+	name     string
+	resource string
+	token    int64
+	sig      string
+	// want: accepted, or a refusal with reason; required is the mark.
+	accepted bool
+	reason   string
+	required int64
+	invalid  bool // input error expected
+	before   func(v *guard.Verifier)
+}
+
+// Steps returns the table. The guard must start empty, in signed mode,
+// trusting only Public(Old) through v (Run sets that up).
+func steps(t testing.TB) []step {
+	s5 := Sign(t, Old, "orders", 5)
+	// The last character of a canonical 64-byte text carries 4 unused bits;
+	// setting one gives a text that lax decoders map to the same bytes.
+	nonCanonical := s5[:len(s5)-1] + string(flipLowBit(s5[len(s5)-1]))
+	forged := strings.Repeat("A", guard.SignatureTextSize)
+	short := guard.EncodeSignature(make([]byte, guard.SignatureSize-1))
+	return []step{
+		{name: "signed grant", resource: "orders", token: 5, sig: s5, accepted: true, required: 0},
+		{name: "same grant again (cached)", resource: "orders", token: 5, sig: s5, accepted: true, required: 5},
+		{name: "unsigned", resource: "orders", token: 7, sig: "", reason: guard.ReasonBadSignature, required: 5},
+		{name: "token 5's signature with token 6", resource: "orders", token: 6, sig: s5, reason: guard.ReasonBadSignature, required: 5},
+		{name: "forged", resource: "orders", token: 100, sig: forged, reason: guard.ReasonBadSignature, required: 5},
+		{name: "truncated text", resource: "orders", token: 5, sig: s5[:len(s5)-1], reason: guard.ReasonBadSignature, required: 5},
+		{name: "63 bytes", resource: "orders", token: 5, sig: short, reason: guard.ReasonBadSignature, required: 5},
+		{name: "over-long", resource: "orders", token: 5, sig: s5 + "A", reason: guard.ReasonBadSignature, required: 5},
+		{name: "padded", resource: "orders", token: 5, sig: s5 + "==", reason: guard.ReasonBadSignature, required: 5},
+		{name: "non-canonical text of a good signature", resource: "orders", token: 5, sig: nonCanonical, reason: guard.ReasonBadSignature, required: 5},
+		{name: "standard alphabet", resource: "orders", token: 5, sig: stdAlphabet(s5), reason: guard.ReasonBadSignature, required: 5},
+		{name: "a space", resource: "orders", token: 5, sig: " " + s5[1:], reason: guard.ReasonBadSignature, required: 5},
+		{name: "resource A's signature for B", resource: "billing", token: 5, sig: s5, reason: guard.ReasonBadSignature, required: 0},
+		{name: "another server's key", resource: "orders", token: 9, sig: Sign(t, Other, "orders", 9), reason: guard.ReasonBadSignature, required: 5},
+		{name: "stale but signed", resource: "orders", token: 4, sig: Sign(t, Old, "orders", 4), reason: guard.ReasonStale, required: 5},
+		{name: "rotated: new key signs new grants", resource: "orders", token: 9, sig: Sign(t, New, "orders", 9), accepted: true, required: 5,
+			before: func(v *guard.Verifier) { must(v.Trust(Public(New))) }},
+		{name: "rotated: old grants still verify", resource: "billing", token: 3, sig: Sign(t, Old, "billing", 3), accepted: true, required: 0},
+		{name: "old grant again (cached)", resource: "billing", token: 3, sig: Sign(t, Old, "billing", 3), accepted: true, required: 3},
+		{name: "removed key: its cached grant no longer verifies", resource: "billing", token: 3, sig: Sign(t, Old, "billing", 3), reason: guard.ReasonBadSignature, required: 3,
+			before: func(v *guard.Verifier) { v.Distrust(Public(Old)) }},
+		{name: "removed key: its new grants neither", resource: "billing", token: 4, sig: Sign(t, Old, "billing", 4), reason: guard.ReasonBadSignature, required: 3},
+		{name: "the new key still works", resource: "orders", token: 9, sig: Sign(t, New, "orders", 9), accepted: true, required: 9},
+		{name: "empty resource", resource: "", token: 9, sig: Sign(t, New, "orders", 9), invalid: true},
+		{name: "token 0", resource: "orders", token: 0, sig: Sign(t, New, "orders", 9), invalid: true},
+		{name: "negative token", resource: "orders", token: -9, sig: Sign(t, New, "orders", 9), invalid: true},
+		{name: "the mark never moved for a refusal", resource: "orders", token: 9, sig: Sign(t, New, "orders", 9), accepted: true, required: 9},
+	}
+}
+
+// stdAlphabet rewrites s in the standard base64 alphabet; the fixed keys
+// make a signature that has a '-' or '_' to rewrite.
+func stdAlphabet(s string) string {
+	if !strings.ContainsAny(s, "-_") {
+		panic("signedtest: the fixed signature has no URL-only character")
+	}
+	return strings.NewReplacer("-", "+", "_", "/").Replace(s)
+}
+
+func flipLowBit(c byte) byte {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, c)
+	return alphabet[i^1]
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// Run plays the table against a guard in signed mode that trusts exactly
+// the keys of v (Run makes v trust Public(Old) first).
+func Run(t *testing.T, v *guard.Verifier, check Checker, opts Options) {
+	t.Helper()
+	if err := v.SetKeys([]ed25519.PublicKey{Public(Old)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps(t) {
+		if s.before != nil {
+			s.before(v)
+		}
+		d, err := check(s.resource, s.token, s.sig)
+		if s.invalid {
+			if err == nil {
+				t.Errorf("%s: got %+v, want an input error", s.name, d)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", s.name, err)
+			continue
+		}
+		if d.Accepted != s.accepted || d.Reason != s.reason || (!opts.NoRequired && !(opts.AcceptedWithoutRequired && d.Accepted) && d.Required != s.required) {
+			t.Errorf("%s: got accepted=%v reason=%q required=%d; want accepted=%v reason=%q required=%d",
+				s.name, d.Accepted, d.Reason, d.Required, s.accepted, s.reason, s.required)
+		}
+	}
+}
+
+// ErrInput is what a Checker may wrap for an input error it learned about
+// from a status code rather than a Go error.
+var ErrInput = errors.New("signedtest: input refused")

@@ -1,0 +1,106 @@
+package issuer
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+)
+
+// Signer signs grants: an Ed25519 signature of
+// "fenceview/v1 <resourceId> <token>" by the issuer's active key
+// (*signing.Keyring).
+type Signer interface {
+	Sign(resourceID string, token int64) (keyID, signature string, err error)
+}
+
+type signedConfig struct {
+	signer  Signer
+	cache   *guard.VerifyCache // nil without a verifier
+	require bool
+}
+
+func newSignedConfig(cfg Config) signedConfig {
+	c := signedConfig{signer: cfg.Signer, require: cfg.RequireSignatures}
+	if cfg.Verifier != nil {
+		c.cache = guard.NewVerifyCache(cfg.Verifier)
+	}
+	return c
+}
+
+// Acquire grants the lock on resourceID to holder for lease, waiting up to
+// wait for it to become free. Every grant, re-entrant ones included, takes a
+// new token, signed when the service has a Signer.
+func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
+	g, err := s.acquire(ctx, resourceID, holder, lease, wait)
+	if err != nil {
+		return g, err
+	}
+	return s.sign(g)
+}
+
+// Renew extends holder's live lease on resourceID, keeping its token. A zero
+// lease renews for the lease length of the current grant. The grant is
+// signed again (Ed25519 is deterministic: the same signature).
+func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
+	g, err := s.renew(ctx, resourceID, holder, lease)
+	if err != nil {
+		return g, err
+	}
+	return s.sign(g)
+}
+
+// presign signs g in place while its commit is in flight (finish calls it
+// after releasing the service's lock), so signing adds CPU to the caller's
+// goroutine but no latency. A failure leaves g unsigned for sign to report.
+func (s *Service) presign(g *fenceview.Grant) {
+	if s.signed.signer == nil {
+		return
+	}
+	if keyID, sig, err := s.signed.signer.Sign(g.ResourceID, g.Fencing.Token); err == nil {
+		g.Fencing.KeyID, g.Fencing.Signature = keyID, sig
+	}
+}
+
+// sign adds the key id and signature to a durable grant that has none yet
+// (a waiter's grant, served by another caller's batch). It runs outside the
+// service's lock, so signing costs the caller's goroutine, not everyone's.
+func (s *Service) sign(g fenceview.Grant) (fenceview.Grant, error) {
+	if s.signed.signer == nil || g.Fencing.Signature != "" {
+		return g, nil
+	}
+	keyID, sig, err := s.signed.signer.Sign(g.ResourceID, g.Fencing.Token)
+	if err != nil {
+		// The grant is durable and its token taken; without a signature
+		// it is useless to signed guards, so say so rather than hand it out.
+		s.log.Error("signing a grant", "resource", g.ResourceID, "token", g.Fencing.Token, "err", err)
+		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINTERNAL, "could not sign the grant")
+	}
+	g.Fencing.KeyID, g.Fencing.Signature = keyID, sig
+	return g, nil
+}
+
+// verify reports whether sig is one of this issuer's signatures of token on
+// resourceID.
+func (s *Service) verify(resourceID string, token int64, sig string) bool {
+	return s.signed.cache != nil && sig != "" && s.signed.cache.Verify(resourceID, token, sig)
+}
+
+// fenceVerified reports whether f may be compared: always without
+// RequireSignatures, else only with a valid signature.
+func (s *Service) fenceVerified(f fenceview.Fence) bool {
+	return !s.signed.require || s.verify(f.ResourceID, f.Token.Token, f.Token.Signature)
+}
+
+// verifyReports sets Proven on reports whose signature verifies: the proof
+// that their token was issued here (contract v2, token safety).
+// The caller's slice is left alone.
+func (s *Service) verifyReports(reports []fenceview.Report) []fenceview.Report {
+	out := slices.Clone(reports)
+	for i := range out {
+		out[i].Proven = s.verify(out[i].ResourceID, out[i].Token, out[i].Signature)
+	}
+	return out
+}

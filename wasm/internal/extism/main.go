@@ -1,0 +1,222 @@
+//go:build wasip1
+
+// Command extism is the WebAssembly guard as an Extism plugin
+// (guard-extism.wasm): the same rule and ledger as guard.wasm (package
+// guard/core), behind functions that take and return JSON through the
+// Extism kernel (extism:host/env), as contract v2's "Extism module" says.
+//
+// Marks and trusted keys live in the plugin instance from call to call.
+// Invalid input fails the call with an Extism error; it is never answered
+// as a decision. docs/wasm-abi.md documents it for plugin authors.
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/fenceview/fenceview/guard/core"
+)
+
+// The Extism kernel: a host-side memory the plugin reads its input from and
+// writes its output and errors into, addressed by 64-bit offsets.
+//
+//go:wasmimport extism:host/env input_length
+func inputLength() uint64
+
+//go:wasmimport extism:host/env input_load_u8
+func inputLoadU8(offset uint64) uint32
+
+//go:wasmimport extism:host/env input_load_u64
+func inputLoadU64(offset uint64) uint64
+
+//go:wasmimport extism:host/env alloc
+func extismAlloc(n uint64) uint64
+
+//go:wasmimport extism:host/env store_u8
+func storeU8(offset uint64, v uint32)
+
+//go:wasmimport extism:host/env store_u64
+func storeU64(offset uint64, v uint64)
+
+//go:wasmimport extism:host/env output_set
+func outputSet(offset, n uint64)
+
+//go:wasmimport extism:host/env error_set
+func errorSet(offset uint64)
+
+func main() {}
+
+// ledger holds the marks and the trusted keys. Extism calls a plugin
+// instance one function at a time.
+var ledger core.Ledger
+
+// maxInput bounds the JSON a call reads: the largest valid input (an id of
+// 160 bytes, each escaped as \uXXXX, and a signature) is far below it.
+const maxInput = 64 << 10
+
+// request is every function's input; each reads the fields it needs.
+// Unknown fields are ignored.
+type request struct {
+	ResourceID string `json:"resourceId"`
+	Token      int64  `json:"token"`
+	Signature  string `json:"signature"`
+	PublicKey  string `json:"publicKey"`
+}
+
+var errNotJSON = errors.New("input is not a JSON object")
+
+// input reads and parses the call's input.
+func input() (request, error) {
+	var r request
+	n := inputLength()
+	if n > maxInput {
+		return r, errors.New("input longer than " + strconv.Itoa(maxInput) + " bytes")
+	}
+	b := make([]byte, n)
+	i := uint64(0)
+	for ; i+8 <= n; i += 8 {
+		*(*uint64)(unsafe.Pointer(&b[i])) = inputLoadU64(i) // little-endian, as wasm memory
+	}
+	for ; i < n; i++ {
+		b[i] = byte(inputLoadU8(i))
+	}
+	// encoding/json would turn invalid UTF-8 into U+FFFD, making another
+	// resource id than the bytes sent: refuse it instead.
+	if !utf8.Valid(b) {
+		return r, errors.New("input is not UTF-8")
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, errors.New(errNotJSON.Error() + " of the expected fields: " + err.Error())
+	}
+	return r, nil
+}
+
+// store copies b into a new block of Extism memory and returns its offset.
+func store(b []byte) uint64 {
+	n := uint64(len(b))
+	off := extismAlloc(n)
+	i := uint64(0)
+	for ; i+8 <= n; i += 8 {
+		storeU64(off+i, *(*uint64)(unsafe.Pointer(&b[i])))
+	}
+	for ; i < n; i++ {
+		storeU8(off+i, uint32(b[i]))
+	}
+	return off
+}
+
+// reply sets the call's output (0) or its error (1), which is what the
+// exported function returns.
+func reply(out []byte, err error) int32 {
+	if err != nil {
+		errorSet(store([]byte(err.Error())))
+		return 1
+	}
+	outputSet(store(out), uint64(len(out)))
+	return 0
+}
+
+// decision is the JSON of a result: {"accepted":true} or
+// {"accepted":false,"reason":...,"required":N}.
+func decision(r core.Result, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if r.Accepted {
+		return []byte(`{"accepted":true}`), nil
+	}
+	b := append([]byte(`{"accepted":false,"reason":"`), r.Reason...)
+	b = append(b, `","required":`...)
+	b = strconv.AppendInt(b, r.Required, 10)
+	return append(b, '}'), nil
+}
+
+func mark(hwm int64, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	b := strconv.AppendInt([]byte(`{"highWaterMark":`), hwm, 10)
+	return append(b, '}'), nil
+}
+
+// b64 is the text form of keys and signatures: base64url without padding,
+// unused bits zero.
+var b64 = base64.RawURLEncoding.Strict()
+
+// decode decodes s if it is exactly the canonical text of n bytes (the
+// alphabet is checked here: the base64 package skips CR and LF).
+func decode(s string, n int) []byte {
+	if len(s) != base64.RawURLEncoding.EncodedLen(n) {
+		return nil
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return nil
+		}
+	}
+	b := make([]byte, n)
+	if m, err := b64.Decode(b, []byte(s)); err != nil || m != n {
+		return nil
+	}
+	return b
+}
+
+//go:wasmexport check
+func check() int32 {
+	r, err := input()
+	if err != nil {
+		return reply(nil, err)
+	}
+	return reply(decision(ledger.Check(r.ResourceID, r.Token)))
+}
+
+//go:wasmexport check_signed
+func checkSigned() int32 {
+	r, err := input()
+	if err != nil {
+		return reply(nil, err)
+	}
+	// A missing or malformed signature is a bad signature (a decision),
+	// not invalid input: the token may still be refused as bad-signature.
+	sig := decode(r.Signature, core.SignatureSize)
+	return reply(decision(ledger.CheckSigned(r.ResourceID, r.Token, sig)))
+}
+
+//go:wasmexport trust_key
+func trustKey() int32 {
+	r, err := input()
+	if err != nil {
+		return reply(nil, err)
+	}
+	key := decode(r.PublicKey, core.PublicKeySize)
+	if key == nil {
+		return reply(nil, errors.New(core.ErrInvalidPublicKey.Error()+": want base64url without padding of 32 bytes"))
+	}
+	if err := ledger.Trust(key); err != nil {
+		return reply(nil, err)
+	}
+	return reply([]byte(`{}`), nil)
+}
+
+//go:wasmexport seed
+func seed() int32 {
+	r, err := input()
+	if err != nil {
+		return reply(nil, err)
+	}
+	return reply(mark(ledger.Seed(r.ResourceID, r.Token)))
+}
+
+//go:wasmexport high_water
+func highWater() int32 {
+	r, err := input()
+	if err != nil {
+		return reply(nil, err)
+	}
+	return reply(mark(ledger.HighWater(r.ResourceID)))
+}

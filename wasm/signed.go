@@ -1,0 +1,131 @@
+package wasm
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/core"
+)
+
+// reasonBadSignature is the refusal of a token without a signature a
+// trusted key made for it (contract v2).
+const reasonBadSignature = core.ReasonBadSignature
+
+// ErrInvalidPublicKey is TrustKey's error for a key that is not 32 bytes,
+// and ErrTooManyKeys for a 17th key.
+var (
+	ErrInvalidPublicKey = core.ErrInvalidPublicKey
+	ErrTooManyKeys      = core.ErrTooManyKeys
+)
+
+// TrustKey puts the guard in signed mode and trusts key, a raw 32-byte
+// Ed25519 public key (as GET /v1/signing-keys publishes it, decoded). From
+// then on only CheckSigned can accept a token: Check and CheckHandle refuse
+// every token with reason bad-signature, and marks never move for them.
+// Every instance trusts the key.
+func (g *Guard) TrustKey(key []byte) error {
+	if len(key) != core.PublicKeySize {
+		return ErrInvalidPublicKey
+	}
+	for _, s := range g.shards {
+		if err := s.trust(key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *shard) trust(key []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure != nil {
+		return s.failure
+	}
+	if !s.mem.Write(s.scratch, key) {
+		return s.fail(fmt.Errorf("scratch buffer outside memory"))
+	}
+	s.stack[0], s.stack[1] = uint64(s.scratch), uint64(len(key))
+	if err := s.trustKey.CallWithStack(context.Background(), s.stack[:]); err != nil {
+		return s.fail(err)
+	}
+	switch v := int64(s.stack[0]); v {
+	case 0:
+		return nil
+	case CodeInvalidKey:
+		return ErrInvalidPublicKey
+	case CodeTooManyKeys:
+		return ErrTooManyKeys
+	default:
+		return s.fail(fmt.Errorf("guard_trust_key: code %d", v))
+	}
+}
+
+// sigText is the text form of signatures: base64url without padding, with
+// unused bits zero, so each signature has one text.
+var sigText = base64.RawURLEncoding.Strict()
+
+// CheckSigned presents a token with the text of its signature (base64url
+// without padding, as in X-Fencing-Signature and grants' "signature"). Once
+// a key is trusted (TrustKey) the signature must be a trusted key's for
+// exactly this resource and token, or the token is refused with reason
+// bad-signature and not compared; the guest remembers a verified (resource,
+// token, signature), so a holder's repeated writes cost a comparison of
+// bytes, not a verification. Before any key is trusted the signature is
+// ignored. Invalid ids and tokens are errors, as for Check.
+func (g *Guard) CheckSigned(resourceID string, token int64, sig string) (guard.Decision, error) {
+	var raw []byte
+	if len(sig) == sigText.EncodedLen(core.SignatureSize) && base64URL(sig) {
+		if b, err := sigText.DecodeString(sig); err == nil {
+			raw = b
+		}
+	}
+	return g.CheckSignedBytes(resourceID, token, raw)
+}
+
+// base64URL reports whether s uses only the base64url alphabet (the
+// decoder would skip CR and LF).
+func base64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckSignedBytes is CheckSigned with the raw 64-byte signature; any other
+// length is a bad signature.
+func (g *Guard) CheckSignedBytes(resourceID string, token int64, sig []byte) (guard.Decision, error) {
+	s := g.shardFor(resourceID)
+	s.mu.Lock()
+	d, err := s.checkSignedCall(resourceID, token, sig)
+	s.mu.Unlock()
+	if err == nil && g.reporter != nil {
+		g.reporter.Report(resourceID, d)
+	}
+	return d, err
+}
+
+// checkSignedCall is guard_check_signed with the id and the signature in
+// the scratch buffer. s.mu is held.
+func (s *shard) checkSignedCall(resourceID string, token int64, sig []byte) (guard.Decision, error) {
+	if s.failure != nil {
+		return guard.Decision{}, s.failure
+	}
+	if len(resourceID) > sigOffset {
+		// Cannot be a valid id (the guest would say the same).
+		return guard.Decision{}, s.err(CodeInvalidResource, nil, resourceID, token)
+	}
+	if len(sig) != core.SignatureSize {
+		sig = nil // bad whatever it is; the guest need not read it
+	}
+	if len(resourceID) > 0 && !s.mem.WriteString(s.scratch, resourceID) || !s.mem.Write(s.scratch+sigOffset, sig) {
+		return guard.Decision{}, s.fail(fmt.Errorf("scratch buffer outside memory"))
+	}
+	s.stack = [5]uint64{uint64(s.scratch), uint64(len(resourceID)), uint64(token), uint64(s.scratch + sigOffset), uint64(len(sig))}
+	err := s.checkSigned.CallWithStack(context.Background(), s.stack[:])
+	return s.decision(int64(s.stack[0]), err, resourceID, token)
+}
