@@ -10,7 +10,8 @@ const (
 	EINVALID      = "invalid"      // bad input; nothing changed
 	ECONFLICT     = "conflict"     // refused by the lock or the guard
 	ENOTFOUND     = "not_found"    // no such thing
-	EUNAUTHORIZED = "unauthorized" // admin token missing or wrong
+	EUNAUTHORIZED = "unauthorized" // credential missing, unknown or revoked
+	EFORBIDDEN    = "forbidden"    // a known credential not allowed this, or a cross-site request
 	ETOOLARGE     = "too_large"    // a body or batch over its limit
 	EUNAVAILABLE  = "unavailable"  // the durable record could not be written
 	EINTERNAL     = "internal"     // a bug or an unexpected failure

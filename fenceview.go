@@ -64,6 +64,7 @@ type Resource struct {
 	HighWaterMark   int64
 	LastToken       int64
 	Holder          string
+	Owner           string // the key that holds the lock with auth on; never shown
 	HoldCount       int
 	Token           int64 // token of the current grant, 0 when free
 	ExpiresAt       time.Time
@@ -121,6 +122,9 @@ type RejectionFilter struct {
 	Until      time.Time
 	Before     Cursor
 	Limit      int
+	// Prefixes, when not empty, keeps only resources whose id starts with
+	// one of them (a key limited to some resources).
+	Prefixes []string
 }
 
 // Cursor is a place in the rejection history: the time and sequence number

@@ -62,6 +62,7 @@ type Client struct {
 	base  *url.URL
 	hc    *http.Client
 	admin string
+	key   string // sent with every call (WithKey)
 	clock Clock
 	lease time.Duration
 	rpc   *rpcPool // nil: every call is its own HTTP request
@@ -77,6 +78,20 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 
 // WithAdminToken sets the bearer token sent with admin calls (ForceExpire).
 func WithAdminToken(token string) Option { return func(c *Client) { c.admin = token } }
+
+// WithKey sends key (an API key's secret, or the admin token) as the
+// credential of every call, the RPC stream included. A server with auth on
+// answers calls without one with ErrUnauthorized.
+func WithKey(key string) Option { return func(c *Client) { c.key = key } }
+
+// credential is the bearer secret of ordinary calls: the key, else the
+// admin token (an admin credential too).
+func (c *Client) credential() string {
+	if c.key != "" {
+		return c.key
+	}
+	return c.admin
+}
 
 // WithClock sets the clock the watchdog schedules renewals and measures
 // leases with. Tests pass a fake clock so that no test sleeps.
@@ -172,6 +187,9 @@ func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *u
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if req.Header.Get("Authorization") == "" && c.credential() != "" {
+		req.Header.Set("Authorization", "Bearer "+c.credential())
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err
@@ -183,7 +201,7 @@ func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *u
 	if err != nil {
 		return fmt.Errorf("fenceview: reading response: %w", err)
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
 		if errFor != nil {
 			if err := errFor(resp.StatusCode, raw, resp.Header); err != nil {
 				return err

@@ -354,19 +354,24 @@ func TestFence(t *testing.T) {
 
 func TestForceExpireNeedsAdminToken(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"})
+	srv, admin := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
+	k, err := admin.CreateKey(ctx, "worker", "client", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := client.New(srv.URL, client.WithKey(k.Secret), client.WithClock(srv.Clock()))
 	m := c.Mutex("r", "a")
 	if _, err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	err := c.ForceExpire(ctx, "r")
+	err = c.ForceExpire(ctx, "r")
 	var ae *client.APIError
-	if !errors.Is(err, client.ErrUnauthorized) || !errors.As(err, &ae) || ae.StatusCode != 401 {
-		t.Fatalf("ForceExpire without token = %v", err)
+	if !errors.Is(err, client.ErrUnauthorized) || !errors.As(err, &ae) || ae.StatusCode != 403 {
+		t.Fatalf("ForceExpire with a client key = %v, want 403", err)
 	}
 	wrong, _ := client.New(srv.URL, client.WithAdminToken("nope"))
-	if err := wrong.ForceExpire(ctx, "r"); !errors.Is(err, client.ErrUnauthorized) {
-		t.Fatalf("wrong token = %v", err)
+	if err := wrong.ForceExpire(ctx, "r"); !errors.Is(err, client.ErrUnauthorized) || !errors.As(err, &ae) || ae.StatusCode != 401 {
+		t.Fatalf("wrong token = %v, want 401", err)
 	}
 	if st, _ := m.State(ctx); !st.Locked {
 		t.Fatal("unauthorised expire freed the lock")

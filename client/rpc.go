@@ -108,7 +108,11 @@ func (p *rpcPool) session(ctx context.Context, c *Client) (*rpcSession, error) {
 		dialer.TLSClientConfig = tr.TLSClientConfig
 		dialer.Proxy = tr.Proxy
 	}
-	ws, _, err := dialer.DialContext(ctx, u.String(), nil)
+	var h http.Header
+	if cred := c.credential(); cred != "" {
+		h = http.Header{"Authorization": {"Bearer " + cred}}
+	}
+	ws, _, err := dialer.DialContext(ctx, u.String(), h)
 	if err != nil {
 		return nil, fmt.Errorf("fenceview: rpc stream: %w", err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/web"
 )
@@ -55,6 +56,8 @@ type Handler struct {
 	History History
 	Now     func() time.Time // the service's clock, for lease countdowns
 	Logger  *slog.Logger
+	// Sessions, when set, log people in with a key (login.go).
+	Sessions Sessions
 
 	// A burst of stale writes: at least BurstThreshold stale-token
 	// rejections within BurstWindow raises a warning on every page.
@@ -133,6 +136,9 @@ func (h *Handler) Register(r Router) {
 	r.Handle("GET /static/", http.HandlerFunc(h.static))
 	r.Handle("GET /holders/{holder}", http.HandlerFunc(h.holder))
 	r.Handle("GET /status", http.HandlerFunc(h.metricsPage))
+	r.Handle("GET /login", http.HandlerFunc(h.loginForm))
+	r.Handle("POST /login", http.HandlerFunc(h.login))
+	r.Handle("POST /logout", http.HandlerFunc(h.logout))
 }
 
 // assetURL is the URL of a static file with its content hash, so a new
@@ -195,14 +201,19 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 		BurstThreshold: h.BurstThreshold,
 		BurstWindowMs:  h.BurstWindow.Milliseconds(),
 	}
+	p := auth.FromContext(ctx)
+	m.User = p.Name
+	if p == auth.Everyone {
+		m.User = ""
+	}
 	for _, res := range h.Locks.Resources() {
-		if behind(res) {
+		if behind(res) && p.Sees(res.ResourceID) {
 			m.Behind = append(m.Behind, res)
 		}
 	}
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
-			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold,
+			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,
 		})
 		if err != nil {
 			h.Logger.Error("counting recent stale writes", "err", err)

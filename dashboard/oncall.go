@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/sqlite"
@@ -36,6 +37,14 @@ type Counts interface {
 type Choice struct {
 	Value string
 	Count int64
+}
+
+// Label is the option's text: the value and its count, when known.
+func (c Choice) Label() string {
+	if c.Count < 0 {
+		return c.Value
+	}
+	return c.Value + " (" + strconv.FormatInt(c.Count, 10) + ")"
 }
 
 // choicesMax bounds the sources and resources offered in choice lists.
@@ -259,7 +268,8 @@ func (h *Handler) holder(w http.ResponseWriter, r *http.Request) {
 	d := HolderData{Meta: h.meta(r.Context(), holder, ""), Holder: holder}
 	d.Page = "holder"
 	now := h.Now()
-	p := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortHolder, After: &issuer.ResourceKey{Str: holder}, Limit: holderRowsMax + 1})
+	p := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortHolder, After: &issuer.ResourceKey{Str: holder}, Limit: holderRowsMax + 1,
+		Sees: sees(auth.FromContext(r.Context()))})
 	for _, res := range p.Resources {
 		if res.Holder != holder {
 			break
@@ -295,6 +305,10 @@ type MetricValue struct {
 }
 
 func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request) {
+	if !auth.FromContext(r.Context()).Unrestricted() {
+		h.errorPage(w, r, http.StatusForbidden, "Not for this key", "The metrics count every resource; this key sees only some of them.")
+		return
+	}
 	d := MetricsData{Meta: h.meta(r.Context(), "Metrics", "metrics"), M: h.Select.Metrics()}
 	d.Page = "metrics"
 	var err error

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/issuer"
 )
@@ -30,6 +31,8 @@ type Meta struct {
 	Burst          int                  // stale writes in the window, when a burst
 	BurstThreshold int
 	BurstWindowMs  int64
+
+	User string // the name of the key logged in with, when auth is on
 }
 
 // ResourceRow is one line of the overview table.
@@ -62,6 +65,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	d := OverviewData{Meta: h.meta(r.Context(), "Overview", "overview"), PageSize: h.TableSize}
 	d.Page, d.LastSeq = "overview", last
 	now := h.Now()
+	p := auth.FromContext(r.Context())
 	t, after, err := parseTable(r.URL.Query())
 	d.Table = t
 	status := http.StatusOK
@@ -69,9 +73,16 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.TableError, status = err.Error(), http.StatusBadRequest
 		d.Table, after = TableQuery{Sort: "id", Range: t.Range}, nil
 	}
-	page := h.Select.SelectResources(issuer.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize})
-	m := h.Select.Metrics()
-	d.Matched, d.Total, d.Held = page.Matched, m.Resources, int64(m.Held)
+	page := h.Select.SelectResources(issuer.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Sees: sees(p)})
+	d.Matched = page.Matched
+	if p.Unrestricted() {
+		m := h.Select.Metrics()
+		d.Total, d.Held = m.Resources, int64(m.Held)
+	} else {
+		// Totals and rates span every resource: a key limited to some
+		// prefixes sees only its own rows.
+		d.Total = -1
+	}
 	for _, res := range page.Resources {
 		row := ResourceRow{Resource: res}
 		if res.Holder != "" {
@@ -88,9 +99,11 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.NextURL = d.Table.url(func(c *TableQuery) { c.After = next })
 	}
 	d.FirstURL = d.Table.url(func(c *TableQuery) { c.After = "" })
-	if d.Rates, err = h.rates(r.Context(), d.Table.Range); err != nil {
-		h.serverError(w, r, err)
-		return
+	if p.Unrestricted() {
+		if d.Rates, err = h.rates(r.Context(), d.Table.Range); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
 	}
 	if h.FeedSize > 0 && last > 0 {
 		events, err := h.History.EventsAfter(r.Context(), max(last-int64(h.FeedSize), 0), "", h.FeedSize)
@@ -99,12 +112,12 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for i := len(events) - 1; i >= 0; i-- {
-			if events[i].Seq <= last {
+			if events[i].Seq <= last && p.Sees(events[i].ResourceID) {
 				d.Feed = append(d.Feed, events[i])
 			}
 		}
 	}
-	refusals, err := h.History.Rejections(r.Context(), fenceview.RejectionFilter{Limit: refusalsShown})
+	refusals, err := h.History.Rejections(r.Context(), fenceview.RejectionFilter{Limit: refusalsShown, Prefixes: p.Resources})
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -138,6 +151,10 @@ func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 	if err := guard.ValidateResourceID(id); err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, "Not a resource id",
 			"A resource id is 1 to 160 bytes of UTF-8 without control characters.")
+		return
+	}
+	if !auth.FromContext(r.Context()).Sees(id) {
+		h.forbidden(w, r)
 		return
 	}
 	last := h.Locks.LastSeq()
@@ -196,6 +213,16 @@ var knownReasons = []string{guard.ReasonStale, guard.ReasonUnissued, guard.Reaso
 // choices fills the filter's choice lists: every reason recorded (and the
 // documented ones), the most frequent sources, the most refused resources.
 func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
+	p := auth.FromContext(ctx)
+	if !p.Unrestricted() {
+		// Counts span every resource: a limited key gets the documented
+		// reasons and its own most refused resources, without counts.
+		for _, k := range knownReasons {
+			d.Reasons = append(d.Reasons, Choice{k, -1})
+		}
+		d.Resources = h.mostRefused(p)
+		return nil
+	}
 	names, counts, err := h.Counts.RejectionReasons(ctx)
 	if err != nil {
 		return err
@@ -215,28 +242,48 @@ func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 	for i, n := range names {
 		d.Sources = append(d.Sources, Choice{n, counts[i]})
 	}
-	p := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortRejected, Desc: true, Limit: choicesMax})
-	for _, r := range p.Resources {
+	d.Resources = h.mostRefused(p)
+	return nil
+}
+
+func (h *Handler) mostRefused(p *auth.Principal) []Choice {
+	var out []Choice
+	page := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortRejected, Desc: true, Limit: choicesMax, Sees: sees(p)})
+	for _, r := range page.Resources {
 		if r.Rejected > 0 {
-			d.Resources = append(d.Resources, Choice{r.ResourceID, r.Rejected})
+			out = append(out, Choice{r.ResourceID, r.Rejected})
 		}
 	}
-	return nil
+	return out
+}
+
+// sees is the principal's filter for SelectResources: nil when it sees
+// everything, so the common case pays nothing.
+func sees(p *auth.Principal) func(string) bool {
+	if p.Unrestricted() {
+		return nil
+	}
+	return p.Sees
 }
 
 func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
 	d := RejectionsData{Meta: h.meta(r.Context(), "Rejections", "rejections")}
 	d.Page = "rejections"
+	p := auth.FromContext(r.Context())
 	if err := h.choices(r.Context(), &d); err != nil {
 		h.serverError(w, r, err)
 		return
 	}
 	q := r.URL.Query()
 	d.Form = FilterForm{Resource: q.Get("resource"), Reason: q.Get("reason"), Source: q.Get("source"), Since: q.Get("since"), Until: q.Get("until")}
-	f, err := h.parseFilter(q)
+	f, err := h.parseFilter(r.Context(), q)
 	if err != nil {
 		d.Error = fenceview.ErrorMessage(err)
 		h.render(w, r, http.StatusBadRequest, RejectionsPage(d))
+		return
+	}
+	if f.ResourceID != "" && !p.Sees(f.ResourceID) {
+		h.forbidden(w, r)
 		return
 	}
 	d.Form.Since, d.Form.Until = formTime(f.Since), formTime(f.Until)
@@ -258,9 +305,13 @@ func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
 // rejectionsCSV exports every rejection the filter matches (from the
 // cursor on, when one is given), newest first, up to CSVMax rows.
 func (h *Handler) rejectionsCSV(w http.ResponseWriter, r *http.Request) {
-	f, err := h.parseFilter(r.URL.Query())
+	f, err := h.parseFilter(r.Context(), r.URL.Query())
 	if err != nil {
 		h.errorPage(w, r, http.StatusBadRequest, "Bad filter", fenceview.ErrorMessage(err))
+		return
+	}
+	if f.ResourceID != "" && !auth.FromContext(r.Context()).Sees(f.ResourceID) {
+		h.forbidden(w, r)
 		return
 	}
 	f.Limit = csvPage
@@ -319,7 +370,7 @@ var localTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1
 
 // parseFilter reads the filter with the API's rules, also taking the
 // zone-less times of the form's datetime inputs as UTC.
-func (h *Handler) parseFilter(q url.Values) (fenceview.RejectionFilter, error) {
+func (h *Handler) parseFilter(ctx context.Context, q url.Values) (fenceview.RejectionFilter, error) {
 	q2 := url.Values{}
 	for k, v := range q {
 		q2[k] = v
@@ -335,7 +386,15 @@ func (h *Handler) parseFilter(q url.Values) (fenceview.RejectionFilter, error) {
 	if q.Get("limit") == "" {
 		q2.Set("limit", strconv.Itoa(h.PageSize))
 	}
-	return fenceview.ParseRejectionFilter(q2)
+	f, err := fenceview.ParseRejectionFilter(q2)
+	// A key limited to some resources sees their rejections only.
+	f.Prefixes = auth.FromContext(ctx).Resources
+	return f, err
+}
+
+func (h *Handler) forbidden(w http.ResponseWriter, r *http.Request) {
+	h.errorPage(w, r, http.StatusForbidden, "Not for this key",
+		"The key you logged in with may not see this resource.")
 }
 
 // filterQuery is the query string of f, with a cursor unless before is zero.

@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 )
 
@@ -44,7 +45,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "resource: %v", err))
 			return
 		}
+		if err := seeResource(r.Context(), resource); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
+	p := auth.FromContext(r.Context())
 	since := int64(-1)
 	if v := q.Get("since"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -114,10 +120,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 					done = true // the rest arrives live
 					break
 				}
+				last = e.Seq
+				if !p.Sees(e.ResourceID) {
+					continue
+				}
 				if err := write(encodeEvent(e)); err != nil {
 					return
 				}
-				last = e.Seq
 			}
 			if err := out.Flush(); err != nil {
 				return
@@ -134,14 +143,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				oldest = batch[0].PublishedAt
 			}
 			for more := true; more; {
-				for _, p := range batch {
-					if p.Seq <= last {
+				for _, e := range batch {
+					if e.Seq <= last || !p.Sees(e.ResourceID) {
 						continue
 					}
-					if err := write(p.Encoded(encodeEvent)); err != nil {
+					if err := write(e.Encoded(encodeEvent)); err != nil {
 						return
 					}
-					last = p.Seq
+					last = e.Seq
 				}
 				select {
 				case batch = <-sub.Events():
@@ -169,7 +178,19 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-gone:
 			return
+		case <-p.Revoked():
+			closeRevoked(conn, out)
+			return
 		}
+	}
+}
+
+// closeRevoked ends a stream whose key was revoked, saying why.
+func closeRevoked(conn *websocket.Conn, out interface{ Flush() error }) {
+	conn.WriteControl(websocket.CloseMessage,
+		websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "key revoked"), time.Now().Add(writeWait))
+	if out != nil {
+		out.Flush()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
 )
@@ -18,13 +19,13 @@ type lockRequest struct {
 }
 
 // pathResource is the route's {resource}, validated as every entry point
-// validates resource ids.
+// validates resource ids, and within the caller's resource prefixes.
 func pathResource(r *http.Request) (string, error) {
 	resource := r.PathValue("resource")
 	if err := guard.ValidateResourceID(resource); err != nil {
 		return "", fenceview.Errorf(fenceview.EINVALID, "%v", err)
 	}
-	return resource, nil
+	return resource, seeResource(r.Context(), resource)
 }
 
 // parseLockRequest reads the body of acquire, renew and release.
@@ -155,7 +156,12 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
-	ls, err := s.Service.Lock(r.PathValue("resource"))
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ls, err := s.Service.Lock(resource)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -321,6 +327,10 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: token and accepted are required", i))
 			return
 		}
+		if err := seeResource(r.Context(), d.ResourceID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		rep := fenceview.Report{ResourceID: d.ResourceID, Token: d.Token.Value, Accepted: *d.Accepted,
 			Required: d.Required.Value, Reason: d.Reason, Source: d.Source, Signature: d.Signature}
 		if len(d.Signature) > maxSignatureLen {
@@ -347,15 +357,23 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 	all := s.Service.Resources()
+	p := auth.FromContext(r.Context())
 	out := make([]resourceBody, 0, len(all))
 	for _, res := range all {
-		out = append(out, resourceWire(res))
+		if p.Sees(res.ResourceID) {
+			out = append(out, resourceWire(res))
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"resources": out})
 }
 
 func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
-	res, err := s.Service.Resource(r.PathValue("resource"))
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.Service.Resource(resource)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -365,10 +383,14 @@ func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
 	f, err := fenceview.ParseRejectionFilter(r.URL.Query())
+	if err == nil && f.ResourceID != "" {
+		err = seeResource(r.Context(), f.ResourceID)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	f.Prefixes = auth.FromContext(r.Context()).Resources
 	events, err := s.History.Rejections(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/wire"
 )
@@ -74,6 +75,16 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	source := "rpc:" + clientHost(r)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
+	go func() {
+		// A revoked key's connection ends at once; the reader below then
+		// stops taking requests.
+		select {
+		case <-auth.FromContext(ctx).Revoked():
+			closeRevoked(conn, nil)
+			conn.Close()
+		case <-ctx.Done():
+		}
+	}()
 
 	answers := make(chan []byte, 256)
 	writerDone := make(chan struct{})
@@ -124,6 +135,9 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest) (int, any) {
 	if err := guard.ValidateResourceID(req.Resource); err != nil {
 		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "%v", err))
 	}
+	if err := rpcAllowed(ctx, req); err != nil {
+		return s.errorBody(ctx, err)
+	}
 	switch req.Op {
 	case "acquire", "renew", "release":
 		lr := lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
@@ -152,6 +166,23 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest) (int, any) {
 		return http.StatusOK, lockWire(ls)
 	}
 	return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be acquire, renew, release, fence or lock"))
+}
+
+// rpcAllowed applies the caller's role and prefixes to one request, as
+// admit and pathResource do for the JSON API.
+func rpcAllowed(ctx context.Context, req rpcRequest) error {
+	action := auth.Lock
+	switch req.Op {
+	case "fence":
+		action = auth.Fence
+	case "lock":
+		action = auth.Read
+	}
+	p := auth.FromContext(ctx)
+	if !p.Allows(action) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
+	}
+	return seeResource(ctx, req.Resource)
 }
 
 func encodeAnswer(a rpcAnswer) []byte {

@@ -3,13 +3,13 @@ package httpapi
 
 import (
 	"context"
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/wasm/modules"
@@ -47,7 +47,7 @@ var _ Service = (*issuer.Service)(nil)
 type Server struct {
 	Service    Service
 	History    History
-	AdminToken string // when set, admin routes need "Authorization: Bearer <token>"
+	AdminToken string // when set and Auth is nil, auth is on with this token alone
 	Logger     *slog.Logger
 	// Metrics serves GET /metrics; StreamLag is told how long each burst of
 	// events waited before going out to a stream client. Both optional.
@@ -56,7 +56,13 @@ type Server struct {
 	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
 	SigningKeys SigningKeys
 
+	// Access control (access.go): nil Auth and no AdminToken is auth off.
+	Auth         Credentials
+	Sessions     SessionStore
+	AllowedHosts *HostList // with auth off, the Host names answered; nil: any
+
 	mux *http.ServeMux
+	adminState
 }
 
 // New returns a server with every API route registered. More routes (the
@@ -86,6 +92,7 @@ func New(svc Service, history History, logger *slog.Logger) *Server {
 	}
 	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
 	s.registerSigning()
+	s.registerKeys()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }
@@ -103,6 +110,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fenceview.Errorf(fenceview.EINTERNAL, "internal error"))
 		}
 	}()
+	r, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
 	s.mux.ServeHTTP(w, r)
 }
 
@@ -110,7 +121,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // would have matched, 404 otherwise, both as JSON.
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
 		if m == r.Method {
 			continue
 		}
@@ -128,14 +139,11 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such route: " + r.Method + " " + r.URL.Path})
 }
 
-// requireAdmin checks the admin bearer token when one is configured.
+// requireAdmin checks, again, what admit checked by the route: the caller
+// may manage the server.
 func (s *Server) requireAdmin(r *http.Request) error {
-	if s.AdminToken == "" {
-		return nil
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.AdminToken)) != 1 {
-		return fenceview.Errorf(fenceview.EUNAUTHORIZED, "admin token required (Authorization: Bearer <token>)")
+	if !auth.FromContext(r.Context()).Allows(auth.Manage) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "admin only")
 	}
 	return nil
 }
@@ -147,6 +155,8 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case fenceview.EUNAUTHORIZED:
 		return http.StatusUnauthorized
+	case fenceview.EFORBIDDEN:
+		return http.StatusForbidden
 	case fenceview.ENOTFOUND:
 		return http.StatusNotFound
 	case fenceview.ECONFLICT:

@@ -61,8 +61,9 @@ func (b *batch) event(e fenceview.Event) {
 	b.events = append(b.events, e)
 }
 
-// grant gives the lock to holder with a new token.
-func (b *batch) grant(w *state, holder string, leaseMs int64) (fenceview.Grant, error) {
+// grant gives the lock to holder (of owner, the caller's key) with a new
+// token.
+func (b *batch) grant(w *state, holder, owner string, leaseMs int64) (fenceview.Grant, error) {
 	token, err := nextToken(&w.res)
 	if err != nil {
 		return fenceview.Grant{}, err
@@ -73,6 +74,7 @@ func (b *batch) grant(w *state, holder string, leaseMs int64) (fenceview.Grant, 
 	} else {
 		r.Holder, r.HoldCount = holder, 1
 	}
+	r.Owner = owner
 	r.LastToken, r.Token = token, token
 	r.LeaseMs = leaseMs
 	r.GrantedAt = b.now
@@ -84,7 +86,7 @@ func (b *batch) grant(w *state, holder string, leaseMs int64) (fenceview.Grant, 
 
 func (b *batch) free(w *state) {
 	r := &w.res
-	r.Holder, r.HoldCount, r.Token = "", 0, 0
+	r.Holder, r.Owner, r.HoldCount, r.Token = "", "", 0, 0
 	r.ExpiresAt, r.GrantedAt = time.Time{}, time.Time{}
 }
 
@@ -112,7 +114,7 @@ func (b *batch) handOff(w *state) {
 	}
 	next := w.waiters[0]
 	w.waiters = w.waiters[1:]
-	g, err := b.grant(w, next.holder, next.leaseMs)
+	g, err := b.grant(w, next.holder, next.owner, next.leaseMs)
 	if err != nil {
 		return // tokens exhausted: the waiter times out like any other
 	}

@@ -95,6 +95,7 @@ type state struct {
 
 type waiter struct {
 	holder  string
+	owner   string
 	leaseMs int64
 	result  chan waitResult // buffered; written once, or closed on shutdown
 }
@@ -211,11 +212,12 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 	if err := s.lockForChange(); err != nil {
 		return fenceview.Grant{}, err
 	}
+	owner := ownerOf(ctx)
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
-	if w.res.Holder == holder || (w.res.Holder == "" && len(w.waiters) == 0) {
-		g, err := b.grant(w, holder, lease.Milliseconds())
+	if (w.res.Holder == holder && w.res.Owner == owner) || (w.res.Holder == "" && len(w.waiters) == 0) {
+		g, err := b.grant(w, holder, owner, lease.Milliseconds())
 		if err != nil {
 			s.mu.Unlock()
 			return g, err
@@ -231,7 +233,7 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 		}
 		return fenceview.Grant{}, held
 	}
-	wt := &waiter{holder: holder, leaseMs: lease.Milliseconds(), result: make(chan waitResult, 1)}
+	wt := &waiter{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), result: make(chan waitResult, 1)}
 	w.waiters = append(w.waiters, wt)
 	s.waiting++
 	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs
@@ -293,9 +295,12 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
-	if w.res.Holder != holder {
+	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
 		if err := s.finish(b); err != nil {
 			return fenceview.Grant{}, err
+		}
+		if w.res.Holder == holder {
+			return fenceview.Grant{}, errNotOwner
 		}
 		return fenceview.Grant{}, fenceview.Errorf(fenceview.ECONFLICT, "lock not held")
 	}
@@ -328,11 +333,11 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
-	if w.res.Holder != holder {
+	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
 		if err := s.finish(b); err != nil {
 			return 0, err
 		}
-		return 0, fenceview.Errorf(fenceview.ECONFLICT, "not lock owner")
+		return 0, errNotOwner
 	}
 	token := w.res.Token
 	w.res.HoldCount--

@@ -32,6 +32,9 @@ type ResourceQuery struct {
 	Desc   bool
 	After  *ResourceKey
 	Limit  int
+	// Sees, when set, leaves out resources it refuses (a key limited to
+	// some prefixes); they are not counted in Matched either.
+	Sees func(resourceID string) bool
 }
 
 // ResourceKey is a position in a sort order: the sort value of a resource
@@ -73,7 +76,7 @@ func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
 	s.mu.Lock()
 	now := s.clock.Now()
 	for id, st := range s.resources {
-		if !strings.HasPrefix(id, q.Prefix) {
+		if !strings.HasPrefix(id, q.Prefix) || (q.Sees != nil && !q.Sees(id)) {
 			continue
 		}
 		page.Matched++

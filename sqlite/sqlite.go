@@ -49,14 +49,14 @@ type DB struct {
 
 const upsertResourceSQL = `
 		INSERT INTO resources (resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
-		                       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		                       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id) DO UPDATE SET
 			last_token = excluded.last_token, high_water_mark = excluded.high_water_mark,
 			holder = excluded.holder, hold_count = excluded.hold_count, grant_token = excluded.grant_token, lease_ms = excluded.lease_ms,
 			granted_at = excluded.granted_at, expires_at = excluded.expires_at,
 			accepted = excluded.accepted, rejected = excluded.rejected,
-			last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm`
+			last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm, owner = excluded.owner`
 
 const insertEventSQL = `
 		INSERT INTO events (seq, type, resource_id, token, holder, presented, required, reason, source, at)
@@ -205,7 +205,7 @@ func (db *DB) Issuer(ctx context.Context, want string) (string, error) {
 func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 	rows, err := db.read.QueryContext(ctx, `
 		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
-		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm
+		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner
 		FROM resources`)
 	if err != nil {
 		return nil, err
@@ -216,7 +216,7 @@ func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 		var r fenceview.Resource
 		var granted, expires, lastRej sql.NullInt64
 		if err := rows.Scan(&r.ResourceID, &r.LastToken, &r.HighWaterMark, &r.Holder, &r.HoldCount, &r.Token, &r.LeaseMs,
-			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej, &r.CounterAlarm); err != nil {
+			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej, &r.CounterAlarm, &r.Owner); err != nil {
 			return nil, err
 		}
 		r.GrantedAt, r.ExpiresAt, r.LastRejectionAt = fromMs(granted), fromMs(expires), fromMs(lastRej)
@@ -269,7 +269,7 @@ func (db *DB) upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenc
 			holder = r.Holder
 		}
 		if _, err := stmt.ExecContext(ctx, r.ResourceID, r.LastToken, r.HighWaterMark, holder, r.HoldCount, r.Token, r.LeaseMs,
-			toMs(r.GrantedAt), toMs(r.ExpiresAt), r.Accepted, r.Rejected, toMs(r.LastRejectionAt), r.CounterAlarm); err != nil {
+			toMs(r.GrantedAt), toMs(r.ExpiresAt), r.Accepted, r.Rejected, toMs(r.LastRejectionAt), r.CounterAlarm, r.Owner); err != nil {
 			return err
 		}
 	}
@@ -301,6 +301,9 @@ func (db *DB) Rejections(ctx context.Context, f fenceview.RejectionFilter) ([]fe
 	var args []any
 	if f.ResourceID != "" {
 		where, args = append(where, `resource_id = ?`), append(args, f.ResourceID)
+	}
+	if len(f.Prefixes) > 0 {
+		where, args = prefixWhere(where, args, f.Prefixes)
 	}
 	if f.Reason != "" {
 		where, args = append(where, `reason = ?`), append(args, f.Reason)

@@ -20,7 +20,8 @@ type Server struct {
 	URL string
 	// Client makes the requests; nil means a client of its own.
 	Client *http.Client
-	// Token, when set, is sent as "Authorization: Bearer <Token>".
+	// Token, when set, is sent as "Authorization: Bearer <Token>": an API
+	// key of the guard role (or the admin token) for a server with auth on.
 	Token string
 }
 

@@ -64,6 +64,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	prefix := fs.String("prefix", "", "resource id prefix (default: load-<random>, fresh resources every run)")
 	seed := fs.Uint64("seed", 1, "seed of the clients' choices of resource and operation")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	key := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "API key (client role) for a server with auth on (env FENCEVIEW_KEY)")
 	transport := fs.String("transport", "http", "how requests are sent: http (hand-built JSON API requests, one keep-alive connection per client), client (the Go client over HTTP) or rpc (the Go client over the RPC stream, one multiplexed websocket)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceload [flags]\n\nLoad a fenceview server and check its tokens.\n\n")
@@ -93,9 +94,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	var drv load.Driver
 	switch *transport {
 	case "http":
-		drv, err = load.NewHTTP(*url)
+		var h *load.HTTP
+		if h, err = load.NewHTTP(*url); err == nil {
+			h.Key, drv = *key, h
+		}
 	case "client", "rpc":
-		drv, err = load.NewGoClient(*url, *transport == "rpc")
+		var g *load.GoClient
+		if g, err = load.NewGoClient(*url, *transport == "rpc"); err == nil {
+			g.Key, drv = *key, g
+		}
 	default:
 		err = fmt.Errorf("-transport %q: want http, client or rpc", *transport)
 	}

@@ -48,7 +48,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"renew: no body", "POST", "/v1/locks/held/renew", nil, nil, 400},
 		{"release: not owner", "POST", "/v1/locks/held/release", `{"holder":"thief"}`, nil, 409},
 		{"release: holder null", "POST", "/v1/locks/held/release", `{"holder":null}`, nil, 400},
-		{"expire: no admin token", "POST", "/v1/locks/held/expire", nil, nil, 401},
+		{"expire: no admin token", "POST", "/v1/locks/held/expire", nil, []string{"Authorization", ""}, 401},
 		{"expire: bad resource", "POST", "/v1/locks/%FF/expire", nil, []string{"Authorization", "Bearer admin"}, 400},
 		{"lock: bad resource", "GET", "/v1/locks/" + long, nil, nil, 400},
 		{"fence: no token", "POST", "/v1/fence/held", nil, nil, 400},
@@ -96,7 +96,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	before := snapshot(s)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := doRequest(t, c.method, s.URL()+c.path, c.body, c.header...)
+			r := s.do(c.method, c.path, c.body, c.header...)
 			if r.Status != c.status {
 				t.Errorf("status %d, want %d: %s", r.Status, c.status, r.Raw)
 			}

@@ -98,7 +98,7 @@ func TestCounterLossAfterRestoringAnOlderCopy(t *testing.T) {
 	s.do("POST", "/v1/locks/inv:42/expire", nil, "Authorization", "Bearer admin")
 
 	// The alarm stays until an admin resets the counter, deliberately.
-	if r := s.do("POST", "/v1/locks/inv:42/reset", map[string]any{"floor": 1000}); r.Status != 401 {
+	if r := s.do("POST", "/v1/locks/inv:42/reset", map[string]any{"floor": 1000}, "Authorization", ""); r.Status != 401 {
 		t.Fatalf("reset without the admin token: %d %s", r.Status, r.Raw)
 	}
 	for _, bad := range []string{`{}`, `{"floor":0}`, `{"floor":-1}`, `{"floor":"1000"}`, `{"floor":9223372036854775807}`} {

@@ -27,6 +27,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "backup" {
 		os.Exit(runBackup(ctx, os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "keys" {
+		os.Exit(runKeys(ctx, os.Args[2:], os.Stdout, os.Stderr))
+	}
 	m := NewMain()
 	if err := m.ParseFlags(os.Args[1:]); err == flag.ErrHelp || err == errVersion {
 		os.Exit(0)
@@ -56,6 +59,7 @@ type Main struct {
 	AdminToken string
 	Demo       bool // also run simulated clients (internal/demo)
 	AccessLog  bool // log every answered request
+	server.Access
 	// SigningKey is a PEM Ed25519 private key file to sign grants with;
 	// empty: keys kept in the database, the first made on first start.
 	SigningKey        string
@@ -99,11 +103,19 @@ func (m *Main) ParseFlags(args []string) error {
 	logLevel := fs.String("log-level", "info", "least severe level logged: debug, info, warn or error")
 	fs.BoolVar(&m.AccessLog, "access-log", m.AccessLog, "log every answered request (method, path, route, status, bytes, duration, remote address)")
 	version := fs.Bool("version", false, "print the version and exit")
+	fs.BoolVar(&m.InsecureNoAuth, "insecure-no-auth", m.InsecureNoAuth, "allow listening beyond loopback without --admin-token: anyone who reaches the port can do anything")
+	fs.Func("allowed-host", "with auth off, also answer requests for this Host (name, or name:port); repeatable", func(v string) error {
+		m.AllowedHosts = append(m.AllowedHosts, v)
+		return nil
+	})
+	fs.StringVar(&m.TLSCert, "tls-cert", m.TLSCert, "serve HTTPS and WSS with this certificate (PEM; with --tls-key)")
+	fs.StringVar(&m.TLSKey, "tls-key", m.TLSKey, "the private key of --tls-cert (PEM)")
+	fs.StringVar(&m.TLSClientCA, "tls-client-ca", m.TLSClientCA, "also require client certificates signed by this CA (PEM)")
 	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
 	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
+		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n       fenceview keys create|list|revoke [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -124,6 +136,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.accessLog, err = newLogger(m.LogOutput, *logFormat, "info"); err != nil {
 		return err
 	}
+	if err := server.CheckAddr(m.Addr, m.AdminToken, m.InsecureNoAuth); err != nil {
+		return err
+	}
 	// Simulated history stays out of a real database unless asked for.
 	dbSet := false
 	fs.Visit(func(f *flag.Flag) { dbSet = dbSet || f.Name == "db" })
@@ -137,7 +152,7 @@ func (m *Main) ParseFlags(args []string) error {
 func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
-		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(),
+		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(), Access: m.Access,
 		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +30,9 @@ type testServer struct {
 	*Main
 	t     *testing.T
 	clock *clock.Fake
+	// bearer is sent as the credential of requests that give none: the
+	// admin token when the server has one.
+	bearer string
 }
 
 func startServer(t *testing.T, configure ...func(*Main)) *testServer {
@@ -46,7 +50,7 @@ func startServer(t *testing.T, configure ...func(*Main)) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	return &testServer{Main: m, t: t, clock: fc}
+	return &testServer{Main: m, t: t, clock: fc, bearer: m.AdminToken}
 }
 
 // response is a decoded JSON answer.
@@ -64,6 +68,9 @@ func (r response) num(key string) int64 {
 
 func (s *testServer) do(method, path string, body any, header ...string) response {
 	s.t.Helper()
+	if s.bearer != "" && !slices.Contains(header, "Authorization") {
+		header = append(header, "Authorization", "Bearer "+s.bearer)
+	}
 	return doRequest(s.t, method, s.URL()+path, body, header...)
 }
 
@@ -139,7 +146,11 @@ type stream struct {
 func (s *testServer) stream(query string) *stream {
 	s.t.Helper()
 	u := "ws" + strings.TrimPrefix(s.URL(), "http") + "/v1/events" + query
-	conn, _, err := websocket.DefaultDialer.Dial(u, nil)
+	var h http.Header
+	if s.bearer != "" {
+		h = http.Header{"Authorization": {"Bearer " + s.bearer}}
+	}
+	conn, _, err := websocket.DefaultDialer.Dial(u, h)
 	if err != nil {
 		s.t.Fatal(err)
 	}

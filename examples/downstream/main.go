@@ -72,6 +72,7 @@ func (s *service) handleStock(w http.ResponseWriter, r *http.Request) {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("downstream", flag.ContinueOnError)
+	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
 	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
 	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
 	if err := fs.Parse(args); err != nil {
@@ -85,7 +86,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		defer srv.Close()
 		*server = srv.URL
 	}
-	fv, err := client.New(*server)
+	fv, err := client.New(*server, client.WithKey(*apiKey))
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,7 @@ func main() {
 // B's write is in the row and the refusal was reported.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("mysqlinventory", flag.ContinueOnError)
+	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
 	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
 	dsn := fs.String("dsn", "", "go-sql-driver/mysql DSN with clientFoundRows=true (required)")
 	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
@@ -90,7 +91,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		defer srv.Close()
 		*server = srv.URL
 	}
-	c, err := client.New(*server)
+	c, err := client.New(*server, client.WithKey(*apiKey))
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,7 @@ func main() {
 // write refused and B's write in the row.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pausedclient", flag.ContinueOnError)
+	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
 	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
 	dbPath := fs.String("db", "", "SQLite file holding the inventory (default: a temporary file)")
 	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
@@ -77,7 +78,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	c, err := client.New(*server)
+	c, err := client.New(*server, client.WithKey(*apiKey))
 	if err != nil {
 		return err
 	}

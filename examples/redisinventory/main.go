@@ -44,6 +44,7 @@ func main() {
 // B's values are in Redis and the refusal was reported.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("redisinventory", flag.ContinueOnError)
+	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
 	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
 	addr := fs.String("redis", "", "Redis address, host:port (required)")
 	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
@@ -72,7 +73,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	c, err := client.New(*server)
+	c, err := client.New(*server, client.WithKey(*apiKey))
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,7 @@ func main() {
 // still queued, and returns. It prints "listening on <url>" once it serves.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("wasmplugin", flag.ContinueOnError)
+	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
 	fs.SetOutput(stdout)
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
 	statePath := fs.String("state", "wasmplugin-state.json", "file keeping values and high-water marks")
@@ -66,6 +67,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	var srv wasm.Server
 	if *server != "" {
 		srv = wasm.Server{URL: *server, Token: *adminToken}
+		if *apiKey != "" { // a guard key reports decisions; no admin needed
+			srv.Token = *apiKey
+		}
 		if cfg.Reporter, err = wasm.NewReporter(wasm.ReporterConfig{Server: srv, Source: *source}); err != nil {
 			return err
 		}

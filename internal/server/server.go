@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -38,6 +39,8 @@ type Config struct {
 	Clock             clock.Clock
 	Logger            *slog.Logger
 	AccessLog         *slog.Logger // one line per answered request; nil for none
+
+	Access // who may connect and how (access.go)
 }
 
 // Server is a running fenceview.
@@ -48,8 +51,13 @@ type Server struct {
 	Metrics  *telemetry.Metrics
 	IssuerID string
 	Keys     *signing.Keyring
+	// Credentials are the API keys and the admin token; Sessions the
+	// dashboard's logins.
+	Credentials *auth.Keyring
+	Sessions    *auth.Sessions
 
 	logger *slog.Logger
+	tls    bool
 	ln     net.Listener
 	http   *http.Server
 	demo   *demo.Sim
@@ -91,17 +99,23 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.Metrics.Watch(s.Service)
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
 	s.API.SigningKeys = s.Keys
-	s.API.AdminToken = cfg.AdminToken
 	s.API.Metrics = s.Metrics.Handler()
 	s.API.StreamLag = s.Metrics.ObserveStreamLag
+	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
+		return nil, err
+	}
+	s.Sessions = auth.NewSessions(s.Credentials, maxSessions, sessionTTL, cfg.Clock.Now)
+	s.API.Auth, s.API.Sessions = s.Credentials, s.Sessions
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
+	dash.Sessions = s.Sessions
 	dash.Gatherer = s.Metrics.Registry
 	dash.Register(s.API)
 
-	if s.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+	if s.ln, err = s.listen(cfg); err != nil {
 		return nil, err
 	}
+	s.API.AllowedHosts = httpapi.NewHostList(s.ln.Addr().String(), append([]string{cfg.Addr}, cfg.AllowedHosts...))
 	s.http = &http.Server{
 		Handler:           telemetry.Instrument(s.API, s.Metrics, cfg.AccessLog),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -114,7 +128,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 	if cfg.AdminToken == "" && !isLoopback(s.ln.Addr()) {
-		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token; anyone who can reach this address can force-expire locks and reset counters",
+		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token (--insecure-no-auth); anyone who can reach this address can take, release and poison every lock",
 			"addr", s.ln.Addr().String())
 	}
 	if cfg.Demo {
@@ -135,7 +149,11 @@ func (s *Server) URL() string {
 	if addr.IP.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, fmt.Sprint(addr.Port))
+	scheme := "http://"
+	if s.tls {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, fmt.Sprint(addr.Port))
 }
 
 // Close stops serving: waiters and streams are ended first (a waiter may

@@ -12,6 +12,7 @@ import (
 // the HTTP driver it shows what the client costs, and with rpc what the
 // stream gains.
 type GoClient struct {
+	Key   string // sent with every call (client.WithKey) when set
 	base  string
 	rpc   bool
 	c     *client.Client
@@ -40,6 +41,9 @@ func (g *GoClient) Prepare(ctx context.Context, s Setup) error {
 	opts := []client.Option{client.WithLease(s.Lease)}
 	if g.rpc {
 		opts = append(opts, client.WithRPC())
+	}
+	if g.Key != "" {
+		opts = append(opts, client.WithKey(g.Key))
 	}
 	c, err := client.New(g.base, opts...)
 	if err != nil {

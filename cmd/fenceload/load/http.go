@@ -16,11 +16,22 @@ import (
 
 // HTTP drives a fenceview server through its JSON API.
 type HTTP struct {
+	// Key, when set, is sent as "Authorization: Bearer <Key>" (a client key
+	// for a server with auth on).
+	Key   string
 	base  string
 	tr    *http.Transport
 	setup Setup
 	// Parsed once: a request reuses them instead of parsing a URL each time.
 	acquire, release, fence []*url.URL
+}
+
+func (h *HTTP) header() http.Header {
+	hd := http.Header{"Content-Type": {"application/json"}}
+	if h.Key != "" {
+		hd.Set("Authorization", "Bearer "+h.Key)
+	}
+	return hd
 }
 
 // NewHTTP returns a driver for the server at base (http://host:port).
@@ -82,7 +93,7 @@ func (h *HTTP) NewClient(id int, holder string) (Client, error) {
 		h:       h,
 		acquire: []byte(fmt.Sprintf(`{"holder":%s,"leaseMs":%d,"waitMs":%d}`, hb, h.setup.Lease.Milliseconds(), h.setup.Wait.Milliseconds())),
 		release: []byte(fmt.Sprintf(`{"holder":%s}`, hb)),
-		header:  http.Header{"Content-Type": {"application/json"}},
+		header:  h.header(),
 		buf:     make([]byte, 0, 4096),
 	}
 	return c, nil

@@ -1,0 +1,130 @@
+// Package auth is fenceview's credential logic: API keys with a role and
+// optional resource prefixes, the admin token, and dashboard sessions.
+//
+// Secrets are 256 random bits, so a single SHA-256 is the right hash (a slow
+// password hash buys nothing against a secret nobody can guess); only the
+// hash is stored, and it is compared in constant time. Keys are cached in
+// memory: checking a credential costs a hash and a map lookup, no database
+// read, which keeps auth out of the grant path's cost.
+//
+// The HTTP layer consumes a Keyring; where keys are kept is a Store, so a
+// cluster can keep them in its own store behind the same interface.
+package auth
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Role is what a key may do.
+type Role string
+
+// The roles, each allowing more than the one before (guard and client are
+// siblings: both fence, only a client locks, only a guard reports).
+const (
+	Viewer Role = "viewer" // every read, the event stream, the dashboard
+	Client Role = "client" // viewer + acquire, renew, release, fence, RPC
+	Guard  Role = "guard"  // viewer + fence, report decisions
+	Admin  Role = "admin"  // everything
+)
+
+// Action is the kind of thing a request does.
+type Action int
+
+// The actions routes are classified by.
+const (
+	Read   Action = iota // GETs, the event stream, the dashboard
+	Lock                 // acquire, renew, release, the RPC stream
+	Fence                // present a token to the server's guard
+	Report               // record decisions made by plugins
+	Manage               // expire, reset, keys, recovery: admin only
+)
+
+// ParseRole checks a role name.
+func ParseRole(s string) (Role, bool) {
+	switch r := Role(s); r {
+	case Viewer, Client, Guard, Admin:
+		return r, true
+	}
+	return "", false
+}
+
+// Allows reports whether r may do a.
+func (r Role) Allows(a Action) bool {
+	switch a {
+	case Read:
+		return r == Viewer || r == Client || r == Guard || r == Admin
+	case Lock:
+		return r == Client || r == Admin
+	case Fence:
+		return r == Client || r == Guard || r == Admin
+	case Report:
+		return r == Guard || r == Admin
+	}
+	return r == Admin
+}
+
+// Key is what may be shown about a key: never its secret.
+type Key struct {
+	ID        string
+	Name      string
+	Role      Role
+	Resources []string // id prefixes; empty: every resource
+	CreatedAt time.Time
+}
+
+// Principal is who a request acts as.
+type Principal struct {
+	KeyID     string // "admin" for the admin token
+	Name      string
+	Role      Role
+	Resources []string
+	revoked   <-chan struct{} // closed when the key is revoked
+}
+
+// Everyone is the principal of every request when auth is off.
+var Everyone = &Principal{KeyID: "", Name: "anyone", Role: Admin}
+
+// Allows reports whether p may do a.
+func (p *Principal) Allows(a Action) bool { return p.Role.Allows(a) }
+
+// Sees reports whether p may act on, read or see resourceID.
+func (p *Principal) Sees(resourceID string) bool {
+	if len(p.Resources) == 0 {
+		return true
+	}
+	for _, pre := range p.Resources {
+		if strings.HasPrefix(resourceID, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+// Unrestricted reports whether p sees every resource.
+func (p *Principal) Unrestricted() bool { return len(p.Resources) == 0 }
+
+// Revoked is closed when p's key is revoked; nil (never ready) for the
+// admin token and for Everyone.
+func (p *Principal) Revoked() <-chan struct{} { return p.revoked }
+
+// Owner is the identity locks taken by p belong to, beside the holder name:
+// "" when auth is off, so ownership is the holder alone, as before.
+func (p *Principal) Owner() string { return p.KeyID }
+
+type ctxKey struct{}
+
+// NewContext returns ctx carrying p.
+func NewContext(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// FromContext returns the principal in ctx, Everyone when there is none
+// (auth off, or code that runs outside a request).
+func FromContext(ctx context.Context) *Principal {
+	if p, ok := ctx.Value(ctxKey{}).(*Principal); ok {
+		return p
+	}
+	return Everyone
+}

@@ -1,0 +1,275 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Stored is a key as a Store keeps it: the hash of its secret, never the
+// secret.
+type Stored struct {
+	Key
+	Hash [sha256.Size]byte
+}
+
+// Store keeps keys durably (sqlite.DB implements it).
+type Store interface {
+	InsertKey(ctx context.Context, k Stored) error
+	// DeleteKey removes a key; false when there was none with that id.
+	DeleteKey(ctx context.Context, id string) (bool, error)
+	Keys(ctx context.Context) ([]Stored, error)
+}
+
+// Errors of the keyring. The HTTP layer maps ErrUnauthenticated to 401,
+// ErrInvalid to 400 and ErrNotFound to 404.
+var (
+	ErrUnauthenticated = errors.New("missing, unknown or revoked credential")
+	ErrNotFound        = errors.New("no such key")
+	ErrInvalid         = errors.New("invalid key request")
+)
+
+// Limits on what a key carries.
+const (
+	MaxNameLen     = 80
+	MaxPrefixes    = 32
+	MaxPrefixLen   = 160 // a resource id's own limit
+	MaxKeys        = 10000
+	secretBytes    = 32
+	idBytes        = 8
+	secretPrefix   = "fv_"
+	encodedIDLen   = 2 * idBytes
+	encodedSecret  = len(secretPrefix) + encodedIDLen + 1 + 43 // base64url of 32 bytes, no padding
+	adminPrincipal = "admin"
+)
+
+// Keyring checks credentials against the admin token and the stored keys.
+// Its methods are safe for concurrent use.
+type Keyring struct {
+	store Store
+	now   func() time.Time
+	admin *[sha256.Size]byte // nil: no admin token, auth is off
+
+	mu   sync.RWMutex
+	keys map[string]*entry
+}
+
+type entry struct {
+	Stored
+	principal *Principal
+	revoked   chan struct{}
+}
+
+// NewKeyring loads the keys of store. With an empty adminToken auth is off:
+// Enabled is false and keys cannot be used (they are still kept).
+func NewKeyring(ctx context.Context, store Store, adminToken string, now func() time.Time) (*Keyring, error) {
+	if now == nil {
+		now = time.Now
+	}
+	k := &Keyring{store: store, now: now, keys: map[string]*entry{}}
+	if adminToken != "" {
+		h := sha256.Sum256([]byte(adminToken))
+		k.admin = &h
+	}
+	if store != nil {
+		all, err := store.Keys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("loading keys: %w", err)
+		}
+		for _, s := range all {
+			k.keys[s.ID] = newEntry(s)
+		}
+	}
+	return k, nil
+}
+
+func newEntry(s Stored) *entry {
+	e := &entry{Stored: s, revoked: make(chan struct{})}
+	e.principal = &Principal{KeyID: s.ID, Name: s.Name, Role: s.Role, Resources: s.Resources, revoked: e.revoked}
+	return e
+}
+
+// Enabled reports whether auth is on (an admin token is set).
+func (k *Keyring) Enabled() bool { return k != nil && k.admin != nil }
+
+var adminP = &Principal{KeyID: adminPrincipal, Name: "admin token", Role: Admin}
+
+// Authenticate returns the principal of a secret: the admin token or a
+// key's secret. Unknown or revoked: ErrUnauthenticated.
+func (k *Keyring) Authenticate(secret string) (*Principal, error) {
+	if !k.Enabled() || secret == "" {
+		return nil, ErrUnauthenticated
+	}
+	h := sha256.Sum256([]byte(secret))
+	if id, ok := keyIDOf(secret); ok {
+		k.mu.RLock()
+		e := k.keys[id]
+		k.mu.RUnlock()
+		if e != nil && subtle.ConstantTimeCompare(h[:], e.Hash[:]) == 1 {
+			return e.principal, nil
+		}
+		return nil, ErrUnauthenticated
+	}
+	// Both sides are hashes, so the comparison's time says nothing about
+	// the token's length either.
+	if subtle.ConstantTimeCompare(h[:], k.admin[:]) == 1 {
+		return adminP, nil
+	}
+	return nil, ErrUnauthenticated
+}
+
+// Principal returns the principal of a key id ("admin" for the admin
+// token), for sessions that remember who logged in.
+func (k *Keyring) Principal(id string) (*Principal, error) {
+	if !k.Enabled() {
+		return nil, ErrUnauthenticated
+	}
+	if id == adminPrincipal {
+		return adminP, nil
+	}
+	k.mu.RLock()
+	e := k.keys[id]
+	k.mu.RUnlock()
+	if e == nil {
+		return nil, ErrUnauthenticated
+	}
+	return e.principal, nil
+}
+
+// keyIDOf reads the id out of a key secret: fv_<16 hex>_<43 base64url>.
+func keyIDOf(secret string) (string, bool) {
+	if len(secret) != encodedSecret || !strings.HasPrefix(secret, secretPrefix) || secret[len(secretPrefix)+encodedIDLen] != '_' {
+		return "", false
+	}
+	id := secret[len(secretPrefix) : len(secretPrefix)+encodedIDLen]
+	if _, err := hex.DecodeString(id); err != nil {
+		return "", false
+	}
+	return id, true
+}
+
+// Create makes a key and returns it with its secret, which is shown once
+// and kept nowhere.
+func (k *Keyring) Create(ctx context.Context, name string, role Role, resources []string) (Key, string, error) {
+	if k.store == nil {
+		return Key{}, "", fmt.Errorf("%w: this server keeps no keys", ErrInvalid)
+	}
+	if err := validate(name, role, resources); err != nil {
+		return Key{}, "", err
+	}
+	k.mu.RLock()
+	n := len(k.keys)
+	k.mu.RUnlock()
+	if n >= MaxKeys {
+		return Key{}, "", fmt.Errorf("%w: at most %d keys; revoke some first", ErrInvalid, MaxKeys)
+	}
+	var idb [idBytes]byte
+	var sec [secretBytes]byte
+	rand.Read(idb[:]) // never fails (crypto/rand since Go 1.24)
+	rand.Read(sec[:])
+	id := hex.EncodeToString(idb[:])
+	secret := secretPrefix + id + "_" + base64.RawURLEncoding.EncodeToString(sec[:])
+	s := Stored{
+		Key:  Key{ID: id, Name: name, Role: role, Resources: append([]string(nil), resources...), CreatedAt: k.now().UTC().Truncate(time.Millisecond)},
+		Hash: sha256.Sum256([]byte(secret)),
+	}
+	if err := k.store.InsertKey(ctx, s); err != nil {
+		return Key{}, "", err
+	}
+	k.mu.Lock()
+	k.keys[id] = newEntry(s)
+	k.mu.Unlock()
+	return s.Key, secret, nil
+}
+
+func validate(name string, role Role, resources []string) error {
+	if name == "" || len(name) > MaxNameLen || !utf8.ValidString(name) || hasControl(name) {
+		return fmt.Errorf("%w: name: 1..%d bytes of UTF-8, no control characters", ErrInvalid, MaxNameLen)
+	}
+	if _, ok := ParseRole(string(role)); !ok {
+		return fmt.Errorf("%w: role: viewer, client, guard or admin", ErrInvalid)
+	}
+	if len(resources) > MaxPrefixes {
+		return fmt.Errorf("%w: resources: at most %d prefixes", ErrInvalid, MaxPrefixes)
+	}
+	for _, p := range resources {
+		if p == "" || len(p) > MaxPrefixLen || !utf8.ValidString(p) || hasControl(p) {
+			return fmt.Errorf("%w: resources: each prefix 1..%d bytes of UTF-8, no control characters", ErrInvalid, MaxPrefixLen)
+		}
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
+		}
+	}
+	return false
+}
+
+// List returns every key, oldest first, without secrets.
+func (k *Keyring) List() []Key {
+	k.mu.RLock()
+	out := make([]Key, 0, len(k.keys))
+	for _, e := range k.keys {
+		out = append(out, e.Key)
+	}
+	k.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Revoke deletes a key. From the moment it returns the key authenticates
+// nothing, and streams opened with it see Revoked closed.
+func (k *Keyring) Revoke(ctx context.Context, id string) error {
+	k.mu.RLock()
+	_, ok := k.keys[id]
+	k.mu.RUnlock()
+	if !ok {
+		return ErrNotFound
+	}
+	if k.store == nil {
+		return ErrNotFound
+	}
+	if _, err := k.store.DeleteKey(ctx, id); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	if e := k.keys[id]; e != nil {
+		delete(k.keys, id)
+		close(e.revoked)
+	}
+	k.mu.Unlock()
+	return nil
+}
+
+// BearerSecret returns the secret of an Authorization header value of the
+// Bearer scheme (the scheme word in any case, RFC 9110 section 11.1).
+func BearerSecret(header string) (string, bool) {
+	scheme, secret, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	secret = strings.TrimLeft(secret, " ")
+	if secret == "" || strings.ContainsAny(secret, " \t") {
+		return "", false
+	}
+	return secret, true
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// `fenceview keys` manages the keys of a running server with the admin
+// token: the secret is printed once, by create; list never shows it; a
+// revoked key stops working.
+func TestKeysCommand(t *testing.T) {
+	s := startServer(t, func(m *Main) { m.AdminToken = "adm" })
+	ctx := context.Background()
+	keys := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := runKeys(ctx, append(args, "--server", s.URL()), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	code, out, errs := keys("create", "--name", "orders worker", "--role", "client", "--resource", "orders/", "--resource", "inv/", "--admin-token", "adm")
+	if code != 0 {
+		t.Fatalf("create: %d %s", code, errs)
+	}
+	m := regexp.MustCompile(`(?m)^id:\s+(\S+)$[\s\S]*^secret:\s+(\S+)$`).FindStringSubmatch(out)
+	if m == nil || !strings.Contains(out, `"orders/" "inv/"`) {
+		t.Fatalf("create printed %q", out)
+	}
+	id, secret := m[1], m[2]
+	s.bearer = secret
+	s.acquire("orders/1", "w", 1000)
+	if r := s.do("POST", "/v1/locks/other/acquire", map[string]any{"holder": "w"}); r.Status != 403 {
+		t.Fatalf("outside the prefixes: %d", r.Status)
+	}
+	code, out, _ = keys("list", "--admin-token", "adm")
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "orders worker") || strings.Contains(out, secret) || strings.Contains(out, secret[20:]) {
+		t.Fatalf("list: %d %q", code, out)
+	}
+	if code, _, errs := keys("list", "--admin-token", "wrong"); code != 1 || !strings.Contains(errs, "401") {
+		t.Fatalf("wrong admin token: %d %q", code, errs)
+	}
+	t.Setenv("FENCEVIEW_ADMIN_TOKEN", "")
+	if code, _, errs := keys("list"); code != 2 || !strings.Contains(errs, "--admin-token") {
+		t.Fatalf("no admin token: %d %q", code, errs)
+	}
+	t.Setenv("FENCEVIEW_ADMIN_TOKEN", "adm")
+	for _, bad := range [][]string{{"create", "--name", "x"}, {"create", "--name", "x", "--role", "root"}, {"revoke"}, {"frobnicate"}} {
+		if code, _, _ := keys(bad...); code == 0 {
+			t.Fatalf("%v succeeded", bad)
+		}
+	}
+	if code, out, errs := keys("revoke", id); code != 0 || !strings.Contains(out, id) {
+		t.Fatalf("revoke: %d %s %s", code, out, errs)
+	}
+	if r := s.do("GET", "/v1/locks/orders%2F1", nil); r.Status != 401 {
+		t.Fatalf("revoked key: %d", r.Status)
+	}
+	if code, _, _ := keys("revoke", id); code != 1 {
+		t.Fatalf("second revoke: %d", code)
+	}
+}
+
+// The real command refuses a non-loopback address without an admin token:
+// exit status 2, naming --admin-token, before it opens anything.
+func TestRefusesOpenAddressWithoutAdminToken(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "f.db")
+	cmd := exec.Command(serverBinary(t), "--addr", "0.0.0.0:0", "--db", db)
+	cmd.Env = append(os.Environ(), "FENCEVIEW_ADMIN_TOKEN=")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--admin-token") {
+		t.Fatalf("exit %v: %s", err, out)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Fatal("the refused start created the database")
+	}
+}

@@ -1,0 +1,75 @@
+package dashboard
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/httpapi"
+)
+
+// Sessions logs people in (auth.Sessions implements it).
+type Sessions interface {
+	Login(secret string) (string, *auth.Principal, error)
+	Logout(id string)
+	TTL() time.Duration
+}
+
+// maxLoginBody bounds the login form: a key is under 100 bytes.
+const maxLoginBody = 4 << 10
+
+// loginMeta is the frame of the login page: nothing about any resource, as
+// the visitor is not known yet.
+func (h *Handler) loginMeta() Meta {
+	return Meta{Title: "Log in", CSS: h.assetURL("app.css"), JS: h.assetURL("app.js"), Icon: h.assetURL("favicon.svg")}
+}
+
+func (h *Handler) loginForm(w http.ResponseWriter, r *http.Request) {
+	if h.Sessions == nil {
+		h.render(w, r, http.StatusNotFound, LoginPage(h.loginMeta(), "/", "Auth is off on this server: there is nothing to log in to."))
+		return
+	}
+	h.render(w, r, http.StatusOK, LoginPage(h.loginMeta(), safeNext(r.URL.Query().Get("next")), ""))
+}
+
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	if h.Sessions == nil {
+		h.render(w, r, http.StatusNotFound, LoginPage(h.loginMeta(), "/", "Auth is off on this server: there is nothing to log in to."))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
+	if err := r.ParseForm(); err != nil {
+		h.render(w, r, http.StatusBadRequest, LoginPage(h.loginMeta(), "/", "The form could not be read."))
+		return
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	id, _, err := h.Sessions.Login(strings.TrimSpace(r.PostForm.Get("key")))
+	if err != nil {
+		h.render(w, r, http.StatusUnauthorized, LoginPage(h.loginMeta(), next, "That key is unknown or revoked."))
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: httpapi.SessionCookie, Value: id, Path: "/",
+		MaxAge: int(h.Sessions.TTL().Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(httpapi.SessionCookie); err == nil && h.Sessions != nil {
+		h.Sessions.Logout(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: httpapi.SessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// safeNext keeps the after-login redirect on this server: a path, never
+// "//host" or "/\\host", which browsers read as another site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	return next
+}

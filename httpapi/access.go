@@ -1,0 +1,259 @@
+package httpapi
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/issuer"
+)
+
+// Credentials is the credential logic the API consumes (auth.Keyring is
+// one; a cluster may keep keys elsewhere behind the same methods).
+type Credentials interface {
+	// Enabled reports whether auth is on: when false every request acts
+	// as auth.Everyone.
+	Enabled() bool
+	// Authenticate returns the principal of a bearer secret, or
+	// auth.ErrUnauthenticated.
+	Authenticate(secret string) (*auth.Principal, error)
+	Create(ctx context.Context, name string, role auth.Role, resources []string) (auth.Key, string, error)
+	List() []auth.Key
+	Revoke(ctx context.Context, id string) error
+}
+
+// SessionStore resolves the dashboard's session cookie (auth.Sessions).
+type SessionStore interface {
+	Principal(id string) (*auth.Principal, error)
+}
+
+// SessionCookie is the name of the dashboard's session cookie.
+const SessionCookie = "fenceview_session"
+
+// Routes anyone may use, auth on or off: what a browser needs before it can
+// log in, and what guards fetch to verify (modules, public keys).
+var publicRoutes = map[string]bool{
+	"GET /healthz":           true,
+	"GET /guard.wasm":        true,
+	"GET /guard-extism.wasm": true,
+	"GET /v1/signing-keys":   true,
+	"GET /static/":           true,
+	"GET /login":             true,
+	"POST /login":            true,
+	"POST /logout":           true,
+	"GET /favicon.ico":       true,
+	"GET /v1/openapi.json":   true,
+	"GET /openapi.json":      true,
+}
+
+// Routes whose action is not the default (GET: read; anything else: admin).
+var routeActions = map[string]auth.Action{
+	"POST /v1/locks/{resource}/acquire": auth.Lock,
+	"POST /v1/locks/{resource}/renew":   auth.Lock,
+	"POST /v1/locks/{resource}/release": auth.Lock,
+	"GET /v1/rpc":                       auth.Lock,
+	"POST /v1/fence/{resource}":         auth.Fence,
+	"POST /v1/decisions":                auth.Report,
+	"/":                                 auth.Read, // no route: 404 or 405 for anyone signed in
+}
+
+// actionOf classifies a route. Unknown state-changing routes are admin's:
+// a route added without a line here is closed, not open.
+func actionOf(pattern string) (a auth.Action, public bool) {
+	if publicRoutes[pattern] || (strings.HasPrefix(pattern, "GET /") && strings.HasSuffix(pattern, ".wasm") && strings.Count(pattern, "/") == 1) {
+		return 0, true // and every published module
+	}
+	if a, ok := routeActions[pattern]; ok {
+		return a, false
+	}
+	if strings.HasPrefix(pattern, "GET ") {
+		return auth.Read, false
+	}
+	return auth.Manage, false
+}
+
+// credentials is Auth, or, for callers that only set AdminToken, a keyring
+// of the admin token alone.
+func (s *Server) credentials() Credentials {
+	if s.Auth != nil {
+		return s.Auth
+	}
+	if s.AdminToken == "" {
+		return nil
+	}
+	s.adminOnce.Do(func() {
+		s.adminKeys, _ = auth.NewKeyring(context.Background(), nil, s.AdminToken, nil)
+	})
+	return s.adminKeys
+}
+
+// admit runs before routing: browser safety, then the credential and its
+// role. It returns the request to serve (carrying its principal), or false
+// when it has answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	creds := s.credentials()
+	on := creds != nil && creds.Enabled()
+	if err := s.checkBrowser(r, on); err != nil {
+		s.writeError(w, r, err)
+		return r, false
+	}
+	if !on {
+		return r, true
+	}
+	_, pattern := s.mux.Handler(r)
+	action, public := actionOf(pattern)
+	if public {
+		return r, true
+	}
+	p, err := s.principal(r, creds)
+	if err != nil {
+		if isPage(pattern) && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
+			// A browser opening the dashboard: to the login form, and back.
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return r, false
+		}
+		s.writeError(w, r, err)
+		return r, false
+	}
+	if !p.Allows(action) {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
+		return r, false
+	}
+	return r.WithContext(issuer.WithOwner(auth.NewContext(r.Context(), p), p.Owner())), true
+}
+
+// isPage reports whether a route is one of the dashboard's HTML pages.
+func isPage(pattern string) bool {
+	return strings.HasPrefix(pattern, "GET /") && !strings.HasPrefix(pattern, "GET /v1/") && pattern != "GET /metrics"
+}
+
+var errNoCredential = fenceview.Errorf(fenceview.EUNAUTHORIZED, "a credential is required (Authorization: Bearer <key or admin token>)")
+
+// principal finds the request's credential: a bearer secret, else the
+// dashboard's session cookie.
+func (s *Server) principal(r *http.Request, creds Credentials) (*auth.Principal, error) {
+	if h := r.Header.Values("Authorization"); len(h) > 0 {
+		secret, ok := auth.BearerSecret(h[0])
+		if !ok || len(h) > 1 {
+			return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "Authorization: want one Bearer <key or admin token>")
+		}
+		p, err := creds.Authenticate(secret)
+		if err != nil {
+			return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "unknown or revoked credential")
+		}
+		return p, nil
+	}
+	if s.Sessions != nil {
+		if c, err := r.Cookie(SessionCookie); err == nil {
+			p, err := s.Sessions.Principal(c.Value)
+			if err != nil {
+				return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "session expired or ended; log in again")
+			}
+			return p, nil
+		}
+	}
+	return nil, errNoCredential
+}
+
+// checkBrowser refuses what a web page in a victim's browser could send:
+// a state-changing request or websocket from another origin (a form, a
+// no-cors fetch), and, with auth off, a request for a host name that is not
+// this server's (DNS rebinding turns an attacker's name into 127.0.0.1).
+func (s *Server) checkBrowser(r *http.Request, authOn bool) error {
+	if !authOn && s.AllowedHosts != nil && !s.AllowedHosts.Allows(r.Host) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "host %q is not this server's; start it with --allowed-host to accept it", truncate(r.Host, 100))
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		if !websocket.IsWebSocketUpgrade(r) {
+			return nil
+		}
+	}
+	if origins := r.Header.Values("Origin"); len(origins) > 1 || (len(origins) == 1 && !sameOrigin(origins[0], r.Host)) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "cross-origin request refused")
+	}
+	if strings.EqualFold(r.Header.Get("Sec-Fetch-Site"), "cross-site") {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "cross-site request refused")
+	}
+	return nil
+}
+
+// sameOrigin compares an Origin header's host with the request's Host, as
+// gorilla/websocket's default check does (the scheme may differ behind a
+// TLS-terminating proxy). "null" and anything unparsable are other origins.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// HostList is the set of Host header values a server answers with auth
+// off: its listen address, loopback names (any port: a page cannot make a
+// browser send one for the attacker's own name, and a local reverse proxy
+// on another port keeps working), and the hosts given with --allowed-host
+// (with a port: that port only; without: any).
+type HostList struct {
+	exact map[string]bool
+	names map[string]bool
+}
+
+// NewHostList allows listen (host:port) under its own name and every
+// loopback name, plus extra.
+func NewHostList(listen string, extra []string) *HostList {
+	h := &HostList{exact: map[string]bool{}, names: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}}
+	if _, _, err := net.SplitHostPort(listen); err == nil {
+		h.exact[strings.ToLower(listen)] = true
+	}
+	for _, e := range extra {
+		e = strings.ToLower(strings.TrimSpace(e))
+		if _, _, err := net.SplitHostPort(e); err == nil {
+			h.exact[e] = true
+		} else if e != "" {
+			h.names[strings.Trim(e, "[]")] = true
+		}
+	}
+	return h
+}
+
+// Allows reports whether a Host header value names this server.
+func (h *HostList) Allows(host string) bool {
+	host = strings.ToLower(host)
+	if h.exact[host] {
+		return true
+	}
+	name, _, err := net.SplitHostPort(host)
+	if err != nil {
+		name = host
+	}
+	return h.names[strings.Trim(name, "[]")]
+}
+
+// seeResource refuses a resource outside the caller's prefixes.
+func seeResource(ctx context.Context, resource string) error {
+	if !auth.FromContext(ctx).Sees(resource) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "this key may not use resource %q", resource)
+	}
+	return nil
+}
+
+// adminState is the keyring built from AdminToken alone.
+type adminState struct {
+	adminOnce sync.Once
+	adminKeys *auth.Keyring
+}
