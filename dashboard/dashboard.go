@@ -26,6 +26,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/web"
 )
 
@@ -206,11 +207,12 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 	if p == auth.Everyone {
 		m.User = ""
 	}
-	for _, res := range h.Locks.Resources() {
-		if behind(res) && p.Sees(res.ResourceID) {
-			m.Behind = append(m.Behind, res)
-		}
-	}
+	m.Admin = p.Allows(auth.Manage)
+	// One pass keeping the alarmed resources only: no copy of every
+	// resource per page view.
+	alarmed := h.Select.SelectResources(issuer.ResourceQuery{Limit: behindShown, Sees: sees(p),
+		Where: func(r *fenceview.Resource) bool { return behind(*r) }})
+	m.Behind = alarmed.Resources
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
 			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,
@@ -223,6 +225,9 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 	}
 	return m
 }
+
+// behindShown bounds the alarm banner's list.
+const behindShown = 50
 
 // behind reports whether guards have accepted tokens above the last one
 // this issuer handed out: a database restored from an old copy, or another

@@ -2,12 +2,15 @@ package dashboard
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/fenceview/fenceview/auth"
 )
 
 func rowIDs(p page) []string {
@@ -162,5 +165,22 @@ func TestMetricsPage(t *testing.T) {
 	}
 	if field("resources") != "1" || field("held") != "1" || field("alarms") != "0" {
 		t.Fatalf("facts: %q %q %q", field("resources"), field("held"), field("alarms"))
+	}
+}
+
+// TestAdminActionsOnlyForAdmins: the repair buttons show for an admin
+// session (and with auth off), never for a viewer.
+func TestAdminActionsOnlyForAdmins(t *testing.T) {
+	e := newEnv(t)
+	e.acquire("r", "w", time.Hour)
+	if p := e.get("/resources/r"); p.find("admin-actions").Length() != 1 {
+		t.Fatal("no admin actions with auth off")
+	}
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/resources/r", nil)
+	req = req.WithContext(auth.NewContext(req.Context(), &auth.Principal{KeyID: "k", Name: "viewer", Role: auth.Viewer}))
+	e.mux.ServeHTTP(rec, req)
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), `data-testid="admin-actions"`) {
+		t.Fatalf("a viewer sees admin actions (%d)", rec.Code)
 	}
 }

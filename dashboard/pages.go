@@ -24,6 +24,7 @@ type Meta struct {
 	// stream after it, so nothing between render and connect is missed.
 	LastSeq  int64
 	Resource string // the stream filter of a resource page
+	Admin    bool   // the viewer may force-expire and reset: show those actions
 
 	CSS, JS, Icon string
 

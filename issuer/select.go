@@ -35,6 +35,9 @@ type ResourceQuery struct {
 	// Sees, when set, leaves out resources it refuses (a key limited to
 	// some prefixes); they are not counted in Matched either.
 	Sees func(resourceID string) bool
+	// Where, when set, keeps only the resources it accepts; it reads the
+	// resource in place and must not keep it.
+	Where func(*fenceview.Resource) bool
 }
 
 // ResourceKey is a position in a sort order: the sort value of a resource
@@ -76,7 +79,7 @@ func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
 	s.mu.Lock()
 	now := s.clock.Now()
 	for id, st := range s.resources {
-		if !strings.HasPrefix(id, q.Prefix) || (q.Sees != nil && !q.Sees(id)) {
+		if !strings.HasPrefix(id, q.Prefix) || (q.Sees != nil && !q.Sees(id)) || (q.Where != nil && !q.Where(&st.res)) {
 			continue
 		}
 		page.Matched++

@@ -123,6 +123,40 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 		waitAcross(`[...document.querySelectorAll('[data-testid="holder-row"]')].map(r => r.dataset.resource).join(" ") === "fleet/1a fleet/1b"`),
 	)
 
+	do("admin actions on the resource page: cancel, then force-expire",
+		chromedp.Navigate(s.URL()+"/resources/fleet%2F1a"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-expire"]`)),
+		waitAcross(`document.body.dataset.live === "open"`),
+		chromedp.Click(chromedp.CSS(`[data-testid="action-expire"]`)),
+		waitAcross(`document.querySelector('[data-testid="confirm-dialog"]').open`),
+		chromedp.Click(chromedp.CSS(`[data-testid="confirm-cancel"]`)),
+		waitAcross(`!document.querySelector('[data-testid="confirm-dialog"]').open`),
+	)
+	if st := s.do("GET", "/v1/locks/fleet%2F1a", nil); st.Body["locked"] != true {
+		t.Fatalf("cancel expired the lock: %s", st.Raw)
+	}
+	do("confirm the force-expire",
+		chromedp.Click(chromedp.CSS(`[data-testid="action-expire"]`)),
+		waitAcross(`document.querySelector('[data-testid="confirm-dialog"]').open`),
+		chromedp.Click(chromedp.CSS(`[data-testid="confirm-ok"]`)),
+		waitAcross(`document.querySelector('[data-testid="admin-result"]').textContent.startsWith("Expired")`),
+		waitAcross(`document.querySelector('[data-testid="history-row"]').dataset.type === "expire"`),
+	)
+	if st := s.do("GET", "/v1/locks/fleet%2F1a", nil); st.Body["locked"] != false {
+		t.Fatalf("the lock is still held after force-expire: %s", st.Raw)
+	}
+	do("reset the counter",
+		chromedp.SetValue(chromedp.CSS(`#reset-floor`), "100"),
+		chromedp.Click(chromedp.CSS(`[data-testid="action-reset"] button`)),
+		waitAcross(`document.querySelector('[data-testid="confirm-dialog"]').open`),
+		chromedp.Click(chromedp.CSS(`[data-testid="confirm-ok"]`)),
+		waitAcross(`document.querySelector('[data-testid="admin-result"]').textContent === "Reset: the next grant takes token 101."`),
+		waitAcross(`document.querySelector('[data-testid="history-row"]').dataset.type === "reset"`),
+	)
+	if g := s.acquire("fleet/1a", "node-9", 1000); tokenOf(g) != 101 {
+		t.Fatalf("grant after the reset: token %d, want 101", tokenOf(g))
+	}
+
 	do("the metrics page",
 		chromedp.Click(chromedp.CSS(`nav a[href="/status"]`)),
 		waitAcross(`location.pathname === "/status"`),

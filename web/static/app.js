@@ -536,6 +536,50 @@
     };
   }
 
+  // ---- admin actions -------------------------------------------------------
+
+  // Each action asks in a dialog first, then calls the API with the page's
+  // session cookie; the stream then shows the event it recorded.
+  function adminActions() {
+    var card = document.querySelector('[data-testid="admin-actions"]');
+    if (!card) return;
+    var id = card.dataset.resource;
+    var dialog = card.querySelector('dialog');
+    var result = card.querySelector('.admin-result');
+    function confirmThen(text, run) {
+      dialog.querySelector('.confirm-text').textContent = text;
+      dialog.returnValue = '';
+      dialog.onclose = function () { if (dialog.returnValue === 'ok') run(); };
+      dialog.showModal();
+    }
+    function call(action, body, done) {
+      fetch('/v1/locks/' + encodeURIComponent(id) + '/' + action, {
+        method: 'POST', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined
+      }).then(function (res) {
+        return res.json().then(function (j) {
+          result.textContent = res.ok ? done(j) : 'Refused (' + res.status + '): ' + (j.error || '');
+          result.dataset.ok = String(res.ok);
+        });
+      }).catch(function (err) { result.textContent = 'Failed: ' + err; result.dataset.ok = 'false'; });
+    }
+    card.querySelector('[data-action="expire"]').addEventListener('click', function () {
+      confirmThen('Force-expire the lock on ' + id + '? Its holder loses it at once.', function () {
+        call('expire', null, function () { return 'Expired: the lock on ' + id + ' is free.'; });
+      });
+    });
+    var form = card.querySelector('form[data-action="reset"]');
+    form.addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      var floor = Number(form.elements.floor.value);
+      confirmThen('Reset the token counter of ' + id + ' to at least ' + floor +
+        '? Only do this once no token above ' + floor + ' is in use anywhere.', function () {
+        call('reset', { floor: floor }, function (j) { return 'Reset: the next grant takes token ' + j.nextToken + '.'; });
+      });
+    });
+  }
+
   // ---- start -------------------------------------------------------------
 
   document.querySelectorAll('time[data-local]').forEach(localize);
@@ -545,5 +589,6 @@
   setInterval(function () { tick(); checkBurst(); }, 500);
   // Relative times age: refresh them every 15 s.
   setInterval(function () { document.querySelectorAll('time[data-local]').forEach(localize); }, 15000);
+  adminActions();
   if (page === 'overview' || page === 'resource') connect();
 })();
