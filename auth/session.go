@@ -9,6 +9,10 @@ import (
 	"time"
 )
 
+// SessionCookie is the name of the dashboard's session cookie, set by the
+// dashboard's login and read by the API's access check.
+const SessionCookie = "fenceview_session"
+
 // Sessions are the dashboard's logins: server-side, bounded in number and
 // expiring. The cookie carries a random id; the table keeps only its hash
 // and the key it stands for, so revoking the key ends its sessions too.

@@ -63,6 +63,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	redisAOF := fs.String("redis-aof", "", "Redis with appendfsync always, host:port (empty: skip)")
 	pgDSN := fs.String("postgres", "", "PostgreSQL connection string, fsync on (empty: skip)")
 	sqliteDir := fs.String("sqlite", "", "directory for the SQLite baseline's database (empty: skip)")
+	fvCluster := fs.String("fenceview-cluster", "", "the leader of a fenceview cluster, base URL (empty: skip)")
+	fvFollower := fs.String("fenceview-follower", "", "a follower of that cluster, base URL (empty: skip)")
+	etcdURLs := fs.String("etcd", "", "etcd client URLs, comma-separated, for etcd's own concurrency.Mutex (empty: skip)")
 	clients := fs.Int("clients", 64, "clients of the concurrent workloads")
 	resources := fs.Int("resources", 1024, "resources")
 	duration := fs.Duration("duration", 5*time.Second, "measured time per cell")
@@ -88,6 +91,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			}
 			targets = append(targets, target{"fenceview (RPC stream)", "yes", r})
 		}
+	}
+	for _, c := range []struct{ label, url string }{
+		{"fenceview cluster, leader", *fvCluster},
+		{"fenceview cluster, follower", *fvFollower},
+	} {
+		if c.url == "" {
+			continue
+		}
+		d, err := load.NewHTTP(c.url)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, target{c.label, "yes", d})
+	}
+	if *etcdURLs != "" {
+		targets = append(targets, target{"etcd concurrency.Mutex", "yes", newEtcd(strings.Split(*etcdURLs, ","))})
 	}
 	if *redisAddr != "" {
 		targets = append(targets, target{"redis (no persistence)", "no", newRedis("redis", *redisAddr)})

@@ -10,7 +10,7 @@ import (
 	"github.com/fenceview/fenceview/cmd/fenceload/load"
 )
 
-// The seed's SQL: a grant is one atomic UPDATE ... RETURNING that takes the
+// Plain SQL locking: a grant is one atomic UPDATE ... RETURNING that takes the
 // next token when the lease ran out or the holder already has it; the
 // guarded resource is a row written only when its stored token is not above
 // the presented one. Every statement is its own durable commit.

@@ -14,7 +14,7 @@ import (
 )
 
 // The fourth baseline is what fenceview would be with one durable SQLite
-// commit per operation: the seed's SQL on one connection in WAL mode with
+// commit per operation: the plain SQL locking of postgres.go on one connection in WAL mode with
 // synchronous=FULL, in process (no network at all).
 const (
 	liteSchema = `

@@ -66,6 +66,8 @@ type Client struct {
 	clock Clock
 	lease time.Duration
 	rpc   *rpcPool // nil: every call is its own HTTP request
+	more  []string // WithURLs, parsed into nodes
+	nodes *nodes   // nil: one server
 }
 
 // Option configures a Client.
@@ -115,6 +117,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{life: newLife(), base: u, clock: clock.Real{}, lease: DefaultLease}
 	for _, o := range opts {
 		o(c)
+	}
+	if err := c.parseNodes(); err != nil {
+		return nil, err
 	}
 	if c.lease < time.Millisecond || c.lease > 24*time.Hour {
 		return nil, invalid(fmt.Errorf("lease %v: want 1ms..24h", c.lease))
@@ -168,31 +173,38 @@ func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *u
 		return err
 	}
 	defer done()
-	var body io.Reader
+	var b []byte
 	if in != nil {
-		b, err := json.Marshal(in)
+		if b, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	var resp *http.Response
+	for attempt := 0; ; attempt++ {
+		var body io.Reader
+		if in != nil {
+			body = bytes.NewReader(b)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.at(u).String(), body)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
-	if err != nil {
-		return err
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	if req.Header.Get("Authorization") == "" && c.credential() != "" {
-		req.Header.Set("Authorization", "Bearer "+c.credential())
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return err
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		if in != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.Header.Set("Accept", "application/json")
+		if req.Header.Get("Authorization") == "" && c.credential() != "" {
+			req.Header.Set("Authorization", "Bearer "+c.credential())
+		}
+		if resp, err = c.hc.Do(req); err == nil {
+			break
+		}
+		if !c.failed(attempt, err) {
+			return err
+		}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, limit))

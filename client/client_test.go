@@ -23,11 +23,7 @@ const lease = 3 * time.Second
 func start(t *testing.T, opts fenceviewtest.Options, copts ...client.Option) (*fenceviewtest.Server, *client.Client) {
 	t.Helper()
 	opts.FakeClock = true
-	srv, err := fenceviewtest.Start(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := fenceviewtest.New(t, opts)
 	c, err := client.New(srv.URL, append([]client.Option{client.WithClock(srv.Clock()), client.WithLease(lease)}, copts...)...)
 	if err != nil {
 		t.Fatal(err)

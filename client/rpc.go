@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -112,8 +113,15 @@ func (p *rpcPool) session(ctx context.Context, c *Client) (*rpcSession, error) {
 	if cred := c.credential(); cred != "" {
 		h = http.Header{"Authorization": {"Bearer " + cred}}
 	}
-	ws, _, err := dialer.DialContext(ctx, u.String(), h)
+	ws, resp, err := dialer.DialContext(ctx, u.String(), h)
 	if err != nil {
+		if resp != nil && resp.StatusCode >= 400 {
+			// Refused with an answer (no key, a revoked one, another
+			// origin): the same error the HTTP call would give.
+			raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+			resp.Body.Close()
+			return nil, apiError(resp.StatusCode, raw, nil)
+		}
 		return nil, fmt.Errorf("fenceview: rpc stream: %w", err)
 	}
 	p.sess = newRPCSession(ws)

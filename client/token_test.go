@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -84,8 +85,13 @@ func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 // With --require-signatures the server's own fence takes the client's signed
 // token and refuses a bare number.
 func TestFenceRequireSignatures(t *testing.T) {
+	t.Run("http", func(t *testing.T) { testFenceRequireSignatures(t) })
+	t.Run("rpc", func(t *testing.T) { testFenceRequireSignatures(t, client.WithRPC()) })
+}
+
+func testFenceRequireSignatures(t *testing.T, opts ...client.Option) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{RequireSignatures: true})
+	_, c := start(t, fenceviewtest.Options{RequireSignatures: true}, opts...)
 	m := c.Mutex("r", "a")
 	if _, err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -122,5 +128,70 @@ func TestSigningKeysRefusesMalformedKeys(t *testing.T) {
 			t.Errorf("%s: trusted", name)
 		}
 		srv.Close()
+	}
+}
+
+// A guard whose keys come from the server follows a rotation (old grants
+// still pass) and a removal (the removed key's grants stop passing, even
+// ones the guard had already verified) after RefreshVerifier.
+func TestRefreshVerifierFollowsRotationAndRemoval(t *testing.T) {
+	ctx := context.Background()
+	srv, c := start(t, fenceviewtest.Options{AdminToken: "adm"}, client.WithKey("adm"))
+	admin := func(method, path string) map[string]any {
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer adm")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
+		}
+		return out
+	}
+	m := c.Mutex("r", "a")
+	if _, err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := m.Token()
+	v, err := c.Verifier(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guard.NewSigned(v)
+	if d, _ := g.CheckSigned("r", old.Number, old.Signature); !d.Accepted {
+		t.Fatalf("grant refused: %+v", d)
+	}
+
+	rotated := admin("POST", "/v1/signing-keys")
+	if err := c.RefreshVerifier(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := g.CheckSigned("r", old.Number, old.Signature); !d.Accepted {
+		t.Fatalf("an old grant after rotation: %+v", d)
+	}
+	m2 := c.Mutex("r2", "a")
+	if _, err := m2.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tok := m2.Token(); tok.KeyID != rotated["keyId"] || !tok.Verify(v) {
+		t.Fatalf("new grant %+v, want the new key %v", tok, rotated["keyId"])
+	}
+
+	admin("DELETE", "/v1/signing-keys/"+old.KeyID)
+	if d, _ := g.CheckSigned("r", old.Number, old.Signature); !d.Accepted {
+		t.Fatal("the guard stopped trusting the key before it refreshed") // it cannot know yet
+	}
+	if err := c.RefreshVerifier(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := g.CheckSigned("r", old.Number, old.Signature); d.Accepted || d.Reason != guard.ReasonBadSignature {
+		t.Fatalf("a removed key's grant after refresh: %+v", d)
+	}
+	if tok := m2.Token(); !tok.Verify(v) {
+		t.Fatal("the active key's grant stopped verifying")
 	}
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/fenceview/fenceview/sqlite"
 )
 
-var t0 = time.Date(2026, 9, 24, 6, 14, 22, 0, time.UTC)
+var t0 = clock.TestDate
 
 // env is the dashboard over a real issuer and SQLite file, on a fake clock.
 type env struct {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/auth"
-	"github.com/fenceview/fenceview/httpapi"
 )
 
 // Sessions logs people in (auth.Sessions implements it).
@@ -50,17 +49,17 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: httpapi.SessionCookie, Value: id, Path: "/",
+		Name: auth.SessionCookie, Value: id, Path: "/",
 		MaxAge: int(h.Sessions.TTL().Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	if c, err := r.Cookie(httpapi.SessionCookie); err == nil && h.Sessions != nil {
+	if c, err := r.Cookie(auth.SessionCookie); err == nil && h.Sessions != nil {
 		h.Sessions.Logout(c.Value)
 	}
-	http.SetCookie(w, &http.Cookie{Name: httpapi.SessionCookie, Value: "", Path: "/", MaxAge: -1,
+	http.SetCookie(w, &http.Cookie{Name: auth.SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }

@@ -102,6 +102,9 @@ func (h *Handler) rates(ctx context.Context, name string) (Rates, error) {
 	for i := range r.Buckets {
 		r.Buckets[i].At = start.Add(time.Duration(i) * tr.Bucket)
 	}
+	if h.Counts == nil {
+		return r, nil
+	}
 	counts, err := h.Counts.MinuteCounts(ctx, start, end)
 	if err != nil {
 		return r, err

@@ -215,7 +215,7 @@ var knownReasons = []string{guard.ReasonStale, guard.ReasonUnissued, guard.Reaso
 // documented ones), the most frequent sources, the most refused resources.
 func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 	p := auth.FromContext(ctx)
-	if !p.Unrestricted() {
+	if !p.Unrestricted() || h.Counts == nil {
 		// Counts span every resource: a limited key gets the documented
 		// reasons and its own most refused resources, without counts.
 		for _, k := range knownReasons {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/core"
 	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
@@ -321,4 +322,23 @@ func TestSignedConcurrent(t *testing.T) {
 	if hw, _ := g.HighWater("r"); hw != 32 {
 		t.Fatalf("mark %d, want 32", hw)
 	}
+}
+
+// The WebAssembly guard's core (guard/core, built into guard.wasm) decides
+// the signed table as the native guard does, natively; the wasm package
+// runs the core through wazero and Node. Its keys follow the verifier's
+// (it can only add keys, so the table stops before removals).
+func TestSignedTableNativeCore(t *testing.T) {
+	v := &guard.Verifier{}
+	var l core.Ledger
+	signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
+		for _, k := range v.Keys() {
+			if err := l.Trust(k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		raw := rawOf(sig)
+		res, err := l.CheckSigned(r, tok, raw)
+		return guard.Decision{Accepted: res.Accepted, Reason: res.Reason, Presented: tok, Required: res.Required}, err
+	}, signedtest.Options{StopBeforeRemoval: true})
 }

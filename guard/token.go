@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// Bounds on identifiers, from the schema fenceview's ideas come from
-// (VARCHAR(160) resources, VARCHAR(80) holders).
+// Bounds on identifiers: fenceview's schema stores resources as
+// VARCHAR(160) and holders as VARCHAR(80).
 const (
 	MaxResourceIDLen = 160
 	MaxHolderIDLen   = 80

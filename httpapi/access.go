@@ -34,9 +34,6 @@ type SessionStore interface {
 	Principal(id string) (*auth.Principal, error)
 }
 
-// SessionCookie is the name of the dashboard's session cookie.
-const SessionCookie = "fenceview_session"
-
 // Routes anyone may use, auth on or off: what a browser needs before it can
 // log in, and what guards fetch to verify (modules, public keys).
 var publicRoutes = map[string]bool{
@@ -61,6 +58,7 @@ var routeActions = map[string]auth.Action{
 	"GET /v1/rpc":                       auth.Lock,
 	"POST /v1/fence/{resource}":         auth.Fence,
 	"POST /v1/decisions":                auth.Report,
+	"GET /v1/auth/keys":                 auth.Manage,
 	"/":                                 auth.Read, // no route: 404 or 405 for anyone signed in
 }
 
@@ -151,7 +149,7 @@ func (s *Server) principal(r *http.Request, creds Credentials) (*auth.Principal,
 		return p, nil
 	}
 	if s.Sessions != nil {
-		if c, err := r.Cookie(SessionCookie); err == nil {
+		if c, err := r.Cookie(auth.SessionCookie); err == nil {
 			p, err := s.Sessions.Principal(c.Value)
 			if err != nil {
 				return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "session expired or ended; log in again")

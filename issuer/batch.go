@@ -8,8 +8,11 @@ import (
 )
 
 // batch is one change in the making: working copies of the resources it
-// touches, the events it records and the waiters it serves. Nothing in it is
-// visible until commit has made it durable.
+// touches, the events it records and the waiters it serves. Under s.mu it
+// is applied to memory at once (applyLocked), so the next change builds on
+// it, and queued for the committer; its answers, events and waiters are
+// released only once the commit has made it durable, and a failed commit
+// undoes it in memory (see RATIONALE.md).
 type batch struct {
 	s       *Service
 	now     time.Time

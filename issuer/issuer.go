@@ -57,6 +57,13 @@ type CommitObserver interface {
 }
 
 // Service is the lock authority. Its methods are safe for concurrent use.
+//
+// Every method that changes state takes a ctx, but only Acquire consults
+// it, to give up waiting for a held lock. A change is made in memory and
+// committed as one step; a caller that goes away cannot cut it short,
+// because a token, once taken, must reach the disk before anything else
+// builds on it. The ctx is there so that callers need not change when a
+// method learns to wait (as Acquire does).
 type Service struct {
 	store  Store
 	clock  clock.Clock

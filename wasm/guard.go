@@ -97,6 +97,7 @@ type shard struct {
 	check, highWater, seed            api.Function
 	handle, checkHandle, highWaterByH api.Function
 	checkBatch, trustKey, checkSigned api.Function
+	checkSignedHandle                 api.Function
 	scratch, lastRequired, batch      uint32
 	stack                             [5]uint64
 
@@ -224,15 +225,16 @@ func newShard(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledMo
 	}
 	s := &shard{mod: mod, mem: mod.Memory(), handles: map[string]uint32{}}
 	fns := map[string]*api.Function{
-		"guard_check":             &s.check,
-		"guard_high_water":        &s.highWater,
-		"guard_seed":              &s.seed,
-		"guard_handle":            &s.handle,
-		"guard_check_handle":      &s.checkHandle,
-		"guard_high_water_handle": &s.highWaterByH,
-		"guard_check_batch":       &s.checkBatch,
-		"guard_trust_key":         &s.trustKey,
-		"guard_check_signed":      &s.checkSigned,
+		"guard_check":               &s.check,
+		"guard_high_water":          &s.highWater,
+		"guard_seed":                &s.seed,
+		"guard_handle":              &s.handle,
+		"guard_check_handle":        &s.checkHandle,
+		"guard_high_water_handle":   &s.highWaterByH,
+		"guard_check_batch":         &s.checkBatch,
+		"guard_trust_key":           &s.trustKey,
+		"guard_check_signed":        &s.checkSigned,
+		"guard_check_signed_handle": &s.checkSignedHandle,
 	}
 	for name, fn := range fns {
 		if *fn = mod.ExportedFunction(name); *fn == nil {
@@ -388,20 +390,28 @@ func (g *Guard) HighWaterHandle(h Handle) (int64, error) {
 func (s *shard) checkID(resourceID string, token int64) (guard.Decision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, ok := s.handles[resourceID]
-	if !ok {
-		// The guest validates the id once, in guard_handle; invalid ids
-		// get its code and the native guard's error, as guard_check would
-		// give (the id is checked before the token).
-		v, err := s.callID(s.handle, resourceID)
-		v = int64(int32(uint32(v)))
-		if err := s.err(v, err, resourceID, 1); err != nil {
-			return guard.Decision{}, err
-		}
-		h = uint32(v)
-		s.handles[strings.Clone(resourceID)] = h
+	h, err := s.handleOf(resourceID)
+	if err != nil {
+		return guard.Decision{}, err
 	}
 	return s.callHandle(h, resourceID, token)
+}
+
+// handleOf returns the guest's handle of resourceID, from the cache or from
+// guard_handle. The guest validates the id once, there; invalid ids get its
+// code and the native guard's error, as guard_check would give (the id is
+// checked before the token). s.mu is held.
+func (s *shard) handleOf(resourceID string) (uint32, error) {
+	if h, ok := s.handles[resourceID]; ok {
+		return h, nil
+	}
+	v, err := s.callID(s.handle, resourceID)
+	v = int64(int32(uint32(v)))
+	if err := s.err(v, err, resourceID, 1); err != nil {
+		return 0, err
+	}
+	s.handles[strings.Clone(resourceID)] = uint32(v)
+	return uint32(v), nil
 }
 
 // callHandle is guard_check_handle. s.mu is held.

@@ -111,6 +111,8 @@ func TestModuleInterface(t *testing.T) {
 		// Contract v2, signed tokens.
 		"guard_trust_key":    {{i32, i32}, {i64}},
 		"guard_check_signed": {{i32, i32, i64, i32, i32}, {i64}},
+		// Extension: guard_check_signed by handle.
+		"guard_check_signed_handle": {{i32, i64, i32, i32}, {i64}},
 	}
 	exports := cm.ExportedFunctions()
 	for name, sig := range want {

@@ -109,23 +109,25 @@ func (g *Guard) CheckSignedBytes(resourceID string, token int64, sig []byte) (gu
 	return d, err
 }
 
-// checkSignedCall is guard_check_signed with the id and the signature in
-// the scratch buffer. s.mu is held.
+// checkSignedCall is guard_check_signed_handle with the signature in the
+// scratch buffer and the handle from the cache (the guest then neither
+// hashes the id nor, for a verification it remembers, verifies anything).
+// s.mu is held.
 func (s *shard) checkSignedCall(resourceID string, token int64, sig []byte) (guard.Decision, error) {
 	if s.failure != nil {
 		return guard.Decision{}, s.failure
 	}
-	if len(resourceID) > sigOffset {
-		// Cannot be a valid id (the guest would say the same).
-		return guard.Decision{}, s.err(CodeInvalidResource, nil, resourceID, token)
+	h, err := s.handleOf(resourceID)
+	if err != nil {
+		return guard.Decision{}, err
 	}
 	if len(sig) != core.SignatureSize {
 		sig = nil // bad whatever it is; the guest need not read it
 	}
-	if len(resourceID) > 0 && !s.mem.WriteString(s.scratch, resourceID) || !s.mem.Write(s.scratch+sigOffset, sig) {
+	if !s.mem.Write(s.scratch+sigOffset, sig) {
 		return guard.Decision{}, s.fail(fmt.Errorf("scratch buffer outside memory"))
 	}
-	s.stack = [5]uint64{uint64(s.scratch), uint64(len(resourceID)), uint64(token), uint64(s.scratch + sigOffset), uint64(len(sig))}
-	err := s.checkSigned.CallWithStack(context.Background(), s.stack[:])
+	s.stack[0], s.stack[1], s.stack[2], s.stack[3] = uint64(h), uint64(token), uint64(s.scratch+sigOffset), uint64(len(sig))
+	err = s.checkSignedHandle.CallWithStack(context.Background(), s.stack[:])
 	return s.decision(int64(s.stack[0]), err, resourceID, token)
 }

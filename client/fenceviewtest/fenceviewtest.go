@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview/client"
@@ -51,6 +52,22 @@ type Server struct {
 	srv   *server.Server
 }
 
+// New starts a server for a test and closes it when the test ends; a
+// failure to start fails the test. Options are optional.
+func New(t testing.TB, opts ...Options) *Server {
+	t.Helper()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	s, err := Start(context.Background(), o)
+	if err != nil {
+		t.Fatalf("fenceviewtest: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // Start starts a server and returns once it is listening.
 func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	s := &Server{DBPath: opts.DBPath}
@@ -67,7 +84,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	var clk clock.Clock = clock.Real{}
 	if opts.FakeClock {
-		s.clock = &Clock{f: clock.NewFake(time.Date(2026, 9, 24, 6, 14, 22, 0, time.UTC))}
+		s.clock = &Clock{f: clock.NewFake(clock.TestDate)}
 		clk = s.clock.f
 	}
 	s.srv, err = server.Start(ctx, server.Config{

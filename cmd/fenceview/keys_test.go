@@ -80,3 +80,25 @@ func TestRefusesOpenAddressWithoutAdminToken(t *testing.T) {
 		t.Fatal("the refused start created the database")
 	}
 }
+
+// The access flags parse in both forms and reach the server's config.
+func TestAccessFlags(t *testing.T) {
+	m := NewMain()
+	err := m.ParseFlags([]string{"--addr", "0.0.0.0:8443", "--admin-token", "t", "--tls-cert", "c.pem", "-tls-key", "k.pem",
+		"--tls-client-ca", "ca.pem", "--allowed-host", "a.example", "-allowed-host", "b.example:8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TLSCert != "c.pem" || m.TLSKey != "k.pem" || m.TLSClientCA != "ca.pem" || len(m.AllowedHosts) != 2 || m.AllowedHosts[1] != "b.example:8080" {
+		t.Fatalf("parsed %+v", m.Access)
+	}
+	t.Setenv("FENCEVIEW_ADMIN_TOKEN", "")
+	m = NewMain()
+	if err := m.ParseFlags([]string{"--addr", "0.0.0.0:8080", "--insecure-no-auth"}); err != nil || !m.InsecureNoAuth {
+		t.Fatalf("--insecure-no-auth: %v", err)
+	}
+	m = NewMain()
+	if err := m.ParseFlags([]string{"--addr", "0.0.0.0:8080"}); err == nil || !strings.Contains(err.Error(), "--admin-token") {
+		t.Fatalf("open address without a token: %v", err)
+	}
+}

@@ -11,8 +11,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
+	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/server"
@@ -65,6 +68,12 @@ type Main struct {
 	SigningKey        string
 	RequireSignatures bool
 
+	// Cluster mode (see package cluster): on when Etcd is set.
+	Etcd        string // comma-separated etcd client URLs
+	EtcdPrefix  string
+	Advertise   string
+	ElectionTTL time.Duration
+
 	Clock  clock.Clock
 	Logger *slog.Logger
 	// LogOutput receives the log ParseFlags sets up; Stdout, --version.
@@ -82,12 +91,14 @@ type Main struct {
 // NewMain returns a Main with the defaults of the command.
 func NewMain() *Main {
 	return &Main{
-		Addr:      "127.0.0.1:8080",
-		DBPath:    "fenceview.db",
-		Clock:     clock.Real{},
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		LogOutput: os.Stderr,
-		Stdout:    os.Stdout,
+		Addr:        "127.0.0.1:8080",
+		DBPath:      "fenceview.db",
+		EtcdPrefix:  cluster.DefaultPrefix,
+		ElectionTTL: 5 * time.Second,
+		Clock:       clock.Real{},
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		LogOutput:   os.Stderr,
+		Stdout:      os.Stdout,
 	}
 }
 
@@ -114,6 +125,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
 	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
+	fs.StringVar(&m.Etcd, "etcd", m.Etcd, "etcd client URLs, comma-separated: run as a node of a cluster whose state lives in etcd")
+	fs.StringVar(&m.EtcdPrefix, "etcd-prefix", m.EtcdPrefix, "etcd key prefix of the cluster")
+	fs.StringVar(&m.Advertise, "advertise", m.Advertise, "this node's base URL for its peers (default: http://<listen address>)")
+	fs.DurationVar(&m.ElectionTTL, "election-ttl", m.ElectionTTL, "a dead leader is replaced within this (whole seconds)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n       fenceview keys create|list|revoke [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
 		fs.PrintDefaults()
@@ -154,6 +169,9 @@ func (m *Main) Run(ctx context.Context) error {
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
 		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(), Access: m.Access,
 		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
+		Cluster: server.ClusterConfig{
+			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,
+		},
 	})
 	if err != nil {
 		return err
@@ -177,4 +195,15 @@ func (m *Main) Close() error {
 		return nil
 	}
 	return m.server.Close()
+}
+
+// splitList splits a comma-separated flag value, dropping empty parts.
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

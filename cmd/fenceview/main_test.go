@@ -22,7 +22,7 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 )
 
-var t0 = time.Date(2026, 9, 24, 6, 14, 22, 0, time.UTC)
+var t0 = clock.TestDate
 
 // testServer is the real fenceview server on 127.0.0.1:0 with a temporary
 // SQLite file.

@@ -69,7 +69,9 @@ func (c *rpcConn) send(lines ...string) map[uint64]rpcAnswer {
 // of calls against two servers on the same fake clock gives the same
 // statuses and bodies.
 func TestRPCAnswersLikeTheJSONAPI(t *testing.T) {
-	sameIssuer := func(m *Main) { m.Issuer = "lock-service" }
+	// One issuer and one signing key, so both answer with the same bytes.
+	_, keyPath := signingKeyFile(t)
+	sameIssuer := func(m *Main) { m.Issuer = "lock-service"; m.SigningKey = keyPath }
 	viaHTTP, viaRPC := startServer(t, sameIssuer), startServer(t, sameIssuer)
 	conn := viaRPC.rpc()
 	script := []struct {

@@ -29,12 +29,7 @@ func TestSigningFlags(t *testing.T) {
 // The command with --signing-key and --require-signatures: grants are signed
 // by the file's key, and its fence takes only signed tokens.
 func TestRequireSignaturesCommand(t *testing.T) {
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	pemBytes, _ := signing.MarshalPrivateKeyPEM(priv)
-	keyPath := filepath.Join(t.TempDir(), "key.pem")
-	if err := os.WriteFile(keyPath, pemBytes, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	priv, keyPath := signingKeyFile(t)
 	s := startServer(t, func(m *Main) { m.SigningKey = keyPath; m.RequireSignatures = true })
 	r := s.acquire("shard-0042", "client-a", 30000)
 	f := r.Body["fencing"].(map[string]any)
@@ -54,4 +49,23 @@ func TestRequireSignaturesCommand(t *testing.T) {
 	if got := s.do("GET", "/v1/signing-keys", nil); got.Status != 200 || len(got.Body["keys"].([]any)) != 1 {
 		t.Fatalf("signing keys: %d %s", got.Status, got.Raw)
 	}
+}
+
+// signingKeyFile writes a new Ed25519 private key where --signing-key can
+// read it.
+func signingKeyFile(t *testing.T) (ed25519.PrivateKey, string) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemBytes, err := signing.MarshalPrivateKeyPEM(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPath := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(keyPath, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return priv, keyPath
 }

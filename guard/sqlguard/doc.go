@@ -8,8 +8,8 @@
 //
 // Two shapes are offered:
 //
-//   - Table fences rows that carry their own token column (the seed's
-//     inventory row with fence_token), optionally combined with an
+//   - Table fences rows that carry their own token column (an inventory
+//     row with fence_token), optionally combined with an
 //     optimistic version column (UpdateVersion).
 //   - Marks keeps one high-water mark per resource id in a table of its
 //     own, for resources with no row of their own: it is a durable

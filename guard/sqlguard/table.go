@@ -73,7 +73,7 @@ func Add(column string, delta any) Assignment {
 
 // Table fences writes to the rows of one table. Each row carries its own
 // high-water mark in a token column (default "fence_token", BIGINT NOT NULL
-// DEFAULT 0): the seed's
+// DEFAULT 0): the conditional update
 //
 //	UPDATE inventory SET stock = ?, fence_token = ?
 //	 WHERE product_id = ? AND fence_token <= ?
@@ -147,7 +147,7 @@ func (t *Table) Update(ctx context.Context, db DB, id any, token int64, set ...A
 	return t.update(ctx, db, id, token, nil, set)
 }
 
-// UpdateVersion is Update with the seed's combined guard: the row must also
+// UpdateVersion is Update combined with optimistic locking: the row must also
 // be at version expected, and the write increments it.
 //
 //	UPDATE documents SET content = ?, version = version + 1, fence_token = ?

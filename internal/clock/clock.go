@@ -43,6 +43,10 @@ type Fake struct {
 	created chan struct{}
 }
 
+// TestDate is the instant every test's fake clock starts at, so times in
+// test output and fixtures read the same everywhere.
+var TestDate = time.Date(2026, 9, 24, 6, 14, 22, 0, time.UTC)
+
 // NewFake returns a fake clock set to start.
 func NewFake(start time.Time) *Fake {
 	return &Fake{now: start, created: make(chan struct{}, 1024)}

@@ -142,9 +142,11 @@ func (c *client) failed(what string, err error) {
 	}
 }
 
-func (c *client) write(resource, holder string, token int64) bool {
+// write presents the grant's token with its signature, as a real client
+// does, so the demo also runs against --require-signatures.
+func (c *client) write(resource, holder string, f guard.Token) bool {
 	d, err := c.l.Fence(c.ctx, fenceview.Fence{
-		ResourceID: resource, Token: guard.Token{Token: token}, Holder: holder, Source: "demo:" + holder,
+		ResourceID: resource, Token: guard.Token{Token: f.Token, Signature: f.Signature}, Holder: holder, Source: "demo:" + holder,
 	})
 	c.failed("fence", err)
 	return err == nil && d.Accepted
@@ -161,7 +163,7 @@ func (c *client) worker(resource, holder string) {
 		}
 		writes := 2 + c.rnd.IntN(3)
 		for i := 0; i < writes && c.sleep(1200*time.Millisecond); i++ {
-			c.write(resource, holder, g.Fencing.Token)
+			c.write(resource, holder, g.Fencing)
 			if i == 1 {
 				_, err := c.l.Renew(c.ctx, resource, holder, 0)
 				c.failed("renew", err)
@@ -186,7 +188,7 @@ func (c *client) paused(handover <-chan int64) {
 			c.failed("acquire", err)
 			continue
 		}
-		c.write(Inventory, holder, g.Fencing.Token)
+		c.write(Inventory, holder, g.Fencing)
 		// The pause lasts until the standby has written with its newer
 		// token, so the refusal happens every round, not by chance.
 		for waiting := true; waiting; {
@@ -197,7 +199,7 @@ func (c *client) paused(handover <-chan int64) {
 				return
 			}
 		}
-		if !c.write(Inventory, holder, g.Fencing.Token) {
+		if !c.write(Inventory, holder, g.Fencing) {
 			c.log.Debug("demo: paused client fenced out", "resource", Inventory, "token", g.Fencing.Token)
 		}
 		c.sleep(15 * time.Second)
@@ -214,7 +216,7 @@ func (c *client) standby(handover chan int64) {
 			continue
 		}
 		c.sleep(400 * time.Millisecond)
-		c.write(Inventory, holder, g.Fencing.Token)
+		c.write(Inventory, holder, g.Fencing)
 		select { // replace news the paused client never read
 		case <-handover:
 		default:
@@ -241,7 +243,7 @@ func (c *client) scheduler() {
 			continue
 		}
 		for i := 0; i < 4 && c.sleep(9*time.Second); i++ {
-			c.write(Reports, holder, g.Fencing.Token)
+			c.write(Reports, holder, g.Fencing)
 			_, err := c.l.Renew(c.ctx, Reports, holder, 0)
 			c.failed("renew", err)
 		}

@@ -63,6 +63,7 @@ type Output struct {
 	Last     int64  // Read of the server: the last token issued
 	Value    string // Read of a value store
 	Found    bool   // Read of a value store: there is a value
+	Unknown  bool   // the client never learned the outcome (see AddUnknown)
 }
 
 // Reasons a write is refused for, as the contract names them.

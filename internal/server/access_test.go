@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -406,4 +408,44 @@ func TestLockOwnershipByKey(t *testing.T) {
 	if a := call(t, nil, "POST", s.URL()+"/v1/locks/r/release", k1, map[string]any{"holder": "shared-name"}); a.Status != 200 {
 		t.Fatalf("owner release: %d %s", a.Status, a.Raw)
 	}
+}
+
+// Secrets never reach the log, whatever is done with them: made, used,
+// refused, revoked, logged in with.
+func TestSecretsStayOutOfTheLog(t *testing.T) {
+	var logbuf syncBuffer
+	s := start(t, Config{AdminToken: admin, Logger: slog.New(slog.NewTextHandler(&logbuf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	id, secret := newKey(t, s, "w", "client")
+	call(t, nil, "POST", s.URL()+"/v1/locks/r/acquire", secret, acquireBody("h"))
+	call(t, nil, "GET", s.URL()+"/v1/locks/r", secret+"x", nil)
+	call(t, nil, "POST", s.URL()+"/login", "", "key="+url.QueryEscape(secret), "Content-Type", "application/x-www-form-urlencoded")
+	call(t, nil, "DELETE", s.URL()+"/v1/auth/keys/"+id, admin, nil)
+	call(t, nil, "GET", s.URL()+"/v1/locks/r", secret, nil)
+	s.Close()
+	out := logbuf.String()
+	if !strings.Contains(out, "fenceview ready") {
+		t.Fatalf("no log captured: %q", out)
+	}
+	for _, sec := range []string{secret, secret[len(secret)-43:], admin} {
+		if strings.Contains(out, sec) {
+			t.Fatalf("a secret in the log:\n%s", out)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -38,7 +39,8 @@ type Config struct {
 	RequireSignatures bool
 	Clock             clock.Clock
 	Logger            *slog.Logger
-	AccessLog         *slog.Logger // one line per answered request; nil for none
+	AccessLog         *slog.Logger  // one line per answered request; nil for none
+	Cluster           ClusterConfig // cluster mode when Cluster.Etcd is set
 
 	Access // who may connect and how (access.go)
 }
@@ -55,6 +57,7 @@ type Server struct {
 	// dashboard's logins.
 	Credentials *auth.Keyring
 	Sessions    *auth.Sessions
+	Node        *cluster.Node // cluster mode only; Service and API are then the leader's, per term
 
 	logger *slog.Logger
 	tls    bool
@@ -83,6 +86,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.Metrics = telemetry.New()
 	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
+	if len(cfg.Cluster.Etcd) > 0 {
+		return s, s.startCluster(ctx, cfg)
+	}
 	if cfg.SigningKeyFile != "" {
 		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
 	} else {
@@ -164,6 +170,9 @@ func (s *Server) Close() error {
 	if s.demo != nil {
 		s.demo.Stop() // before the service, so no simulated call meets a closed one
 		s.demo = nil
+	}
+	if s.Node != nil {
+		errs = append(errs, s.Node.Close()) // resigns, so another node leads at once
 	}
 	if s.Service != nil {
 		s.Service.Close()

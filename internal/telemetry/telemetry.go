@@ -11,6 +11,8 @@ package telemetry
 import (
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +44,9 @@ type Metrics struct {
 	commitFailed  prometheus.Counter
 	fsync         prometheus.Histogram
 	streamLag     prometheus.Histogram
+
+	watchOnce sync.Once
+	service   serviceCollector
 }
 
 // Buckets for durations in seconds: 0.25 ms to about 8 s, where a fenceview
@@ -89,9 +94,13 @@ func New() *Metrics {
 	return m
 }
 
-// Watch exports the service's counters and gauges.
+// Watch exports the service's counters and gauges. It may be called
+// again with a new service (a cluster node's next term as leader): the
+// metrics then follow that one.
 func (m *Metrics) Watch(svc *issuer.Service) {
-	m.Registry.MustRegister(&serviceCollector{snapshot: svc.Metrics})
+	m.watchOnce.Do(func() { m.Registry.MustRegister(&m.service) })
+	snapshot := svc.Metrics
+	m.service.snapshot.Store(&snapshot)
 }
 
 // Handler serves the registry in Prometheus' exposition formats.
@@ -124,7 +133,7 @@ var _ issuer.CommitObserver = (*Metrics)(nil)
 // serviceCollector turns issuer.Metrics snapshots into const metrics,
 // under the names fenceview exported before client_golang.
 type serviceCollector struct {
-	snapshot func() issuer.Metrics
+	snapshot atomic.Pointer[func() issuer.Metrics]
 }
 
 type serviceMetric struct {
@@ -170,7 +179,11 @@ func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
-	m := c.snapshot()
+	f := c.snapshot.Load()
+	if f == nil {
+		return
+	}
+	m := (*f)()
 	for _, sm := range serviceMetrics {
 		ch <- prometheus.MustNewConstMetric(sm.desc, sm.kind, sm.value(m))
 	}

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -21,54 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 )
-
-// ErrBusy is returned by Client.Acquire when another holder has the lock.
-// It is an outcome, not a failure.
-var ErrBusy = errors.New("lock held by another holder")
-
-// StatusError is an unexpected response status. 5xx ones fail a run.
-type StatusError struct {
-	Op   string
-	Code int
-	Body string
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s: status %d: %s", e.Op, e.Code, e.Body)
-}
-
-// Setup is what a driver learns before the run.
-type Setup struct {
-	Resources []string      // resource ids; operations name them by index
-	Clients   int           // concurrent clients that will call NewClient
-	Lease     time.Duration // lease of every grant
-	Wait      time.Duration // server-side wait of acquire, where supported
-}
-
-// Driver is one backend.
-type Driver interface {
-	// Name labels the backend in reports.
-	Name() string
-	// Prepare readies the backend for these resources (tables, rows,
-	// connection pools).
-	Prepare(ctx context.Context, s Setup) error
-	// NewClient returns the connection of client id, used by one goroutine
-	// only, holding locks as holder.
-	NewClient(id int, holder string) (Client, error)
-	Close() error
-}
-
-// Client is one simulated client of a backend.
-type Client interface {
-	// Acquire takes the lock of resource r and returns its fencing token,
-	// or ErrBusy.
-	Acquire(ctx context.Context, r int) (int64, error)
-	// Release gives the lock of resource r back; refusal is an error.
-	Release(ctx context.Context, r int) error
-	// Fence writes to resource r with token: accepted or refused by the
-	// resource's high-water mark.
-	Fence(ctx context.Context, r int, token int64) (accepted bool, err error)
-}
 
 // Mix is the weight of each operation kind: a grant cycle (acquire, then
 // release), a fenced write with the newest token, a write with a stale one.
@@ -128,123 +79,6 @@ type Config struct {
 	Wait      time.Duration
 	Prefix    string // resource ids are Prefix + "-" + index
 	Seed      uint64
-}
-
-// Op kinds, in report order. A cycle is one acquire plus one release; its
-// rate is the "grants per second".
-var Kinds = []string{"cycle", "acquire", "release", "fence", "stale"}
-
-const (
-	kCycle = iota
-	kAcquire
-	kRelease
-	kFence
-	kStale
-	nKinds
-)
-
-// OpStats summarises one kind.
-type OpStats struct {
-	Count     int64   `json:"count"`
-	OpsPerSec float64 `json:"opsPerSec"`
-	MeanMs    float64 `json:"meanMs"`
-	P50Ms     float64 `json:"p50Ms"`
-	P99Ms     float64 `json:"p99Ms"`
-	MaxMs     float64 `json:"maxMs"`
-}
-
-// Report is the outcome of a run.
-type Report struct {
-	Target      string             `json:"target"`
-	Clients     int                `json:"clients"`
-	Resources   int                `json:"resources"`
-	Mix         Mix                `json:"mix"`
-	DurationSec float64            `json:"durationSec"`
-	Ops         map[string]OpStats `json:"ops"`
-	// TokensChecked counts grants whose token was checked against the
-	// previous one of its resource, warm-up included; the other counts
-	// are of the measured time only.
-	TokensChecked int64    `json:"tokensChecked"`
-	Busy          int64    `json:"busy"`
-	Accepted      int64    `json:"accepted"`
-	Rejected      int64    `json:"rejected"`
-	Errors        int64    `json:"errors"`
-	Status5xx     int64    `json:"status5xx"`
-	Violations    []string `json:"violations"`
-	FirstErrors   []string `json:"firstErrors"`
-	OK            bool     `json:"ok"`
-}
-
-// Err is non-nil when the run must fail: a violation, a 5xx or any error.
-func (r *Report) Err() error {
-	if r.OK {
-		return nil
-	}
-	var why []string
-	if n := len(r.Violations); n > 0 {
-		why = append(why, fmt.Sprintf("%d violations (first: %s)", n, r.Violations[0]))
-	}
-	if r.Status5xx > 0 {
-		why = append(why, fmt.Sprintf("%d responses 5xx", r.Status5xx))
-	}
-	if r.Errors > 0 {
-		first := ""
-		if len(r.FirstErrors) > 0 {
-			first = " (first: " + r.FirstErrors[0] + ")"
-		}
-		why = append(why, fmt.Sprintf("%d errors%s", r.Errors, first))
-	}
-	return fmt.Errorf("%s: %s", r.Target, strings.Join(why, "; "))
-}
-
-// Checker checks, per resource, that every granted token is above the one
-// granted before it. A grant is observed before its lock is released, so
-// grants of one resource are observed in the order they were issued and any
-// token not above the last one is a violation. Lock-free: one
-// compare-and-swap per grant.
-type Checker struct {
-	last       []atomic.Int64
-	violations atomic.Int64
-	mu         sync.Mutex
-	first      []string
-}
-
-// NewChecker checks n resources.
-func NewChecker(n int) *Checker { return &Checker{last: make([]atomic.Int64, n)} }
-
-// Observe records token as granted for resource r and reports whether it
-// was strictly above the previous one.
-func (c *Checker) Observe(r int, token int64) bool {
-	for {
-		old := c.last[r].Load()
-		if token <= old {
-			c.Violate(fmt.Sprintf("resource %d: token %d granted after %d", r, token, old))
-			return false
-		}
-		if c.last[r].CompareAndSwap(old, token) {
-			return true
-		}
-	}
-}
-
-// Last is the newest token observed for resource r (0 if none).
-func (c *Checker) Last(r int) int64 { return c.last[r].Load() }
-
-// Violate records a broken guarantee.
-func (c *Checker) Violate(msg string) {
-	c.violations.Add(1)
-	c.mu.Lock()
-	if len(c.first) < 20 {
-		c.first = append(c.first, msg)
-	}
-	c.mu.Unlock()
-}
-
-// Violations returns the first recorded violations (up to 20) and the total.
-func (c *Checker) Violations() ([]string, int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.first...), c.violations.Load()
 }
 
 // worker is one client's state; nothing in it is shared.
@@ -347,56 +181,7 @@ func Run(ctx context.Context, cfg Config, d Driver) (*Report, error) {
 	}
 	elapsed := end.Sub(measureFrom).Seconds()
 
-	rep := &Report{
-		Target:      d.Name(),
-		Clients:     cfg.Clients,
-		Resources:   cfg.Resources,
-		Mix:         cfg.Mix,
-		DurationSec: elapsed,
-		Ops:         map[string]OpStats{},
-	}
-	var total [nKinds]histogram
-	for _, w := range workers {
-		for k := range total {
-			total[k].merge(&w.hist[k])
-		}
-		rep.TokensChecked += w.checked
-		rep.Busy += w.busy
-		rep.Accepted += w.accepted
-		rep.Rejected += w.rejected
-		rep.Errors += w.errs
-		rep.Status5xx += w.s5xx
-		if w.firstErr != "" && len(rep.FirstErrors) < 5 {
-			rep.FirstErrors = append(rep.FirstErrors, w.firstErr)
-		}
-	}
-	for k, h := range total {
-		if h.n == 0 {
-			continue
-		}
-		ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
-		rep.Ops[Kinds[k]] = OpStats{
-			Count:     h.n,
-			OpsPerSec: float64(h.n) / elapsed,
-			MeanMs:    float64(h.sum) / float64(h.n) / 1e6,
-			P50Ms:     ms(h.quantile(0.50)),
-			P99Ms:     ms(h.quantile(0.99)),
-			MaxMs:     ms(time.Duration(h.max)),
-		}
-	}
-	var nv int64
-	rep.Violations, nv = st.check.Violations()
-	if int64(len(rep.Violations)) < nv {
-		rep.Violations = append(rep.Violations, fmt.Sprintf("... %d in all", nv))
-	}
-	if rep.Violations == nil {
-		rep.Violations = []string{}
-	}
-	if rep.FirstErrors == nil {
-		rep.FirstErrors = []string{}
-	}
-	rep.OK = nv == 0 && rep.Errors == 0
-	return rep, nil
+	return st.report(d.Name(), workers, elapsed), nil
 }
 
 // setup gives every resource two grants (so that a stale token, one below
@@ -541,26 +326,4 @@ func (st *run) fence(ctx context.Context, c Client, w *worker, r int, t0 time.Ti
 		}
 	}
 	return nil
-}
-
-// Print writes the report as a table.
-func Print(out io.Writer, r *Report) {
-	fmt.Fprintf(out, "%s: %d clients, %d resources, mix %s, %.1fs measured\n",
-		r.Target, r.Clients, r.Resources, r.Mix, r.DurationSec)
-	fmt.Fprintf(out, "%-8s %10s %10s %9s %9s %9s %9s\n", "kind", "ops", "ops/s", "mean ms", "p50 ms", "p99 ms", "max ms")
-	for _, k := range Kinds {
-		s, ok := r.Ops[k]
-		if !ok {
-			continue
-		}
-		fmt.Fprintf(out, "%-8s %10d %10.0f %9.3f %9.3f %9.3f %9.3f\n", k, s.Count, s.OpsPerSec, s.MeanMs, s.P50Ms, s.P99Ms, s.MaxMs)
-	}
-	fmt.Fprintf(out, "tokens checked %d (strictly increasing per resource: %v), busy %d, fenced writes accepted %d, refused %d, errors %d, 5xx %d\n",
-		r.TokensChecked, len(r.Violations) == 0, r.Busy, r.Accepted, r.Rejected, r.Errors, r.Status5xx)
-	for _, v := range r.Violations {
-		fmt.Fprintf(out, "VIOLATION: %s\n", v)
-	}
-	for _, e := range r.FirstErrors {
-		fmt.Fprintf(out, "ERROR: %s\n", e)
-	}
 }

@@ -2,10 +2,11 @@
 // from their guest packages, the same way for go generate and for the test
 // that checks the committed modules are current.
 //
-// A module is built in two steps, both pinned so that any checkout with the
+// A module is built in three steps, all pinned so that any checkout with the
 // same tools builds the same bytes: go build (GOOS=wasip1, c-shared,
-// -trimpath, -s -w) and binaryen's wasm-opt -Oz, which shrinks Go's code by
-// about 7% (Debian's package binaryen; docs/wasm-abi.md has the numbers).
+// -trimpath, -s -w); binaryen's wasm-opt -Oz, which shrinks Go's code by
+// about 7% (Debian's package binaryen); and Pack, which stores Go's static
+// data compactly (docs/wasm-abi.md has the numbers).
 package build
 
 import (
@@ -72,11 +73,19 @@ func Build(ctx context.Context, dir string, m Module, out string) error {
 	if err != nil {
 		return err
 	}
-	cmd = exec.CommandContext(ctx, opt, append(append([]string{}, wasmOptFlags...), raw, "-o", out)...)
+	optimized := filepath.Join(tmp, "opt.wasm")
+	cmd = exec.CommandContext(ctx, opt, append(append([]string{}, wasmOptFlags...), raw, "-o", optimized)...)
 	if err := run(cmd); err != nil {
 		return fmt.Errorf("wasm-opt %s: %v", m.File, err)
 	}
-	return nil
+	b, err := os.ReadFile(optimized)
+	if err != nil {
+		return err
+	}
+	if b, err = Pack(b); err != nil {
+		return fmt.Errorf("%s: %v", m.File, err)
+	}
+	return os.WriteFile(out, b, 0o644)
 }
 
 func run(cmd *exec.Cmd) error {

@@ -29,7 +29,8 @@ const (
 )
 
 // abiVersion grows when exports are added; existing ones never change.
-// 2 added guard_check_batch, guard_trust_key and guard_check_signed.
+// 2 added guard_check_batch, guard_trust_key, guard_check_signed and
+// guard_check_signed_handle.
 const abiVersion = 2
 
 // maxAlloc bounds one guard_alloc: ids are at most 160 bytes, so anything far
@@ -269,6 +270,19 @@ func guardCheckSigned(ptr, n int32, token int64, sigPtr, sigLen int32) int64 {
 		return codeBadMemory
 	}
 	return resultCode(table.CheckSigned(id, token, sig))
+}
+
+//go:wasmexport guard_check_signed_handle
+func guardCheckSignedHandle(h int32, token int64, sigPtr, sigLen int32) int64 {
+	var sig []byte
+	if sigLen == core.SignatureSize {
+		if sig = bytesAt(uintptr(uint32(sigPtr)), int(sigLen)); sig == nil {
+			return codeBadMemory
+		}
+	} else if sigLen < 0 {
+		return codeBadMemory
+	}
+	return resultCode(table.CheckSignedHandle(core.Handle(uint32(h)), token, sig))
 }
 
 // resultCode encodes a result: 0 accepted, the required token when refused

@@ -1,0 +1,148 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// forwardedHeader marks a request a follower forwarded, so that a node that
+// is not (or no longer) the leader answers 503 instead of forwarding again:
+// two nodes with different views of the leader never bounce a request.
+const forwardedHeader = "X-Fenceview-Forwarded-By"
+
+// ServeHTTP answers as the leader, forwards to the leader, or says there is
+// none (503 with Retry-After).
+func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/cluster" {
+		n.serveCluster(w, r)
+		return
+	}
+	if t := n.current.Load(); t != nil {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !websocket.IsWebSocketUpgrade(r) {
+			// A paused leader may not know yet that it was deposed: a read
+			// answers only after etcd confirms the term still stands.
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			err := n.confirm(ctx, t)
+			cancel()
+			if err != nil {
+				unavailable(w, "this node's leadership could not be confirmed; retry")
+				return
+			}
+		}
+		t.handler.ServeHTTP(&retryWriter{ResponseWriter: w}, r)
+		return
+	}
+	if r.Header.Get(forwardedHeader) != "" {
+		unavailable(w, "the leader changed; retry")
+		return
+	}
+	if l := n.leader.Load(); l != nil && l.ID != n.self.ID {
+		r.Header.Set(forwardedHeader, n.self.ID)
+		n.proxy(l.URL).ServeHTTP(w, r)
+		return
+	}
+	unavailable(w, "no cluster leader; retry")
+}
+
+// proxy returns the reverse proxy to the leader at base, made once.
+func (n *Node) proxy(base string) http.Handler {
+	n.proxyMu.Lock()
+	defer n.proxyMu.Unlock()
+	if p, ok := n.proxies[base]; ok {
+		return p
+	}
+	target, _ := url.Parse(base)
+	p := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host // the leader checks Origin against the Host the client used
+			pr.SetXForwarded()
+		},
+		Transport:     n.proxyRT,
+		FlushInterval: -1, // stream answers as they come
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" {
+				// Nothing was sent: the request certainly changed nothing.
+				unavailable(w, "the leader is unreachable; retry")
+				return
+			}
+			n.log.Warn("forwarding to the leader failed", "leader", base, "err", err)
+			unavailable(w, "the leader did not answer; retry")
+		},
+	}
+	n.proxies[base] = p
+	return p
+}
+
+func (n *Node) serveCluster(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method " + r.Method + " not allowed; use GET"})
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	members, err := n.Members(ctx)
+	if err != nil {
+		unavailable(w, "etcd did not answer; retry")
+		return
+	}
+	self := n.self
+	self.Role = "follower"
+	var leader any
+	if l := n.leader.Load(); l != nil {
+		leader = Member{ID: l.ID, URL: l.URL}
+		if l.ID == self.ID {
+			self.Role = "leader"
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"self": self, "leader": leader, "members": members})
+}
+
+func unavailable(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(body)
+}
+
+// retryWriter adds Retry-After to the leader's own 503s (a term ending
+// under a request), so every 503 of a cluster says when to retry.
+type retryWriter struct {
+	http.ResponseWriter
+}
+
+func (rw *retryWriter) WriteHeader(code int) {
+	if code == http.StatusServiceUnavailable && rw.Header().Get("Retry-After") == "" {
+		rw.Header().Set("Retry-After", "1")
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *retryWriter) Flush() {
+	if f, ok := rw.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Hijack lets the websocket routes take the connection over.
+func (rw *retryWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(rw.ResponseWriter).Hijack()
+}
+
+func (rw *retryWriter) Unwrap() http.ResponseWriter { return rw.ResponseWriter }

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/cluster"
+	"github.com/fenceview/fenceview/dashboard"
+	"github.com/fenceview/fenceview/httpapi"
+	"github.com/fenceview/fenceview/internal/telemetry"
+	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/signing"
+	"github.com/fenceview/fenceview/sqlite"
+)
+
+// ClusterConfig is cluster mode's part of Config.
+type ClusterConfig struct {
+	Etcd        []string // etcd client URLs; empty: single server
+	Prefix      string   // default /fenceview/
+	Advertise   string   // default http://<the listen address>
+	ElectionTTL time.Duration
+}
+
+// startCluster serves as one node of a cluster: the lock service runs only
+// while this node leads, over etcd; otherwise requests go to the leader.
+func (s *Server) startCluster(ctx context.Context, cfg Config) error {
+	var err error
+	if s.ln, err = s.listen(cfg); err != nil {
+		return err
+	}
+	// API keys and sessions are this node's for now (its own database);
+	// the admin token is the same on every node that is given it.
+	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
+		return err
+	}
+	s.Sessions = auth.NewSessions(s.Credentials, maxSessions, sessionTTL, cfg.Clock.Now)
+	hosts := httpapi.NewHostList(s.ln.Addr().String(), append([]string{cfg.Addr}, cfg.AllowedHosts...))
+	advertise := cfg.Cluster.Advertise
+	if advertise == "" {
+		advertise = defaultAdvertise(s.ln.Addr().(*net.TCPAddr))
+	}
+	if cfg.SigningKeyFile != "" {
+		if s.Keys, err = signing.FromFile(cfg.SigningKeyFile); err != nil {
+			return err
+		}
+	}
+	s.Node, err = cluster.Start(ctx, cluster.Config{
+		Endpoints: cfg.Cluster.Etcd, Prefix: cfg.Cluster.Prefix, Advertise: advertise,
+		ElectionTTL: cfg.Cluster.ElectionTTL, Issuer: cfg.Issuer, History: s.DB,
+		Clock: cfg.Clock, Logger: cfg.Logger,
+		SigningKeys: s.Keys, RequireSignatures: cfg.RequireSignatures,
+		Serve: func(svc *issuer.Service, keys *signing.Keyring, sync func(context.Context) error) http.Handler {
+			history := syncedHistory{DB: s.DB, sync: sync}
+			api := httpapi.New(svc, history, cfg.Logger)
+			api.SigningKeys = keys
+			api.Auth, api.Sessions = s.Credentials, s.Sessions
+			api.AllowedHosts = hosts
+			api.Metrics, api.StreamLag = s.Metrics.Handler(), s.Metrics.ObserveStreamLag
+			s.Metrics.Watch(svc) // this term's service
+			dash := dashboard.New(svc, history, cfg.Clock.Now)
+			dash.Logger = cfg.Logger
+			dash.Sessions = s.Sessions
+			dash.Gatherer = s.Metrics.Registry
+			dash.Register(api)
+			return api
+		},
+	})
+	if err != nil {
+		return err
+	}
+	s.IssuerID = s.Node.Issuer()
+	s.http = &http.Server{
+		Handler:           telemetry.Instrument(s.Node, s.Metrics, cfg.AccessLog),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			cfg.Logger.Error("http server", "err", err)
+		}
+	}()
+	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
+		"cluster", s.Node.Self().ID, "advertise", advertise)
+	return nil
+}
+
+// defaultAdvertise is this node's URL for its peers when --advertise is not
+// given: the listen address, or the host name for a wildcard address.
+func defaultAdvertise(addr *net.TCPAddr) string {
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			host = h
+		}
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(addr.Port))
+}
+
+// syncedHistory is the leader's history as its API and dashboard read it:
+// every read first waits until the local copy holds every event the lock
+// service has published, so it sees every acknowledged change.
+type syncedHistory struct {
+	*sqlite.DB
+	sync func(context.Context) error
+}
+
+func (h syncedHistory) Rejections(ctx context.Context, f fenceview.RejectionFilter) ([]fenceview.Event, error) {
+	if err := h.sync(ctx); err != nil {
+		return nil, unavailable(err)
+	}
+	return h.DB.Rejections(ctx, f)
+}
+
+func (h syncedHistory) EventsAfter(ctx context.Context, after int64, resourceID string, limit int) ([]fenceview.Event, error) {
+	if err := h.sync(ctx); err != nil {
+		return nil, unavailable(err)
+	}
+	return h.DB.EventsAfter(ctx, after, resourceID, limit)
+}
+
+func (h syncedHistory) ResourceEvents(ctx context.Context, resourceID string, limit int) ([]fenceview.Event, error) {
+	if err := h.sync(ctx); err != nil {
+		return nil, unavailable(err)
+	}
+	return h.DB.ResourceEvents(ctx, resourceID, limit)
+}
+
+func unavailable(err error) error {
+	return fenceview.Errorf(fenceview.EUNAVAILABLE, "history not available on this node now: %v", err)
+}
