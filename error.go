@@ -13,6 +13,7 @@ const (
 	EUNAUTHORIZED = "unauthorized" // credential missing, unknown or revoked
 	EFORBIDDEN    = "forbidden"    // a known credential not allowed this, or a cross-site request
 	ETOOLARGE     = "too_large"    // a body or batch over its limit
+	ELIMIT        = "limit"        // a server limit reached (resources, waiters, connections); nothing changed
 	EUNAVAILABLE  = "unavailable"  // the durable record could not be written
 	EINTERNAL     = "internal"     // a bug or an unexpected failure
 )

@@ -27,13 +27,24 @@ const (
 	EventAlarm = "alarm"
 	// EventReset: an admin raised a resource's token counter to a floor.
 	EventReset = "reset"
+	// EventRecover: an admin set a poisoned or exhausted resource's counter
+	// and mark back (Token: the new counter; Presented, Required: the mark
+	// and counter it replaced).
+	EventRecover = "recover"
 )
 
-// AlarmCounterBehind: a high-water mark above the last token this server
-// issued for the resource, so its counter is behind the tokens in use (a
-// database restored from an older copy, or a plugin accepted a token from
-// elsewhere). Tokens still go above the mark; an admin reset clears it.
+// AlarmCounterBehind: a guard reported a mark above the last token this
+// server issued for the resource, so either its counter is behind the
+// tokens in use (a database restored from an older copy) or someone
+// reported a token never issued. Neither the counter nor the server's mark
+// moves; an admin reset (with a floor) or recovery clears the alarm.
 const AlarmCounterBehind = "counter-behind"
+
+// AlarmForeignMark: the first token this server issued for a resource had
+// to go above a mark set by tokens from elsewhere (presented to the
+// server's guard or reported before any grant): a migration, or an id
+// claimed in advance. An admin reset or recovery clears it.
+const AlarmForeignMark = "foreign-mark"
 
 // Grant is the answer to a successful acquire or renew.
 type Grant struct {

@@ -11,6 +11,8 @@ require (
 	github.com/extism/go-sdk v1.7.1
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/go-sql-driver/mysql v1.10.1
+	github.com/gofrs/flock v0.13.2
+	github.com/google/btree v1.1.3
 	github.com/gorilla/websocket v1.5.3
 	github.com/lib/pq v1.12.3
 	github.com/mattn/go-sqlite3 v1.14.53

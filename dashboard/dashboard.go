@@ -26,13 +26,17 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/web"
 )
 
 // Locks is the live state the dashboard reads (issuer.Service implements it).
 type Locks interface {
-	Resources() []fenceview.Resource
+	// ResourcePage is a page of resources by id (see issuer.Service).
+	ResourcePage(prefix, after string, limit int, sees func(string) bool) ([]fenceview.Resource, bool)
+	// Alarmed is up to limit resources with a counter alarm, and how many.
+	Alarmed(limit int, sees func(string) bool) ([]fenceview.Resource, int)
+	// Totals sums every resource sees keeps, without listing them.
+	Totals(sees func(string) bool) (resources, held int, accepted, rejected int64)
 	Resource(resourceID string) (fenceview.Resource, error)
 	Lock(resourceID string) (fenceview.LockState, error)
 	LastSeq() int64
@@ -208,11 +212,9 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 		m.User = ""
 	}
 	m.Admin = p.Allows(auth.Manage)
-	// One pass keeping the alarmed resources only: no copy of every
-	// resource per page view.
-	alarmed := h.Select.SelectResources(issuer.ResourceQuery{Limit: behindShown, Sees: sees(p),
-		Where: func(r *fenceview.Resource) bool { return behind(*r) }})
-	m.Behind = alarmed.Resources
+	// The alarmed resources only, from the issuer's set of them: no pass
+	// over every resource per page view.
+	m.Behind, _ = h.Locks.Alarmed(behindShown, sees(p))
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
 			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,

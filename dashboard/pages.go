@@ -46,7 +46,7 @@ type ResourceRow struct {
 // OverviewData is the overview page.
 type OverviewData struct {
 	Meta
-	Rows                     []ResourceRow
+	Rows                     []ResourceRow     // one page
 	Feed                     []fenceview.Event // newest first
 	Refusals                 []fenceview.Event // the latest rejections
 	Held, Accepted, Rejected int64
@@ -76,14 +76,12 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	page := h.Select.SelectResources(issuer.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Sees: sees(p)})
 	d.Matched = page.Matched
-	if p.Unrestricted() {
-		m := h.Select.Metrics()
-		d.Total, d.Held = m.Resources, int64(m.Held)
-	} else {
-		// Totals and rates span every resource: a key limited to some
-		// prefixes sees only its own rows.
-		d.Total = -1
-	}
+	// The totals of every resource the principal sees, without listing
+	// them (a server may know a million); rates span every resource, so
+	// only an unrestricted principal gets them.
+	var held int
+	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(sees(p))
+	d.Held = int64(held)
 	for _, res := range page.Resources {
 		row := ResourceRow{Resource: res}
 		if res.Holder != "" {
@@ -209,7 +207,8 @@ type RejectionsData struct {
 	Sources   []Choice // the most frequent sources, with counts
 }
 
-var knownReasons = []string{guard.ReasonStale, guard.ReasonUnissued, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch}
+// knownReasons are the documented refusal reasons, the issuer's list.
+var knownReasons = issuer.KnownReasons
 
 // choices fills the filter's choice lists: every reason recorded (and the
 // documented ones), the most frequent sources, the most refused resources.

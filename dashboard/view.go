@@ -75,6 +75,8 @@ func label(e fenceview.Event) string {
 		return "alarm"
 	case fenceview.EventReset:
 		return "reset"
+	case fenceview.EventRecover:
+		return "recovered"
 	}
 	return e.Type
 }
@@ -102,6 +104,8 @@ func detail(e fenceview.Event) string {
 		return e.Reason + ": mark " + itoa(e.Token) + " above the last token issued, " + itoa(e.Required) + from(e.Source)
 	case fenceview.EventReset:
 		return "token counter raised to " + itoa(e.Token) + " (floor " + itoa(e.Required) + ") by " + e.Source
+	case fenceview.EventRecover:
+		return "recovered by " + e.Source + ": counter " + itoa(e.Required) + " → " + itoa(e.Token) + ", mark " + itoa(e.Presented) + " → ≤ " + itoa(e.Token)
 	}
 	return ""
 }

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,6 +16,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/issuer"
 )
 
 const (
@@ -37,34 +40,23 @@ var upgrader = websocket.Upgrader{
 
 // handleEvents streams committed events over a websocket, one JSON object
 // per message. With ?since=<seq> the stored events after seq come first.
+// As in gorilla's chat example, the handler only parses, subscribes and
+// upgrades; the stream's replay, read pump and write pump do the rest.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	resource := q.Get("resource")
-	if resource != "" {
-		if err := guard.ValidateResourceID(resource); err != nil {
-			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "resource: %v", err))
-			return
-		}
-		if err := seeResource(r.Context(), resource); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-	}
-	p := auth.FromContext(r.Context())
-	since := int64(-1)
-	if v := q.Get("since"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "since: a non-negative event sequence number"))
-			return
-		}
-		since = n
+	resource, since, err := parseEventsQuery(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	if !websocket.IsWebSocketUpgrade(r) {
 		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
 		return
 	}
 
+	if !s.openWebsocket(w, r) {
+		return
+	}
+	defer s.closeWebsocket()
 	// Subscribe before the handshake completes, so every event committed
 	// after it is delivered.
 	sub := s.Service.Subscribe(resource, streamBuffer)
@@ -78,61 +70,126 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered
 	}
 	defer conn.Close()
-	out := hj.conn
+	st := &eventStream{
+		conn: conn, out: hj.conn, sub: sub, p: auth.FromContext(r.Context()),
+		resource: resource, last: since, lag: s.StreamLag,
+	}
 
-	// The one reader: keeps deadlines fresh, notices the client leaving.
 	gone := make(chan struct{})
-	go func() {
-		defer close(gone)
-		conn.SetReadLimit(maxClientFrame)
-		conn.SetReadDeadline(time.Now().Add(pongWait))
-		conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
-		conn.SetPingHandler(func(data string) error {
-			err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait))
-			out.Flush()
-			return err
-		})
-		for {
-			if _, _, err := conn.ReadMessage(); err != nil {
-				return
-			}
-		}
-	}()
-
-	// The one writer: this goroutine. Frames collect in out's buffer and go
-	// to the socket together, one write per burst of events rather than one
-	// per event: with many watchers, that is what keeps fan-out cheap.
-	write := func(b []byte) error {
-		conn.SetWriteDeadline(time.Now().Add(writeWait))
-		return conn.WriteMessage(websocket.TextMessage, b)
-	}
-	last := since
+	go st.readPump(gone)
 	if since >= 0 && since < sub.Start {
-		for done := false; !done; {
-			page, err := s.History.EventsAfter(r.Context(), last, resource, replayPage)
-			if err != nil {
+		if err := st.replay(r.Context(), s.History); err != nil {
+			if !errors.Is(err, errStreamWrite) {
 				s.Logger.Error("stream replay", "err", err)
-				return
 			}
-			done = len(page) < replayPage
-			for _, e := range page {
-				if e.Seq > sub.Start {
-					done = true // the rest arrives live
-					break
-				}
-				last = e.Seq
-				if !p.Sees(e.ResourceID) {
-					continue
-				}
-				if err := write(encodeEvent(e)); err != nil {
-					return
-				}
-			}
-			if err := out.Flush(); err != nil {
-				return
-			}
+			return
 		}
 	}
+	st.writePump(gone)
+}
+
+// parseEventsQuery reads ?resource= (which the caller's key must see) and
+// ?since= (-1 when absent: no replay).
+func parseEventsQuery(r *http.Request) (resource string, since int64, err error) {
+	q := r.URL.Query()
+	resource = q.Get("resource")
+	if resource != "" {
+		if err := guard.ValidateResourceID(resource); err != nil {
+			return "", 0, fenceview.Errorf(fenceview.EINVALID, "resource: %v", err)
+		}
+		if err := seeResource(r.Context(), resource); err != nil {
+			return "", 0, err
+		}
+	}
+	since = -1
+	if v := q.Get("since"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return "", 0, fenceview.Errorf(fenceview.EINVALID, "since: a non-negative event sequence number")
+		}
+		since = n
+	}
+	return resource, since, nil
+}
+
+// eventStream is one watcher's websocket. The read pump uses only conn's
+// read side and out (which has a lock); the rest belongs to the one writer,
+// replay and then writePump.
+type eventStream struct {
+	conn     *websocket.Conn
+	out      *batchedConn // frames collect here until Flush
+	sub      *issuer.Subscription
+	p        *auth.Principal
+	resource string
+	last     int64               // the newest seq sent or passed over
+	lag      func(time.Duration) // told each burst's wait; nil when no one listens
+}
+
+// errStreamWrite is a failed write to the watcher: it has gone, nothing to
+// log.
+var errStreamWrite = errors.New("stream write failed")
+
+// readPump is the one reader: it keeps deadlines fresh and closes gone when
+// the client leaves.
+func (st *eventStream) readPump(gone chan<- struct{}) {
+	defer close(gone)
+	conn := st.conn
+	conn.SetReadLimit(maxClientFrame)
+	conn.SetReadDeadline(time.Now().Add(pongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	conn.SetPingHandler(func(data string) error {
+		err := conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(writeWait))
+		st.out.Flush()
+		return err
+	})
+	for {
+		if _, _, err := conn.ReadMessage(); err != nil {
+			return
+		}
+	}
+}
+
+// write queues one text frame in out's buffer.
+func (st *eventStream) write(b []byte) error {
+	st.conn.SetWriteDeadline(time.Now().Add(writeWait))
+	return st.conn.WriteMessage(websocket.TextMessage, b)
+}
+
+// replay sends, a page at a time, the stored events after st.last up to
+// the subscription's start; the rest arrives live.
+func (st *eventStream) replay(ctx context.Context, h History) error {
+	for done := false; !done; {
+		page, err := h.EventsAfter(ctx, st.last, st.resource, replayPage)
+		if err != nil {
+			return err
+		}
+		done = len(page) < replayPage
+		for _, e := range page {
+			if e.Seq > st.sub.Start {
+				done = true // the rest arrives live
+				break
+			}
+			st.last = e.Seq
+			if !st.p.Sees(e.ResourceID) {
+				continue
+			}
+			if err := st.write(encodeEvent(e)); err != nil {
+				return errStreamWrite
+			}
+		}
+		if err := st.out.Flush(); err != nil {
+			return errStreamWrite
+		}
+	}
+	return nil
+}
+
+// writePump is the one writer. Frames collect in out's buffer and go to
+// the socket together, one write per burst of events rather than one per
+// event: with many watchers, that is what keeps fan-out cheap. It returns
+// when the client leaves, falls behind, or its key is revoked.
+func (st *eventStream) writePump(gone <-chan struct{}) {
+	conn, out, sub := st.conn, st.out, st.sub
 	ping := time.NewTicker(pingPeriod)
 	defer ping.Stop()
 	for {
@@ -144,13 +201,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			for more := true; more; {
 				for _, e := range batch {
-					if e.Seq <= last || !p.Sees(e.ResourceID) {
+					if e.Seq <= st.last || !st.p.Sees(e.ResourceID) {
 						continue
 					}
-					if err := write(e.Encoded(encodeEvent)); err != nil {
+					if err := st.write(e.Encoded(encodeEvent)); err != nil {
 						return
 					}
-					last = e.Seq
+					st.last = e.Seq
 				}
 				select {
 				case batch = <-sub.Events():
@@ -158,8 +215,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 					more = false
 				}
 			}
-			if !oldest.IsZero() {
-				s.observeLag(time.Since(oldest)) // the burst is framed; Flush sends it
+			if !oldest.IsZero() && st.lag != nil {
+				st.lag(time.Since(oldest)) // the burst is framed; Flush sends it
 			}
 			if err := out.Flush(); err != nil {
 				return
@@ -178,7 +235,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-gone:
 			return
-		case <-p.Revoked():
+		case <-st.p.Revoked():
 			closeRevoked(conn, out)
 			return
 		}

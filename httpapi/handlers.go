@@ -97,6 +97,7 @@ func (s *Server) lockHandler(op func(*Server, context.Context, string, lockReque
 			s.writeError(w, r, err)
 			return
 		}
+		s.allowWait(w, time.Duration(req.WaitMs.Value)*time.Millisecond)
 		status, body := op(s, r.Context(), resource, req)
 		writeJSON(w, status, body)
 	}
@@ -151,7 +152,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"resourceId": resource, "reset": true, "lastToken": res.LastToken, "highWaterMark": res.HighWaterMark,
-		"nextToken": max(res.LastToken, res.HighWaterMark) + 1,
+		"nextToken": fenceview.NextToken(res),
 	})
 }
 
@@ -353,18 +354,6 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"recorded": n})
-}
-
-func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
-	all := s.Service.Resources()
-	p := auth.FromContext(r.Context())
-	out := make([]resourceBody, 0, len(all))
-	for _, res := range all {
-		if p.Sees(res.ResourceID) {
-			out = append(out, resourceWire(res))
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"resources": out})
 }
 
 func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 )
 
 // handleMetrics serves Prometheus metrics through s.Metrics; without one
@@ -13,11 +12,4 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Metrics.ServeHTTP(w, r)
-}
-
-// observeLag reports an event stream's lag, when someone listens.
-func (s *Server) observeLag(d time.Duration) {
-	if s.StreamLag != nil {
-		s.StreamLag(d)
-	}
 }

@@ -3,8 +3,10 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -67,6 +69,10 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
 		return
 	}
+	if !s.openWebsocket(w, r) {
+		return
+	}
+	defer s.closeWebsocket()
 	conn, err := rpcUpgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
@@ -91,6 +97,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	go rpcWriter(conn, answers, writerDone)
 
 	var inflight sync.WaitGroup
+	var waiting atomic.Int64 // acquires of this connection with waitMs > 0
 	slots := make(chan struct{}, rpcMaxInFlight)
 	conn.SetReadLimit(rpcMaxMessage)
 	conn.SetReadDeadline(time.Now().Add(pongWait))
@@ -111,10 +118,21 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 			if req.Source == "" {
 				req.Source = source
 			}
+			if req.Op == "acquire" && req.WaitMs.Value > 0 {
+				if waiting.Add(1) > rpcMaxWaiting {
+					waiting.Add(-1)
+					answers <- encodeAnswer(rpcAnswer{ID: req.ID, Status: http.StatusTooManyRequests, Body: map[string]any{
+						"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)}})
+					return true
+				}
+			}
 			slots <- struct{}{}
 			inflight.Add(1)
 			go func() {
 				defer inflight.Done()
+				if req.Op == "acquire" && req.WaitMs.Value > 0 {
+					defer waiting.Add(-1)
+				}
 				status, body := s.dispatchRPC(ctx, req)
 				answers <- encodeAnswer(rpcAnswer{ID: req.ID, Status: status, Body: body})
 				<-slots
@@ -211,6 +229,9 @@ func rpcWriter(conn *websocket.Conn, answers <-chan []byte, done chan<- struct{}
 			if !broken {
 				conn.SetWriteDeadline(time.Now().Add(writeWait))
 				broken = conn.WriteMessage(websocket.TextMessage, batch) != nil
+				if broken {
+					conn.Close() // a client that does not read is gone: stop reading its requests too
+				}
 			}
 		case <-ping.C:
 			if !broken {

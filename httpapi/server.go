@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -35,6 +36,8 @@ type Service interface {
 	Lock(resourceID string) (fenceview.LockState, error)
 	Resource(resourceID string) (fenceview.Resource, error)
 	Resources() []fenceview.Resource
+	ResourcePage(prefix, after string, limit int, sees func(string) bool) ([]fenceview.Resource, bool)
+	Recover(ctx context.Context, resourceID string, to int64) (fenceview.Resource, error)
 	Subscribe(resourceID string, buffer int) *issuer.Subscription
 	Unsubscribe(sub *issuer.Subscription)
 	Metrics() issuer.Metrics
@@ -55,6 +58,14 @@ type Server struct {
 	StreamLag func(time.Duration)
 	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
 	SigningKeys SigningKeys
+	// MaxWebsockets caps the open event streams and RPC connections
+	// together (default DefaultMaxWebsockets).
+	MaxWebsockets int
+	// RequestTimeout is the http.Server's read and write timeout; a
+	// waiting acquire gets its wait on top. Zero: none.
+	RequestTimeout time.Duration
+
+	websockets atomic.Int64
 
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
 	Auth         Credentials
@@ -77,6 +88,7 @@ func New(svc Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.lockHandler((*Server).release))
 	s.mux.HandleFunc("POST /v1/locks/{resource}/expire", s.handleExpire)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/reset", s.handleReset)
+	s.mux.HandleFunc("POST /v1/locks/{resource}/recover", s.handleRecover)
 	s.mux.HandleFunc("GET /v1/locks/{resource}", s.handleLock)
 	s.mux.HandleFunc("POST /v1/fence/{resource}", s.handleFence)
 	s.mux.HandleFunc("POST /v1/decisions", s.handleDecisions)
@@ -163,6 +175,8 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case fenceview.ETOOLARGE:
 		return http.StatusRequestEntityTooLarge
+	case fenceview.ELIMIT:
+		return http.StatusTooManyRequests
 	case fenceview.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
 	default:

@@ -245,6 +245,8 @@ func EventWire(e fenceview.Event) EventBody {
 		b.Presented, b.Required = &e.Presented, &e.Required
 	case fenceview.EventAlarm, fenceview.EventReset:
 		b.Required = &e.Required
+	case fenceview.EventRecover:
+		b.Presented, b.Required = &e.Presented, &e.Required
 	}
 	return b
 }

@@ -26,6 +26,7 @@ type batch struct {
 	rejected                             map[string]int
 	alarms                               []fenceview.Resource
 
+	created map[string]bool  // resources this batch may create, for MaxResources
 	presign *fenceview.Grant // the caller's grant, signed in finish (signing.go)
 
 	prev []preimage // what applyLocked replaced, to undo a failed commit
@@ -57,6 +58,31 @@ func (b *batch) get(id string) *state {
 	return w
 }
 
+// admit checks that the batch may touch id: a known resource always, a new
+// one only with an id that reads as it compares and while the service is
+// under its resource limit.
+func (b *batch) admit(id string) error {
+	if _, ok := b.s.resources[id]; ok {
+		return nil
+	}
+	if _, ok := b.working[id]; ok || b.created[id] {
+		return nil
+	}
+	if err := ValidateNewID(id); err != nil {
+		return err
+	}
+	if len(b.s.resources)+len(b.created) >= b.s.limits.MaxResources {
+		return fenceview.Errorf(fenceview.ELIMIT,
+			"the server knows %d resources, its limit (--max-resources); %q would be one more. Known resources are still served",
+			b.s.limits.MaxResources, id)
+	}
+	if b.created == nil {
+		b.created = make(map[string]bool)
+	}
+	b.created[id] = true
+	return nil
+}
+
 func (b *batch) event(e fenceview.Event) {
 	if e.At.IsZero() {
 		e.At = b.now
@@ -72,6 +98,12 @@ func (b *batch) grant(w *state, holder, owner string, leaseMs int64) (fenceview.
 		return fenceview.Grant{}, err
 	}
 	r := &w.res
+	if r.LastToken == 0 && r.HighWaterMark > 0 {
+		// The first token this server issues must go above a mark that
+		// tokens from elsewhere set. That is how a migration starts, and
+		// also how an id claimed in advance looks: say so.
+		b.alarm(w, fenceview.AlarmForeignMark, r.HighWaterMark, "", b.now)
+	}
 	if r.Holder == holder {
 		r.HoldCount++
 	} else {
@@ -125,17 +157,25 @@ func (b *batch) handOff(w *state) {
 }
 
 // decide records a fencing decision: the mark, the counters and the event.
-func (b *batch) decide(w *state, d guard.Decision, holder, source string, at time.Time) {
+//
+// For a resource this server issues tokens for, nothing a guard elsewhere
+// says can move the mark or the counter above the last token issued: a
+// claim above it is recorded and raises the counter alarm, and grants go
+// on from the last token issued. Otherwise one report of a huge token
+// would lock every honest writer out. proven says the presented token
+// carries a valid signature of this issuer (it was really issued, say
+// before a restore from an older copy): then it may raise the counter.
+func (b *batch) decide(w *state, d guard.Decision, holder, source string, at time.Time, proven bool) {
 	r := &w.res
 	before := max(r.HighWaterMark, r.LastToken)
+	claimed := d.Required // the mark a refusing guard holds
 	e := fenceview.Event{ResourceID: r.ResourceID, Token: d.Presented, Holder: holder, Source: source, At: at}
 	if d.Accepted {
-		r.HighWaterMark = max(r.HighWaterMark, d.Presented)
+		claimed = d.Presented
 		r.Accepted++
 		e.Type = fenceview.EventAccept
 		b.accepted++
 	} else {
-		r.HighWaterMark = max(r.HighWaterMark, d.Required)
 		r.Rejected++
 		r.LastRejectionAt = at
 		e.Type = fenceview.EventReject
@@ -146,13 +186,32 @@ func (b *batch) decide(w *state, d guard.Decision, holder, source string, at tim
 		b.rejected[d.Reason]++
 	}
 	b.event(e)
-	// A mark above every token this server issued means its counter is
-	// behind the tokens in use. Grants stay above the mark regardless
-	// (nextToken); the alarm makes the loss visible until reset.
-	if r.LastToken > 0 && r.HighWaterMark > before {
-		r.CounterAlarm = r.HighWaterMark
-		b.event(fenceview.Event{Type: fenceview.EventAlarm, ResourceID: r.ResourceID, Reason: fenceview.AlarmCounterBehind,
-			Token: r.HighWaterMark, Required: r.LastToken, Source: source, At: at})
-		b.alarms = append(b.alarms, *r)
+	if r.LastToken == 0 {
+		// Tokens from elsewhere: the plain rule. The first grant here
+		// goes above the mark, with an alarm (grant).
+		r.HighWaterMark = max(r.HighWaterMark, claimed)
+		return
+	}
+	if proven && d.Presented > r.LastToken {
+		r.LastToken = d.Presented
+	}
+	if claimed <= r.LastToken {
+		r.HighWaterMark = max(r.HighWaterMark, claimed)
+	}
+	if claimed > before {
+		b.alarm(w, fenceview.AlarmCounterBehind, claimed, source, at)
+	}
+}
+
+// alarm records that a mark above every token this server issued for the
+// resource is in use somewhere, and keeps the highest such mark on the
+// resource (counterAlarm) until an admin reset or recovery.
+func (b *batch) alarm(w *state, reason string, mark int64, source string, at time.Time) {
+	r := &w.res
+	b.event(fenceview.Event{Type: fenceview.EventAlarm, ResourceID: r.ResourceID, Reason: reason,
+		Token: mark, Required: r.LastToken, Source: source, At: at})
+	if mark > r.CounterAlarm {
+		r.CounterAlarm = mark
+		b.alarms = append(b.alarms, *r) // logged once per rise, not per report
 	}
 }

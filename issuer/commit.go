@@ -33,13 +33,14 @@ func (s *Service) applyLocked(b *batch) bool {
 			}
 			st = &state{}
 			s.resources[w.res.ResourceID] = st
+			s.ids.ReplaceOrInsert(w.res.ResourceID)
 		}
 		b.prev = append(b.prev, preimage{id: w.res.ResourceID, res: st.res, existed: ok})
 		if was, is := st.res.CounterAlarm > 0, w.res.CounterAlarm > 0; was != is {
 			if is {
-				s.alarmed++
+				s.alarmed[w.res.ResourceID] = st
 			} else {
-				s.alarmed--
+				delete(s.alarmed, w.res.ResourceID)
 			}
 		}
 		st.res = w.res
@@ -174,16 +175,14 @@ func (s *Service) rollbackLocked(failed []*batch) {
 			}
 			st.waiters = nil
 			burned := st.res.LastToken
-			if st.res.CounterAlarm > 0 {
-				s.alarmed--
-			}
+			delete(s.alarmed, p.id)
 			st.res = p.res
 			if !p.existed {
 				st.res = fenceview.Resource{ResourceID: p.id}
 			}
 			st.res.LastToken = max(st.res.LastToken, burned)
 			if st.res.CounterAlarm > 0 {
-				s.alarmed++
+				s.alarmed[p.id] = st
 			}
 			if st.res.Holder != "" {
 				s.held[p.id] = st

@@ -16,11 +16,14 @@ package issuer
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
-	"math"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/btree"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
@@ -41,6 +44,13 @@ type Config struct {
 	// SweepInterval is how often leases are checked for expiry; an expired
 	// lease emits its expire event within one interval.
 	SweepInterval time.Duration
+	// MaxResources bounds the resources the service knows (default
+	// DefaultMaxResources): a change that would create one more is
+	// refused, and the known ones keep being served.
+	MaxResources int
+	// MaxWaiters bounds the acquires waiting for a lock at once, across
+	// every client (default DefaultMaxWaiters).
+	MaxWaiters int
 	// Signer, when set, signs every grant (see signing.go).
 	Signer Signer
 	// Verifier checks signatures presented to the server: reports that
@@ -56,6 +66,12 @@ type CommitObserver interface {
 	ObserveCommit(d time.Duration, changes int, err error)
 }
 
+// Defaults of the limits in Config.
+const (
+	DefaultMaxResources = 1_000_000
+	DefaultMaxWaiters   = 10_000
+)
+
 // Service is the lock authority. Its methods are safe for concurrent use.
 //
 // Every method that changes state takes a ctx, but only Acquire consults
@@ -70,6 +86,7 @@ type Service struct {
 	issuer string
 	log    *slog.Logger
 	obs    CommitObserver
+	limits Config
 
 	mu        sync.Mutex
 	resources map[string]*state
@@ -77,7 +94,8 @@ type Service struct {
 	seq       int64             // last event sequence number assigned
 	published int64             // last event sequence number durable and published
 	waiting   int
-	alarmed   int // resources with a counter alarm
+	alarmed   map[string]*state     // resources with a counter alarm
+	ids       *btree.BTreeG[string] // every known resource id, in order, for paging
 	subs      map[*Subscription]struct{}
 	closed    bool
 	queue     []*batch // applied in memory, waiting for the committer
@@ -124,14 +142,23 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 250 * time.Millisecond
 	}
+	if cfg.MaxResources <= 0 {
+		cfg.MaxResources = DefaultMaxResources
+	}
+	if cfg.MaxWaiters <= 0 {
+		cfg.MaxWaiters = DefaultMaxWaiters
+	}
 	s := &Service{
 		store:      store,
 		clock:      cfg.Clock,
 		issuer:     cfg.Issuer,
 		log:        cfg.Logger,
 		obs:        cfg.Observer,
+		limits:     cfg,
 		resources:  make(map[string]*state, len(resources)),
 		held:       make(map[string]*state),
+		alarmed:    make(map[string]*state),
+		ids:        btree.NewOrderedG[string](32),
 		seq:        lastSeq,
 		published:  lastSeq,
 		subs:       make(map[*Subscription]struct{}),
@@ -148,8 +175,9 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		if r.Holder != "" {
 			s.held[r.ResourceID] = st
 		}
+		s.ids.ReplaceOrInsert(r.ResourceID)
 		if r.CounterAlarm > 0 {
-			s.alarmed++
+			s.alarmed[r.ResourceID] = st
 			s.log.Warn("ALARM: token counter behind a recorded high-water mark; reset it deliberately",
 				"resource", r.ResourceID, "mark", r.CounterAlarm, "lastToken", r.LastToken)
 		}
@@ -221,9 +249,19 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 	}
 	owner := ownerOf(ctx)
 	b := s.begin()
+	if err := b.admit(resourceID); err != nil {
+		s.mu.Unlock()
+		return fenceview.Grant{}, err
+	}
 	w := b.get(resourceID)
 	b.expireIfDue(w)
 	if (w.res.Holder == holder && w.res.Owner == owner) || (w.res.Holder == "" && len(w.waiters) == 0) {
+		if w.res.Holder != holder {
+			if err := ValidateNewID(holder); err != nil {
+				s.mu.Unlock()
+				return fenceview.Grant{}, err
+			}
+		}
 		g, err := b.grant(w, holder, owner, lease.Milliseconds())
 		if err != nil {
 			s.mu.Unlock()
@@ -239,6 +277,17 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 			return fenceview.Grant{}, err
 		}
 		return fenceview.Grant{}, held
+	}
+	if s.waiting >= s.limits.MaxWaiters {
+		if err := s.finish(b); err != nil {
+			return fenceview.Grant{}, err
+		}
+		return fenceview.Grant{}, fenceview.Errorf(fenceview.ELIMIT,
+			"%d acquires are already waiting, the server's limit; retry later, or acquire with waitMs 0", s.limits.MaxWaiters)
+	}
+	if err := ValidateNewID(holder); err != nil {
+		s.mu.Unlock()
+		return fenceview.Grant{}, err
 	}
 	wt := &waiter{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), result: make(chan waitResult, 1)}
 	w.waiters = append(w.waiters, wt)
@@ -391,13 +440,17 @@ func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return fenceview.Resource{}, invalid(err)
 	}
-	if floor <= 0 || floor == math.MaxInt64 {
-		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be a positive integer below 2^63-1")
+	if floor <= 0 || floor >= fenceview.MaxIssued {
+		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be an integer from 1 to %d", fenceview.MaxIssued-1)
 	}
 	if err := s.lockForChange(); err != nil {
 		return fenceview.Resource{}, err
 	}
 	b := s.begin()
+	if err := b.admit(resourceID); err != nil {
+		s.mu.Unlock()
+		return fenceview.Resource{}, err
+	}
 	w := b.get(resourceID)
 	w.res.LastToken = max(w.res.LastToken, floor)
 	w.res.CounterAlarm = 0
@@ -423,10 +476,24 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 		return guard.Decision{}, invalid(err)
 	}
 	verified := s.fenceVerified(f) // Ed25519 before the lock, not under it
+	if f.Source != "" {
+		if err := ValidateSource(f.Source); err != nil {
+			return guard.Decision{}, err
+		}
+	}
+	if f.Holder != "" {
+		if err := ValidateNewID(f.Holder); err != nil {
+			return guard.Decision{}, err
+		}
+	}
 	if err := s.lockForChange(); err != nil {
 		return guard.Decision{}, err
 	}
 	b := s.begin()
+	if err := b.admit(f.ResourceID); err != nil {
+		s.mu.Unlock()
+		return guard.Decision{}, err
+	}
 	w := b.get(f.ResourceID)
 	b.expireIfDue(w)
 	token := f.Token.Token
@@ -440,7 +507,7 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	} else {
 		d = guard.Evaluate(w.res.HighWaterMark, token)
 	}
-	b.decide(w, d, f.Holder, f.Source, b.now)
+	b.decide(w, d, f.Holder, f.Source, b.now, false)
 	if err := s.finish(b); err != nil {
 		return guard.Decision{}, err
 	}
@@ -452,8 +519,9 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 // nothing. An accepted token, or a refusal's required token, raises the
 // resource's high-water mark as known to the server.
 func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, error) {
+	now := s.clock.Now()
 	for i, r := range reports {
-		if err := validateReport(r); err != nil {
+		if err := validateReport(r, now); err != nil {
 			return 0, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err))
 		}
 	}
@@ -462,6 +530,12 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		return 0, err
 	}
 	b := s.begin()
+	for i, r := range reports {
+		if err := b.admit(r.ResourceID); err != nil {
+			s.mu.Unlock()
+			return 0, &fenceview.Error{Code: fenceview.ErrorCode(err), Message: fmt.Sprintf("decisions[%d]: %s", i, fenceview.ErrorMessage(err))}
+		}
+	}
 	for _, r := range reports {
 		w := b.get(r.ResourceID)
 		d := guard.Decision{Accepted: r.Accepted, Reason: r.Reason, Presented: r.Token, Required: r.Required}
@@ -474,7 +548,7 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		if at.IsZero() {
 			at = b.now
 		}
-		b.decide(w, d, "", r.Source, at)
+		b.decide(w, d, "", r.Source, at, r.Proven)
 	}
 	if err := s.finish(b); err != nil {
 		return 0, err
@@ -523,16 +597,83 @@ func (s *Service) Resource(resourceID string) (fenceview.Resource, error) {
 	return s.view(st), nil
 }
 
-// Resources returns every known resource, ordered by id.
+// Resources returns every known resource, ordered by id. With many
+// resources, page them instead (ResourcePage).
 func (s *Service) Resources() []fenceview.Resource {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make([]fenceview.Resource, 0, len(s.resources))
-	for _, st := range s.resources {
-		out = append(out, s.view(st))
-	}
-	s.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].ResourceID < out[j].ResourceID })
+	s.ids.Ascend(func(id string) bool {
+		out = append(out, s.view(s.resources[id]))
+		return true
+	})
 	return out
+}
+
+// ResourcePage returns up to limit resources whose ids start with prefix,
+// sort after the id after ("" for the first page) and that sees keeps (nil
+// keeps all), ordered by id, and whether more follow. Unfiltered, it costs
+// about one page, however many resources there are.
+func (s *Service) ResourcePage(prefix, after string, limit int, sees func(string) bool) (page []fenceview.Resource, more bool) {
+	limit = max(limit, 1)
+	page = make([]fenceview.Resource, 0, min(limit, 128))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ids.AscendGreaterOrEqual(max(prefix, after), func(id string) bool {
+		if !strings.HasPrefix(id, prefix) {
+			return false
+		}
+		if id == after || (sees != nil && !sees(id)) {
+			return true
+		}
+		if len(page) == limit {
+			more = true
+			return false
+		}
+		page = append(page, s.view(s.resources[id]))
+		return true
+	})
+	return page, more
+}
+
+// Totals sums every resource: how many, how many held now, and the fenced
+// writes they accepted and refused.
+func (s *Service) Totals(sees func(string) bool) (resources, held int, accepted, rejected int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock.Now()
+	for id, st := range s.resources {
+		if sees == nil || sees(id) {
+			resources++
+			accepted += st.res.Accepted
+			rejected += st.res.Rejected
+		}
+	}
+	for id, st := range s.held {
+		if st.res.ExpiresAt.After(now) && (sees == nil || sees(id)) {
+			held++
+		}
+	}
+	return resources, held, accepted, rejected
+}
+
+// Alarmed returns up to limit resources whose counter alarm is raised,
+// ordered by id, and how many there are.
+func (s *Service) Alarmed(limit int, sees func(string) bool) ([]fenceview.Resource, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, 0, len(s.alarmed))
+	for id := range s.alarmed {
+		if sees == nil || sees(id) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	out := make([]fenceview.Resource, 0, min(limit, len(ids)))
+	for _, id := range ids[:min(limit, len(ids))] {
+		out = append(out, s.view(s.alarmed[id]))
+	}
+	return out, len(ids)
 }
 
 // view is a resource as readers see it: an expired lease shows no holder.
@@ -594,7 +735,7 @@ func validateLock(resourceID, holder string, lease time.Duration) error {
 	return nil
 }
 
-func validateReport(r fenceview.Report) error {
+func validateReport(r fenceview.Report, now time.Time) error {
 	if err := guard.ValidateResourceID(r.ResourceID); err != nil {
 		return invalid(err)
 	}
@@ -604,11 +745,16 @@ func validateReport(r fenceview.Report) error {
 	if r.Required < 0 {
 		return fenceview.Errorf(fenceview.EINVALID, "required must not be negative")
 	}
-	if r.Source == "" || len(r.Source) > fenceview.MaxSourceLen {
-		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", fenceview.MaxSourceLen)
+	if err := ValidateSource(r.Source); err != nil {
+		return err
 	}
-	if len(r.Reason) > fenceview.MaxReasonLen {
-		return fenceview.Errorf(fenceview.EINVALID, "reason must be at most %d bytes", fenceview.MaxReasonLen)
+	if r.Reason != "" {
+		if err := ValidateReason(r.Reason); err != nil {
+			return err
+		}
+	}
+	if !r.At.IsZero() {
+		return checkAt(r.At, now)
 	}
 	return nil
 }
@@ -649,8 +795,11 @@ func (s *Service) Sweep(ctx context.Context) {
 // every high-water mark recorded for the resource.
 func nextToken(r *fenceview.Resource) (int64, error) {
 	top := max(r.LastToken, r.HighWaterMark)
-	if top == math.MaxInt64 {
-		return 0, fenceview.Errorf(fenceview.ECONFLICT, "tokens for %q are exhausted", r.ResourceID)
+	if top >= fenceview.MaxIssued {
+		return 0, &fenceview.Error{Code: fenceview.ECONFLICT,
+			Message: fmt.Sprintf("tokens for %q are exhausted (last token %d, high-water mark %d); an admin can bring it back with POST /v1/locks/{resource}/recover",
+				r.ResourceID, r.LastToken, r.HighWaterMark),
+			Fields: map[string]any{"lastToken": r.LastToken, "highWaterMark": r.HighWaterMark}}
 	}
 	return top + 1, nil
 }

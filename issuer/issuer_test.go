@@ -259,8 +259,8 @@ func TestForceExpireFreesAndTokensKeepRising(t *testing.T) {
 func TestTokensSurviveRestartAndStayAboveTheMark(t *testing.T) {
 	h := newHarness(t)
 	g := acquire(t, h.Service, "r", "a", time.Second)
-	// A plugin reports a mark far above the issuer's counter.
-	if _, err := h.Report(ctx, []fenceview.Report{{ResourceID: "r", Token: 500, Accepted: true, Source: "plugin"}}); err != nil {
+	// An admin raised the counter far above the last grant.
+	if _, err := h.ResetCounter(ctx, "r", 500); err != nil {
 		t.Fatal(err)
 	}
 	h.restart(t)

@@ -22,7 +22,7 @@ func (c *counters) add(b *batch) {
 	c.alarms.Add(int64(len(b.alarms)))
 	c.resets.Add(int64(b.resets))
 	for reason, n := range b.rejected {
-		c.rejected[reason] += int64(n)
+		c.rejected[BoundReason(reason)] += int64(n) // bounded, whatever clients report
 	}
 }
 
@@ -61,7 +61,7 @@ func (s *Service) Metrics() Metrics {
 		Resources:     len(s.resources),
 		Held:          len(s.held),
 		LastSeq:       s.published,
-		CounterAlarms: s.alarmed,
+		CounterAlarms: len(s.alarmed),
 		AlarmsRaised:  s.metrics.alarms.Load(),
 		Resets:        s.metrics.resets.Load(),
 	}

@@ -148,6 +148,13 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
+// renamedMigrations maps a migration to the name it was applied under
+// before a merge renumbered it (two branches both took 0004): a database
+// migrated under the old name must not run it again.
+var renamedMigrations = map[string]string{
+	"migration/0007_event_minutes.sql": "migration/0004_event_minutes.sql",
+}
+
 func (db *DB) migrateFile(ctx context.Context, name string) error {
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -159,6 +166,17 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 		return err
 	} else if n > 0 {
 		return nil
+	}
+	if was, ok := renamedMigrations[name]; ok {
+		// Applied under its old name: record the new one, run nothing.
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, was).Scan(&n); err != nil {
+			return err
+		} else if n > 0 {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, time.Now().UnixMilli()); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}
 	}
 	body, err := fs.ReadFile(migrationFS, name)
 	if err != nil {

@@ -115,3 +115,34 @@ func TestMinuteCounts(t *testing.T) {
 		t.Errorf("sources %v %v %v", names, counts, err)
 	}
 }
+
+// The minute counts were migration 0004 on the ops branch before a merge
+// renumbered them 0007: a database migrated under the old name opens
+// without running them again (the table exists; its counts stay).
+func TestRenumberedMigrationIsNotRunAgain(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "f.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 9, 24, 6, 14, 0, 0, time.UTC)
+	if err := db.Apply(ctx, nil, []fenceview.Event{{Seq: 1, Type: "grant", ResourceID: "r", Source: "s", At: at}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.write.Exec(`UPDATE schema_migrations SET version = 'migration/0004_event_minutes.sql' WHERE version = 'migration/0007_event_minutes.sql'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if db, err = Open(ctx, path); err != nil {
+		t.Fatalf("a database migrated under the old name: %v", err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.read.QueryRow(`SELECT COUNT(*) FROM schema_migrations WHERE version = 'migration/0007_event_minutes.sql'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("new name recorded %d times, %v", n, err)
+	}
+	if err := db.read.QueryRow(`SELECT SUM(n) FROM event_minutes`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("minute counts = %d after reopening, want 1: %v", n, err)
+	}
+}

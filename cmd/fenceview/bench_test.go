@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -19,7 +17,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/internal/clock"
 )
 
 // Throughput of the JSON API against the real server, durable commits and
@@ -59,16 +56,8 @@ func BenchmarkFence(b *testing.B) {
 }
 
 func benchServer(b *testing.B) (string, *http.Client) {
-	m := NewMain()
-	m.Addr = "127.0.0.1:0"
-	m.DBPath = filepath.Join(b.TempDir(), "bench.db")
-	m.Logger = slog.New(slog.DiscardHandler)
-	m.Clock = clock.Real{}
-	if err := m.Run(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { m.Close() })
-	return m.URL(), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+	s := startServer(b, realClock)
+	return s.URL(), &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 }
 
 // runClients runs b.N operations spread over n concurrent clients and

@@ -285,14 +285,8 @@ func TestDashboardReconnectsAndResumes(t *testing.T) {
 
 	// Events recorded while the page is cut off (by a server on another
 	// port, so the page cannot be connected when they happen)...
-	restart := func(addr string) *Main {
-		m := NewMain()
-		m.Addr, m.DBPath, m.Clock, m.Logger = addr, dbPath, s.clock, s.Logger
-		if err := m.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
+	restart := func(addr string) *testServer {
+		return startServer(t, func(m *Main) { m.Addr, m.DBPath, m.Clock = addr, dbPath, s.clock })
 	}
 	away := restart("127.0.0.1:0")
 	r := doRequest(t, "POST", away.URL()+"/v1/locks/while-away/acquire", map[string]any{"holder": "b"})

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,38 +17,9 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// Helpers of the pause and linearizability tests: helper programs built
-// once, run as their own processes, and the event stream of a server
-// process.
-
-var (
-	toolsMu sync.Mutex
-	tools   = map[string]string{} // package path -> built binary
-	toolDir string
-)
-
-// buildTool builds the main package pkg once per test run.
-func buildTool(t *testing.T, pkg string) string {
-	t.Helper()
-	toolsMu.Lock()
-	defer toolsMu.Unlock()
-	if bin, ok := tools[pkg]; ok {
-		return bin
-	}
-	if toolDir == "" {
-		dir, err := os.MkdirTemp("", "fenceview-tools-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		toolDir = dir
-	}
-	bin := filepath.Join(toolDir, filepath.Base(pkg))
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-	tools[pkg] = bin
-	return bin
-}
+// Helpers of the pause and linearizability tests: helper programs run as
+// their own processes (built by buildTool), and the event stream of a
+// server.
 
 // hangGuard bounds a wait that should end on a condition; it only turns a
 // hang into a failure and asserts nothing about timing.
@@ -212,10 +183,11 @@ func startPluginProcess(t *testing.T, server string) string {
 	return ""
 }
 
-// dialStream connects to the event stream of the server at base.
-func dialStream(t *testing.T, base, query string) *stream {
+// dialStream connects to the event stream of the server at base, sending
+// header (nil for none).
+func dialStream(t testing.TB, base, query string, header http.Header) *stream {
 	t.Helper()
-	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/v1/events"+query, nil)
+	conn, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(base, "http")+"/v1/events"+query, header)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,7 +123,7 @@ const (
 func (tg *linTarget) run(t *testing.T, ops int, seed uint64) {
 	// Count the leases that ran out during the run, from the event stream:
 	// the history must include real expiries, not only releases.
-	ws := dialStream(t, tg.server, "")
+	ws := dialStream(t, tg.server, "", nil)
 	var expired atomic.Int64
 	firstExpiry := make(chan struct{})
 	go func() {

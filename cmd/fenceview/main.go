@@ -73,6 +73,11 @@ type Main struct {
 	EtcdPrefix  string
 	Advertise   string
 	ElectionTTL time.Duration
+	// Limits (docs/security.md).
+	MaxResources   int
+	MaxWaiters     int
+	MaxWebsockets  int
+	RequestTimeout time.Duration
 
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -99,6 +104,11 @@ func NewMain() *Main {
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		LogOutput:   os.Stderr,
 		Stdout:      os.Stdout,
+
+		MaxResources:   issuer.DefaultMaxResources,
+		MaxWaiters:     issuer.DefaultMaxWaiters,
+		MaxWebsockets:  httpapi.DefaultMaxWebsockets,
+		RequestTimeout: httpapi.DefaultRequestTimeout,
 	}
 }
 
@@ -129,6 +139,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.EtcdPrefix, "etcd-prefix", m.EtcdPrefix, "etcd key prefix of the cluster")
 	fs.StringVar(&m.Advertise, "advertise", m.Advertise, "this node's base URL for its peers (default: http://<listen address>)")
 	fs.DurationVar(&m.ElectionTTL, "election-ttl", m.ElectionTTL, "a dead leader is replaced within this (whole seconds)")
+	fs.IntVar(&m.MaxResources, "max-resources", m.MaxResources, "resources the server may know; a request that would create one more is refused (429)")
+	fs.IntVar(&m.MaxWaiters, "max-waiters", m.MaxWaiters, "acquires that may wait for a lock at once, across all clients")
+	fs.IntVar(&m.MaxWebsockets, "max-websockets", m.MaxWebsockets, "open event streams and RPC connections, together")
+	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n       fenceview keys create|list|revoke [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
 		fs.PrintDefaults()
@@ -151,6 +165,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.accessLog, err = newLogger(m.LogOutput, *logFormat, "info"); err != nil {
 		return err
 	}
+	if m.MaxResources < 1 || m.MaxWaiters < 1 || m.MaxWebsockets < 1 || m.RequestTimeout < time.Second {
+		return fmt.Errorf("--max-resources, --max-waiters and --max-websockets must be at least 1, --request-timeout at least 1s")
+	}
 	if err := server.CheckAddr(m.Addr, m.AdminToken, m.InsecureNoAuth); err != nil {
 		return err
 	}
@@ -172,6 +189,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Cluster: server.ClusterConfig{
 			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,
 		},
+		MaxResources: m.MaxResources, MaxWaiters: m.MaxWaiters, MaxWebsockets: m.MaxWebsockets, RequestTimeout: m.RequestTimeout,
 	})
 	if err != nil {
 		return err

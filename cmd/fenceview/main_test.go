@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -18,40 +15,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"github.com/fenceview/fenceview/internal/clock"
 )
-
-var t0 = clock.TestDate
-
-// testServer is the real fenceview server on 127.0.0.1:0 with a temporary
-// SQLite file.
-type testServer struct {
-	*Main
-	t     *testing.T
-	clock *clock.Fake
-	// bearer is sent as the credential of requests that give none: the
-	// admin token when the server has one.
-	bearer string
-}
-
-func startServer(t *testing.T, configure ...func(*Main)) *testServer {
-	t.Helper()
-	m := NewMain()
-	m.Addr = "127.0.0.1:0"
-	m.DBPath = filepath.Join(t.TempDir(), "fenceview.db")
-	m.Logger = slog.New(slog.DiscardHandler)
-	fc := clock.NewFake(t0)
-	m.Clock = fc
-	for _, f := range configure {
-		f(m)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close() })
-	return &testServer{Main: m, t: t, clock: fc, bearer: m.AdminToken}
-}
 
 // response is a decoded JSON answer.
 type response struct {
@@ -74,7 +38,7 @@ func (s *testServer) do(method, path string, body any, header ...string) respons
 	return doRequest(s.t, method, s.URL()+path, body, header...)
 }
 
-func doRequest(t *testing.T, method, url string, body any, header ...string) response {
+func doRequest(t testing.TB, method, url string, body any, header ...string) response {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -139,23 +103,17 @@ func must[T any](v T, err error) T {
 
 // stream connects to the event stream.
 type stream struct {
-	t    *testing.T
+	t    testing.TB
 	conn *websocket.Conn
 }
 
 func (s *testServer) stream(query string) *stream {
 	s.t.Helper()
-	u := "ws" + strings.TrimPrefix(s.URL(), "http") + "/v1/events" + query
 	var h http.Header
 	if s.bearer != "" {
 		h = http.Header{"Authorization": {"Bearer " + s.bearer}}
 	}
-	conn, _, err := websocket.DefaultDialer.Dial(u, h)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(func() { conn.Close() })
-	return &stream{t: s.t, conn: conn}
+	return dialStream(s.t, s.URL(), query, h)
 }
 
 type event struct {
@@ -340,6 +298,7 @@ func TestDecisionsReachTheHistory(t *testing.T) {
 
 func TestRejectionFiltersAndCursor(t *testing.T) {
 	s := startServer(t)
+	s.clock.Advance(2 * time.Hour) // reported times are at most a few minutes ahead of the server's clock
 	var decisions []map[string]any
 	for i := 0; i < 7; i++ {
 		res := []string{"a", "b"}[i%2]

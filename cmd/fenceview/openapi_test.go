@@ -71,7 +71,7 @@ func loadSpec() error {
 // checkAgainstSpec validates one answer against the operation its request
 // matches; a request no operation matches must have been answered 404 or
 // 405 with a JSON error.
-func checkAgainstSpec(t *testing.T, req *http.Request, res *http.Response, raw []byte) {
+func checkAgainstSpec(t testing.TB, req *http.Request, res *http.Response, raw []byte) {
 	t.Helper()
 	if err := specError(req, res, raw); err != nil {
 		t.Errorf("OpenAPI: %v", err)
@@ -147,7 +147,7 @@ func matchPathParams(template, path string, params map[string]string) {
 
 // checkMessageAgainstSpec validates a websocket message against one of the
 // document's schemas (Event, RpcAnswer).
-func checkMessageAgainstSpec(t *testing.T, schema string, raw []byte) {
+func checkMessageAgainstSpec(t testing.TB, schema string, raw []byte) {
 	t.Helper()
 	if err := messageSpecError(schema, raw); err != nil {
 		t.Errorf("OpenAPI: %v", err)

@@ -32,7 +32,7 @@ func pauseForReal(t *testing.T, viaPlugin bool) {
 
 	buildTool(t, "github.com/fenceview/fenceview/internal/proof/holder") // before the clock starts
 	srv := startProcess(t, filepath.Join(t.TempDir(), "fenceview.db"))
-	events := dialStream(t, srv.url, "?resource="+res)
+	events := dialStream(t, srv.url, "?resource="+res, nil)
 	var plugin string
 	wantSource := "holder:holder-a"
 	if viaPlugin {

@@ -20,7 +20,7 @@ import (
 
 // rpcConn is a raw connection to the RPC stream.
 type rpcConn struct {
-	t    *testing.T
+	t    testing.TB
 	conn *websocket.Conn
 }
 

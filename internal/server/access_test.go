@@ -32,7 +32,7 @@ func start(t *testing.T, cfg Config) *Server {
 		cfg.DBPath = filepath.Join(t.TempDir(), "f.db")
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = clock.NewFake(time.Date(2026, 9, 24, 6, 14, 22, 0, time.UTC))
+		cfg.Clock = clock.NewFake(clock.TestDate)
 	}
 	s, err := Start(context.Background(), cfg)
 	if err != nil {

@@ -47,7 +47,7 @@ func page(t *testing.T, s *Server, path string, cookie *http.Cookie) (int, strin
 // session in an HttpOnly, SameSite=Strict cookie; pages, feed and history
 // show the key's resources only; logout and revocation end it.
 func TestDashboardLogin(t *testing.T) {
-	fc := clock.NewFake(time.Date(2026, 9, 24, 6, 14, 22, 0, time.UTC))
+	fc := clock.NewFake(clock.TestDate)
 	s := start(t, Config{AdminToken: admin, Clock: fc})
 	id, viewer := newKey(t, s, "team-a viewer", "viewer", "team-a/")
 	for _, r := range []string{"team-a/x", "team-b/secret-project"} {

@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gofrs/flock"
+
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/dashboard"
@@ -43,6 +45,12 @@ type Config struct {
 	Cluster           ClusterConfig // cluster mode when Cluster.Etcd is set
 
 	Access // who may connect and how (access.go)
+
+	// Limits; zero values take the defaults of issuer and httpapi.
+	MaxResources   int
+	MaxWaiters     int
+	MaxWebsockets  int
+	RequestTimeout time.Duration
 }
 
 // Server is a running fenceview.
@@ -63,6 +71,7 @@ type Server struct {
 	tls    bool
 	ln     net.Listener
 	http   *http.Server
+	dbLock *flock.Flock
 	demo   *demo.Sim
 }
 
@@ -81,6 +90,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			s.Close()
 		}
 	}()
+	if s.dbLock, err = lockDB(cfg.DBPath); err != nil {
+		return nil, err
+	}
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
@@ -98,7 +110,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
-		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures, Observer: s.Metrics}); err != nil {
+		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures, Observer: s.Metrics,
+		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters}); err != nil {
 		return nil, err
 	}
 	s.IssuerID = s.Service.Issuer()
@@ -107,6 +120,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.API.SigningKeys = s.Keys
 	s.API.Metrics = s.Metrics.Handler()
 	s.API.StreamLag = s.Metrics.ObserveStreamLag
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
+	}
+	s.API.MaxWebsockets, s.API.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
 	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
 		return nil, err
 	}
@@ -128,6 +145,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	// Whole requests and answers are bounded too (a body sent a byte at a
+	// time, an answer nobody reads); websockets set their own deadlines,
+	// and a waiting acquire gets its wait on top.
+	s.http.ReadTimeout, s.http.WriteTimeout = cfg.RequestTimeout, cfg.RequestTimeout
 	go func() {
 		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			cfg.Logger.Error("http server", "err", err)
@@ -186,6 +207,10 @@ func (s *Server) Close() error {
 	}
 	if s.DB != nil {
 		errs = append(errs, s.DB.Close())
+	}
+	if s.dbLock != nil {
+		errs = append(errs, s.dbLock.Unlock())
+		s.dbLock = nil
 	}
 	return errors.Join(errs...)
 }

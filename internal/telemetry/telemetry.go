@@ -19,20 +19,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/issuer"
 )
 
-// KnownReasons are the refusal reasons exported under their own label
-// value. Any other reason (plugins may report their own) is counted under
-// "other": a label value a client chose must never grow the series set.
-var KnownReasons = []string{
-	guard.ReasonStale, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch, guard.ReasonUnissued,
-	"bad-signature",
-}
+// KnownReasons and OtherReason are the issuer's: its counters already fold
+// every undocumented reason into OtherReason (one bound, one list).
+var KnownReasons = issuer.KnownReasons
 
-// OtherReason is the label value of every reason not in KnownReasons.
-const OtherReason = "other"
+const OtherReason = issuer.OtherReason
 
 // Metrics holds the registry and the histograms fed by hooks.
 type Metrics struct {

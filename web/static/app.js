@@ -110,6 +110,7 @@
       case 'reject': return e.reason === 'stale-token' ? 'stale' : 'refused';
       case 'alarm': return 'alarm';
       case 'reset': return 'reset';
+      case 'recover': return 'recovered';
     }
     return String(e.type);
   }
@@ -131,6 +132,8 @@
         return e.reason + ': mark ' + (e.token || 0) + ' above the last token issued, ' + e.required + from(e.source);
       case 'reset':
         return 'token counter raised to ' + (e.token || 0) + ' (floor ' + e.required + ') by ' + (e.source || '');
+      case 'recover':
+        return 'recovered by ' + (e.source || '') + ': counter ' + e.required + ' \u2192 ' + (e.token || 0) + ', mark ' + e.presented + ' \u2192 \u2264 ' + (e.token || 0);
     }
     return '';
   }
@@ -349,7 +352,16 @@
     updateStats();
   }
 
+  // The totals the server rendered count every resource the viewer sees;
+  // the rows add up to them only when the table holds all of those (first
+  // page in id order, no search, no next page).
+  function tableComplete() {
+    var t = document.querySelector('table[data-testid="resources"]');
+    return t !== null && t.dataset.liveAdd === 'true' && !t.dataset.prefix;
+  }
+
   function updateStats() {
+    if (!tableComplete()) return;
     var rows = document.querySelectorAll('tr[data-testid="resource-row"]');
     var held = 0, acc = 0, rej = 0;
     rows.forEach(function (tr) {

@@ -1,0 +1,26 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
+)
+
+func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
+	q, err := fenceview.ParseResourcePage(r.URL.Query())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, more := s.Service.ResourcePage(q.Prefix, q.After, q.Limit, auth.FromContext(r.Context()).Sees)
+	out := make([]resourceBody, 0, len(page))
+	for _, res := range page {
+		out = append(out, resourceWire(res))
+	}
+	var next any
+	if more {
+		next = fenceview.ResourceCursor(page[len(page)-1].ResourceID)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"resources": out, "next": next})
+}

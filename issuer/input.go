@@ -1,0 +1,119 @@
+package issuer
+
+import (
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+)
+
+// Bounds on reported fields. Reasons and sources land in metrics labels,
+// the CSV export, the dashboard and the history's order, so each has a
+// small charset that needs no escaping in any of them (each place still
+// escapes by its own rules, for rows recorded before these checks).
+const (
+	// MaxClockSkew is how far in the future a reported "at" may be.
+	MaxClockSkew = 5 * time.Minute
+	// MaxReportAge is how far in the past a reported "at" may be: a guard
+	// may hold reports through an outage, not forever. Older or newer
+	// times would sit at either end of the history ("newest first") and
+	// hide real rejections.
+	MaxReportAge = 24 * time.Hour
+)
+
+// ValidateReason accepts a refusal reason: 1..MaxReasonLen bytes of
+// lowercase ASCII letters, digits, '-', '_' and '.', starting with a
+// letter (e.g. stale-token).
+func ValidateReason(s string) error {
+	if s == "" || len(s) > fenceview.MaxReasonLen {
+		return fenceview.Errorf(fenceview.EINVALID, "reason must be 1..%d bytes", fenceview.MaxReasonLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.')) {
+			return fenceview.Errorf(fenceview.EINVALID, "reason: lowercase letters, digits, '-', '_' and '.', starting with a letter (byte %d)", i)
+		}
+	}
+	return nil
+}
+
+// ValidateSource accepts who decided: 1..MaxSourceLen bytes of ASCII
+// letters, digits and - _ . : / @ + # ~ % [ ], starting with a letter or
+// digit (so no spreadsheet reads it as a formula), e.g. api:10.0.0.7 or
+// plugin/orders-db.
+func ValidateSource(s string) error {
+	if s == "" || len(s) > fenceview.MaxSourceLen {
+		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", fenceview.MaxSourceLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || !isSourcePunct(c)) {
+			return fenceview.Errorf(fenceview.EINVALID, "source: ASCII letters, digits and -_.:/@+#~%%[], starting with a letter or digit (byte %d)", i)
+		}
+	}
+	return nil
+}
+
+func isSourcePunct(c byte) bool {
+	switch c {
+	case '-', '_', '.', ':', '/', '@', '+', '#', '~', '%', '[', ']':
+		return true
+	}
+	return false
+}
+
+// ValidateNewID refuses an id for a new resource or holder that cannot be
+// told apart from another on screen: Unicode format characters (zero-width
+// spaces and joiners, direction marks, overrides and isolates, the BOM,
+// soft hyphens), line and paragraph separators, and spaces other than
+// ASCII's. "shard-1\u200b" would otherwise sit next to "shard-1" in every
+// list, and "\u202eshard" would print backwards. Ids already recorded are
+// left as they are: they keep working, and every page escapes them.
+func ValidateNewID(id string) error {
+	for i, r := range id {
+		if r == utf8.RuneError {
+			continue // guard's checks refuse invalid UTF-8
+		}
+		if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) ||
+			(r > unicode.MaxASCII && unicode.Is(unicode.Zs, r)) {
+			return fenceview.Errorf(fenceview.EINVALID, "invisible or direction-changing character %U at byte %d; ids must read as they compare", r, i)
+		}
+	}
+	return nil
+}
+
+// checkAt bounds a reported decision time by the server's clock.
+func checkAt(at, now time.Time) error {
+	if at.After(now.Add(MaxClockSkew)) {
+		return fenceview.Errorf(fenceview.EINVALID, "at is more than %v ahead of the server's clock", MaxClockSkew)
+	}
+	if at.Before(now.Add(-MaxReportAge)) {
+		return fenceview.Errorf(fenceview.EINVALID, "at is more than %v in the past", MaxReportAge)
+	}
+	return nil
+}
+
+// KnownReasons are the documented refusal reasons: the ones the counters
+// (and so the metrics' reason label) keep apart. Any other reason (plugins
+// may report their own) is counted as OtherReason, so no client can grow
+// the counters or the metrics' series set.
+var KnownReasons = []string{
+	guard.ReasonStale, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch,
+	guard.ReasonUnissued, "bad-signature",
+}
+
+// OtherReason counts every refusal whose reason is not in KnownReasons.
+const OtherReason = "other"
+
+// BoundReason is reason if it is known, OtherReason otherwise.
+func BoundReason(reason string) string {
+	for _, k := range KnownReasons {
+		if reason == k {
+			return reason
+		}
+	}
+	return OtherReason
+}
