@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
@@ -72,9 +73,17 @@ type Handler struct {
 	BurstWindow    time.Duration
 
 	FeedSize    int // events in the overview's feed when the page loads
+	TableSize   int // resources per page of the overview's table
 	HistorySize int // events on a resource page (table and chart)
 	PageSize    int // rejections per page when no limit is given
 	CSVMax      int // rows in one CSV export
+
+	// Select and Counts page and count without reading everything; New
+	// takes them from locks and history when they provide them. Gatherer,
+	// when set, feeds the readable metrics page (a Prometheus registry).
+	Select   Selector
+	Counts   Counts
+	Gatherer prometheus.Gatherer
 
 	assets map[string]asset
 }
@@ -96,11 +105,14 @@ func New(locks Locks, history History, now func() time.Time) *Handler {
 		BurstThreshold: 5,
 		BurstWindow:    time.Minute,
 		FeedSize:       50,
+		TableSize:      50,
 		HistorySize:    200,
 		PageSize:       50,
 		CSVMax:         100_000,
 		assets:         map[string]asset{},
 	}
+	h.Select, _ = locks.(Selector)
+	h.Counts, _ = history.(Counts)
 	fs.WalkDir(web.Static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -130,6 +142,8 @@ func (h *Handler) Register(r Router) {
 	r.Handle("GET /rejections", http.HandlerFunc(h.rejections))
 	r.Handle("GET /rejections.csv", http.HandlerFunc(h.rejectionsCSV))
 	r.Handle("GET /static/", http.HandlerFunc(h.static))
+	r.Handle("GET /holders/{holder}", http.HandlerFunc(h.holder))
+	r.Handle("GET /status", http.HandlerFunc(h.metricsPage))
 	r.Handle("GET /login", http.HandlerFunc(h.loginForm))
 	r.Handle("POST /login", http.HandlerFunc(h.login))
 	r.Handle("POST /logout", http.HandlerFunc(h.logout))
@@ -200,7 +214,10 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 	if p == auth.Everyone {
 		m.User = ""
 	}
-	m.Behind, _ = h.Locks.Alarmed(behindShown, p.Sees)
+	m.Admin = p.Allows(auth.Manage)
+	// The alarmed resources only, from the issuer's set of them: no pass
+	// over every resource per page view.
+	m.Behind, _ = h.Locks.Alarmed(behindShown, sees(p))
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
 			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,
@@ -213,6 +230,9 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 	}
 	return m
 }
+
+// behindShown bounds the alarm banner's list.
+const behindShown = 50
 
 // behind reports whether guards have accepted tokens above the last one
 // this issuer handed out: a database restored from an old copy, or another

@@ -204,8 +204,13 @@ func TestOverviewFacts(t *testing.T) {
 	if cell(free, "holder") != "free" || free.Find(".countdown").Length() != 0 {
 		t.Fatalf("free row: %q", free.Text())
 	}
-	if p.find("stat-held").Text() != "1" || p.find("stat-resources").Text() != "2" || p.find("stat-accepted").Text() != "1" {
-		t.Fatalf("stats: %q %q %q", p.find("stat-held").Text(), p.find("stat-resources").Text(), p.find("stat-accepted").Text())
+	if got := strings.Join(strings.Fields(p.find("table-count").Text()), " "); got != "2 resources · 1 lock held of 2" {
+		t.Fatalf("table count: %q", got)
+	}
+	// Grants and accepted writes in the last hour, per minute: 2 grants and
+	// 1 accepted write over 60 minutes.
+	if p.find("rate-grants").Text() != "< 0.1" || p.find("rate-accepted").Text() != "< 0.1" || p.find("rate-refused").Text() != "0" {
+		t.Fatalf("rates: %q %q %q", p.find("rate-grants").Text(), p.find("rate-accepted").Text(), p.find("rate-refused").Text())
 	}
 	// Each event's word is there beside its shape.
 	for _, want := range []string{"granted", "released", "accepted"} {

@@ -12,6 +12,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/issuer"
 )
 
 // Meta is what the page frame needs.
@@ -23,6 +24,7 @@ type Meta struct {
 	// stream after it, so nothing between render and connect is missed.
 	LastSeq  int64
 	Resource string // the stream filter of a resource page
+	Admin    bool   // the viewer may force-expire and reset: show those actions
 
 	CSS, JS, Icon string
 
@@ -38,57 +40,71 @@ type Meta struct {
 type ResourceRow struct {
 	fenceview.Resource
 	RemainingMs int64 // lease left; 0 when free
+	Spark       []int // events per five minutes over the last hour; nil when not drawn
 }
 
 // OverviewData is the overview page.
 type OverviewData struct {
 	Meta
 	Rows                     []ResourceRow     // one page
-	Total                    int               // resources known
-	Prefix, NextURL          string            // the page's filter; the next page, "" when none
-	Paged                    bool              // Rows is not every resource
 	Feed                     []fenceview.Event // newest first
 	Refusals                 []fenceview.Event // the latest rejections
 	Held, Accepted, Rejected int64
 	Cluster                  *ClusterView // cluster mode only
+
+	Table             TableQuery
+	TableError        string
+	Matched, Total    int // resources the search matched; all resources
+	PageSize          int
+	NextURL, FirstURL string
+	Rates             Rates
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	// The sequence number first, then the state: an event in between is
 	// both in the state and replayed, and replaying is harmless.
 	last := h.Locks.LastSeq()
-	d := OverviewData{Meta: h.meta(r.Context(), "Overview", "overview")}
+	d := OverviewData{Meta: h.meta(r.Context(), "Overview", "overview"), PageSize: h.TableSize}
 	d.Page, d.LastSeq = "overview", last
 	now := h.Now()
 	p := auth.FromContext(r.Context())
-	// One page of resources, never all of them: a server may know a
-	// million.
-	q := r.URL.Query()
-	d.Prefix = q.Get("prefix")
-	after := ""
-	if d.Prefix != "" || q.Get("cursor") != "" {
-		pq, err := fenceview.ParseResourcePage(q)
-		if err != nil {
-			h.errorPage(w, r, http.StatusBadRequest, "Bad page", fenceview.ErrorMessage(err))
-			return
-		}
-		after, d.Paged = pq.After, true
+	t, after, err := parseTable(r.URL.Query())
+	d.Table = t
+	status := http.StatusOK
+	if err != nil {
+		d.TableError, status = err.Error(), http.StatusBadRequest
+		d.Table, after = TableQuery{Sort: "id", Range: t.Range}, nil
 	}
-	page, more := h.Locks.ResourcePage(d.Prefix, after, resourcesShown, p.Sees)
-	for _, res := range page {
+	page := h.Select.SelectResources(issuer.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Sees: sees(p)})
+	d.Matched = page.Matched
+	// The totals of every resource the principal sees, without listing
+	// them (a server may know a million); rates span every resource, so
+	// only an unrestricted principal gets them.
+	var held int
+	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(sees(p))
+	d.Held = int64(held)
+	for _, res := range page.Resources {
 		row := ResourceRow{Resource: res}
 		if res.Holder != "" {
 			row.RemainingMs = max(res.ExpiresAt.Sub(now).Milliseconds(), 0)
 		}
+		if row.Spark, err = h.sparkline(r.Context(), res.ResourceID); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
 		d.Rows = append(d.Rows, row)
 	}
-	if more {
-		d.Paged = true
-		d.NextURL = "/?" + url.Values{"prefix": {d.Prefix}, "cursor": {fenceview.ResourceCursor(page[len(page)-1].ResourceID)}}.Encode()
+	if page.Next != nil {
+		next := encodeKey(*page.Next)
+		d.NextURL = d.Table.url(func(c *TableQuery) { c.After = next })
 	}
-	var held int
-	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(p.Sees)
-	d.Held = int64(held)
+	d.FirstURL = d.Table.url(func(c *TableQuery) { c.After = "" })
+	if p.Unrestricted() {
+		if d.Rates, err = h.rates(r.Context(), d.Table.Range); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+	}
 	if h.FeedSize > 0 && last > 0 {
 		events, err := h.History.EventsAfter(r.Context(), max(last-int64(h.FeedSize), 0), "", h.FeedSize)
 		if err != nil {
@@ -112,15 +128,8 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.Cluster = h.clusterView(r.Context())
-	h.render(w, r, http.StatusOK, Overview(d))
+	h.render(w, r, status, Overview(d))
 }
-
-// resourcesShown is the overview's page of resources; behindShown bounds
-// the warning's list of resources whose counter is behind.
-const (
-	resourcesShown = 100
-	behindShown    = 20
-)
 
 // refusalsShown is the length of the overview's "latest refusals" list;
 // app.js keeps it the same.
@@ -195,19 +204,77 @@ type RejectionsData struct {
 	NewestURL string // the first page of this filter, when not on it
 	NextURL   string // the next (older) page, when there is one
 	CSVURL    string
-	Resources []string // suggestions for the resource field
-	Reasons   []string
+	Resources []Choice // the most refused resources, for the resource field
+	Reasons   []Choice // every reason recorded, with counts
+	Sources   []Choice // the most frequent sources, with counts
 }
 
-var knownReasons = []string{guard.ReasonStale, guard.ReasonUnissued, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch}
+// knownReasons are the documented refusal reasons, the issuer's list.
+var knownReasons = issuer.KnownReasons
+
+// choices fills the filter's choice lists: every reason recorded (and the
+// documented ones), the most frequent sources, the most refused resources.
+func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
+	p := auth.FromContext(ctx)
+	if !p.Unrestricted() || h.Counts == nil {
+		// Counts span every resource: a limited key gets the documented
+		// reasons and its own most refused resources, without counts.
+		for _, k := range knownReasons {
+			d.Reasons = append(d.Reasons, Choice{k, -1})
+		}
+		d.Resources = h.mostRefused(p)
+		return nil
+	}
+	names, counts, err := h.Counts.RejectionReasons(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, n := range names {
+		d.Reasons, seen[n] = append(d.Reasons, Choice{n, counts[i]}), true
+	}
+	for _, k := range knownReasons {
+		if !seen[k] {
+			d.Reasons = append(d.Reasons, Choice{k, 0})
+		}
+	}
+	if names, counts, err = h.Counts.RejectionSources(ctx, choicesMax); err != nil {
+		return err
+	}
+	for i, n := range names {
+		d.Sources = append(d.Sources, Choice{n, counts[i]})
+	}
+	d.Resources = h.mostRefused(p)
+	return nil
+}
+
+func (h *Handler) mostRefused(p *auth.Principal) []Choice {
+	var out []Choice
+	page := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortRejected, Desc: true, Limit: choicesMax, Sees: sees(p)})
+	for _, r := range page.Resources {
+		if r.Rejected > 0 {
+			out = append(out, Choice{r.ResourceID, r.Rejected})
+		}
+	}
+	return out
+}
+
+// sees is the principal's filter for SelectResources: nil when it sees
+// everything, so the common case pays nothing.
+func sees(p *auth.Principal) func(string) bool {
+	if p.Unrestricted() {
+		return nil
+	}
+	return p.Sees
+}
 
 func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
-	d := RejectionsData{Meta: h.meta(r.Context(), "Rejections", "rejections"), Reasons: knownReasons}
+	d := RejectionsData{Meta: h.meta(r.Context(), "Rejections", "rejections")}
 	d.Page = "rejections"
 	p := auth.FromContext(r.Context())
-	suggest, _ := h.Locks.ResourcePage("", "", resourcesShown, p.Sees)
-	for _, res := range suggest {
-		d.Resources = append(d.Resources, res.ResourceID)
+	if err := h.choices(r.Context(), &d); err != nil {
+		h.serverError(w, r, err)
+		return
 	}
 	q := r.URL.Query()
 	d.Form = FilterForm{Resource: q.Get("resource"), Reason: q.Get("reason"), Source: q.Get("source"), Since: q.Get("since"), Until: q.Get("until")}

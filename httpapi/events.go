@@ -72,7 +72,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	defer conn.Close()
 	st := &eventStream{
 		conn: conn, out: hj.conn, sub: sub, p: auth.FromContext(r.Context()),
-		resource: resource, last: since,
+		resource: resource, last: since, lag: s.StreamLag,
 	}
 
 	gone := make(chan struct{})
@@ -121,7 +121,8 @@ type eventStream struct {
 	sub      *issuer.Subscription
 	p        *auth.Principal
 	resource string
-	last     int64 // the newest seq sent or passed over
+	last     int64               // the newest seq sent or passed over
+	lag      func(time.Duration) // told each burst's wait; nil when no one listens
 }
 
 // errStreamWrite is a failed write to the watcher: it has gone, nothing to
@@ -194,6 +195,10 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 	for {
 		select {
 		case batch := <-sub.Events():
+			oldest := time.Time{}
+			if len(batch) > 0 {
+				oldest = batch[0].PublishedAt
+			}
 			for more := true; more; {
 				for _, e := range batch {
 					if e.Seq <= st.last || !st.p.Sees(e.ResourceID) {
@@ -209,6 +214,9 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 				default:
 					more = false
 				}
+			}
+			if !oldest.IsZero() && st.lag != nil {
+				st.lag(time.Since(oldest)) // the burst is framed; Flush sends it
 			}
 			if err := out.Flush(); err != nil {
 				return

@@ -51,9 +51,13 @@ type Server struct {
 	Service    Service
 	History    History
 	AdminToken string // when set and Auth is nil, auth is on with this token alone
+	Logger     *slog.Logger
+	// Metrics serves GET /metrics; StreamLag is told how long each burst of
+	// events waited before going out to a stream client. Both optional.
+	Metrics   http.Handler
+	StreamLag func(time.Duration)
 	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
 	SigningKeys SigningKeys
-	Logger      *slog.Logger
 	// MaxWebsockets caps the open event streams and RPC connections
 	// together (default DefaultMaxWebsockets).
 	MaxWebsockets int
@@ -98,6 +102,7 @@ func New(svc Service, history History, logger *slog.Logger) *Server {
 	for _, m := range modules.All() {
 		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
 	}
+	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
 	s.registerSigning()
 	s.registerKeys()
 	s.mux.HandleFunc("/", s.handleNoRoute)

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"time"
 
 	"github.com/fenceview/fenceview"
 )
@@ -109,7 +110,11 @@ func (s *Service) commitGroup(group []*batch) {
 		}
 		events = append(events, b.events...)
 	}
+	start := time.Now() // wall time, not s.clock: a cost measured, not a lease
 	err := s.store.Apply(context.Background(), rows, events)
+	if s.obs != nil {
+		s.obs.ObserveCommit(time.Since(start), len(events), err)
+	}
 
 	s.mu.Lock()
 	if err != nil {

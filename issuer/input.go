@@ -96,12 +96,24 @@ func checkAt(at, now time.Time) error {
 	return nil
 }
 
-// knownReasons get their own metrics label; any other reason counts as
-// "other" once otherReasonLabels distinct ones are in use, so a client
-// cannot grow the metrics without bound.
-var knownReasons = map[string]bool{
-	guard.ReasonStale: true, guard.ReasonForeignIssuer: true, guard.ReasonScopeMismatch: true,
-	guard.ReasonUnissued: true, "bad-signature": true,
+// KnownReasons are the documented refusal reasons: the ones the counters
+// (and so the metrics' reason label) keep apart. Any other reason (plugins
+// may report their own) is counted as OtherReason, so no client can grow
+// the counters or the metrics' series set.
+var KnownReasons = []string{
+	guard.ReasonStale, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch,
+	guard.ReasonUnissued, "bad-signature",
 }
 
-const otherReasonLabels = 16
+// OtherReason counts every refusal whose reason is not in KnownReasons.
+const OtherReason = "other"
+
+// BoundReason is reason if it is known, OtherReason otherwise.
+func BoundReason(reason string) string {
+	for _, k := range KnownReasons {
+		if reason == k {
+			return reason
+		}
+	}
+	return OtherReason
+}

@@ -57,6 +57,13 @@ type Config struct {
 	// carry one, and fenced writes when RequireSignatures is set.
 	Verifier          *guard.Verifier
 	RequireSignatures bool
+	// Observer, when set, learns how each group commit went (metrics).
+	Observer CommitObserver
+}
+
+// CommitObserver learns the duration and size of each group commit.
+type CommitObserver interface {
+	ObserveCommit(d time.Duration, changes int, err error)
 }
 
 // Defaults of the limits in Config.
@@ -78,6 +85,7 @@ type Service struct {
 	clock  clock.Clock
 	issuer string
 	log    *slog.Logger
+	obs    CommitObserver
 	limits Config
 
 	mu        sync.Mutex
@@ -145,6 +153,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		clock:      cfg.Clock,
 		issuer:     cfg.Issuer,
 		log:        cfg.Logger,
+		obs:        cfg.Observer,
 		limits:     cfg,
 		resources:  make(map[string]*state, len(resources)),
 		held:       make(map[string]*state),

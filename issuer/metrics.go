@@ -22,10 +22,7 @@ func (c *counters) add(b *batch) {
 	c.alarms.Add(int64(len(b.alarms)))
 	c.resets.Add(int64(b.resets))
 	for reason, n := range b.rejected {
-		if _, seen := c.rejected[reason]; !seen && !knownReasons[reason] && len(c.rejected) >= len(knownReasons)+otherReasonLabels {
-			reason = "other" // bounded label cardinality, whatever clients report
-		}
-		c.rejected[reason] += int64(n)
+		c.rejected[BoundReason(reason)] += int64(n) // bounded, whatever clients report
 	}
 }
 

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"sync"
+	"time"
 
 	"github.com/fenceview/fenceview"
 )
@@ -10,8 +11,11 @@ import (
 // the same *Published, so an encoding made once (Encoded) serves them all.
 type Published struct {
 	fenceview.Event
-	once sync.Once
-	wire []byte
+	// PublishedAt is when the event's commit was published (wall clock,
+	// monotonic): how long it then waits for a client is the stream's lag.
+	PublishedAt time.Time
+	once        sync.Once
+	wire        []byte
 }
 
 // Encoded returns encode(p.Event), computed by the first caller only.
@@ -82,8 +86,9 @@ func (s *Service) publishLocked(events []fenceview.Event) {
 		return
 	}
 	all := make([]*Published, len(events))
+	now := time.Now()
 	for i, e := range events {
-		all[i] = &Published{Event: e}
+		all[i] = &Published{Event: e, PublishedAt: now}
 	}
 	for sub := range s.subs {
 		batch := all

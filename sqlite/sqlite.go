@@ -41,6 +41,10 @@ type DB struct {
 	// Prepared once on the one write connection: Apply runs them for every
 	// change, and preparing them per transaction showed in profiles.
 	upsertResource, insertEvent *sql.Stmt
+
+	// ObserveCommit, when set before the first Apply, is told how long each
+	// COMMIT took: with WAL and synchronous=FULL, that is the fsync.
+	ObserveCommit func(time.Duration)
 }
 
 const upsertResourceSQL = `
@@ -144,6 +148,13 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
+// renamedMigrations maps a migration to the name it was applied under
+// before a merge renumbered it (two branches both took 0004): a database
+// migrated under the old name must not run it again.
+var renamedMigrations = map[string]string{
+	"migration/0007_event_minutes.sql": "migration/0004_event_minutes.sql",
+}
+
 func (db *DB) migrateFile(ctx context.Context, name string) error {
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -155,6 +166,17 @@ func (db *DB) migrateFile(ctx context.Context, name string) error {
 		return err
 	} else if n > 0 {
 		return nil
+	}
+	if was, ok := renamedMigrations[name]; ok {
+		// Applied under its old name: record the new one, run nothing.
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, was).Scan(&n); err != nil {
+			return err
+		} else if n > 0 {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, name, time.Now().UnixMilli()); err != nil {
+				return err
+			}
+			return tx.Commit()
+		}
 	}
 	body, err := fs.ReadFile(migrationFS, name)
 	if err != nil {
@@ -242,7 +264,15 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 	if err := db.insertEvents(ctx, tx, events); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := countMinutes(ctx, tx, events); err != nil {
+		return err
+	}
+	start := time.Now()
+	err = tx.Commit()
+	if db.ObserveCommit != nil && err == nil {
+		db.ObserveCommit(time.Since(start))
+	}
+	return err
 }
 
 func (db *DB) upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Resource) error {

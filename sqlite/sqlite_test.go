@@ -22,7 +22,7 @@ func TestMigrationsApplyOnceAndIssuerIsStable(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n int
-		if err := db.read.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(files) || n < 3 {
+		if err := db.read.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(files) || n < 5 {
 			t.Fatalf("open %d: %d migrations recorded, %v", i, n, err)
 		}
 		id, err := db.Issuer(ctx, "")
@@ -68,5 +68,81 @@ func TestApplyIsAtomic(t *testing.T) {
 	}
 	if seq, _ := db.MaxSeq(ctx); seq != 1 {
 		t.Fatalf("max seq %d", seq)
+	}
+}
+
+// TestMinuteCounts: the per-minute counts follow the events committed,
+// rejections by reason, and a range selects whole minutes.
+func TestMinuteCounts(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "f.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	t0 := time.Date(2026, 9, 24, 6, 14, 0, 0, time.UTC)
+	ev := func(seq int64, typ, reason string, at time.Time) fenceview.Event {
+		return fenceview.Event{Seq: seq, Type: typ, ResourceID: "r", Reason: reason, Source: "s", At: at}
+	}
+	if err := db.Apply(ctx, nil, []fenceview.Event{
+		ev(1, "grant", "", t0), ev(2, "accept", "", t0.Add(10*time.Second)), ev(3, "reject", "stale-token", t0.Add(20*time.Second)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Apply(ctx, nil, []fenceview.Event{
+		ev(4, "reject", "stale-token", t0.Add(30*time.Second)), ev(5, "reject", "unissued-token", t0.Add(61*time.Second)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.MinuteCounts(ctx, t0, t0.Add(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"06:14 grant ": 1, "06:14 accept ": 1, "06:14 reject stale-token": 2, "06:15 reject unissued-token": 1}
+	if len(got) != len(want) {
+		t.Fatalf("counts %+v, want %v", got, want)
+	}
+	for _, c := range got {
+		if k := c.Minute.Format("15:04") + " " + c.Type + " " + c.Reason; want[k] != c.N {
+			t.Errorf("%s: %d, want %d", k, c.N, want[k])
+		}
+	}
+	if got, _ := db.MinuteCounts(ctx, t0.Add(time.Minute), t0.Add(2*time.Minute)); len(got) != 1 {
+		t.Errorf("the second minute alone: %+v", got)
+	}
+	names, counts, err := db.RejectionSources(ctx, 10)
+	if err != nil || len(names) != 1 || names[0] != "s" || counts[0] != 3 {
+		t.Errorf("sources %v %v %v", names, counts, err)
+	}
+}
+
+// The minute counts were migration 0004 on the ops branch before a merge
+// renumbered them 0007: a database migrated under the old name opens
+// without running them again (the table exists; its counts stay).
+func TestRenumberedMigrationIsNotRunAgain(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "f.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 9, 24, 6, 14, 0, 0, time.UTC)
+	if err := db.Apply(ctx, nil, []fenceview.Event{{Seq: 1, Type: "grant", ResourceID: "r", Source: "s", At: at}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.write.Exec(`UPDATE schema_migrations SET version = 'migration/0004_event_minutes.sql' WHERE version = 'migration/0007_event_minutes.sql'`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if db, err = Open(ctx, path); err != nil {
+		t.Fatalf("a database migrated under the old name: %v", err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.read.QueryRow(`SELECT COUNT(*) FROM schema_migrations WHERE version = 'migration/0007_event_minutes.sql'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("new name recorded %d times, %v", n, err)
+	}
+	if err := db.read.QueryRow(`SELECT SUM(n) FROM event_minutes`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("minute counts = %d after reopening, want 1: %v", n, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -26,11 +27,14 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if len(os.Args) > 1 && os.Args[1] == "backup" {
+		os.Exit(runBackup(ctx, os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "keys" {
 		os.Exit(runKeys(ctx, os.Args[2:], os.Stdout, os.Stderr))
 	}
 	m := NewMain()
-	if err := m.ParseFlags(os.Args[1:]); err == flag.ErrHelp {
+	if err := m.ParseFlags(os.Args[1:]); err == flag.ErrHelp || err == errVersion {
 		os.Exit(0)
 	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "fenceview:", err)
@@ -57,6 +61,7 @@ type Main struct {
 	Issuer     string
 	AdminToken string
 	Demo       bool // also run simulated clients (internal/demo)
+	AccessLog  bool // log every answered request
 	server.Access
 	// SigningKey is a PEM Ed25519 private key file to sign grants with;
 	// empty: keys kept in the database, the first made on first start.
@@ -76,12 +81,16 @@ type Main struct {
 
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// LogOutput receives the log ParseFlags sets up; Stdout, --version.
+	LogOutput io.Writer
+	Stdout    io.Writer
 
 	DB      *sqlite.DB
 	Service *issuer.Service
 	API     *httpapi.Server
 
-	server *server.Server
+	server    *server.Server
+	accessLog *slog.Logger // set by ParseFlags
 }
 
 // NewMain returns a Main with the defaults of the command.
@@ -93,6 +102,8 @@ func NewMain() *Main {
 		ElectionTTL: 5 * time.Second,
 		Clock:       clock.Real{},
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		LogOutput:   os.Stderr,
+		Stdout:      os.Stdout,
 
 		MaxResources:   issuer.DefaultMaxResources,
 		MaxWaiters:     issuer.DefaultMaxWaiters,
@@ -109,6 +120,10 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.DBPath, "db", m.DBPath, "SQLite database file")
 	fs.StringVar(&m.Issuer, "issuer", m.Issuer, "issuer id in token envelopes (default: kept in the database, created on first start)")
 	fs.StringVar(&m.AdminToken, "admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "bearer token required by admin routes (env FENCEVIEW_ADMIN_TOKEN)")
+	logFormat := fs.String("log-format", "text", "log format: text or json (one JSON object per line)")
+	logLevel := fs.String("log-level", "info", "least severe level logged: debug, info, warn or error")
+	fs.BoolVar(&m.AccessLog, "access-log", m.AccessLog, "log every answered request (method, path, route, status, bytes, duration, remote address)")
+	version := fs.Bool("version", false, "print the version and exit")
 	fs.BoolVar(&m.InsecureNoAuth, "insecure-no-auth", m.InsecureNoAuth, "allow listening beyond loopback without --admin-token: anyone who reaches the port can do anything")
 	fs.Func("allowed-host", "with auth off, also answer requests for this Host (name, or name:port); repeatable", func(v string) error {
 		m.AllowedHosts = append(m.AllowedHosts, v)
@@ -135,8 +150,20 @@ func (m *Main) ParseFlags(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *version {
+		fmt.Fprintln(m.Stdout, "fenceview", Version())
+		return errVersion
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	logger, err := newLogger(m.LogOutput, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	m.Logger = logger
+	if m.accessLog, err = newLogger(m.LogOutput, *logFormat, "info"); err != nil {
+		return err
 	}
 	if m.MaxResources < 1 || m.MaxWaiters < 1 || m.MaxWebsockets < 1 || m.RequestTimeout < time.Second {
 		return fmt.Errorf("--max-resources, --max-waiters and --max-websockets must be at least 1, --request-timeout at least 1s")
@@ -157,7 +184,7 @@ func (m *Main) ParseFlags(args []string) error {
 func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
-		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, Access: m.Access,
+		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(), Access: m.Access,
 		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
 		Cluster: server.ClusterConfig{
 			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,

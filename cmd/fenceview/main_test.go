@@ -62,6 +62,7 @@ func doRequest(t testing.TB, method, url string, body any, header ...string) res
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
+	checkAgainstSpec(t, req, res, raw)
 	out := response{Status: res.StatusCode, Header: res.Header, Raw: raw}
 	if ct := res.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
 		if err := json.Unmarshal(raw, &out.Body); err != nil {
@@ -132,8 +133,13 @@ func (st *stream) next() event {
 	st.t.Helper()
 	st.conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // a hang guard, not a timing assertion
 	var e event
-	if err := st.conn.ReadJSON(&e); err != nil {
+	_, raw, err := st.conn.ReadMessage()
+	if err != nil {
 		st.t.Fatalf("reading the stream: %v", err)
+	}
+	checkMessageAgainstSpec(st.t, "Event", raw)
+	if err := json.Unmarshal(raw, &e); err != nil {
+		st.t.Fatalf("stream message %q: %v", raw, err)
 	}
 	return e
 }

@@ -54,6 +54,7 @@ func (c *rpcConn) send(lines ...string) map[uint64]rpcAnswer {
 			c.t.Fatalf("reading answers (%d of %d so far): %v", len(out), len(lines), err)
 		}
 		for _, line := range bytes.Split(msg, []byte("\n")) {
+			checkMessageAgainstSpec(c.t, "RpcAnswer", line)
 			var a rpcAnswer
 			if err := json.Unmarshal(line, &a); err != nil {
 				c.t.Fatalf("answer %q: %v", line, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/httpapi"
+	"github.com/fenceview/fenceview/internal/telemetry"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/signing"
 	"github.com/fenceview/fenceview/sqlite"
@@ -63,10 +64,13 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			api.SigningKeys = keys
 			api.Auth, api.Sessions = s.Credentials, s.Sessions
 			api.AllowedHosts = hosts
+			api.Metrics, api.StreamLag = s.Metrics.Handler(), s.Metrics.ObserveStreamLag
+			s.Metrics.Watch(svc) // this term's service
 			dash := dashboard.New(svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger
 			dash.Sessions = s.Sessions
 			dash.Cluster = s.clusterView
+			dash.Gatherer = s.Metrics.Registry
 			dash.Register(api)
 			return api
 		},
@@ -76,7 +80,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 	}
 	s.IssuerID = s.Node.Issuer()
 	s.http = &http.Server{
-		Handler:           s.Node,
+		Handler:           telemetry.Instrument(s.Node, s.Metrics, cfg.AccessLog),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),

@@ -21,6 +21,7 @@ import (
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/demo"
+	"github.com/fenceview/fenceview/internal/telemetry"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/signing"
 	"github.com/fenceview/fenceview/sqlite"
@@ -40,6 +41,7 @@ type Config struct {
 	RequireSignatures bool
 	Clock             clock.Clock
 	Logger            *slog.Logger
+	AccessLog         *slog.Logger  // one line per answered request; nil for none
 	Cluster           ClusterConfig // cluster mode when Cluster.Etcd is set
 
 	Access // who may connect and how (access.go)
@@ -56,6 +58,7 @@ type Server struct {
 	DB       *sqlite.DB
 	Service  *issuer.Service
 	API      *httpapi.Server
+	Metrics  *telemetry.Metrics
 	IssuerID string
 	Keys     *signing.Keyring
 	// Credentials are the API keys and the admin token; Sessions the
@@ -93,6 +96,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
+	s.Metrics = telemetry.New()
+	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
 	if len(cfg.Cluster.Etcd) > 0 {
 		return s, s.startCluster(ctx, cfg)
 	}
@@ -105,13 +110,16 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
-		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures,
+		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures, Observer: s.Metrics,
 		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters}); err != nil {
 		return nil, err
 	}
 	s.IssuerID = s.Service.Issuer()
+	s.Metrics.Watch(s.Service)
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
 	s.API.SigningKeys = s.Keys
+	s.API.Metrics = s.Metrics.Handler()
+	s.API.StreamLag = s.Metrics.ObserveStreamLag
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
 	}
@@ -124,6 +132,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
 	dash.Sessions = s.Sessions
+	dash.Gatherer = s.Metrics.Registry
 	dash.Register(s.API)
 
 	if s.ln, err = s.listen(cfg); err != nil {
@@ -131,7 +140,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.API.AllowedHosts = httpapi.NewHostList(s.ln.Addr().String(), append([]string{cfg.Addr}, cfg.AllowedHosts...))
 	s.http = &http.Server{
-		Handler:           s.API,
+		Handler:           telemetry.Instrument(s.API, s.Metrics, cfg.AccessLog),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),

@@ -36,17 +36,32 @@
       pad(d.getUTCMilliseconds(), 3) + ' UTC';
   }
 
-  // localize shows a <time> in the viewer's zone, exact UTC on hover.
+  // relative is how long ago (or from now) an instant is, in words.
+  function relative(d) {
+    var s = Math.round((Date.now() - d.getTime()) / 1000);
+    var future = s < 0;
+    s = Math.abs(s);
+    var text;
+    if (s < 5) return 'just now';
+    if (s < 60) text = s + ' s';
+    else if (s < 3600) text = Math.floor(s / 60) + ' min';
+    else if (s < 86400) text = Math.floor(s / 3600) + ' h';
+    else text = Math.floor(s / 86400) + ' d';
+    return future ? 'in ' + text : text + ' ago';
+  }
+
+  // localize shows a <time> one way everywhere: local time in the viewer's
+  // zone (with the date when it is not today), how long ago, and the exact
+  // UTC on hover.
   function localize(t) {
     var d = new Date(t.getAttribute('datetime'));
     if (isNaN(d.getTime())) return;
     var opts = { hour: '2-digit', minute: '2-digit', second: '2-digit' };
-    if (t.dataset.local === 'datetime') {
+    var today = new Date().toDateString() === d.toDateString();
+    if (!today || t.dataset.local === 'datetime') {
       opts.year = 'numeric'; opts.month = 'short'; opts.day = 'numeric';
-      t.textContent = d.toLocaleString(undefined, opts);
-    } else {
-      t.textContent = d.toLocaleTimeString(undefined, opts);
     }
+    t.textContent = d.toLocaleString(undefined, opts) + ' \u00b7 ' + relative(d);
     t.title = exactUTC(d);
   }
 
@@ -266,7 +281,7 @@
     a.dataset.testid = 'resource-link';
     th.appendChild(a);
     tr.appendChild(th);
-    [['hwm', 'num'], ['last', 'num opt'], ['holder', ''], ['lease', ''], ['accepted', 'num opt'], ['rejected', 'num']].forEach(function (c) {
+    [['hwm', 'num'], ['last', 'num opt'], ['holder', ''], ['lease', ''], ['spark', 'opt'], ['accepted', 'num opt'], ['rejected', 'num']].forEach(function (c) {
       var td = el('td', c[1]);
       td.dataset.col = c[0];
       tr.appendChild(td);
@@ -294,17 +309,20 @@
     if (cls !== undefined) td.className = cls;
   }
 
-  // A paged table shows some resources only: others are not added to it,
-  // and the totals the server rendered stay (they count every resource).
-  function tablePaged() {
-    var t = document.querySelector('table[data-testid="resources"]');
-    return t !== null && t.hasAttribute('data-paged');
+  // The server sorts, searches and pages the table; the script only
+  // inserts a row where it knows the place: the first page in id order.
+  function mayAdd(id) {
+    var table = document.querySelector('table[data-testid="resources"]');
+    if (!table || table.dataset.liveAdd !== 'true') return false;
+    return id.indexOf(table.dataset.prefix || '') === 0;
   }
 
   function updateRow(r, lock) {
     var tr = findRow(r.resourceId);
-    if (!tr && tablePaged()) { setBehind(r); return; }
-    tr = tr || newRow(r.resourceId);
+    if (!tr) {
+      if (!mayAdd(r.resourceId)) { setBehind(r); return; }
+      tr = newRow(r.resourceId);
+    }
     var cell = function (c) { return tr.querySelector('td[data-col="' + c + '"]'); };
     var behindNow = isBehind(r);
     tr.classList.toggle('is-behind', behindNow);
@@ -316,7 +334,14 @@
       last.appendChild(el('span', 'tag danger', 'behind'));
     }
     var held = lock.locked;
-    fill(cell('holder'), held ? holderText(r) : 'free', held ? '' : 'muted');
+    var holderCell = cell('holder');
+    fill(holderCell, held ? '' : 'free', held ? '' : 'muted');
+    if (held) {
+      var ha = el('a', '', holderText(r));
+      ha.href = '/holders/' + encodeURIComponent(r.holder);
+      ha.dataset.testid = 'holder-link';
+      holderCell.appendChild(ha);
+    }
     var lease = cell('lease');
     lease.textContent = '';
     if (held) lease.appendChild(countdown(lock.remainingMs));
@@ -327,8 +352,16 @@
     updateStats();
   }
 
+  // The totals the server rendered count every resource the viewer sees;
+  // the rows add up to them only when the table holds all of those (first
+  // page in id order, no search, no next page).
+  function tableComplete() {
+    var t = document.querySelector('table[data-testid="resources"]');
+    return t !== null && t.dataset.liveAdd === 'true' && !t.dataset.prefix;
+  }
+
   function updateStats() {
-    if (tablePaged()) return;
+    if (!tableComplete()) return;
     var rows = document.querySelectorAll('tr[data-testid="resource-row"]');
     var held = 0, acc = 0, rej = 0;
     rows.forEach(function (tr) {
@@ -515,6 +548,50 @@
     };
   }
 
+  // ---- admin actions -------------------------------------------------------
+
+  // Each action asks in a dialog first, then calls the API with the page's
+  // session cookie; the stream then shows the event it recorded.
+  function adminActions() {
+    var card = document.querySelector('[data-testid="admin-actions"]');
+    if (!card) return;
+    var id = card.dataset.resource;
+    var dialog = card.querySelector('dialog');
+    var result = card.querySelector('.admin-result');
+    function confirmThen(text, run) {
+      dialog.querySelector('.confirm-text').textContent = text;
+      dialog.returnValue = '';
+      dialog.onclose = function () { if (dialog.returnValue === 'ok') run(); };
+      dialog.showModal();
+    }
+    function call(action, body, done) {
+      fetch('/v1/locks/' + encodeURIComponent(id) + '/' + action, {
+        method: 'POST', credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined
+      }).then(function (res) {
+        return res.json().then(function (j) {
+          result.textContent = res.ok ? done(j) : 'Refused (' + res.status + '): ' + (j.error || '');
+          result.dataset.ok = String(res.ok);
+        });
+      }).catch(function (err) { result.textContent = 'Failed: ' + err; result.dataset.ok = 'false'; });
+    }
+    card.querySelector('[data-action="expire"]').addEventListener('click', function () {
+      confirmThen('Force-expire the lock on ' + id + '? Its holder loses it at once.', function () {
+        call('expire', null, function () { return 'Expired: the lock on ' + id + ' is free.'; });
+      });
+    });
+    var form = card.querySelector('form[data-action="reset"]');
+    form.addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      var floor = Number(form.elements.floor.value);
+      confirmThen('Reset the token counter of ' + id + ' to at least ' + floor +
+        '? Only do this once no token above ' + floor + ' is in use anywhere.', function () {
+        call('reset', { floor: floor }, function (j) { return 'Reset: the next grant takes token ' + j.nextToken + '.'; });
+      });
+    });
+  }
+
   // ---- start -------------------------------------------------------------
 
   document.querySelectorAll('time[data-local]').forEach(localize);
@@ -522,5 +599,8 @@
     startCountdown(s, Number(s.dataset.remainingMs));
   });
   setInterval(function () { tick(); checkBurst(); }, 500);
+  // Relative times age: refresh them every 15 s.
+  setInterval(function () { document.querySelectorAll('time[data-local]').forEach(localize); }, 15000);
+  adminActions();
   if (page === 'overview' || page === 'resource') connect();
 })();

@@ -1,0 +1,24 @@
+// Command gen writes api/openapi.json from api/openapi.yaml; run it with
+// `go generate ./api`.
+package main
+
+import (
+	"log"
+	"os"
+
+	"github.com/fenceview/fenceview/api/internal/convert"
+)
+
+func main() {
+	src, err := os.ReadFile("openapi.yaml")
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := convert.YAMLToJSON(src)
+	if err != nil {
+		log.Fatalf("openapi.yaml: %v", err)
+	}
+	if err := os.WriteFile("openapi.json", out, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,280 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+// Resource is what the server knows of one resource: its token counter,
+// its high-water mark, its lock and its fencing history.
+type Resource struct {
+	Resource        string
+	HighWaterMark   int64
+	LastToken       int64 // the last token issued; 0 when none
+	Holder          string
+	HoldCount       int
+	ExpiresAt       time.Time // zero when free
+	Accepted        int64
+	Rejected        int64
+	LastRejectionAt time.Time
+	CounterAlarm    int64 // the mark that raised the counter alarm; 0 when none
+}
+
+type resourceWire struct {
+	ResourceID      string     `json:"resourceId"`
+	HighWaterMark   int64      `json:"highWaterMark"`
+	LastToken       int64      `json:"lastToken"`
+	Holder          *string    `json:"holder"`
+	HoldCount       int        `json:"holdCount"`
+	ExpiresAt       *time.Time `json:"expiresAt"`
+	Accepted        int64      `json:"accepted"`
+	Rejected        int64      `json:"rejected"`
+	LastRejectionAt *time.Time `json:"lastRejectionAt"`
+	CounterAlarm    int64      `json:"counterAlarm"`
+}
+
+func (w resourceWire) resource() Resource {
+	r := Resource{Resource: w.ResourceID, HighWaterMark: w.HighWaterMark, LastToken: w.LastToken, HoldCount: w.HoldCount,
+		Accepted: w.Accepted, Rejected: w.Rejected, CounterAlarm: w.CounterAlarm}
+	if w.Holder != nil {
+		r.Holder = *w.Holder
+	}
+	if w.ExpiresAt != nil {
+		r.ExpiresAt = *w.ExpiresAt
+	}
+	if w.LastRejectionAt != nil {
+		r.LastRejectionAt = *w.LastRejectionAt
+	}
+	return r
+}
+
+// ResourceQuery selects a page of resources.
+type ResourceQuery struct {
+	Prefix string // only ids starting with it
+	Limit  int    // 1..1000; 0 is the server's default (100)
+	Cursor string // a previous page's Next
+}
+
+// ResourcePage is one page of resources; Next is "" on the last.
+type ResourcePage struct {
+	Resources []Resource
+	Next      string
+}
+
+// Resources returns one page of the resources the server knows
+// (GET /v1/resources), in id order.
+func (c *Client) Resources(ctx context.Context, q ResourceQuery) (ResourcePage, error) {
+	v := url.Values{}
+	if q.Prefix != "" {
+		v.Set("prefix", q.Prefix)
+	}
+	if q.Limit != 0 {
+		if q.Limit < 1 || q.Limit > 1000 {
+			return ResourcePage{}, invalid(fmt.Errorf("limit %d: want 1..1000", q.Limit))
+		}
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Cursor != "" {
+		v.Set("cursor", q.Cursor)
+	}
+	var out struct {
+		Resources []resourceWire `json:"resources"`
+		Next      *string        `json:"next"`
+	}
+	if err := c.call(ctx, http.MethodGet, c.pathQuery("/v1/resources", v), nil, nil, &out, nil); err != nil {
+		return ResourcePage{}, err
+	}
+	p := ResourcePage{Resources: make([]Resource, 0, len(out.Resources))}
+	for _, w := range out.Resources {
+		p.Resources = append(p.Resources, w.resource())
+	}
+	if out.Next != nil {
+		p.Next = *out.Next
+	}
+	return p, nil
+}
+
+// AllResources walks every page of Resources. It stops at the first error,
+// which it yields.
+func (c *Client) AllResources(ctx context.Context, q ResourceQuery) iter.Seq2[Resource, error] {
+	return func(yield func(Resource, error) bool) {
+		for {
+			p, err := c.Resources(ctx, q)
+			if err != nil {
+				yield(Resource{}, err)
+				return
+			}
+			for _, r := range p.Resources {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if p.Next == "" || p.Next == q.Cursor {
+				return
+			}
+			q.Cursor = p.Next
+		}
+	}
+}
+
+// Resource returns one resource; an *APIError with status 404 when the
+// server has never seen it.
+func (c *Client) Resource(ctx context.Context, resource string) (Resource, error) {
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return Resource{}, invalid(err)
+	}
+	var w resourceWire
+	if err := c.call(ctx, http.MethodGet, c.endpoint("resources", resource, ""), nil, nil, &w, nil); err != nil {
+		return Resource{}, err
+	}
+	return w.resource(), nil
+}
+
+// Rejection is one refused write from the server's history.
+type Rejection struct {
+	ID        int64 // the event's sequence number
+	Resource  string
+	Presented int64
+	Required  int64
+	Reason    string
+	Source    string
+	Holder    string
+	At        time.Time
+}
+
+// RejectionQuery filters the rejection history; every field is optional.
+type RejectionQuery struct {
+	Resource, Reason, Source string
+	Since, Until             time.Time // Until is exclusive
+	Limit                    int       // 1..1000; 0 is the server's default (100)
+	Cursor                   string    // a previous page's Next
+}
+
+// RejectionPage is one page of rejections, newest first; Next is "" on the
+// last.
+type RejectionPage struct {
+	Rejections []Rejection
+	Next       string
+}
+
+// Rejections returns one page of the rejection history (GET /v1/rejections).
+func (c *Client) Rejections(ctx context.Context, q RejectionQuery) (RejectionPage, error) {
+	v := url.Values{}
+	for k, s := range map[string]string{"resource": q.Resource, "reason": q.Reason, "source": q.Source} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if !q.Until.IsZero() {
+		v.Set("until", q.Until.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Limit != 0 {
+		if q.Limit < 1 || q.Limit > 1000 {
+			return RejectionPage{}, invalid(fmt.Errorf("limit %d: want 1..1000", q.Limit))
+		}
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Cursor != "" {
+		v.Set("cursor", q.Cursor)
+	}
+	var out struct {
+		Rejections []struct {
+			ID         int64     `json:"id"`
+			ResourceID string    `json:"resourceId"`
+			Presented  int64     `json:"presented"`
+			Required   int64     `json:"required"`
+			Reason     string    `json:"reason"`
+			Source     string    `json:"source"`
+			Holder     string    `json:"holder"`
+			At         time.Time `json:"at"`
+		} `json:"rejections"`
+		Next *string `json:"next"`
+	}
+	if err := c.call(ctx, http.MethodGet, c.pathQuery("/v1/rejections", v), nil, nil, &out, nil); err != nil {
+		return RejectionPage{}, err
+	}
+	p := RejectionPage{Rejections: make([]Rejection, 0, len(out.Rejections))}
+	for _, r := range out.Rejections {
+		p.Rejections = append(p.Rejections, Rejection{ID: r.ID, Resource: r.ResourceID, Presented: r.Presented, Required: r.Required,
+			Reason: r.Reason, Source: r.Source, Holder: r.Holder, At: r.At})
+	}
+	if out.Next != nil {
+		p.Next = *out.Next
+	}
+	return p, nil
+}
+
+// AllRejections walks every page of Rejections, newest first.
+func (c *Client) AllRejections(ctx context.Context, q RejectionQuery) iter.Seq2[Rejection, error] {
+	return func(yield func(Rejection, error) bool) {
+		for {
+			p, err := c.Rejections(ctx, q)
+			if err != nil {
+				yield(Rejection{}, err)
+				return
+			}
+			for _, r := range p.Rejections {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if p.Next == "" || p.Next == q.Cursor {
+				return
+			}
+			q.Cursor = p.Next
+		}
+	}
+}
+
+// ResetResult is a resource's counter after Reset.
+type ResetResult struct {
+	Resource      string
+	LastToken     int64
+	HighWaterMark int64
+	NextToken     int64 // what the next grant takes
+}
+
+// Reset raises resource's token counter to at least floor and clears its
+// counter alarm (POST /v1/locks/{resource}/reset), with the admin token of
+// WithAdminToken: the deliberate answer to a counter alarm, after making
+// sure no token above floor is in use anywhere.
+func (c *Client) Reset(ctx context.Context, resource string, floor int64) (ResetResult, error) {
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return ResetResult{}, invalid(err)
+	}
+	if err := guard.ValidateToken(floor); err != nil {
+		return ResetResult{}, invalid(fmt.Errorf("floor: %w", err))
+	}
+	h := http.Header{}
+	if c.admin != "" {
+		h.Set("Authorization", "Bearer "+c.admin)
+	}
+	var out struct {
+		LastToken     int64 `json:"lastToken"`
+		HighWaterMark int64 `json:"highWaterMark"`
+		NextToken     int64 `json:"nextToken"`
+	}
+	if err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "reset"), h, map[string]int64{"floor": floor}, &out, nil); err != nil {
+		return ResetResult{}, err
+	}
+	return ResetResult{Resource: resource, LastToken: out.LastToken, HighWaterMark: out.HighWaterMark, NextToken: out.NextToken}, nil
+}
+
+// pathQuery is base + p with a query.
+func (c *Client) pathQuery(p string, q url.Values) *url.URL {
+	u := *c.base
+	u.Path = c.base.Path + p
+	u.RawPath = ""
+	u.RawQuery = q.Encode()
+	return &u
+}

@@ -1,0 +1,100 @@
+package dashboard
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// readable turns the Prometheus registry into lines a person reads:
+// fenceview's own metrics first, histograms as count, mean, p50 and p99
+// (estimated from the buckets, as Prometheus' histogram_quantile does).
+func readable(fams []*dto.MetricFamily) []MetricSeries {
+	sort.SliceStable(fams, func(i, j int) bool {
+		a, b := strings.HasPrefix(fams[i].GetName(), "fenceview_"), strings.HasPrefix(fams[j].GetName(), "fenceview_")
+		if a != b {
+			return a
+		}
+		return fams[i].GetName() < fams[j].GetName()
+	})
+	var out []MetricSeries
+	for _, f := range fams {
+		name := f.GetName()
+		if strings.HasPrefix(name, "go_") && !keepGo[name] {
+			continue // the runtime's dozens of series stay in /metrics
+		}
+		s := MetricSeries{Name: name, Help: f.GetHelp()}
+		for _, m := range f.Metric {
+			var labels []string
+			for _, l := range m.Label {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			v := MetricValue{Labels: strings.Join(labels, " ")}
+			switch {
+			case m.Counter != nil:
+				v.Value = num(m.Counter.GetValue())
+			case m.Gauge != nil:
+				v.Value = num(m.Gauge.GetValue())
+			case m.Histogram != nil:
+				v.Value = histogramText(m.Histogram, strings.HasSuffix(name, "_seconds"))
+			default:
+				continue
+			}
+			s.Values = append(s.Values, v)
+		}
+		if len(s.Values) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var keepGo = map[string]bool{"go_goroutines": true, "go_memstats_heap_alloc_bytes": true, "go_gc_duration_seconds": true}
+
+func num(f float64) string {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return strconv.FormatFloat(f, 'g', 4, 64)
+}
+
+func histogramText(h *dto.Histogram, seconds bool) string {
+	n := h.GetSampleCount()
+	if n == 0 {
+		return "no observations"
+	}
+	unit := func(v float64) string {
+		if !seconds {
+			return strconv.FormatFloat(v, 'f', 1, 64)
+		}
+		switch {
+		case v < 0.001:
+			return strconv.FormatFloat(v*1e6, 'f', 0, 64) + " µs"
+		case v < 1:
+			return strconv.FormatFloat(v*1e3, 'f', 1, 64) + " ms"
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64) + " s"
+	}
+	return strconv.FormatUint(n, 10) + " observed, mean " + unit(h.GetSampleSum()/float64(n)) +
+		", p50 " + unit(quantile(h, 0.5)) + ", p99 " + unit(quantile(h, 0.99))
+}
+
+// quantile interpolates linearly within the bucket holding rank q.
+func quantile(h *dto.Histogram, q float64) float64 {
+	rank := q * float64(h.GetSampleCount())
+	prevBound, prevCount := 0.0, 0.0
+	for _, b := range h.Bucket {
+		c := float64(b.GetCumulativeCount())
+		if c >= rank {
+			if c == prevCount {
+				return b.GetUpperBound()
+			}
+			return prevBound + (b.GetUpperBound()-prevBound)*(rank-prevCount)/(c-prevCount)
+		}
+		prevBound, prevCount = b.GetUpperBound(), c
+	}
+	return prevBound // beyond the last bound: say the bound
+}

@@ -1,0 +1,407 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/sqlite"
+)
+
+// Selector pages through resources without copying them all
+// (issuer.Service implements it).
+type Selector interface {
+	SelectResources(q issuer.ResourceQuery) issuer.ResourcePage
+	Metrics() issuer.Metrics
+}
+
+// Counts is the history's per-minute counts (sqlite.DB implements it).
+type Counts interface {
+	MinuteCounts(ctx context.Context, since, until time.Time) ([]sqlite.MinuteCount, error)
+	RejectionSources(ctx context.Context, limit int) ([]string, []int64, error)
+	RejectionReasons(ctx context.Context) ([]string, []int64, error)
+}
+
+// Choice is an option of a filter's choice list, with how many rows it has.
+type Choice struct {
+	Value string
+	Count int64
+}
+
+// Label is the option's text: the value and its count, when known.
+func (c Choice) Label() string {
+	if c.Count < 0 {
+		return c.Value
+	}
+	return c.Value + " (" + strconv.FormatInt(c.Count, 10) + ")"
+}
+
+// choicesMax bounds the sources and resources offered in choice lists.
+const choicesMax = 50
+
+// A time range of the overview's rates: how far back, and the width of a
+// bar. The bars are per-minute rates averaged over the bucket.
+type timeRange struct {
+	Name   string
+	Label  string
+	Span   time.Duration
+	Bucket time.Duration
+}
+
+var timeRanges = []timeRange{
+	{"hour", "Last hour", time.Hour, time.Minute},
+	{"day", "Last day", 24 * time.Hour, 15 * time.Minute},
+	{"week", "Last week", 7 * 24 * time.Hour, 2 * time.Hour},
+}
+
+func rangeNamed(name string) timeRange {
+	for _, r := range timeRanges {
+		if r.Name == name {
+			return r
+		}
+	}
+	return timeRanges[0]
+}
+
+// Rates is the overview's chart: grants, accepted and refused writes per
+// minute over a range, from the history.
+type Rates struct {
+	Range   timeRange
+	Ranges  []timeRange
+	Buckets []RateBucket
+	// Per-minute averages over the whole range, for the stat cards.
+	Grants, Accepted, Refused float64
+	Max                       float64 // the tallest bar, per minute
+	Query                     url.Values
+}
+
+// RateBucket is one bar group: per-minute rates in [At, At+bucket).
+type RateBucket struct {
+	At                        time.Time
+	Grants, Accepted, Refused float64
+}
+
+func (h *Handler) rates(ctx context.Context, name string) (Rates, error) {
+	tr := rangeNamed(name)
+	now := h.Now()
+	end := now.Truncate(tr.Bucket).Add(tr.Bucket)
+	start := end.Add(-tr.Span)
+	n := int(tr.Span / tr.Bucket)
+	r := Rates{Range: tr, Ranges: timeRanges, Buckets: make([]RateBucket, n)}
+	for i := range r.Buckets {
+		r.Buckets[i].At = start.Add(time.Duration(i) * tr.Bucket)
+	}
+	if h.Counts == nil {
+		return r, nil
+	}
+	counts, err := h.Counts.MinuteCounts(ctx, start, end)
+	if err != nil {
+		return r, err
+	}
+	perMinute := float64(tr.Bucket / time.Minute)
+	var g, a, f float64
+	for _, c := range counts {
+		i := int(c.Minute.Sub(start) / tr.Bucket)
+		if i < 0 || i >= n {
+			continue
+		}
+		v := float64(c.N) / perMinute
+		switch c.Type {
+		case fenceview.EventGrant:
+			r.Buckets[i].Grants += v
+			g += float64(c.N)
+		case fenceview.EventAccept:
+			r.Buckets[i].Accepted += v
+			a += float64(c.N)
+		case fenceview.EventReject:
+			r.Buckets[i].Refused += v
+			f += float64(c.N)
+		}
+	}
+	minutes := tr.Span.Minutes()
+	r.Grants, r.Accepted, r.Refused = g/minutes, a/minutes, f/minutes
+	for _, b := range r.Buckets {
+		r.Max = max(r.Max, b.Grants, b.Accepted, b.Refused)
+	}
+	return r, nil
+}
+
+// TableQuery is the overview table's state, all of it in the URL: prefix,
+// sort column and direction, and the position after which the page starts.
+type TableQuery struct {
+	Prefix string
+	Sort   string
+	Desc   bool
+	After  string // an encoded issuer.ResourceKey; "" for the first page
+	Range  string
+}
+
+func parseTable(q url.Values) (TableQuery, *issuer.ResourceKey, error) {
+	t := TableQuery{Prefix: q.Get("q"), Sort: q.Get("sort"), Desc: q.Get("dir") == "desc", After: q.Get("after"), Range: q.Get("range")}
+	if len(t.Prefix) > 160 {
+		return t, nil, fmt.Errorf("a search is at most 160 bytes")
+	}
+	if t.Sort == "" {
+		t.Sort = issuer.SortID
+	}
+	if !slices.Contains(issuer.SortKeys, t.Sort) {
+		return t, nil, fmt.Errorf("unknown sort %q", t.Sort)
+	}
+	if t.After == "" {
+		return t, nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(t.After)
+	var k issuer.ResourceKey
+	if err != nil || len(raw) > 1024 || json.Unmarshal(raw, &k) != nil {
+		return t, nil, fmt.Errorf("a bad page position")
+	}
+	return t, &k, nil
+}
+
+func encodeKey(k issuer.ResourceKey) string {
+	b, _ := json.Marshal(k)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// url is the overview with this table state changed by set.
+func (t TableQuery) url(set func(*TableQuery)) string {
+	c := t
+	set(&c)
+	q := url.Values{}
+	if c.Prefix != "" {
+		q.Set("q", c.Prefix)
+	}
+	if c.Sort != issuer.SortID {
+		q.Set("sort", c.Sort)
+	}
+	if c.Desc {
+		q.Set("dir", "desc")
+	}
+	if c.After != "" {
+		q.Set("after", c.After)
+	}
+	if c.Range != "" && c.Range != timeRanges[0].Name {
+		q.Set("range", c.Range)
+	}
+	if len(q) == 0 {
+		return "/"
+	}
+	return "/?" + q.Encode()
+}
+
+// SortURL is the link of a column header: the column ascending, or the
+// other way round when it is already the sort; always the first page.
+func (t TableQuery) SortURL(col string) string {
+	return t.url(func(c *TableQuery) {
+		c.Desc = c.Sort == col && !c.Desc
+		if c.Sort != col {
+			// Counts read best from the largest; ids and holders from A.
+			c.Desc = col != issuer.SortID && col != issuer.SortHolder
+		}
+		c.Sort, c.After = col, ""
+	})
+}
+
+// AriaSort is the aria-sort of a column header.
+func (t TableQuery) AriaSort(col string) string {
+	switch {
+	case t.Sort != col:
+		return "none"
+	case t.Desc:
+		return "descending"
+	}
+	return "ascending"
+}
+
+// RangeURL switches the rates' time range, keeping the table as it is.
+func (t TableQuery) RangeURL(name string) string {
+	return t.url(func(c *TableQuery) { c.Range = name })
+}
+
+// sparkBuckets is the number of points in a resource's sparkline: its
+// events over the last hour, five minutes a point.
+const sparkBuckets = 12
+
+// sparkline counts a resource's recent events per five minutes.
+func (h *Handler) sparkline(ctx context.Context, id string) ([]int, error) {
+	events, err := h.History.ResourceEvents(ctx, id, 200)
+	if err != nil {
+		return nil, err
+	}
+	now := h.Now()
+	start := now.Add(-time.Hour)
+	out := make([]int, sparkBuckets)
+	for _, e := range events {
+		if e.At.Before(start) {
+			break // newest first: the rest are older
+		}
+		i := int(e.At.Sub(start) / (5 * time.Minute))
+		out[min(max(i, 0), sparkBuckets-1)]++
+	}
+	return out, nil
+}
+
+// HolderData is the page of one holder: every lock it holds now.
+type HolderData struct {
+	Meta
+	Holder string
+	Rows   []ResourceRow
+	Capped bool
+}
+
+const holderRowsMax = 500
+
+func (h *Handler) holder(w http.ResponseWriter, r *http.Request) {
+	holder := r.PathValue("holder")
+	if err := guard.ValidateHolderID(holder); err != nil {
+		h.errorPage(w, r, http.StatusBadRequest, "Not a holder id", "A holder id is 1 to 80 bytes of UTF-8 without control characters.")
+		return
+	}
+	d := HolderData{Meta: h.meta(r.Context(), holder, ""), Holder: holder}
+	d.Page = "holder"
+	now := h.Now()
+	p := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortHolder, After: &issuer.ResourceKey{Str: holder}, Limit: holderRowsMax + 1,
+		Sees: sees(auth.FromContext(r.Context()))})
+	for _, res := range p.Resources {
+		if res.Holder != holder {
+			break
+		}
+		d.Rows = append(d.Rows, ResourceRow{Resource: res, RemainingMs: max(res.ExpiresAt.Sub(now).Milliseconds(), 0)})
+	}
+	if len(d.Rows) > holderRowsMax {
+		d.Rows, d.Capped = d.Rows[:holderRowsMax], true
+	}
+	h.render(w, r, http.StatusOK, HolderPage(d))
+}
+
+func holderURL(holder string) string { return "/holders/" + url.PathEscape(holder) }
+
+// MetricsData is the readable metrics page.
+type MetricsData struct {
+	Meta
+	M      issuer.Metrics
+	Rates  Rates
+	Series []MetricSeries // from the Prometheus registry, when there is one
+}
+
+// MetricSeries is a metric made readable: a name, a help text and values.
+type MetricSeries struct {
+	Name, Help string
+	Values     []MetricValue
+}
+
+// MetricValue is one labelled value, already formatted.
+type MetricValue struct {
+	Labels string
+	Value  string
+}
+
+func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request) {
+	if !auth.FromContext(r.Context()).Unrestricted() {
+		h.errorPage(w, r, http.StatusForbidden, "Not for this key", "The metrics count every resource; this key sees only some of them.")
+		return
+	}
+	d := MetricsData{Meta: h.meta(r.Context(), "Metrics", "metrics"), M: h.Select.Metrics()}
+	d.Page = "metrics"
+	var err error
+	if d.Rates, err = h.rates(r.Context(), "hour"); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	if h.Gatherer != nil {
+		fams, err := h.Gatherer.Gather()
+		if err != nil {
+			h.Logger.Error("gathering metrics", "err", err)
+		}
+		d.Series = readable(fams)
+	}
+	h.render(w, r, http.StatusOK, MetricsPage(d))
+}
+
+func rate(f float64) string {
+	switch {
+	case f == 0:
+		return "0"
+	case f < 0.1:
+		return "< 0.1"
+	case f < 10:
+		return strconv.FormatFloat(f, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(f, 'f', 0, 64)
+}
+
+func reasonLabel(reason string, n int64) string {
+	return reason + " (" + strconv.FormatInt(n, 10) + ")"
+}
+
+// ratePoints is one series of the rates chart as SVG polyline points.
+func ratePoints(r Rates, series string) string {
+	n := len(r.Buckets)
+	if n == 0 {
+		return ""
+	}
+	top := max(r.Max, 1)
+	var b strings.Builder
+	for i, k := range r.Buckets {
+		v := k.Grants
+		switch series {
+		case "accepted":
+			v = k.Accepted
+		case "refused":
+			v = k.Refused
+		}
+		x := 600 * float64(i) / float64(max(n-1, 1))
+		y := 118 - 116*v/top
+		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func sparkPoints(p []int) string {
+	top := 1
+	for _, v := range p {
+		top = max(top, v)
+	}
+	var b strings.Builder
+	for i, v := range p {
+		fmt.Fprintf(&b, "%.1f,%.1f ", 60*float64(i)/float64(max(len(p)-1, 1)), 15-14*float64(v)/float64(top))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func sparkLabel(p []int) string {
+	n := 0
+	for _, v := range p {
+		n += v
+	}
+	return plural(n, "event", "events") + " in the last hour"
+}
+
+// liveAdd says whether the script may insert rows for resources it hears
+// of: only on the first page of the id order, where it knows the place.
+func liveAdd(d OverviewData) string {
+	if d.Table.Sort == "id" && !d.Table.Desc && d.Table.After == "" && d.NextURL == "" {
+		return "true"
+	}
+	return "false"
+}
+
+func hasChoice(cs []Choice, v string) bool {
+	for _, c := range cs {
+		if c.Value == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,92 @@
+package telemetry
+
+import (
+	"bufio"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Instrument wraps h, fenceview's router, so every request is timed by
+// route pattern and, when accessLog is not nil, logged once it is answered.
+// The route is the ServeMux pattern that matched (r.Pattern, set by the
+// router on the same request), never the raw path: paths carry resource ids
+// that clients choose.
+func Instrument(h http.Handler, m *Metrics, accessLog *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &recorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		d := time.Since(start)
+		status := rec.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		route := r.Pattern
+		if route == "" || route == "/" {
+			route = "unmatched"
+		}
+		if m != nil && !rec.hijacked {
+			m.observeRequest(route, r.Method, status, d)
+		}
+		if accessLog != nil {
+			if rec.hijacked {
+				status = http.StatusSwitchingProtocols
+			}
+			// The path is logged as received (escaped): ids are the
+			// operator's own data, but secrets never travel in paths.
+			accessLog.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.EscapedPath()),
+				slog.String("route", route),
+				slog.Int("status", status),
+				slog.Int64("bytes", rec.bytes),
+				slog.Duration("duration", d),
+				slog.String("remote", r.RemoteAddr),
+			)
+		}
+	})
+}
+
+// recorder notes the status and size of an answer. It passes Hijack and
+// Flush through (and Unwrap for http.ResponseController): the event and
+// RPC streams upgrade to websockets.
+type recorder struct {
+	http.ResponseWriter
+	status   int
+	bytes    int64
+	hijacked bool
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := http.NewResponseController(r.ResponseWriter).Hijack()
+	if err == nil {
+		r.hijacked = true
+	}
+	return c, rw, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,206 @@
+// Package telemetry is how fenceview is watched from outside: its
+// Prometheus metrics (client_golang, one registry) and its access log.
+//
+// The lock service keeps its own counters (issuer.Metrics) because the
+// dashboard reads them too; a collector turns each scrape's snapshot into
+// the metrics of the same names fenceview has always exported. Timings the
+// service cannot know by itself (requests, commits, fsyncs, the event
+// stream) are histograms fed through small hooks.
+package telemetry
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fenceview/fenceview/issuer"
+)
+
+// KnownReasons and OtherReason are the issuer's: its counters already fold
+// every undocumented reason into OtherReason (one bound, one list).
+var KnownReasons = issuer.KnownReasons
+
+const OtherReason = issuer.OtherReason
+
+// Metrics holds the registry and the histograms fed by hooks.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	requests      *prometheus.HistogramVec
+	commit        prometheus.Histogram
+	commitChanges prometheus.Histogram
+	commitFailed  prometheus.Counter
+	fsync         prometheus.Histogram
+	streamLag     prometheus.Histogram
+
+	watchOnce sync.Once
+	service   serviceCollector
+}
+
+// Buckets for durations in seconds: 0.25 ms to about 8 s, where a fenceview
+// request or commit lives (an fsync is a few ms, a waiter up to minutes).
+var durationBuckets = prometheus.ExponentialBuckets(0.00025, 2, 16)
+
+// New returns metrics with the Go and process collectors registered. Call
+// Watch once the service exists.
+func New() *Metrics {
+	m := &Metrics{Registry: prometheus.NewRegistry()}
+	m.requests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "fenceview_http_request_duration_seconds",
+		Help:    "HTTP requests by route pattern, method and status, from the first byte read to the last written. Websocket upgrades are not included (their connections live for hours).",
+		Buckets: durationBuckets,
+	}, []string{"route", "method", "status"})
+	m.commit = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fenceview_commit_duration_seconds",
+		Help:    "Group commits: the whole durable write of one group of changes (SQL statements and fsync).",
+		Buckets: durationBuckets,
+	})
+	m.commitChanges = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fenceview_commit_changes",
+		Help:    "Changes (events) written by one group commit: how many requests share an fsync.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+	})
+	m.commitFailed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fenceview_commit_failures_total",
+		Help: "Group commits that failed (disk full, I/O error); every change in them was refused with 503.",
+	})
+	m.fsync = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fenceview_sqlite_commit_seconds",
+		Help:    "SQLite COMMIT of a group commit: with WAL and synchronous=FULL, the fsync of the WAL.",
+		Buckets: durationBuckets,
+	})
+	m.streamLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fenceview_stream_lag_seconds",
+		Help:    "Event stream lag: from an event's publication (its commit is durable) to its frame leaving for a websocket client.",
+		Buckets: durationBuckets,
+	})
+	m.Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.commit, m.commitChanges, m.commitFailed, m.fsync, m.streamLag,
+	)
+	return m
+}
+
+// Watch exports the service's counters and gauges. It may be called
+// again with a new service (a cluster node's next term as leader): the
+// metrics then follow that one.
+func (m *Metrics) Watch(svc *issuer.Service) {
+	m.watchOnce.Do(func() { m.Registry.MustRegister(&m.service) })
+	snapshot := svc.Metrics
+	m.service.snapshot.Store(&snapshot)
+}
+
+// Handler serves the registry in Prometheus' exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// ObserveCommit records one group commit (issuer.CommitObserver).
+func (m *Metrics) ObserveCommit(d time.Duration, changes int, err error) {
+	if err != nil {
+		m.commitFailed.Inc()
+		return
+	}
+	m.commit.Observe(d.Seconds())
+	m.commitChanges.Observe(float64(changes))
+}
+
+// ObserveSQLiteCommit records the time of one SQLite COMMIT.
+func (m *Metrics) ObserveSQLiteCommit(d time.Duration) { m.fsync.Observe(d.Seconds()) }
+
+// ObserveStreamLag records how long an event waited for a stream client.
+func (m *Metrics) ObserveStreamLag(d time.Duration) { m.streamLag.Observe(d.Seconds()) }
+
+func (m *Metrics) observeRequest(route, method string, status int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+var _ issuer.CommitObserver = (*Metrics)(nil)
+
+// serviceCollector turns issuer.Metrics snapshots into const metrics,
+// under the names fenceview exported before client_golang.
+type serviceCollector struct {
+	snapshot atomic.Pointer[func() issuer.Metrics]
+}
+
+type serviceMetric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(issuer.Metrics) float64
+}
+
+var (
+	rejectedDesc = prometheus.NewDesc("fenceview_fence_rejected_total",
+		"Fenced writes refused, by reason (reasons outside the documented set count as \"other\").", []string{"reason"}, nil)
+	serviceMetrics = []serviceMetric{
+		counter("fenceview_grants_total", "Lock grants, re-entrant ones and hand-offs to waiters included.", func(m issuer.Metrics) int64 { return m.Grants }),
+		counter("fenceview_renewals_total", "Lease renewals.", func(m issuer.Metrics) int64 { return m.Renewals }),
+		counter("fenceview_releases_total", "Releases by the lock holder.", func(m issuer.Metrics) int64 { return m.Releases }),
+		counter("fenceview_expiries_total", "Leases that ran out or were force-expired.", func(m issuer.Metrics) int64 { return m.Expiries }),
+		counter("fenceview_fence_accepted_total", "Fenced writes accepted (server guard and plugin reports).", func(m issuer.Metrics) int64 { return m.Accepted }),
+		gauge("fenceview_waiters", "Acquire requests waiting for a lock.", func(m issuer.Metrics) int64 { return int64(m.Waiters) }),
+		gauge("fenceview_stream_clients", "Connected event stream clients.", func(m issuer.Metrics) int64 { return int64(m.StreamClients) }),
+		counter("fenceview_stream_dropped_total", "Stream clients dropped for falling behind.", func(m issuer.Metrics) int64 { return m.StreamDropped }),
+		gauge("fenceview_resources", "Resources known to the server.", func(m issuer.Metrics) int64 { return int64(m.Resources) }),
+		gauge("fenceview_locks_held", "Locks currently held.", func(m issuer.Metrics) int64 { return int64(m.Held) }),
+		gauge("fenceview_counter_alarms", "Resources whose token counter is behind a recorded high-water mark, until reset.", func(m issuer.Metrics) int64 { return int64(m.CounterAlarms) }),
+		counter("fenceview_counter_alarms_total", "Counter-behind alarms raised.", func(m issuer.Metrics) int64 { return m.AlarmsRaised }),
+		counter("fenceview_counter_resets_total", "Token counters reset by an admin.", func(m issuer.Metrics) int64 { return m.Resets }),
+		gauge("fenceview_last_event_seq", "Sequence number of the last recorded event.", func(m issuer.Metrics) int64 { return m.LastSeq }),
+	}
+)
+
+func counter(name, help string, v func(issuer.Metrics) int64) serviceMetric {
+	return serviceMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, func(m issuer.Metrics) float64 { return float64(v(m)) }}
+}
+
+func gauge(name, help string, v func(issuer.Metrics) int64) serviceMetric {
+	return serviceMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, func(m issuer.Metrics) float64 { return float64(v(m)) }}
+}
+
+func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, sm := range serviceMetrics {
+		ch <- sm.desc
+	}
+	ch <- rejectedDesc
+}
+
+func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
+	f := c.snapshot.Load()
+	if f == nil {
+		return
+	}
+	m := (*f)()
+	for _, sm := range serviceMetrics {
+		ch <- prometheus.MustNewConstMetric(sm.desc, sm.kind, sm.value(m))
+	}
+	for reason, n := range BoundReasons(m.Rejected) {
+		ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(n), reason)
+	}
+}
+
+// BoundReasons folds refusal counts into the known reasons plus "other".
+// The known reasons are always present (0 when none), so a rate over them
+// starts from the first scrape.
+func BoundReasons(counts []issuer.ReasonCount) map[string]int64 {
+	out := make(map[string]int64, len(KnownReasons)+1)
+	for _, r := range KnownReasons {
+		out[r] = 0
+	}
+	out[OtherReason] = 0
+	for _, rc := range counts {
+		if _, ok := out[rc.Reason]; ok && rc.Reason != OtherReason {
+			out[rc.Reason] += rc.Count
+		} else {
+			out[OtherReason] += rc.Count
+		}
+	}
+	return out
+}

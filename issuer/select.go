@@ -1,0 +1,200 @@
+package issuer
+
+import (
+	"container/heap"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fenceview/fenceview"
+)
+
+// Sort orders of SelectResources.
+const (
+	SortID          = "id"
+	SortHWM         = "hwm"
+	SortLastToken   = "last"
+	SortHolder      = "holder"
+	SortAccepted    = "accepted"
+	SortRejected    = "rejected"
+	SortLastRefused = "lastRejection"
+)
+
+// SortKeys are the orders SelectResources knows.
+var SortKeys = []string{SortID, SortHWM, SortLastToken, SortHolder, SortAccepted, SortRejected, SortLastRefused}
+
+// ResourceQuery selects one page of resources: those whose id starts with
+// Prefix, in Sort order (Desc reverses it; ties go by id), after the
+// position After, at most Limit.
+type ResourceQuery struct {
+	Prefix string
+	Sort   string
+	Desc   bool
+	After  *ResourceKey
+	Limit  int
+	// Sees, when set, leaves out resources it refuses (a key limited to
+	// some prefixes); they are not counted in Matched either.
+	Sees func(resourceID string) bool
+	// Where, when set, keeps only the resources it accepts; it reads the
+	// resource in place and must not keep it.
+	Where func(*fenceview.Resource) bool
+}
+
+// ResourceKey is a position in a sort order: the sort value of a resource
+// (Num for numeric orders, Str for textual ones) and its id.
+type ResourceKey struct {
+	Num int64
+	Str string
+	ID  string
+}
+
+// ResourcePage is a page of SelectResources: Next is the position to pass
+// as After for the following page, nil on the last; Matched counts every
+// resource the prefix matched.
+type ResourcePage struct {
+	Resources []fenceview.Resource
+	Next      *ResourceKey
+	Matched   int
+}
+
+// SelectResources answers a ResourceQuery in one pass over the resources,
+// keeping only the page in a heap: memory is the page's, time linear in the
+// resources held (see BenchmarkSelectResources), whatever the page's depth.
+func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
+	if q.Limit < 1 {
+		q.Limit = 50
+	}
+	keyOf := sortKey(q.Sort)
+	less := func(a, b ResourceKey) bool {
+		c := compareKeys(a, b)
+		if q.Desc {
+			return c > 0
+		}
+		return c < 0
+	}
+	// A max-heap (in the page's order) of the best Limit+1 seen so far:
+	// the extra one says whether a next page exists.
+	h := &pageHeap{less: less}
+	var page ResourcePage
+	s.mu.Lock()
+	now := s.clock.Now()
+	for id, st := range s.resources {
+		if !strings.HasPrefix(id, q.Prefix) || (q.Sees != nil && !q.Sees(id)) || (q.Where != nil && !q.Where(&st.res)) {
+			continue
+		}
+		page.Matched++
+		k := keyOf(&st.res, now)
+		if q.After != nil && !less(*q.After, k) {
+			continue
+		}
+		if h.Len() <= q.Limit {
+			heap.Push(h, entry{key: k, st: st})
+		} else if less(k, h.items[0].key) {
+			h.items[0] = entry{key: k, st: st}
+			heap.Fix(h, 0)
+		}
+	}
+	items := h.items
+	for i := range items {
+		items[i].res = viewAt(items[i].st, now) // copies taken under the lock
+	}
+	s.mu.Unlock()
+	slices.SortFunc(items, func(a, b entry) int {
+		if less(a.key, b.key) {
+			return -1
+		}
+		return 1
+	})
+	if len(items) > q.Limit {
+		items = items[:q.Limit]
+		k := items[len(items)-1].key
+		page.Next = &k
+	}
+	for _, e := range items {
+		page.Resources = append(page.Resources, e.res)
+	}
+	return page
+}
+
+// viewAt is view with the clock read once for many resources.
+func viewAt(st *state, now time.Time) fenceview.Resource {
+	r := st.res
+	if r.Holder != "" && !r.ExpiresAt.After(now) {
+		r.Holder, r.HoldCount, r.Token, r.ExpiresAt = "", 0, 0, time.Time{}
+	}
+	return r
+}
+
+// sortKey returns the key function of an order. It reads the resource in
+// place (no copy per resource: a scan touches every one).
+func sortKey(sort string) func(*fenceview.Resource, time.Time) ResourceKey {
+	switch sort {
+	case SortHWM:
+		return func(r *fenceview.Resource, now time.Time) ResourceKey {
+			return ResourceKey{Num: r.HighWaterMark, ID: r.ResourceID}
+		}
+	case SortLastToken:
+		return func(r *fenceview.Resource, now time.Time) ResourceKey {
+			return ResourceKey{Num: r.LastToken, ID: r.ResourceID}
+		}
+	case SortHolder:
+		return func(r *fenceview.Resource, now time.Time) ResourceKey {
+			if r.Holder == "" || !r.ExpiresAt.After(now) {
+				return ResourceKey{ID: r.ResourceID}
+			}
+			return ResourceKey{Str: r.Holder, ID: r.ResourceID}
+		}
+	case SortAccepted:
+		return func(r *fenceview.Resource, now time.Time) ResourceKey {
+			return ResourceKey{Num: r.Accepted, ID: r.ResourceID}
+		}
+	case SortRejected:
+		return func(r *fenceview.Resource, now time.Time) ResourceKey {
+			return ResourceKey{Num: r.Rejected, ID: r.ResourceID}
+		}
+	case SortLastRefused:
+		return func(r *fenceview.Resource, now time.Time) ResourceKey {
+			var ms int64
+			if !r.LastRejectionAt.IsZero() {
+				ms = r.LastRejectionAt.UnixMilli()
+			}
+			return ResourceKey{Num: ms, ID: r.ResourceID}
+		}
+	}
+	return func(r *fenceview.Resource, now time.Time) ResourceKey { return ResourceKey{ID: r.ResourceID} }
+}
+
+func compareKeys(a, b ResourceKey) int {
+	switch {
+	case a.Num != b.Num:
+		if a.Num < b.Num {
+			return -1
+		}
+		return 1
+	case a.Str != b.Str:
+		return strings.Compare(a.Str, b.Str)
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+type entry struct {
+	key ResourceKey
+	st  *state
+	res fenceview.Resource
+}
+
+// pageHeap keeps the worst entry of the page on top, to be replaced.
+type pageHeap struct {
+	items []entry
+	less  func(a, b ResourceKey) bool
+}
+
+func (h *pageHeap) Len() int           { return len(h.items) }
+func (h *pageHeap) Less(i, j int) bool { return h.less(h.items[j].key, h.items[i].key) }
+func (h *pageHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *pageHeap) Push(x any)         { h.items = append(h.items, x.(entry)) }
+func (h *pageHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}

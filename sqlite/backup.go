@@ -1,0 +1,115 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Backup copies the database at src, which a server may be writing, to a
+// new file dst with SQLite's online backup API: one consistent snapshot
+// (a read transaction: WAL lets the server go on committing meanwhile),
+// checked with PRAGMA integrity_check, fsynced, then renamed into place.
+// It returns the number of pages copied. dst must not exist.
+func Backup(ctx context.Context, src, dst string) (pages int, err error) {
+	if _, err := os.Stat(src); err != nil {
+		return 0, err
+	}
+	if _, err := os.Stat(dst); err == nil {
+		return 0, fmt.Errorf("%s exists; a backup never overwrites", dst)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".partial")
+	os.Remove(tmp)
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+
+	srcDB, err := sql.Open("sqlite3", dsn(src, true))
+	if err != nil {
+		return 0, err
+	}
+	defer srcDB.Close()
+	dstDB, err := sql.Open("sqlite3", "file:"+tmp+"?_journal_mode=DELETE&_synchronous=FULL")
+	if err != nil {
+		return 0, err
+	}
+	defer dstDB.Close()
+
+	srcConn, err := srcDB.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer srcConn.Close()
+	dstConn, err := dstDB.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer dstConn.Close()
+
+	err = dstConn.Raw(func(d any) error {
+		return srcConn.Raw(func(s any) error {
+			b, err := d.(*sqlite3.SQLiteConn).Backup("main", s.(*sqlite3.SQLiteConn), "main")
+			if err != nil {
+				return err
+			}
+			// All pages in one step: the copy is one snapshot. Stepping
+			// in slices would restart whenever the server commits.
+			done, err := b.Step(-1)
+			pages = b.PageCount()
+			if ferr := b.Finish(); err == nil {
+				err = ferr
+			}
+			if err == nil && !done {
+				err = errors.New("backup did not finish")
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	// The copy keeps the source's WAL mode in its header; a restored file
+	// is opened by fenceview, which asks for WAL anyway. Check it whole.
+	var check string
+	if err := dstConn.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&check); err != nil {
+		return 0, err
+	}
+	if check != "ok" {
+		return 0, fmt.Errorf("backup failed its integrity check: %s", check)
+	}
+	if _, err := dstConn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		return 0, err
+	}
+	dstConn.Close()
+	if err := dstDB.Close(); err != nil {
+		return 0, err
+	}
+	if err := syncFile(tmp); err != nil {
+		return 0, err
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		os.Remove(tmp + suffix) // empty after the checkpoint and close
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return 0, err
+	}
+	return pages, syncFile(filepath.Dir(dst))
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
