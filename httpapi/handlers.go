@@ -334,6 +334,10 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
+		if d.Source == "" { // the contract requires it, auth on or off
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: source is required", i))
+			return
+		}
 		source, err := attribute(r.Context(), "", d.Source)
 		if err != nil {
 			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err)))

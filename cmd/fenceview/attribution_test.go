@@ -72,14 +72,17 @@ func TestSourceNamesTheAuthenticatedKey(t *testing.T) {
 			t.Fatalf("fence as %q: %d %s", src, r.Status, r.Raw)
 		}
 	}
-	for _, src := range []string{"admin", ""} {
-		d := map[string]any{"resourceId": "r", "token": 1, "accepted": false, "reason": "stale-token"}
-		if src != "" {
-			d["source"] = src
-		}
+	for _, src := range []string{"admin", "plugin"} {
+		d := map[string]any{"resourceId": "r", "token": 1, "accepted": false, "reason": "stale-token", "source": src}
 		if r := s.do("POST", "/v1/decisions", map[string]any{"decisions": []any{d}}, "Authorization", "Bearer "+guardSecret); r.Status != 200 {
 			t.Fatalf("report as %q: %d %s", src, r.Status, r.Raw)
 		}
+	}
+	// A reported decision names its source, auth on or off (the contract's
+	// body); the key's part is added, never a replacement for it.
+	noSource := map[string]any{"resourceId": "r", "token": 1, "accepted": false, "reason": "stale-token"}
+	if r := s.do("POST", "/v1/decisions", map[string]any{"decisions": []any{noSource}}, "Authorization", "Bearer "+guardSecret); r.Status != 400 {
+		t.Fatalf("report without a source: %d %s", r.Status, r.Raw)
 	}
 	rpcFence(s, secret, `{"id":1,"op":"fence","resource":"r","token":1,"source":"admin"}`)
 	rpcFence(s, secret, `{"id":1,"op":"fence","resource":"r","token":1}`)
@@ -93,7 +96,7 @@ func TestSourceNamesTheAuthenticatedKey(t *testing.T) {
 	}
 
 	k, g := "key:"+id, "key:"+guardID
-	want := []string{"admin/api:10.0.0.7", g, g + "/admin", k, k, k + "/admin", k + "/admin", k + "/api:10.0.0.7", k + "/key:ffffffffffffffff"}
+	want := []string{"admin/api:10.0.0.7", g + "/admin", g + "/plugin", k, k, k + "/admin", k + "/admin", k + "/api:10.0.0.7", k + "/key:ffffffffffffffff"}
 	slices.Sort(want)
 	if got := rejectionSources(s); !slices.Equal(got, want) {
 		t.Fatalf("recorded sources\n got %q\nwant %q", got, want)
