@@ -1,3 +1,5 @@
+//go:build !race || racecluster
+
 package cluster_test
 
 import (
