@@ -73,6 +73,9 @@ type Config struct {
 	// given; otherwise the keys are the cluster's, kept in etcd.
 	SigningKeys       *signing.Keyring
 	RequireSignatures bool
+	// MaxResources and MaxWaiters bound each term's service as they bound a
+	// single server's (0: the issuer's defaults).
+	MaxResources, MaxWaiters int
 	// AdminToken turns auth on; the API keys are the cluster's (Credentials).
 	// Credentials, when set, is given the cluster's keyring before any term
 	// begins, so Serve may use what it builds from it.
@@ -364,7 +367,8 @@ func (n *Node) lead(ctx context.Context, el *concurrency.Election) error {
 		}
 	}
 	svc := issuer.New(st, resources, seq, issuer.Config{Issuer: n.issuer, Clock: n.cfg.Clock, Logger: n.cfg.Logger,
-		Signer: keyring, Verifier: keyring.Verifier(), RequireSignatures: n.cfg.RequireSignatures})
+		Signer: keyring, Verifier: keyring.Verifier(), RequireSignatures: n.cfg.RequireSignatures,
+		MaxResources: n.cfg.MaxResources, MaxWaiters: n.cfg.MaxWaiters})
 	// Reads of the history wait until it holds every event published when
 	// they began.
 	sync := func(ctx context.Context) error { return lw.sync(ctx, svc.LastSeq()) }

@@ -51,6 +51,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		ElectionTTL: cfg.Cluster.ElectionTTL, Issuer: cfg.Issuer, History: s.DB,
 		Clock: cfg.Clock, Logger: cfg.Logger,
 		SigningKeys: s.Keys, RequireSignatures: cfg.RequireSignatures,
+		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters,
 		// API keys are the cluster's, kept in etcd; dashboard sessions stay
 		// this node's (in memory), the admin token is whatever each node is given.
 		AdminToken: cfg.AdminToken,
