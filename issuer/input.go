@@ -78,7 +78,7 @@ func ValidateNewID(id string) error {
 			continue // guard's checks refuse invalid UTF-8
 		}
 		if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) ||
-			(r > unicode.MaxASCII && unicode.Is(unicode.Zs, r)) {
+			(r > unicode.MaxASCII && unicode.IsSpace(r)) { // U+0085 and U+00A0 too
 			return fenceview.Errorf(fenceview.EINVALID, "invisible or direction-changing character %U at byte %d; ids must read as they compare", r, i)
 		}
 	}
