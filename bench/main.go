@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fvURL := fs.String("fenceview", "", "fenceview base URL (empty: skip)")
 	fvRPC := fs.Bool("rpc", true, "also run fenceview through the Go client over its RPC stream")
+	fvKey := fs.String("fenceview-key", os.Getenv("FENCEVIEW_KEY"), "API key (role client) for a fenceview with auth on (env FENCEVIEW_KEY)")
 	redisAddr := fs.String("redis", "", "Redis without persistence, host:port (empty: skip)")
 	redisAOF := fs.String("redis-aof", "", "Redis with appendfsync always, host:port (empty: skip)")
 	pgDSN := fs.String("postgres", "", "PostgreSQL connection string, fsync on (empty: skip)")
@@ -83,12 +84,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		d.Key = *fvKey
 		targets = append(targets, target{"fenceview", "yes", d})
 		if *fvRPC {
 			r, err := load.NewGoClient(*fvURL, true)
 			if err != nil {
 				return err
 			}
+			r.Key = *fvKey
 			targets = append(targets, target{"fenceview (RPC stream)", "yes", r})
 		}
 	}
@@ -103,6 +106,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		d.Key = *fvKey
 		targets = append(targets, target{c.label, "yes", d})
 	}
 	if *etcdURLs != "" {

@@ -134,9 +134,16 @@ pg_started=1 # before start: a start that times out may leave a server running
 echo "== starting fenceview"
 fv_port=$(free_port)
 mkdir -p "$tmp/fenceview-data" "$tmp/sqlite"
+# Auth on, as in production: every request carries a client key, and the
+# server checks it, its role and the lock's owner.
+export FENCEVIEW_ADMIN_TOKEN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
 "$tmp/fenceview" -addr "127.0.0.1:$fv_port" -db "$tmp/fenceview-data/fenceview.db" 2>"$tmp/fenceview.log" &
 pids+=($!)
 wait_for "fenceview" curl -fsS "http://127.0.0.1:$fv_port/healthz"
+FENCEVIEW_KEY=$("$tmp/fenceview" keys create --server "http://127.0.0.1:$fv_port" --name bench --role client --json |
+	sed -n 's/.*"secret":"\([^"]*\)".*/\1/p')
+[ -n "$FENCEVIEW_KEY" ] || { echo "bench: could not create a client key" >&2; exit 1; }
+export FENCEVIEW_KEY
 
 echo "== $(nproc) CPUs, $(uname -sr), go $(go env GOVERSION), $(redis-server --version | cut -d' ' -f1-3)"
 "$tmp/bench" \
