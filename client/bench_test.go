@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
@@ -85,3 +87,59 @@ func BenchmarkFenceRawHTTP(b *testing.B) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// The client's cost per call over the RPC stream, many goroutines sharing
+// one connection (allocs/op count the in-process server's too):
+//
+//	go test ./client -run '^$' -bench RPC -benchmem
+func BenchmarkRPCGrantCycle(b *testing.B) {
+	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	c, _ := client.New(srv.URL, client.WithRPC())
+	b.Cleanup(func() { c.Close() })
+	var next atomic.Int64
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		m := c.Mutex("bench/"+itoa(next.Add(1)), "b")
+		for pb.Next() {
+			if _, err := m.TryLock(ctx, 0, time.Minute); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := m.Unlock(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkRPCFence(b *testing.B) {
+	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	c, _ := client.New(srv.URL, client.WithRPC())
+	b.Cleanup(func() { c.Close() })
+	tok, err := c.Mutex("bench/1", "b").TryLock(context.Background(), 0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		for pb.Next() {
+			if _, err := c.Fence(ctx, "bench/1", tok); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -290,9 +290,7 @@ func (c *Client) renew(ctx context.Context, resource, holder string) (grantBody,
 }
 
 func (c *Client) release(ctx context.Context, resource, holder string) (int, error) {
-	var b struct {
-		HoldCount int `json:"holdCount"`
-	}
+	var b releaseBody
 	err := c.exchange(ctx, "release", resource, rpcRequest{Holder: holder}, &b, kind409(ErrNotOwner))
 	return b.HoldCount, err
 }
@@ -394,10 +392,7 @@ func (c *Client) FenceToken(ctx context.Context, resource string, t guard.Token)
 		return Fenced{}, invalid(err)
 	}
 	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature}
-	var out struct {
-		Token          int64  `json:"token"`
-		IdempotencyKey string `json:"idempotencyKey"`
-	}
+	var out fencedBody
 	err := c.exchange(ctx, "fence", resource, in, &out,
 		func(status int, raw []byte, h http.Header) error {
 			if status != http.StatusConflict {

@@ -81,7 +81,7 @@ func (c *Client) exchange(ctx context.Context, op, resource string, req rpcReque
 		return apiError(a.Status, a.Body, nil)
 	}
 	if out != nil {
-		if err := json.Unmarshal(a.Body, out); err != nil {
+		if err := decodeAnswerBody(a.Body, out); err != nil {
 			return fmt.Errorf("fenceview: decoding answer: %w", err)
 		}
 	}

@@ -83,3 +83,81 @@ func TestRPCRequestCodecKnowsEveryField(t *testing.T) {
 		t.Fatalf("rpcRequest has %d fields, appendRPCRequest writes 10: teach it the new ones", n)
 	}
 }
+
+// checkAnswerBody decodes body into each answer type the client reads
+// over the RPC stream, with the fast readers and with encoding/json, and
+// fails unless both give the same error or the same value.
+func checkAnswerBody(t *testing.T, body []byte) {
+	for _, mk := range []func() any{
+		func() any { return new(grantBody) },
+		func() any { return new(releaseBody) },
+		func() any { return new(fencedBody) },
+	} {
+		fast, slow := mk(), mk()
+		ferr := decodeAnswerBody(body, fast)
+		serr := json.Unmarshal(body, slow)
+		if (ferr == nil) != (serr == nil) {
+			t.Fatalf("%T %q: error %v, encoding/json %v", fast, body, ferr, serr)
+		}
+		if ferr != nil {
+			continue
+		}
+		// Marshalled, times compare by instant and offset.
+		fb, _ := json.Marshal(fast)
+		sb, _ := json.Marshal(slow)
+		if !bytes.Equal(fb, sb) {
+			t.Fatalf("%T %q:\n got %s\nwant %s", fast, body, fb, sb)
+		}
+	}
+}
+
+// Bodies as fenceview's server writes them: each must take the fast path.
+var answerBodySeeds = []string{
+	`{"resourceId":"orders/42","holder":"worker-1","holdCount":1,"expiresAt":"2026-11-30T12:00:30.000Z","leaseMs":30000,"fencing":{"token":12,"issuer":"fenceview-ab12","scope":"resource:orders/42","issuedAt":"2026-11-30T12:00:00.000Z"}}`,
+	`{"resourceId":"r","holder":"h","holdCount":2,"expiresAt":"2026-11-30T12:00:30.000Z","leaseMs":1000,"fencing":{"token":3,"issuer":"i","scope":"resource:r","issuedAt":"2026-11-30T12:00:00.000Z","keyId":"k1","signature":"c2ln+/="}}`,
+	`{"resourceId":"é/ü","holder":"世界","holdCount":1,"expiresAt":"2026-11-30T12:00:30.000+02:00","leaseMs":1,"fencing":{"token":9223372036854775807,"issuer":"i","scope":"s","issuedAt":"2026-11-30T12:00:00.000Z"}}`,
+	`{"holdCount":0,"released":true,"resourceId":"orders/42"}`,
+	`{"holdCount":3,"released":true,"resourceId":"r"}`,
+	`{"accepted":true,"idempotencyKey":"orders/42:12","token":12}`,
+	`{}`,
+}
+
+// Bodies the fast readers leave to encoding/json, or that are not JSON.
+var oddAnswerBodies = []string{
+	`null`, ``, `{`, `[]`, `{"holdCount":1.5}`, `{"holdCount":1e3}`, `{"holdCount":"1"}`,
+	`{"HoldCount":2}`, `{"holdcount":2,"holdCount":3}`, `{"holdCount":2,"holdCount":3}`,
+	`{"holdCount":99999999999999999999}`, `{"holdCount":-0}`, `{"holdCount":01}`,
+	`{"token":1,"idempotencyKey":"a\u0041"}`, `{"idempotencyKey":"\xff"}`, `{"idempotencyKey":null}`,
+	`{"expiresAt":"not a time"}`, `{"expiresAt":null}`, `{"expiresAt":"2026-11-30T12:00:30Z","fencing":{"token":1},"fencing":{"issuer":"x"}}`,
+	`{"fencing":{"ſcope":"x","Kid":"y","keyİd":"z"}}`, `{"fencing":null}`, `{"fencing":[]}`,
+	`{"other":{"nested":1},"holdCount":1}`, `{"other":[1],"holdCount":1}`, `{"other":1.5,"holdCount":1}`,
+	`{"holdCount":1} `, ` {"holdCount":1}`, `{"holdCount" :1}`, `{"holdCount":1,}`, `{"holdCount":1}x`,
+	`{"other":"\x01"}`, `{"other":tru}`, `{"a":"b`,
+}
+
+func TestAnswerBodyDecodesLikeEncodingJSON(t *testing.T) {
+	for _, s := range append(append([]string{}, answerBodySeeds...), oddAnswerBodies...) {
+		checkAnswerBody(t, []byte(s))
+	}
+	// The server's own shapes never need encoding/json.
+	for _, s := range answerBodySeeds[:3] {
+		if !fastGrant([]byte(s), new(grantBody)) {
+			t.Errorf("grant %s left to encoding/json", s)
+		}
+	}
+	for _, s := range answerBodySeeds[3:5] {
+		if !fastRelease([]byte(s), new(releaseBody)) {
+			t.Errorf("release %s left to encoding/json", s)
+		}
+	}
+	if s := answerBodySeeds[5]; !fastFenced([]byte(s), new(fencedBody)) {
+		t.Errorf("fence %s left to encoding/json", s)
+	}
+}
+
+func FuzzAnswerBodyDecode(f *testing.F) {
+	for _, s := range append(append([]string{}, answerBodySeeds...), oddAnswerBodies...) {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { checkAnswerBody(t, body) })
+}
