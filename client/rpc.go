@@ -1,11 +1,13 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -90,8 +92,16 @@ func (c *Client) exchange(ctx context.Context, op, resource string, req rpcReque
 
 // rpcPool holds the client's one live RPC session.
 type rpcPool struct {
-	mu   sync.Mutex
-	sess *rpcSession
+	mu    sync.Mutex
+	sess  *rpcSession
+	hooks rpcHooks
+}
+
+// rpcHooks let tests see requests queue and hold the writer back; unset
+// outside tests.
+type rpcHooks struct {
+	queued func()          // a call's request is queued
+	take   <-chan struct{} // the writer waits for it before taking the queue
 }
 
 func (p *rpcPool) session(ctx context.Context, c *Client) (*rpcSession, error) {
@@ -124,7 +134,7 @@ func (p *rpcPool) session(ctx context.Context, c *Client) (*rpcSession, error) {
 		}
 		return nil, fmt.Errorf("fenceview: rpc stream: %w", err)
 	}
-	p.sess = newRPCSession(ws)
+	p.sess = newRPCSession(ws, p.hooks)
 	return p.sess, nil
 }
 
@@ -141,20 +151,31 @@ func (p *rpcPool) close() {
 // rpcSession is one connection: one writer, one reader, and the calls
 // waiting for their answers.
 type rpcSession struct {
-	ws    *websocket.Conn
-	sendq chan []byte
-	dead  chan struct{}
+	ws   *websocket.Conn
+	kick chan struct{} // one token: requests wait in out
+	dead chan struct{}
 
 	loops sync.WaitGroup // the reader and the writer
 
 	mu      sync.Mutex
 	next    uint64
 	pending map[uint64]chan rpcAnswer
+	// out holds the requests not yet written, one per line: callers
+	// encode into it and the writer takes all of it at once, so one
+	// message (one syscall) carries every call made meanwhile.
+	out     []byte
+	drained chan struct{} // closed when the writer takes out; made by a caller waiting for room
 	err     error
+
+	hooks rpcHooks
 }
 
-func newRPCSession(ws *websocket.Conn) *rpcSession {
-	s := &rpcSession{ws: ws, sendq: make(chan []byte, 1024), dead: make(chan struct{}), pending: make(map[uint64]chan rpcAnswer)}
+// maxQueued bounds the bytes of requests waiting for the writer; callers
+// beyond it wait, as they would for a slow server.
+const maxQueued = 4 * wire.MaxBatch
+
+func newRPCSession(ws *websocket.Conn, hooks rpcHooks) *rpcSession {
+	s := &rpcSession{ws: ws, kick: make(chan struct{}, 1), dead: make(chan struct{}), pending: make(map[uint64]chan rpcAnswer), hooks: hooks}
 	ws.SetReadLimit(16 << 20)
 	s.loops.Add(2)
 	go func() { defer s.loops.Done(); s.readLoop() }()
@@ -188,71 +209,140 @@ func (s *rpcSession) deadErr() error {
 	return s.err
 }
 
+// answerChans recycles the channels of calls that got their answer: the
+// reader sends on one exactly once and then forgets it.
+var answerChans = sync.Pool{New: func() any { return make(chan rpcAnswer, 1) }}
+
 func (s *rpcSession) call(ctx context.Context, req rpcRequest) (rpcAnswer, error) {
-	ch := make(chan rpcAnswer, 1)
 	s.mu.Lock()
+	for s.err == nil && len(s.out) >= maxQueued {
+		if s.drained == nil {
+			s.drained = make(chan struct{})
+		}
+		drained := s.drained
+		s.mu.Unlock()
+		select {
+		case <-drained:
+		case <-s.dead:
+		case <-ctx.Done():
+			return rpcAnswer{}, ctx.Err()
+		}
+		s.mu.Lock()
+	}
 	if s.err != nil {
 		s.mu.Unlock()
 		return rpcAnswer{}, s.err
 	}
 	s.next++
 	req.ID = s.next
-	s.pending[req.ID] = ch
-	s.mu.Unlock()
-	forget := func() {
-		s.mu.Lock()
-		delete(s.pending, req.ID)
-		s.mu.Unlock()
+	queued := len(s.out)
+	if queued > 0 {
+		s.out = append(s.out, '\n')
 	}
-	b, err := appendRPCRequest(nil, &req)
-	if err != nil {
-		forget()
+	var err error
+	if s.out, err = appendRPCRequest(s.out, &req); err != nil {
+		s.out = s.out[:queued]
+		s.mu.Unlock()
 		return rpcAnswer{}, err
 	}
-	select {
-	case s.sendq <- b:
-	case <-s.dead:
-		return rpcAnswer{}, s.deadErr()
-	case <-ctx.Done():
-		forget()
-		return rpcAnswer{}, ctx.Err()
+	ch := answerChans.Get().(chan rpcAnswer)
+	s.pending[req.ID] = ch
+	s.mu.Unlock()
+	if s.hooks.queued != nil {
+		s.hooks.queued()
+	}
+	if queued == 0 {
+		// The first request since the writer last took out: wake it.
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 	}
 	select {
 	case a := <-ch:
+		answerChans.Put(ch)
 		return a, nil
 	case <-s.dead:
 		return rpcAnswer{}, s.deadErr()
 	case <-ctx.Done():
-		forget()
+		// The request may be on its way; its answer, if any, is dropped.
+		s.mu.Lock()
+		delete(s.pending, req.ID)
+		s.mu.Unlock()
 		return rpcAnswer{}, ctx.Err()
 	}
 }
 
-// writeLoop sends every request queued at the time as one message.
+// writeLoop sends every request queued at the time as one message (more
+// when they pass wire.MaxBatch bytes).
 func (s *rpcSession) writeLoop() {
 	var batch []byte
 	for {
 		select {
-		case b := <-s.sendq:
-			batch = wire.Batch(batch, b, s.sendq)
+		case <-s.kick:
+		case <-s.dead:
+			return
+		}
+		// Callers woken together (by one message of answers) queue their
+		// next requests together: let them, and send those in one go.
+		runtime.Gosched()
+		if s.hooks.take != nil {
+			select {
+			case <-s.hooks.take:
+			case <-s.dead:
+				return
+			}
+		}
+		s.mu.Lock()
+		batch, s.out = s.out, batch[:0]
+		if s.drained != nil {
+			close(s.drained)
+			s.drained = nil
+		}
+		s.mu.Unlock()
+		for msg, rest := batch, []byte(nil); len(msg) > 0; msg = rest {
+			msg, rest = splitBatch(msg)
 			s.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			if err := s.ws.WriteMessage(websocket.TextMessage, batch); err != nil {
+			if err := s.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
 				s.fail(fmt.Errorf("fenceview: rpc stream: %w", err))
 				return
 			}
-		case <-s.dead:
-			return
 		}
 	}
 }
 
+// splitBatch cuts lines at a line end so that msg stays within
+// wire.MaxBatch bytes, unless its first line alone is longer.
+func splitBatch(lines []byte) (msg, rest []byte) {
+	if len(lines) <= wire.MaxBatch {
+		return lines, nil
+	}
+	i := bytes.LastIndexByte(lines[:wire.MaxBatch+1], '\n')
+	if i < 0 {
+		i = bytes.IndexByte(lines, '\n')
+		if i < 0 {
+			return lines, nil
+		}
+	}
+	return lines[:i], lines[i+1:]
+}
+
 func (s *rpcSession) readLoop() {
+	var buf []byte
 	for {
-		_, msg, err := s.ws.ReadMessage()
+		msg, err := readMessage(s.ws, buf[:0])
 		if err != nil {
 			s.fail(fmt.Errorf("fenceview: rpc stream: %w", err))
 			return
 		}
+		// The answers' bodies are read by their callers while the next
+		// message is read into buf: they get one copy of this one. A
+		// rare huge message's buffer is not kept.
+		buf = msg
+		if cap(buf) > 1<<20 {
+			buf = nil
+		}
+		msg = bytes.Clone(msg)
 		bad := false
 		wire.Lines(msg, func(line []byte) bool {
 			var a rpcAnswer
@@ -272,6 +362,28 @@ func (s *rpcSession) readLoop() {
 		})
 		if bad {
 			return
+		}
+	}
+}
+
+// readMessage reads the next message into buf, reused from the last one
+// (websocket.Conn.ReadMessage allocates anew, growing, every time).
+func readMessage(ws *websocket.Conn, buf []byte) ([]byte, error) {
+	_, r, err := ws.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 }

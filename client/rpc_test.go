@@ -1,0 +1,205 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview/internal/wire"
+)
+
+// fakeRPCServer answers every fence request of a message in one message,
+// last first, and hands the test each message's request lines.
+func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
+	ch := make(chan []string, 1024)
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			lines := strings.Split(string(msg), "\n")
+			ch <- lines
+			var out []string
+			for i := len(lines) - 1; i >= 0; i-- {
+				var req rpcRequest
+				if err := json.Unmarshal([]byte(lines[i]), &req); err != nil {
+					t.Errorf("request %q: %v", lines[i], err)
+					return
+				}
+				out = append(out, fmt.Sprintf(`{"id":%d,"status":200,"body":{"accepted":true,"idempotencyKey":%q,"token":%d}}`,
+					req.ID, fmt.Sprintf("%s:%d", req.Resource, req.Token), req.Token))
+			}
+			if err := conn.WriteMessage(websocket.TextMessage, []byte(strings.Join(out, "\n"))); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, ch
+}
+
+// fenceAll makes n fence calls at once with the writer held back until all
+// are queued, and checks that each gets its own answer.
+func fenceAll(t *testing.T, n int, resource func(i int) string) (msgs <-chan []string) {
+	url, msgs := fakeRPCServer(t)
+	c, err := New(url, WithRPC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	queued := make(chan struct{}, n)
+	take := make(chan struct{})
+	c.rpc.hooks = rpcHooks{queued: func() { queued <- struct{}{} }, take: take}
+	errs := make(chan error, n)
+	for i := 1; i <= n; i++ {
+		go func() {
+			r := resource(i)
+			f, err := c.Fence(context.Background(), r, int64(i))
+			if err == nil && (f.Token != int64(i) || f.IdempotencyKey != fmt.Sprintf("%s:%d", r, i)) {
+				err = fmt.Errorf("call %d got the answer %+v", i, f)
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		<-queued
+	}
+	close(take)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return msgs
+}
+
+// Calls made while the writer is busy go out together, in the order they
+// were made, and each caller gets its own answer although the server
+// answers them in another order.
+func TestRPCQueuedCallsShareOneMessage(t *testing.T) {
+	const n = 50
+	msgs := fenceAll(t, n, func(i int) string { return fmt.Sprintf("r/%d", i) })
+	lines := <-msgs
+	if len(lines) != n {
+		t.Fatalf("%d calls went out in a message of %d lines, want one message", n, len(lines))
+	}
+	var last uint64
+	for _, l := range lines {
+		var req rpcRequest
+		json.Unmarshal([]byte(l), &req)
+		if req.ID <= last {
+			t.Fatalf("request %d sent after %d: not in the order made", req.ID, last)
+		}
+		last = req.ID
+	}
+}
+
+// A queue longer than wire.MaxBatch goes out in several messages, none
+// over it (the server's limit is not much higher), none losing a call.
+func TestRPCLongQueueSplitsAtLines(t *testing.T) {
+	const n = 600 // of ~200 bytes each: about two MaxBatch
+	msgs := fenceAll(t, n, func(i int) string { return fmt.Sprintf("%0150d", i) })
+	total, count := 0, 0
+	for total < n {
+		lines := <-msgs
+		if size := len(strings.Join(lines, "\n")); size > wire.MaxBatch {
+			t.Fatalf("a message of %d bytes", size)
+		}
+		total += len(lines)
+		count++
+	}
+	if count < 2 || total != n {
+		t.Fatalf("%d lines in %d messages, want %d in several", total, count, n)
+	}
+}
+
+func TestSplitBatch(t *testing.T) {
+	long := bytes.Repeat([]byte("x"), wire.MaxBatch+10)
+	line := bytes.Repeat([]byte("y"), 1000)
+	var many []byte
+	for range 200 {
+		many = append(append(many, line...), '\n')
+	}
+	many = many[:len(many)-1]
+	for _, in := range [][]byte{
+		[]byte("a"), many, long,
+		append(append(append([]byte{}, long...), '\n'), "b"...),
+		append(append([]byte("b\n"), long...), "\nc"...),
+	} {
+		var got [][]byte
+		for msg, rest := in, []byte(nil); len(msg) > 0; msg = rest {
+			msg, rest = splitBatch(msg)
+			if len(msg) > wire.MaxBatch && bytes.IndexByte(msg, '\n') >= 0 {
+				t.Fatalf("a message of %d bytes with several lines", len(msg))
+			}
+			got = append(got, msg)
+		}
+		if !bytes.Equal(bytes.Join(got, []byte("\n")), in) {
+			t.Fatalf("split of %d bytes does not join back", len(in))
+		}
+	}
+}
+
+// Requests waiting for the writer are bounded: past maxQueued bytes a call
+// waits for room, and gives up with its context without sending anything.
+func TestRPCQueueIsBounded(t *testing.T) {
+	url, msgs := fakeRPCServer(t)
+	c, err := New(url, WithRPC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	queued := make(chan struct{})
+	take := make(chan struct{})
+	c.rpc.hooks = rpcHooks{queued: func() { queued <- struct{}{} }, take: take}
+	ctx := context.Background()
+	errs := make(chan error, 4096)
+	fence := func(i int) {
+		_, err := c.Fence(ctx, fmt.Sprintf("%0150d", i), int64(i))
+		errs <- err
+	}
+	n := 0
+	for full := false; !full; {
+		n++
+		go fence(n)
+		<-queued
+		sess := c.rpc.sess
+		sess.mu.Lock()
+		full = len(sess.out) >= maxQueued
+		sess.mu.Unlock()
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := c.Fence(cancelled, "over", 1); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a call past the bound: %v, want it to wait and give up with its context", err)
+	}
+	close(take)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seen := 0; seen < n; {
+		for _, l := range <-msgs {
+			if strings.Contains(l, `"over"`) {
+				t.Fatalf("the call that gave up was sent: %s", l)
+			}
+			seen++
+		}
+	}
+}
