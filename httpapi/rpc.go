@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,6 +215,9 @@ func rpcWriter(conn *websocket.Conn, answers <-chan []byte, done chan<- struct{}
 			if !ok {
 				return
 			}
+			// The answers of one commit come back together: let their
+			// goroutines queue them, and send them as one message.
+			runtime.Gosched()
 			batch = wire.Batch(batch, a, answers)
 			if !broken {
 				conn.SetWriteDeadline(time.Now().Add(writeWait))
