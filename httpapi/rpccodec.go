@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
+
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // The RPC stream's codec without reflection. Requests in the shape every
@@ -163,20 +166,129 @@ func plainInt(b []byte, i int) (int64, int, bool) {
 }
 
 // appendRPCAnswer appends the answer line json.Marshal(rpcAnswer{...})
-// would write; only the body goes through encoding/json.
+// would write. The bodies of the hot path (grants, releases, accepted
+// fenced writes, errors) are written here; others go through
+// encoding/json.
 func appendRPCAnswer(dst []byte, id uint64, status int, body any) []byte {
-	bb, err := json.Marshal(body)
-	if err != nil {
-		status, bb = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
-	}
 	if dst == nil {
-		dst = make([]byte, 0, len(bb)+48) // the envelope's 48 bytes at most
+		dst = make([]byte, 0, 384) // a grant's line, with room for a signature
 	}
+	start := len(dst)
 	dst = append(dst, `{"id":`...)
 	dst = strconv.AppendUint(dst, id, 10)
 	dst = append(dst, `,"status":`...)
 	dst = strconv.AppendInt(dst, int64(status), 10)
 	dst = append(dst, `,"body":`...)
+	if out, ok := appendFastBody(dst, body); ok {
+		return append(out, '}')
+	}
+	bb, err := json.Marshal(body)
+	if err != nil {
+		return appendRPCAnswer(dst[:start], id, http.StatusInternalServerError, map[string]any{"error": "internal error"})
+	}
 	dst = append(dst, bb...)
 	return append(dst, '}')
+}
+
+// appendFastBody appends what json.Marshal(body) writes, or reports false
+// (dst then holds anything after its length) for a body it does not know
+// or a string that encoding/json would escape.
+func appendFastBody(dst []byte, body any) ([]byte, bool) {
+	switch b := body.(type) {
+	case grantBody:
+		return appendGrantBody(dst, &b)
+	case map[string]any:
+		return appendFlatMap(dst, b)
+	}
+	return dst, false
+}
+
+func appendGrantBody(dst []byte, g *grantBody) ([]byte, bool) {
+	ok := true
+	str := func(key, v string) {
+		dst = append(dst, key...)
+		dst, ok = appendPlainString(dst, v, ok)
+	}
+	str(`{"resourceId":`, g.ResourceID)
+	str(`,"holder":`, g.Holder)
+	dst = strconv.AppendInt(append(dst, `,"holdCount":`...), int64(g.HoldCount), 10)
+	dst = appendWireTime(append(dst, `,"expiresAt":`...), g.ExpiresAt)
+	dst = strconv.AppendInt(append(dst, `,"leaseMs":`...), g.LeaseMs, 10)
+	f := &g.Fencing
+	dst = strconv.AppendInt(append(dst, `,"fencing":{"token":`...), f.Token, 10)
+	str(`,"issuer":`, f.Issuer)
+	str(`,"scope":`, f.Scope)
+	dst = appendWireTime(append(dst, `,"issuedAt":`...), f.IssuedAt)
+	if f.KeyID != "" {
+		str(`,"keyId":`, f.KeyID)
+	}
+	if f.Signature != "" {
+		str(`,"signature":`, f.Signature)
+	}
+	return append(dst, "}}"...), ok
+}
+
+// appendFlatMap writes a map of at most 8 strings, integers and booleans,
+// keys sorted as encoding/json sorts them.
+func appendFlatMap(dst []byte, m map[string]any) ([]byte, bool) {
+	var arr [8]string
+	if len(m) > len(arr) {
+		return dst, false
+	}
+	keys := arr[:0]
+	for k := range m {
+		i := len(keys)
+		keys = append(keys, k)
+		for ; i > 0 && keys[i-1] > k; i-- {
+			keys[i] = keys[i-1]
+		}
+		keys[i] = k
+	}
+	ok := true
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst, ok = appendPlainString(dst, k, ok)
+		dst = append(dst, ':')
+		switch v := m[k].(type) {
+		case string:
+			dst, ok = appendPlainString(dst, v, ok)
+		case int:
+			dst = strconv.AppendInt(dst, int64(v), 10)
+		case int64:
+			dst = strconv.AppendInt(dst, v, 10)
+		case bool:
+			dst = strconv.AppendBool(dst, v)
+		default:
+			return dst, false
+		}
+	}
+	return append(dst, '}'), ok
+}
+
+// appendPlainString quotes s when encoding/json would write it as is
+// (printable ASCII but for the quote, the backslash and its HTML escapes
+// <, > and &); ok stays false once false.
+func appendPlainString(dst []byte, s string, ok bool) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return dst, false
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"'), ok
+}
+
+// appendWireTime is wireTime's MarshalJSON.
+func appendWireTime(dst []byte, t wireTime) []byte {
+	tt := time.Time(t)
+	if tt.IsZero() {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '"')
+	dst = tt.UTC().AppendFormat(dst, wire.TimeLayout)
+	return append(dst, '"')
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
 )
 
 var rpcRequestSeeds = []string{
@@ -86,5 +87,53 @@ func TestRPCAnswerEncodesLikeEncodingJSON(t *testing.T) {
 func TestRPCRequestCodecKnowsEveryField(t *testing.T) {
 	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 11 {
 		t.Fatalf("rpcRequest has %d fields, fastRPCRequest reads 11: teach it the new ones", n)
+	}
+}
+
+func checkRPCAnswerEncoding(t *testing.T, body any) {
+	t.Helper()
+	want, err := json.Marshal(rpcAnswer{ID: 9, Status: 200, Body: body})
+	if err != nil {
+		want, _ = json.Marshal(rpcAnswer{ID: 9, Status: 500, Body: map[string]any{"error": "internal error"}})
+	}
+	if got := appendRPCAnswer([]byte("keep"), 9, 200, body); !bytes.Equal(got, append([]byte("keep"), want...)) {
+		t.Fatalf("body %#v:\n got %s\nwant %s", body, got, want)
+	}
+}
+
+// The hot path's bodies, written without reflection, are byte for byte
+// json.Marshal's.
+func FuzzRPCAnswerEncode(f *testing.F) {
+	f.Add("orders/42", "worker-1", 1, int64(30000), int64(12), "fenceview-ab", "resource:orders/42", "", "", int64(1796036586123), int64(0), true)
+	f.Add("a<b", "é", -1, int64(-5), int64(-9), "\u2028", "x\"y", "k1", "c2ln+/=", int64(0), int64(-62135596800000), false)
+	f.Add("\x7f", "\xff", 0, int64(0), int64(0), "&", "\\", "\x00", "\t", int64(253402300799999), int64(1<<62), false)
+	f.Fuzz(func(t *testing.T, res, holder string, count int, lease, token int64, iss, scope, keyID, sig string, ms1, ms2 int64, flag bool) {
+		g := fenceview.Grant{ResourceID: res, Holder: holder, HoldCount: count, ExpiresAt: time.UnixMilli(ms1), LeaseMs: lease,
+			Fencing: guard.Token{Token: token, Issuer: iss, Scope: scope, IssuedAt: time.UnixMilli(ms2), KeyID: keyID, Signature: sig}}
+		if ms1 == 0 {
+			g.ExpiresAt = time.Time{}
+		}
+		checkRPCAnswerEncoding(t, grantWire(g))
+		checkRPCAnswerEncoding(t, map[string]any{"resourceId": res, "holdCount": count, "released": flag})
+		checkRPCAnswerEncoding(t, map[string]any{"accepted": flag, "token": token, "idempotencyKey": iss})
+		checkRPCAnswerEncoding(t, map[string]any{holder: res, iss: token, scope: flag, keyID: count, sig: ms1})
+		checkRPCAnswerEncoding(t, map[string]any{"error": res, "at": wireTime(time.UnixMilli(ms1))})
+	})
+}
+
+// The answers of grants, releases and accepted fenced writes do not need
+// encoding/json.
+func TestRPCHotAnswersSkipReflection(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC)
+	for _, body := range []any{
+		grantWire(fenceview.Grant{ResourceID: "r/1", Holder: "a", HoldCount: 1, ExpiresAt: now, LeaseMs: 30000,
+			Fencing: guard.Token{Token: 7, Issuer: "fenceview-ab", Scope: "resource:r/1", IssuedAt: now, KeyID: "k", Signature: "c2ln"}}),
+		map[string]any{"resourceId": "r/1", "holdCount": 0, "released": true},
+		map[string]any{"accepted": true, "token": int64(7), "idempotencyKey": "r/1:7"},
+	} {
+		if _, ok := appendFastBody(nil, body); !ok {
+			t.Errorf("%#v goes through encoding/json", body)
+		}
+		checkRPCAnswerEncoding(t, body)
 	}
 }
