@@ -25,16 +25,25 @@ func newLife() *life {
 // begin admits one call: ErrClosed after Close, else a context that Close
 // also cancels, and the function that ends the call.
 func (l *life) begin(ctx context.Context) (context.Context, func(), error) {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil, nil, ErrClosed
+	if err := l.enter(); err != nil {
+		return nil, nil, err
 	}
-	l.calls.Add(1)
-	l.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(l.ctx, cancel)
 	return ctx, func() { stop(); cancel(); l.calls.Done() }, nil
+}
+
+// enter admits one call that watches l.ctx itself (an RPC call: deriving
+// a context per call costs more than the call's own work); l.calls.Done
+// ends it.
+func (l *life) enter() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.calls.Add(1)
+	return nil
 }
 
 // watch registers a hold whose watchdog is about to start; false after

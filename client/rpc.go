@@ -61,16 +61,15 @@ func (c *Client) exchange(ctx context.Context, op, resource string, req rpcReque
 		return c.call(ctx, http.MethodPost, c.endpoint(kind, resource, action), nil, req, out, errFor)
 	}
 	req.Op, req.Resource = op, resource
-	ctx, done, err := c.life.begin(ctx)
-	if err != nil {
+	if err := c.life.enter(); err != nil {
 		return err
 	}
-	defer done()
+	defer c.life.calls.Done()
 	sess, err := c.rpc.session(ctx, c)
 	if err != nil {
 		return err
 	}
-	a, err := sess.call(ctx, req)
+	a, err := sess.call(ctx, c.life.ctx.Done(), req)
 	if err != nil {
 		return err
 	}
@@ -110,6 +109,10 @@ func (p *rpcPool) session(ctx context.Context, c *Client) (*rpcSession, error) {
 	if p.sess != nil && p.sess.alive() {
 		return p.sess, nil
 	}
+	// Close cancels a dial in progress, as it does calls.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(c.life.ctx, cancel)()
 	u := *c.base
 	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
 	u.Path += "/v1/rpc"
@@ -213,7 +216,10 @@ func (s *rpcSession) deadErr() error {
 // reader sends on one exactly once and then forgets it.
 var answerChans = sync.Pool{New: func() any { return make(chan rpcAnswer, 1) }}
 
-func (s *rpcSession) call(ctx context.Context, req rpcRequest) (rpcAnswer, error) {
+// call sends req and waits for its answer, giving up (with
+// context.Canceled, as a context Close cancels would) when closing is
+// closed.
+func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req rpcRequest) (rpcAnswer, error) {
 	s.mu.Lock()
 	for s.err == nil && len(s.out) >= maxQueued {
 		if s.drained == nil {
@@ -226,6 +232,8 @@ func (s *rpcSession) call(ctx context.Context, req rpcRequest) (rpcAnswer, error
 		case <-s.dead:
 		case <-ctx.Done():
 			return rpcAnswer{}, ctx.Err()
+		case <-closing:
+			return rpcAnswer{}, context.Canceled
 		}
 		s.mu.Lock()
 	}
@@ -265,12 +273,20 @@ func (s *rpcSession) call(ctx context.Context, req rpcRequest) (rpcAnswer, error
 	case <-s.dead:
 		return rpcAnswer{}, s.deadErr()
 	case <-ctx.Done():
-		// The request may be on its way; its answer, if any, is dropped.
-		s.mu.Lock()
-		delete(s.pending, req.ID)
-		s.mu.Unlock()
+		s.forget(req.ID)
 		return rpcAnswer{}, ctx.Err()
+	case <-closing:
+		s.forget(req.ID)
+		return rpcAnswer{}, context.Canceled
 	}
+}
+
+// forget drops the call id gave up on: the request may be on its way, and
+// its answer, if any, is dropped.
+func (s *rpcSession) forget(id uint64) {
+	s.mu.Lock()
+	delete(s.pending, id)
+	s.mu.Unlock()
 }
 
 // writeLoop sends every request queued at the time as one message (more

@@ -203,3 +203,28 @@ func TestRPCQueueIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// Close ends a call waiting for its answer, as it cancels an HTTP request
+// in flight: the call returns context.Canceled and Close returns.
+func TestRPCCloseEndsCallsInFlight(t *testing.T) {
+	url, _ := fakeRPCServer(t)
+	c, err := New(url, WithRPC())
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan struct{}, 1)
+	c.rpc.hooks = rpcHooks{queued: func() { queued <- struct{}{} }, take: make(chan struct{})} // never sent: no answer comes
+	errs := make(chan error, 1)
+	go func() {
+		_, err := c.Fence(context.Background(), "r", 1)
+		errs <- err
+	}()
+	<-queued
+	c.Close()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("call in flight at Close: %v, want context.Canceled", err)
+	}
+	if _, err := c.Fence(context.Background(), "r", 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call after Close: %v", err)
+	}
+}
