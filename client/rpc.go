@@ -382,24 +382,11 @@ func (s *rpcSession) readLoop() {
 	}
 }
 
-// readMessage reads the next message into buf, reused from the last one
-// (websocket.Conn.ReadMessage allocates anew, growing, every time).
+// readMessage reads the next message into buf, reused from the last one.
 func readMessage(ws *websocket.Conn, buf []byte) ([]byte, error) {
 	_, r, err := ws.NextReader()
 	if err != nil {
 		return nil, err
 	}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
+	return wire.ReadAll(r, buf)
 }

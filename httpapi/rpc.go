@@ -102,9 +102,13 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(rpcMaxMessage)
 	conn.SetReadDeadline(time.Now().Add(pongWait))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	var msg []byte // reused: requests are decoded into their own strings
 	for {
-		_, msg, err := conn.ReadMessage()
+		_, r, err := conn.NextReader()
 		if err != nil {
+			break
+		}
+		if msg, err = wire.ReadAll(r, msg); err != nil {
 			break
 		}
 		conn.SetReadDeadline(time.Now().Add(pongWait))
@@ -136,6 +140,9 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 			}()
 			return true
 		})
+		if cap(msg) > wire.MaxBatch {
+			msg = nil // a rare big message's buffer is not kept
+		}
 	}
 	// The client is gone: waiting acquires give up, the rest finish (their
 	// changes are committed whether or not anyone reads the answer).

@@ -6,6 +6,7 @@ package wire
 
 import (
 	"bytes"
+	"io"
 	"time"
 )
 
@@ -56,4 +57,24 @@ func Batch(buf, first []byte, more <-chan []byte) []byte {
 		}
 	}
 	return buf
+}
+
+// ReadAll appends what r holds to buf[:0] and returns it: a message read
+// into the buffer of the last one (io.ReadAll allocates anew, growing,
+// every time).
+func ReadAll(r io.Reader, buf []byte) ([]byte, error) {
+	buf = buf[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }

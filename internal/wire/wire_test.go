@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -40,5 +42,21 @@ func TestFormatTime(t *testing.T) {
 	at := time.Date(2026, 9, 24, 8, 14, 22, 5e6, time.FixedZone("CEST", 2*3600))
 	if got := FormatTime(at); got != "2026-09-24T06:14:22.005Z" {
 		t.Fatalf("FormatTime = %s", got)
+	}
+}
+
+// ReadAll reads every byte, however the reader splits them, into the
+// reused buffer, and passes errors on.
+func TestReadAll(t *testing.T) {
+	var buf []byte
+	for _, s := range []string{strings.Repeat("long message ", 1000), "short", ""} {
+		got, err := ReadAll(iotest.HalfReader(strings.NewReader(s)), buf)
+		if err != nil || string(got) != s {
+			t.Fatalf("read %d bytes (%v), want %d", len(got), err, len(s))
+		}
+		buf = got
+	}
+	if _, err := ReadAll(iotest.ErrReader(io.ErrUnexpectedEOF), buf); err != io.ErrUnexpectedEOF {
+		t.Fatalf("error %v, want the reader's", err)
 	}
 }
