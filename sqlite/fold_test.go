@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -15,8 +16,8 @@ import (
 
 // Folding the log changes nothing a reader sees: after every commit, with
 // folds after every commit, every few commits or never, and after a
-// reopen, the resources and each resource's history are exactly what was
-// committed.
+// reopen, the resources, each resource's history and the per-minute
+// counts are exactly what was committed.
 func TestFoldChangesNothingReadersSee(t *testing.T) {
 	for _, every := range []int{1, 7, 1 << 30} {
 		t.Run(fmt.Sprintf("every=%d", every), func(t *testing.T) {
@@ -31,8 +32,9 @@ func TestFoldChangesNothingReadersSee(t *testing.T) {
 			ids := []string{"a", "b", "c", "d"}
 			latest := map[string]fenceview.Resource{}
 			var history []fenceview.Event
-			at := time.UnixMilli(1_700_000_000_000).UTC()
+			start := time.UnixMilli(1_700_000_000_000).UTC()
 			for commit := 0; commit < 40; commit++ {
+				at := start.Add(time.Duration(commit) * 20 * time.Second) // two or three commits a minute
 				var rows []*fenceview.Resource
 				var events []fenceview.Event
 				for range 1 + rng.IntN(4) {
@@ -46,6 +48,9 @@ func TestFoldChangesNothingReadersSee(t *testing.T) {
 					rows = append(rows, &r)
 					e := fenceview.Event{Seq: int64(len(history) + len(events) + 1), Type: fenceview.EventGrant,
 						ResourceID: id, Token: r.LastToken, Holder: r.Holder, At: at}
+					if rng.IntN(3) == 0 {
+						e.Type, e.Reason = fenceview.EventReject, []string{"stale-token", "bad-signature"}[rng.IntN(2)]
+					}
 					events = append(events, e)
 				}
 				if err := db.Apply(ctx, rows, events); err != nil {
@@ -81,6 +86,37 @@ func TestFoldChangesNothingReadersSee(t *testing.T) {
 func checkReads(t *testing.T, db *DB, latest map[string]fenceview.Resource, history []fenceview.Event) {
 	t.Helper()
 	ctx := context.Background()
+	var minutes []MinuteCount
+	reasons := map[string]int64{}
+	for _, e := range history {
+		c := MinuteCount{Minute: e.At.Truncate(time.Minute), Type: e.Type, N: 1}
+		if e.Type == fenceview.EventReject {
+			c.Reason = e.Reason
+			reasons[e.Reason]++
+		}
+		i := slices.IndexFunc(minutes, func(m MinuteCount) bool { return m.Minute.Equal(c.Minute) && m.Type == c.Type && m.Reason == c.Reason })
+		if i < 0 {
+			minutes = append(minutes, c)
+		} else {
+			minutes[i].N++
+		}
+	}
+	slices.SortFunc(minutes, func(a, b MinuteCount) int {
+		return cmp.Or(a.Minute.Compare(b.Minute), cmp.Compare(a.Type, b.Type), cmp.Compare(a.Reason, b.Reason))
+	})
+	gotMinutes, err := db.MinuteCounts(ctx, history[0].At, history[len(history)-1].At.Add(time.Minute))
+	if err != nil || !reflect.DeepEqual(gotMinutes, minutes) {
+		t.Fatalf("MinuteCounts = %v (%v), want %v", gotMinutes, err, minutes)
+	}
+	names, counts, err := db.RejectionReasons(ctx)
+	if err != nil || len(names) != len(reasons) {
+		t.Fatalf("RejectionReasons = %v %v (%v), want %v", names, counts, err, reasons)
+	}
+	for i, name := range names {
+		if counts[i] != reasons[name] {
+			t.Fatalf("RejectionReasons = %v %v, want %v", names, counts, reasons)
+		}
+	}
 	rows, err := db.Resources(ctx)
 	if err != nil {
 		t.Fatal(err)

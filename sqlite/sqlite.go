@@ -39,10 +39,11 @@ var migrationFS embed.FS
 // each event to events. Every FoldEvery appended rows, the commit that
 // crosses the mark also folds: the log's latest row of each resource goes
 // into resources and the log is emptied, and the events since the last
-// fold go into the per-resource history index. Readers see resources
-// through the log (Resources) and a resource's history through the index
-// plus the unfolded tail (ResourceEvents, EventsAfter), so a fold changes
-// nothing anyone reads, only how many pages each commit writes.
+// fold go into the per-resource history index and the per-minute counts.
+// Readers see resources through the log (Resources), and a resource's
+// history and the counts through the index plus the unfolded tail
+// (ResourceEvents, EventsAfter, MinuteCounts), so a fold changes nothing
+// anyone reads, only how many pages each commit writes.
 type DB struct {
 	Path  string
 	write *sql.DB
@@ -79,9 +80,10 @@ const resourceColumns = `resource_id, last_token, high_water_mark, holder, hold_
 const logResourceSQL = `INSERT INTO resource_log (` + resourceColumns + `)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-// foldSQL moves the log into resources (each resource's latest logged row)
-// and indexes the events after folded_seq by resource, in the order of
-// each B-tree's keys so neighbouring changes share pages.
+// foldSQL moves the log into resources (each resource's latest logged row),
+// indexes the events after folded_seq by resource, in the order of each
+// B-tree's keys so neighbouring changes share pages, and counts them into
+// event_minutes.
 const foldSQL = `
 	INSERT INTO resources (` + resourceColumns + `)
 		SELECT ` + resourceColumns + ` FROM resource_log
@@ -97,6 +99,10 @@ const foldSQL = `
 	INSERT OR IGNORE INTO resource_events (resource_id, seq)
 		SELECT resource_id, seq FROM events WHERE seq > ` + foldedSeq + `
 		ORDER BY resource_id, seq;
+	INSERT INTO event_minutes (minute, type, reason, n)
+		SELECT at / 60000, type, CASE WHEN type = 'reject' THEN reason ELSE '' END, COUNT(*) FROM events
+		WHERE seq > ` + foldedSeq + ` GROUP BY 1, 2, 3
+	ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n;
 	UPDATE meta SET value = (SELECT COALESCE(MAX(seq), 0) FROM events) WHERE key = 'folded_seq';`
 
 // foldedSeq is the last event in resource_events, as an SQL expression.
@@ -333,9 +339,6 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		return err
 	}
 	if err := db.insertEvents(ctx, tx, events); err != nil {
-		return err
-	}
-	if err := countMinutes(ctx, tx, events); err != nil {
 		return err
 	}
 	every := db.FoldEvery
