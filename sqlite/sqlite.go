@@ -49,10 +49,6 @@ type DB struct {
 	write *sql.DB
 	read  *sql.DB
 
-	// Prepared once on the one write connection: Apply runs them for every
-	// change, and preparing them per transaction showed in profiles.
-	logResource, insertEvent *sql.Stmt
-
 	// ObserveCommit, when set before the first Apply, is told how long each
 	// COMMIT took: with WAL and synchronous=FULL, that is the fsync.
 	ObserveCommit func(time.Duration)
@@ -63,8 +59,9 @@ type DB struct {
 	// resource's history to scan. Default DefaultFoldEvery.
 	FoldEvery int
 
-	applyMu  sync.Mutex // Apply's transactions and unfolded
+	applyMu  sync.Mutex // Apply's transactions and what follows
 	unfolded int        // rows appended since the last fold
+	stmts    *applyStmts
 }
 
 // DefaultFoldEvery folds about once a second at a few thousand changes a
@@ -76,9 +73,6 @@ const DefaultFoldEvery = 8192
 // resource_log alike.
 const resourceColumns = `resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
 	granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner`
-
-const logResourceSQL = `INSERT INTO resource_log (` + resourceColumns + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // foldSQL moves the log into resources (each resource's latest logged row),
 // indexes the events after folded_seq by resource, in the order of each
@@ -108,10 +102,6 @@ const foldSQL = `
 // foldedSeq is the last event in resource_events, as an SQL expression.
 const foldedSeq = `(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'folded_seq')`
 
-const insertEventSQL = `
-		INSERT INTO events (seq, type, resource_id, token, holder, presented, required, reason, source, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-
 // Open opens (creating if needed) and migrates the database at path.
 func Open(ctx context.Context, path string) (*DB, error) {
 	if path == "" || strings.HasPrefix(path, ":memory:") {
@@ -134,14 +124,6 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err := db.fold(ctx); err != nil {
 		db.write.Close()
 		return nil, fmt.Errorf("sqlite: fold %s: %w", path, err)
-	}
-	if db.logResource, err = db.write.PrepareContext(ctx, logResourceSQL); err != nil {
-		db.write.Close()
-		return nil, err
-	}
-	if db.insertEvent, err = db.write.PrepareContext(ctx, insertEventSQL); err != nil {
-		db.write.Close()
-		return nil, err
 	}
 	if db.read, err = sql.Open("sqlite3", dsn(path, true)); err != nil {
 		db.write.Close()
@@ -168,11 +150,10 @@ func dsn(path string, readOnly bool) string {
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{db.logResource, db.insertEvent} {
-		if st != nil {
-			st.Close()
-		}
-	}
+	db.applyMu.Lock()
+	db.stmts.close()
+	db.stmts = nil
+	db.applyMu.Unlock()
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
 	}
@@ -323,78 +304,6 @@ func (db *DB) MaxSeq(ctx context.Context) (int64, error) {
 	var seq sql.NullInt64
 	err := db.read.QueryRowContext(ctx, `SELECT MAX(seq) FROM events`).Scan(&seq)
 	return seq.Int64, err
-}
-
-// Apply writes resource rows and events in one durable transaction. When it
-// returns nil, all of it is on disk; otherwise none of it is.
-func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events []fenceview.Event) error {
-	db.applyMu.Lock()
-	defer db.applyMu.Unlock()
-	tx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := db.logResources(ctx, tx, resources); err != nil {
-		return err
-	}
-	if err := db.insertEvents(ctx, tx, events); err != nil {
-		return err
-	}
-	every := db.FoldEvery
-	if every <= 0 {
-		every = DefaultFoldEvery
-	}
-	unfolded := db.unfolded + len(resources) + len(events)
-	if unfolded >= every {
-		if _, err := tx.ExecContext(ctx, foldSQL); err != nil {
-			return fmt.Errorf("fold: %w", err)
-		}
-		unfolded = 0
-	}
-	start := time.Now()
-	err = tx.Commit()
-	if db.ObserveCommit != nil && err == nil {
-		db.ObserveCommit(time.Since(start))
-	}
-	if err == nil {
-		db.unfolded = unfolded
-	}
-	return err
-}
-
-func (db *DB) logResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Resource) error {
-	if len(resources) == 0 {
-		return nil
-	}
-	stmt := tx.StmtContext(ctx, db.logResource)
-	defer stmt.Close()
-	for _, r := range resources {
-		var holder any
-		if r.Holder != "" {
-			holder = r.Holder
-		}
-		if _, err := stmt.ExecContext(ctx, r.ResourceID, r.LastToken, r.HighWaterMark, holder, r.HoldCount, r.Token, r.LeaseMs,
-			toMs(r.GrantedAt), toMs(r.ExpiresAt), r.Accepted, r.Rejected, toMs(r.LastRejectionAt), r.CounterAlarm, r.Owner); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, events []fenceview.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	stmt := tx.StmtContext(ctx, db.insertEvent)
-	defer stmt.Close()
-	for _, e := range events {
-		if _, err := stmt.ExecContext(ctx, e.Seq, e.Type, e.ResourceID, e.Token, e.Holder, e.Presented, e.Required,
-			e.Reason, e.Source, e.At.UnixMilli()); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 const eventColumns = `seq, type, resource_id, token, holder, presented, required, reason, source, at`
