@@ -324,6 +324,9 @@ func (s *rpcSession) writeLoop() {
 				return
 			}
 		}
+		if cap(batch) > wire.MaxBatch {
+			batch = nil // a burst's buffer is not kept
+		}
 	}
 }
 
