@@ -93,11 +93,59 @@ func fastRPCAnswer(b []byte, a *rpcAnswer) bool {
 		return false
 	}
 	body := b[i : len(b)-1]
-	if space(body[0]) || space(body[len(body)-1]) || !json.Valid(body) {
+	if space(body[0]) || space(body[len(body)-1]) || !(validPlain(body) || json.Valid(body)) {
 		return false
 	}
 	a.ID, a.Status, a.Body = id, int(status), body
 	return true
+}
+
+// validPlain reports whether b is one JSON value of the compact kind the
+// server writes (no spaces, strings without escapes, integers), several
+// times faster than json.Valid; false says nothing, json.Valid decides.
+func validPlain(b []byte) bool {
+	n, ok := plainEnd(b, 0, 0)
+	return ok && n == len(b)
+}
+
+// plainEnd returns the index after the plain value at b[i].
+func plainEnd(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) || depth > 32 {
+		return 0, false
+	}
+	switch b[i] {
+	case '{', '[':
+		end := byte('}')
+		if b[i] == '[' {
+			end = ']'
+		}
+		i++
+		if i < len(b) && b[i] == end {
+			return i + 1, true
+		}
+		for {
+			if end == '}' {
+				n, ok := skipScalar(b, i)
+				if !ok || b[i] != '"' || n >= len(b) || b[n] != ':' {
+					return 0, false
+				}
+				i = n + 1
+			}
+			n, ok := plainEnd(b, i, depth+1)
+			if !ok || n >= len(b) {
+				return 0, false
+			}
+			switch b[n] {
+			case ',':
+				i = n + 1
+			case end:
+				return n + 1, true
+			default:
+				return 0, false
+			}
+		}
+	}
+	return skipScalar(b, i)
 }
 
 func skip(b []byte, i int, s string) (int, bool) {

@@ -161,3 +161,30 @@ func FuzzAnswerBodyDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) { checkAnswerBody(t, body) })
 }
+
+// validPlain never accepts what json.Valid refuses, and accepts the
+// server's bodies.
+func checkValidPlain(t *testing.T, b []byte) {
+	if validPlain(b) && !json.Valid(b) {
+		t.Fatalf("%q: accepted, but it is not JSON", b)
+	}
+}
+
+func TestValidPlain(t *testing.T) {
+	for _, s := range append(append([]string{}, answerBodySeeds...), oddAnswerBodies...) {
+		checkValidPlain(t, []byte(s))
+	}
+	for _, s := range append(answerBodySeeds, `{"error":"held","holder":"a","expiresAt":null,"n":[1,{"a":[]}]}`, `[]`, `"x"`, `-1`) {
+		if !validPlain([]byte(s)) {
+			t.Errorf("%s left to json.Valid", s)
+		}
+	}
+}
+
+func FuzzValidPlain(f *testing.F) {
+	for _, s := range append(append([]string{}, answerBodySeeds...), oddAnswerBodies...) {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"a":[1,[2,{"b":null}],true]}`))
+	f.Fuzz(checkValidPlain)
+}
