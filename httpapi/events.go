@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net"
@@ -149,10 +150,17 @@ func (st *eventStream) readPump(gone chan<- struct{}) {
 	}
 }
 
-// write queues one text frame in out's buffer.
-func (st *eventStream) write(b []byte) error {
-	st.conn.SetWriteDeadline(time.Now().Add(writeWait))
-	return st.conn.WriteMessage(websocket.TextMessage, b)
+// write queues one text frame, made by textFrame, in out's buffer. The
+// write deadline is set once per burst (deadline), not per frame: setting
+// it costs more than copying the frame.
+func (st *eventStream) write(frame []byte) error {
+	_, err := st.out.Write(frame)
+	return err
+}
+
+// deadline bounds the socket writes of the next burst.
+func (st *eventStream) deadline() {
+	st.out.SetWriteDeadline(time.Now().Add(writeWait))
 }
 
 // replay sends, a page at a time, the stored events after st.last up to
@@ -164,6 +172,7 @@ func (st *eventStream) replay(ctx context.Context, h History) error {
 			return err
 		}
 		done = len(page) < replayPage
+		st.deadline()
 		for _, e := range page {
 			if e.Seq > st.sub.Start {
 				done = true // the rest arrives live
@@ -173,7 +182,7 @@ func (st *eventStream) replay(ctx context.Context, h History) error {
 			if !st.p.Sees(e.ResourceID) {
 				continue
 			}
-			if err := st.write(encodeEvent(e)); err != nil {
+			if err := st.write(eventFrame(e)); err != nil {
 				return errStreamWrite
 			}
 		}
@@ -199,12 +208,14 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 			if len(batch) > 0 {
 				oldest = batch[0].PublishedAt
 			}
+			st.deadline()
 			for more := true; more; {
 				for _, e := range batch {
 					if e.Seq <= st.last || !st.p.Sees(e.ResourceID) {
 						continue
 					}
-					if err := st.write(e.Encoded(encodeEvent)); err != nil {
+					// Framed once for every watcher: each copies the same bytes.
+					if err := st.write(e.Encoded(eventFrame)); err != nil {
 						return
 					}
 					st.last = e.Seq
@@ -254,6 +265,28 @@ func closeRevoked(conn *websocket.Conn, out interface{ Flush() error }) {
 func encodeEvent(e fenceview.Event) []byte {
 	b, _ := json.Marshal(EventWire(e)) // plain data: cannot fail
 	return b
+}
+
+// eventFrame is e as a whole websocket message: one unmasked text frame
+// (RFC 6455 section 5.2), as a server sends it.
+func eventFrame(e fenceview.Event) []byte {
+	return textFrame(encodeEvent(e))
+}
+
+func textFrame(payload []byte) []byte {
+	const fin, opText = 0x80, 0x1
+	n := len(payload)
+	f := make([]byte, 0, n+10)
+	f = append(f, fin|opText)
+	switch {
+	case n < 126:
+		f = append(f, byte(n))
+	case n <= 0xffff:
+		f = append(f, 126, byte(n>>8), byte(n))
+	default:
+		f = binary.BigEndian.AppendUint64(append(f, 127), uint64(n))
+	}
+	return append(f, payload...)
 }
 
 // batchingHijacker hands the websocket a connection that buffers writes
