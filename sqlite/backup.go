@@ -77,6 +77,20 @@ func Backup(ctx context.Context, src, dst string) (pages int, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
+	// Fold the copy's log, so that its resources table is complete for
+	// anyone who reads the file directly (a restored server would fold it
+	// at start anyway).
+	tx, err := dstConn.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, foldSQL); err != nil {
+		tx.Rollback()
+		return 0, fmt.Errorf("backup: fold: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, err
+	}
 	// The copy keeps the source's WAL mode in its header; a restored file
 	// is opened by fenceview, which asks for WAL anyway. Check it whole.
 	var check string

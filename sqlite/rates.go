@@ -2,40 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"time"
-
-	"github.com/fenceview/fenceview"
 )
-
-type minuteKey struct {
-	minute      int64
-	typ, reason string
-}
-
-// countMinutes adds events to the per-minute counts, in the transaction
-// that records them. A group commit's events mostly share a minute, so
-// this is a few upserts per commit.
-func countMinutes(ctx context.Context, tx *sql.Tx, events []fenceview.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	counts := map[minuteKey]int64{}
-	for _, e := range events {
-		k := minuteKey{minute: e.At.UnixMilli() / 60000, typ: e.Type}
-		if e.Type == "reject" {
-			k.reason = e.Reason
-		}
-		counts[k]++
-	}
-	for k, n := range counts {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO event_minutes (minute, type, reason, n) VALUES (?, ?, ?, ?)
-			ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n`, k.minute, k.typ, k.reason, n); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // MinuteCount is how many events of a type (and, for rejections, a
 // reason) were recorded in one minute.
@@ -49,8 +17,13 @@ type MinuteCount struct {
 // MinuteCounts returns the per-minute counts from since (inclusive) to
 // until (exclusive), oldest first.
 func (db *DB) MinuteCounts(ctx context.Context, since, until time.Time) ([]MinuteCount, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT minute, type, reason, n FROM event_minutes
-		WHERE minute >= ? AND minute < ? ORDER BY minute`, since.UnixMilli()/60000, (until.UnixMilli()+59999)/60000)
+	// The folded counts, plus the events since the last fold counted now.
+	rows, err := db.read.QueryContext(ctx, `SELECT minute, type, reason, SUM(n) FROM (
+			SELECT minute, type, reason, n FROM event_minutes WHERE minute >= ?1 AND minute < ?2
+			UNION ALL
+			SELECT at / 60000, type, CASE WHEN type = 'reject' THEN reason ELSE '' END, COUNT(*) FROM events
+			WHERE seq > `+foldedSeq+` AND at >= ?1 * 60000 AND at < ?2 * 60000 GROUP BY 1, 2, 3)
+		GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`, since.UnixMilli()/60000, (until.UnixMilli()+59999)/60000)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +67,10 @@ func (db *DB) RejectionSources(ctx context.Context, limit int) ([]string, []int6
 // RejectionReasons returns every reason rejections were recorded with and
 // their counts, most frequent first, from the per-minute counts.
 func (db *DB) RejectionReasons(ctx context.Context) ([]string, []int64, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT reason, SUM(n) FROM event_minutes WHERE type = 'reject'
+	rows, err := db.read.QueryContext(ctx, `SELECT reason, SUM(n) FROM (
+			SELECT reason, n FROM event_minutes WHERE type = 'reject'
+			UNION ALL
+			SELECT reason, 1 FROM events WHERE seq > `+foldedSeq+` AND type = 'reject')
 		GROUP BY reason ORDER BY 2 DESC, 1`)
 	if err != nil {
 		return nil, nil, err

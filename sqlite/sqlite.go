@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -33,34 +34,73 @@ var migrationFS embed.FS
 // DB is the fenceview database. Writes go through one connection (SQLite
 // has one writer; a pool would only trade SQLITE_BUSY for nothing), reads
 // through a pool that WAL lets run beside the writer.
+//
+// A commit only appends: each changed resource's new row to resource_log,
+// each event to events. Every FoldEvery appended rows, the commit that
+// crosses the mark also folds: the log's latest row of each resource goes
+// into resources and the log is emptied, and the events since the last
+// fold go into the per-resource history index and the per-minute counts.
+// Readers see resources through the log (Resources), and a resource's
+// history and the counts through the index plus the unfolded tail
+// (ResourceEvents, EventsAfter, MinuteCounts), so a fold changes nothing
+// anyone reads, only how many pages each commit writes.
 type DB struct {
 	Path  string
 	write *sql.DB
 	read  *sql.DB
 
-	// Prepared once on the one write connection: Apply runs them for every
-	// change, and preparing them per transaction showed in profiles.
-	upsertResource, insertEvent *sql.Stmt
-
 	// ObserveCommit, when set before the first Apply, is told how long each
 	// COMMIT took: with WAL and synchronous=FULL, that is the fsync.
 	ObserveCommit func(time.Duration)
+
+	// FoldEvery is how many rows (logged resources plus events) commits
+	// append before one of them folds; set it before the first Apply.
+	// Larger means fewer pages written per change and a longer tail for a
+	// resource's history to scan. Default DefaultFoldEvery.
+	FoldEvery int
+
+	applyMu  sync.Mutex // Apply's transactions and what follows
+	unfolded int        // rows appended since the last fold
+	stmts    *applyStmts
 }
 
-const upsertResourceSQL = `
-		INSERT INTO resources (resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
-		                       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (resource_id) DO UPDATE SET
-			last_token = excluded.last_token, high_water_mark = excluded.high_water_mark,
-			holder = excluded.holder, hold_count = excluded.hold_count, grant_token = excluded.grant_token, lease_ms = excluded.lease_ms,
-			granted_at = excluded.granted_at, expires_at = excluded.expires_at,
-			accepted = excluded.accepted, rejected = excluded.rejected,
-			last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm, owner = excluded.owner`
+// DefaultFoldEvery folds about once a second at a few thousand changes a
+// second: a resource's unfolded history is a scan of at most this many
+// recent events, a few milliseconds.
+const DefaultFoldEvery = 8192
 
-const insertEventSQL = `
-		INSERT INTO events (seq, type, resource_id, token, holder, presented, required, reason, source, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// resourceColumns are the columns of a resource row, in resources and in
+// resource_log alike.
+const resourceColumns = `resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
+	granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner`
+
+// foldSQL moves the log into resources (each resource's latest logged row),
+// indexes the events after folded_seq by resource, in the order of each
+// B-tree's keys so neighbouring changes share pages, and counts them into
+// event_minutes.
+const foldSQL = `
+	INSERT INTO resources (` + resourceColumns + `)
+		SELECT ` + resourceColumns + ` FROM resource_log
+		WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id)
+		ORDER BY resource_id
+	ON CONFLICT (resource_id) DO UPDATE SET
+		last_token = excluded.last_token, high_water_mark = excluded.high_water_mark,
+		holder = excluded.holder, hold_count = excluded.hold_count, grant_token = excluded.grant_token, lease_ms = excluded.lease_ms,
+		granted_at = excluded.granted_at, expires_at = excluded.expires_at,
+		accepted = excluded.accepted, rejected = excluded.rejected,
+		last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm, owner = excluded.owner;
+	DELETE FROM resource_log;
+	INSERT OR IGNORE INTO resource_events (resource_id, seq)
+		SELECT resource_id, seq FROM events WHERE seq > ` + foldedSeq + `
+		ORDER BY resource_id, seq;
+	INSERT INTO event_minutes (minute, type, reason, n)
+		SELECT at / 60000, type, CASE WHEN type = 'reject' THEN reason ELSE '' END, COUNT(*) FROM events
+		WHERE seq > ` + foldedSeq + ` GROUP BY 1, 2, 3
+	ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n;
+	UPDATE meta SET value = (SELECT COALESCE(MAX(seq), 0) FROM events) WHERE key = 'folded_seq';`
+
+// foldedSeq is the last event in resource_events, as an SQL expression.
+const foldedSeq = `(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'folded_seq')`
 
 // Open opens (creating if needed) and migrates the database at path.
 func Open(ctx context.Context, path string) (*DB, error) {
@@ -79,13 +119,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.write.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
-	if db.upsertResource, err = db.write.PrepareContext(ctx, upsertResourceSQL); err != nil {
+	// Fold what the last run logged: its readers would see it through the
+	// log anyway; this only starts the new run with an empty one.
+	if err := db.fold(ctx); err != nil {
 		db.write.Close()
-		return nil, err
-	}
-	if db.insertEvent, err = db.write.PrepareContext(ctx, insertEventSQL); err != nil {
-		db.write.Close()
-		return nil, err
+		return nil, fmt.Errorf("sqlite: fold %s: %w", path, err)
 	}
 	if db.read, err = sql.Open("sqlite3", dsn(path, true)); err != nil {
 		db.write.Close()
@@ -112,11 +150,10 @@ func dsn(path string, readOnly bool) string {
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{db.upsertResource, db.insertEvent} {
-		if st != nil {
-			st.Close()
-		}
-	}
+	db.applyMu.Lock()
+	db.stmts.close()
+	db.stmts = nil
+	db.applyMu.Unlock()
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
 	}
@@ -124,6 +161,19 @@ func (db *DB) Close() error {
 		errs = append(errs, db.write.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// fold folds the log in a transaction of its own.
+func (db *DB) fold(ctx context.Context) error {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, foldSQL); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // Ping checks that the database answers.
@@ -221,10 +271,16 @@ func (db *DB) Issuer(ctx context.Context, want string) (string, error) {
 
 // Resources returns every resource row.
 func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
+	// The rows not changed since the last fold, then the latest logged
+	// row of each resource changed since (or created since).
 	rows, err := db.read.QueryContext(ctx, `
 		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
 		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner
-		FROM resources`)
+		FROM resources WHERE resource_id NOT IN (SELECT resource_id FROM resource_log)
+		UNION ALL
+		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
+		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner
+		FROM resource_log WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id)`)
 	if err != nil {
 		return nil, err
 	}
@@ -250,66 +306,10 @@ func (db *DB) MaxSeq(ctx context.Context) (int64, error) {
 	return seq.Int64, err
 }
 
-// Apply writes resource rows and events in one durable transaction. When it
-// returns nil, all of it is on disk; otherwise none of it is.
-func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events []fenceview.Event) error {
-	tx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	if err := db.upsertResources(ctx, tx, resources); err != nil {
-		return err
-	}
-	if err := db.insertEvents(ctx, tx, events); err != nil {
-		return err
-	}
-	if err := countMinutes(ctx, tx, events); err != nil {
-		return err
-	}
-	start := time.Now()
-	err = tx.Commit()
-	if db.ObserveCommit != nil && err == nil {
-		db.ObserveCommit(time.Since(start))
-	}
-	return err
-}
-
-func (db *DB) upsertResources(ctx context.Context, tx *sql.Tx, resources []*fenceview.Resource) error {
-	if len(resources) == 0 {
-		return nil
-	}
-	stmt := tx.StmtContext(ctx, db.upsertResource)
-	defer stmt.Close()
-	for _, r := range resources {
-		var holder any
-		if r.Holder != "" {
-			holder = r.Holder
-		}
-		if _, err := stmt.ExecContext(ctx, r.ResourceID, r.LastToken, r.HighWaterMark, holder, r.HoldCount, r.Token, r.LeaseMs,
-			toMs(r.GrantedAt), toMs(r.ExpiresAt), r.Accepted, r.Rejected, toMs(r.LastRejectionAt), r.CounterAlarm, r.Owner); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, events []fenceview.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	stmt := tx.StmtContext(ctx, db.insertEvent)
-	defer stmt.Close()
-	for _, e := range events {
-		if _, err := stmt.ExecContext(ctx, e.Seq, e.Type, e.ResourceID, e.Token, e.Holder, e.Presented, e.Required,
-			e.Reason, e.Source, e.At.UnixMilli()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 const eventColumns = `seq, type, resource_id, token, holder, presented, required, reason, source, at`
+
+// eventColumnsE is eventColumns of the table aliased e.
+var eventColumnsE = "e." + strings.ReplaceAll(eventColumns, ", ", ", e.")
 
 // Rejections returns rejections matching f, newest first by time, then by
 // sequence number. Each filter has an index ordered that way (migration
@@ -351,14 +351,27 @@ func (db *DB) Rejections(ctx context.Context, f fenceview.RejectionFilter) ([]fe
 // optionally for one resource: the backlog a resuming stream client missed.
 func (db *DB) EventsAfter(ctx context.Context, after int64, resourceID string, limit int) ([]fenceview.Event, error) {
 	if resourceID != "" {
-		return db.queryEvents(ctx, `SELECT `+eventColumns+` FROM events WHERE resource_id = ? AND seq > ? ORDER BY seq LIMIT ?`, resourceID, after, limit)
+		// Indexed up to the last fold, scanned after it.
+		return db.queryEvents(ctx, `
+			SELECT * FROM (SELECT `+eventColumnsE+` FROM resource_events r JOIN events e ON e.seq = r.seq
+				WHERE r.resource_id = ?1 AND r.seq > ?2 AND r.seq <= `+foldedSeq+` ORDER BY r.seq LIMIT ?3)
+			UNION ALL
+			SELECT * FROM (SELECT `+eventColumns+` FROM events
+				WHERE seq > MAX(?2, `+foldedSeq+`) AND resource_id = ?1 ORDER BY seq LIMIT ?3)
+			ORDER BY seq LIMIT ?3`, resourceID, after, limit)
 	}
 	return db.queryEvents(ctx, `SELECT `+eventColumns+` FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 }
 
 // ResourceEvents returns the newest events of one resource, newest first.
 func (db *DB) ResourceEvents(ctx context.Context, resourceID string, limit int) ([]fenceview.Event, error) {
-	return db.queryEvents(ctx, `SELECT `+eventColumns+` FROM events WHERE resource_id = ? ORDER BY seq DESC LIMIT ?`, resourceID, limit)
+	return db.queryEvents(ctx, `
+		SELECT * FROM (SELECT `+eventColumns+` FROM events
+			WHERE seq > `+foldedSeq+` AND resource_id = ?1 ORDER BY seq DESC LIMIT ?2)
+		UNION ALL
+		SELECT * FROM (SELECT `+eventColumnsE+` FROM resource_events r JOIN events e ON e.seq = r.seq
+			WHERE r.resource_id = ?1 AND r.seq <= `+foldedSeq+` ORDER BY r.seq DESC LIMIT ?2)
+		ORDER BY seq DESC LIMIT ?2`, resourceID, limit)
 }
 
 func (db *DB) queryEvents(ctx context.Context, q string, args ...any) ([]fenceview.Event, error) {

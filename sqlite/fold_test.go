@@ -1,0 +1,178 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fenceview/fenceview"
+)
+
+// Folding the log changes nothing a reader sees: after every commit, with
+// folds after every commit, every few commits or never, and after a
+// reopen, the resources, each resource's history and the per-minute
+// counts are exactly what was committed.
+func TestFoldChangesNothingReadersSee(t *testing.T) {
+	for _, every := range []int{1, 7, 1 << 30} {
+		t.Run(fmt.Sprintf("every=%d", every), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "f.db")
+			db, err := Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.FoldEvery = every
+			rng := rand.New(rand.NewPCG(1, uint64(every)))
+			ids := []string{"a", "b", "c", "d"}
+			latest := map[string]fenceview.Resource{}
+			var history []fenceview.Event
+			start := time.UnixMilli(1_700_000_000_000).UTC()
+			for commit := 0; commit < 40; commit++ {
+				at := start.Add(time.Duration(commit) * 20 * time.Second) // two or three commits a minute
+				var rows []*fenceview.Resource
+				var events []fenceview.Event
+				for range 1 + rng.IntN(4) {
+					id := ids[rng.IntN(len(ids))]
+					r := latest[id]
+					r.ResourceID = id
+					r.LastToken++
+					r.Token, r.Holder, r.HoldCount, r.LeaseMs = r.LastToken, fmt.Sprintf("h%d", commit), 1, 30000
+					r.GrantedAt, r.ExpiresAt = at, at.Add(30*time.Second)
+					latest[id] = r
+					rows = append(rows, &r)
+					e := fenceview.Event{Seq: int64(len(history) + len(events) + 1), Type: fenceview.EventGrant,
+						ResourceID: id, Token: r.LastToken, Holder: r.Holder, At: at}
+					if rng.IntN(3) == 0 {
+						e.Type, e.Reason = fenceview.EventReject, []string{"stale-token", "bad-signature"}[rng.IntN(2)]
+					}
+					events = append(events, e)
+				}
+				if err := db.Apply(ctx, rows, events); err != nil {
+					t.Fatal(err)
+				}
+				history = append(history, events...)
+				checkReads(t, db, latest, history)
+			}
+			var logged int
+			if err := db.read.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&logged); err != nil {
+				t.Fatal(err)
+			}
+			if every == 1<<30 && logged == 0 {
+				t.Fatal("nothing was left in the log: the never-folding run folded")
+			}
+			db.Close()
+
+			// Reopening folds whatever the log still holds.
+			if db, err = Open(ctx, path); err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if err := db.read.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&logged); err != nil || logged != 0 {
+				t.Fatalf("after reopen, %d rows in the log (%v)", logged, err)
+			}
+			checkReads(t, db, latest, history)
+		})
+	}
+}
+
+// checkReads compares what db reads with the model: the latest row of each
+// resource and the whole history, in order.
+func checkReads(t *testing.T, db *DB, latest map[string]fenceview.Resource, history []fenceview.Event) {
+	t.Helper()
+	ctx := context.Background()
+	var minutes []MinuteCount
+	reasons := map[string]int64{}
+	for _, e := range history {
+		c := MinuteCount{Minute: e.At.Truncate(time.Minute), Type: e.Type, N: 1}
+		if e.Type == fenceview.EventReject {
+			c.Reason = e.Reason
+			reasons[e.Reason]++
+		}
+		i := slices.IndexFunc(minutes, func(m MinuteCount) bool { return m.Minute.Equal(c.Minute) && m.Type == c.Type && m.Reason == c.Reason })
+		if i < 0 {
+			minutes = append(minutes, c)
+		} else {
+			minutes[i].N++
+		}
+	}
+	slices.SortFunc(minutes, func(a, b MinuteCount) int {
+		return cmp.Or(a.Minute.Compare(b.Minute), cmp.Compare(a.Type, b.Type), cmp.Compare(a.Reason, b.Reason))
+	})
+	gotMinutes, err := db.MinuteCounts(ctx, history[0].At, history[len(history)-1].At.Add(time.Minute))
+	if err != nil || !reflect.DeepEqual(gotMinutes, minutes) {
+		t.Fatalf("MinuteCounts = %v (%v), want %v", gotMinutes, err, minutes)
+	}
+	names, counts, err := db.RejectionReasons(ctx)
+	if err != nil || len(names) != len(reasons) {
+		t.Fatalf("RejectionReasons = %v %v (%v), want %v", names, counts, err, reasons)
+	}
+	for i, name := range names {
+		if counts[i] != reasons[name] {
+			t.Fatalf("RejectionReasons = %v %v, want %v", names, counts, reasons)
+		}
+	}
+	rows, err := db.Resources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(latest) {
+		t.Fatalf("%d resources read, %d committed", len(rows), len(latest))
+	}
+	for _, r := range rows {
+		if want := latest[r.ResourceID]; !reflect.DeepEqual(*r, want) {
+			t.Fatalf("resource %s read as %+v, committed as %+v", r.ResourceID, *r, want)
+		}
+	}
+	for id := range latest {
+		var mine []fenceview.Event
+		for _, e := range history {
+			if e.ResourceID == id {
+				mine = append(mine, e)
+			}
+		}
+		for _, limit := range []int{1, 3, 1000} {
+			newest := slices.Clone(mine)
+			slices.Reverse(newest)
+			newest = newest[:min(limit, len(newest))]
+			got, err := db.ResourceEvents(ctx, id, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, newest) {
+				t.Fatalf("ResourceEvents(%s, %d) = %v, want %v", id, limit, seqs(got), seqs(newest))
+			}
+			for _, after := range []int64{0, mine[len(mine)/2].Seq, history[len(history)-1].Seq} {
+				var want []fenceview.Event
+				for _, e := range mine {
+					if e.Seq > after && len(want) < limit {
+						want = append(want, e)
+					}
+				}
+				got, err := db.EventsAfter(ctx, after, id, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(want) == 0 {
+					want = []fenceview.Event{}
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("EventsAfter(%d, %s, %d) = %v, want %v", after, id, limit, seqs(got), seqs(want))
+				}
+			}
+		}
+	}
+}
+
+func seqs(events []fenceview.Event) []int64 {
+	var out []int64
+	for _, e := range events {
+		out = append(out, e.Seq)
+	}
+	return out
+}
