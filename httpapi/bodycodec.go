@@ -259,6 +259,15 @@ func (t wireTime) appendJSON(dst []byte) []byte {
 	return append(tt.UTC().AppendFormat(append(dst, '"'), wire.TimeLayout), '"')
 }
 
+// jsonSafe is the ASCII encoding/json writes as itself in a string (its
+// htmlSafeSet): printable, less the quote, the backslash, <, > and &.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString appends s quoted as encoding/json quotes it, HTML
 // escaping included: <, > and & as \u003c..., invalid UTF-8 as \ufffd,
 // U+2028 and U+2029 escaped.
@@ -269,7 +278,7 @@ func appendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}

@@ -162,3 +162,46 @@ func FuzzAnswers(f *testing.F) {
 		checkAnswers(t, s1, s2, n, sec)
 	})
 }
+
+// The plain paths against encoding/json on what clients send and get:
+//
+//	go test ./httpapi -run '^$' -bench 'LockBody|GrantAnswer' -benchmem
+func BenchmarkLockBody(b *testing.B) {
+	body := []byte(bodySeeds[0])
+	b.Run("plain", func(b *testing.B) {
+		for b.Loop() {
+			var req lockRequest
+			if err := decodeBody(body, &req, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			var req lockRequest
+			if err := decodeBodyJSON(body, &req, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkGrantAnswer(b *testing.B) {
+	at := wireTime(time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC))
+	g := grantBody{ResourceID: "bench-17", Holder: "client-a", HoldCount: 1, ExpiresAt: at, LeaseMs: 30000,
+		Fencing: fencingBody{Token: 123456, Issuer: "fenceview-0123456789abcdef", Scope: "resource:bench-17", IssuedAt: at,
+			KeyID: "k1", Signature: "MEUCIQDx0c7xq1pC2v6eYzD0w4mT8hV3bX9l0k2aJfQm4v5p7wIgS0b3Yy8n1r9u6t2e4w8q0z7x5c3v1b9n7m5k3j1h2g0"}}
+	b.Run("plain", func(b *testing.B) {
+		buf := make([]byte, 0, 1024)
+		for b.Loop() {
+			buf, _ = appendBody(buf[:0], g)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(g); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
