@@ -106,6 +106,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		return r, true
 	}
 	_, pattern := s.mux.Handler(r)
+	// The instrumentation around us reads the route from this request, not
+	// from the copy below that the router will see.
+	r.Pattern = pattern
 	action, public := actionOf(pattern)
 	if public {
 		return r, true

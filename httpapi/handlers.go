@@ -86,7 +86,7 @@ func (s *Server) release(ctx context.Context, resource string, req lockRequest) 
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	return http.StatusOK, map[string]any{"resourceId": resource, "holdCount": left, "released": true}
+	return http.StatusOK, releasedBody{ResourceID: resource, HoldCount: left, Released: true}
 }
 
 // lockHandler serves acquire, renew or release over the JSON API.
@@ -240,9 +240,7 @@ func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (
 	if !d.Accepted {
 		return http.StatusConflict, httpguard.NewRefusal(d)
 	}
-	return http.StatusOK, map[string]any{
-		"accepted": true, "token": d.Presented, "idempotencyKey": guard.IdempotencyKey(resource, d.Presented),
-	}
+	return http.StatusOK, fenceAcceptedBody{Accepted: true, Token: d.Presented, IdempotencyKey: guard.IdempotencyKey(resource, d.Presented)}
 }
 
 var errMissingToken = fenceview.Errorf(fenceview.EINVALID, "missing or invalid fencing token")

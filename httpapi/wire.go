@@ -8,22 +8,16 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // wireTime is a time as the API writes it: null when zero.
 type wireTime time.Time
 
-func (t wireTime) MarshalJSON() ([]byte, error) {
-	tt := time.Time(t)
-	if tt.IsZero() {
-		return []byte("null"), nil
-	}
-	return []byte(`"` + wire.FormatTime(tt) + `"`), nil
-}
+func (t wireTime) MarshalJSON() ([]byte, error) { return t.appendJSON(nil), nil }
 
 // wireString is a string that is null when empty.
 type wireString string
@@ -75,21 +69,36 @@ var errNotInteger = errors.New("not an integer in range")
 // error unless allowEmpty; trailing data is an error; unknown fields are
 // ignored.
 func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, allowEmpty bool) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	// A declared length within the limit is already enforced by the server;
+	// anything else is cut at the limit (and the connection then closed).
+	var body io.Reader = r.Body
+	if r.ContentLength < 0 || r.ContentLength > limit {
+		body = http.MaxBytesReader(w, r.Body, limit)
+	}
+	if _, err := buf.ReadFrom(body); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return fenceview.Errorf(fenceview.ETOOLARGE, "request body over %d bytes", limit)
 		}
 		return fenceview.Errorf(fenceview.EINVALID, "reading request body: %v", err)
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	return decodeBody(buf.Bytes(), v, allowEmpty)
+}
+
+// decodeBody is decode once the body is read. Nothing in v refers to b.
+func decodeBody(b []byte, v any, allowEmpty bool) error {
+	if len(bytes.TrimSpace(b)) == 0 {
 		if allowEmpty {
 			return nil
 		}
 		return fenceview.Errorf(fenceview.EINVALID, "a JSON object body is required")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	if pb, ok := v.(plainBody); ok && pb.decodePlain(b) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(v); err != nil {
 		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: %s", describeJSONError(err))
 	}
@@ -97,6 +106,21 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, allowEmp
 		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: data after the object")
 	}
 	return nil
+}
+
+// Request bodies and answers are read and built in pooled buffers: the
+// busiest routes then allocate only what they keep.
+// An answer is appended to a buffer's spare capacity (AvailableBuffer).
+var bufferPool = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 1024)) }}
+
+func getBuffer() *bytes.Buffer { return bufferPool.Get().(*bytes.Buffer) }
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() > 64<<10 { // a rare large report: let it go
+		return
+	}
+	b.Reset()
+	bufferPool.Put(b)
 }
 
 func describeJSONError(err error) string {
@@ -134,15 +158,29 @@ func jsonKind(k string) string {
 	return k
 }
 
+// The headers of every JSON answer, shared: assigning a slice allocates
+// nothing, and net/http only reads them.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b, ok := appendBody(buf.AvailableBuffer(), v)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+		}
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	b = append(b, '\n')
+	h := w.Header()
+	h["Content-Type"] = headerJSON
+	h["Cache-Control"] = headerNoStore
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(b)
 }
 
 // Wire forms of the domain types.

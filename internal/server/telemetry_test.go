@@ -250,3 +250,39 @@ func TestGrafanaDashboardQueriesExistingMetrics(t *testing.T) {
 		}
 	}
 }
+
+// With auth on, requests are still counted by their route pattern: the
+// credential check must not hide the route from the instrumentation.
+func TestRequestMetricsNameRoutesWithAuthOn(t *testing.T) {
+	s, err := Start(context.Background(), Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "f.db"), AdminToken: "adm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if code := post(t, s.URL()+"/v1/locks/orders/acquire", `{"holder":"a"}`, "Authorization", "Bearer adm"); code != 200 {
+		t.Fatalf("acquire: %d", code)
+	}
+	req, _ := http.NewRequest("GET", s.URL()+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer adm")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routes []string
+	for _, m := range fams["fenceview_http_request_duration_seconds"].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == "route" {
+				routes = append(routes, l.GetValue())
+			}
+		}
+	}
+	if !strings.Contains(strings.Join(routes, "|"), "POST /v1/locks/{resource}/acquire") {
+		t.Fatalf("request routes %q: no acquire", routes)
+	}
+}
