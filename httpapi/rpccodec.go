@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
-
-	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // The RPC stream's codec without reflection. Requests in the shape every
@@ -191,45 +188,20 @@ func appendRPCAnswer(dst []byte, id uint64, status int, body any) []byte {
 }
 
 // appendFastBody appends what json.Marshal(body) writes, or reports false
-// (dst then holds anything after its length) for a body it does not know
-// or a string that encoding/json would escape.
+// (dst then holds anything after its length) for a body it does not know:
+// the JSON API's answers (appendBody) and flat error maps.
 func appendFastBody(dst []byte, body any) ([]byte, bool) {
-	switch b := body.(type) {
-	case grantBody:
-		return appendGrantBody(dst, &b)
-	case map[string]any:
-		return appendFlatMap(dst, b)
+	if out, ok := appendBody(dst, body); ok {
+		return out, true
+	}
+	if m, ok := body.(map[string]any); ok {
+		return appendFlatMap(dst, m)
 	}
 	return dst, false
 }
 
-func appendGrantBody(dst []byte, g *grantBody) ([]byte, bool) {
-	ok := true
-	str := func(key, v string) {
-		dst = append(dst, key...)
-		dst, ok = appendPlainString(dst, v, ok)
-	}
-	str(`{"resourceId":`, g.ResourceID)
-	str(`,"holder":`, g.Holder)
-	dst = strconv.AppendInt(append(dst, `,"holdCount":`...), int64(g.HoldCount), 10)
-	dst = appendWireTime(append(dst, `,"expiresAt":`...), g.ExpiresAt)
-	dst = strconv.AppendInt(append(dst, `,"leaseMs":`...), g.LeaseMs, 10)
-	f := &g.Fencing
-	dst = strconv.AppendInt(append(dst, `,"fencing":{"token":`...), f.Token, 10)
-	str(`,"issuer":`, f.Issuer)
-	str(`,"scope":`, f.Scope)
-	dst = appendWireTime(append(dst, `,"issuedAt":`...), f.IssuedAt)
-	if f.KeyID != "" {
-		str(`,"keyId":`, f.KeyID)
-	}
-	if f.Signature != "" {
-		str(`,"signature":`, f.Signature)
-	}
-	return append(dst, "}}"...), ok
-}
-
-// appendFlatMap writes a map of at most 8 strings, integers and booleans,
-// keys sorted as encoding/json sorts them.
+// appendFlatMap writes a map of at most 8 strings, integers and booleans
+// (an error body), keys sorted as encoding/json sorts them.
 func appendFlatMap(dst []byte, m map[string]any) ([]byte, bool) {
 	var arr [8]string
 	if len(m) > len(arr) {
@@ -244,17 +216,15 @@ func appendFlatMap(dst []byte, m map[string]any) ([]byte, bool) {
 		}
 		keys[i] = k
 	}
-	ok := true
 	dst = append(dst, '{')
 	for i, k := range keys {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst, ok = appendPlainString(dst, k, ok)
-		dst = append(dst, ':')
+		dst = append(appendJSONString(dst, k), ':')
 		switch v := m[k].(type) {
 		case string:
-			dst, ok = appendPlainString(dst, v, ok)
+			dst = appendJSONString(dst, v)
 		case int:
 			dst = strconv.AppendInt(dst, int64(v), 10)
 		case int64:
@@ -265,30 +235,5 @@ func appendFlatMap(dst []byte, m map[string]any) ([]byte, bool) {
 			return dst, false
 		}
 	}
-	return append(dst, '}'), ok
-}
-
-// appendPlainString quotes s when encoding/json would write it as is
-// (printable ASCII but for the quote, the backslash and its HTML escapes
-// <, > and &); ok stays false once false.
-func appendPlainString(dst []byte, s string, ok bool) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return dst, false
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"'), ok
-}
-
-// appendWireTime is wireTime's MarshalJSON.
-func appendWireTime(dst []byte, t wireTime) []byte {
-	tt := time.Time(t)
-	if tt.IsZero() {
-		return append(dst, "null"...)
-	}
-	dst = append(dst, '"')
-	dst = tt.UTC().AppendFormat(dst, wire.TimeLayout)
-	return append(dst, '"')
+	return append(dst, '}'), true
 }

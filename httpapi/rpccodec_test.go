@@ -114,22 +114,24 @@ func FuzzRPCAnswerEncode(f *testing.F) {
 			g.ExpiresAt = time.Time{}
 		}
 		checkRPCAnswerEncoding(t, grantWire(g))
+		checkRPCAnswerEncoding(t, releasedBody{ResourceID: res, HoldCount: count, Released: flag})
+		checkRPCAnswerEncoding(t, fenceAcceptedBody{Accepted: flag, Token: token, IdempotencyKey: iss})
 		checkRPCAnswerEncoding(t, map[string]any{"resourceId": res, "holdCount": count, "released": flag})
-		checkRPCAnswerEncoding(t, map[string]any{"accepted": flag, "token": token, "idempotencyKey": iss})
 		checkRPCAnswerEncoding(t, map[string]any{holder: res, iss: token, scope: flag, keyID: count, sig: ms1})
 		checkRPCAnswerEncoding(t, map[string]any{"error": res, "at": wireTime(time.UnixMilli(ms1))})
 	})
 }
 
-// The answers of grants, releases and accepted fenced writes do not need
-// encoding/json.
+// The answers of grants, releases, accepted fenced writes and plain errors
+// do not need encoding/json.
 func TestRPCHotAnswersSkipReflection(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC)
 	for _, body := range []any{
 		grantWire(fenceview.Grant{ResourceID: "r/1", Holder: "a", HoldCount: 1, ExpiresAt: now, LeaseMs: 30000,
 			Fencing: guard.Token{Token: 7, Issuer: "fenceview-ab", Scope: "resource:r/1", IssuedAt: now, KeyID: "k", Signature: "c2ln"}}),
-		map[string]any{"resourceId": "r/1", "holdCount": 0, "released": true},
-		map[string]any{"accepted": true, "token": int64(7), "idempotencyKey": "r/1:7"},
+		releasedBody{ResourceID: "r/1", HoldCount: 0, Released: true},
+		fenceAcceptedBody{Accepted: true, Token: 7, IdempotencyKey: "r/1:7"},
+		map[string]any{"error": "lock held by another holder", "code": "conflict", "holder": "a"},
 	} {
 		if _, ok := appendFastBody(nil, body); !ok {
 			t.Errorf("%#v goes through encoding/json", body)
