@@ -27,7 +27,7 @@ type batch struct {
 	alarms                               []fenceview.Resource
 
 	created map[string]bool  // resources this batch may create, for MaxResources
-	presign *fenceview.Grant // the caller's grant, signed in finish (signing.go)
+	presign *fenceview.Grant // the caller's grant, signed with its group by the committer (signing.go)
 
 	prev []preimage // what applyLocked replaced, to undo a failed commit
 	done chan error // the committer's verdict

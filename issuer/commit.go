@@ -12,9 +12,6 @@ import (
 func (s *Service) finish(b *batch) error {
 	queued := s.applyLocked(b)
 	s.mu.Unlock()
-	if b.presign != nil {
-		s.presign(b.presign) // overlaps the fsync instead of following it
-	}
 	if !queued {
 		return nil
 	}
@@ -110,8 +107,10 @@ func (s *Service) commitGroup(group []*batch) {
 		}
 		events = append(events, b.events...)
 	}
+	signed := s.signGroup(group)
 	start := time.Now() // wall time, not s.clock: a cost measured, not a lease
 	err := s.store.Apply(context.Background(), rows, events)
+	signed() // before any caller is answered and reads its grant
 	if s.obs != nil {
 		s.obs.ObserveCommit(time.Since(start), len(events), err)
 	}

@@ -2,7 +2,11 @@ package issuer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,5 +138,63 @@ func TestWaiterGrantIsSigned(t *testing.T) {
 	g := <-got
 	if g.Holder != "b" || !v.VerifyText("r", g.Fencing.Token, g.Fencing.Signature) {
 		t.Fatalf("waiter's grant %+v is not signed", g.Fencing)
+	}
+}
+
+// batchSigner signs with signedtest.Old through guard.SignAll, or fails
+// every batch when broken, and counts the grants it was asked to batch.
+type batchSigner struct {
+	fixedSigner
+	broken  bool
+	batched atomic.Int64
+}
+
+func (b *batchSigner) SignBatch(ids []string, tokens []int64) (string, []string, error) {
+	b.batched.Add(int64(len(ids)))
+	if b.broken {
+		return "", nil, errors.New("broken")
+	}
+	sigs, err := guard.SignAll(signedtest.Old, ids, tokens)
+	return "old", sigs, err
+}
+
+// Concurrent grants are signed with their group, in one batch: every
+// signature is the one guard.Sign makes for that grant. A signer whose
+// batches fail still gets every grant signed, one by one.
+func TestGroupGrantsAreSignedTogether(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("broken=%v", broken), func(t *testing.T) {
+			ctx := context.Background()
+			db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "fenceview.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			signer := &batchSigner{broken: broken}
+			s := New(db, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour, Signer: signer})
+			defer func() { s.Close(); db.Close() }()
+			var wg sync.WaitGroup
+			grants := make([]fenceview.Grant, 32)
+			errs := make([]error, len(grants))
+			for i := range grants {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					grants[i], errs[i] = s.Acquire(ctx, fmt.Sprintf("orders-%d", i), "a", time.Minute, 0)
+				}()
+			}
+			wg.Wait()
+			for i, g := range grants {
+				if errs[i] != nil {
+					t.Fatal(errs[i])
+				}
+				want, _ := guard.Sign(signedtest.Old, g.ResourceID, g.Fencing.Token)
+				if g.Fencing.KeyID != "old" || g.Fencing.Signature != want {
+					t.Fatalf("grant %s/%d signed %q by %q, want %q", g.ResourceID, g.Fencing.Token, g.Fencing.Signature, g.Fencing.KeyID, want)
+				}
+			}
+			if signer.batched.Load() != int64(len(grants)) {
+				t.Fatalf("%d grants went through SignBatch, want all %d", signer.batched.Load(), len(grants))
+			}
+		})
 	}
 }

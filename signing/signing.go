@@ -190,6 +190,16 @@ func (k *Keyring) Sign(resourceID string, token int64) (keyID, signature string,
 	return active.ID, sig, err
 }
 
+// SignBatch signs tokens[i] on resourceIDs[i] with the active key, all at
+// once (guard.SignAll): what a group commit's grants take.
+func (k *Keyring) SignBatch(resourceIDs []string, tokens []int64) (keyID string, signatures []string, err error) {
+	k.mu.RLock()
+	active := k.active
+	k.mu.RUnlock()
+	sigs, err := guard.SignAll(active.private, resourceIDs, tokens)
+	return active.ID, sigs, err
+}
+
 // Verifier returns the trusted public keys, kept current through rotations
 // and removals: the server's own fence and its reports check with it.
 func (k *Keyring) Verifier() *guard.Verifier { return k.verifier }
