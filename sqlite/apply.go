@@ -47,11 +47,25 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 				return err
 			}
 		}
+		maxSeq := db.maxSeq
 		for i := range events {
-			if err := st.insertEvent(ctx, &events[i]); err != nil {
+			e := &events[i]
+			if err := st.insertEvent(ctx, e); err != nil {
 				return err
 			}
+			if e.Seq <= db.folded {
+				// A late event (a hole in a cluster node's copy, filled):
+				// the folds have passed its place, so it is indexed and
+				// counted now.
+				for _, q := range lateEventSQL {
+					if _, err := c.ExecContext(ctx, q, []driver.NamedValue{{Ordinal: 1, Value: e.Seq}}); err != nil {
+						return err
+					}
+				}
+			}
+			maxSeq = max(maxSeq, e.Seq)
 		}
+		folded := db.folded
 		every := db.FoldEvery
 		if every <= 0 {
 			every = DefaultFoldEvery
@@ -61,7 +75,7 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 			if _, err := c.ExecContext(ctx, foldSQL, nil); err != nil {
 				return fmt.Errorf("fold: %w", err)
 			}
-			unfolded = 0
+			unfolded, folded = 0, maxSeq
 		}
 		start := time.Now()
 		if err := tx.Commit(); err != nil {
@@ -71,9 +85,18 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		if db.ObserveCommit != nil {
 			db.ObserveCommit(time.Since(start))
 		}
-		db.unfolded = unfolded
+		db.unfolded, db.maxSeq, db.folded = unfolded, maxSeq, folded
 		return nil
 	})
+}
+
+// lateEventSQL indexes and counts one event (seq ?1) whose place the
+// folds have passed, as a fold would have.
+var lateEventSQL = [...]string{
+	`INSERT OR IGNORE INTO resource_events (resource_id, seq) SELECT resource_id, seq FROM events WHERE seq = ?1`,
+	`INSERT INTO event_minutes (minute, type, reason, n)
+		SELECT at / 60000, type, CASE WHEN type = 'reject' THEN reason ELSE '' END, 1 FROM events WHERE seq = ?1
+	ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + 1`,
 }
 
 // applyStmts are Apply's statements, prepared once on the write

@@ -176,3 +176,44 @@ func seqs(events []fenceview.Event) []int64 {
 	}
 	return out
 }
+
+// An event older than the last fold (a cluster node filling a hole in its
+// copy of the history) is indexed and counted like the others, once.
+func TestLateEventIsIndexedAndCounted(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "f.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.FoldEvery = 1
+	at := time.UnixMilli(1_700_000_000_000).UTC()
+	ev := func(seq int64) fenceview.Event {
+		return fenceview.Event{Seq: seq, Type: fenceview.EventGrant, ResourceID: "r", Token: seq, Holder: "h", At: at}
+	}
+	var history []fenceview.Event
+	for _, seq := range []int64{1, 2, 4, 5} { // 3 is missing, and 5 is folded
+		if err := db.Apply(ctx, nil, []fenceview.Event{ev(seq)}); err != nil {
+			t.Fatal(err)
+		}
+		history = append(history, ev(seq))
+	}
+	db.FoldEvery = 1 << 30
+	if err := db.Apply(ctx, nil, []fenceview.Event{ev(3)}); err != nil {
+		t.Fatal(err)
+	}
+	history = []fenceview.Event{ev(1), ev(2), ev(3), ev(4), ev(5)}
+	checkReads(t, db, map[string]fenceview.Resource{}, history)
+	got, err := db.ResourceEvents(ctx, "r", 10)
+	if err != nil || len(got) != 5 || got[2].Seq != 3 {
+		t.Fatalf("the history of r: %v (%v)", seqs(got), err)
+	}
+	db.FoldEvery = 1
+	if err := db.Apply(ctx, nil, []fenceview.Event{ev(6)}); err != nil { // and the next fold counts it no more
+		t.Fatal(err)
+	}
+	counts, err := db.MinuteCounts(ctx, at, at.Add(time.Minute))
+	if err != nil || len(counts) != 1 || counts[0].N != 6 {
+		t.Fatalf("minute counts %+v (%v), want one minute of 6 grants", counts, err)
+	}
+}

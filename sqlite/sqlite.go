@@ -61,6 +61,8 @@ type DB struct {
 
 	applyMu  sync.Mutex // Apply's transactions and what follows
 	unfolded int        // rows appended since the last fold
+	maxSeq   int64      // the highest event seq written
+	folded   int64      // folded_seq: events up to it are indexed and counted
 	stmts    *applyStmts
 }
 
@@ -125,6 +127,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		db.write.Close()
 		return nil, fmt.Errorf("sqlite: fold %s: %w", path, err)
 	}
+	if err := db.write.QueryRowContext(ctx, `SELECT `+foldedSeq).Scan(&db.folded); err != nil {
+		db.write.Close()
+		return nil, err
+	}
+	db.maxSeq = db.folded // the fold indexed every event
 	if db.read, err = sql.Open("sqlite3", dsn(path, true)); err != nil {
 		db.write.Close()
 		return nil, err
