@@ -32,6 +32,13 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		if err != nil {
 			return err
 		}
+		if db.catchUp.Swap(false) {
+			// Finish the background checkpoint, so that this transaction
+			// can restart the WAL (see checkpoints). Only the frames
+			// committed while it ran are left to copy; a failure here
+			// costs a larger WAL, never a change.
+			c.ExecContext(ctx, checkpointSQL, nil)
+		}
 		tx, err := c.BeginTx(ctx, driver.TxOptions{}) // BEGIN IMMEDIATE (dsn's _txlock)
 		if err != nil {
 			return err
@@ -86,6 +93,7 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 			db.ObserveCommit(time.Since(start))
 		}
 		db.unfolded, db.maxSeq, db.folded = unfolded, maxSeq, folded
+		db.committed(len(resources) + len(events))
 		return nil
 	})
 }
@@ -122,6 +130,11 @@ func (db *DB) applyStmtsOf(c *sqlite3.SQLiteConn) (*applyStmts, error) {
 	}
 	db.stmts.close()
 	db.stmts = nil
+	// Checkpoints run in the background (see checkpoints), not inside
+	// this connection's commits.
+	if _, err := c.ExecContext(context.Background(), `PRAGMA wal_autocheckpoint = 0`, nil); err != nil {
+		return nil, err
+	}
 	logStmt, err := c.Prepare(logResourceSQL)
 	if err != nil {
 		return nil, err

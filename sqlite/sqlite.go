@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -64,6 +65,92 @@ type DB struct {
 	maxSeq   int64      // the highest event seq written
 	folded   int64      // folded_seq: events up to it are indexed and counted
 	stmts    *applyStmts
+
+	checkpoints
+}
+
+// checkpoints copy the WAL back into the database file away from the
+// commit path. SQLite's automatic checkpoint runs inside the COMMIT that
+// crosses 1000 pages: it writes those pages into the database file and
+// fsyncs it, tens of milliseconds during which every waiting client waits
+// too. Apply turns it off on the write connection; instead, every
+// checkpointAfter commits it wakes a goroutine that checkpoints on a
+// connection of its own (PASSIVE: beside the writer, never blocking it).
+// That copy is never complete, since commits go on meanwhile, and SQLite
+// restarts the WAL from its start only after a complete one; so the next
+// Apply copies the few frames committed since, before it begins, and the
+// WAL stays about as small as before.
+type checkpoints struct {
+	ckpt      *sql.DB
+	wake      chan struct{} // cap 1: wakes coalesce
+	exited    chan struct{}
+	catchUp   atomic.Bool // the background copy ran; Apply finishes it
+	commits   int         // since the last wake, under applyMu
+	appended  int         // rows since the last wake, under applyMu
+	closeOnce sync.Once
+
+	// checkpointed, when set (by tests) before the first Apply, is told
+	// each background checkpoint's outcome.
+	checkpointed func(error)
+}
+
+// A background checkpoint starts after checkpointAfter commits or
+// checkpointRows appended rows, whichever comes first: in pages, a little
+// under SQLite's default of 1000.
+const (
+	checkpointAfter = 200
+	checkpointRows  = 4096
+)
+
+const checkpointSQL = `PRAGMA wal_checkpoint(PASSIVE)`
+
+func (db *DB) startCheckpoints() error {
+	var err error
+	if db.ckpt, err = sql.Open("sqlite3", dsn(db.Path, false)); err != nil {
+		return err
+	}
+	db.ckpt.SetMaxOpenConns(1)
+	db.wake = make(chan struct{}, 1)
+	db.exited = make(chan struct{})
+	go func() {
+		defer close(db.exited)
+		for range db.wake {
+			// A failed checkpoint loses nothing: the frames stay in the
+			// WAL, and the next wake copies them.
+			_, err := db.ckpt.Exec(checkpointSQL)
+			if err == nil {
+				db.catchUp.Store(true)
+			}
+			if db.checkpointed != nil {
+				db.checkpointed(err)
+			}
+		}
+	}()
+	return nil
+}
+
+// committed counts a commit of rows toward the next background checkpoint.
+// Called under applyMu.
+func (db *DB) committed(rows int) {
+	db.commits++
+	db.appended += rows
+	if db.commits < checkpointAfter && db.appended < checkpointRows {
+		return
+	}
+	db.commits, db.appended = 0, 0
+	select {
+	case db.wake <- struct{}{}:
+	default: // one is running; it will see these frames too
+	}
+}
+
+func (db *DB) stopCheckpoints() error {
+	if db.ckpt == nil {
+		return nil
+	}
+	db.closeOnce.Do(func() { close(db.wake) })
+	<-db.exited
+	return db.ckpt.Close()
 }
 
 // DefaultFoldEvery folds about once a second at a few thousand changes a
@@ -137,6 +224,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	db.read.SetMaxOpenConns(4)
+	if err := db.startCheckpoints(); err != nil {
+		db.read.Close()
+		db.write.Close()
+		return nil, err
+	}
 	return db, nil
 }
 
@@ -160,6 +252,7 @@ func (db *DB) Close() error {
 	db.applyMu.Lock()
 	db.stmts.close()
 	db.stmts = nil
+	errs = append(errs, db.stopCheckpoints()) // under applyMu: Apply sends no more wakes
 	db.applyMu.Unlock()
 	if db.read != nil {
 		errs = append(errs, db.read.Close())
