@@ -9,12 +9,36 @@ import (
 
 // finish applies b in memory, releases s.mu and waits until b is durable.
 // s.mu must be held.
+//
+// When no commit is running, the caller commits b itself rather than wake
+// the committer and sleep until it answers: on a quiet server that is two
+// goroutine hand-offs fewer per change, a good part of a one-client
+// request's time outside the fsync. When a commit is running, b waits for
+// the next group as before; if any did, the caller hands them to the
+// committer once its own commit is done, so no caller commits for others.
 func (s *Service) finish(b *batch) error {
-	queued := s.applyLocked(b)
-	s.mu.Unlock()
-	if !queued {
+	if !s.applyLocked(b) {
+		s.mu.Unlock()
 		return nil
 	}
+	if s.committing {
+		s.mu.Unlock()
+		return <-b.done
+	}
+	s.committing = true
+	s.callers.Add(1)
+	defer s.callers.Done()
+	group := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	s.commitGroup(group)
+	s.mu.Lock()
+	if len(s.queue) > 0 {
+		s.kick <- struct{}{} // the committer owns the next groups; never full (see commitLoop)
+	} else {
+		s.committing = false
+	}
+	s.mu.Unlock()
 	return <-b.done
 }
 
@@ -57,15 +81,16 @@ func (s *Service) applyLocked(b *batch) bool {
 	}
 	b.done = make(chan error, 1)
 	s.queue = append(s.queue, b)
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
 	return true
 }
 
-// commitLoop is the group committer: whatever is queued when it wakes goes
-// into one transaction, so concurrent changes share one fsync.
+// commitLoop is the group committer: whatever is queued when it takes a
+// group goes into one transaction, so concurrent changes share one fsync.
+// A caller that committed its own change (finish) hands it the changes
+// queued meanwhile with a kick; it keeps committing while there are any,
+// then gives the commit back to the next caller (committing = false). So
+// at most one kick is ever pending: a caller kicks only while it owns the
+// commit, and it owns it only after the loop gave it up.
 func (s *Service) commitLoop() {
 	defer close(s.commitDone)
 	for {
@@ -79,10 +104,14 @@ func (s *Service) commitLoop() {
 			s.mu.Lock()
 			group := s.queue
 			s.queue = nil
-			s.mu.Unlock()
 			if len(group) == 0 {
+				if !stopping {
+					s.committing = false
+				}
+				s.mu.Unlock()
 				break
 			}
+			s.mu.Unlock()
 			s.commitGroup(group)
 		}
 		if stopping {

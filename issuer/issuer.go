@@ -99,7 +99,11 @@ type Service struct {
 	subs      map[*Subscription]struct{}
 	closed    bool
 	queue     []*batch // applied in memory, waiting for the committer
-	metrics   counters
+	// committing is set while a commit runs, in the committer or in a
+	// caller that found none running (finish).
+	committing bool
+	callers    sync.WaitGroup // callers committing their own change
+	metrics    counters
 
 	kick       chan struct{} // wakes the committer
 	stop       chan struct{} // stops the sweep loop
@@ -210,6 +214,7 @@ func (s *Service) Close() {
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
+	s.callers.Wait() // they may hand the committer more work
 	close(s.stopCommit)
 	<-s.commitDone
 	s.mu.Lock()
