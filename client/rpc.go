@@ -170,6 +170,11 @@ type rpcSession struct {
 	drained chan struct{} // closed when the writer takes out; made by a caller waiting for room
 	err     error
 
+	// wmu is held while out is taken and written, by the writer or by a
+	// caller writing its own request (call); wbuf is the taken batch.
+	wmu  sync.Mutex
+	wbuf []byte
+
 	hooks rpcHooks
 }
 
@@ -255,15 +260,28 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req rpcR
 	}
 	ch := answerChans.Get().(chan rpcAnswer)
 	s.pending[req.ID] = ch
+	alone := len(s.pending) == 1 && s.hooks.take == nil
 	s.mu.Unlock()
 	if s.hooks.queued != nil {
 		s.hooks.queued()
 	}
 	if queued == 0 {
-		// The first request since the writer last took out: wake it.
-		select {
-		case s.kick <- struct{}{}:
-		default:
+		// The first request since the writer last took out. With no
+		// other call in flight, nothing is likely to join it: write it
+		// here rather than wake the writer (one hand-off fewer for a
+		// caller making one call at a time). Otherwise wake the writer,
+		// which lets the calls made meanwhile join.
+		if alone && s.wmu.TryLock() {
+			err := s.flush()
+			s.wmu.Unlock()
+			if err != nil {
+				s.fail(err)
+			}
+		} else {
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
 		}
 	}
 	select {
@@ -292,7 +310,6 @@ func (s *rpcSession) forget(id uint64) {
 // writeLoop sends every request queued at the time as one message (more
 // when they pass wire.MaxBatch bytes).
 func (s *rpcSession) writeLoop() {
-	var batch []byte
 	for {
 		select {
 		case <-s.kick:
@@ -309,25 +326,37 @@ func (s *rpcSession) writeLoop() {
 				return
 			}
 		}
-		s.mu.Lock()
-		batch, s.out = s.out, batch[:0]
-		if s.drained != nil {
-			close(s.drained)
-			s.drained = nil
-		}
-		s.mu.Unlock()
-		for msg, rest := batch, []byte(nil); len(msg) > 0; msg = rest {
-			msg, rest = splitBatch(msg)
-			s.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			if err := s.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
-				s.fail(fmt.Errorf("fenceview: rpc stream: %w", err))
-				return
-			}
-		}
-		if cap(batch) > wire.MaxBatch {
-			batch = nil // a burst's buffer is not kept
+		s.wmu.Lock()
+		err := s.flush()
+		s.wmu.Unlock()
+		if err != nil {
+			s.fail(err)
+			return
 		}
 	}
+}
+
+// flush takes every queued request and writes them, as one message
+// unless they pass wire.MaxBatch bytes. s.wmu must be held.
+func (s *rpcSession) flush() error {
+	s.mu.Lock()
+	s.wbuf, s.out = s.out, s.wbuf[:0]
+	if s.drained != nil {
+		close(s.drained)
+		s.drained = nil
+	}
+	s.mu.Unlock()
+	for msg, rest := s.wbuf, []byte(nil); len(msg) > 0; msg = rest {
+		msg, rest = splitBatch(msg)
+		s.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if err := s.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+			return fmt.Errorf("fenceview: rpc stream: %w", err)
+		}
+	}
+	if cap(s.wbuf) > wire.MaxBatch {
+		s.wbuf = nil // a burst's buffer is not kept
+	}
+	return nil
 }
 
 // splitBatch cuts lines at a line end so that msg stays within

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -94,7 +95,8 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 
 	answers := make(chan []byte, 256)
 	writerDone := make(chan struct{})
-	go rpcWriter(conn, answers, writerDone)
+	out := &rpcOut{conn: conn}
+	go rpcWriter(out, answers, writerDone)
 
 	var inflight sync.WaitGroup
 	var waiting atomic.Int64 // acquires of this connection with waitMs > 0
@@ -112,6 +114,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		conn.SetReadDeadline(time.Now().Add(pongWait))
+		single := bytes.IndexByte(bytes.TrimSpace(msg), '\n') < 0
 		wire.Lines(msg, func(line []byte) bool {
 			var req rpcRequest
 			if err := decodeRPCRequest(line, &req); err != nil {
@@ -126,6 +129,22 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 						"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)})
 					return true
 				}
+			}
+			if single && len(slots) == 0 && !(req.Op == "acquire" && req.WaitMs.Value > 0) {
+				// The connection's only request, and one that cannot wait
+				// long: serve it here, and answer it here unless the
+				// writer is busy. One client calling one request at a
+				// time (Redis's usual caller) saves two goroutine
+				// hand-offs per call; a busy connection changes nothing.
+				status, body := s.dispatchRPC(ctx, req, source)
+				a := appendRPCAnswer(nil, req.ID, status, body)
+				if len(answers) == 0 && out.mu.TryLock() {
+					out.send(a)
+					out.mu.Unlock()
+				} else {
+					answers <- a
+				}
+				return true
 			}
 			slots <- struct{}{}
 			inflight.Add(1)
@@ -210,12 +229,32 @@ func rpcAllowed(ctx context.Context, req rpcRequest) error {
 
 // rpcWriter is the connection's one writer: it sends every answer ready at
 // the time as one message, and keeps the connection alive with pings.
-func rpcWriter(conn *websocket.Conn, answers <-chan []byte, done chan<- struct{}) {
+// rpcOut is a connection's write side. The writer goroutine sends the
+// answers of requests served in goroutines; a request served inline
+// (handleRPC) may send its own. After a failed write nothing more is sent.
+type rpcOut struct {
+	conn   *websocket.Conn
+	mu     sync.Mutex // one writer at a time, as websocket.Conn requires
+	broken bool
+}
+
+// send writes msg as one message. o.mu must be held.
+func (o *rpcOut) send(msg []byte) {
+	if o.broken {
+		return
+	}
+	o.conn.SetWriteDeadline(time.Now().Add(writeWait))
+	if o.conn.WriteMessage(websocket.TextMessage, msg) != nil {
+		o.broken = true
+		o.conn.Close() // a client that does not read is gone: stop reading its requests too
+	}
+}
+
+func rpcWriter(out *rpcOut, answers <-chan []byte, done chan<- struct{}) {
 	defer close(done)
 	ping := time.NewTicker(pingPeriod)
 	defer ping.Stop()
 	var batch []byte
-	broken := false
 	for {
 		select {
 		case a, ok := <-answers:
@@ -226,17 +265,15 @@ func rpcWriter(conn *websocket.Conn, answers <-chan []byte, done chan<- struct{}
 			// goroutines queue them, and send them as one message.
 			runtime.Gosched()
 			batch = wire.Batch(batch, a, answers)
-			if !broken {
-				conn.SetWriteDeadline(time.Now().Add(writeWait))
-				broken = conn.WriteMessage(websocket.TextMessage, batch) != nil
-				if broken {
-					conn.Close() // a client that does not read is gone: stop reading its requests too
-				}
-			}
+			out.mu.Lock()
+			out.send(batch)
+			out.mu.Unlock()
 		case <-ping.C:
-			if !broken {
-				broken = conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil
+			out.mu.Lock()
+			if !out.broken {
+				out.broken = out.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil
 			}
+			out.mu.Unlock()
 		}
 	}
 }
