@@ -269,8 +269,11 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req rpcR
 		// The first request since the writer last took out. With no
 		// other call in flight, nothing is likely to join it: write it
 		// here rather than wake the writer (one hand-off fewer for a
-		// caller making one call at a time). Otherwise wake the writer,
-		// which lets the calls made meanwhile join.
+		// caller making one call at a time). The write does not block:
+		// with no call in flight, the server has read every earlier
+		// request but those of calls that gave up, far less than a
+		// socket's buffer. Otherwise wake the writer, which lets the
+		// calls made meanwhile join.
 		if alone && s.wmu.TryLock() {
 			err := s.flush()
 			s.wmu.Unlock()
