@@ -152,6 +152,33 @@ func TestRPCBadRequests(t *testing.T) {
 	}
 }
 
+// A connection's reader serves a lone request itself, but never one that
+// may wait: an acquire waiting for a held lock leaves the connection free
+// for the next request.
+func TestRPCAcquireThatWaitsDoesNotHoldTheConnection(t *testing.T) {
+	s := startServer(t)
+	if r := s.acquire("r", "other", 60_000); r.Status != 200 {
+		t.Fatalf("acquire: %d %s", r.Status, r.Raw)
+	}
+	conn := s.rpc()
+	// Alone on the connection, and waiting: the server's clock is not
+	// moved, so it waits until the holder releases.
+	if err := conn.conn.WriteMessage(websocket.TextMessage, []byte(`{"id":1,"op":"acquire","resource":"r","holder":"a","waitMs":300000}`)); err != nil {
+		t.Fatal(err)
+	}
+	if a := conn.send(`{"id":2,"op":"lock","resource":"r"}`); a[2].Status != 200 || a[1].Status != 0 {
+		t.Fatalf("the lock's state while an acquire waits: %+v", a)
+	}
+	if r := s.do("POST", "/v1/locks/r/release", `{"holder":"other"}`); r.Status != 200 {
+		t.Fatalf("release: %d %s", r.Status, r.Raw)
+	}
+	conn.conn.SetReadDeadline(time.Now().Add(10 * time.Second)) // a hang guard only
+	_, msg, err := conn.conn.ReadMessage()
+	if err != nil || !bytes.Contains(msg, []byte(`"id":1,`)) || !bytes.Contains(msg, []byte(`"status":200`)) {
+		t.Fatalf("the waiting acquire's answer: %s, %v", msg, err)
+	}
+}
+
 // The Go client over the RPC stream: typed errors as over HTTP, and many
 // goroutines sharing one connection each get their own answers.
 func TestClientOverRPC(t *testing.T) {

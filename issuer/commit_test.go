@@ -1,0 +1,106 @@
+package issuer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/sqlite"
+)
+
+// gatedStore holds each Apply until the test lets it through, and tells
+// the test how many events each one carried.
+type gatedStore struct {
+	*sqlite.DB
+	applying chan int      // the events of an Apply that started
+	proceed  chan struct{} // lets one Apply go on
+}
+
+func (g *gatedStore) Apply(ctx context.Context, rows []*fenceview.Resource, events []fenceview.Event) error {
+	g.applying <- len(events)
+	<-g.proceed
+	return g.DB.Apply(ctx, rows, events)
+}
+
+// A caller that finds no commit running commits its own change; changes
+// made meanwhile wait for it, then go to the committer together as one
+// group, and all are answered. Close waits for a caller still committing
+// and for the group it handed over.
+func TestCallerCommitsAloneThenHandsOver(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "fenceview.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store := &gatedStore{DB: db, applying: make(chan int), proceed: make(chan struct{})}
+	s := New(store, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
+
+	fence := func(id string, errs chan<- error) {
+		_, err := s.Fence(ctx, fenceview.Fence{ResourceID: id, Token: guard.Token{Token: 1}})
+		errs <- err
+	}
+	first := make(chan error, 1)
+	go fence("a", first)
+	if n := <-store.applying; n != 1 {
+		t.Fatalf("the first commit carries %d events, want its caller's 1", n)
+	}
+	// The first caller is committing: these queue behind it.
+	rest := make(chan error, 3)
+	var queued sync.WaitGroup
+	for i := range 3 {
+		queued.Add(1)
+		go func() { defer queued.Done(); fence(fmt.Sprintf("b%d", i), rest) }()
+	}
+	waitQueued(t, s, 3)
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+
+	store.proceed <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if n := <-store.applying; n != 3 {
+		t.Fatalf("the changes queued meanwhile were committed as a group of %d events, want 3", n)
+	}
+	select {
+	case <-closed:
+		t.Fatal("Close returned with a group in flight")
+	default:
+	}
+	store.proceed <- struct{}{}
+	queued.Wait()
+	for range 3 {
+		if err := <-rest; err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-closed
+	if got := s.LastSeq(); got != 4 {
+		t.Fatalf("last seq %d, want 4", got)
+	}
+}
+
+// waitQueued waits until n batches wait for the committer.
+func waitQueued(t *testing.T, s *Service, n int) {
+	t.Helper()
+	for {
+		s.mu.Lock()
+		q := len(s.queue)
+		s.mu.Unlock()
+		if q == n {
+			return
+		}
+		if q > n {
+			t.Fatalf("%d batches queued, want %d", q, n)
+		}
+		runtime.Gosched()
+	}
+}
