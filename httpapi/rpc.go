@@ -36,6 +36,7 @@ import (
 const (
 	rpcMaxMessage  = 1 << 20 // bytes in one message from a client
 	rpcMaxInFlight = 4096    // requests of one connection being served at once
+	rpcIdleWorkers = 128     // workers of one connection kept waiting for requests
 )
 
 type rpcRequest struct {
@@ -104,6 +105,37 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(rpcMaxMessage)
 	conn.SetReadDeadline(time.Now().Add(pongWait))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	// Requests are served by workers that outlive them: a worker done
+	// with one takes the next from work, or leaves when rpcIdleWorkers
+	// already wait. A goroutine per request would start each on a small
+	// stack and grow it (a grant's path is deep), about 5% of the server's
+	// CPU under load.
+	work := make(chan rpcRequest) // unbuffered: a send succeeds only to an idle worker
+	var idle atomic.Int64
+	serve := func(req rpcRequest) {
+		if req.Op == "acquire" && req.WaitMs.Value > 0 {
+			defer waiting.Add(-1)
+		}
+		status, body := s.dispatchRPC(ctx, req, source)
+		answers <- appendRPCAnswer(nil, req.ID, status, body)
+		<-slots
+	}
+	worker := func(req rpcRequest) {
+		defer inflight.Done()
+		for {
+			serve(req)
+			if idle.Add(1) > rpcIdleWorkers {
+				idle.Add(-1)
+				return
+			}
+			next, ok := <-work
+			idle.Add(-1)
+			if !ok {
+				return
+			}
+			req = next
+		}
+	}
 	var msg []byte // reused: requests are decoded into their own strings
 	for {
 		_, r, err := conn.NextReader()
@@ -147,16 +179,12 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 				return true
 			}
 			slots <- struct{}{}
-			inflight.Add(1)
-			go func() {
-				defer inflight.Done()
-				if req.Op == "acquire" && req.WaitMs.Value > 0 {
-					defer waiting.Add(-1)
-				}
-				status, body := s.dispatchRPC(ctx, req, source)
-				answers <- appendRPCAnswer(nil, req.ID, status, body)
-				<-slots
-			}()
+			select {
+			case work <- req: // an idle worker takes it
+			default:
+				inflight.Add(1)
+				go worker(req)
+			}
 			return true
 		})
 		if cap(msg) > wire.MaxBatch {
@@ -166,6 +194,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	// The client is gone: waiting acquires give up, the rest finish (their
 	// changes are committed whether or not anyone reads the answer).
 	cancel()
+	close(work)
 	inflight.Wait()
 	close(answers)
 	<-writerDone
