@@ -103,6 +103,10 @@ func historyDB(b *testing.B, rows int) *DB {
 	if err := tx.Commit(); err != nil {
 		b.Fatal(err)
 	}
+	// Index and count them as the commits' folds would have.
+	if err := db.fold(ctx); err != nil {
+		b.Fatal(err)
+	}
 	if _, err := db.write.ExecContext(ctx, `ANALYZE`); err != nil {
 		b.Fatal(err)
 	}
