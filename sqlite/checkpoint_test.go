@@ -24,7 +24,7 @@ func TestCheckpointsKeepTheWALShort(t *testing.T) {
 	defer db.Close()
 	db.FoldEvery = 1 << 30 // one page-light commit after another, no folds
 	ran := make(chan error, 1)
-	db.checkpointed = func(err error) { ran <- err }
+	db.ObserveCheckpoint = func(_ time.Duration, _ int, err error) { ran <- err }
 
 	seq, since := int64(0), 0 // since: commits since the last wake
 	commit := func() {

@@ -54,6 +54,11 @@ type DB struct {
 	// COMMIT took: with WAL and synchronous=FULL, that is the fsync.
 	ObserveCommit func(time.Duration)
 
+	// ObserveCheckpoint, when set before the first Apply, is told of each
+	// background checkpoint (see checkpoints): how long it took, how many
+	// frames the WAL held, and whether it failed.
+	ObserveCheckpoint func(d time.Duration, walFrames int, err error)
+
 	// FoldEvery is how many rows (logged resources plus events) commits
 	// append before one of them folds; set it before the first Apply.
 	// Larger means fewer pages written per change and a longer tail for a
@@ -88,10 +93,6 @@ type checkpoints struct {
 	commits   int         // since the last wake, under applyMu
 	appended  int         // rows since the last wake, under applyMu
 	closeOnce sync.Once
-
-	// checkpointed, when set (by tests) before the first Apply, is told
-	// each background checkpoint's outcome.
-	checkpointed func(error)
 }
 
 // A background checkpoint starts after checkpointAfter commits or
@@ -117,12 +118,14 @@ func (db *DB) startCheckpoints() error {
 		for range db.wake {
 			// A failed checkpoint loses nothing: the frames stay in the
 			// WAL, and the next wake copies them.
-			_, err := db.ckpt.Exec(checkpointSQL)
+			start := time.Now()
+			var busy, frames, copied int
+			err := db.ckpt.QueryRow(checkpointSQL).Scan(&busy, &frames, &copied)
 			if err == nil {
 				db.catchUp.Store(true)
 			}
-			if db.checkpointed != nil {
-				db.checkpointed(err)
+			if db.ObserveCheckpoint != nil {
+				db.ObserveCheckpoint(time.Since(start), frames, err)
 			}
 		}
 	}()

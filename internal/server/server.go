@@ -98,6 +98,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.Metrics = telemetry.New()
 	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
+	s.DB.ObserveCheckpoint = s.Metrics.ObserveCheckpoint
 	if len(cfg.Cluster.Etcd) > 0 {
 		return s, s.startCluster(ctx, cfg)
 	}

@@ -119,6 +119,7 @@ func TestMetricsByTheLibrary(t *testing.T) {
 		// New.
 		"fenceview_http_request_duration_seconds", "fenceview_commit_duration_seconds", "fenceview_commit_changes",
 		"fenceview_sqlite_commit_seconds", "fenceview_stream_lag_seconds", "fenceview_commit_failures_total",
+		"fenceview_sqlite_checkpoint_seconds", "fenceview_sqlite_checkpoint_failures_total", "fenceview_sqlite_wal_frames",
 		"go_goroutines", "go_memstats_heap_alloc_bytes", "process_resident_memory_bytes", "process_open_fds",
 	} {
 		if fams[name] == nil {

@@ -37,6 +37,9 @@ type Metrics struct {
 	commitChanges prometheus.Histogram
 	commitFailed  prometheus.Counter
 	fsync         prometheus.Histogram
+	checkpoint    prometheus.Histogram
+	ckptFailed    prometheus.Counter
+	walFrames     prometheus.Gauge
 	streamLag     prometheus.Histogram
 
 	watchOnce sync.Once
@@ -75,6 +78,19 @@ func New() *Metrics {
 		Help:    "SQLite COMMIT of a group commit: with WAL and synchronous=FULL, the fsync of the WAL.",
 		Buckets: durationBuckets,
 	})
+	m.checkpoint = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "fenceview_sqlite_checkpoint_seconds",
+		Help:    "SQLite checkpoints, run beside the commits every 200 commits: the WAL copied into the database file and fsynced.",
+		Buckets: durationBuckets,
+	})
+	m.ckptFailed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "fenceview_sqlite_checkpoint_failures_total",
+		Help: "SQLite checkpoints that failed; nothing is lost, but the WAL grows until one succeeds.",
+	})
+	m.walFrames = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "fenceview_sqlite_wal_frames",
+		Help: "Frames (pages) in the SQLite WAL at the last checkpoint: a WAL that keeps growing means checkpoints cannot finish (a long read holds them back).",
+	})
 	m.streamLag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fenceview_stream_lag_seconds",
 		Help:    "Event stream lag: from an event's publication (its commit is durable) to its frame leaving for a websocket client.",
@@ -84,6 +100,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.commit, m.commitChanges, m.commitFailed, m.fsync, m.streamLag,
+		m.checkpoint, m.ckptFailed, m.walFrames,
 	)
 	return m
 }
@@ -114,6 +131,16 @@ func (m *Metrics) ObserveCommit(d time.Duration, changes int, err error) {
 
 // ObserveSQLiteCommit records the time of one SQLite COMMIT.
 func (m *Metrics) ObserveSQLiteCommit(d time.Duration) { m.fsync.Observe(d.Seconds()) }
+
+// ObserveCheckpoint records one background checkpoint of the database.
+func (m *Metrics) ObserveCheckpoint(d time.Duration, walFrames int, err error) {
+	if err != nil {
+		m.ckptFailed.Inc()
+		return
+	}
+	m.checkpoint.Observe(d.Seconds())
+	m.walFrames.Set(float64(walFrames))
+}
 
 // ObserveStreamLag records how long an event waited for a stream client.
 func (m *Metrics) ObserveStreamLag(d time.Duration) { m.streamLag.Observe(d.Seconds()) }
