@@ -256,10 +256,8 @@ func rpcAllowed(ctx context.Context, req rpcRequest) error {
 	return seeResource(ctx, req.Resource)
 }
 
-// rpcWriter is the connection's one writer: it sends every answer ready at
-// the time as one message, and keeps the connection alive with pings.
 // rpcOut is a connection's write side. The writer goroutine sends the
-// answers of requests served in goroutines; a request served inline
+// answers of requests served by workers; a request served inline
 // (handleRPC) may send its own. After a failed write nothing more is sent.
 type rpcOut struct {
 	conn   *websocket.Conn
@@ -279,6 +277,9 @@ func (o *rpcOut) send(msg []byte) {
 	}
 }
 
+// rpcWriter sends the answers of requests served by workers, every answer
+// ready at the time as one message, and keeps the connection alive with
+// pings.
 func rpcWriter(out *rpcOut, answers <-chan []byte, done chan<- struct{}) {
 	defer close(done)
 	ping := time.NewTicker(pingPeriod)
