@@ -80,3 +80,69 @@ func TestCheckpointsKeepTheWALShort(t *testing.T) {
 		t.Fatalf("wal_autocheckpoint = %d on the write connection; commits would checkpoint inline", autockpt)
 	}
 }
+
+// A background checkpoint that cannot copy everything (here a reader holds
+// an older snapshot, as commits made while it runs would) is finished by
+// the next commit, which then starts the WAL over.
+func TestNextCommitFinishesAnIncompleteCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "c.db")
+	db, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.FoldEvery = 1 << 30
+	ran := make(chan int, 1)
+	db.ObserveCheckpoint = func(_ time.Duration, frames int, err error) {
+		if err != nil {
+			t.Error(err)
+		}
+		ran <- frames
+	}
+	seq := int64(0)
+	commit := func() {
+		t.Helper()
+		seq++
+		r := fenceview.Resource{ResourceID: fmt.Sprintf("r%d", seq%50), LastToken: seq, HighWaterMark: seq}
+		e := fenceview.Event{Seq: seq, Type: fenceview.EventAccept, ResourceID: r.ResourceID, Token: seq, At: time.UnixMilli(1_700_000_000_000)}
+		if err := db.Apply(ctx, []*fenceview.Resource{&r}, []fenceview.Event{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe, err := sql.Open("sqlite3", dsn(path, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	walFrames := func() int {
+		t.Helper()
+		var busy, log, done int
+		if err := probe.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
+			t.Fatal(err)
+		}
+		return log
+	}
+
+	for range checkpointAfter / 2 {
+		commit()
+	}
+	// A reader's snapshot from here on holds the checkpoint back.
+	reader, err := probe.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := reader.QueryRow(`SELECT COUNT(*) FROM events`).Scan(&n); err != nil || n != checkpointAfter/2 {
+		t.Fatalf("reader sees %d events, %v", n, err)
+	}
+	for range checkpointAfter - checkpointAfter/2 {
+		commit()
+	}
+	<-ran // it copied only what the reader's snapshot allows
+	reader.Rollback()
+	commit()
+	if frames := walFrames(); frames > 5 {
+		t.Fatalf("the WAL holds %d frames after the next commit; the incomplete checkpoint was not finished", frames)
+	}
+}
