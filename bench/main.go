@@ -39,6 +39,7 @@ type target struct {
 	label   string // column/row name
 	durable string
 	drv     load.Driver
+	pid     int // the server's process, 0 when not known: its CPU is not measured
 }
 
 // workload is one cell row of the table.
@@ -53,6 +54,7 @@ type cell struct {
 	Target   string         `json:"target"`
 	Workload string         `json:"workload"`
 	Rounds   []load.OpStats `json:"rounds"`
+	CPU      []*load.CPU    `json:"cpu,omitempty"` // of each round, nil where not measured
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
@@ -74,6 +76,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	rounds := fs.Int("rounds", 1, "rounds; each cell reports the median and the spread")
 	single := fs.Bool("single", true, "also run every workload with 1 client")
 	jsonOut := fs.String("json", "", "write every measurement as JSON to this file")
+	fvPID := fs.Int("fenceview-pid", 0, "fenceview's process id: adds its CPU time per operation (Linux)")
+	redisPID := fs.Int("redis-pid", 0, "the process id of -redis: adds its CPU time per operation")
+	redisAOFPID := fs.Int("redis-aof-pid", 0, "the process id of -redis-aof: adds its CPU time per operation")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,14 +90,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		d.Key = *fvKey
-		targets = append(targets, target{"fenceview", "yes", d})
+		targets = append(targets, target{"fenceview", "yes", d, *fvPID})
 		if *fvRPC {
 			r, err := load.NewGoClient(*fvURL, true)
 			if err != nil {
 				return err
 			}
 			r.Key = *fvKey
-			targets = append(targets, target{"fenceview (RPC stream)", "yes", r})
+			targets = append(targets, target{"fenceview (RPC stream)", "yes", r, *fvPID})
 		}
 	}
 	for _, c := range []struct{ label, url string }{
@@ -107,22 +112,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		d.Key = *fvKey
-		targets = append(targets, target{c.label, "yes", d})
+		targets = append(targets, target{c.label, "yes", d, 0})
 	}
 	if *etcdURLs != "" {
-		targets = append(targets, target{"etcd concurrency.Mutex", "yes", newEtcd(strings.Split(*etcdURLs, ","))})
+		targets = append(targets, target{"etcd concurrency.Mutex", "yes", newEtcd(strings.Split(*etcdURLs, ",")), 0})
 	}
 	if *redisAddr != "" {
-		targets = append(targets, target{"redis (no persistence)", "no", newRedis("redis", *redisAddr)})
+		targets = append(targets, target{"redis (no persistence)", "no", newRedis("redis", *redisAddr), *redisPID})
 	}
 	if *redisAOF != "" {
-		targets = append(targets, target{"redis (AOF always)", "yes", newRedis("redis-aof", *redisAOF)})
+		targets = append(targets, target{"redis (AOF always)", "yes", newRedis("redis-aof", *redisAOF), *redisAOFPID})
 	}
 	if *pgDSN != "" {
-		targets = append(targets, target{"postgresql (fsync on)", "yes", newPostgres(*pgDSN)})
+		targets = append(targets, target{"postgresql (fsync on)", "yes", newPostgres(*pgDSN), 0})
 	}
 	if *sqliteDir != "" {
-		targets = append(targets, target{"sqlite (WAL, FULL, 1 conn)", "yes", newSQLite(*sqliteDir)})
+		targets = append(targets, target{"sqlite (WAL, FULL, 1 conn)", "yes", newSQLite(*sqliteDir), 0})
 	}
 	if len(targets) == 0 {
 		return fmt.Errorf("no targets: give -fenceview, -redis, -redis-aof, -postgres or -sqlite")
@@ -163,6 +168,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 					Lease:     30 * time.Second,
 					Prefix:    fmt.Sprintf("bench-r%d-w%d", round, wi),
 					Seed:      uint64(round + 1),
+					ServerPID: t.pid,
 				}, t.drv)
 				if err != nil {
 					return err
@@ -183,6 +189,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 					cells[[2]int{wi, ti}] = c
 				}
 				c.Rounds = append(c.Rounds, s)
+				c.CPU = append(c.CPU, rep.CPU)
 			}
 		}
 	}
@@ -254,10 +261,50 @@ func markdown(out io.Writer, rows [][]string) {
 	}
 }
 
-func medianRound(c *cell) load.OpStats {
-	rs := slices.Clone(c.Rounds)
-	slices.SortFunc(rs, func(a, b load.OpStats) int { return cmp.Compare(a.OpsPerSec, b.OpsPerSec) })
-	return rs[len(rs)/2]
+// medianRound is the index of c's round of median throughput.
+func medianRound(c *cell) int {
+	idx := make([]int, len(c.Rounds))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(c.Rounds[a].OpsPerSec, c.Rounds[b].OpsPerSec) })
+	return idx[len(idx)/2]
+}
+
+// printCPU prints what an operation cost in CPU time, for the targets
+// whose CPU was measured: the server's (when its process is known) plus
+// the load's, and how busy the whole machine was. A grant cycle is one
+// operation.
+func printCPU(out io.Writer, head []string, works []workload, targets []target, cells map[[2]int]*cell) {
+	rows := [][]string{head}
+	for ti, t := range targets {
+		row := []string{t.label}
+		measured := false
+		for wi := range works {
+			c := cells[[2]int{wi, ti}]
+			cpu := c.CPU[medianRound(c)]
+			if cpu == nil {
+				row = append(row, "")
+				continue
+			}
+			measured = true
+			server := "?"
+			if t.pid > 0 {
+				server = fmt.Sprintf("%.0f", cpu.ServerUs)
+			}
+			row = append(row, fmt.Sprintf("%s + %.0f (%.0f%%)", server, cpu.LoadUs, 100*cpu.Busy))
+		}
+		if measured {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 1 {
+		return
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "CPU time per operation, us: server + load (? where the server's process is not known), and how busy the machine's CPUs were (of the median round):")
+	fmt.Fprintln(out)
+	markdown(out, rows)
 }
 
 // printTable prints, in Markdown, one row per target with its median ops/s
@@ -290,12 +337,14 @@ func printTable(out io.Writer, works []workload, targets []target, cells map[[2]
 	for ti, t := range targets {
 		row := []string{t.label}
 		for wi := range works {
-			s := medianRound(cells[[2]int{wi, ti}])
+			c := cells[[2]int{wi, ti}]
+			s := c.Rounds[medianRound(c)]
 			row = append(row, fmt.Sprintf("%.2f / %.2f", s.P50Ms, s.P99Ms))
 		}
 		rows = append(rows, row)
 	}
 	markdown(out, rows)
+	printCPU(out, head, works, targets, cells)
 
 	var fv, peers []int
 	for ti, t := range targets {

@@ -109,12 +109,14 @@ redis_port=$(free_port)
 mkdir -p "$tmp/redis"
 redis-server --bind 127.0.0.1 --port "$redis_port" --dir "$tmp/redis" \
 	--save '' --appendonly no --daemonize no --logfile "$tmp/redis.log" &
-pids+=($!)
+redis_pid=$!
+pids+=($redis_pid)
 aof_port=$(free_port)
 mkdir -p "$tmp/redis-aof"
 redis-server --bind 127.0.0.1 --port "$aof_port" --dir "$tmp/redis-aof" \
 	--save '' --appendonly yes --appendfsync always --daemonize no --logfile "$tmp/redis-aof.log" &
-pids+=($!)
+aof_pid=$!
+pids+=($aof_pid)
 wait_for "redis" redis-cli -p "$redis_port" ping
 wait_for "redis (AOF)" redis-cli -p "$aof_port" ping
 
@@ -138,7 +140,8 @@ mkdir -p "$tmp/fenceview-data" "$tmp/sqlite"
 # server checks it, its role and the lock's owner.
 export FENCEVIEW_ADMIN_TOKEN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
 "$tmp/fenceview" -addr "127.0.0.1:$fv_port" -db "$tmp/fenceview-data/fenceview.db" 2>"$tmp/fenceview.log" &
-pids+=($!)
+fv_pid=$!
+pids+=($fv_pid)
 wait_for "fenceview" curl -fsS "http://127.0.0.1:$fv_port/healthz"
 FENCEVIEW_KEY=$("$tmp/fenceview" keys create --server "http://127.0.0.1:$fv_port" --name bench --role client --json |
 	sed -n 's/.*"secret":"\([^"]*\)".*/\1/p')
@@ -147,9 +150,9 @@ export FENCEVIEW_KEY
 
 echo "== $(nproc) CPUs, $(uname -sr), go $(go env GOVERSION), $(redis-server --version | cut -d' ' -f1-3)"
 "$tmp/bench" \
-	-fenceview "http://127.0.0.1:$fv_port" \
-	-redis "127.0.0.1:$redis_port" \
-	-redis-aof "127.0.0.1:$aof_port" \
+	-fenceview "http://127.0.0.1:$fv_port" -fenceview-pid "$fv_pid" \
+	-redis "127.0.0.1:$redis_port" -redis-pid "$redis_pid" \
+	-redis-aof "127.0.0.1:$aof_port" -redis-aof-pid "$aof_pid" \
 	-postgres "host=127.0.0.1 port=$pg_port user=postgres dbname=postgres sslmode=disable" \
 	-sqlite "$tmp/sqlite" \
 	"$@"

@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the clients' choices of resource and operation")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	key := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "API key (client role) for a server with auth on (env FENCEVIEW_KEY)")
+	serverPID := fs.Int("server-pid", 0, "the server's process id, when it runs on this machine: the report adds its CPU time per operation (Linux)")
 	transport := fs.String("transport", "http", "how requests are sent: http (hand-built JSON API requests, one keep-alive connection per client), client (the Go client over HTTP) or rpc (the Go client over the RPC stream, one multiplexed websocket)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceload [flags]\n\nLoad a fenceview server and check its tokens.\n\n")
@@ -83,8 +84,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if *clients < 1 || *resources < 1 || *duration <= 0 || *warmup < 0 {
-		return usageError{errors.New("-clients and -resources must be at least 1, -duration positive")}
+	if *clients < 1 || *resources < 1 || *duration <= 0 || *warmup < 0 || *serverPID < 0 {
+		return usageError{errors.New("-clients and -resources must be at least 1, -duration positive, -server-pid not negative")}
 	}
 	if *prefix == "" {
 		var b [4]byte
@@ -120,6 +121,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		Wait:      *wait,
 		Prefix:    *prefix,
 		Seed:      *seed,
+		ServerPID: *serverPID,
 	}, drv)
 	if err != nil {
 		return err

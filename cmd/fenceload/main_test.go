@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -39,6 +41,7 @@ func TestRunWritesJSONReport(t *testing.T) {
 	err := run(context.Background(), []string{
 		"-url", base, "-clients", "4", "-resources", "8", "-duration", "1s", "-warmup", "0",
 		"-mix", "grant=1,fence=1,stale=1", "-json", out,
+		"-server-pid", strconv.Itoa(os.Getpid()), // the server runs in this test's process
 	}, &stdout)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stdout.String())
@@ -61,6 +64,12 @@ func TestRunWritesJSONReport(t *testing.T) {
 		Status5xx     *int64                        `json:"status5xx"`
 		Violations    []string                      `json:"violations"`
 		OK            bool                          `json:"ok"`
+		CPU           *struct {
+			ServerUs float64 `json:"serverUsPerOp"`
+			LoadUs   float64 `json:"loadUsPerOp"`
+			Busy     float64 `json:"machineBusy"`
+			CPUs     int     `json:"cpus"`
+		} `json:"cpu"`
 	}
 	if err := json.Unmarshal(raw, &rep); err != nil {
 		t.Fatal(err)
@@ -97,6 +106,16 @@ func TestRunWritesJSONReport(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "p99 ms") {
 		t.Errorf("no table on stdout:\n%s", stdout.String())
+	}
+	if runtime.GOOS == "linux" {
+		// A second of requests costs the process far more than the
+		// 10 ms granularity of Linux's CPU times.
+		if c := rep.CPU; c == nil || c.ServerUs <= 0 || c.LoadUs <= 0 || c.Busy <= 0 || c.Busy > 1 || c.CPUs != runtime.NumCPU() {
+			t.Errorf("cpu = %+v in %s", c, raw)
+		}
+		if !strings.Contains(stdout.String(), "CPU: server ") {
+			t.Errorf("no CPU line on stdout:\n%s", stdout.String())
+		}
 	}
 }
 
@@ -183,6 +202,7 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{"-mix", "grant=x"},
 		{"-mix", "write=1"},
 		{"-clients", "0"},
+		{"-server-pid", "-1"},
 		{"-url", "ftp://x"},
 		{"-transport", "carrier-pigeon"},
 		{"extra"},

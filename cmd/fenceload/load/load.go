@@ -79,6 +79,9 @@ type Config struct {
 	Wait      time.Duration
 	Prefix    string // resource ids are Prefix + "-" + index
 	Seed      uint64
+	// ServerPID, when set, is the server's process on this machine: the
+	// report's CPU then gives its CPU time per operation too (Linux).
+	ServerPID int
 }
 
 // worker is one client's state; nothing in it is shared.
@@ -166,6 +169,7 @@ func Run(ctx context.Context, cfg Config, d Driver) (*Report, error) {
 	start := time.Now()
 	measureFrom := start.Add(cfg.Warmup)
 	deadline := measureFrom.Add(cfg.Duration)
+	cpu := measureCPU(ctx, cfg.ServerPID, measureFrom, deadline)
 	var wg sync.WaitGroup
 	for i := range clients {
 		wg.Add(1)
@@ -181,7 +185,9 @@ func Run(ctx context.Context, cfg Config, d Driver) (*Report, error) {
 	}
 	elapsed := end.Sub(measureFrom).Seconds()
 
-	return st.report(d.Name(), workers, elapsed), nil
+	rep := st.report(d.Name(), workers, elapsed)
+	rep.CPU = cpu(rep.Ops["cycle"].Count + rep.Ops["fence"].Count + rep.Ops["stale"].Count)
+	return rep, nil
 }
 
 // setup gives every resource two grants (so that a stale token, one below

@@ -50,6 +50,9 @@ type Report struct {
 	Violations    []string `json:"violations"`
 	FirstErrors   []string `json:"firstErrors"`
 	OK            bool     `json:"ok"`
+	// CPU is the cost of an operation in CPU time, nil where it cannot
+	// be read (not Linux) or the run was cancelled.
+	CPU *CPU `json:"cpu,omitempty"`
 }
 
 // Err is non-nil when the run must fail: a violation, a 5xx or any error.
@@ -144,6 +147,9 @@ func Print(out io.Writer, r *Report) {
 	}
 	fmt.Fprintf(out, "tokens checked %d (strictly increasing per resource: %v), busy %d, fenced writes accepted %d, refused %d, errors %d, 5xx %d\n",
 		r.TokensChecked, len(r.Violations) == 0, r.Busy, r.Accepted, r.Rejected, r.Errors, r.Status5xx)
+	if r.CPU != nil {
+		fmt.Fprintf(out, "CPU: %s\n", r.CPU)
+	}
 	for _, v := range r.Violations {
 		fmt.Fprintf(out, "VIOLATION: %s\n", v)
 	}
