@@ -1,6 +1,8 @@
 package load
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -27,5 +29,19 @@ func TestParseProcStat(t *testing.T) {
 		if got, err := parseProcStat([]byte(bad)); err == nil {
 			t.Errorf("parseProcStat(%q) = %v, want an error", bad, got)
 		}
+	}
+}
+
+// A server process that cannot be read fails the run before any load: a
+// wrong -server-pid is a usage mistake, not a missing line in the report.
+func TestRunRefusesAServerPIDItCannotRead(t *testing.T) {
+	f := &fake{}
+	const noSuchPID = 1 << 30 // above Linux's largest pid_max
+	_, err := Run(context.Background(), Config{Clients: 1, Resources: 1, Duration: time.Millisecond, Mix: Mix{Grant: 1}, Prefix: "t", ServerPID: noSuchPID}, f)
+	if err == nil || !strings.Contains(err.Error(), "server process 1073741824") {
+		t.Fatalf("Run = %v, want an error naming the server process", err)
+	}
+	if f.next != nil {
+		t.Error("the backend was prepared before the pid was checked")
 	}
 }

@@ -135,6 +135,12 @@ func Run(ctx context.Context, cfg Config, d Driver) (*Report, error) {
 	if cfg.Lease <= 0 {
 		cfg.Lease = 30 * time.Second
 	}
+	if cfg.ServerPID != 0 {
+		// A wrong pid fails now, not as a missing line after the run.
+		if _, err := processCPU(strconv.Itoa(cfg.ServerPID)); err != nil {
+			return nil, fmt.Errorf("server process %d: cannot read its CPU time: %w", cfg.ServerPID, err)
+		}
+	}
 	names := make([]string, cfg.Resources)
 	for i := range names {
 		names[i] = cfg.Prefix + "-" + strconv.Itoa(i)
