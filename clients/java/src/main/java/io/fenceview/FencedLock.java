@@ -392,8 +392,16 @@ public final class FencedLock implements Lock {
             f.cancel(false);
             return f;
         }
-        // A copy, so that a caller cancelling it cannot end the hold's own future.
-        return h.lost.copy();
+        // A relay, so that a caller completing or cancelling it cannot touch the hold's own.
+        CompletableFuture<LeaseLostException> f = new CompletableFuture<>();
+        h.lost.whenComplete((e, cancelled) -> {
+            if (cancelled != null) {
+                f.cancel(false);
+            } else {
+                f.complete(e);
+            }
+        });
+        return f;
     }
 
     /** Not supported, as in Redisson's fenced lock. */
