@@ -1,3 +1,8 @@
+//go:build !race || racecluster
+
+// Under the race detector etcd, which the cluster run embeds, is slow to build;
+// the race run (-short) would skip these tests anyway.
+
 package javatest
 
 import (
@@ -6,17 +11,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
+	"github.com/fenceview/fenceview/internal/server"
 )
 
 // Where Debian's packages put the jars (dpkg -L junit5 libpostgresql-jdbc-java
@@ -117,6 +126,7 @@ func TestJava(t *testing.T) {
 	maria := dbtest.MariaDB(t)
 	srv := fenceviewtest.New(t, fenceviewtest.Options{AdminToken: adminToken})
 	key := apiKey(t, srv.URL, "java-tests", "client")
+	leader, follower, control := startCluster(t)
 	classes := compile(t, javac)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -129,6 +139,9 @@ func TestJava(t *testing.T) {
 		"-Dfenceview.postgres=jdbc:postgresql://"+pg.Addr+"/postgres?user=postgres",
 		"-Dfenceview.mariadb=jdbc:mariadb://"+maria.Addr+"/",
 		"-Dfenceview.tmp="+t.TempDir(),
+		"-Dfenceview.cluster.leader="+leader,
+		"-Dfenceview.cluster.follower="+follower,
+		"-Dfenceview.cluster.control="+control,
 		"-jar", consoleJar,
 		"--class-path", cp,
 		"--select-package", "io.fenceview",
@@ -152,6 +165,78 @@ func TestJava(t *testing.T) {
 		t.Fatalf("JUnit summary: %v; want every test run and successful", counts)
 	}
 	t.Logf("Java tests: %d successful of %d", counts["successful"], counts["found"])
+}
+
+// startCluster starts a fenceview cluster of two nodes over a real etcd (in
+// the test process), waits until one leads, and serves a control endpoint,
+// POST /stop?url=<node>, with which the Java test stops a node (its listener
+// closes: connections to it are refused from then on).
+func startCluster(t *testing.T) (leader, follower, control string) {
+	t.Helper()
+	etcd := etcdtest.Start(t, 1)
+	nodes := map[string]*server.Server{}
+	var mu sync.Mutex
+	stop := func(u string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n, ok := nodes[u]
+		if ok {
+			delete(nodes, u)
+			n.Close()
+		}
+		return ok
+	}
+	var urls []string
+	for i := 0; i < 2; i++ {
+		n, err := server.Start(context.Background(), server.Config{
+			Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), fmt.Sprintf("node%d.db", i)),
+			Cluster: server.ClusterConfig{Etcd: etcd.Endpoints(), Prefix: "/javatest/", ElectionTTL: time.Second},
+		})
+		if err != nil {
+			t.Fatalf("cluster node %d: %v", i, err)
+		}
+		nodes[n.URL()] = n
+		urls = append(urls, n.URL())
+		t.Cleanup(func() { stop(n.URL()) })
+	}
+	// Wait, by the cluster's own answer, until a leader is named.
+	deadline := time.Now().Add(time.Minute)
+	for leader == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the cluster named no leader within a minute")
+		}
+		var c struct {
+			Leader *struct {
+				URL string `json:"url"`
+			} `json:"leader"`
+		}
+		if resp, err := http.Get(urls[0] + "/v1/cluster"); err == nil {
+			json.NewDecoder(resp.Body).Decode(&c)
+			resp.Body.Close()
+		}
+		if c.Leader != nil {
+			leader = c.Leader.URL
+			continue
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, u := range urls {
+		if u != leader {
+			follower = u
+		}
+	}
+	if follower == "" || len(urls) != 2 || (leader != urls[0] && leader != urls[1]) {
+		t.Fatalf("leader %q is not one of the nodes %v", leader, urls)
+	}
+	ctl := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/stop" || !stop(r.URL.Query().Get("url")) {
+			http.Error(w, "unknown node or request", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(ctl.Close)
+	return leader, follower, ctl.URL
 }
 
 func javaVersion(java string) string {
