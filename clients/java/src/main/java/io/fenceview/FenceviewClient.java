@@ -95,6 +95,9 @@ public final class FenceviewClient implements AutoCloseable {
         if (b.sslContext != null) {
             hb.sslContext(b.sslContext);
         }
+        if (b.executor != null) {
+            hb.executor(b.executor);
+        }
         this.http = hb.build();
         ScheduledThreadPoolExecutor s = new ScheduledThreadPoolExecutor(1, r -> {
             Thread t = new Thread(r, "fenceview-watchdog");
@@ -139,6 +142,7 @@ public final class FenceviewClient implements AutoCloseable {
         private String apiKey;
         private String adminToken;
         private SSLContext sslContext;
+        private java.util.concurrent.Executor executor;
         private Duration watchdogTimeout = DEFAULT_WATCHDOG_TIMEOUT;
         private Duration connectTimeout = Duration.ofSeconds(5);
         private Duration requestTimeout = Duration.ofSeconds(30);
@@ -176,6 +180,16 @@ public final class FenceviewClient implements AutoCloseable {
         /** The TLS context of https URLs (a private CA, a client certificate). */
         public Builder sslContext(SSLContext ctx) {
             this.sslContext = ctx;
+            return this;
+        }
+
+        /**
+         * The executor of the HTTP client's asynchronous work (answers, async
+         * completions); default: the JDK HttpClient's own cached pool. A small fixed
+         * pool costs less CPU under many concurrent calls.
+         */
+        public Builder executor(java.util.concurrent.Executor e) {
+            this.executor = Objects.requireNonNull(e);
             return this;
         }
 
