@@ -123,7 +123,14 @@ public final class TokenVerifier {
         if (client != null && System.nanoTime() - fetchedAt >= refreshInterval.toNanos()) {
             synchronized (this) {
                 if (System.nanoTime() - fetchedAt >= refreshInterval.toNanos()) {
-                    refresh();
+                    try {
+                        refresh();
+                    } catch (RuntimeException e) {
+                        // The server is away: keep the keys we have, and do not
+                        // ask again before the interval is over.
+                        fetchedAt = System.nanoTime();
+                        return false;
+                    }
                 }
             }
             return anyVerifies(keys, msg, sig);
