@@ -104,15 +104,66 @@ class FencedLockTest {
         }
     }
 
+    /**
+     * An interrupted lockInterruptibly gives up at once; the server may still grant
+     * the wait it was serving, and that grant, which nobody would ever unlock, is
+     * released by the client.
+     */
+    @Test
+    void interruptedWaitGivesUpAndReleasesALateGrant() throws Exception {
+        String r = Env.resource("interrupt");
+        FencedLock lock = c.getFencedLock(r);
+        Long held = lock.lockAndGetToken();
+        CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+        Thread waiter = new Thread(() -> {
+            try {
+                lock.lockInterruptibly();
+                outcome.complete(null);
+            } catch (Throwable t) {
+                outcome.complete(t);
+            }
+        });
+        waiter.start();
+        awaitWaiter(r);
+        waiter.interrupt();
+        assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException, "lockInterruptibly threw InterruptedException");
+        assertFalse(lock.isHeldByThread(waiter.getId()));
+        // The holder leaves; the server hands the lock to the abandoned wait (a new
+        // token), and the client gives it back.
+        lock.unlock();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            LockState st = c.getLockState(r);
+            if (st.token() > held && !st.locked()) {
+                break;
+            }
+            assertTrue(System.nanoTime() < deadline, "the late grant was not released: " + st);
+            Thread.onSpinWait();
+        }
+        assertTrue(lock.leaseLost(waiter.getId()).isCancelled(), "no hold was recorded for the interrupted thread");
+        // Interrupted tryLockAndGetToken: null, and the interrupt is kept.
+        Long t = c.getFencedLock(r).tryLockAndGetToken();
+        Thread.currentThread().interrupt();
+        try (FenceviewClient other = Env.client()) {
+            assertNull(other.getFencedLock(r).tryLockAndGetToken(10, TimeUnit.SECONDS));
+            assertTrue(Thread.interrupted(), "the interrupt status is kept (and cleared here)");
+        }
+        lock.unlock();
+        assertNotNull(t);
+    }
+
     @Test
     void watchdogKeepsTheLockAcrossThreeLeases() throws Exception {
         String r = Env.resource("watchdog");
-        try (FenceviewClient shortLease = Env.client(Duration.ofMillis(300))) {
+        // A short lease, but not so short that a busy machine's slow answers
+        // would lose it (each renewal may take up to a third of it).
+        long leaseMs = 1000;
+        try (FenceviewClient shortLease = Env.client(Duration.ofMillis(leaseMs))) {
             FencedLock lock = shortLease.getFencedLock(r);
             Long token = lock.lockAndGetToken();
             // A contender waits on the server until three leases have passed: it
             // gets the lock only if a renewal is missed. Its waits are the time passing.
-            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3 * 300);
+            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(3 * leaseMs);
             int tries = 0;
             for (long left; (left = end - System.nanoTime()) > 0; tries++) {
                 Long contender = c.getFencedLock(r).tryLockAndGetToken(TimeUnit.NANOSECONDS.toMillis(left) + 1, TimeUnit.MILLISECONDS);
@@ -130,7 +181,8 @@ class FencedLockTest {
     @Test
     void forceExpireIsSignalledAsLeaseLost() throws Exception {
         String r = Env.resource("expire");
-        try (FenceviewClient holder = Env.client(Duration.ofMillis(300))) {
+        // The lease is long enough that only the force-expire can end it.
+        try (FenceviewClient holder = Env.client(Duration.ofSeconds(3))) {
             FencedLock lock = holder.getFencedLock(r);
             Long token = lock.lockAndGetToken();
             CompletableFuture<LeaseLostException> lost = lock.leaseLost();
