@@ -42,6 +42,16 @@ public final class FencedLock implements Lock {
         return resource;
     }
 
+    /** An explicit lease in ms (at least 1), or -1 (the watchdog) for a lease time of 0 or less. */
+    private static long lease(long leaseTime, TimeUnit unit) {
+        return leaseTime <= 0 ? -1 : Math.max(1, unit.toMillis(leaseTime));
+    }
+
+    /** A wait in ms; 0 or less means do not wait, as {@link Lock#tryLock(long, TimeUnit)} says. */
+    private static long waitMs(long waitTime, TimeUnit unit) {
+        return Math.max(0, unit.toMillis(waitTime));
+    }
+
     private static long me() {
         return Thread.currentThread().getId();
     }
@@ -55,7 +65,7 @@ public final class FencedLock implements Lock {
 
     /** Blocks until granted, for a fixed lease (not renewed), and returns the token. */
     public Long lockAndGetToken(long leaseTime, TimeUnit unit) {
-        return FenceviewClient.await(acquire(me(), -1, unit.toMillis(leaseTime)));
+        return FenceviewClient.await(acquire(me(), -1, lease(leaseTime, unit)));
     }
 
     /** Takes the lock if it is free now; the token, or null when it is held. */
@@ -65,7 +75,7 @@ public final class FencedLock implements Lock {
 
     /** Waits up to waitTime for the lock; the token, or null when it stayed held. */
     public Long tryLockAndGetToken(long waitTime, TimeUnit unit) {
-        return tryAwait(acquire(me(), unit.toMillis(waitTime), -1));
+        return tryAwait(acquire(me(), waitMs(waitTime, unit), -1));
     }
 
     /**
@@ -73,7 +83,7 @@ public final class FencedLock implements Lock {
      * watchdog); the token, or null when it stayed held.
      */
     public Long tryLockAndGetToken(long waitTime, long leaseTime, TimeUnit unit) {
-        return tryAwait(acquire(me(), unit.toMillis(waitTime), leaseTime <= 0 ? -1 : unit.toMillis(leaseTime)));
+        return tryAwait(acquire(me(), waitMs(waitTime, unit), lease(leaseTime, unit)));
     }
 
     /** An interrupted wait gives up (null) and keeps the thread's interrupt status. */
@@ -122,12 +132,12 @@ public final class FencedLock implements Lock {
 
     @Override
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-        return interruptibly(acquire(me(), unit.toMillis(time), -1)) != null;
+        return interruptibly(acquire(me(), waitMs(time, unit), -1)) != null;
     }
 
     /** Redisson's {@code tryLock(waitTime, leaseTime, unit)}; leaseTime -1 for the watchdog. */
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        return interruptibly(acquire(me(), unit.toMillis(waitTime), leaseTime <= 0 ? -1 : unit.toMillis(leaseTime))) != null;
+        return interruptibly(acquire(me(), waitMs(waitTime, unit), lease(leaseTime, unit))) != null;
     }
 
     public CompletableFuture<Long> lockAndGetTokenAsync() {
@@ -140,7 +150,7 @@ public final class FencedLock implements Lock {
     }
 
     public CompletableFuture<Long> lockAndGetTokenAsync(long leaseTime, TimeUnit unit) {
-        return acquire(me(), -1, unit.toMillis(leaseTime));
+        return acquire(me(), -1, lease(leaseTime, unit));
     }
 
     public CompletableFuture<Long> tryLockAndGetTokenAsync() {
@@ -148,7 +158,7 @@ public final class FencedLock implements Lock {
     }
 
     public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, TimeUnit unit) {
-        return acquire(me(), unit.toMillis(waitTime), -1);
+        return acquire(me(), waitMs(waitTime, unit), -1);
     }
 
     public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, long leaseTime, TimeUnit unit) {
@@ -157,7 +167,7 @@ public final class FencedLock implements Lock {
 
     /** The same for the thread threadId, whose id the async unlock must then be given. */
     public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, long leaseTime, TimeUnit unit, long threadId) {
-        return acquire(threadId, unit.toMillis(waitTime), leaseTime <= 0 ? -1 : unit.toMillis(leaseTime));
+        return acquire(threadId, waitMs(waitTime, unit), lease(leaseTime, unit));
     }
 
     /**
@@ -167,8 +177,8 @@ public final class FencedLock implements Lock {
      * that is released at once.
      */
     private CompletableFuture<Long> acquire(long threadId, long waitMs, long leaseMs) {
-        if (waitMs < -1 || leaseMs < -1 || leaseMs == 0) {
-            throw new IllegalArgumentException("fenceview: negative wait or lease");
+        if (waitMs < -1) {
+            throw new IllegalArgumentException("fenceview: negative wait " + waitMs + " ms");
         }
         boolean renewing = leaseMs < 0;
         long lease = renewing ? c.watchdogTimeout().toMillis() : leaseMs;
