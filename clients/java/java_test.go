@@ -8,8 +8,16 @@ package javatest
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -127,6 +135,7 @@ func TestJava(t *testing.T) {
 	srv := fenceviewtest.New(t, fenceviewtest.Options{AdminToken: adminToken})
 	key := apiKey(t, srv.URL, "java-tests", "client")
 	leader, follower, control := startCluster(t)
+	tlsURL, caFile := startTLS(t)
 	classes := compile(t, javac)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -142,6 +151,8 @@ func TestJava(t *testing.T) {
 		"-Dfenceview.cluster.leader="+leader,
 		"-Dfenceview.cluster.follower="+follower,
 		"-Dfenceview.cluster.control="+control,
+		"-Dfenceview.tls.url="+tlsURL,
+		"-Dfenceview.tls.ca="+caFile,
 		"-jar", consoleJar,
 		"--class-path", cp,
 		"--select-package", "io.fenceview",
@@ -165,6 +176,52 @@ func TestJava(t *testing.T) {
 		t.Fatalf("JUnit summary: %v; want every test run and successful", counts)
 	}
 	t.Logf("Java tests: %d successful of %d", counts["successful"], counts["found"])
+}
+
+// startTLS starts a fenceview server serving HTTPS with a self-signed
+// certificate for 127.0.0.1, and returns its URL and the certificate's PEM
+// file, which the Java test trusts through its own SSLContext.
+func startTLS(t *testing.T) (url, caFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fenceview java test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	caFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.Start(context.Background(), server.Config{
+		Addr: "127.0.0.1:0", DBPath: filepath.Join(dir, "tls.db"),
+		Access: server.Access{TLSCert: caFile, TLSKey: keyFile},
+	})
+	if err != nil {
+		t.Fatalf("TLS server: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	if !strings.HasPrefix(srv.URL(), "https://") {
+		t.Fatalf("TLS server URL %s", srv.URL())
+	}
+	return srv.URL(), caFile
 }
 
 // startCluster starts a fenceview cluster of two nodes over a real etcd (in
