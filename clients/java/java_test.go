@@ -126,8 +126,9 @@ var summaryLine = regexp.MustCompile(`\[\s+(\d+) tests (successful|failed|skippe
 
 // TestJava compiles the Java client and runs its JUnit 5 tests against a real
 // fenceview server (auth on: a client key for locks, the admin token for
-// force-expire and key rotation) and real PostgreSQL and MariaDB servers.
-// Any failed, skipped or aborted Java test fails it.
+// force-expire and key rotation), a two-node cluster, a server on HTTPS, and
+// real PostgreSQL and MariaDB servers. Any Java test that fails, is skipped
+// or is aborted fails it.
 func TestJava(t *testing.T) {
 	javac, java := tools(t)
 	pg := dbtest.PostgreSQL(t)
@@ -156,7 +157,6 @@ func TestJava(t *testing.T) {
 		"-jar", consoleJar,
 		"--class-path", cp,
 		"--select-package", "io.fenceview",
-		"--exclude-tag", "bench",
 		"--disable-banner", "--disable-ansi-colors", "--details=tree", "--details-theme=ascii",
 		"--fail-if-no-tests",
 	)
@@ -172,7 +172,7 @@ func TestJava(t *testing.T) {
 	if err != nil {
 		t.Fatalf("JUnit run failed: %v (%d failed, %d aborted of %d)", err, counts["failed"], counts["aborted"], counts["found"])
 	}
-	if counts["successful"] == 0 || counts["failed"] > 0 || counts["skipped"] > 0 || counts["aborted"] > 0 {
+	if counts["successful"] == 0 || counts["successful"] != counts["found"] || counts["skipped"] > 0 || counts["aborted"] > 0 {
 		t.Fatalf("JUnit summary: %v; want every test run and successful", counts)
 	}
 	t.Logf("Java tests: %d successful of %d", counts["successful"], counts["found"])
