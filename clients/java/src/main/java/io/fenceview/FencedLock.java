@@ -1,0 +1,422 @@
+package io.fenceview;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.Lock;
+
+/**
+ * A fenced lock on one resource, in the shape of Redisson's {@code RFencedLock}:
+ * ownership per thread, re-entrant, and every grant (re-entrant ones included) takes a
+ * new, larger fencing token from the server. Pass the token of the outermost grant to
+ * every write made under the lock; the resource's guard refuses it once a newer
+ * holder has written.
+ *
+ * <p>Without a lease time the lock's lease is the client's watchdog timeout (30 s by
+ * default), renewed by a watchdog at a third of it until the last unlock. With a lease
+ * time the lock is held for exactly that long and not renewed. Either way
+ * {@link #leaseLost()} completes the moment the client learns the lease is gone.
+ *
+ * <p>A thread is a holder: the server knows it as {@link FenceviewClient#holderId(long)},
+ * and only that thread (or code passing its id to the async methods) may unlock.
+ * Waiting happens on the server, first come first served. One FencedLock may be
+ * shared by all threads; several for the same resource see the same holds.
+ */
+public final class FencedLock implements Lock {
+    /** One server-side wait of a blocking lock: long enough to be cheap, short enough for proxies. */
+    static final long MAX_WAIT_CHUNK_MS = 60_000;
+
+    private final FenceviewClient c;
+    private final String resource;
+
+    FencedLock(FenceviewClient c, String resource) {
+        this.c = c;
+        this.resource = resource;
+    }
+
+    /** The resource id (Redisson's {@code getName()}). */
+    public String getName() {
+        return resource;
+    }
+
+    /** An explicit lease in ms (at least 1), or -1 (the watchdog) for a lease time of 0 or less. */
+    private static long lease(long leaseTime, TimeUnit unit) {
+        return leaseTime <= 0 ? -1 : Math.max(1, unit.toMillis(leaseTime));
+    }
+
+    /** A wait in ms; 0 or less means do not wait, as {@link Lock#tryLock(long, TimeUnit)} says. */
+    private static long waitMs(long waitTime, TimeUnit unit) {
+        return Math.max(0, unit.toMillis(waitTime));
+    }
+
+    private static long me() {
+        return Thread.currentThread().getId();
+    }
+
+    // ---- acquiring ----
+
+    /** Blocks until granted and returns the token; the watchdog renews the lease. */
+    public Long lockAndGetToken() {
+        return FenceviewClient.await(acquire(me(), -1, -1));
+    }
+
+    /** Blocks until granted, for a fixed lease (not renewed), and returns the token. */
+    public Long lockAndGetToken(long leaseTime, TimeUnit unit) {
+        return FenceviewClient.await(acquire(me(), -1, lease(leaseTime, unit)));
+    }
+
+    /** Takes the lock if it is free now; the token, or null when it is held. */
+    public Long tryLockAndGetToken() {
+        return tryAwait(acquire(me(), 0, -1));
+    }
+
+    /** Waits up to waitTime for the lock; the token, or null when it stayed held. */
+    public Long tryLockAndGetToken(long waitTime, TimeUnit unit) {
+        return tryAwait(acquire(me(), waitMs(waitTime, unit), -1));
+    }
+
+    /**
+     * Waits up to waitTime for the lock, held for leaseTime (not renewed; -1 for the
+     * watchdog); the token, or null when it stayed held.
+     */
+    public Long tryLockAndGetToken(long waitTime, long leaseTime, TimeUnit unit) {
+        return tryAwait(acquire(me(), waitMs(waitTime, unit), lease(leaseTime, unit)));
+    }
+
+    /** An interrupted wait gives up (null) and keeps the thread's interrupt status. */
+    private static Long tryAwait(CompletableFuture<Long> f) {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            f.cancel(false);
+            Thread.currentThread().interrupt();
+            return null;
+        } catch (ExecutionException e) {
+            throw FenceviewClient.rethrow(e.getCause());
+        }
+    }
+
+    private static Long interruptibly(CompletableFuture<Long> f) throws InterruptedException {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            f.cancel(false);
+            throw e;
+        } catch (ExecutionException e) {
+            throw FenceviewClient.rethrow(e.getCause());
+        }
+    }
+
+    @Override
+    public void lock() {
+        lockAndGetToken();
+    }
+
+    /** Blocks until granted, for a fixed lease (Redisson's {@code lock(leaseTime, unit)}). */
+    public void lock(long leaseTime, TimeUnit unit) {
+        lockAndGetToken(leaseTime, unit);
+    }
+
+    @Override
+    public void lockInterruptibly() throws InterruptedException {
+        interruptibly(acquire(me(), -1, -1));
+    }
+
+    @Override
+    public boolean tryLock() {
+        return tryLockAndGetToken() != null;
+    }
+
+    @Override
+    public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+        return interruptibly(acquire(me(), waitMs(time, unit), -1)) != null;
+    }
+
+    /** Redisson's {@code tryLock(waitTime, leaseTime, unit)}; leaseTime -1 for the watchdog. */
+    public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        return interruptibly(acquire(me(), waitMs(waitTime, unit), lease(leaseTime, unit))) != null;
+    }
+
+    public CompletableFuture<Long> lockAndGetTokenAsync() {
+        return acquire(me(), -1, -1);
+    }
+
+    /** Takes the lock for the thread threadId (Redisson's {@code lockAsync(threadId)}). */
+    public CompletableFuture<Long> lockAndGetTokenAsync(long threadId) {
+        return acquire(threadId, -1, -1);
+    }
+
+    public CompletableFuture<Long> lockAndGetTokenAsync(long leaseTime, TimeUnit unit) {
+        return acquire(me(), -1, lease(leaseTime, unit));
+    }
+
+    public CompletableFuture<Long> tryLockAndGetTokenAsync() {
+        return acquire(me(), 0, -1);
+    }
+
+    public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, TimeUnit unit) {
+        return acquire(me(), waitMs(waitTime, unit), -1);
+    }
+
+    public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, long leaseTime, TimeUnit unit) {
+        return tryLockAndGetTokenAsync(waitTime, leaseTime, unit, me());
+    }
+
+    /** The same for the thread threadId, whose id the async unlock must then be given. */
+    public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, long leaseTime, TimeUnit unit, long threadId) {
+        return acquire(threadId, waitMs(waitTime, unit), lease(leaseTime, unit));
+    }
+
+    /**
+     * Asks for the lock for threadId, waiting up to waitMs (-1: until granted), for
+     * leaseMs (-1: the watchdog's lease, renewed). Completes with the token, or null when
+     * the lock stayed held. Cancelling the future gives up; a grant that arrives after
+     * that is released at once.
+     */
+    private CompletableFuture<Long> acquire(long threadId, long waitMs, long leaseMs) {
+        if (waitMs < -1) {
+            throw new IllegalArgumentException("fenceview: negative wait " + waitMs + " ms");
+        }
+        boolean renewing = leaseMs < 0;
+        long lease = renewing ? c.watchdogTimeout().toMillis() : leaseMs;
+        long deadline = waitMs < 0 ? 0 : System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
+        CompletableFuture<Long> out = new CompletableFuture<>();
+        attempt(out, threadId, waitMs < 0, deadline, lease, renewing);
+        return out;
+    }
+
+    private void attempt(CompletableFuture<Long> out, long threadId, boolean forever, long deadline, long lease, boolean renewing) {
+        if (out.isDone()) {
+            return;
+        }
+        long chunk = MAX_WAIT_CHUNK_MS;
+        if (!forever) {
+            chunk = Math.min(chunk, Math.max(TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()), 0));
+        }
+        String holder = c.holderId(threadId);
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("holder", holder);
+        in.put("leaseMs", lease);
+        in.put("waitMs", chunk);
+        long sent = System.nanoTime();
+        long wait = chunk;
+        c.call("POST", FenceviewClient.lockPath(resource, "acquire"), in, c.requestTimeout().plusMillis(chunk))
+                .whenComplete((a, err) -> {
+                    if (err != null) {
+                        out.completeExceptionally(FenceviewClient.unwrap(err));
+                        return;
+                    }
+                    try {
+                        if (a.ok()) {
+                            if (out.isCancelled()) {
+                                // Nobody will unlock a grant its asker gave up on.
+                                releaseQuietly(holder);
+                                return;
+                            }
+                            long token = granted(threadId, holder, a.body, lease, renewing, sent);
+                            if (!out.complete(token)) {
+                                unlockAsync(threadId);
+                            }
+                        } else if (a.status == 409 && (forever || (wait > 0 && deadline - System.nanoTime() > 0))) {
+                            attempt(out, threadId, forever, deadline, lease, renewing);
+                        } else if (a.status == 409) {
+                            out.complete(null);
+                        } else {
+                            out.completeExceptionally(a.failure("acquire " + resource));
+                        }
+                    } catch (RuntimeException e) {
+                        out.completeExceptionally(e);
+                    }
+                });
+    }
+
+    private void releaseQuietly(String holder) {
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("holder", holder);
+        c.call("POST", FenceviewClient.lockPath(resource, "release"), in, null);
+    }
+
+    /** Records a grant: a new hold with its watchdog, or one more re-entrant grant. */
+    private long granted(long threadId, String holder, Map<String, Object> body, long lease, boolean renewing, long sent) {
+        Map<String, Object> f = Json.obj(body, "fencing");
+        FencingToken t = new FencingToken(resource, Json.lng(f, "token"), Json.str(f, "signature"), Json.str(f, "keyId"),
+                Json.str(f, "issuer"), Json.str(f, "scope"));
+        long ms = Json.lng(body, "leaseMs");
+        long leaseMs = ms > 0 ? ms : lease;
+        Hold.Key key = new Hold.Key(resource, threadId);
+        Hold[] created = new Hold[1];
+        Hold h = c.holds.compute(key, (k, old) -> {
+            if (old != null && !old.ended) {
+                return old;
+            }
+            created[0] = new Hold(c, k, holder, leaseMs, renewing);
+            return created[0];
+        });
+        h.granted(t, (int) Json.lng(body, "holdCount"));
+        if (created[0] != null) {
+            if (c.isClosed()) {
+                h.lose("the client was closed", null);
+            } else {
+                h.start(sent);
+            }
+        }
+        return t.number();
+    }
+
+    // ---- releasing ----
+
+    /**
+     * Releases one hold of the current thread; at the last one the watchdog stops.
+     *
+     * @throws IllegalMonitorStateException when this thread does not hold the lock (never
+     *                                      did, or its lease was lost meanwhile)
+     */
+    @Override
+    public void unlock() {
+        FenceviewClient.await(unlockAsync(me()));
+    }
+
+    public CompletableFuture<Void> unlockAsync() {
+        return unlockAsync(me());
+    }
+
+    /**
+     * Releases one hold of the thread threadId, from any thread (Redisson's
+     * {@code unlockAsync(threadId)}). Completes exceptionally with
+     * {@link IllegalMonitorStateException} when that thread does not hold the lock.
+     */
+    public CompletableFuture<Void> unlockAsync(long threadId) {
+        Hold.Key key = new Hold.Key(resource, threadId);
+        Hold h = c.holds.get(key);
+        if (h != null && h.count() <= 1) {
+            h.releasing(true);
+        }
+        String holder = c.holderId(threadId);
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("holder", holder);
+        return c.call("POST", FenceviewClient.lockPath(resource, "release"), in, null).handle((a, err) -> {
+            if (err != null) {
+                if (h != null) {
+                    h.releasing(false);
+                }
+                throw FenceviewClient.rethrow(err);
+            }
+            if (a.ok()) {
+                int left = (int) Json.lng(a.body, "holdCount");
+                if (h != null) {
+                    if (left == 0) {
+                        h.finish();
+                    } else {
+                        h.released(left);
+                    }
+                }
+                return null;
+            }
+            if (a.status == 409) {
+                if (h != null) {
+                    h.lose("unlock refused: " + a.error(), null);
+                }
+                throw new IllegalMonitorStateException("attempt to unlock " + resource
+                        + ", not locked by thread " + threadId + " (holder " + holder + "): " + a.error());
+            }
+            if (h != null) {
+                h.releasing(false);
+            }
+            throw a.failure("release " + resource);
+        });
+    }
+
+    /**
+     * Frees the lock whoever holds it (admin; the server's expire). The holder's next
+     * renewal is refused and its lease-lost future completes. Returns whether it was
+     * locked just before.
+     */
+    public boolean forceUnlock() {
+        boolean was = isLocked();
+        FenceviewClient.Answer a = FenceviewClient.await(c.admin("POST", FenceviewClient.lockPath(resource, "expire"), null));
+        if (!a.ok()) {
+            throw a.failure("force-expire " + resource);
+        }
+        return was;
+    }
+
+    // ---- state ----
+
+    /** Whether anyone holds the lock now (asks the server). */
+    public boolean isLocked() {
+        return c.getLockState(resource).locked();
+    }
+
+    /** Whether the current thread holds the lock now (asks the server). */
+    public boolean isHeldByCurrentThread() {
+        return isHeldByThread(me());
+    }
+
+    public boolean isHeldByThread(long threadId) {
+        LockState s = c.getLockState(resource);
+        return s.locked() && c.holderId(threadId).equals(s.holder());
+    }
+
+    /** The current thread's hold count on the server (0 when it does not hold the lock). */
+    public int getHoldCount() {
+        LockState s = c.getLockState(resource);
+        return s.locked() && c.holderId(me()).equals(s.holder()) ? s.holdCount() : 0;
+    }
+
+    /** Milliseconds left of the lease, as Redisson: -2 when the lock is free. */
+    public long remainTimeToLive() {
+        LockState s = c.getLockState(resource);
+        return s.locked() ? s.remainingMs() : -2;
+    }
+
+    /** The token of the current thread's latest grant, null when it holds no lease. */
+    public Long getToken() {
+        FencingToken t = getFencingToken();
+        return t == null ? null : t.number();
+    }
+
+    /** The current thread's latest grant's token with its signature, null when it holds no lease. */
+    public FencingToken getFencingToken() {
+        Hold h = c.holds.get(new Hold.Key(resource, me()));
+        return h == null || h.ended ? null : h.token();
+    }
+
+    /**
+     * Completes with the cause the moment the current thread's lease is found lost
+     * (a renewal refused, the server unreachable until the lease ran out, a fixed lease
+     * over). When the hold ends by its last unlock it completes exceptionally with a
+     * {@link java.util.concurrent.CancellationException}: it will never be lost. When
+     * the thread holds no lease it is already cancelled.
+     */
+    public CompletableFuture<LeaseLostException> leaseLost() {
+        return leaseLost(me());
+    }
+
+    public CompletableFuture<LeaseLostException> leaseLost(long threadId) {
+        Hold h = c.holds.get(new Hold.Key(resource, threadId));
+        if (h == null) {
+            CompletableFuture<LeaseLostException> f = new CompletableFuture<>();
+            f.cancel(false);
+            return f;
+        }
+        // A relay, so that a caller completing or cancelling it cannot touch the hold's own.
+        CompletableFuture<LeaseLostException> f = new CompletableFuture<>();
+        h.lost.whenComplete((e, cancelled) -> {
+            if (cancelled != null) {
+                f.cancel(false);
+            } else {
+                f.complete(e);
+            }
+        });
+        return f;
+    }
+
+    /** Not supported, as in Redisson's fenced lock. */
+    @Override
+    public Condition newCondition() {
+        throw new UnsupportedOperationException("fenceview: a FencedLock has no conditions");
+    }
+}

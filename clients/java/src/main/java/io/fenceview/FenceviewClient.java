@@ -1,0 +1,552 @@
+package io.fenceview;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpHeaders;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.channels.UnresolvedAddressException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Flow;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.SSLContext;
+
+/**
+ * The client of a fenceview server: the factory of {@link FencedLock}s, as
+ * {@code RedissonClient} is of {@code RFencedLock}s.
+ *
+ * <pre>{@code
+ * try (FenceviewClient fv = FenceviewClient.create("http://127.0.0.1:8080")) {
+ *     FencedLock lock = fv.getFencedLock("inventory:42");
+ *     Long token = lock.tryLockAndGetToken(100, 30, TimeUnit.SECONDS);
+ *     ...
+ * }
+ * }</pre>
+ *
+ * <p>One client shares one {@link HttpClient} (keep-alive connections) and one
+ * watchdog thread among all its locks; make one per application and server. It is
+ * safe for concurrent use. {@link #close()} stops every watchdog; locks still held
+ * are left to their leases.
+ */
+public final class FenceviewClient implements AutoCloseable {
+    /** The lease a lock without an explicit lease time asks for, and its watchdog renews. */
+    public static final Duration DEFAULT_WATCHDOG_TIMEOUT = Duration.ofSeconds(30);
+
+    /** Responses are read up to this many bytes; a longer one is an error. */
+    static final int MAX_RESPONSE = 1 << 20;
+
+    private final List<URI> bases;
+    private final AtomicInteger current = new AtomicInteger();
+    private final HttpClient http;
+    private final String apiKey;
+    private final String adminToken;
+    private final Duration watchdogTimeout;
+    private final Duration requestTimeout;
+    private final String clientId = UUID.randomUUID().toString();
+    final ScheduledExecutorService scheduler;
+    final ConcurrentHashMap<Hold.Key, Hold> holds = new ConcurrentHashMap<>();
+    private volatile boolean closed;
+
+    private FenceviewClient(Builder b) {
+        if (b.urls.isEmpty()) {
+            throw new IllegalArgumentException("fenceview: no server URL");
+        }
+        List<URI> us = new ArrayList<>();
+        String path = null;
+        for (String s : b.urls) {
+            URI u = parseBase(s);
+            if (path == null) {
+                path = u.getRawPath();
+            } else if (!path.equals(u.getRawPath())) {
+                throw new IllegalArgumentException("fenceview: cluster URL " + s + " must share the path prefix \"" + path + "\"");
+            }
+            us.add(u);
+        }
+        this.bases = Collections.unmodifiableList(us);
+        this.apiKey = b.apiKey;
+        this.adminToken = b.adminToken;
+        if (b.watchdogTimeout.toMillis() < 1 || b.watchdogTimeout.compareTo(Duration.ofHours(24)) > 0) {
+            throw new IllegalArgumentException("fenceview: watchdog timeout " + b.watchdogTimeout + ": want 1ms..24h");
+        }
+        this.watchdogTimeout = b.watchdogTimeout;
+        this.requestTimeout = b.requestTimeout;
+        HttpClient.Builder hb = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(b.connectTimeout)
+                .followRedirects(HttpClient.Redirect.NEVER);
+        if (b.sslContext != null) {
+            hb.sslContext(b.sslContext);
+        }
+        if (b.executor != null) {
+            hb.executor(b.executor);
+        }
+        this.http = hb.build();
+        ScheduledThreadPoolExecutor s = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "fenceview-watchdog");
+            t.setDaemon(true);
+            return t;
+        });
+        s.setRemoveOnCancelPolicy(true);
+        this.scheduler = s;
+    }
+
+    private static URI parseBase(String s) {
+        Objects.requireNonNull(s, "server URL");
+        String t = s;
+        while (t.endsWith("/")) {
+            t = t.substring(0, t.length() - 1);
+        }
+        URI u;
+        try {
+            u = URI.create(t);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("fenceview: server URL " + s + ": " + e.getMessage(), e);
+        }
+        if (!("http".equals(u.getScheme()) || "https".equals(u.getScheme())) || u.getHost() == null
+                || u.getRawQuery() != null || u.getRawFragment() != null || u.getRawUserInfo() != null) {
+            throw new IllegalArgumentException("fenceview: server URL " + s + ": want http(s)://host[:port][/prefix]");
+        }
+        return u;
+    }
+
+    /** A client of the server at baseUrl (e.g. {@code http://127.0.0.1:8080}) with default settings. */
+    public static FenceviewClient create(String baseUrl) {
+        return builder().url(baseUrl).build();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Settings of a client; each setter returns this builder. */
+    public static final class Builder {
+        private final List<String> urls = new ArrayList<>();
+        private String apiKey;
+        private String adminToken;
+        private SSLContext sslContext;
+        private java.util.concurrent.Executor executor;
+        private Duration watchdogTimeout = DEFAULT_WATCHDOG_TIMEOUT;
+        private Duration connectTimeout = Duration.ofSeconds(5);
+        private Duration requestTimeout = Duration.ofSeconds(30);
+
+        private Builder() {}
+
+        /** The server's base URL, optionally with a path prefix. Several calls add cluster nodes. */
+        public Builder url(String url) {
+            urls.add(url);
+            return this;
+        }
+
+        /**
+         * The nodes of a fenceview cluster, tried in turn: a call whose connection cannot
+         * be made goes at once to the next node, and after any other failure the next
+         * call starts there (the Go client's {@code WithURLs}).
+         */
+        public Builder urls(String... more) {
+            urls.addAll(List.of(more));
+            return this;
+        }
+
+        /** An API key's secret (or the admin token), sent as {@code Authorization: Bearer} on every call. */
+        public Builder apiKey(String secret) {
+            this.apiKey = secret;
+            return this;
+        }
+
+        /** The admin token, sent with admin calls ({@link FencedLock#forceUnlock()}). */
+        public Builder adminToken(String token) {
+            this.adminToken = token;
+            return this;
+        }
+
+        /** The TLS context of https URLs (a private CA, a client certificate). */
+        public Builder sslContext(SSLContext ctx) {
+            this.sslContext = ctx;
+            return this;
+        }
+
+        /**
+         * The executor of the HTTP client's asynchronous work (answers, async
+         * completions); default: the JDK HttpClient's own cached pool. A small fixed
+         * pool costs less CPU under many concurrent calls.
+         */
+        public Builder executor(java.util.concurrent.Executor e) {
+            this.executor = Objects.requireNonNull(e);
+            return this;
+        }
+
+        /**
+         * The lease of locks taken without a lease time, renewed by the watchdog at a
+         * third of it (Redisson's {@code lockWatchdogTimeout}); default 30 s.
+         */
+        public Builder lockWatchdogTimeout(Duration d) {
+            this.watchdogTimeout = Objects.requireNonNull(d);
+            return this;
+        }
+
+        /** How long a connection may take to open (default 5 s) before the next node is tried. */
+        public Builder connectTimeout(Duration d) {
+            this.connectTimeout = Objects.requireNonNull(d);
+            return this;
+        }
+
+        /** The bound of a call that does not wait for a lock (default 30 s). */
+        public Builder requestTimeout(Duration d) {
+            this.requestTimeout = Objects.requireNonNull(d);
+            return this;
+        }
+
+        public FenceviewClient build() {
+            return new FenceviewClient(this);
+        }
+    }
+
+    /** The lock on resource (1..160 bytes of UTF-8, no control characters). */
+    public FencedLock getFencedLock(String resource) {
+        return new FencedLock(this, Ids.resource(resource));
+    }
+
+    /** The holder id this client uses for a thread: unique per client and thread. */
+    public String holderId(long threadId) {
+        return clientId + ":" + threadId;
+    }
+
+    Duration watchdogTimeout() {
+        return watchdogTimeout;
+    }
+
+    boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Stops every watchdog and ends this client. Each hold still open sees its lease
+     * lost future complete (the server keeps the lock until its lease runs out).
+     */
+    @Override
+    public void close() {
+        closed = true;
+        for (Hold h : new ArrayList<>(holds.values())) {
+            h.lose("the client was closed", null);
+        }
+        scheduler.shutdownNow();
+    }
+
+    // ---- calls ----
+
+    /** An answer of the server. */
+    static final class Answer {
+        final int status;
+        final Map<String, Object> body;
+        final HttpHeaders headers;
+
+        Answer(int status, Map<String, Object> body, HttpHeaders headers) {
+            this.status = status;
+            this.body = body;
+            this.headers = headers;
+        }
+
+        boolean ok() {
+            return status == 200 || status == 201;
+        }
+
+        String error() {
+            Object e = body.get("error");
+            return e instanceof String ? (String) e : "HTTP " + status;
+        }
+
+        FenceviewException failure(String what) {
+            return new FenceviewException(status, "fenceview: " + what + ": " + status + " " + error());
+        }
+    }
+
+    /** Percent-encodes one path segment: every byte but the unreserved ones, dots included. */
+    static String segment(String s) {
+        StringBuilder b = new StringBuilder();
+        for (byte x : s.getBytes(StandardCharsets.UTF_8)) {
+            int c = x & 0xff;
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '~') {
+                b.append((char) c);
+            } else {
+                b.append('%').append(Character.toUpperCase(Character.forDigit(c >> 4, 16)))
+                        .append(Character.toUpperCase(Character.forDigit(c & 15, 16)));
+            }
+        }
+        return b.toString();
+    }
+
+    static String lockPath(String resource, String action) {
+        return "/v1/locks/" + segment(resource) + (action.isEmpty() ? "" : "/" + action);
+    }
+
+    /** Sends a call with the ordinary credential. */
+    CompletableFuture<Answer> call(String method, String path, Map<String, Object> body, Duration timeout) {
+        return call(method, path, body, timeout, apiKey != null ? apiKey : adminToken);
+    }
+
+    /** Sends an admin call: the admin token, else the API key. */
+    CompletableFuture<Answer> admin(String method, String path, Map<String, Object> body) {
+        return call(method, path, body, requestTimeout, adminToken != null ? adminToken : apiKey);
+    }
+
+    Duration requestTimeout() {
+        return requestTimeout;
+    }
+
+    private CompletableFuture<Answer> call(String method, String path, Map<String, Object> body, Duration timeout, String credential) {
+        if (closed) {
+            return CompletableFuture.failedFuture(new FenceviewException(0, "fenceview: the client is closed"));
+        }
+        String json = body == null ? null : Json.write(body);
+        return attempt(method, path, json, timeout == null ? requestTimeout : timeout, credential, 0);
+    }
+
+    private CompletableFuture<Answer> attempt(String method, String path, String json, Duration timeout, String credential, int attempt) {
+        int at = current.get();
+        URI base = bases.get(Math.floorMod(at, bases.size()));
+        HttpRequest.Builder rb = HttpRequest.newBuilder(URI.create(base.toString() + path))
+                .timeout(timeout)
+                .header("Accept", "application/json");
+        if (credential != null && !credential.isEmpty()) {
+            rb.header("Authorization", "Bearer " + credential);
+        }
+        if (json != null) {
+            rb.header("Content-Type", "application/json");
+            rb.method(method, HttpRequest.BodyPublishers.ofString(json, StandardCharsets.UTF_8));
+        } else {
+            rb.method(method, HttpRequest.BodyPublishers.noBody());
+        }
+        return http.sendAsync(rb.build(), limited())
+                .handle((resp, err) -> {
+                    if (err == null) {
+                        return CompletableFuture.completedFuture(answer(resp, path));
+                    }
+                    Throwable cause = unwrap(err);
+                    if (bases.size() > 1) {
+                        // The next call starts at the next node, whatever failed here.
+                        current.compareAndSet(at, at + 1);
+                        if (notSent(cause) && attempt + 1 < bases.size()) {
+                            return attempt(method, path, json, timeout, credential, attempt + 1);
+                        }
+                    }
+                    return CompletableFuture.<Answer>failedFuture(cause instanceof FenceviewException ? cause
+                            : new FenceviewException("fenceview: " + method + " " + path + " at " + base + ": " + cause, cause));
+                })
+                .thenCompose(f -> f);
+    }
+
+    /** Whether a failure certainly happened before the request was sent. */
+    private static boolean notSent(Throwable t) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (c instanceof ConnectException || c instanceof HttpConnectTimeoutException || c instanceof UnresolvedAddressException) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    static Throwable unwrap(Throwable t) {
+        while ((t instanceof CompletionException || t instanceof java.util.concurrent.ExecutionException) && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    private static Answer answer(HttpResponse<byte[]> resp, String path) {
+        String text = new String(resp.body(), StandardCharsets.UTF_8);
+        Map<String, Object> body;
+        if (text.isBlank()) {
+            body = Collections.emptyMap();
+        } else {
+            try {
+                body = Json.parseObject(text);
+            } catch (IllegalArgumentException e) {
+                if (resp.statusCode() == 200) {
+                    throw new FenceviewException(200, "fenceview: decoding " + path + " answer: " + e.getMessage());
+                }
+                // An error page of a proxy: keep the start of it as the message.
+                Map<String, Object> m = new LinkedHashMap<>();
+                m.put("error", text.strip().substring(0, Math.min(200, text.strip().length())));
+                body = m;
+            }
+        }
+        return new Answer(resp.statusCode(), body, resp.headers());
+    }
+
+    /** A body handler reading at most MAX_RESPONSE bytes. */
+    private static HttpResponse.BodyHandler<byte[]> limited() {
+        return info -> new HttpResponse.BodySubscriber<>() {
+            private final CompletableFuture<byte[]> result = new CompletableFuture<>();
+            private final List<ByteBuffer> parts = new ArrayList<>();
+            private Flow.Subscription sub;
+            private int size;
+
+            @Override
+            public CompletionStage<byte[]> getBody() {
+                return result;
+            }
+
+            @Override
+            public void onSubscribe(Flow.Subscription s) {
+                sub = s;
+                s.request(Long.MAX_VALUE);
+            }
+
+            @Override
+            public void onNext(List<ByteBuffer> items) {
+                for (ByteBuffer b : items) {
+                    size += b.remaining();
+                    if (size > MAX_RESPONSE) {
+                        sub.cancel();
+                        result.completeExceptionally(new IOException("fenceview: response over " + MAX_RESPONSE + " bytes"));
+                        return;
+                    }
+                    parts.add(b);
+                }
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                result.completeExceptionally(t);
+            }
+
+            @Override
+            public void onComplete() {
+                byte[] out = new byte[size];
+                int off = 0;
+                for (ByteBuffer b : parts) {
+                    int n = b.remaining();
+                    b.get(out, off, n);
+                    off += n;
+                }
+                result.complete(out);
+            }
+        };
+    }
+
+    /** Waits for a call made by a blocking method, keeping the thread's interrupt. */
+    static <T> T await(CompletableFuture<T> f) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return f.get();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    throw rethrow(e.getCause());
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    static RuntimeException rethrow(Throwable t) {
+        t = unwrap(t);
+        if (t instanceof RuntimeException) {
+            return (RuntimeException) t;
+        }
+        if (t instanceof Error) {
+            throw (Error) t;
+        }
+        return new FenceviewException("fenceview: " + t, t);
+    }
+
+    // ---- server-wide calls ----
+
+    /** The lock's state as the server sees it ({@code GET /v1/locks/{resource}}). */
+    public LockState getLockState(String resource) {
+        Answer a = await(call("GET", lockPath(Ids.resource(resource), ""), null, null));
+        if (!a.ok()) {
+            throw a.failure("lock state of " + resource);
+        }
+        return LockState.of(a.body);
+    }
+
+    /**
+     * Presents a token to the server's own guard ({@code POST /v1/fence/{resource}}):
+     * accepted when it is at least the resource's high-water mark, which it then becomes.
+     */
+    public Decision fence(FencingToken token) {
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("token", token.number());
+        if (!token.signature().isEmpty()) {
+            in.put("signature", token.signature());
+        }
+        if (!token.issuer().isEmpty()) {
+            in.put("issuer", token.issuer());
+        }
+        if (!token.scope().isEmpty()) {
+            in.put("scope", token.scope());
+        }
+        Answer a = await(call("POST", "/v1/fence/" + segment(token.resource()), in, null));
+        if (a.ok()) {
+            return Decision.accept(token.number());
+        }
+        if (a.status == 409) {
+            return new Decision(false, Objects.requireNonNullElse(Json.str(a.body, "reason"), Decision.STALE_TOKEN),
+                    token.number(), Json.lng(a.body, "required"));
+        }
+        throw a.failure("fence " + token.resource());
+    }
+
+    /**
+     * Reports a guard's decision to the server ({@code POST /v1/decisions}) so it shows
+     * in the rejection history, the dashboard and the event stream.
+     *
+     * @param signature the token's signature as the guard received it ("" if none):
+     *                  a valid one proves the token was issued
+     */
+    public void report(String resource, Decision d, String source, String signature) {
+        Map<String, Object> dec = new LinkedHashMap<>();
+        dec.put("resourceId", Ids.resource(resource));
+        dec.put("token", Ids.token(d.presented()));
+        dec.put("accepted", d.accepted());
+        if (d.required() > 0) {
+            dec.put("required", d.required());
+        }
+        if (d.reason() != null && !d.reason().isEmpty()) {
+            dec.put("reason", d.reason());
+        }
+        dec.put("source", source == null ? "" : source);
+        if (signature != null && !signature.isEmpty()) {
+            dec.put("signature", signature);
+        }
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("decisions", List.of(dec));
+        Answer a = await(call("POST", "/v1/decisions", in, null));
+        if (!a.ok()) {
+            throw a.failure("report a decision on " + resource);
+        }
+    }
+
+    /** {@code GET /v1/signing-keys}: the body, for {@link TokenVerifier}. */
+    Map<String, Object> signingKeys() {
+        Answer a = await(call("GET", "/v1/signing-keys", null, null));
+        if (!a.ok()) {
+            throw a.failure("signing keys");
+        }
+        return a.body;
+    }
+}

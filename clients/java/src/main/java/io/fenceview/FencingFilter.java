@@ -1,0 +1,134 @@
+package io.fenceview;
+
+import com.sun.net.httpserver.Filter;
+import com.sun.net.httpserver.HttpExchange;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The service side of {@link FencedHttp}, for the JDK's {@code com.sun.net.httpserver}:
+ * a filter that checks each request's fencing token against the resource's high-water
+ * mark before the handler runs. A token at least the mark is accepted (and becomes the
+ * mark, atomically); a lower one gets 409 with {@code X-Required-Token} and
+ * {@code {"accepted":false,"reason","presented","required"}}; a missing or malformed
+ * token or resource id gets 400. With a {@link TokenVerifier} the filter is in signed
+ * mode: a token without a valid signature is refused with {@code bad-signature} and
+ * never raises the mark.
+ *
+ * <p>Marks live in memory, for at most {@code maxResources} resources (then 503): seed
+ * them from your store after a restart with {@link #seed}. The accepted token is left
+ * in the exchange's attribute {@value #TOKEN_ATTRIBUTE} for the handler.
+ */
+public final class FencingFilter extends Filter {
+    public static final String TOKEN_ATTRIBUTE = "io.fenceview.token";
+
+    private final ConcurrentHashMap<String, Long> marks = new ConcurrentHashMap<>();
+    private final TokenVerifier verifier;
+    private final int maxResources;
+
+    public FencingFilter() {
+        this(null, 100_000);
+    }
+
+    /** A filter in signed mode when verifier is not null. */
+    public FencingFilter(TokenVerifier verifier, int maxResources) {
+        if (maxResources < 1) {
+            throw new IllegalArgumentException("fenceview: maxResources must be positive");
+        }
+        this.verifier = verifier;
+        this.maxResources = maxResources;
+    }
+
+    @Override
+    public String description() {
+        return "fenceview fencing-token guard";
+    }
+
+    /** The resource's mark, 0 when none. */
+    public long highWaterMark(String resource) {
+        return marks.getOrDefault(resource, 0L);
+    }
+
+    /** Raises the resource's mark to at least token without a decision (restoring after a restart). */
+    public void seed(String resource, long token) {
+        marks.merge(Ids.resource(resource), Ids.token(token), Math::max);
+    }
+
+    @Override
+    public void doFilter(HttpExchange ex, Chain chain) throws IOException {
+        String resource = ex.getRequestHeaders().getFirst(FencedHttp.RESOURCE_HEADER);
+        String text = ex.getRequestHeaders().getFirst(FencingToken.TOKEN_HEADER);
+        long token = parseToken(text);
+        if (resource == null || !Ids.validResource(resource) || token <= 0) {
+            ex.getRequestBody().close();
+            send(ex, 400, Map.of("error", "missing or invalid fencing token or resource id"), null);
+            return;
+        }
+        if (verifier != null && !verifier.verify(resource, token, ex.getRequestHeaders().getFirst(FencingToken.SIGNATURE_HEADER))) {
+            refuse(ex, new Decision(false, Decision.BAD_SIGNATURE, token, highWaterMark(resource)), false);
+            return;
+        }
+        if (!marks.containsKey(resource) && marks.size() >= maxResources) {
+            send(ex, 503, Map.of("error", "too many fenced resources"), null);
+            return;
+        }
+        long[] required = {0};
+        marks.compute(resource, (k, mark) -> {
+            if (mark != null && token < mark) {
+                required[0] = mark;
+                return mark;
+            }
+            return token;
+        });
+        if (required[0] > 0) {
+            refuse(ex, Decision.stale(token, required[0]), true);
+            return;
+        }
+        ex.setAttribute(TOKEN_ATTRIBUTE, token);
+        chain.doFilter(ex);
+    }
+
+    /** A token is a positive decimal integer, nothing else (no sign, no spaces, no leading zeros). */
+    static long parseToken(String s) {
+        if (s == null || s.isEmpty() || s.length() > 19 || s.charAt(0) < '1' || s.charAt(0) > '9') {
+            return 0;
+        }
+        long v = 0;
+        for (int k = 0; k < s.length(); k++) {
+            char c = s.charAt(k);
+            if (c < '0' || c > '9') {
+                return 0;
+            }
+            if (v > (Long.MAX_VALUE - (c - '0')) / 10) {
+                return 0;
+            }
+            v = v * 10 + (c - '0');
+        }
+        return v;
+    }
+
+    private static void refuse(HttpExchange ex, Decision d, boolean withHeader) throws IOException {
+        ex.getRequestBody().close();
+        Map<String, Object> b = new LinkedHashMap<>();
+        b.put("accepted", false);
+        b.put("reason", d.reason());
+        b.put("presented", d.presented());
+        b.put("required", d.required());
+        send(ex, 409, b, withHeader ? Long.toString(d.required()) : null);
+    }
+
+    private static void send(HttpExchange ex, int status, Map<String, ?> body, String required) throws IOException {
+        byte[] out = Ids.utf8(Json.write(body));
+        ex.getResponseHeaders().set("Content-Type", "application/json");
+        if (required != null) {
+            ex.getResponseHeaders().set(FencedHttp.REQUIRED_HEADER, required);
+        }
+        ex.sendResponseHeaders(status, out.length);
+        try (OutputStream o = ex.getResponseBody()) {
+            o.write(out);
+        }
+    }
+}

@@ -1,0 +1,205 @@
+package io.fenceview;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One period of ownership of one lock by one thread, from its first grant to its
+ * last unlock or the loss of its lease, with the watchdog that renews it.
+ *
+ * <p>The watchdog renews at a third of the lease and retries failed renewals more
+ * often; the lease is counted from when the last successful request was sent, so the
+ * client never believes in a lease the server has already ended. A refused renewal,
+ * or a lease that runs out unrenewed, ends the hold as lost.
+ */
+final class Hold {
+    record Key(String resource, long threadId) {}
+
+    private final FenceviewClient c;
+    final Key key;
+    final String holder;
+    private final boolean renewing;
+    final CompletableFuture<LeaseLostException> lost = new CompletableFuture<>();
+
+    // Guarded by this.
+    private long leaseMs;
+    private FencingToken token;
+    private int count;
+    private long leaseEnd; // System.nanoTime()
+    private boolean releasing;
+    private ScheduledFuture<?> renewTask;
+    private ScheduledFuture<?> expiryTask;
+    volatile boolean ended;
+
+    Hold(FenceviewClient c, Key key, String holder, long leaseMs, boolean renewing) {
+        this.c = c;
+        this.key = key;
+        this.holder = holder;
+        this.leaseMs = leaseMs;
+        this.renewing = renewing;
+    }
+
+    synchronized FencingToken token() {
+        return token;
+    }
+
+    synchronized int count() {
+        return count;
+    }
+
+    synchronized void granted(FencingToken t, int holdCount) {
+        token = t;
+        count = holdCount;
+    }
+
+    /** Starts the watchdog of a new hold whose grant was asked for at sentNanos. */
+    synchronized void start(long sentNanos) {
+        leaseEnd = sentNanos + TimeUnit.MILLISECONDS.toNanos(leaseMs);
+        armExpiry();
+        if (renewing) {
+            scheduleRenewal(interval());
+        }
+    }
+
+    private long interval() {
+        return Math.max(leaseMs / 3, 1);
+    }
+
+    private long retry() {
+        return Math.min(Math.max(leaseMs / 10, 10), interval());
+    }
+
+    private void armExpiry() {
+        if (expiryTask != null) {
+            expiryTask.cancel(false);
+        }
+        long delay = leaseEnd - System.nanoTime();
+        expiryTask = schedule(this::checkExpiry, Math.max(delay, 0), TimeUnit.NANOSECONDS);
+    }
+
+    private void scheduleRenewal(long ms) {
+        renewTask = schedule(this::renew, ms, TimeUnit.MILLISECONDS);
+    }
+
+    private ScheduledFuture<?> schedule(Runnable r, long delay, TimeUnit unit) {
+        try {
+            return c.scheduler.schedule(r, delay, unit);
+        } catch (RejectedExecutionException e) {
+            return null; // the client is closing; close() ends this hold
+        }
+    }
+
+    private void checkExpiry() {
+        boolean over;
+        synchronized (this) {
+            over = !ended && System.nanoTime() - leaseEnd >= 0;
+        }
+        if (over) {
+            lose(renewing ? "no renewal answered before the lease ran out" : "the fixed lease ran out", null);
+        }
+    }
+
+    private void renew() {
+        long interval;
+        synchronized (this) {
+            if (ended) {
+                return;
+            }
+            interval = interval();
+        }
+        long sent = System.nanoTime();
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("holder", holder);
+        // A hung renewal must not outlive the interval: the next one gets a fresh try.
+        c.call("POST", FenceviewClient.lockPath(key.resource(), "renew"), in, java.time.Duration.ofMillis(interval))
+                .whenComplete((a, err) -> renewed(sent, a, err));
+    }
+
+    private void renewed(long sent, FenceviewClient.Answer a, Throwable err) {
+        String lostWhy = null;
+        Throwable lostCause = null;
+        synchronized (this) {
+            if (ended) {
+                return;
+            }
+            if (err == null && a.ok()) {
+                long ms = Json.lng(a.body, "leaseMs");
+                if (ms > 0) {
+                    leaseMs = ms;
+                }
+                leaseEnd = sent + TimeUnit.MILLISECONDS.toNanos(leaseMs);
+                armExpiry();
+                scheduleRenewal(interval());
+                return;
+            }
+            FenceviewException fe = err != null
+                    ? (FenceviewClient.unwrap(err) instanceof FenceviewException ? (FenceviewException) FenceviewClient.unwrap(err)
+                            : new FenceviewException("fenceview: renewal: " + FenceviewClient.unwrap(err), FenceviewClient.unwrap(err)))
+                    : a.failure("renew " + key.resource());
+            if (!fe.isTemporary()) {
+                if (releasing) {
+                    return; // the last unlock is on its way: its answer ends the hold
+                }
+                lostWhy = "renewal refused: " + fe.getMessage();
+                lostCause = fe;
+            } else if (System.nanoTime() - leaseEnd >= 0) {
+                lostWhy = "server unreachable until the lease ran out";
+                lostCause = fe;
+            } else {
+                scheduleRenewal(retry());
+                return;
+            }
+        }
+        lose(lostWhy, lostCause);
+    }
+
+    /** Marks that the last unlock was sent (or, with false, that it failed to arrive). */
+    synchronized void releasing(boolean on) {
+        releasing = on;
+    }
+
+    synchronized void released(int left) {
+        count = left;
+        releasing = false;
+    }
+
+    /** Ends the hold because its lease is gone; completes {@link #lost}. */
+    void lose(String why, Throwable cause) {
+        LeaseLostException e;
+        synchronized (this) {
+            if (ended) {
+                return;
+            }
+            end();
+            e = new LeaseLostException(key.resource(), token == null ? 0 : token.number(), why, cause);
+        }
+        c.holds.remove(key, this);
+        lost.complete(e);
+    }
+
+    /** Ends the hold after its last unlock; {@link #lost} is cancelled: it will never be lost. */
+    void finish() {
+        synchronized (this) {
+            if (ended) {
+                return;
+            }
+            end();
+        }
+        c.holds.remove(key, this);
+        lost.cancel(false);
+    }
+
+    private void end() {
+        ended = true;
+        if (renewTask != null) {
+            renewTask.cancel(false);
+        }
+        if (expiryTask != null) {
+            expiryTask.cancel(false);
+        }
+    }
+}

@@ -1,0 +1,176 @@
+package io.fenceview;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** The JDBC guard on real PostgreSQL, MariaDB and SQLite, with tokens from a real server. */
+class JdbcGuardTest {
+    static Connection connect(String db) throws SQLException {
+        switch (db) {
+            case "postgresql":
+                return DriverManager.getConnection(Env.prop("postgres"));
+            case "mariadb":
+                return mariadb("");
+            case "sqlite":
+                return DriverManager.getConnection("jdbc:sqlite:" + Env.prop("tmp") + "/fenceview-java.db");
+            default:
+                throw new IllegalArgumentException(db);
+        }
+    }
+
+    static Connection mariadb(String params) throws SQLException {
+        String base = Env.prop("mariadb");
+        try (Connection c = DriverManager.getConnection(base + "?user=root"); Statement s = c.createStatement()) {
+            s.execute("CREATE DATABASE IF NOT EXISTS fenceview_java");
+        }
+        return DriverManager.getConnection(base + "fenceview_java?user=root" + params);
+    }
+
+    /** A new inventory table with one product row, 42, stock 10, mark 0. */
+    static String inventory(Connection c) throws SQLException {
+        String t = "inventory_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+        try (Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE " + t + " (product_id BIGINT PRIMARY KEY, stock INT NOT NULL,"
+                    + " fence_token BIGINT NOT NULL DEFAULT 0, version BIGINT NOT NULL DEFAULT 0)");
+            s.execute("INSERT INTO " + t + " (product_id, stock) VALUES (42, 10)");
+        }
+        return t;
+    }
+
+    static long[] row(Connection c, String t) throws SQLException {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT stock, fence_token, version FROM " + t + " WHERE product_id = 42")) {
+            assertTrue(rs.next());
+            return new long[] {rs.getLong(1), rs.getLong(2), rs.getLong(3)};
+        }
+    }
+
+    /**
+     * Seed 001's story: A holds the lock, pauses past its lease, B takes the lock
+     * with a newer token and writes; A wakes and writes with its old token: the
+     * update matches no row and the guard refuses it, naming B's token.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"postgresql", "mariadb", "sqlite"})
+    void pausedHolderIsFencedOut(String db) throws Exception {
+        String r = Env.resource("inventory-42");
+        JdbcGuard guard = JdbcGuard.create();
+        try (Connection conn = connect(db); FenceviewClient a = Env.client(); FenceviewClient b = Env.client()) {
+            String t = inventory(conn);
+            // A takes the lock for 300 ms and then "pauses": it never renews.
+            Long tokenA = a.getFencedLock(r).tryLockAndGetToken(0, 300, TimeUnit.MILLISECONDS);
+            assertNotNull(tokenA);
+            // B waits on the server until A's lease has run out.
+            FencedLock lockB = b.getFencedLock(r);
+            Long tokenB = lockB.tryLockAndGetToken(10, TimeUnit.SECONDS);
+            assertNotNull(tokenB, "B got the lock once A's lease ran out");
+            assertTrue(tokenB > tokenA);
+            Decision db1 = guard.update(conn, t, "product_id", 42, tokenB, Map.of("stock", 5));
+            assertTrue(db1.accepted(), "B's write: " + db1);
+            // Equal tokens pass: B may write again under the same grant, even the same values.
+            assertTrue(guard.update(conn, t, "product_id", 42, tokenB, Map.of("stock", 5)).accepted());
+
+            // A wakes up and writes as if it still held the lock.
+            Decision da = guard.update(conn, t, "product_id", 42, tokenA, Map.of("stock", 7));
+            assertFalse(da.accepted(), "A's write is refused");
+            assertEquals(Decision.STALE_TOKEN, da.reason());
+            assertEquals(tokenA.longValue(), da.presented());
+            assertEquals(tokenB.longValue(), da.required(), "the refusal names the mark that beat it");
+            long[] now = row(conn, t);
+            assertEquals(5, now[0], "B's stock stands");
+            assertEquals(tokenB.longValue(), now[1]);
+            FencedOutException e = da.toException(r);
+            assertEquals(da, e.decision());
+            lockB.unlock();
+
+            // The refusal, reported, lands in the server's rejection history.
+            try (FenceviewClient admin = FenceviewClient.builder().url(Env.url()).apiKey(Env.prop("admin")).build()) {
+                admin.report(r, da, "java-jdbc-" + db, "");
+            }
+            var rej = Env.admin("GET", "/v1/rejections?resource=" + FenceviewClient.segment(r)).getValue();
+            List<Object> list = Json.list(rej, "rejections");
+            assertEquals(1, list.size(), "rejections: " + rej);
+            @SuppressWarnings("unchecked")
+            Map<String, Object> one = (Map<String, Object>) list.get(0);
+            assertEquals(tokenA, one.get("presented"));
+            // The server names the reporting key before the source.
+            assertTrue(((String) one.get("source")).endsWith("java-jdbc-" + db), "source: " + one.get("source"));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"postgresql", "mariadb", "sqlite"})
+    void versionVariant(String db) throws Exception {
+        JdbcGuard guard = JdbcGuard.create();
+        try (Connection conn = connect(db)) {
+            String t = inventory(conn);
+            assertTrue(guard.updateVersion(conn, t, "product_id", 42, 5, 0, Map.of("stock", 9)).accepted());
+            assertEquals(1, row(conn, t)[2], "the write bumps the version");
+            JdbcGuard.VersionConflictException vc = assertThrows(JdbcGuard.VersionConflictException.class,
+                    () -> guard.updateVersion(conn, t, "product_id", 42, 5, 0, Map.of("stock", 8)));
+            assertEquals(0, vc.expected());
+            assertEquals(1, vc.current());
+            // Stale token and wrong version: the stale token wins (stop, don't retry).
+            Decision d = guard.updateVersion(conn, t, "product_id", 42, 4, 0, Map.of("stock", 1));
+            assertFalse(d.accepted());
+            assertEquals(5, d.required());
+            assertTrue(guard.updateVersion(conn, t, "product_id", 42, 6, 1, Map.of("stock", 8)).accepted());
+            assertEquals(List.of(8L, 6L, 2L), List.of(row(conn, t)[0], row(conn, t)[1], row(conn, t)[2]));
+            assertThrows(JdbcGuard.RowNotFoundException.class, () -> guard.update(conn, t, "product_id", 43, 9, Map.of("stock", 1)));
+        }
+    }
+
+    @Test
+    void identifiersAreCheckedAndValuesBound() throws Exception {
+        JdbcGuard guard = JdbcGuard.create();
+        try (Connection conn = connect("postgresql")) {
+            String t = inventory(conn);
+            for (String bad : List.of("inv; DROP TABLE x", "a.b.c", "", "1abc", "inv\"", "x".repeat(64))) {
+                assertThrows(IllegalArgumentException.class, () -> guard.update(conn, bad, "product_id", 42, 1, Map.of("stock", 1)), bad);
+                assertThrows(IllegalArgumentException.class, () -> guard.update(conn, t, "product_id", 42, 1, Map.of(bad, 1)), bad);
+            }
+            assertThrows(IllegalArgumentException.class, () -> guard.update(conn, t, "product_id", 42, 1, Map.of("fence_token", 99)));
+            assertThrows(IllegalArgumentException.class, () -> guard.update(conn, t, "product_id", 42, 0, Map.of("stock", 1)));
+            assertThrows(IllegalArgumentException.class, () -> guard.update(conn, t, "product_id", 42, -3, Map.of("stock", 1)));
+            assertEquals(List.of(10L, 0L), List.of(row(conn, t)[0], row(conn, t)[1]), "nothing was written");
+            // A hostile value is only ever a value; a schema-qualified table works.
+            assertThrows(SQLException.class, () -> guard.update(conn, t, "product_id", 42, 1, Map.of("stock", "1; DROP TABLE " + t)));
+            assertTrue(guard.update(conn, "public." + t, "product_id", 42, 2, Map.of("stock", 3)).accepted());
+            assertEquals(3, row(conn, t)[0]);
+        }
+    }
+
+    /**
+     * MySQL's pitfall: a connection that counts changed rows only (MariaDB's
+     * useAffectedRows=true) reports 0 for a repeated write of the same values, which
+     * would read as a refusal. The guard notices instead of answering wrongly.
+     */
+    @Test
+    void mysqlConnectionCountingChangedRowsOnlyIsCaught() throws Exception {
+        JdbcGuard guard = JdbcGuard.create(JdbcGuard.Dialect.MYSQL);
+        try (Connection conn = mariadb("&useAffectedRows=true")) {
+            String t = inventory(conn);
+            assertTrue(guard.update(conn, t, "product_id", 42, 3, Map.of("stock", 4)).accepted());
+            assertThrows(JdbcGuard.FoundRowsRequiredException.class, () -> guard.update(conn, t, "product_id", 42, 3, Map.of("stock", 4)));
+            // A real refusal is still one.
+            assertFalse(guard.update(conn, t, "product_id", 42, 2, Map.of("stock", 4)).accepted());
+        }
+        assertEquals(JdbcGuard.Dialect.MYSQL, JdbcGuard.Dialect.of(mariadb("")));
+    }
+}
