@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"io/fs"
 	"path/filepath"
 	"testing"
@@ -144,5 +145,28 @@ func TestRenumberedMigrationIsNotRunAgain(t *testing.T) {
 	}
 	if err := db.read.QueryRow(`SELECT SUM(n) FROM event_minutes`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("minute counts = %d after reopening, want 1: %v", n, err)
+	}
+}
+
+// Every connection commits with synchronous=FULL in WAL mode: the WAL is
+// fsynced before a commit returns. (The power-cut harness shows what
+// NORMAL loses; this keeps a change of the DSN from dropping it quietly.)
+func TestEveryConnectionSyncsItsCommits(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "f.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for name, conn := range map[string]interface {
+		QueryRow(string, ...any) *sql.Row
+	}{"write": db.write, "read": db.read, "checkpoint": db.ckpt} {
+		var sync int
+		var mode string
+		if err := conn.QueryRow(`PRAGMA synchronous`).Scan(&sync); err != nil || sync != 2 {
+			t.Errorf("%s connection: synchronous = %d (%v), want 2 (FULL)", name, sync, err)
+		}
+		if err := conn.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+			t.Errorf("%s connection: journal_mode = %q (%v), want wal", name, mode, err)
+		}
 	}
 }
