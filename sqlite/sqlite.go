@@ -195,10 +195,27 @@ const foldSQL = `
 const foldedSeq = `(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'folded_seq')`
 
 // Open opens (creating if needed) and migrates the database at path.
-func Open(ctx context.Context, path string) (*DB, error) {
+func Open(ctx context.Context, path string) (*DB, error) { return OpenInit(ctx, path, nil) }
+
+// OpenInit is Open, and a database it creates is given, by init, what
+// every start must find in it (the server's issuer id and first signing
+// key) before it appears at path; see create.
+func OpenInit(ctx context.Context, path string, init func(context.Context, *DB) error) (*DB, error) {
 	if path == "" || strings.HasPrefix(path, ":memory:") {
 		return nil, errors.New("sqlite: a file path is required (fenceview's guarantees need a durable file)")
 	}
+	if isNew, err := absent(path); err != nil {
+		return nil, err
+	} else if isNew {
+		if err := create(ctx, path, init); err != nil {
+			return nil, fmt.Errorf("sqlite: creating %s: %w", path, err)
+		}
+	}
+	return open(ctx, path)
+}
+
+// open opens and migrates the database at path.
+func open(ctx context.Context, path string) (*DB, error) {
 	db := &DB{Path: path}
 	var err error
 	if db.write, err = sql.Open("sqlite3", dsn(path, false)); err != nil {

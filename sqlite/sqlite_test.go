@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -169,4 +170,43 @@ func TestEveryConnectionSyncsItsCommits(t *testing.T) {
 			t.Errorf("%s connection: journal_mode = %q (%v), want wal", name, mode, err)
 		}
 	}
+}
+
+// An empty file at the path is no database yet: a power cut during a first
+// start can leave one, with the hot journal of its switch to WAL beside it,
+// which SQLite would roll back onto whatever is built there. Open builds a
+// whole database in its place, the journal gone, and leaves nothing of the
+// building behind.
+func TestOpenReplacesAnEmptyDatabaseAndItsJournal(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "f.db")
+	os.WriteFile(path, nil, 0o600)
+	os.WriteFile(path+"-journal", []byte("\xd9\xd5\x05\xf9\x20\xa1\x63\xd7 a journal header"), 0o600)
+	os.WriteFile(creatingName(path), []byte("an earlier creation, cut short"), 0o600)
+	var initSaw int
+	db, err := OpenInit(ctx, path, func(ctx context.Context, db *DB) error {
+		_, err := db.Issuer(ctx, "first")
+		initSaw++
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if id, err := db.Issuer(ctx, ""); err != nil || id != "first" || initSaw != 1 {
+		t.Fatalf("issuer %q (%v), init ran %d times", id, err, initSaw)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	for _, e := range entries {
+		if n := e.Name(); n != "f.db" && n != "f.db-wal" && n != "f.db-shm" {
+			t.Errorf("%s left beside the database", n)
+		}
+	}
+	db.Close()
+	// An existing database is opened as it is: init is for new ones.
+	db, err = OpenInit(ctx, path, func(context.Context, *DB) error { initSaw++; return nil })
+	if err != nil || initSaw != 1 {
+		t.Fatalf("reopen: %v, init ran %d times", err, initSaw)
+	}
+	db.Close()
 }

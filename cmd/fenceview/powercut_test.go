@@ -1,8 +1,13 @@
 package main
 
 import (
+	"database/sql"
+	"errors"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -126,4 +131,121 @@ func (h *powerCuts) run(cycles int, rng *rand.Rand) (int, error) {
 		h.load.run(p.url, rng.Uint64(), 1+rng.IntN(h.requests), func() { h.cut(p) })
 	}
 	return cycles, nil
+}
+
+// A first start cut at any of its syncs: the database it leaves is either
+// none at all or one with the issuer and signing key the next start keeps;
+// a first start that got as far as listening keeps its identity.
+//
+// Every sync of an uncut first start is cut at in turn (a sync is where the
+// durable state changes, so this visits every state the disk can be left
+// in); FENCEVIEW_POWERCUT_FIRST_STARTS=n cuts at n evenly spread syncs
+// only.
+func TestPowerCutDuringFirstStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills real processes")
+	}
+	powercut.Require(t)
+	bin := serverBinary(t)
+
+	h := newPowerCuts(t, bin)
+	h.mount(powercut.Options{})
+	p, err := launchProcess(t, bin, h.db())
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncs := h.fs.Syncs()
+	h.cut(p)
+	points := syncs + 1 // the last: a cut after the first start's last sync
+	if n := envInt(t, "FENCEVIEW_POWERCUT_FIRST_STARTS", points); n < points {
+		points = n
+	}
+	t.Logf("an uncut first start syncs %d times; cutting at %d of them", syncs, points)
+	start := time.Now()
+	for i := 0; i < points; i++ {
+		at := 1 + i*syncs/max(points-1, 1)
+		h := newPowerCuts(t, bin)
+		h.mount(powercut.Options{CutAtSync: at})
+		first, err := launchProcess(t, bin, h.db())
+		var firstID serverIdentity
+		if err == nil {
+			firstID = identityOf(t, first.url)
+		}
+		h.cut(first)
+
+		disk := h.durableIdentity()
+		switch {
+		case err == nil && disk != firstID:
+			t.Fatalf("cut at sync %d of %d, after the first start listened as %v: the disk holds %v", at, syncs, firstID, disk)
+		case disk.exists && (disk.Issuer == "" || disk.Keys == ""):
+			t.Fatalf("cut at sync %d of %d: the disk holds a database without its identity: %v", at, syncs, disk)
+		}
+
+		h.mount(powercut.Options{})
+		next, err := launchProcess(t, bin, h.db())
+		if err != nil {
+			t.Fatalf("cut at sync %d of %d: the next start: %v", at, syncs, err)
+		}
+		if got := identityOf(t, next.url); disk.exists && got != disk {
+			t.Fatalf("cut at sync %d of %d: the disk held %v, the next start is %v", at, syncs, disk, got)
+		}
+		h.cut(next)
+	}
+	t.Logf("%d cut first starts, %v each", points, time.Since(start)/time.Duration(points))
+}
+
+// serverIdentity is what a guard knows a server by: its issuer id and its
+// signing keys' ids.
+type serverIdentity struct {
+	exists bool // a database was found (durableIdentity only)
+	Issuer string
+	Keys   string // the key ids, sorted, comma-separated
+}
+
+func identityOf(t *testing.T, url string) serverIdentity {
+	t.Helper()
+	r := doRequest(t, "GET", url+"/v1/signing-keys", nil)
+	var ids []string
+	keys, _ := r.Body["keys"].([]any)
+	for _, k := range keys {
+		k, _ := k.(map[string]any)
+		id, _ := k["keyId"].(string)
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	issuer, _ := r.Body["issuer"].(string)
+	return serverIdentity{exists: true, Issuer: issuer, Keys: strings.Join(ids, ",")}
+}
+
+// durableIdentity reads what the backing directory holds, as the next
+// start will: from a copy (opening it may roll back a hot journal or
+// replay the WAL), through SQLite itself.
+func (h *powerCuts) durableIdentity() serverIdentity {
+	h.t.Helper()
+	if _, err := os.Stat(filepath.Join(h.backing, "fenceview.db")); errors.Is(err, os.ErrNotExist) {
+		return serverIdentity{}
+	}
+	dir := h.t.TempDir()
+	for _, suffix := range []string{"", "-wal", "-journal", "-shm"} {
+		b, err := os.ReadFile(filepath.Join(h.backing, "fenceview.db"+suffix))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			h.t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "fenceview.db"+suffix), b, 0o600); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "fenceview.db"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer db.Close()
+	id := serverIdentity{exists: true}
+	// Missing tables read as an empty identity: a database cut before its
+	// migrations.
+	db.QueryRow(`SELECT value FROM meta WHERE key = 'issuer'`).Scan(&id.Issuer)
+	db.QueryRow(`SELECT COALESCE(group_concat(key_id, ','), '') FROM (SELECT key_id FROM signing_keys ORDER BY key_id)`).Scan(&id.Keys)
+	return id
 }
