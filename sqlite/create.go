@@ -51,9 +51,11 @@ var sidecars = []string{"-journal", "-wal", "-shm"}
 // create builds the database path, absent, whole: see above.
 func create(ctx context.Context, path string, init func(context.Context, *DB) error) (err error) {
 	tmp, dir := creatingName(path), filepath.Dir(path)
-	mode := fs.FileMode(0o600) // it holds the signing keys; an empty file left at path keeps its own
+	// SQLite's own mode for a new database, less the umask; an empty file
+	// at path (made by an operator, say) keeps its own.
+	mode, keep := fs.FileMode(0o644), false
 	if fi, err := os.Stat(path); err == nil {
-		mode = fi.Mode().Perm()
+		mode, keep = fi.Mode().Perm(), true
 	}
 	removeAll(tmp) // an earlier creation, cut short
 	defer func() {
@@ -66,7 +68,9 @@ func create(ctx context.Context, path string, init func(context.Context, *DB) er
 		return err
 	}
 	f.Close()
-	os.Chmod(tmp, mode) // past the umask: SQLite gives its sidecars this mode too
+	if keep {
+		os.Chmod(tmp, mode) // past the umask; SQLite gives its sidecars this mode too
+	}
 	db, err := open(ctx, tmp)
 	if err != nil {
 		return err

@@ -175,8 +175,8 @@ func TestEveryConnectionSyncsItsCommits(t *testing.T) {
 // An empty file at the path is no database yet: a power cut during a first
 // start can leave one, with the hot journal of its switch to WAL beside it,
 // which SQLite would roll back onto whatever is built there. Open builds a
-// whole database in its place, the journal gone, and leaves nothing of the
-// building behind.
+// whole database in its place, with the empty file's mode, the journal
+// gone, and leaves nothing of the building behind.
 func TestOpenReplacesAnEmptyDatabaseAndItsJournal(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "f.db")
@@ -195,6 +195,9 @@ func TestOpenReplacesAnEmptyDatabaseAndItsJournal(t *testing.T) {
 	defer db.Close()
 	if id, err := db.Issuer(ctx, ""); err != nil || id != "first" || initSaw != 1 {
 		t.Fatalf("issuer %q (%v), init ran %d times", id, err, initSaw)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the database replacing an empty 0600 file: %v %v", fi.Mode(), err)
 	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
 	for _, e := range entries {
