@@ -195,10 +195,27 @@ const foldSQL = `
 const foldedSeq = `(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'folded_seq')`
 
 // Open opens (creating if needed) and migrates the database at path.
-func Open(ctx context.Context, path string) (*DB, error) {
+func Open(ctx context.Context, path string) (*DB, error) { return OpenInit(ctx, path, nil) }
+
+// OpenInit is Open, and a database it creates is given, by init, what
+// every start must find in it (the server's issuer id and first signing
+// key) before it appears at path; see create.
+func OpenInit(ctx context.Context, path string, init func(context.Context, *DB) error) (*DB, error) {
 	if path == "" || strings.HasPrefix(path, ":memory:") {
 		return nil, errors.New("sqlite: a file path is required (fenceview's guarantees need a durable file)")
 	}
+	if isNew, err := absent(path); err != nil {
+		return nil, err
+	} else if isNew {
+		if err := create(ctx, path, init); err != nil {
+			return nil, fmt.Errorf("sqlite: creating %s: %w", path, err)
+		}
+	}
+	return open(ctx, path)
+}
+
+// open opens and migrates the database at path.
+func open(ctx context.Context, path string) (*DB, error) {
 	db := &DB{Path: path}
 	var err error
 	if db.write, err = sql.Open("sqlite3", dsn(path, false)); err != nil {
@@ -235,10 +252,17 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	return db, nil
 }
 
+// synchronous is SQLite's synchronous setting on every connection. FULL
+// is what makes a commit durable when it returns: in WAL mode, NORMAL
+// (mattn/go-sqlite3's default without it) fsyncs the WAL only at
+// checkpoints, so a power cut loses the commits since, a SIGKILL none.
+// Only the power-cut harness's build tag changes it (synchronous_normal.go).
+var synchronous = "FULL"
+
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "FULL")
+	q.Set("_synchronous", synchronous)
 	q.Set("_busy_timeout", "5000")
 	q.Set("_foreign_keys", "1")
 	if readOnly {

@@ -21,7 +21,8 @@ import (
 // least the highest token a fence call was told was accepted.
 //
 // FENCEVIEW_CRASH_CYCLES sets the number of kills (default 20);
-// FENCEVIEW_CRASH_SEED replays a run.
+// FENCEVIEW_CRASH_SEED replays a run. The power-cut harness
+// (powercut_test.go) runs the same load and checks across power cuts.
 func TestCrashHarness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
@@ -31,103 +32,127 @@ func TestCrashHarness(t *testing.T) {
 	t.Logf("%d cycles, FENCEVIEW_CRASH_SEED=%d", cycles, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
 
-	const clients, resourceCount = 16, 32
 	db := filepath.Join(t.TempDir(), "fenceview.db")
-	var mu sync.Mutex
-	given := map[string]int64{}    // highest token any client was given, per resource
-	accepted := map[string]int64{} // highest token a fence call was told was accepted
-	acknowledged := 0
-
+	load := newCrashLoad()
 	for cycle := 0; cycle <= cycles; cycle++ {
 		p := startProcess(t, db)
-		verifyAfterRestart(t, p.url, cycle, given, accepted)
+		if err := load.check(t, p.url); err != nil {
+			t.Fatalf("after kill %d: %v", cycle, err)
+		}
 		if cycle == cycles {
 			break
 		}
-
-		killAfter := 1 + rng.IntN(300) // acknowledged operations before the kill
-		acks := make(chan struct{}, clients)
-		var wg sync.WaitGroup
-		for c := 0; c < clients; c++ {
-			wg.Add(1)
-			go func(c int, seed uint64) {
-				defer wg.Done()
-				rng := rand.New(rand.NewPCG(seed, uint64(c)))
-				client := &http.Client{Timeout: 10 * time.Second}
-				holder := fmt.Sprintf("client-%d", c)
-				ack := func() {
-					mu.Lock()
-					acknowledged++
-					mu.Unlock()
-					select {
-					case acks <- struct{}{}:
-					default:
-					}
-				}
-				for {
-					res := fmt.Sprintf("res-%d", rng.IntN(resourceCount))
-					g, err := postJSON(client, p.url+"/v1/locks/"+res+"/acquire", fmt.Sprintf(`{"holder":%q,"leaseMs":%d}`, holder, 50+rng.IntN(500)))
-					if err != nil {
-						return // killed
-					}
-					if g.Status != 200 {
-						continue
-					}
-					tok := tokenOf(g)
-					mu.Lock()
-					given[res] = max(given[res], tok)
-					mu.Unlock()
-					ack()
-					for w := rng.IntN(3); w >= 0; w-- {
-						f, err := postJSON(client, p.url+"/v1/fence/"+res, fmt.Sprintf(`{"token":%d}`, tok))
-						if err != nil {
-							return
-						}
-						if f.Status == 200 {
-							mu.Lock()
-							accepted[res] = max(accepted[res], tok)
-							mu.Unlock()
-							ack()
-						}
-					}
-					if _, err := postJSON(client, p.url+"/v1/locks/"+res+"/release", fmt.Sprintf(`{"holder":%q}`, holder)); err != nil {
-						return
-					}
-				}
-			}(c, rng.Uint64())
-		}
-		for i := 0; i < killAfter; i++ {
-			<-acks
-		}
-		p.signal(syscall.SIGKILL)
-		<-p.done
-		wg.Wait()
+		load.run(p.url, rng.Uint64(), 1+rng.IntN(300), func() {
+			p.signal(syscall.SIGKILL)
+			<-p.done
+		})
 	}
-	t.Logf("%d acknowledged grants and accepted writes checked across %d kills", acknowledged, cycles)
+	t.Logf("%d acknowledged grants and accepted writes checked across %d kills", load.acknowledged, cycles)
 }
 
-func verifyAfterRestart(t *testing.T, url string, cycle int, given, accepted map[string]int64) {
+// crashLoad is the harness's load and what its clients were told: the
+// promises a restarted server must keep.
+type crashLoad struct {
+	mu           sync.Mutex
+	given        map[string]int64 // highest token any client was given, per resource
+	accepted     map[string]int64 // highest token a fence call was told was accepted
+	acknowledged int              // grants and accepted writes, all cycles
+}
+
+// The load: clients granting, fencing and releasing over resources.
+const crashClients, crashResources = 16, 32
+
+func newCrashLoad() *crashLoad {
+	return &crashLoad{given: map[string]int64{}, accepted: map[string]int64{}}
+}
+
+// run loads the server at url until acks operations are acknowledged, then
+// calls stop, which ends the server, and returns once every client has
+// stopped.
+func (l *crashLoad) run(url string, seed uint64, acks int, stop func()) {
+	acked := make(chan struct{}, crashClients)
+	var wg sync.WaitGroup
+	for c := 0; c < crashClients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(c)))
+			client := &http.Client{Timeout: 10 * time.Second}
+			holder := fmt.Sprintf("client-%d", c)
+			ack := func() {
+				l.mu.Lock()
+				l.acknowledged++
+				l.mu.Unlock()
+				select {
+				case acked <- struct{}{}:
+				default:
+				}
+			}
+			for {
+				res := fmt.Sprintf("res-%d", rng.IntN(crashResources))
+				g, err := postJSON(client, url+"/v1/locks/"+res+"/acquire", fmt.Sprintf(`{"holder":%q,"leaseMs":%d}`, holder, 50+rng.IntN(500)))
+				if err != nil {
+					return // killed
+				}
+				if g.Status != 200 {
+					continue
+				}
+				tok := tokenOf(g)
+				l.mu.Lock()
+				l.given[res] = max(l.given[res], tok)
+				l.mu.Unlock()
+				ack()
+				for w := rng.IntN(3); w >= 0; w-- {
+					f, err := postJSON(client, url+"/v1/fence/"+res, fmt.Sprintf(`{"token":%d}`, tok))
+					if err != nil {
+						return
+					}
+					if f.Status == 200 {
+						l.mu.Lock()
+						l.accepted[res] = max(l.accepted[res], tok)
+						l.mu.Unlock()
+						ack()
+					}
+				}
+				if _, err := postJSON(client, url+"/v1/locks/"+res+"/release", fmt.Sprintf(`{"holder":%q}`, holder)); err != nil {
+					return
+				}
+			}
+		}(c)
+	}
+	for i := 0; i < acks; i++ {
+		<-acked
+	}
+	stop()
+	wg.Wait()
+}
+
+// check returns the first promise the restarted server at url broke, nil
+// if it kept them all; the grant it takes on each resource to see that
+// the next token is higher is given like any other.
+func (l *crashLoad) check(t *testing.T, url string) error {
 	t.Helper()
-	for res, want := range accepted {
+	for res, want := range l.accepted {
 		r := doRequest(t, "GET", url+"/v1/resources/"+res, nil)
 		if r.num("highWaterMark") < want {
-			t.Fatalf("after kill %d: %s mark %d below the acknowledged %d", cycle, res, r.num("highWaterMark"), want)
+			return fmt.Errorf("%s mark %d below the acknowledged %d", res, r.num("highWaterMark"), want)
 		}
 	}
-	for res, want := range given {
+	for res, want := range l.given {
 		r := doRequest(t, "GET", url+"/v1/resources/"+res, nil)
 		if r.num("lastToken") < want {
-			t.Fatalf("after kill %d: %s last token %d below the given %d", cycle, res, r.num("lastToken"), want)
+			return fmt.Errorf("%s last token %d below the given %d", res, r.num("lastToken"), want)
 		}
 		// The next grant is above everything given.
 		doRequest(t, "POST", url+"/v1/locks/"+res+"/expire", nil)
 		g := doRequest(t, "POST", url+"/v1/locks/"+res+"/acquire", map[string]any{"holder": "checker", "leaseMs": 1})
 		if g.Status != 200 || tokenOf(g) <= want {
-			t.Fatalf("after kill %d: grant on %s = %d %s, highest given before %d", cycle, res, g.Status, g.Raw, want)
+			return fmt.Errorf("grant on %s = %d %s, highest given before %d", res, g.Status, g.Raw, want)
 		}
-		given[res] = tokenOf(g)
+		l.given[res] = tokenOf(g)
 		doRequest(t, "POST", url+"/v1/locks/"+res+"/release", map[string]any{"holder": "checker"})
 	}
+	return nil
 }
 
 func postJSON(client *http.Client, url, body string) (response, error) {

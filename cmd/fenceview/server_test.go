@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -60,9 +62,12 @@ func realClock(m *Main) { m.Clock = clock.Real{} }
 
 // process is a fenceview server running as its own OS process.
 type process struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{}
+	cmd   *exec.Cmd
+	url   string
+	ready string // the line it logged when it was ready
+	done  chan struct{}
+	// logged is closed once the process's stderr is read to its end.
+	logged chan struct{}
 }
 
 var readyLine = regexp.MustCompile(`url=(http://\S+)/`)
@@ -72,7 +77,19 @@ var readyLine = regexp.MustCompile(`url=(http://\S+)/`)
 // ends, if it still runs.
 func startProcess(t *testing.T, dbPath string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(serverBinary(t), append([]string{"--addr", "127.0.0.1:0", "--db", dbPath}, args...)...)
+	p, err := launchProcess(t, serverBinary(t), dbPath, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// launchProcess is startProcess for the binary bin (a build of the command
+// with other flags), and an error, not a failed test, when the process
+// exits before it is ready: the process is returned then too, exited.
+func launchProcess(t *testing.T, bin, dbPath string, args ...string) (*process, error) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"--addr", "127.0.0.1:0", "--db", dbPath}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -80,27 +97,35 @@ func startProcess(t *testing.T, dbPath string, args ...string) *process {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	urls := make(chan string, 1)
+	p := &process{cmd: cmd, done: make(chan struct{}), logged: make(chan struct{})}
+	lines := make(chan string, 1)
 	go func() {
+		defer close(p.logged)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if m := readyLine.FindStringSubmatch(sc.Text()); m != nil {
+			if readyLine.MatchString(sc.Text()) {
 				select {
-				case urls <- m[1]:
+				case lines <- sc.Text():
 				default:
 				}
 			}
 		}
 	}()
-	go func() { cmd.Wait(); close(p.done) }()
+	go func() { <-p.logged; cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() { p.signal(syscall.SIGKILL); <-p.done })
 	select {
-	case p.url = <-urls:
+	case p.ready = <-lines:
+		p.url = readyLine.FindStringSubmatch(p.ready)[1]
+		return p, nil
 	case <-p.done:
-		t.Fatal("fenceview exited before it was ready")
+		select {
+		case p.ready = <-lines: // ready, then gone at once
+			p.url = readyLine.FindStringSubmatch(p.ready)[1]
+			return p, fmt.Errorf("fenceview exited just after it was ready")
+		default:
+			return p, fmt.Errorf("fenceview exited before it was ready")
+		}
 	}
-	return p
 }
 
 func (p *process) signal(sig syscall.Signal) {
@@ -121,12 +146,14 @@ var (
 	toolDir string
 )
 
-// buildTool builds the main package pkg once per test run.
-func buildTool(t *testing.T, pkg string) string {
+// buildTool builds the main package pkg, with go build's flags, once per
+// test run.
+func buildTool(t *testing.T, pkg string, flags ...string) string {
 	t.Helper()
 	toolsMu.Lock()
 	defer toolsMu.Unlock()
-	if bin, ok := tools[pkg]; ok {
+	key := strings.Join(append([]string{pkg}, flags...), " ")
+	if bin, ok := tools[key]; ok {
 		return bin
 	}
 	if toolDir == "" {
@@ -137,10 +164,14 @@ func buildTool(t *testing.T, pkg string) string {
 		toolDir = dir
 	}
 	bin := filepath.Join(toolDir, filepath.Base(pkg))
-	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	if len(flags) > 0 {
+		bin = fmt.Sprintf("%s-%d", bin, len(tools))
 	}
-	tools[pkg] = bin
+	args := append(append([]string{"build", "-o", bin}, flags...), pkg)
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	tools[key] = bin
 	return bin
 }
 

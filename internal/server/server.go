@@ -93,7 +93,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.dbLock, err = lockDB(cfg.DBPath); err != nil {
 		return nil, err
 	}
-	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
+	if s.DB, err = sqlite.OpenInit(ctx, cfg.DBPath, firstStart(cfg)); err != nil {
 		return nil, err
 	}
 	s.Metrics = telemetry.New()
@@ -165,6 +165,26 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
 		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
 	return s, nil
+}
+
+// firstStart gives a new database the identity guards will know this
+// server by, its issuer id and first signing key, before the database
+// appears at its path: a power cut during a first start leaves no
+// database, or one with the identity every later start keeps (a cluster's
+// identity lives in etcd).
+func firstStart(cfg Config) func(context.Context, *sqlite.DB) error {
+	if len(cfg.Cluster.Etcd) > 0 {
+		return nil
+	}
+	return func(ctx context.Context, db *sqlite.DB) error {
+		if cfg.SigningKeyFile == "" {
+			if _, err := signing.Open(ctx, db, cfg.Clock.Now); err != nil {
+				return err
+			}
+		}
+		_, err := db.Issuer(ctx, cfg.Issuer)
+		return err
+	}
 }
 
 // URL is the base URL the server answers on, e.g. http://127.0.0.1:8080.
