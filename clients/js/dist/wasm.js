@@ -2,7 +2,6 @@
 // hosted with node:wasi: the same decisions as every other fenceview guard,
 // in process, with its marks restored from the server on start and its
 // decisions reported back to it.
-import { WASI } from 'node:wasi';
 import { badSignature, verified } from './guard.js';
 import { InvalidInputError, REASON_STALE, toToken } from './token.js';
 const WA = globalThis.WebAssembly;
@@ -58,6 +57,9 @@ export class WasmGuard {
             mod = await opts.client.guardModule();
         }
         const compiled = mod instanceof WA.Module ? mod : await WA.compile(mod);
+        // Imported here, not at the top: node:wasi warns that it is
+        // experimental when loaded, which users of the rest need not see.
+        const { WASI } = await import('node:wasi');
         const wasi = new WASI({ version: 'preview1', args: [], env: {} });
         const instance = await WA.instantiate(compiled, wasi.getImportObject());
         wasi.initialize(instance); // _initialize: every export traps before it

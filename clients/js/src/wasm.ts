@@ -3,7 +3,6 @@
 // in process, with its marks restored from the server on start and its
 // decisions reported back to it.
 
-import { WASI } from 'node:wasi';
 import type { Client, DecisionReport } from './client.js';
 import { badSignature, verified, type Checker } from './guard.js';
 import { InvalidInputError, REASON_STALE, toToken, type Decision } from './token.js';
@@ -99,6 +98,9 @@ export class WasmGuard implements Checker {
       mod = await opts.client.guardModule();
     }
     const compiled = mod instanceof WA.Module ? mod : await WA.compile(mod as Uint8Array);
+    // Imported here, not at the top: node:wasi warns that it is
+    // experimental when loaded, which users of the rest need not see.
+    const { WASI } = await import('node:wasi');
     const wasi = new WASI({ version: 'preview1', args: [], env: {} });
     const instance = await WA.instantiate(compiled, wasi.getImportObject());
     wasi.initialize(instance); // _initialize: every export traps before it

@@ -1,0 +1,119 @@
+import { describe, test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { HeldError, NotHeldError, LeaseLostError, ReleasedError, InvalidInputError } from '../dist/index.js';
+import { client, unique, until, listen, needServer } from './helpers.mjs';
+
+for (const transport of ['http', 'rpc']) {
+  describe(`lock over ${transport}`, needServer, () => {
+    const c = client({ rpc: transport === 'rpc' });
+    const admin = client();
+    after(() => { c.close(); admin.close(); });
+
+    test('acquire, held by another, re-entrant grants, release', async () => {
+      const r = unique('basic');
+      const a = c.lock(r, { holder: 'client-a', leaseMs: 10_000 });
+      const b = c.lock(r, { holder: 'client-b', leaseMs: 10_000 });
+      const t1 = await a.acquire();
+      assert.equal(typeof t1, 'bigint');
+      assert.ok(a.held && !a.signal.aborted);
+      assert.equal(await b.tryAcquire(), null);
+      await assert.rejects(b.acquire({ waitMs: 0 }), (err) => err instanceof HeldError && err.holder === 'client-a');
+      // Every grant takes a new token, re-entrant ones too.
+      const t2 = await a.acquire();
+      assert.equal(t2, t1 + 1n);
+      assert.equal(a.holdCount, 2);
+      assert.equal(await a.release(), 1);
+      assert.ok(a.held);
+      assert.equal(await a.release(), 0);
+      assert.ok(a.signal.aborted);
+      assert.ok(a.signal.reason instanceof ReleasedError);
+      const st = await c.state(r);
+      assert.equal(st.locked, false);
+      assert.equal(st.token, t2);
+      // A waiter is granted the moment the holder releases.
+      const t3 = await b.acquire();
+      assert.equal(t3, t2 + 1n);
+      await assert.rejects(a.release(), NotHeldError);
+      await b.release();
+    });
+
+    test('a waiting acquire is served when the lease runs out', async () => {
+      const r = unique('wait');
+      const a = c.lock(r, { holder: 'a', leaseMs: 300 });
+      const ta = await a.acquire({ watchdog: false });
+      const b = c.lock(r, { holder: 'b', leaseMs: 5_000 });
+      const tb = await b.acquire({ waitMs: 20_000 });
+      assert.ok(tb > ta);
+      // a's own lease deadline aborted its signal without a watchdog.
+      await until(() => a.signal.aborted, 'a to notice its lease ran out');
+      assert.ok(a.signal.reason instanceof LeaseLostError);
+      await b.release();
+    });
+
+    test('ids are checked before anything is sent', () => {
+      assert.throws(() => c.lock('', { holder: 'x' }), InvalidInputError);
+      assert.throws(() => c.lock('x'.repeat(161), { holder: 'x' }), InvalidInputError);
+      assert.throws(() => c.lock('a\nb', { holder: 'x' }), InvalidInputError);
+      assert.throws(() => c.lock('ok', { holder: 'h'.repeat(81) }), InvalidInputError);
+      assert.throws(() => c.lock('ok', { holder: '\ud800' }), InvalidInputError);
+    });
+
+    test('the watchdog keeps the lock across three times its lease', async () => {
+      const r = unique('watchdog');
+      const leaseMs = 600;
+      const lock = c.lock(r, { holder: 'keeper', leaseMs });
+      const token = await lock.acquire();
+      const first = Date.parse(lock.grant.expiresAt);
+      // Poll the server until a renewal made more than 3 leases after the
+      // grant shows; at every look the lock is still ours, same token.
+      let looks = 0;
+      await until(async () => {
+        const st = await admin.state(r);
+        looks++;
+        assert.equal(st.locked, true, 'the lock was lost');
+        assert.equal(st.holder, 'keeper');
+        assert.equal(st.token, token);
+        return Date.parse(st.expiresAt) >= first + 3 * leaseMs;
+      }, 'renewals past three leases');
+      assert.ok(looks > 1);
+      assert.ok(!lock.signal.aborted, `signal aborted: ${lock.signal.reason}`);
+      assert.equal(lock.token, token);
+      await lock.release();
+    });
+
+    test('lock.signal aborts an in-flight fetch when the server force-expires the lock', async () => {
+      let arrived;
+      const arrivedP = new Promise((r) => (arrived = r));
+      const slow = await listen(() => arrived()); // never answers
+      try {
+        const r = unique('abort');
+        const lock = c.lock(r, { holder: 'worker', leaseMs: 900 });
+        await lock.acquire();
+        const inflight = fetch(slow.url, { signal: lock.signal, headers: lock.headers() });
+        inflight.catch(() => {});
+        await arrivedP;
+        await admin.forceExpire(r);
+        await assert.rejects(inflight);
+        assert.ok(lock.signal.reason instanceof LeaseLostError, String(lock.signal.reason));
+        assert.match(lock.signal.reason.message, new RegExp(`token ${lock.token}`));
+        await assert.rejects(lock.renew(), NotHeldError);
+      } finally {
+        await slow.close();
+      }
+    });
+  });
+}
+
+describe('RPC stream', needServer, () => {
+  test('many concurrent locks over one websocket', async () => {
+    const c = client({ rpc: true });
+    try {
+      const locks = Array.from({ length: 50 }, (_, i) => c.lock(unique(`many-${i}`), { holder: 'h' }));
+      const tokens = await Promise.all(locks.map((l) => l.acquire()));
+      assert.ok(tokens.every((t) => t === 1n));
+      assert.deepEqual(await Promise.all(locks.map((l) => l.release())), locks.map(() => 0));
+    } finally {
+      c.close();
+    }
+  });
+});
