@@ -53,6 +53,16 @@ export interface ResourceInfo {
     lastRejectionAt: string | null;
     counterAlarm?: unknown;
 }
+/** One refused write of GET /v1/rejections. */
+export interface Rejection {
+    id: number | bigint;
+    resourceId: string;
+    presented: bigint;
+    required: bigint;
+    reason: string;
+    source: string;
+    at: string;
+}
 /** The answer of the server's own fence. */
 export interface FenceResult extends Decision {
     idempotencyKey?: string;
@@ -121,6 +131,17 @@ export declare class Client {
         prefix?: string;
         signal?: AbortSignal;
     }): Promise<Map<string, bigint>>;
+    /** rejections is one page of refused writes, newest first (GET /v1/rejections). */
+    rejections(q?: {
+        resource?: string;
+        reason?: string;
+        source?: string;
+        limit?: number;
+        cursor?: string;
+    }, signal?: AbortSignal): Promise<{
+        rejections: Rejection[];
+        next: string | null;
+    }>;
     /** signingKeys is GET /v1/signing-keys. */
     signingKeys(signal?: AbortSignal): Promise<{
         issuer: string;

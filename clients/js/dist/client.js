@@ -223,6 +223,17 @@ export class Client {
                 out.set(r.resourceId, r.highWaterMark);
         return out;
     }
+    /** rejections is one page of refused writes, newest first (GET /v1/rejections). */
+    async rejections(q = {}, signal) {
+        const params = new URLSearchParams();
+        for (const [k, v] of Object.entries(q))
+            if (v !== undefined)
+                params.set(k, String(v));
+        const a = await this.#http('GET', `/v1/rejections?${params}`, undefined, signal);
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return a.body;
+    }
     /** signingKeys is GET /v1/signing-keys. */
     async signingKeys(signal) {
         const a = await this.#http('GET', '/v1/signing-keys', undefined, signal);

@@ -1,5 +1,5 @@
 export { Client, Lock } from './client.js';
-export type { ClientOptions, AcquireOptions, Grant, Fencing, LockState, ResourceInfo, FenceResult, DecisionReport } from './client.js';
+export type { ClientOptions, AcquireOptions, Grant, Fencing, LockState, ResourceInfo, FenceResult, DecisionReport, Rejection } from './client.js';
 export { fencingMiddleware, refusalBody } from './middleware.js';
 export type { Fence, FencedRequest as FencedHttpRequest, FencingOptions } from './middleware.js';
 export { FencedResource, PgMarks } from './postgres.js';

@@ -74,6 +74,17 @@ export interface ResourceInfo {
   counterAlarm?: unknown;
 }
 
+/** One refused write of GET /v1/rejections. */
+export interface Rejection {
+  id: number | bigint;
+  resourceId: string;
+  presented: bigint;
+  required: bigint;
+  reason: string;
+  source: string;
+  at: string;
+}
+
 /** The answer of the server's own fence. */
 export interface FenceResult extends Decision {
   idempotencyKey?: string;
@@ -305,6 +316,15 @@ export class Client {
     const out = new Map<string, bigint>();
     for await (const r of this.resources(opts)) if (r.highWaterMark > 0n) out.set(r.resourceId, r.highWaterMark);
     return out;
+  }
+
+  /** rejections is one page of refused writes, newest first (GET /v1/rejections). */
+  async rejections(q: { resource?: string; reason?: string; source?: string; limit?: number; cursor?: string } = {}, signal?: AbortSignal): Promise<{ rejections: Rejection[]; next: string | null }> {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v));
+    const a = await this.#http('GET', `/v1/rejections?${params}`, undefined, signal);
+    if (a.status !== 200) throw errorOf(a.status, a.body);
+    return a.body as unknown as { rejections: Rejection[]; next: string | null };
   }
 
   /** signingKeys is GET /v1/signing-keys. */
