@@ -22,6 +22,9 @@ describe('RedisGuard', needRedis, () => {
     assert.equal(guard.key(r, 'stock'), `{${r}}:stock`);
     assert.equal(new RedisGuard(redis, { prefix: 'shop:' }).markKey(r), `shop:{${r}}:fence_token`);
     assert.deepEqual(await guard.read(r, ['stock', 'absent']), { mark: 5n, values: { stock: '7' } });
+    // The script is byte for byte guard/redisguard's: the server caches it
+    // under the SHA-1 the Go guard sends.
+    assert.deepEqual(await redis.script('EXISTS', 'a7066e761377efc79dcd563974627989003c1000', '6e4c2c15dbaa2c81d2153b625f615ed7db8eec52'), [1, 1]);
   });
 
   test('accept higher and equal, refuse lower with the mark that beat it', async () => {
