@@ -3,6 +3,7 @@
 import { parse, stringify } from './json.js';
 import { ConnectionError, FenceviewError, HeldError, LeaseLostError, NotHeldError, ReleasedError } from './errors.js';
 import { RpcSession } from './rpc.js';
+import { viaFetch, viaNodeHttp } from './transport.js';
 import { HEADER_RESOURCE, HEADER_SIGNATURE, HEADER_TOKEN, InvalidInputError, toToken, validateHolderId, validateResourceId, } from './token.js';
 import { Verifier } from './verifier.js';
 /** The largest answer body the client reads (decisions, long pages). */
@@ -27,6 +28,7 @@ export class Client {
     leaseMs;
     #key;
     #fetch;
+    #request;
     #rpc;
     #session = null;
     #current = 0; // index in urls of the node that answered last
@@ -40,6 +42,7 @@ export class Client {
         });
         this.#key = opts.key;
         this.#fetch = opts.fetch ?? globalThis.fetch;
+        this.#request = opts.fetch === undefined ? viaNodeHttp() : viaFetch(opts.fetch);
         this.#rpc = opts.rpc ?? false;
         this.leaseMs = opts.leaseMs ?? 30_000;
     }
@@ -64,12 +67,7 @@ export class Client {
             const base = this.urls[(this.#current + attempt) % this.urls.length];
             let res;
             try {
-                res = await this.#fetch(base + path, {
-                    method,
-                    headers: this.#headers(body !== undefined),
-                    body: body === undefined ? undefined : stringify(body),
-                    signal: signal ?? null,
-                });
+                res = await this.#request(base + path, { method, headers: this.#headers(body !== undefined), body: body === undefined ? undefined : stringify(body), signal }, MAX_BODY);
             }
             catch (err) {
                 if (signal?.aborted)
@@ -77,15 +75,12 @@ export class Client {
                 lastErr = err;
                 continue;
             }
-            const text = await res.text();
-            if (text.length > MAX_BODY)
-                throw new FenceviewError(`fenceview: answer over ${MAX_BODY} bytes`, res.status, null);
             if (res.status === 503 && attempt + 1 < this.urls.length) {
-                lastErr = errorOf(503, safeParse(text));
+                lastErr = errorOf(503, safeParse(res.text));
                 continue;
             }
             this.#current = (this.#current + attempt) % this.urls.length;
-            return { status: res.status, headers: res.headers, body: safeParse(text) };
+            return { status: res.status, headers: res.headers, body: safeParse(res.text) };
         }
         throw new ConnectionError(`fenceview: no node answered: ${lastErr?.message ?? lastErr}`, { cause: lastErr });
     }
