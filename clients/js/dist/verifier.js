@@ -81,9 +81,9 @@ export class Verifier {
             const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: k.publicKey }, format: 'jwk' });
             next.push({ keyId: k.keyId, raw, key });
         }
-        // Newest first, as the server lists the active key: a fresh grant is
-        // verified by the first key tried.
-        next.sort((a, b) => Number(keys.find((k) => k.keyId === b.keyId)?.active ?? false) - Number(keys.find((k) => k.keyId === a.keyId)?.active ?? false));
+        // The active key first: a fresh grant is verified by the first key tried.
+        const active = new Set(keys.filter((k) => k.active).map((k) => k.keyId));
+        next.sort((a, b) => Number(active.has(b.keyId)) - Number(active.has(a.keyId)));
         const same = next.length === this.#keys.length && next.every((k, i) => k.raw.equals(this.#keys[i].raw));
         if (!same)
             this.#cache.clear(); // a removed key takes its verifications with it

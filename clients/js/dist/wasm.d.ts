@@ -32,7 +32,11 @@ export declare class WasmGuard implements Checker {
     private constructor();
     /** load instantiates the module, seeds its marks from the server (unless restore is false) and starts reporting. */
     static load(opts?: WasmGuardOptions): Promise<WasmGuard>;
-    /** checkUnsigned applies the rule, synchronously. Invalid input throws InvalidInputError. */
+    /**
+     * checkUnsigned applies the rule, synchronously. Invalid input throws
+     * InvalidInputError. A guard with a verifier refuses every token here
+     * (bad-signature), as guard.wasm does once a key is trusted: use check.
+     */
     checkUnsigned(resource: string, token: bigint): Decision;
     /**
      * check applies the rule; with a verifier, a token whose signature does

@@ -123,9 +123,18 @@ export class WasmGuard implements Checker {
     return new DataView(this.#g.memory.buffer).getBigInt64(this.#g.guard_last_required_ptr() >>> 0, true);
   }
 
-  /** checkUnsigned applies the rule, synchronously. Invalid input throws InvalidInputError. */
+  /**
+   * checkUnsigned applies the rule, synchronously. Invalid input throws
+   * InvalidInputError. A guard with a verifier refuses every token here
+   * (bad-signature), as guard.wasm does once a key is trusted: use check.
+   */
   checkUnsigned(resource: string, token: bigint): Decision {
-    const t = typeof token === 'bigint' && token > 0n ? token : toToken(token);
+    const t = toToken(token);
+    if (this.#verifier !== undefined) {
+      const d = badSignature(t, this.highWater(resource));
+      this.#queueReport(resource, d, undefined);
+      return d;
+    }
     const code = this.#withId(resource, (p, n) => this.#g.guard_check(p, n, t));
     return this.#decided(resource, t, code, undefined);
   }

@@ -62,6 +62,8 @@ describe('signed tokens', needServer, () => {
         assert.equal(d.response.headers.get('x-required-token'), null, name); // only a stale token names the token to beat
         assert.equal(d.required, lock.token, name);
       }
+      // With a verifier, the synchronous unsigned check refuses every token, as guard.wasm does once a key is trusted.
+      assert.equal(guard.checkUnsigned(r, lock.token + 1n).reason, 'bad-signature');
       assert.equal(guard.highWater(r), lock.token);
       await lock.release();
     } finally {
