@@ -37,6 +37,16 @@ for (const transport of ['http', 'rpc']) {
       await b.release();
     });
 
+    test('tokens strictly increase across grants, forced expiry in between', async () => {
+      const r = unique('monotonic');
+      const tokens = [];
+      for (let i = 0; i < 20; i++) {
+        tokens.push(await c.lock(r, { holder: `client-${i}` }).acquire({ watchdog: false }));
+        await admin.forceExpire(r);
+      }
+      for (let i = 1; i < tokens.length; i++) assert.ok(tokens[i] > tokens[i - 1], `${tokens[i]} after ${tokens[i - 1]}`);
+    });
+
     test('a waiting acquire is served when the lease runs out', async () => {
       const r = unique('wait');
       const a = c.lock(r, { holder: 'a', leaseMs: 300 });
