@@ -318,7 +318,14 @@ export class Lock {
     resource;
     holder;
     #grant = null;
-    #controller = abortedController();
+    // The signal is made when first asked for: most holds are never asked,
+    // and an AbortController and its reason cost more than the rest of a
+    // lock cycle's client work. #gen counts holds, so a renewal answered
+    // after its hold ended changes nothing.
+    #controller = null;
+    #held = false;
+    #gen = 0;
+    #endReason = () => new Error('fenceview: not acquired yet');
     #holds = 0;
     #watchdog = false;
     #leaseMs;
@@ -347,10 +354,15 @@ export class Lock {
     }
     /** Whether the lock is held, as far as this client knows. */
     get held() {
-        return !this.#controller.signal.aborted;
+        return this.#held;
     }
     /** Aborted the moment the lease is lost or the lock released; the reason says which. */
     get signal() {
+        if (this.#controller === null) {
+            this.#controller = new AbortController();
+            if (!this.#held)
+                this.#controller.abort(this.#endReason());
+        }
         return this.#controller.signal;
     }
     /** The fencing headers for a request made under the lock. */
@@ -421,12 +433,14 @@ export class Lock {
         });
         this.#holds = left;
         if (left === 0)
-            this.#end(new ReleasedError(this.resource));
+            this.#end(() => new ReleasedError(this.resource));
         return left;
     }
     #granted(g, lease, watchdog, sent) {
-        if (this.#controller.signal.aborted) {
-            this.#controller = new AbortController();
+        if (!this.#held) {
+            this.#held = true;
+            this.#gen++;
+            this.#controller = null;
             this.#holds = 0;
         }
         this.#grant = g;
@@ -457,11 +471,12 @@ export class Lock {
         if (!this.held || this.#renewing)
             return;
         this.#renewing = true;
-        const signal = this.#controller.signal;
+        const gen = this.#gen;
+        const signal = this.signal;
         const sent = Date.now();
         try {
             const g = await this.client.renewGrant(this.resource, this.holder, this.#leaseMs, signal);
-            if (signal !== this.#controller.signal || signal.aborted)
+            if (gen !== this.#gen || !this.#held)
                 return;
             this.#grant = g;
             this.#armDeadline(sent);
@@ -476,14 +491,15 @@ export class Lock {
         }
         finally {
             this.#renewing = false;
-            if (this.held && this.#watchdog && signal === this.#controller.signal)
+            if (this.#held && this.#watchdog && gen === this.#gen)
                 this.#schedule();
         }
     }
     #lose(why) {
-        if (this.#controller.signal.aborted)
+        if (!this.#held)
             return;
-        this.#end(new LeaseLostError(this.resource, this.token, why));
+        const token = this.token;
+        this.#end(() => new LeaseLostError(this.resource, token, why));
     }
     #end(reason) {
         if (this.#tick !== null)
@@ -492,15 +508,12 @@ export class Lock {
             clearTimeout(this.#deadline);
         this.#tick = this.#deadline = null;
         this.#holds = 0;
-        this.#controller.abort(reason);
+        this.#held = false;
+        this.#endReason = reason;
+        this.#controller?.abort(reason());
     }
     /** The holds of the current grant period (re-entrant grants count). */
     get holdCount() {
         return this.held ? this.#holds : 0;
     }
-}
-function abortedController() {
-    const c = new AbortController();
-    c.abort(new Error('fenceview: not acquired yet'));
-    return c;
 }

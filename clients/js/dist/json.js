@@ -32,6 +32,21 @@ export class JSONSyntaxError extends SyntaxError {
  * fraction or an exponent are numbers.
  */
 export function parse(text, bigintKeys = TOKEN_FIELDS) {
+    // Fast path: without a run of 16 digits anywhere, every number in the
+    // text is below 2^53, so the native parser reads each exactly and only
+    // the token fields need turning into bigint. A run of digits inside a
+    // string only sends the text down the slow path.
+    if (!longDigits.test(text)) {
+        let v;
+        try {
+            v = JSON.parse(text);
+        }
+        catch {
+            v = undefined; // the strict parser below says where and why
+        }
+        if (v !== undefined)
+            return bigintFields(v, bigintKeys, 0);
+    }
     const p = new Parser(text, bigintKeys);
     p.space();
     const v = p.value(0, null);
@@ -39,6 +54,30 @@ export function parse(text, bigintKeys = TOKEN_FIELDS) {
     if (p.i !== text.length)
         p.fail('unexpected text after the JSON value');
     return v;
+}
+const longDigits = /[0-9]{16}/;
+function bigintFields(v, keys, depth) {
+    if (typeof v !== 'object' || v === null)
+        return v;
+    if (depth > MAX_DEPTH)
+        throw new JSONSyntaxError(`nesting deeper than ${MAX_DEPTH}`, 0);
+    if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++)
+            v[i] = bigintFields(v[i], keys, depth + 1);
+        return v;
+    }
+    const o = v;
+    for (const k of Object.keys(o)) {
+        const x = o[k];
+        if (typeof x === 'number') {
+            if (keys.has(k) && Number.isSafeInteger(x))
+                o[k] = BigInt(x);
+        }
+        else if (typeof x === 'object' && x !== null) {
+            o[k] = bigintFields(x, keys, depth + 1);
+        }
+    }
+    return o;
 }
 class Parser {
     s;
@@ -209,9 +248,13 @@ class Parser {
             return this.fail('invalid number');
         const text = r[0];
         this.i += text.length;
-        if (r[1] !== undefined || r[2] !== undefined)
-            return Number(text);
-        if (key !== null && this.keys.has(key))
+        const token = key !== null && this.keys.has(key);
+        if (r[1] !== undefined || r[2] !== undefined) {
+            // As the fast path reads it: a token field's integral value is a bigint.
+            const n = Number(text);
+            return token && Number.isSafeInteger(n) ? BigInt(n) : n;
+        }
+        if (token)
             return BigInt(text);
         const n = Number(text);
         return Number.isSafeInteger(n) ? n : BigInt(text);

@@ -426,7 +426,14 @@ export interface AcquireOptions {
  */
 export class Lock {
   #grant: Grant | null = null;
-  #controller: AbortController = abortedController();
+  // The signal is made when first asked for: most holds are never asked,
+  // and an AbortController and its reason cost more than the rest of a
+  // lock cycle's client work. #gen counts holds, so a renewal answered
+  // after its hold ended changes nothing.
+  #controller: AbortController | null = null;
+  #held = false;
+  #gen = 0;
+  #endReason: () => Error = () => new Error('fenceview: not acquired yet');
   #holds = 0;
   #watchdog = false;
   #leaseMs: number;
@@ -461,11 +468,15 @@ export class Lock {
 
   /** Whether the lock is held, as far as this client knows. */
   get held(): boolean {
-    return !this.#controller.signal.aborted;
+    return this.#held;
   }
 
   /** Aborted the moment the lease is lost or the lock released; the reason says which. */
   get signal(): AbortSignal {
+    if (this.#controller === null) {
+      this.#controller = new AbortController();
+      if (!this.#held) this.#controller.abort(this.#endReason());
+    }
     return this.#controller.signal;
   }
 
@@ -531,13 +542,15 @@ export class Lock {
       throw err;
     });
     this.#holds = left;
-    if (left === 0) this.#end(new ReleasedError(this.resource));
+    if (left === 0) this.#end(() => new ReleasedError(this.resource));
     return left;
   }
 
   #granted(g: Grant, lease: number, watchdog: boolean, sent: number): void {
-    if (this.#controller.signal.aborted) {
-      this.#controller = new AbortController();
+    if (!this.#held) {
+      this.#held = true;
+      this.#gen++;
+      this.#controller = null;
       this.#holds = 0;
     }
     this.#grant = g;
@@ -567,11 +580,12 @@ export class Lock {
   async #renewOnce(): Promise<void> {
     if (!this.held || this.#renewing) return;
     this.#renewing = true;
-    const signal = this.#controller.signal;
+    const gen = this.#gen;
+    const signal = this.signal;
     const sent = Date.now();
     try {
       const g = await this.client.renewGrant(this.resource, this.holder, this.#leaseMs, signal);
-      if (signal !== this.#controller.signal || signal.aborted) return;
+      if (gen !== this.#gen || !this.#held) return;
       this.#grant = g;
       this.#armDeadline(sent);
     } catch (err) {
@@ -583,31 +597,28 @@ export class Lock {
       // aborts the signal if no renewal gets through in time.
     } finally {
       this.#renewing = false;
-      if (this.held && this.#watchdog && signal === this.#controller.signal) this.#schedule();
+      if (this.#held && this.#watchdog && gen === this.#gen) this.#schedule();
     }
   }
 
   #lose(why: string): void {
-    if (this.#controller.signal.aborted) return;
-    this.#end(new LeaseLostError(this.resource, this.token, why));
+    if (!this.#held) return;
+    const token = this.token;
+    this.#end(() => new LeaseLostError(this.resource, token, why));
   }
 
-  #end(reason: Error): void {
+  #end(reason: () => Error): void {
     if (this.#tick !== null) clearTimeout(this.#tick);
     if (this.#deadline !== null) clearTimeout(this.#deadline);
     this.#tick = this.#deadline = null;
     this.#holds = 0;
-    this.#controller.abort(reason);
+    this.#held = false;
+    this.#endReason = reason;
+    this.#controller?.abort(reason());
   }
 
   /** The holds of the current grant period (re-entrant grants count). */
   get holdCount(): number {
     return this.held ? this.#holds : 0;
   }
-}
-
-function abortedController(): AbortController {
-  const c = new AbortController();
-  c.abort(new Error('fenceview: not acquired yet'));
-  return c;
 }

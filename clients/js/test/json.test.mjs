@@ -49,3 +49,17 @@ test('tokens from text and numbers: exact or refused', () => {
   assert.throws(() => toToken(0n), InvalidInputError);
   assert.throws(() => toToken(MAX_TOKEN + 1n), InvalidInputError);
 });
+
+test('the native fast path and the digit-by-digit path read the same values', () => {
+  const body = '"token":5,"required":1e1,"holdCount":3,"f":1.5,"e":2e3,"list":[{"presented":7}],"__proto__":{"x":1}';
+  const fast = parse(`{"s":"short",${body}}`); // no run of 16 digits: JSON.parse
+  const slow = parse(`{"s":"1234567890123456",${body}}`); // the same numbers, read by hand
+  delete fast.s;
+  delete slow.s;
+  assert.deepEqual(fast, slow);
+  assert.deepEqual(fast, parse(`{${body}}`));
+  assert.equal(fast.token, 5n);
+  assert.equal(fast.required, 10n);
+  assert.equal(fast.list[0].presented, 7n);
+  assert.equal(Object.getPrototypeOf(fast), Object.prototype);
+});
