@@ -112,6 +112,12 @@ function makeCheck(checker, opts) {
     return { run, locks };
 }
 function whenFinished(res, release) {
+    // A client that went away while this request waited its turn: its
+    // 'close' has been and gone, so release now or the resource stays held.
+    if (res.destroyed || res.writableFinished || res.closed) {
+        release();
+        return;
+    }
     res.once('finish', release);
     res.once('close', release);
 }

@@ -153,6 +153,12 @@ function makeCheck(checker: Checker, opts: FencingOptions) {
 }
 
 function whenFinished(res: ServerResponse, release: () => void): void {
+  // A client that went away while this request waited its turn: its
+  // 'close' has been and gone, so release now or the resource stays held.
+  if (res.destroyed || res.writableFinished || res.closed) {
+    release();
+    return;
+  }
   res.once('finish', release);
   res.once('close', release);
 }

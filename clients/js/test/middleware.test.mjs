@@ -121,6 +121,50 @@ describe('fencingMiddleware on node:http, backed by the WebAssembly guard', need
   });
 });
 
+describe('fencingMiddleware serialisation', () => {
+  test('a request that gives up while waiting its turn does not keep the resource', { timeout: 30_000 }, async () => {
+    const guard = await WasmGuard.load({ module: await readFile(new URL('../../../wasm/modules/guard.wasm', import.meta.url)) });
+    const events = new EventTarget();
+    const mw = fencingMiddleware(guard, {
+      resource: (req) => {
+        req.socket.once('close', () => events.dispatchEvent(new Event('closed')));
+        events.dispatchEvent(new Event('arrived'));
+        return 'shared';
+      },
+    });
+    let finishFirst;
+    const firstHeld = new Promise((r) => (finishFirst = r));
+    const svc = await listen((req, res) =>
+      mw(req, res, async () => {
+        if (req.headers['x-fencing-token'] === '1') await firstHeld;
+        res.end('{}');
+      }),
+    );
+    const once = (name) => new Promise((r) => events.addEventListener(name, r, { once: true }));
+    try {
+      const post = (token, signal) => fetch(svc.url, { method: 'POST', headers: { 'x-fencing-token': token, connection: 'close' }, signal });
+      let arrived = once('arrived');
+      const first = post('1');
+      await arrived; // holds 'shared' until finishFirst
+      arrived = once('arrived');
+      const closed = once('closed');
+      const ac = new AbortController();
+      const second = post('2', ac.signal);
+      second.catch(() => {});
+      await arrived; // waiting behind the first
+      ac.abort();
+      await closed; // the server saw it go
+      finishFirst();
+      assert.equal((await first).status, 200);
+      // Without the release of the abandoned request this one would wait forever.
+      assert.equal((await post('3')).status, 200);
+      assert.equal(guard.highWater('shared'), 3n);
+    } finally {
+      await svc.close();
+    }
+  });
+});
+
 describe('fencingMiddleware in Express and Fastify', needServer, () => {
   test('Express: app.use(fencingMiddleware(guard))', async () => {
     const guard = await WasmGuard.load({ module: await client().guardModule() });
