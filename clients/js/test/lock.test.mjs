@@ -99,7 +99,9 @@ for (const transport of ['http', 'rpc']) {
       const slow = await listen(() => arrived()); // never answers
       try {
         const r = unique('abort');
-        const lock = c.lock(r, { holder: 'worker', leaseMs: 900 });
+        // A lease a loaded machine keeps renewing; the force-expire is noticed
+        // at the next renewal, within a third of it.
+        const lock = c.lock(r, { holder: 'worker', leaseMs: 3000 });
         await lock.acquire();
         const inflight = fetch(slow.url, { signal: lock.signal, headers: lock.headers() });
         inflight.catch(() => {});
