@@ -80,7 +80,8 @@ func run(t *testing.T, dir string, limit time.Duration, env []string, name strin
 }
 
 // TestCompiledOutputIsCurrent compiles src/ with the pinned compiler (which
-// type-checks it, as tsc --noEmit does) and compares every file with the
+// type-checks it, as tsc --noEmit does), compiles test/types/consumer.ts
+// against the declarations, and compares every compiled file with the
 // committed dist/.
 func TestCompiledOutputIsCurrent(t *testing.T) {
 	node := need(t, "node")
@@ -88,7 +89,10 @@ func TestCompiledOutputIsCurrent(t *testing.T) {
 	dir, _ := filepath.Abs(".")
 	installed(t, npm, dir)
 	out := t.TempDir()
-	run(t, dir, 3*time.Minute, nil, node, filepath.Join("node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json", "--outDir", out)
+	tsc := filepath.Join("node_modules", "typescript", "bin", "tsc")
+	run(t, dir, 3*time.Minute, nil, node, tsc, "-p", "tsconfig.json", "--outDir", out)
+	// The declarations as a user compiles against them, with Fastify's types.
+	run(t, dir, 3*time.Minute, nil, node, tsc, "-p", filepath.Join("test", "types", "tsconfig.json"))
 	fresh := files(t, out)
 	committed := files(t, filepath.Join(dir, "dist"))
 	for name, b := range fresh {
