@@ -5,6 +5,8 @@
 import WebSocket from 'ws';
 import { parse, stringify } from './json.js';
 import { ConnectionError } from './errors.js';
+/** The largest message sent: well under the server's 1 MiB (lengths are counted in UTF-16 units, up to 3 bytes each). */
+const MAX_MESSAGE = 256 << 10;
 /** The most requests waiting for their answers on one stream. */
 const MAX_PENDING = 100_000;
 /** One websocket to /v1/rpc. When it breaks, every waiting call fails with ConnectionError. */
@@ -71,9 +73,21 @@ export class RpcSession {
         this.#scheduled = false;
         if (this.#dead !== null || this.#queue.length === 0)
             return;
-        const msg = this.#queue.join('\n');
+        // The server reads at most 1 MiB per message: a big turn's requests go
+        // as several messages.
+        let batch = [];
+        let size = 0;
+        for (const line of this.#queue) {
+            if (size + line.length + 1 > MAX_MESSAGE && batch.length > 0) {
+                this.#ws.send(batch.join('\n'));
+                batch = [];
+                size = 0;
+            }
+            batch.push(line);
+            size += line.length + 1;
+        }
+        this.#ws.send(batch.join('\n'));
         this.#queue = [];
-        this.#ws.send(msg);
     }
     /**
      * call sends one request ({op, resource, ...}) and resolves with the

@@ -17,6 +17,9 @@ interface Pending {
   reject: (e: Error) => void;
 }
 
+/** The largest message sent: well under the server's 1 MiB (lengths are counted in UTF-16 units, up to 3 bytes each). */
+const MAX_MESSAGE = 256 << 10;
+
 /** The most requests waiting for their answers on one stream. */
 const MAX_PENDING = 100_000;
 
@@ -82,9 +85,21 @@ export class RpcSession {
   #flush(): void {
     this.#scheduled = false;
     if (this.#dead !== null || this.#queue.length === 0) return;
-    const msg = this.#queue.join('\n');
+    // The server reads at most 1 MiB per message: a big turn's requests go
+    // as several messages.
+    let batch: string[] = [];
+    let size = 0;
+    for (const line of this.#queue) {
+      if (size + line.length + 1 > MAX_MESSAGE && batch.length > 0) {
+        this.#ws.send(batch.join('\n'));
+        batch = [];
+        size = 0;
+      }
+      batch.push(line);
+      size += line.length + 1;
+    }
+    this.#ws.send(batch.join('\n'));
     this.#queue = [];
-    this.#ws.send(msg);
   }
 
   /**

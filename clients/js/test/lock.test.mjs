@@ -119,6 +119,18 @@ for (const transport of ['http', 'rpc']) {
 }
 
 describe('RPC stream', needServer, () => {
+  test('a turn of more requests than one message may carry goes as several', async () => {
+    const c = client({ rpc: true });
+    try {
+      const r = unique('burst');
+      // 20,000 fences of about 70 bytes each: over the server's 1 MiB per message.
+      const ds = await Promise.all(Array.from({ length: 20_000 }, () => c.fence(r, 1n)));
+      assert.equal(ds.filter((d) => d.accepted).length, 20_000);
+    } finally {
+      c.close();
+    }
+  });
+
   test('many concurrent locks over one websocket', async () => {
     const c = client({ rpc: true });
     try {
