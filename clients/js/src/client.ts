@@ -192,6 +192,8 @@ export class Client {
   async #stream(): Promise<RpcSession> {
     if (this.#closed) throw new ConnectionError('fenceview: client closed');
     if (this.#session === null || !this.#session.alive) {
+      // A broken stream is reopened at the next node, if there are others.
+      if (this.#session !== null) this.#current = (this.#current + 1) % this.urls.length;
       this.#session = new RpcSession(this.urls[this.#current]!, this.#key === undefined ? {} : { authorization: `Bearer ${this.#key}` });
     }
     return this.#session;
