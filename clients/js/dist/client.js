@@ -101,9 +101,18 @@ export class Client {
      */
     async #op(op, resource, fields, signal) {
         if (this.#rpc) {
-            const s = await this.#stream();
-            const a = await s.call({ op, resource, ...fields }, signal);
-            return { status: a.status, headers: null, body: a.body };
+            for (let attempt = 1;; attempt++) {
+                const s = await this.#stream();
+                try {
+                    const a = await s.call({ op, resource, ...fields }, signal);
+                    return { status: a.status, headers: null, body: a.body };
+                }
+                catch (err) {
+                    // A stream that never opened sent nothing: the next node may take it.
+                    if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length)
+                        throw err;
+                }
+            }
         }
         const r = encodeURIComponent(resource);
         switch (op) {

@@ -7,6 +7,8 @@ export interface RpcAnswer {
 export declare class RpcSession {
     #private;
     constructor(url: string, headers: Record<string, string>);
+    /** Whether the stream ever opened: a call that failed on one that did not was never sent. */
+    get opened(): boolean;
     /** Whether the stream can still carry calls. */
     get alive(): boolean;
     /**

@@ -32,19 +32,28 @@ export class RpcSession {
   #queue: string[] = [];
   #scheduled = false;
   #dead: Error | null = null;
+  #opened = false;
 
   constructor(url: string, headers: Record<string, string>) {
     const u = new URL('/v1/rpc', url);
     u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
     this.#ws = new WebSocket(u, { headers, maxPayload: 64 << 20, perMessageDeflate: false });
     this.#open = new Promise((resolve, reject) => {
-      this.#ws.once('open', () => resolve());
+      this.#ws.once('open', () => {
+        this.#opened = true;
+        resolve();
+      });
       this.#ws.once('error', (err) => reject(new ConnectionError(`fenceview: rpc stream: ${err.message}`, { cause: err })));
     });
     this.#open.catch(() => {}); // reported to callers through #fail
     this.#ws.on('message', (data) => this.#receive(data.toString()));
     this.#ws.on('error', (err) => this.#fail(new ConnectionError(`fenceview: rpc stream: ${err.message}`, { cause: err })));
     this.#ws.on('close', (code) => this.#fail(new ConnectionError(`fenceview: rpc stream closed (${code})`)));
+  }
+
+  /** Whether the stream ever opened: a call that failed on one that did not was never sent. */
+  get opened(): boolean {
+    return this.#opened;
   }
 
   /** Whether the stream can still carry calls. */

@@ -1,6 +1,6 @@
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { HeldError, NotHeldError, LeaseLostError, ReleasedError, InvalidInputError } from '../dist/index.js';
+import { Client, HeldError, NotHeldError, LeaseLostError, ReleasedError, InvalidInputError } from '../dist/index.js';
 import { client, unique, until, listen, needServer } from './helpers.mjs';
 
 for (const transport of ['http', 'rpc']) {
@@ -117,6 +117,24 @@ for (const transport of ['http', 'rpc']) {
     });
   });
 }
+
+describe('several nodes', needServer, () => {
+  test('a node that cannot be reached is passed over, on HTTP and on the RPC stream', async () => {
+    const gone = await listen(() => {});
+    const dead = gone.url;
+    await gone.close(); // nothing listens there now
+    for (const rpc of [false, true]) {
+      const c = new Client(dead, { key: process.env.FENCEVIEW_ADMIN_TOKEN, urls: [process.env.FENCEVIEW_URL], rpc });
+      try {
+        const lock = c.lock(unique('failover'), { holder: 'h' });
+        assert.equal(await lock.acquire(), 1n);
+        await lock.release();
+      } finally {
+        c.close();
+      }
+    }
+  });
+});
 
 describe('RPC stream', needServer, () => {
   test('a turn of more requests than one message may carry goes as several', async () => {
