@@ -49,6 +49,8 @@ export declare function decodePublicKey(text: string): Buffer | null;
  */
 export declare class Verifier {
     #private;
+    /** Fetches of the keys that failed (the keys already trusted stayed in use). */
+    refreshErrors: number;
     /** A verifier of the keys source serves; call refresh() or verify() to load them. */
     constructor(source: KeySource | null, opts?: VerifierOptions);
     /** fromKeys is a verifier of fixed keys (base64url text), never refreshed. */

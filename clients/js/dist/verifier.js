@@ -38,6 +38,9 @@ export class Verifier {
     #keys = [];
     #issuer = '';
     #fetchedAt = -Infinity;
+    #attemptedAt = -Infinity;
+    /** Fetches of the keys that failed (the keys already trusted stayed in use). */
+    refreshErrors = 0;
     #refreshing = null;
     #cache = new Map();
     #maxAge;
@@ -109,6 +112,25 @@ export class Verifier {
         }
         return this.#refreshing;
     }
+    /**
+     * tryRefresh refreshes at most once per minRefreshMs, attempts that
+     * failed included, and keeps the keys it has when the server cannot be
+     * reached: an unreachable server must not turn every check into an error.
+     * It reports whether the keys were fetched.
+     */
+    async #tryRefresh() {
+        if (this.#now() - this.#attemptedAt < this.#minRefresh)
+            return false;
+        this.#attemptedAt = this.#now();
+        try {
+            await this.refresh();
+            return true;
+        }
+        catch {
+            this.refreshErrors++;
+            return false;
+        }
+    }
     #check(resource, token, sig) {
         const msg = signedMessage(resource, token);
         return this.#keys.some((k) => verify(null, msg, k.key, sig));
@@ -123,14 +145,12 @@ export class Verifier {
             return false;
         const cacheKey = `${resource}\n${token}\n${signature}`;
         if (this.#source !== null && this.#now() - this.#fetchedAt > this.#maxAge)
-            await this.refresh();
+            await this.#tryRefresh();
         if (this.#cache.has(cacheKey))
             return true;
         let ok = this.#check(resource, token, sig);
-        if (!ok && this.#source !== null && this.#now() - this.#fetchedAt >= this.#minRefresh) {
-            await this.refresh();
+        if (!ok && this.#source !== null && (await this.#tryRefresh()))
             ok = this.#check(resource, token, sig);
-        }
         if (ok) {
             if (this.#cache.size >= this.#cacheSize) {
                 const oldest = this.#cache.keys().next();

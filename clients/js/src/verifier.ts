@@ -78,6 +78,9 @@ export class Verifier {
   #keys: Trusted[] = [];
   #issuer = '';
   #fetchedAt = -Infinity;
+  #attemptedAt = -Infinity;
+  /** Fetches of the keys that failed (the keys already trusted stayed in use). */
+  refreshErrors = 0;
   #refreshing: Promise<void> | null = null;
   #cache = new Map<string, true>();
   readonly #maxAge: number;
@@ -152,6 +155,24 @@ export class Verifier {
     return this.#refreshing;
   }
 
+  /**
+   * tryRefresh refreshes at most once per minRefreshMs, attempts that
+   * failed included, and keeps the keys it has when the server cannot be
+   * reached: an unreachable server must not turn every check into an error.
+   * It reports whether the keys were fetched.
+   */
+  async #tryRefresh(): Promise<boolean> {
+    if (this.#now() - this.#attemptedAt < this.#minRefresh) return false;
+    this.#attemptedAt = this.#now();
+    try {
+      await this.refresh();
+      return true;
+    } catch {
+      this.refreshErrors++;
+      return false;
+    }
+  }
+
   #check(resource: string, token: bigint, sig: Buffer): boolean {
     const msg = signedMessage(resource, token);
     return this.#keys.some((k) => verify(null, msg, k.key, sig));
@@ -165,13 +186,10 @@ export class Verifier {
     const sig = decodeSignature(signature);
     if (sig === null) return false;
     const cacheKey = `${resource}\n${token}\n${signature}`;
-    if (this.#source !== null && this.#now() - this.#fetchedAt > this.#maxAge) await this.refresh();
+    if (this.#source !== null && this.#now() - this.#fetchedAt > this.#maxAge) await this.#tryRefresh();
     if (this.#cache.has(cacheKey)) return true;
     let ok = this.#check(resource, token, sig);
-    if (!ok && this.#source !== null && this.#now() - this.#fetchedAt >= this.#minRefresh) {
-      await this.refresh();
-      ok = this.#check(resource, token, sig);
-    }
+    if (!ok && this.#source !== null && (await this.#tryRefresh())) ok = this.#check(resource, token, sig);
     if (ok) {
       if (this.#cache.size >= this.#cacheSize) {
         const oldest = this.#cache.keys().next();

@@ -149,3 +149,32 @@ describe('signed tokens at the PostgreSQL and Redis guards', { skip: needPg.skip
     await lock.release();
   });
 });
+
+test('a verifier whose server is away keeps the keys it has, and asks again at most once per minRefreshMs', async () => {
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const key = { keyId: 'k1', alg: 'Ed25519', publicKey: publicKey.export({ format: 'jwk' }).x, active: true };
+  let up = true;
+  let asked = 0;
+  const source = {
+    async signingKeys() {
+      asked++;
+      if (!up) throw new Error('connection refused');
+      return { issuer: 'test', keys: [key] };
+    },
+  };
+  let now = 0;
+  const v = new Verifier(source, { maxAgeMs: 100, minRefreshMs: 50, now: () => now });
+  const sig = (t) => sign(null, Buffer.from(`fenceview/v1 r ${t}`), privateKey).toString('base64url');
+  assert.ok(await v.verify('r', 1n, sig(1n)));
+  assert.equal(asked, 1);
+  up = false;
+  now = 1000; // past maxAge: the next verification asks first, fails, and goes on with the key it has
+  assert.ok(await v.verify('r', 2n, sig(2n)));
+  assert.equal(v.refreshErrors, 1);
+  // Forgeries ask again only once per minRefreshMs.
+  for (let i = 0; i < 10; i++) assert.equal(await v.verify('r', 3n, sig(4n)), false);
+  assert.equal(asked, 2);
+  now += 50;
+  assert.equal(await v.verify('r', 3n, sig(4n)), false);
+  assert.equal(asked, 3);
+});
