@@ -1,0 +1,531 @@
+// The lock client: fenceview's HTTP API and RPC stream, with every token a
+// bigint read losslessly from the JSON.
+import { parse, stringify } from './json.js';
+import { ConnectionError, FenceviewError, HeldError, LeaseLostError, NotHeldError, ReleasedError } from './errors.js';
+import { RpcSession } from './rpc.js';
+import { viaFetch, viaNodeHttp } from './transport.js';
+import { HEADER_RESOURCE, HEADER_SIGNATURE, HEADER_TOKEN, InvalidInputError, toToken, validateHolderId, validateResourceId, } from './token.js';
+import { Verifier } from './verifier.js';
+/** The largest answer body the client reads (decisions, long pages). */
+const MAX_BODY = 8 << 20;
+/** One server-side wait of a blocking acquire: long enough to be cheap, short enough for proxies that cut idle requests. */
+const WAIT_CHUNK_MS = 60_000;
+function errorOf(status, body) {
+    const msg = body?.error;
+    return new FenceviewError(`fenceview: ${status}${typeof msg === 'string' ? `: ${msg}` : ''}`, status, body);
+}
+/**
+ * Client talks to one fenceview server (or the nodes of one cluster).
+ *
+ *   const client = new Client('http://127.0.0.1:8080', { key });
+ *   const lock = client.lock('inventory:42', { holder: 'worker-7' });
+ *   const token = await lock.acquire();      // a bigint; a watchdog renews
+ *   await fetch(url, { signal: lock.signal, headers: lock.headers() });
+ *   await lock.release();
+ */
+export class Client {
+    urls;
+    leaseMs;
+    #key;
+    #fetch;
+    #request;
+    #rpc;
+    #session = null;
+    #current = 0; // index in urls of the node that answered last
+    #closed = false;
+    constructor(url, opts = {}) {
+        this.urls = [url, ...(opts.urls ?? [])].map((u) => {
+            const parsed = new URL(u);
+            if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+                throw new InvalidInputError(`fenceview: ${u} is not an http(s) URL`);
+            return parsed.origin + parsed.pathname.replace(/\/+$/, '');
+        });
+        this.#key = opts.key;
+        this.#fetch = opts.fetch ?? globalThis.fetch;
+        this.#request = opts.fetch === undefined ? viaNodeHttp() : viaFetch(opts.fetch);
+        this.#rpc = opts.rpc ?? false;
+        this.leaseMs = opts.leaseMs ?? 30_000;
+    }
+    /** Whether lock operations go over the RPC stream. */
+    get usesRpc() {
+        return this.#rpc;
+    }
+    #headers(json) {
+        const h = { accept: 'application/json' };
+        if (json)
+            h['content-type'] = 'application/json';
+        if (this.#key !== undefined)
+            h['authorization'] = `Bearer ${this.#key}`;
+        return h;
+    }
+    /** request makes one HTTP call, trying the next node when one is unreachable or leaderless. */
+    async #http(method, path, body, signal) {
+        if (this.#closed)
+            throw new ConnectionError('fenceview: client closed');
+        let lastErr;
+        for (let attempt = 0; attempt < this.urls.length; attempt++) {
+            const base = this.urls[(this.#current + attempt) % this.urls.length];
+            let res;
+            try {
+                res = await this.#request(base + path, { method, headers: this.#headers(body !== undefined), body: body === undefined ? undefined : stringify(body), signal }, MAX_BODY);
+            }
+            catch (err) {
+                if (signal?.aborted)
+                    throw signal.reason;
+                lastErr = err;
+                continue;
+            }
+            if (res.status === 503 && attempt + 1 < this.urls.length) {
+                lastErr = errorOf(503, safeParse(res.text));
+                continue;
+            }
+            this.#current = (this.#current + attempt) % this.urls.length;
+            return { status: res.status, headers: res.headers, body: safeParse(res.text) };
+        }
+        throw new ConnectionError(`fenceview: no node answered: ${lastErr?.message ?? lastErr}`, { cause: lastErr });
+    }
+    async #stream() {
+        if (this.#closed)
+            throw new ConnectionError('fenceview: client closed');
+        if (this.#session === null || !this.#session.alive) {
+            // A broken stream is reopened at the next node, if there are others.
+            if (this.#session !== null)
+                this.#current = (this.#current + 1) % this.urls.length;
+            this.#session = new RpcSession(this.urls[this.#current], this.#key === undefined ? {} : { authorization: `Bearer ${this.#key}` });
+        }
+        return this.#session;
+    }
+    /**
+     * op carries one lock operation or fence over the RPC stream when the
+     * client uses it, else over HTTP; both give the same status and body.
+     */
+    async #op(op, resource, fields, signal) {
+        if (this.#rpc) {
+            for (let attempt = 1;; attempt++) {
+                const s = await this.#stream();
+                try {
+                    const a = await s.call({ op, resource, ...fields }, signal);
+                    return { status: a.status, headers: null, body: a.body };
+                }
+                catch (err) {
+                    // A stream that never opened sent nothing: the next node may take it.
+                    if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length)
+                        throw err;
+                }
+            }
+        }
+        const r = encodeURIComponent(resource);
+        switch (op) {
+            case 'fence':
+                return this.#http('POST', `/v1/fence/${r}`, fields, signal);
+            case 'lock':
+                return this.#http('GET', `/v1/locks/${r}`, undefined, signal);
+            default:
+                return this.#http('POST', `/v1/locks/${r}/${op}`, fields, signal);
+        }
+    }
+    /** lock returns the lock on resource for holder. Ids are checked here. */
+    lock(resource, opts) {
+        return new Lock(this, validateResourceId(resource), validateHolderId(opts.holder), opts.leaseMs ?? this.leaseMs);
+    }
+    /** grant asks for the lock once: a Grant, or HeldError when it stayed held through waitMs. */
+    async grant(resource, holder, leaseMs, waitMs, signal) {
+        const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined }, signal);
+        if (a.status === 200)
+            return grantOf(a.body);
+        if (a.status === 409)
+            throw new HeldError(resource, a.body);
+        throw errorOf(a.status, a.body);
+    }
+    /** renewGrant extends holder's lease; NotHeldError when it is no longer held. */
+    async renewGrant(resource, holder, leaseMs, signal) {
+        const a = await this.#op('renew', resource, { holder, leaseMs }, signal);
+        if (a.status === 200)
+            return grantOf(a.body);
+        if (a.status === 409)
+            throw new NotHeldError(resource, a.body);
+        throw errorOf(a.status, a.body);
+    }
+    /** releaseHold releases one hold of holder and returns the holds left. */
+    async releaseHold(resource, holder, signal) {
+        const a = await this.#op('release', resource, { holder }, signal);
+        if (a.status === 200)
+            return Number(a.body.holdCount ?? 0);
+        if (a.status === 409)
+            throw new NotHeldError(resource, a.body);
+        throw errorOf(a.status, a.body);
+    }
+    /** state is the lock's state (GET /v1/locks/{resource}). */
+    async state(resource, signal) {
+        const a = await this.#op('lock', validateResourceId(resource), {}, signal);
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return a.body;
+    }
+    /**
+     * fence presents a token to the server's own guard. A refusal is a
+     * FenceResult with accepted false (409), not an error.
+     */
+    async fence(resource, token, opts = {}) {
+        validateResourceId(resource);
+        const a = await this.#op('fence', resource, { token: toToken(token), signature: opts.signature, source: opts.source }, opts.signal);
+        if (a.status === 200 || a.status === 409) {
+            const b = a.body;
+            const d = {
+                accepted: b.accepted === true,
+                presented: typeof b.presented === 'bigint' ? b.presented : toToken(token),
+                required: typeof b.required === 'bigint' ? b.required : 0n,
+            };
+            if (typeof b.reason === 'string')
+                d.reason = b.reason;
+            if (typeof b.idempotencyKey === 'string')
+                d.idempotencyKey = b.idempotencyKey;
+            if (a.status === 200 && !d.accepted)
+                throw errorOf(a.status, a.body);
+            return d;
+        }
+        throw errorOf(a.status, a.body);
+    }
+    /** report records decisions made by guards elsewhere (POST /v1/decisions); returns how many were recorded. */
+    async report(decisions, signal) {
+        if (decisions.length === 0)
+            return 0;
+        const a = await this.#http('POST', '/v1/decisions', { decisions }, signal);
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return Number(a.body.recorded ?? 0);
+    }
+    /** resource is GET /v1/resources/{resource}, or null when the server never saw it. */
+    async resource(resource, signal) {
+        const a = await this.#http('GET', `/v1/resources/${encodeURIComponent(validateResourceId(resource))}`, undefined, signal);
+        if (a.status === 404)
+            return null;
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return a.body;
+    }
+    /** resources walks GET /v1/resources page by page. */
+    async *resources(opts = {}) {
+        let cursor = null;
+        do {
+            const q = new URLSearchParams({ limit: String(opts.pageSize ?? 1000) });
+            if (opts.prefix)
+                q.set('prefix', opts.prefix);
+            if (cursor !== null)
+                q.set('cursor', cursor);
+            const a = await this.#http('GET', `/v1/resources?${q}`, undefined, opts.signal);
+            if (a.status !== 200)
+                throw errorOf(a.status, a.body);
+            const b = a.body;
+            for (const r of b.resources ?? [])
+                yield r;
+            cursor = typeof b.next === 'string' && b.next !== '' ? b.next : null;
+        } while (cursor !== null);
+    }
+    /** highWaterMarks maps every resource the server knows (with prefix) to its mark, for seeding a guard. */
+    async highWaterMarks(opts = {}) {
+        const out = new Map();
+        for await (const r of this.resources(opts))
+            if (r.highWaterMark > 0n)
+                out.set(r.resourceId, r.highWaterMark);
+        return out;
+    }
+    /** rejections is one page of refused writes, newest first (GET /v1/rejections). */
+    async rejections(q = {}, signal) {
+        const params = new URLSearchParams();
+        for (const [k, v] of Object.entries(q))
+            if (v !== undefined)
+                params.set(k, String(v));
+        const a = await this.#http('GET', `/v1/rejections?${params}`, undefined, signal);
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return a.body;
+    }
+    /** signingKeys is GET /v1/signing-keys. */
+    async signingKeys(signal) {
+        const a = await this.#http('GET', '/v1/signing-keys', undefined, signal);
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return a.body;
+    }
+    /** verifier returns a Verifier of this server's signing keys, loaded. */
+    async verifier(opts = {}) {
+        const v = new Verifier(this, opts);
+        await v.refresh();
+        return v;
+    }
+    /** guardModule fetches the server's WebAssembly guard (GET /guard.wasm). */
+    async guardModule(signal) {
+        const base = this.urls[this.#current];
+        const res = await this.#fetch(base + '/guard.wasm', { signal: signal ?? null });
+        if (res.status !== 200)
+            throw new FenceviewError(`fenceview: GET /guard.wasm: ${res.status}`, res.status, null);
+        return new Uint8Array(await res.arrayBuffer());
+    }
+    // Admin calls: the client's key must be the admin token or an admin key.
+    /** forceExpire frees the lock whatever its state (admin). */
+    async forceExpire(resource) {
+        const a = await this.#http('POST', `/v1/locks/${encodeURIComponent(validateResourceId(resource))}/expire`);
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+    }
+    /** reset raises resource's token counter to at least floor (admin): the next grant takes floor+1. */
+    async reset(resource, floor) {
+        const a = await this.#http('POST', `/v1/locks/${encodeURIComponent(validateResourceId(resource))}/reset`, { floor: toToken(floor) });
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return a.body;
+    }
+    /** rotateSigningKey makes a new active signing key (admin). */
+    async rotateSigningKey() {
+        const a = await this.#http('POST', '/v1/signing-keys');
+        if (a.status !== 201)
+            throw errorOf(a.status, a.body);
+        return a.body;
+    }
+    /** removeSigningKey removes an inactive key: what it signed stops verifying (admin). */
+    async removeSigningKey(keyId) {
+        const a = await this.#http('DELETE', `/v1/signing-keys/${encodeURIComponent(keyId)}`);
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+    }
+    /** close ends the RPC stream; the client makes no more calls. */
+    close() {
+        this.#closed = true;
+        this.#session?.close();
+        this.#session = null;
+    }
+}
+function safeParse(text) {
+    if (text === '')
+        return null;
+    try {
+        return parse(text);
+    }
+    catch {
+        return { error: text.slice(0, 200) };
+    }
+}
+function grantOf(body) {
+    const g = body;
+    if (g === null || typeof g !== 'object' || typeof g.fencing?.token !== 'bigint') {
+        throw new FenceviewError('fenceview: a grant without a token', 200, body);
+    }
+    return g;
+}
+/**
+ * Lock is a fenced lock on one resource for one holder, like Redisson's
+ * RFencedLock. Use one Lock per holder and resource.
+ *
+ * While held, a watchdog renews the lease every third of it. lock.signal is
+ * an AbortSignal aborted the moment the lease is lost (the server refuses a
+ * renewal, or the lease runs out with no renewal answered) or the lock is
+ * released: pass it to every fetch and database call made under the lock.
+ *
+ * Every grant takes a new token, re-entrant ones too: read lock.token after
+ * the outermost acquire and pass that down.
+ */
+export class Lock {
+    client;
+    resource;
+    holder;
+    #grant = null;
+    // The signal is made when first asked for: most holds are never asked,
+    // and an AbortController and its reason cost more than the rest of a
+    // lock cycle's client work. #gen counts holds, so a renewal answered
+    // after its hold ended changes nothing.
+    #controller = null;
+    #held = false;
+    #gen = 0;
+    #endReason = () => new Error('fenceview: not acquired yet');
+    #holds = 0;
+    #watchdog = false;
+    #leaseMs;
+    #tick = null;
+    #deadline = null;
+    #renewing = false;
+    constructor(client, resource, holder, leaseMs) {
+        this.client = client;
+        this.resource = resource;
+        this.holder = holder;
+        if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0)
+            throw new InvalidInputError('leaseMs must be a positive integer');
+        this.#leaseMs = leaseMs;
+    }
+    /** The latest grant's token (0n before the first). */
+    get token() {
+        return this.#grant?.fencing.token ?? 0n;
+    }
+    /** The latest grant's signature (base64url), if the server signs. */
+    get signature() {
+        return this.#grant?.fencing.signature;
+    }
+    /** The latest grant. */
+    get grant() {
+        return this.#grant;
+    }
+    /** Whether the lock is held, as far as this client knows. */
+    get held() {
+        return this.#held;
+    }
+    /** Aborted the moment the lease is lost or the lock released; the reason says which. */
+    get signal() {
+        if (this.#controller === null) {
+            this.#controller = new AbortController();
+            if (!this.#held)
+                this.#controller.abort(this.#endReason());
+        }
+        return this.#controller.signal;
+    }
+    /** The fencing headers for a request made under the lock. */
+    headers() {
+        const h = { [HEADER_TOKEN]: this.token.toString(), [HEADER_RESOURCE]: this.resource };
+        if (this.signature)
+            h[HEADER_SIGNATURE] = this.signature;
+        return h;
+    }
+    /**
+     * acquire waits until the lock is granted and returns its token. With
+     * waitMs it waits at most that long and then throws HeldError. Waiting
+     * happens on the server, first come first served, in chunks of a minute.
+     */
+    async acquire(opts = {}) {
+        const lease = opts.leaseMs ?? this.#leaseMs;
+        const bounded = opts.waitMs !== undefined;
+        const until = bounded ? Date.now() + opts.waitMs : Infinity;
+        for (;;) {
+            const wait = Math.max(0, Math.min(WAIT_CHUNK_MS, until - Date.now()));
+            const sent = Date.now();
+            try {
+                const g = await this.client.grant(this.resource, this.holder, lease, wait, opts.signal);
+                this.#granted(g, lease, opts.watchdog ?? true, sent);
+                return g.fencing.token;
+            }
+            catch (err) {
+                if (!(err instanceof HeldError) || (bounded && Date.now() >= until))
+                    throw err;
+                opts.signal?.throwIfAborted();
+            }
+        }
+    }
+    /** tryAcquire asks once, waiting on the server up to waitMs (default 0): the token, or null when the lock stayed held. */
+    async tryAcquire(opts = {}) {
+        try {
+            return await this.acquire({ ...opts, waitMs: opts.waitMs ?? 0 });
+        }
+        catch (err) {
+            if (err instanceof HeldError)
+                return null;
+            throw err;
+        }
+    }
+    /** renew extends the lease now (the watchdog does this on its own); NotHeldError, and the signal aborted, when it is lost. */
+    async renew(opts = {}) {
+        const sent = Date.now();
+        try {
+            const g = await this.client.renewGrant(this.resource, this.holder, opts.leaseMs);
+            if (opts.leaseMs !== undefined)
+                this.#leaseMs = opts.leaseMs;
+            this.#grant = g;
+            this.#armDeadline(sent);
+            return g;
+        }
+        catch (err) {
+            if (err instanceof NotHeldError)
+                this.#lose('the server refused to renew it');
+            throw err;
+        }
+    }
+    /** release releases one hold; at the last the watchdog stops and signal aborts with ReleasedError. */
+    async release() {
+        const left = await this.client.releaseHold(this.resource, this.holder).catch((err) => {
+            if (err instanceof NotHeldError)
+                this.#lose('it was not held when released');
+            throw err;
+        });
+        this.#holds = left;
+        if (left === 0)
+            this.#end(() => new ReleasedError(this.resource));
+        return left;
+    }
+    #granted(g, lease, watchdog, sent) {
+        if (!this.#held) {
+            this.#held = true;
+            this.#gen++;
+            this.#controller = null;
+            this.#holds = 0;
+        }
+        this.#grant = g;
+        this.#holds = g.holdCount;
+        this.#leaseMs = lease;
+        this.#watchdog = watchdog;
+        this.#armDeadline(sent);
+        if (watchdog)
+            this.#schedule();
+    }
+    // The lease ends leaseMs after the request that set it was sent (the
+    // server's clock started no earlier); with no renewal answered by then,
+    // it is lost.
+    #armDeadline(sent) {
+        if (this.#deadline !== null)
+            clearTimeout(this.#deadline);
+        const left = sent + this.#leaseMs - Date.now();
+        this.#deadline = setTimeout(() => this.#lose('its lease ran out'), Math.max(0, left));
+        this.#deadline.unref();
+    }
+    #schedule() {
+        if (this.#tick !== null)
+            clearTimeout(this.#tick);
+        this.#tick = setTimeout(() => void this.#renewOnce(), Math.max(1, Math.floor(this.#leaseMs / 3)));
+        this.#tick.unref();
+    }
+    async #renewOnce() {
+        if (!this.held || this.#renewing)
+            return;
+        this.#renewing = true;
+        const gen = this.#gen;
+        const signal = this.signal;
+        const sent = Date.now();
+        try {
+            const g = await this.client.renewGrant(this.resource, this.holder, this.#leaseMs, signal);
+            if (gen !== this.#gen || !this.#held)
+                return;
+            this.#grant = g;
+            this.#armDeadline(sent);
+        }
+        catch (err) {
+            if (err instanceof NotHeldError) {
+                this.#lose('the server refused to renew it (expired or force-expired)');
+                return;
+            }
+            // Unreachable for now: try again at the next tick; the deadline
+            // aborts the signal if no renewal gets through in time.
+        }
+        finally {
+            this.#renewing = false;
+            if (this.#held && this.#watchdog && gen === this.#gen)
+                this.#schedule();
+        }
+    }
+    #lose(why) {
+        if (!this.#held)
+            return;
+        const token = this.token;
+        this.#end(() => new LeaseLostError(this.resource, token, why));
+    }
+    #end(reason) {
+        if (this.#tick !== null)
+            clearTimeout(this.#tick);
+        if (this.#deadline !== null)
+            clearTimeout(this.#deadline);
+        this.#tick = this.#deadline = null;
+        this.#holds = 0;
+        this.#held = false;
+        this.#endReason = reason;
+        this.#controller?.abort(reason());
+    }
+    /** The holds of the current grant period (re-entrant grants count). */
+    get holdCount() {
+        return this.held ? this.#holds : 0;
+    }
+}

@@ -1,0 +1,180 @@
+// The resource side of an HTTP service: every request carries
+// X-Fencing-Token (and X-Fencing-Signature) for the resource named by
+// X-Resource-Id; the middleware checks and records it in one step through
+// a Checker before the handler runs. A stale token is 409 with
+// X-Required-Token, a missing or malformed one 400.
+import { stringify } from './json.js';
+import { HEADER_REQUIRED, HEADER_RESOURCE, HEADER_SIGNATURE, HEADER_TOKEN, InvalidInputError, REASON_BAD_SIGNATURE, REASON_STALE, parseToken, validateResourceId, } from './token.js';
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** The one value of a header, or undefined when it is missing or repeated. */
+function single(req, name) {
+    const all = req.headersDistinct?.[name];
+    if (all !== undefined)
+        return all.length === 1 ? all[0] : undefined;
+    const v = req.headers[name];
+    return typeof v === 'string' ? v : undefined;
+}
+function headerResource(req) {
+    const raw = single(req, HEADER_RESOURCE.toLowerCase());
+    if (raw === undefined)
+        throw new InvalidInputError(`need exactly one ${HEADER_RESOURCE}`);
+    // Node reads header bytes as latin1; the id is their UTF-8.
+    return utf8.decode(Buffer.from(raw, 'latin1'));
+}
+/** refusalBody is the 409 body of a refused decision, as fenceview's server and Go middleware write it. */
+export function refusalBody(d) {
+    const reason = d.reason ?? REASON_STALE;
+    const error = {
+        [REASON_STALE]: 'stale fencing token',
+        [REASON_BAD_SIGNATURE]: 'missing or invalid token signature',
+        'foreign-issuer': 'token from another issuer',
+        'scope-mismatch': 'token issued for another scope',
+        'unissued-token': 'token above any this server issued for the resource',
+    }[reason] ?? 'fencing token refused';
+    return { error, accepted: false, reason, presented: d.presented, required: d.required };
+}
+/** keyed one-at-a-time locks by resource id, dropped when nobody holds or waits. */
+class KeyedLocks {
+    #tails = new Map();
+    async lock(key) {
+        const prev = this.#tails.get(key) ?? Promise.resolve();
+        let release;
+        const mine = new Promise((r) => (release = r));
+        const tail = prev.then(() => mine);
+        this.#tails.set(key, tail);
+        await prev;
+        let done = false;
+        return () => {
+            if (done)
+                return;
+            done = true;
+            release();
+            if (this.#tails.get(key) === tail)
+                this.#tails.delete(key);
+        };
+    }
+    get size() {
+        return this.#tails.size;
+    }
+}
+/** The fencing check shared by every framework's form; ok carries the fence, else the answer to send. */
+function makeCheck(checker, opts) {
+    const resourceOf = opts.resource ?? headerResource;
+    const serialize = opts.serialize ?? true;
+    const locks = new KeyedLocks();
+    const bad = (error) => ({ status: 400, headers: {}, body: { error } });
+    const run = async (req, onDone) => {
+        let token;
+        try {
+            token = parseToken(single(req, HEADER_TOKEN.toLowerCase()));
+        }
+        catch {
+            return { answer: bad('missing or invalid fencing token') };
+        }
+        const sigs = req.headersDistinct?.[HEADER_SIGNATURE.toLowerCase()];
+        if (sigs !== undefined && sigs.length > 1)
+            return { answer: bad('missing or invalid fencing token') };
+        const signature = sigs?.[0];
+        let resource;
+        try {
+            resource = validateResourceId(resourceOf(req));
+        }
+        catch {
+            return { answer: bad('missing or invalid resource id') };
+        }
+        let release = null;
+        if (serialize) {
+            release = await locks.lock(resource);
+            onDone(release);
+        }
+        let d;
+        try {
+            d = await checker.check(resource, token, signature);
+        }
+        catch (err) {
+            release?.();
+            if (err instanceof InvalidInputError)
+                return { answer: bad('missing or invalid fencing token') };
+            return { answer: { status: 500, headers: {}, body: { error: 'fencing check failed' } } };
+        }
+        opts.onDecision?.(req, resource, d);
+        if (!d.accepted) {
+            release?.();
+            const body = refusalBody(d);
+            const headers = body.reason === REASON_STALE ? { [HEADER_REQUIRED]: d.required.toString() } : {};
+            return { answer: { status: 409, headers, body } };
+        }
+        const fence = { resource, token, decision: d };
+        if (signature !== undefined)
+            fence.signature = signature;
+        return { fence };
+    };
+    return { run, locks };
+}
+function whenFinished(res, release) {
+    // A client that went away while this request waited its turn: its
+    // 'close' has been and gone, so release now or the resource stays held.
+    if (res.destroyed || res.writableFinished || res.closed) {
+        release();
+        return;
+    }
+    res.once('finish', release);
+    res.once('close', release);
+}
+function send(res, o) {
+    res.statusCode = o.status;
+    for (const [k, v] of Object.entries(o.headers))
+        res.setHeader(k, v);
+    res.setHeader('content-type', 'application/json');
+    res.end(stringify(o.body) + '\n');
+}
+/**
+ * fencingMiddleware is the seed's middleware done right: the check and the
+ * record are one atomic step of checker, a bad token is 400, a stale one
+ * 409 with X-Required-Token, and an accepted request runs next() with
+ * req.fencing set. It is Express's (req, res, next) and works on Node's own
+ * http server as well:
+ *
+ *   app.use(fencingMiddleware(guard));                        // Express
+ *   http.createServer((req, res) => mw(req, res, () => handler(req, res)));
+ *   fastify.addHook('onRequest', fencingMiddleware.fastify(guard));
+ */
+export function fencingMiddleware(checker, opts = {}) {
+    const { run } = makeCheck(checker, opts);
+    return async function fencing(req, res, next) {
+        let r;
+        try {
+            r = await run(req, (release) => whenFinished(res, release));
+        }
+        catch (err) {
+            next(err);
+            return;
+        }
+        if ('answer' in r) {
+            send(res, r.answer);
+            return;
+        }
+        req.fencing = r.fence;
+        next();
+    };
+}
+/**
+ * fencingMiddleware.fastify is the same check as a Fastify onRequest (or
+ * preHandler) hook: fastify.addHook('onRequest', fencingMiddleware.fastify(guard)).
+ * request.fencing is set on an accepted request.
+ */
+fencingMiddleware.fastify = function fastifyFencing(checker, opts = {}) {
+    const { run } = makeCheck(checker, opts);
+    return async function fencing(request, reply) {
+        const r = await run(request.raw, (release) => whenFinished(reply.raw, release));
+        if ('answer' in r) {
+            reply.code(r.answer.status);
+            for (const [k, v] of Object.entries(r.answer.headers))
+                reply.header(k, v);
+            // Serialised here: Fastify's own JSON would throw on bigint.
+            await reply.type('application/json').send(stringify(r.answer.body) + '\n');
+            return;
+        }
+        request.fencing = r.fence;
+    };
+};

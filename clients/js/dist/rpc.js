@@ -1,0 +1,147 @@
+// The RPC stream (GET /v1/rpc): many callers' lock operations over one
+// websocket. Requests are one JSON object per line, every request made in
+// the same turn of the event loop sent as one message; answers come back as
+// {"id","status","body"} lines, in any order.
+import WebSocket from 'ws';
+import { parse, stringify } from './json.js';
+import { ConnectionError } from './errors.js';
+/** The largest message sent: well under the server's 1 MiB (lengths are counted in UTF-16 units, up to 3 bytes each). */
+const MAX_MESSAGE = 256 << 10;
+/** The most requests waiting for their answers on one stream. */
+const MAX_PENDING = 100_000;
+/** One websocket to /v1/rpc. When it breaks, every waiting call fails with ConnectionError. */
+export class RpcSession {
+    #ws;
+    #open;
+    #pending = new Map();
+    #nextId = 1;
+    #queue = [];
+    #scheduled = false;
+    #dead = null;
+    #opened = false;
+    constructor(url, headers) {
+        const u = new URL('/v1/rpc', url);
+        u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+        this.#ws = new WebSocket(u, { headers, maxPayload: 64 << 20, perMessageDeflate: false });
+        this.#open = new Promise((resolve, reject) => {
+            this.#ws.once('open', () => {
+                this.#opened = true;
+                resolve();
+            });
+            this.#ws.once('error', (err) => reject(new ConnectionError(`fenceview: rpc stream: ${err.message}`, { cause: err })));
+        });
+        this.#open.catch(() => { }); // reported to callers through #fail
+        this.#ws.on('message', (data) => this.#receive(data.toString()));
+        this.#ws.on('error', (err) => this.#fail(new ConnectionError(`fenceview: rpc stream: ${err.message}`, { cause: err })));
+        this.#ws.on('close', (code) => this.#fail(new ConnectionError(`fenceview: rpc stream closed (${code})`)));
+    }
+    /** Whether the stream ever opened: a call that failed on one that did not was never sent. */
+    get opened() {
+        return this.#opened;
+    }
+    /** Whether the stream can still carry calls. */
+    get alive() {
+        return this.#dead === null;
+    }
+    #fail(err) {
+        if (this.#dead !== null)
+            return;
+        this.#dead = err;
+        const pending = [...this.#pending.values()];
+        this.#pending.clear();
+        for (const p of pending)
+            p.reject(err);
+        this.#ws.terminate();
+    }
+    #receive(text) {
+        for (const line of text.split('\n')) {
+            if (line.trim() === '')
+                continue;
+            let a;
+            try {
+                a = parse(line);
+            }
+            catch (err) {
+                this.#fail(new ConnectionError(`fenceview: rpc stream: an answer that is not JSON: ${err.message}`));
+                return;
+            }
+            // An answer without our id (a request the server could not read at
+            // all) cannot be matched; every request this session writes is valid
+            // JSON with an id, so that does not happen.
+            if (typeof a.id !== 'number' || typeof a.status !== 'number')
+                continue;
+            const p = this.#pending.get(a.id);
+            if (p === undefined)
+                continue; // its caller gave up
+            this.#pending.delete(a.id);
+            p.resolve({ status: a.status, body: a.body ?? null });
+        }
+    }
+    #flush() {
+        this.#scheduled = false;
+        if (this.#dead !== null || this.#queue.length === 0)
+            return;
+        // The server reads at most 1 MiB per message: a big turn's requests go
+        // as several messages.
+        let batch = [];
+        let size = 0;
+        for (const line of this.#queue) {
+            if (size + line.length + 1 > MAX_MESSAGE && batch.length > 0) {
+                this.#ws.send(batch.join('\n'));
+                batch = [];
+                size = 0;
+            }
+            batch.push(line);
+            size += line.length + 1;
+        }
+        this.#ws.send(batch.join('\n'));
+        this.#queue = [];
+    }
+    /**
+     * call sends one request ({op, resource, ...}) and resolves with the
+     * status and body the JSON API would give. Aborting signal stops waiting
+     * for the answer; the server may still carry the request out.
+     */
+    async call(req, signal) {
+        if (this.#dead !== null)
+            throw this.#dead;
+        signal?.throwIfAborted();
+        if (this.#pending.size >= MAX_PENDING)
+            throw new ConnectionError(`fenceview: rpc stream: ${MAX_PENDING} calls already waiting`);
+        await this.#open.catch((err) => {
+            this.#fail(err);
+            throw err;
+        });
+        if (this.#dead !== null)
+            throw this.#dead;
+        const id = this.#nextId++;
+        const answer = new Promise((resolve, reject) => {
+            this.#pending.set(id, { resolve, reject });
+        });
+        this.#queue.push(stringify({ id, ...req }));
+        if (!this.#scheduled) {
+            this.#scheduled = true;
+            queueMicrotask(() => this.#flush());
+        }
+        if (signal === undefined)
+            return answer;
+        let onAbort;
+        const aborted = new Promise((_, reject) => {
+            onAbort = () => {
+                this.#pending.delete(id);
+                reject(signal.reason);
+            };
+            signal.addEventListener('abort', onAbort, { once: true });
+        });
+        try {
+            return await Promise.race([answer, aborted]);
+        }
+        finally {
+            signal.removeEventListener('abort', onAbort);
+        }
+    }
+    /** close ends the stream; waiting calls fail. */
+    close() {
+        this.#fail(new ConnectionError('fenceview: rpc stream closed by the client'));
+    }
+}

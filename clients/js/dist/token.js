@@ -1,0 +1,85 @@
+// Tokens, ids and decisions: the values every part of the package shares.
+/** The largest token: 2^63-1. Tokens are 1..MAX_TOKEN. */
+export const MAX_TOKEN = (1n << 63n) - 1n;
+/** Headers of the fencing protocol, as fenceview's server and Go guards use them. */
+export const HEADER_TOKEN = 'X-Fencing-Token';
+export const HEADER_SIGNATURE = 'X-Fencing-Signature';
+export const HEADER_RESOURCE = 'X-Resource-Id';
+export const HEADER_REQUIRED = 'X-Required-Token';
+export const HEADER_IDEMPOTENCY_KEY = 'Idempotency-Key';
+/** Refusal reasons, as fenceview names them. */
+export const REASON_STALE = 'stale-token';
+export const REASON_BAD_SIGNATURE = 'bad-signature';
+/** Bad input: a malformed token or id. Nothing was changed. */
+export class InvalidInputError extends Error {
+    constructor(message) {
+        super(message);
+        this.name = 'InvalidInputError';
+    }
+}
+const decimal = /^[1-9][0-9]{0,18}$/;
+/**
+ * parseToken reads a token from text (a header, a path): a positive
+ * decimal integer up to 2^63-1, no sign, no leading zeros, no spaces.
+ * Anything else throws InvalidInputError.
+ */
+export function parseToken(text) {
+    if (typeof text !== 'string' || !decimal.test(text)) {
+        throw new InvalidInputError('missing or invalid fencing token');
+    }
+    const t = BigInt(text);
+    if (t > MAX_TOKEN)
+        throw new InvalidInputError('missing or invalid fencing token');
+    return t;
+}
+/**
+ * toToken accepts a token as a bigint, or as a decimal string, and checks
+ * it is 1..2^63-1. A JS number is accepted only when it is a safe integer:
+ * above 2^53 a number has already been rounded, and guessing is how
+ * fencing goes wrong.
+ */
+export function toToken(t) {
+    if (typeof t === 'bigint') {
+        if (t < 1n || t > MAX_TOKEN)
+            throw new InvalidInputError(`token ${t} is not in 1..2^63-1`);
+        return t;
+    }
+    if (typeof t === 'string')
+        return parseToken(t);
+    if (typeof t === 'number' && Number.isSafeInteger(t) && t > 0)
+        return BigInt(t);
+    throw new InvalidInputError(`token ${String(t)} is not a positive integer a JS number holds exactly; pass a bigint`);
+}
+const MAX_RESOURCE_BYTES = 160;
+const MAX_HOLDER_BYTES = 80;
+// Unicode category Cc: C0, DEL and C1.
+const control = /[\u0000-\u001f\u007f-\u009f]/;
+function validId(what, id, max) {
+    if (typeof id !== 'string')
+        throw new InvalidInputError(`${what} id must be a string`);
+    const n = Buffer.byteLength(id, 'utf8');
+    if (n === 0 || n > max)
+        throw new InvalidInputError(`${what} id must be 1..${max} bytes of UTF-8`);
+    if (control.test(id))
+        throw new InvalidInputError(`${what} id must not contain control characters`);
+    // A lone surrogate has no UTF-8 form: the id the server would see is another.
+    if (!id.isWellFormed())
+        throw new InvalidInputError(`${what} id is not valid Unicode`);
+    return id;
+}
+/** validateResourceId checks a resource id: 1..160 bytes of UTF-8, no control characters. */
+export function validateResourceId(id) {
+    return validId('resource', id, MAX_RESOURCE_BYTES);
+}
+/** validateHolderId checks a holder id: 1..80 bytes of UTF-8, no control characters. */
+export function validateHolderId(id) {
+    return validId('holder', id, MAX_HOLDER_BYTES);
+}
+/** idempotencyKey is "<resource>:<token>", the key of one grant's external effect. */
+export function idempotencyKey(resource, token) {
+    return `${resource}:${token.toString()}`;
+}
+/** signedMessage is the text fenceview signs for a token: "fenceview/v1 <resource> <token>". */
+export function signedMessage(resource, token) {
+    return Buffer.from(`fenceview/v1 ${resource} ${token.toString()}`, 'utf8');
+}

@@ -1,0 +1,211 @@
+// The WebAssembly guard (guard.wasm, fenceview's Go guard built for WASI)
+// hosted with node:wasi: the same decisions as every other fenceview guard,
+// in process, with its marks restored from the server on start and its
+// decisions reported back to it.
+import { badSignature, verified } from './guard.js';
+import { InvalidInputError, REASON_STALE, toToken } from './token.js';
+const WA = globalThis.WebAssembly;
+/** ABI codes of invalid input (docs/wasm-abi.md). */
+const CODE_INVALID_RESOURCE = -1n;
+const CODE_INVALID_TOKEN = -2n;
+/** Ids are at most 160 bytes: one scratch buffer of that size serves every call. */
+const SCRATCH = 160;
+/** Reports queued beyond this are dropped (counted in dropped) rather than grow without bound while the server is away. */
+const MAX_QUEUE = 100_000;
+/** POST /v1/decisions takes at most this many at once. */
+const MAX_BATCH = 1000;
+const utf8 = new TextEncoder();
+/**
+ * WasmGuard is one instance of guard.wasm: one set of marks, checked
+ * synchronously, so a check and its record are one step no other request
+ * can come between.
+ */
+export class WasmGuard {
+    #g;
+    #scratch;
+    #client;
+    #report;
+    #source;
+    #verifier;
+    #queue = [];
+    #timer = null;
+    #flushing = null;
+    /** Reports dropped because the queue was full. */
+    dropped = 0;
+    constructor(g, opts) {
+        this.#g = g;
+        this.#scratch = g.guard_alloc(SCRATCH) >>> 0;
+        if (this.#scratch === 0)
+            throw new Error('fenceview: guard_alloc failed');
+        this.#client = opts.client;
+        this.#report = opts.report ?? opts.client !== undefined;
+        if (this.#report && this.#client === undefined)
+            throw new InvalidInputError('fenceview: reporting needs a client');
+        this.#source = opts.source ?? 'wasm-guard';
+        this.#verifier = opts.verifier;
+        if (this.#report) {
+            this.#timer = setInterval(() => void this.flush().catch(() => { }), opts.flushMs ?? 1000);
+            this.#timer.unref();
+        }
+    }
+    /** load instantiates the module, seeds its marks from the server (unless restore is false) and starts reporting. */
+    static async load(opts = {}) {
+        let mod = opts.module;
+        if (mod === undefined) {
+            if (opts.client === undefined)
+                throw new InvalidInputError('fenceview: WasmGuard.load needs a module or a client');
+            mod = await opts.client.guardModule();
+        }
+        const compiled = mod instanceof WA.Module ? mod : await WA.compile(mod);
+        // Imported here, not at the top: node:wasi warns that it is
+        // experimental when loaded, which users of the rest need not see.
+        const { WASI } = await import('node:wasi');
+        const wasi = new WASI({ version: 'preview1', args: [], env: {} });
+        const instance = await WA.instantiate(compiled, wasi.getImportObject());
+        wasi.initialize(instance); // _initialize: every export traps before it
+        const g = new WasmGuard(instance.exports, opts);
+        const restore = opts.restore ?? opts.client !== undefined;
+        if (restore && opts.client !== undefined)
+            await g.restore(typeof restore === 'object' ? restore.prefix : undefined);
+        return g;
+    }
+    #withId(resource, fn) {
+        if (typeof resource !== 'string' || !resource.isWellFormed())
+            return CODE_INVALID_RESOURCE;
+        const bytes = utf8.encode(resource);
+        if (bytes.length === 0 || bytes.length > SCRATCH)
+            return CODE_INVALID_RESOURCE; // the guard says the same without reading memory
+        // A fresh view each time: memory may have grown, detaching old ones.
+        new Uint8Array(this.#g.memory.buffer, this.#scratch, bytes.length).set(bytes);
+        return fn(this.#scratch, bytes.length);
+    }
+    #lastRequired() {
+        return new DataView(this.#g.memory.buffer).getBigInt64(this.#g.guard_last_required_ptr() >>> 0, true);
+    }
+    /**
+     * checkUnsigned applies the rule, synchronously. Invalid input throws
+     * InvalidInputError. A guard with a verifier refuses every token here
+     * (bad-signature), as guard.wasm does once a key is trusted: use check.
+     */
+    checkUnsigned(resource, token) {
+        const t = toToken(token);
+        if (this.#verifier !== undefined) {
+            const d = badSignature(t, this.highWater(resource));
+            this.#queueReport(resource, d, undefined);
+            return d;
+        }
+        const code = this.#withId(resource, (p, n) => this.#g.guard_check(p, n, t));
+        return this.#decided(resource, t, code, undefined);
+    }
+    #decided(resource, token, code, signature) {
+        if (code === CODE_INVALID_RESOURCE)
+            throw new InvalidInputError('invalid resource id');
+        if (code === CODE_INVALID_TOKEN)
+            throw new InvalidInputError('missing or invalid fencing token');
+        if (code < 0n)
+            throw new Error(`fenceview: guard.wasm failed (code ${code})`);
+        const d = code === 0n
+            ? { accepted: true, presented: token, required: this.#lastRequired() }
+            : { accepted: false, reason: REASON_STALE, presented: token, required: code };
+        this.#queueReport(resource, d, signature);
+        return d;
+    }
+    /**
+     * check applies the rule; with a verifier, a token whose signature does
+     * not verify is refused as bad-signature first, and the mark stays.
+     */
+    async check(resource, token, signature) {
+        if (this.#verifier === undefined)
+            return this.checkUnsigned(resource, token);
+        const t = toToken(token);
+        const mark = this.highWater(resource); // validates the id before any verification
+        if (!(await verified(this.#verifier, resource, t, signature))) {
+            const d = badSignature(t, mark);
+            this.#queueReport(resource, d, signature);
+            return d;
+        }
+        // No await between here and the check: nothing else runs in between.
+        const code = this.#withId(resource, (p, n) => this.#g.guard_check(p, n, t));
+        return this.#decided(resource, t, code, signature);
+    }
+    /** highWater is the resource's mark, 0n when none. */
+    highWater(resource) {
+        const v = this.#withId(resource, (p, n) => this.#g.guard_high_water(p, n));
+        if (v < 0n)
+            throw new InvalidInputError('invalid resource id');
+        return v;
+    }
+    /** seed raises the mark to at least token without a decision (restoring state) and returns the mark. */
+    seed(resource, token) {
+        const t = toToken(token);
+        const v = this.#withId(resource, (p, n) => this.#g.guard_seed(p, n, t));
+        if (v === CODE_INVALID_RESOURCE)
+            throw new InvalidInputError('invalid resource id');
+        if (v < 0n)
+            throw new InvalidInputError('missing or invalid fencing token');
+        return v;
+    }
+    /** restore seeds every mark the server knows (with prefix); returns how many it seeded. */
+    async restore(prefix) {
+        if (this.#client === undefined)
+            throw new InvalidInputError('fenceview: restore needs a client');
+        let n = 0;
+        const marks = await this.#client.highWaterMarks(prefix === undefined ? {} : { prefix });
+        for (const [id, mark] of marks) {
+            try {
+                this.seed(id, mark);
+                n++;
+            }
+            catch {
+                // An id this guard cannot hold (never expected from the server): skip it.
+            }
+        }
+        return n;
+    }
+    #queueReport(resource, d, signature) {
+        if (!this.#report)
+            return;
+        if (this.#queue.length >= MAX_QUEUE) {
+            this.#queue.shift();
+            this.dropped++;
+        }
+        const r = { resourceId: resource, token: d.presented, accepted: d.accepted, source: this.#source, at: new Date().toISOString() };
+        if (!d.accepted) {
+            r.required = d.required;
+            if (d.reason !== undefined)
+                r.reason = d.reason;
+        }
+        if (signature !== undefined && signature !== '')
+            r.signature = signature;
+        this.#queue.push(r);
+    }
+    /** The reports waiting to be sent. */
+    get pending() {
+        return this.#queue.length;
+    }
+    /** flush sends the queued reports now; on failure they stay queued for the next flush. */
+    async flush() {
+        if (this.#client === undefined)
+            return;
+        while (this.#flushing !== null)
+            await this.#flushing;
+        const client = this.#client;
+        this.#flushing = (async () => {
+            while (this.#queue.length > 0) {
+                const batch = this.#queue.slice(0, MAX_BATCH);
+                await client.report(batch);
+                this.#queue.splice(0, batch.length);
+            }
+        })().finally(() => {
+            this.#flushing = null;
+        });
+        return this.#flushing;
+    }
+    /** close sends what is queued and stops the reporting timer. */
+    async close() {
+        if (this.#timer !== null)
+            clearInterval(this.#timer);
+        this.#timer = null;
+        await this.flush();
+    }
+}

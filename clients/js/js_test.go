@@ -1,0 +1,189 @@
+// Package js_test runs the Node package's suites (node --test) against a
+// real fenceview server of this tree and real PostgreSQL and Redis servers,
+// after checking that the committed compiled output (dist/) is what the
+// pinned TypeScript compiler makes of src/.
+package js_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/internal/dbtest"
+)
+
+// need returns the path of a program the suites cannot run without:
+// missing, the test skips, or fails under CI (.ci/run installs Node).
+func need(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is required in CI for the Node package's suites: %v", name, err)
+		}
+		t.Skipf("%s not found: the Node package's suites are skipped", name)
+	}
+	return p
+}
+
+// installed runs npm ci unless node_modules already holds what
+// package-lock.json pins (npm writes its own copy of the lock there).
+func installed(t *testing.T, npm, dir string) {
+	t.Helper()
+	want, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have, err := os.ReadFile(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil && samePackages(want, have) {
+		return
+	}
+	// --prefer-offline: the npm cache first, the registry for what it lacks.
+	run(t, dir, 5*time.Minute, nil, npm, "ci", "--prefer-offline", "--no-audit", "--no-fund")
+}
+
+// samePackages compares the "packages" of two lock files, the part npm's
+// hidden lock in node_modules repeats (without the root entry).
+var versionLine = regexp.MustCompile(`"node_modules/[^"]+": \{\s*"version": "[^"]+"`)
+
+func samePackages(lock, hidden []byte) bool {
+	a, b := versionLine.FindAll(lock, -1), versionLine.FindAll(hidden, -1)
+	if len(a) == 0 || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func run(t *testing.T, dir string, limit time.Duration, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestCompiledOutputIsCurrent compiles src/ with the pinned compiler (which
+// type-checks it, as tsc --noEmit does), compiles test/types/consumer.ts
+// against the declarations, and compares every compiled file with the
+// committed dist/.
+func TestCompiledOutputIsCurrent(t *testing.T) {
+	node := need(t, "node")
+	npm := need(t, "npm")
+	dir, _ := filepath.Abs(".")
+	installed(t, npm, dir)
+	out := t.TempDir()
+	tsc := filepath.Join("node_modules", "typescript", "bin", "tsc")
+	run(t, dir, 3*time.Minute, nil, node, tsc, "-p", "tsconfig.json", "--outDir", out)
+	// The declarations as a user compiles against them, with Fastify's types.
+	run(t, dir, 3*time.Minute, nil, node, tsc, "-p", filepath.Join("test", "types", "tsconfig.json"))
+	fresh := files(t, out)
+	committed := files(t, filepath.Join(dir, "dist"))
+	for name, b := range fresh {
+		if c, ok := committed[name]; !ok {
+			t.Errorf("dist/%s is missing: run npm run build in clients/js and commit dist/", name)
+		} else if !bytes.Equal(b, c) {
+			t.Errorf("dist/%s is stale: run npm run build in clients/js and commit dist/", name)
+		}
+	}
+	for name := range committed {
+		if _, ok := fresh[name]; !ok {
+			t.Errorf("dist/%s is not built from src/ any more: remove it", name)
+		}
+	}
+}
+
+func files(t *testing.T, root string) map[string][]byte {
+	t.Helper()
+	m := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		m[filepath.ToSlash(rel)] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// adminToken is the test server's admin token: the suites force-expire,
+// reset counters and rotate signing keys.
+const adminToken = "node-suites-admin-token"
+
+// TestNodeSuites runs node --test test/ against a fenceview server, a
+// PostgreSQL and a Redis server started here. A failing, cancelled or
+// skipped node test fails this test; the node summary is in its log.
+func TestNodeSuites(t *testing.T) {
+	node := need(t, "node")
+	npm := need(t, "npm")
+	if testing.Short() {
+		t.Skip("the Node suites start PostgreSQL and Redis: skipped in -short mode")
+	}
+	dir, _ := filepath.Abs(".")
+	installed(t, npm, dir)
+	srv := fenceviewtest.New(t, fenceviewtest.Options{AdminToken: adminToken})
+	pg := dbtest.PostgreSQL(t)
+	rd := dbtest.Redis(t)
+	env := []string{
+		"FENCEVIEW_URL=" + srv.URL,
+		"FENCEVIEW_ADMIN_TOKEN=" + adminToken,
+		"FENCEVIEW_PG_URL=postgres://postgres@" + pg.Addr + "/postgres?sslmode=disable",
+		"FENCEVIEW_REDIS_URL=redis://" + rd.Addr,
+		"NODE_NO_WARNINGS=1", // node:wasi's "experimental" warning on every load
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", "--test-concurrency=1", "test/")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	summary := nodeSummary(string(out))
+	if err != nil {
+		t.Fatalf("node --test: %v\n%s", err, out)
+	}
+	t.Logf("node --test (%s, %s):\n%s", pg.Version, rd.Version, summary)
+	counts := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^ℹ (tests|pass|fail|cancelled|skipped|todo) (\d+)$`).FindAllStringSubmatch(string(out), -1) {
+		counts[m[1]] = m[2]
+	}
+	if counts["tests"] == "" || counts["tests"] == "0" {
+		t.Fatalf("node --test ran no tests:\n%s", out)
+	}
+	for _, k := range []string{"fail", "cancelled", "skipped", "todo"} {
+		if counts[k] != "0" {
+			t.Errorf("node --test: %s %s (every suite must run and pass here)\n%s", k, counts[k], out)
+		}
+	}
+}
+
+// nodeSummary is the spec reporter's closing lines (ℹ tests, pass, fail ...).
+func nodeSummary(out string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "ℹ ") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,38 @@
+// fenceview for Node.js: fenced locks with bigint tokens, and the guards
+// that enforce them where the data lives.
+
+export { Client, Lock } from './client.js';
+export type { ClientOptions, AcquireOptions, Grant, Fencing, LockState, ResourceInfo, FenceResult, DecisionReport, Rejection } from './client.js';
+export { fencingMiddleware, refusalBody } from './middleware.js';
+export type { Fence, FencedRequest as FencedHttpRequest, FencingOptions } from './middleware.js';
+export { FencedResource, PgMarks } from './postgres.js';
+export type { ApplyResult, FencedResourceOptions, Queryable } from './postgres.js';
+export { RedisGuard, MARK_NAME } from './redis.js';
+export type { RedisGuardOptions, RedisScripting } from './redis.js';
+export { WasmGuard } from './wasm.js';
+export type { WasmGuardOptions } from './wasm.js';
+export { callFencedService, callUnfenceable } from './calls.js';
+export type { FencedRequest, FencedCallResult, TokenSource, UnfenceableResult } from './calls.js';
+export { Verifier, decodeSignature, decodePublicKey } from './verifier.js';
+export type { SigningKey, KeySource, VerifierOptions } from './verifier.js';
+export type { Checker } from './guard.js';
+export { parse, stringify, TOKEN_FIELDS, JSONSyntaxError } from './json.js';
+export type { JSONValue } from './json.js';
+export {
+  MAX_TOKEN,
+  HEADER_TOKEN,
+  HEADER_SIGNATURE,
+  HEADER_RESOURCE,
+  HEADER_REQUIRED,
+  HEADER_IDEMPOTENCY_KEY,
+  REASON_STALE,
+  REASON_BAD_SIGNATURE,
+  InvalidInputError,
+  parseToken,
+  toToken,
+  idempotencyKey,
+  validateResourceId,
+  validateHolderId,
+} from './token.js';
+export type { Decision, SignedToken } from './token.js';
+export { FenceviewError, HeldError, NotHeldError, LeaseLostError, ReleasedError, ConnectionError } from './errors.js';
