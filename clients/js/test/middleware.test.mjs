@@ -212,7 +212,8 @@ describe('fencingMiddleware in Express and Fastify', needServer, () => {
 // The conformance table every fenceview guard passes: the wasm package's
 // conformanceTable() (wasm/conformance_test.go), written out with
 // json.MarshalIndent(conformanceTable(), "", " ") into
-// fixtures/guard-conformance.json; write it again when that table changes.
+// fixtures/guard-conformance.json; wasm.TestConformanceFixtureIsCurrent fails
+// when the copy drifts (-update-conformance writes it again).
 // It is replayed through the WebAssembly-backed middleware and through
 // the server's own fence (POST /v1/fence): both must give the table's
 // answers. Ids are made unique per run (the server keeps its marks), at
