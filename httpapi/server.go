@@ -64,6 +64,9 @@ type Server struct {
 	// RequestTimeout is the http.Server's read and write timeout; a
 	// waiting acquire gets its wait on top. Zero: none.
 	RequestTimeout time.Duration
+	// FenceMode is the least mode of every fence (fenceview.FenceModeMark
+	// or empty: each request's own; FenceModeCurrent: all current).
+	FenceMode string
 
 	websockets atomic.Int64
 

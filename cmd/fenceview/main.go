@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -67,6 +68,7 @@ type Main struct {
 	// empty: keys kept in the database, the first made on first start.
 	SigningKey        string
 	RequireSignatures bool
+	FenceMode         string // --fence-mode: mark (the rule) or current
 
 	// Cluster mode (see package cluster): on when Etcd is set.
 	Etcd        string // comma-separated etcd client URLs
@@ -100,6 +102,7 @@ func NewMain() *Main {
 		DBPath:      "fenceview.db",
 		EtcdPrefix:  cluster.DefaultPrefix,
 		ElectionTTL: 5 * time.Second,
+		FenceMode:   fenceview.FenceModeMark,
 		Clock:       clock.Real{},
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		LogOutput:   os.Stderr,
@@ -134,6 +137,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.TLSClientCA, "tls-client-ca", m.TLSClientCA, "also require client certificates signed by this CA (PEM)")
 	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
 	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
+	fs.StringVar(&m.FenceMode, "fence-mode", m.FenceMode, "mode of the server's own fence (/v1/fence): mark, the rule, or current: also refuse a token below the last one issued (superseded), whatever the request asks")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
 	fs.StringVar(&m.Etcd, "etcd", m.Etcd, "etcd client URLs, comma-separated: run as a node of a cluster whose state lives in etcd")
 	fs.StringVar(&m.EtcdPrefix, "etcd-prefix", m.EtcdPrefix, "etcd key prefix of the cluster")
@@ -168,6 +172,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.MaxResources < 1 || m.MaxWaiters < 1 || m.MaxWebsockets < 1 || m.RequestTimeout < time.Second {
 		return fmt.Errorf("--max-resources, --max-waiters and --max-websockets must be at least 1, --request-timeout at least 1s")
 	}
+	if m.FenceMode, err = fenceview.ParseFenceMode(m.FenceMode); err != nil {
+		return fmt.Errorf("--fence-mode: %s", fenceview.ErrorMessage(err))
+	}
 	if err := server.CheckAddr(m.Addr, m.AdminToken, m.InsecureNoAuth); err != nil {
 		return err
 	}
@@ -185,7 +192,7 @@ func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
 		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(), Access: m.Access,
-		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
+		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures, FenceMode: m.FenceMode,
 		Cluster: server.ClusterConfig{
 			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,
 		},
