@@ -313,6 +313,9 @@ func (req fenceRequest) mode(server string) (string, error) {
 	}
 	if req.modeHeader != nil {
 		h, err := fenceview.ParseFenceMode(*req.modeHeader)
+		if *req.modeHeader == "" {
+			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", HeaderMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
+		}
 		if err != nil {
 			return "", err
 		}
