@@ -90,3 +90,21 @@ func TestFenceModeCurrentPerServer(t *testing.T) {
 }
 
 func jsonHas(raw []byte, s string) bool { return strings.Contains(string(raw), s) }
+
+// Over the JSON API and the RPC stream, a re-entrant acquire without
+// leaseMs keeps the current lease's length; a first one gets 30 s.
+func TestReentrantAcquireWithoutLeaseKeepsIt(t *testing.T) {
+	s := startServer(t)
+	s.acquire("r", "a", 60000)
+	r := s.do("POST", "/v1/locks/r/acquire", map[string]any{"holder": "a"})
+	if r.Status != 200 || r.num("leaseMs") != 60000 || r.num("holdCount") != 2 {
+		t.Fatalf("re-entrant acquire without leaseMs: %d %s", r.Status, r.Raw)
+	}
+	if l := s.do("GET", "/v1/locks/r", nil); l.num("leaseMs") != 60000 || l.num("remainingMs") != 60000 {
+		t.Fatalf("lock after it: %s", l.Raw)
+	}
+	a := s.rpc().send(`{"id":1,"op":"acquire","resource":"r","holder":"a"}`, `{"id":2,"op":"acquire","resource":"new","holder":"a"}`)
+	if !jsonHas(a[1].Body, `"leaseMs":60000`) || !jsonHas(a[2].Body, `"leaseMs":30000`) {
+		t.Fatalf("over the RPC stream: %s and %s", a[1].Body, a[2].Body)
+	}
+}
