@@ -33,6 +33,11 @@ Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or en
 		usage()
 		return 2
 	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage()
+		return 0
+	}
 	verb, args := args[0], args[1:]
 	// The id of revoke may come before the flags or after them.
 	var id string

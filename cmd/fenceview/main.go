@@ -28,11 +28,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if len(os.Args) > 1 && os.Args[1] == "backup" {
-		os.Exit(runBackup(ctx, os.Args[2:], os.Stdout, os.Stderr))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "keys" {
-		os.Exit(runKeys(ctx, os.Args[2:], os.Stdout, os.Stderr))
+	if len(os.Args) > 1 {
+		for _, c := range subcommands {
+			if os.Args[1] == c.name {
+				os.Exit(c.run(ctx, os.Args[2:], os.Stdout, os.Stderr))
+			}
+		}
 	}
 	m := NewMain()
 	if err := m.ParseFlags(os.Args[1:]); err == flag.ErrHelp || err == errVersion {
@@ -52,6 +53,17 @@ func main() {
 		m.Logger.Error("shutdown", "err", err)
 		os.Exit(1)
 	}
+}
+
+// subcommands are the commands besides the server; `fenceview --help`
+// lists them and each has its own --help.
+var subcommands = []struct {
+	name, usage, summary string
+	run                  func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}{
+	{"backup", "backup [--db FILE] [--out FILE]", "copy a live database consistently", runBackup},
+	{"keys", "keys create|list|revoke [flags]", "manage the API keys of a running server", runKeys},
+	{"dev-cert", "dev-cert [--dir DIR] [--host NAME]...", "make a CA, a server and a client certificate for trying TLS and mTLS locally", runDevCert},
 }
 
 // Main is the whole program, so tests can start the real server on
@@ -148,7 +160,16 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&m.MaxWebsockets, "max-websockets", m.MaxWebsockets, "open event streams and RPC connections, together")
 	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n       fenceview keys create|list|revoke [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: fenceview [flags]\n")
+		for _, c := range subcommands {
+			fmt.Fprintf(out, "       fenceview %s\n", c.usage)
+		}
+		fmt.Fprintf(out, "\nIssues fencing tokens, guards fenced writes and shows them live.\n\nCommands (each has its own --help):\n")
+		for _, c := range subcommands {
+			fmt.Fprintf(out, "  %-9s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintf(out, "\nFlags of the server:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
