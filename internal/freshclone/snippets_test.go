@@ -236,4 +236,3 @@ func repoRoot(t *testing.T) string {
 	}
 	return filepath.Dir(strings.TrimSpace(string(out)))
 }
-
