@@ -64,6 +64,7 @@ func TestDevCertServesMTLS(t *testing.T) {
 	file := func(name string) string { return filepath.Join(dir, name) }
 	s := startServer(t, func(m *Main) {
 		m.TLSCert, m.TLSKey, m.TLSClientCA = file(devServerCert), file(devServerKey), file(devCA)
+		m.AdminToken = "dev-cert-admin-token"
 	})
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(must(os.ReadFile(file(devCA)))) {
@@ -73,7 +74,9 @@ func TestDevCertServesMTLS(t *testing.T) {
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		url := strings.Replace(s.URL(), "127.0.0.1", host, 1) + "/v1/locks/r/acquire"
 		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{clientCert}}}}
-		res, err := hc.Post(url, "application/json", strings.NewReader(`{"holder":"a"}`))
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"holder":"a"}`))
+		req.Header.Set("Authorization", "Bearer "+s.AdminToken)
+		res, err := hc.Do(req)
 		if err != nil {
 			t.Fatalf("mTLS client at %s: %v", host, err)
 		}
@@ -86,6 +89,15 @@ func TestDevCertServesMTLS(t *testing.T) {
 	if res, err := noCert.Get(s.URL() + "/healthz"); err == nil {
 		res.Body.Close()
 		t.Fatal("served a client without a certificate")
+	}
+	// fenceview keys, as the README runs it, with the client certificate.
+	stdout.Reset()
+	keysArgs := []string{"create", "--server", s.URL(), "--admin-token", s.AdminToken, "--tls-ca", file(devCA), "--name", "orders", "--role", "client"}
+	if code := runKeys(context.Background(), append(keysArgs, "--tls-cert", file(devClientCert), "--tls-key", file(devClientKey)), &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "secret:") {
+		t.Fatalf("keys create over mTLS: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if code := runKeys(context.Background(), keysArgs, &stdout, &stderr); code != 1 {
+		t.Fatalf("keys create over mTLS without the client certificate: exit %d, want 1", code)
 	}
 	before := must(os.ReadFile(file(devServerKey)))
 	if code := runDevCert(context.Background(), []string{"--dir", dir}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "exists") {
