@@ -116,3 +116,10 @@ func TestReportedSupersededLeavesTheMark(t *testing.T) {
 		t.Fatalf("after a reported superseded refusal: %+v", r)
 	}
 }
+
+// Superseded refusals are counted under their own reason, not as other.
+func TestSupersededIsAKnownReason(t *testing.T) {
+	if BoundReason(guard.ReasonSuperseded) != guard.ReasonSuperseded {
+		t.Fatalf("superseded counts as %q", BoundReason(guard.ReasonSuperseded))
+	}
+}
