@@ -176,4 +176,31 @@ type Fence struct {
 	Token      guard.Token
 	Holder     string // optional: who says they write
 	Source     string // where the write came from
+	// Mode is how the fence judges the token: FenceModeMark (or empty)
+	// or FenceModeCurrent.
+	Mode string
+}
+
+// The server's fence modes. In mode mark, the rule, a token at or above the
+// resource's high-water mark is accepted. Mode current also refuses a token
+// below the last one issued for the resource (superseded): only the current
+// holder may write, as etcd's IsOwner compare. The mark does not move then.
+const (
+	FenceModeMark    = "mark"
+	FenceModeCurrent = "current"
+)
+
+// ParseFenceMode checks a mode given by a request or a flag; empty is
+// FenceModeMark.
+func ParseFenceMode(v string) (string, error) {
+	switch v {
+	case "", FenceModeMark:
+		return FenceModeMark, nil
+	case FenceModeCurrent:
+		return FenceModeCurrent, nil
+	}
+	if len(v) > 20 {
+		v = v[:20] + "..."
+	}
+	return "", Errorf(EINVALID, "fencing mode %q: use %q or %q", v, FenceModeMark, FenceModeCurrent)
 }

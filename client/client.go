@@ -385,13 +385,26 @@ func (c *Client) Fence(ctx context.Context, resource string, token int64) (Fence
 // FenceToken is Fence with the token's envelope: a token of another issuer
 // or scope is refused (foreign-issuer, scope-mismatch) instead of compared.
 func (c *Client) FenceToken(ctx context.Context, resource string, t guard.Token) (Fenced, error) {
+	return c.fence(ctx, resource, t, "")
+}
+
+// FenceCurrent is FenceToken in the fence's mode current: only the current
+// holder may write. A token below the last one issued for resource is
+// refused (a *RefusalError with Reason guard.ReasonSuperseded and Required
+// the last token issued) even when it is not below the high-water mark,
+// and the mark does not move.
+func (c *Client) FenceCurrent(ctx context.Context, resource string, t guard.Token) (Fenced, error) {
+	return c.fence(ctx, resource, t, "current") // fenceview.FenceModeCurrent
+}
+
+func (c *Client) fence(ctx context.Context, resource string, t guard.Token, mode string) (Fenced, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
 		return Fenced{}, invalid(err)
 	}
 	if err := guard.ValidateToken(t.Token); err != nil {
 		return Fenced{}, invalid(err)
 	}
-	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature}
+	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode}
 	var out fencedBody
 	err := c.exchange(ctx, "fence", resource, in, &out,
 		func(status int, raw []byte, h http.Header) error {

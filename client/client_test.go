@@ -517,3 +517,33 @@ func TestConnectionsAreReused(t *testing.T) {
 		t.Fatalf("%d connections for 20 sequential calls, want 1", conns)
 	}
 }
+
+// FenceCurrent, over HTTP and over the RPC stream: a token below the last
+// one issued is refused as superseded with the last token issued, though
+// it is not below the mark; Fence accepts the same token.
+func TestFenceCurrent(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		opts []client.Option
+	}{{"http", nil}, {"rpc", []client.Option{client.WithRPC()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, c := start(t, fenceviewtest.Options{}, tc.opts...)
+			a, b := c.Mutex("jobs/1", "a"), c.Mutex("jobs/1", "b")
+			ta, _ := a.TryLock(ctx, 0, lease)
+			a.Unlock(ctx)
+			tb, _ := b.TryLock(ctx, 0, lease)
+			_, err := c.FenceCurrent(ctx, "jobs/1", guard.Token{Token: ta})
+			var refused *client.RefusalError
+			if !errors.As(err, &refused) || refused.Reason != guard.ReasonSuperseded || refused.Required != tb || refused.Presented != ta {
+				t.Fatalf("FenceCurrent(%d) after %d was issued = %v", ta, tb, err)
+			}
+			if _, err := c.Fence(ctx, "jobs/1", ta); err != nil {
+				t.Fatalf("Fence(%d): the mark did not move, so the rule accepts it: %v", ta, err)
+			}
+			if f, err := c.FenceCurrent(ctx, "jobs/1", guard.Token{Token: tb}); err != nil || f.Token != tb {
+				t.Fatalf("FenceCurrent(%d), the last token issued = %+v, %v", tb, f, err)
+			}
+		})
+	}
+}

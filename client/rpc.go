@@ -42,6 +42,7 @@ type rpcRequest struct {
 	Scope    string `json:"scope,omitempty"`
 	// Signature of Token, for a server with --require-signatures.
 	Signature string `json:"signature,omitempty"`
+	Mode      string `json:"mode,omitempty"` // of a fence: "current", or empty for the rule
 }
 
 type rpcAnswer struct {

@@ -54,6 +54,7 @@ func appendRPCRequest(dst []byte, req *rpcRequest) ([]byte, error) {
 	str(`"issuer":`, req.Issuer)
 	str(`"scope":`, req.Scope)
 	str(`"signature":`, req.Signature)
+	str(`"mode":`, req.Mode)
 	if !plain {
 		b, err := json.Marshal(req)
 		return append(dst[:start], b...), err

@@ -34,6 +34,11 @@ const (
 	// ReasonUnissued: the token is above the last one the issuer ever
 	// issued for the resource, so no honest holder can have it.
 	ReasonUnissued = "unissued-token"
+	// ReasonSuperseded: the token is below the last one issued for the
+	// resource, and the fence was asked that only the current holder may
+	// write (the server's fence in mode current). Required is then the
+	// last token issued, not a mark.
+	ReasonSuperseded = "superseded"
 )
 
 // Decision is the outcome of presenting a token to a resource.

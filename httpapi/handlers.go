@@ -61,7 +61,7 @@ func (req lockRequest) validate() error {
 // answers with a status and a body, errors included.
 
 func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) (int, any) {
-	lease := fenceview.DefaultLease
+	var lease time.Duration // none: the default, or a re-entrant grant's current lease
 	if req.LeaseMs.Set {
 		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
 	}
@@ -189,6 +189,9 @@ type fenceRequest struct {
 	// Signature of the token: the JSON "signature" or X-Fencing-Signature.
 	Signature string `json:"signature"`
 	sigHeader *string
+	// Mode: the JSON "mode" or X-Fencing-Mode (fenceview.FenceModeCurrent).
+	Mode       string `json:"mode"`
+	modeHeader *string
 }
 
 func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
@@ -216,6 +219,13 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		}
 		req.sigHeader = &hv[0]
 	}
+	if hv := r.Header.Values(HeaderMode); len(hv) > 0 {
+		if len(hv) > 1 {
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "one %s header at most", HeaderMode))
+			return
+		}
+		req.modeHeader = &hv[0]
+	}
 	req.origin = "api:" + clientHost(r)
 	status, body := s.fence(r.Context(), resource, req)
 	if refusal, ok := body.(httpguard.Refusal); ok {
@@ -229,6 +239,9 @@ func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (
 	f, err := req.fence(resource)
 	if err == nil {
 		f.Source, err = attribute(ctx, req.origin, req.Source)
+	}
+	if err == nil {
+		f.Mode, err = req.mode(s.FenceMode)
 	}
 	if err != nil {
 		return s.errorBody(ctx, err)
@@ -285,6 +298,36 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 		Holder:     req.Holder,
 		Source:     req.Source,
 	}, nil
+}
+
+// HeaderMode asks the server's fence for a mode (fenceview.FenceModeCurrent).
+const HeaderMode = "X-Fencing-Mode"
+
+// mode is the fence's mode: the request's (header, body, or both when they
+// agree), made no weaker than the server's: on a server in mode current
+// every fence is in mode current, as its operator asked.
+func (req fenceRequest) mode(server string) (string, error) {
+	m, err := fenceview.ParseFenceMode(req.Mode)
+	if err != nil {
+		return "", err
+	}
+	if req.modeHeader != nil {
+		h, err := fenceview.ParseFenceMode(*req.modeHeader)
+		if *req.modeHeader == "" {
+			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", HeaderMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
+		}
+		if err != nil {
+			return "", err
+		}
+		if req.Mode != "" && h != m {
+			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", HeaderMode)
+		}
+		m = h
+	}
+	if server == fenceview.FenceModeCurrent {
+		m = fenceview.FenceModeCurrent
+	}
+	return m, nil
 }
 
 func clientHost(r *http.Request) string {

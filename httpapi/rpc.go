@@ -52,6 +52,7 @@ type rpcRequest struct {
 	Source   string  `json:"source"`
 	// Signature of the token, as in the JSON fence body.
 	Signature string `json:"signature"`
+	Mode      string `json:"mode"` // of a fence, as in the JSON fence body
 }
 
 type rpcAnswer struct {
@@ -224,7 +225,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string)
 			return s.release(ctx, req.Resource, lr)
 		}
 	case "fence":
-		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, origin: origin}
+		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, Mode: req.Mode, origin: origin}
 		if req.Holder != nil {
 			fr.Holder = *req.Holder
 		}

@@ -61,7 +61,7 @@ func fastRPCRequest(b []byte, req *rpcRequest) bool {
 				p = &req.WaitMs
 			}
 			*p = jsonInt{Set: true, Value: v}
-		case "op", "resource", "holder", "issuer", "scope", "source", "signature":
+		case "op", "resource", "holder", "issuer", "scope", "source", "signature", "mode":
 			v, n, ok := plainString(b, i)
 			if !ok {
 				return false
@@ -84,6 +84,8 @@ func fastRPCRequest(b []byte, req *rpcRequest) bool {
 				req.Scope = s
 			case "source":
 				req.Source = s
+			case "mode":
+				req.Mode = s
 			default:
 				req.Signature = s
 			}

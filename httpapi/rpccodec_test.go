@@ -14,6 +14,7 @@ import (
 var rpcRequestSeeds = []string{
 	`{"id":7,"op":"acquire","resource":"r","holder":"a","leaseMs":30000,"waitMs":0}`,
 	`{"id":8,"op":"fence","resource":"r","token":12,"issuer":"i","scope":"s","source":"x","signature":"AAA"}`,
+	`{"id":9,"op":"fence","resource":"r","token":12,"mode":"current"}`,
 	`{}`, `{ }`, `{"id":1}`, `{"ID":1,"Op":"lock"}`, `{"id":-1}`, `{"id":01}`, `{"id":1.5}`, `{"id":1e3}`,
 	`{"id":18446744073709551615}`, `{"id":18446744073709551616}`, `{"token":-0}`, `{"token":-}`,
 	`{"token":9223372036854775807}`, `{"token":9223372036854775808}`, `{"token":"5"}`, `{"token":null}`,
@@ -85,8 +86,8 @@ func TestRPCAnswerEncodesLikeEncodingJSON(t *testing.T) {
 // A field added to rpcRequest still decodes (its key sends the line to
 // encoding/json), but off the fast path: teach fastRPCRequest.
 func TestRPCRequestCodecKnowsEveryField(t *testing.T) {
-	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 11 {
-		t.Fatalf("rpcRequest has %d fields, fastRPCRequest reads 11: teach it the new ones", n)
+	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 12 {
+		t.Fatalf("rpcRequest has %d fields, fastRPCRequest reads 12: teach it the new ones", n)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -64,6 +66,9 @@ type Server struct {
 	// RequestTimeout is the http.Server's read and write timeout; a
 	// waiting acquire gets its wait on top. Zero: none.
 	RequestTimeout time.Duration
+	// FenceMode is the least mode of every fence (fenceview.FenceModeMark
+	// or empty: each request's own; FenceModeCurrent: all current).
+	FenceMode string
 
 	websockets atomic.Int64
 
@@ -148,7 +153,40 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method " + r.Method + " not allowed; use " + strings.Join(allow, " or ")})
 		return
 	}
-	writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such route: " + r.Method + " " + r.URL.Path})
+	body := map[string]any{"error": "no such route: " + r.Method + " " + r.URL.Path}
+	if hint := escapeHint(r.Method, r.URL.Path); hint != "" {
+		body["error"] = "no such route: " + r.Method + " " + r.URL.Path + "; a resource id with a slash is escaped in the path"
+		body["hint"] = r.Method + " " + hint
+	}
+	writeJSON(w, http.StatusNotFound, body)
+}
+
+// escapeHint is the path a request most likely meant when it put a
+// resource id with a slash into the path unescaped (/v1/locks/orders/2/acquire
+// for /v1/locks/orders%2F2/acquire), or "" when it does not look like one.
+// Ids are not read from the rest of the path instead: a route's shape would
+// then depend on the id (is "orders/acquire" an id, or an id and a verb?).
+func escapeHint(method, path string) string {
+	var prefix, id, suffix string
+	for _, route := range []struct{ method, prefix string }{
+		{http.MethodPost, "/v1/locks/"}, {http.MethodGet, "/v1/locks/"},
+		{http.MethodPost, "/v1/fence/"}, {http.MethodGet, "/v1/resources/"},
+	} {
+		if rest, ok := strings.CutPrefix(path, route.prefix); ok && method == route.method {
+			prefix, id = route.prefix, rest
+		}
+	}
+	if prefix == "/v1/locks/" && method == http.MethodPost {
+		i := strings.LastIndexByte(id, '/')
+		if i < 0 || !slices.Contains([]string{"acquire", "renew", "release", "expire", "reset", "recover"}, id[i+1:]) {
+			return ""
+		}
+		id, suffix = id[:i], id[i:]
+	}
+	if !strings.Contains(id, "/") || guard.ValidateResourceID(id) != nil {
+		return ""
+	}
+	return prefix + url.PathEscape(id) + suffix
 }
 
 // requireAdmin checks, again, what admit checked by the route: the caller

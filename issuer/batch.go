@@ -169,6 +169,9 @@ func (b *batch) decide(w *state, d guard.Decision, holder, source string, at tim
 	r := &w.res
 	before := max(r.HighWaterMark, r.LastToken)
 	claimed := d.Required // the mark a refusing guard holds
+	if d.Reason == guard.ReasonSuperseded {
+		claimed = 0 // required is the last token issued, not a mark: nothing moves
+	}
 	e := fenceview.Event{ResourceID: r.ResourceID, Token: d.Presented, Holder: holder, Source: source, At: at}
 	if d.Accepted {
 		claimed = d.Presented

@@ -102,7 +102,7 @@ func checkAt(at, now time.Time) error {
 // the counters or the metrics' series set.
 var KnownReasons = []string{
 	guard.ReasonStale, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch,
-	guard.ReasonUnissued, "bad-signature",
+	guard.ReasonUnissued, "bad-signature", guard.ReasonSuperseded,
 }
 
 // OtherReason counts every refusal whose reason is not in KnownReasons.

@@ -242,8 +242,11 @@ func (s *Service) lockForChange() error {
 
 // acquire is Acquire before signing.
 func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
-	if err := validateLock(resourceID, holder, lease); err != nil {
-		return fenceview.Grant{}, err
+	if lease < 0 {
+		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
+	}
+	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
+		return fenceview.Grant{}, err // a zero lease: the current one, or the default
 	}
 	if wait < 0 {
 		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "waitMs must not be negative")
@@ -267,7 +270,13 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 				return fenceview.Grant{}, err
 			}
 		}
-		g, err := b.grant(w, holder, owner, lease.Milliseconds())
+		leaseMs := lease.Milliseconds()
+		if lease == 0 && w.res.Holder == holder && w.res.LeaseMs > 0 {
+			leaseMs = w.res.LeaseMs // re-entrant: the current lease's length, as renew keeps it
+		} else if lease == 0 {
+			leaseMs = fenceview.DefaultLease.Milliseconds()
+		}
+		g, err := b.grant(w, holder, owner, leaseMs)
 		if err != nil {
 			s.mu.Unlock()
 			return g, err
@@ -293,6 +302,9 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 	if err := ValidateNewID(holder); err != nil {
 		s.mu.Unlock()
 		return fenceview.Grant{}, err
+	}
+	if lease == 0 {
+		lease = fenceview.DefaultLease
 	}
 	wt := &waiter{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), result: make(chan waitResult, 1)}
 	w.waiters = append(w.waiters, wt)
@@ -480,6 +492,10 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	if err := guard.ValidateToken(f.Token.Token); err != nil {
 		return guard.Decision{}, invalid(err)
 	}
+	mode, err := fenceview.ParseFenceMode(f.Mode)
+	if err != nil {
+		return guard.Decision{}, err
+	}
 	verified := s.fenceVerified(f) // Ed25519 before the lock, not under it
 	if f.Source != "" {
 		if err := ValidateSource(f.Source); err != nil {
@@ -509,6 +525,8 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 		d = guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: w.res.HighWaterMark}
 	} else if w.res.LastToken > 0 && token > w.res.LastToken {
 		d = guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: w.res.HighWaterMark}
+	} else if mode == fenceview.FenceModeCurrent && token < w.res.LastToken {
+		d = guard.Decision{Reason: guard.ReasonSuperseded, Presented: token, Required: w.res.LastToken}
 	} else {
 		d = guard.Evaluate(w.res.HighWaterMark, token)
 	}

@@ -27,11 +27,17 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
        fenceview keys list
        fenceview keys revoke ID
 Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or env FENCEVIEW_ADMIN_TOKEN),
-              --tls-ca FILE (trust this CA for an https server), --json`)
+              --tls-ca FILE (trust this CA for an https server), --tls-cert FILE --tls-key FILE
+              (a client certificate, for a server with --tls-client-ca), --json`)
 	}
 	if len(args) == 0 {
 		usage()
 		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage()
+		return 0
 	}
 	verb, args := args[0], args[1:]
 	// The id of revoke may come before the flags or after them.
@@ -45,6 +51,8 @@ Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or en
 	server := fs.String("server", "http://127.0.0.1:8080", "base URL of the running server")
 	admin := fs.String("admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "the server's admin token (env FENCEVIEW_ADMIN_TOKEN)")
 	caFile := fs.String("tls-ca", "", "PEM file of the CA that signed the server's certificate")
+	certFile := fs.String("tls-cert", "", "client certificate (PEM) for a server with --tls-client-ca; with --tls-key")
+	keyFile := fs.String("tls-key", "", "the private key of --tls-cert (PEM)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	name := fs.String("name", "", "create: a name for the key (who or what uses it)")
 	role := fs.String("role", "", "create: viewer, client, guard or admin")
@@ -64,18 +72,29 @@ Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or en
 		return 2
 	}
 	opts := []client.Option{client.WithAdminToken(*admin)}
-	if *caFile != "" {
-		pem, err := os.ReadFile(*caFile)
-		if err != nil {
-			fmt.Fprintln(stderr, "fenceview keys:", err)
-			return 2
+	if *caFile != "" || *certFile != "" || *keyFile != "" {
+		tc := &tls.Config{}
+		if *caFile != "" {
+			pem, err := os.ReadFile(*caFile)
+			if err != nil {
+				fmt.Fprintln(stderr, "fenceview keys:", err)
+				return 2
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				fmt.Fprintln(stderr, "fenceview keys: no PEM certificate in", *caFile)
+				return 2
+			}
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			fmt.Fprintln(stderr, "fenceview keys: no PEM certificate in", *caFile)
-			return 2
+		if *certFile != "" || *keyFile != "" {
+			cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+			if err != nil {
+				fmt.Fprintln(stderr, "fenceview keys: --tls-cert and --tls-key:", err)
+				return 2
+			}
+			tc.Certificates = []tls.Certificate{cert}
 		}
-		opts = append(opts, client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}))
+		opts = append(opts, client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: tc}}))
 	}
 	c, err := client.New(*server, opts...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -27,11 +28,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	if len(os.Args) > 1 && os.Args[1] == "backup" {
-		os.Exit(runBackup(ctx, os.Args[2:], os.Stdout, os.Stderr))
-	}
-	if len(os.Args) > 1 && os.Args[1] == "keys" {
-		os.Exit(runKeys(ctx, os.Args[2:], os.Stdout, os.Stderr))
+	if len(os.Args) > 1 {
+		for _, c := range subcommands {
+			if os.Args[1] == c.name {
+				os.Exit(c.run(ctx, os.Args[2:], os.Stdout, os.Stderr))
+			}
+		}
 	}
 	m := NewMain()
 	if err := m.ParseFlags(os.Args[1:]); err == flag.ErrHelp || err == errVersion {
@@ -53,6 +55,17 @@ func main() {
 	}
 }
 
+// subcommands are the commands besides the server; `fenceview --help`
+// lists them and each has its own --help.
+var subcommands = []struct {
+	name, usage, summary string
+	run                  func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+}{
+	{"backup", "backup [--db FILE] [--out FILE]", "copy a live database consistently", runBackup},
+	{"keys", "keys create|list|revoke [flags]", "manage the API keys of a running server", runKeys},
+	{"dev-cert", "dev-cert [--dir DIR] [--host NAME]...", "make a CA, a server and a client certificate for trying TLS and mTLS locally", runDevCert},
+}
+
 // Main is the whole program, so tests can start the real server on
 // 127.0.0.1:0 with a temporary database.
 type Main struct {
@@ -67,6 +80,7 @@ type Main struct {
 	// empty: keys kept in the database, the first made on first start.
 	SigningKey        string
 	RequireSignatures bool
+	FenceMode         string // --fence-mode: mark (the rule) or current
 
 	// Cluster mode (see package cluster): on when Etcd is set.
 	Etcd        string // comma-separated etcd client URLs
@@ -100,6 +114,7 @@ func NewMain() *Main {
 		DBPath:      "fenceview.db",
 		EtcdPrefix:  cluster.DefaultPrefix,
 		ElectionTTL: 5 * time.Second,
+		FenceMode:   fenceview.FenceModeMark,
 		Clock:       clock.Real{},
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		LogOutput:   os.Stderr,
@@ -134,6 +149,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.TLSClientCA, "tls-client-ca", m.TLSClientCA, "also require client certificates signed by this CA (PEM)")
 	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
 	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
+	fs.StringVar(&m.FenceMode, "fence-mode", m.FenceMode, "mode of the server's own fence (/v1/fence): mark, the rule, or current: also refuse a token below the last one issued (superseded), whatever the request asks")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
 	fs.StringVar(&m.Etcd, "etcd", m.Etcd, "etcd client URLs, comma-separated: run as a node of a cluster whose state lives in etcd")
 	fs.StringVar(&m.EtcdPrefix, "etcd-prefix", m.EtcdPrefix, "etcd key prefix of the cluster")
@@ -144,7 +160,16 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&m.MaxWebsockets, "max-websockets", m.MaxWebsockets, "open event streams and RPC connections, together")
 	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: fenceview [flags]\n       fenceview keys create|list|revoke [flags]\n\nIssues fencing tokens, guards fenced writes and shows them live.\n\n")
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage: fenceview [flags]\n")
+		for _, c := range subcommands {
+			fmt.Fprintf(out, "       fenceview %s\n", c.usage)
+		}
+		fmt.Fprintf(out, "\nIssues fencing tokens, guards fenced writes and shows them live.\n\nCommands (each has its own --help):\n")
+		for _, c := range subcommands {
+			fmt.Fprintf(out, "  %-9s %s\n", c.name, c.summary)
+		}
+		fmt.Fprintf(out, "\nFlags of the server:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -168,6 +193,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.MaxResources < 1 || m.MaxWaiters < 1 || m.MaxWebsockets < 1 || m.RequestTimeout < time.Second {
 		return fmt.Errorf("--max-resources, --max-waiters and --max-websockets must be at least 1, --request-timeout at least 1s")
 	}
+	if m.FenceMode, err = fenceview.ParseFenceMode(m.FenceMode); err != nil {
+		return fmt.Errorf("--fence-mode: %s", fenceview.ErrorMessage(err))
+	}
 	if err := server.CheckAddr(m.Addr, m.AdminToken, m.InsecureNoAuth); err != nil {
 		return err
 	}
@@ -185,7 +213,7 @@ func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
 		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(), Access: m.Access,
-		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures,
+		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures, FenceMode: m.FenceMode,
 		Cluster: server.ClusterConfig{
 			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,
 		},

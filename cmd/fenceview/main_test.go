@@ -250,6 +250,33 @@ func TestEscapedResourceIDs(t *testing.T) {
 	}
 }
 
+// An id with a slash sent unescaped matches no route: the 404 says to
+// escape it and names the path meant, which then works.
+func TestUnescapedSlashHintsToEscape(t *testing.T) {
+	s := startServer(t)
+	for _, c := range []struct{ method, path, hint string }{
+		{"POST", "/v1/locks/orders/2/acquire", "POST /v1/locks/orders%2F2/acquire"},
+		{"POST", "/v1/locks/a/b/c/release", "POST /v1/locks/a%2Fb%2Fc/release"},
+		{"GET", "/v1/locks/orders/2", "GET /v1/locks/orders%2F2"},
+		{"POST", "/v1/fence/orders/2", "POST /v1/fence/orders%2F2"},
+		{"GET", "/v1/resources/orders/2", "GET /v1/resources/orders%2F2"},
+		{"POST", "/v1/locks/orders/2/frobnicate", ""},
+		{"GET", "/v1/nothing/a/b", ""},
+	} {
+		r := s.do(c.method, c.path, map[string]any{"holder": "a"}, "X-Fencing-Token", "1")
+		hint, _ := r.Body["hint"].(string)
+		if r.Status != 404 || hint != c.hint || (c.hint != "" && !strings.Contains(r.Body["error"].(string), "escaped")) {
+			t.Fatalf("%s %s: %d %s, want 404 with hint %q", c.method, c.path, r.Status, r.Raw, c.hint)
+		}
+		if c.hint != "" {
+			method, path, _ := strings.Cut(c.hint, " ")
+			if r := s.do(method, path, map[string]any{"holder": "a"}, "X-Fencing-Token", "1"); r.Status == 404 && r.Body["hint"] != nil {
+				t.Fatalf("the hinted %s: %d %s", c.hint, r.Status, r.Raw)
+			}
+		}
+	}
+}
+
 func TestAdminToken(t *testing.T) {
 	s := startServer(t, func(m *Main) { m.AdminToken = "s3cret" })
 	s.acquire("r", "a", 60000)

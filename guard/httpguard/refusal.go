@@ -33,6 +33,8 @@ func NewRefusal(d guard.Decision) Refusal {
 		r.Error = "token above any this server issued for the resource"
 	case guard.ReasonBadSignature:
 		r.Error = "missing or invalid token signature"
+	case guard.ReasonSuperseded:
+		r.Error = "a newer token was issued"
 	case guard.ReasonStale:
 	default:
 		r.Error = "fencing token refused"

@@ -63,6 +63,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			history := syncedHistory{DB: s.DB, sync: sync}
 			api := httpapi.New(svc, history, cfg.Logger)
 			api.SigningKeys = keys
+			api.FenceMode = cfg.FenceMode
 			api.Auth, api.Sessions = s.Credentials, s.Sessions
 			api.AllowedHosts = hosts
 			api.Metrics, api.StreamLag = s.Metrics.Handler(), s.Metrics.ObserveStreamLag

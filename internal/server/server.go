@@ -39,10 +39,13 @@ type Config struct {
 	// refuses unsigned tokens (bad-signature).
 	SigningKeyFile    string
 	RequireSignatures bool
-	Clock             clock.Clock
-	Logger            *slog.Logger
-	AccessLog         *slog.Logger  // one line per answered request; nil for none
-	Cluster           ClusterConfig // cluster mode when Cluster.Etcd is set
+	// FenceMode is the least mode of the server's fence (--fence-mode):
+	// empty or fenceview.FenceModeMark, or fenceview.FenceModeCurrent.
+	FenceMode string
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	AccessLog *slog.Logger  // one line per answered request; nil for none
+	Cluster   ClusterConfig // cluster mode when Cluster.Etcd is set
 
 	Access // who may connect and how (access.go)
 
@@ -119,6 +122,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.Metrics.Watch(s.Service)
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
 	s.API.SigningKeys = s.Keys
+	s.API.FenceMode = cfg.FenceMode
 	s.API.Metrics = s.Metrics.Handler()
 	s.API.StreamLag = s.Metrics.ObserveStreamLag
 	if cfg.RequestTimeout == 0 {
