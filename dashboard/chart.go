@@ -38,7 +38,10 @@ type Tick struct {
 // newChart lays out events (newest first, as the history gives them),
 // sources by their key's name where n knows it. The view box is about the
 // size the resource page draws it at, so its 13 px labels stay 13 px.
-func newChart(events []fenceview.Event, n KeyNames) Chart {
+// The step line follows the issuer's rule for the mark, as of res: a claim
+// above the last token issued raises the alarm, not the mark, so the line
+// ends where the Lock card's high-water mark is.
+func newChart(events []fenceview.Event, n KeyNames, res fenceview.Resource) Chart {
 	c := Chart{Width: 760, Height: 340, Left: 64, Right: 744, Top: 16, Bot: 292}
 	var pts []fenceview.Event
 	for i := len(events) - 1; i >= 0; i-- {
@@ -116,6 +119,12 @@ func newChart(events []fenceview.Event, n KeyNames) Chart {
 		}
 	}
 
+	raise := func(mark, claim int64) int64 {
+		if res.LastToken == 0 || claim <= res.LastToken {
+			return max(mark, claim)
+		}
+		return mark
+	}
 	var hwm int64
 	var path strings.Builder
 	var grants []Mark
@@ -129,12 +138,12 @@ func newChart(events []fenceview.Event, n KeyNames) Chart {
 			c.Grants++
 		case fenceview.EventAccept:
 			m.Y, m.Title = y(e.Token), "accepted token "+itoa(e.Token)+from(n.Source(e.Source))+" at "+when
-			hwm = max(hwm, e.Token)
+			hwm = raise(hwm, e.Token)
 			c.Accepts++
 		case fenceview.EventReject:
 			m.Y = y(e.Presented)
 			m.Title = "refused token " + itoa(e.Presented) + " (" + e.Reason + "), needed " + itoa(e.Required) + from(n.Source(e.Source)) + " at " + when
-			hwm = max(hwm, e.Required)
+			hwm = raise(hwm, e.Required)
 			c.Rejects++
 		}
 		if hwm != prev {

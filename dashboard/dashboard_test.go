@@ -576,7 +576,7 @@ func TestNiceStep(t *testing.T) {
 			t.Errorf("niceStep(%d) = %d, want %d", span, got, want)
 		}
 	}
-	if c := newChart(nil, nil); len(c.Marks) != 0 || c.Summary == "" {
+	if c := newChart(nil, nil, fenceview.Resource{}); len(c.Marks) != 0 || c.Summary == "" {
 		t.Fatalf("empty chart: %+v", c)
 	}
 }

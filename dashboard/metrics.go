@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 )
@@ -54,9 +55,17 @@ func readable(fams []*dto.MetricFamily) []MetricSeries {
 
 var keepGo = map[string]bool{"go_goroutines": true, "go_memstats_heap_alloc_bytes": true, "go_gc_duration_seconds": true}
 
+// num is a value in plain digits, never in e-notation: whole numbers as
+// they are, large ones rounded to units, others to four significant digits.
 func num(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+	a := math.Abs(f)
+	switch {
+	case f == math.Trunc(f) && a < 1e15:
 		return strconv.FormatInt(int64(f), 10)
+	case a >= 1e4:
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	case a < 1e-3:
+		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	return strconv.FormatFloat(f, 'g', 4, 64)
 }
@@ -64,8 +73,13 @@ func num(f float64) string {
 // valueText is a counter or gauge: bytes also in MiB or GiB, so a figure
 // such as 4.634e+08 reads as what it is.
 func valueText(name string, f float64) string {
+	if strings.HasSuffix(name, "_time_seconds") && f > 0 && f < 1e11 {
+		return num(f) + " (" + time.Unix(int64(f), 0).UTC().Format("2006-01-02 15:04:05 UTC") + ")"
+	}
 	if strings.HasSuffix(name, "_bytes") || strings.HasSuffix(name, "_bytes_total") {
 		switch {
+		case f >= 1<<60: // what the kernel reports for "unlimited"
+			return "no limit"
 		case f >= 1<<30:
 			return num(f) + " (" + strconv.FormatFloat(f/(1<<30), 'f', 1, 64) + " GiB)"
 		case f >= 1<<20:

@@ -188,7 +188,7 @@ func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 			d.History = append(d.History, e)
 		}
 	}
-	d.Chart = newChart(d.History, d.Names)
+	d.Chart = newChart(d.History, d.Names, res)
 	h.render(w, r, http.StatusOK, ResourcePage(d))
 }
 
