@@ -304,11 +304,13 @@
     tr.dataset.resource = id;
     var th = el('th', 'id');
     th.scope = 'row';
+    var cell = el('span', 'id-cell');
     var a = el('a', 'trunc', id);
     a.href = resourceURL(id);
     a.title = id;
     a.dataset.testid = 'resource-link';
-    th.appendChild(a);
+    cell.appendChild(a);
+    th.appendChild(cell);
     tr.appendChild(th);
     [['hwm', 'num'], ['last', 'num opt'], ['holder', ''], ['lease', ''], ['spark', 'opt'], ['accepted', 'num opt'], ['rejected', 'num']].forEach(function (c) {
       var td = el('td', c[1]);
@@ -333,6 +335,15 @@
     return r.holdCount > 1 ? r.holder + ' \u00d7' + r.holdCount : r.holder;
   }
 
+  // numCell matches the server's Num: the number, cut to its last digits
+  // when long, whole on hover.
+  function numCell(td, n) {
+    var s = el('span', 'n', String(n));
+    s.title = String(n);
+    td.textContent = '';
+    td.appendChild(s);
+  }
+
   function fill(td, text, cls) {
     td.textContent = text;
     if (cls !== undefined) td.className = cls;
@@ -355,13 +366,12 @@
     var cell = function (c) { return tr.querySelector('td[data-col="' + c + '"]'); };
     var behindNow = isBehind(r);
     tr.classList.toggle('is-behind', behindNow);
-    fill(cell('hwm'), String(r.highWaterMark));
-    var last = cell('last');
-    fill(last, String(r.lastToken));
-    if (behindNow) {
-      last.appendChild(document.createTextNode(' '));
-      last.appendChild(el('span', 'tag danger', 'behind'));
-    }
+    numCell(cell('hwm'), r.highWaterMark);
+    numCell(cell('last'), r.lastToken);
+    var idCell = tr.querySelector('th.id .id-cell');
+    var tag = idCell.querySelector('.tag');
+    if (tag) tag.remove();
+    if (behindNow) idCell.appendChild(el('span', 'tag danger', 'behind'));
     var held = lock.locked;
     var holderCell = cell('holder');
     fill(holderCell, held ? '' : 'free', held ? '' : 'muted');
@@ -376,8 +386,8 @@
     lease.textContent = '';
     if (held) lease.appendChild(countdown(lock.remainingMs));
     else lease.appendChild(el('span', 'muted', '\u2014'));
-    fill(cell('accepted'), String(r.accepted));
-    fill(cell('rejected'), String(r.rejected));
+    numCell(cell('accepted'), r.accepted);
+    numCell(cell('rejected'), r.rejected);
     setBehind(r);
     updateStats();
   }
@@ -454,8 +464,9 @@
     li.dataset.testid = 'refusal';
     li.dataset.seq = String(e.seq);
     li.appendChild(badge(e));
-    var a = el('a', 'res', e.resourceId);
+    var a = el('a', 'res trunc', e.resourceId);
     a.href = resourceURL(e.resourceId);
+    a.title = e.resourceId;
     li.appendChild(a);
     li.appendChild(detailEl('span', e, 'token ' + e.presented + ' < ' + e.required + from(e.source)));
     li.appendChild(timeEl(e.at, 'time'));
