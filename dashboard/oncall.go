@@ -448,7 +448,11 @@ func rateTicks(r Rates) []RateTick {
 	var out []RateTick
 	for i := 0; float64(i)*step <= top+1e-9; i++ {
 		v := float64(i) * step
-		out = append(out, RateTick{rateBot - (rateBot-rateTop)*v/top, rate(v)})
+		label := strconv.FormatFloat(v, 'f', 1, 64) // steps of tenths
+		if step >= 1 {
+			label = strconv.FormatFloat(v, 'f', 0, 64)
+		}
+		out = append(out, RateTick{rateBot - (rateBot-rateTop)*v/top, label})
 	}
 	return out
 }
