@@ -133,7 +133,7 @@ func TestSourcesByKeyName(t *testing.T) {
 	if cell.Text() != "billing/replica" || cell.AttrOr("title", "") != "key:ec3bf8bb806d42f1/replica" {
 		t.Fatalf("source cell %q title %q", cell.Text(), cell.AttrOr("title", ""))
 	}
-	if who := p.find("who"); who.Text() != "admin token" || who.AttrOr("title", "") != "key admin" {
+	if who := p.find("who"); who.Text() != "admin token" || who.AttrOr("title", "") != "the admin token" {
 		t.Fatalf("who: %q %q", who.Text(), who.AttrOr("title", ""))
 	}
 	limited := &auth.Principal{KeyID: "ec3bf8bb806d42f1", Name: "billing", Role: auth.Viewer, Resources: []string{"orders"}}

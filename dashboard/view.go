@@ -169,3 +169,11 @@ func xAnchor(i, n int) string {
 func alarmText(r fenceview.Resource) string {
 	return "token " + itoa(alarmMark(r)) + " in use at a guard, last token issued " + itoa(r.LastToken)
 }
+
+// whoTitle is the hover text of the logged-in name: which key it is.
+func whoTitle(keyID string) string {
+	if keyID == "admin" {
+		return "the admin token"
+	}
+	return "key " + keyID
+}
