@@ -253,13 +253,17 @@ func TestTokenChartAndSparklinesInBrowser(t *testing.T) {
 		const at = (g, dy) => { const b = g.getBoundingClientRect(); return document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2 + dy * b.height / 2); };
 		const grants = [...document.querySelectorAll('[data-testid="chart-grant"]')];
 		const writes = [...document.querySelectorAll('[data-testid="chart-accept"]')];
-		const ringOK = grants.filter(g => g.contains(at(g, -0.92))).length;
+		const overlap = (a, b) => { const p = a.getBoundingClientRect(), q = b.getBoundingClientRect(); return p.left < q.right && q.left < p.right && p.top < q.bottom && q.top < p.bottom; };
+		// A ring is painted after every write it overlaps, so it is on top.
+		const onTop = g => writes.every(w => !overlap(g, w) || (w.compareDocumentPosition(g) & Node.DOCUMENT_POSITION_FOLLOWING));
+		const ringOK = grants.filter(g => g.contains(at(g, -0.92)) && onTop(g)).length;
 		const writeOK = writes.filter(w => w.contains(at(w, 0))).length;
-		return [grants.length, ringOK, writes.length, writeOK].join(" ");
+		const overlapping = grants.filter(g => writes.some(w => overlap(g, w))).length;
+		return [grants.length, ringOK, writes.length, writeOK, overlapping].join(" ");
 	})()`)
 	f := strings.Fields(hits)
-	if len(f) != 4 || f[0] != f[1] || f[2] != f[3] || f[0] == "0" || f[2] == "0" {
-		t.Errorf("grants, grants visible, writes, writes visible: %s", hits)
+	if len(f) != 5 || f[0] != f[1] || f[2] != f[3] || f[0] == "0" || f[2] == "0" || f[4] == "0" {
+		t.Errorf("grants, grants on top, writes, writes visible, grants over a write: %s", hits)
 	}
 	p.shot("dashboard-resource.png")
 
