@@ -1,8 +1,10 @@
 package dashboard
 
 import (
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/fenceview/fenceview"
 )
@@ -33,9 +35,14 @@ type Tick struct {
 	Label string
 }
 
-// newChart lays out events (newest first, as the history gives them).
-func newChart(events []fenceview.Event) Chart {
-	c := Chart{Width: 720, Height: 260, Left: 64, Right: 704, Top: 16, Bot: 220}
+// newChart lays out events (newest first, as the history gives them),
+// sources by their key's name where n knows it. The view box is about the
+// size the resource page draws it at, so its 13 px labels stay 13 px.
+// The step line follows the issuer's rule for the mark, as of res: a claim
+// above the last token issued raises the alarm, not the mark, so the line
+// ends where the Lock card's high-water mark is.
+func newChart(events []fenceview.Event, n KeyNames, res fenceview.Resource) Chart {
+	c := Chart{Width: 760, Height: 340, Left: 64, Right: 744, Top: 16, Bot: 292}
 	var pts []fenceview.Event
 	for i := len(events) - 1; i >= 0; i-- {
 		switch events[i].Type {
@@ -47,7 +54,7 @@ func newChart(events []fenceview.Event) Chart {
 		c.Summary = "No grants or fenced writes yet."
 		return c
 	}
-	lo, hi := int64(1<<62), int64(0)
+	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, e := range pts {
 		for _, t := range []int64{e.Token, e.Presented, e.Required} {
 			if e.Type != fenceview.EventReject && t != e.Token {
@@ -63,13 +70,25 @@ func newChart(events []fenceview.Event) Chart {
 	}
 	step := niceStep(hi - lo)
 	lo = max(lo/step*step-step, 0)
-	hi = (hi/step + 1) * step
+	if hi > math.MaxInt64-step { // tokens near the top: no room for a round tick above
+		hi = math.MaxInt64
+	} else {
+		hi = (hi/step + 1) * step
+	}
 	y := func(t int64) float64 {
 		return c.Bot - float64(t-lo)/float64(hi-lo)*(c.Bot-c.Top)
 	}
-	for t := lo; t <= hi; t += step {
-		c.YTicks = append(c.YTicks, Tick{y(t), strconv.FormatInt(t, 10)})
+	widest := 0
+	for t := lo; ; t += step { // stepping by count, so a tick near 2^63 cannot wrap
+		label := strconv.FormatInt(t, 10)
+		widest = max(widest, len(label))
+		c.YTicks = append(c.YTicks, Tick{y(t), label})
+		if t > hi-step {
+			break
+		}
 	}
+	// Room for the widest label (13 px digits are about 8 units wide).
+	c.Left = max(c.Left, 34+8*float64(widest))
 
 	// Time on x, unless everything happened in one instant; then the order.
 	t0, t1 := pts[0].At, pts[len(pts)-1].At
@@ -87,11 +106,28 @@ func newChart(events []fenceview.Event) Chart {
 	}
 	c.XTicks = []Tick{{x(0), clockUTC(t0)}}
 	if span > 0 {
-		c.XTicks = append(c.XTicks, Tick{x(len(pts) - 1), clockUTC(t1)})
+		// Five times along the axis when the span has seconds to tell apart.
+		ticks := 1
+		if span >= 4*time.Second {
+			ticks = 4
+		}
+		pad := 12.0
+		w := c.Right - c.Left - 2*pad
+		for i := 1; i <= ticks; i++ {
+			at := t0.Add(span * time.Duration(i) / time.Duration(ticks))
+			c.XTicks = append(c.XTicks, Tick{c.Left + pad + w*float64(i)/float64(ticks), clockUTC(at)})
+		}
 	}
 
+	raise := func(mark, claim int64) int64 {
+		if res.LastToken == 0 || claim <= res.LastToken {
+			return max(mark, claim)
+		}
+		return mark
+	}
 	var hwm int64
 	var path strings.Builder
+	var grants []Mark
 	for i, e := range pts {
 		m := Mark{Kind: e.Type, X: x(i)}
 		when := exactUTC(e.At)
@@ -101,13 +137,13 @@ func newChart(events []fenceview.Event) Chart {
 			m.Y, m.Title = y(e.Token), "granted token "+itoa(e.Token)+" to "+e.Holder+" at "+when
 			c.Grants++
 		case fenceview.EventAccept:
-			m.Y, m.Title = y(e.Token), "accepted token "+itoa(e.Token)+from(e.Source)+" at "+when
-			hwm = max(hwm, e.Token)
+			m.Y, m.Title = y(e.Token), "accepted token "+itoa(e.Token)+from(n.Source(e.Source))+" at "+when
+			hwm = raise(hwm, e.Token)
 			c.Accepts++
 		case fenceview.EventReject:
 			m.Y = y(e.Presented)
-			m.Title = "refused token " + itoa(e.Presented) + " (" + e.Reason + "), needed " + itoa(e.Required) + from(e.Source) + " at " + when
-			hwm = max(hwm, e.Required)
+			m.Title = "refused token " + itoa(e.Presented) + " (" + e.Reason + "), needed " + itoa(e.Required) + from(n.Source(e.Source)) + " at " + when
+			hwm = raise(hwm, e.Required)
 			c.Rejects++
 		}
 		if hwm != prev {
@@ -117,8 +153,15 @@ func newChart(events []fenceview.Event) Chart {
 				path.WriteString(" H" + ftoa(m.X) + " V" + ftoa(y(hwm)))
 			}
 		}
-		c.Marks = append(c.Marks, m)
+		if m.Kind == fenceview.EventGrant {
+			grants = append(grants, m)
+		} else {
+			c.Marks = append(c.Marks, m)
+		}
 	}
+	// Grants are rings drawn last: a write with the grant's token, a moment
+	// later, sits inside its ring instead of hiding it.
+	c.Marks = append(c.Marks, grants...)
 	if path.Len() > 0 {
 		path.WriteString(" H" + ftoa(c.Right))
 		c.HWM = path.String()

@@ -66,6 +66,13 @@ type Handler struct {
 	// Cluster, when set (cluster mode), gives the members and leader the
 	// overview shows (cluster.go).
 	Cluster func(context.Context) (ClusterView, error)
+	// Keys, when set, names the keys that sources such as "key:<id>"
+	// stand for (auth.Keyring implements it).
+	Keys Keys
+	// AdminWithoutAuth offers force-expire and reset on resource pages
+	// when auth is off. Off by default: without auth every viewer would
+	// get the buttons. With auth on, admin sessions always get them.
+	AdminWithoutAuth bool
 
 	// A burst of stale writes: at least BurstThreshold stale-token
 	// rejections within BurstWindow raises a warning on every page.
@@ -83,6 +90,7 @@ type Handler struct {
 	// when set, feeds the readable metrics page (a Prometheus registry).
 	Select   Selector
 	Counts   Counts
+	Holders  HolderHistory
 	Gatherer prometheus.Gatherer
 
 	assets map[string]asset
@@ -113,6 +121,7 @@ func New(locks Locks, history History, now func() time.Time) *Handler {
 	}
 	h.Select, _ = locks.(Selector)
 	h.Counts, _ = history.(Counts)
+	h.Holders, _ = history.(HolderHistory)
 	fs.WalkDir(web.Static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -210,11 +219,12 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 		BurstWindowMs:  h.BurstWindow.Milliseconds(),
 	}
 	p := auth.FromContext(ctx)
-	m.User = p.Name
-	if p == auth.Everyone {
-		m.User = ""
+	if p != auth.Everyone {
+		m.User, m.UserKey = p.Name, p.KeyID
 	}
-	m.Admin = p.Allows(auth.Manage)
+	m.Admin = p.Allows(auth.Manage) && (p != auth.Everyone || h.AdminWithoutAuth)
+	m.Metrics = p.Unrestricted() // the metrics count every resource
+	m.Names = h.keyNames(p)
 	// The alarmed resources only, from the issuer's set of them: no pass
 	// over every resource per page view.
 	m.Behind, _ = h.Locks.Alarmed(behindShown, sees(p))
@@ -240,4 +250,15 @@ const behindShown = 50
 // until an admin resets the counter, even after grants pass the mark.
 func behind(r fenceview.Resource) bool {
 	return r.CounterAlarm > 0 || (r.LastToken > 0 && r.HighWaterMark > r.LastToken)
+}
+
+// alarmMark is the token in use above the counter that makes a resource
+// behind: the alarm's mark, or the recorded high-water mark. The banner
+// and the resource page both show this one figure, beside the last token
+// issued, and app.js computes it the same way.
+func alarmMark(r fenceview.Resource) int64 {
+	if r.LastToken > 0 && r.HighWaterMark > r.LastToken {
+		return max(r.CounterAlarm, r.HighWaterMark)
+	}
+	return r.CounterAlarm
 }

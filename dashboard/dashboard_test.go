@@ -262,7 +262,7 @@ func TestWarnings(t *testing.T) {
 	p = e.get("/")
 	banner := p.find("banner-behind")
 	if _, hidden := banner.Attr("hidden"); hidden || banner.Find(`li[data-resource="restored"]`).Length() != 1 ||
-		!strings.Contains(banner.Text(), "last token 1, high-water mark 40") {
+		!strings.Contains(banner.Text(), "token 40 in use at a guard, last token issued 1") {
 		t.Fatalf("behind warning: hidden=%v %q", hidden, banner.Text())
 	}
 	if _, hidden := p.find("banner-burst").Attr("hidden"); !hidden {
@@ -576,7 +576,7 @@ func TestNiceStep(t *testing.T) {
 			t.Errorf("niceStep(%d) = %d, want %d", span, got, want)
 		}
 	}
-	if c := newChart(nil); len(c.Marks) != 0 || c.Summary == "" {
+	if c := newChart(nil, nil, fenceview.Resource{}); len(c.Marks) != 0 || c.Summary == "" {
 		t.Fatalf("empty chart: %+v", c)
 	}
 }

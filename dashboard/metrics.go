@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 )
@@ -35,9 +36,9 @@ func readable(fams []*dto.MetricFamily) []MetricSeries {
 			v := MetricValue{Labels: strings.Join(labels, " ")}
 			switch {
 			case m.Counter != nil:
-				v.Value = num(m.Counter.GetValue())
+				v.Value = valueText(name, m.Counter.GetValue())
 			case m.Gauge != nil:
-				v.Value = num(m.Gauge.GetValue())
+				v.Value = valueText(name, m.Gauge.GetValue())
 			case m.Histogram != nil:
 				v.Value = histogramText(m.Histogram, strings.HasSuffix(name, "_seconds"))
 			default:
@@ -54,13 +55,44 @@ func readable(fams []*dto.MetricFamily) []MetricSeries {
 
 var keepGo = map[string]bool{"go_goroutines": true, "go_memstats_heap_alloc_bytes": true, "go_gc_duration_seconds": true}
 
+// num is a value in plain digits, never in e-notation: whole numbers as
+// they are, large ones rounded to units, others to four significant digits.
 func num(f float64) string {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+	a := math.Abs(f)
+	switch {
+	case f == math.Trunc(f) && a < 1e15:
 		return strconv.FormatInt(int64(f), 10)
+	case a >= 1e4:
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	case a < 1e-3:
+		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	return strconv.FormatFloat(f, 'g', 4, 64)
 }
 
+// valueText is a counter or gauge: bytes also in MiB or GiB, so a figure
+// such as 4.634e+08 reads as what it is.
+func valueText(name string, f float64) string {
+	if strings.HasSuffix(name, "_time_seconds") && f > 0 && f < 1e11 {
+		return num(f) + " (" + time.Unix(int64(f), 0).UTC().Format("2006-01-02 15:04:05 UTC") + ")"
+	}
+	if strings.HasSuffix(name, "_bytes") || strings.HasSuffix(name, "_bytes_total") {
+		switch {
+		case f >= 1<<60: // what the kernel reports for "unlimited"
+			return "no limit"
+		case f >= 1<<30:
+			return num(f) + " (" + strconv.FormatFloat(f/(1<<30), 'f', 1, 64) + " GiB)"
+		case f >= 1<<20:
+			return num(f) + " (" + strconv.FormatFloat(f/(1<<20), 'f', 1, 64) + " MiB)"
+		}
+	}
+	return num(f)
+}
+
+// histogramText is a histogram as count, mean, p50 and p99. Histograms in
+// seconds get units; the others count things (changes per commit), so
+// their quantiles are whole numbers: the rank's observation is an integer
+// in its bucket, so the estimate is rounded up, never below the bucket.
 func histogramText(h *dto.Histogram, seconds bool) string {
 	n := h.GetSampleCount()
 	if n == 0 {
@@ -78,23 +110,45 @@ func histogramText(h *dto.Histogram, seconds bool) string {
 		}
 		return strconv.FormatFloat(v, 'f', 2, 64) + " s"
 	}
+	q := func(p float64) string {
+		v, above := quantile(h, p, !seconds)
+		switch {
+		case above:
+			return "> " + unit(v)
+		case !seconds:
+			return strconv.FormatFloat(v, 'f', 0, 64)
+		}
+		return unit(v)
+	}
 	return strconv.FormatUint(n, 10) + " observed, mean " + unit(h.GetSampleSum()/float64(n)) +
-		", p50 " + unit(quantile(h, 0.5)) + ", p99 " + unit(quantile(h, 0.99))
+		", p50 " + q(0.5) + ", p99 " + q(0.99)
 }
 
-// quantile interpolates linearly within the bucket holding rank q.
-func quantile(h *dto.Histogram, q float64) float64 {
+// quantile interpolates linearly within the bucket holding rank q, as
+// Prometheus' histogram_quantile does; integers rounds the estimate up to
+// a whole number within that bucket. above reports a rank beyond the last
+// finite bound: the value is then only known to exceed it.
+func quantile(h *dto.Histogram, q float64, integers bool) (v float64, above bool) {
 	rank := q * float64(h.GetSampleCount())
 	prevBound, prevCount := 0.0, 0.0
 	for _, b := range h.Bucket {
 		c := float64(b.GetCumulativeCount())
+		if math.IsInf(b.GetUpperBound(), 1) {
+			break
+		}
 		if c >= rank {
-			if c == prevCount {
-				return b.GetUpperBound()
+			v = b.GetUpperBound()
+			if c != prevCount {
+				v = prevBound + (b.GetUpperBound()-prevBound)*(rank-prevCount)/(c-prevCount)
 			}
-			return prevBound + (b.GetUpperBound()-prevBound)*(rank-prevCount)/(c-prevCount)
+			if integers {
+				// The bucket (prevBound, bound] holds the integers
+				// floor(prevBound)+1 to floor(bound).
+				v = min(max(math.Ceil(v), math.Floor(prevBound)+1), math.Floor(b.GetUpperBound()))
+			}
+			return v, false
 		}
 		prevBound, prevCount = b.GetUpperBound(), c
 	}
-	return prevBound // beyond the last bound: say the bound
+	return prevBound, true
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -40,11 +41,14 @@ type Choice struct {
 }
 
 // Label is the option's text: the value and its count, when known.
-func (c Choice) Label() string {
+func (c Choice) Label() string { return c.Value + c.CountText() }
+
+// CountText is " (count)", or "" when the count is not known.
+func (c Choice) CountText() string {
 	if c.Count < 0 {
-		return c.Value
+		return ""
 	}
-	return c.Value + " (" + strconv.FormatInt(c.Count, 10) + ")"
+	return " (" + strconv.FormatInt(c.Count, 10) + ")"
 }
 
 // choicesMax bounds the sources and resources offered in choice lists.
@@ -82,8 +86,17 @@ type Rates struct {
 	Buckets []RateBucket
 	// Per-minute averages over the whole range, for the stat cards.
 	Grants, Accepted, Refused float64
-	Max                       float64 // the tallest bar, per minute
-	Query                     url.Values
+	// The rates now: the last complete minute and the five before now,
+	// per minute. An average over a quiet hour hides a busy minute.
+	Last1, Last5 RateNow
+	LastMinute   time.Time // the start of that last complete minute
+	Max          float64   // the tallest bar, per minute
+	Query        url.Values
+}
+
+// RateNow is grants, accepted and refused writes per minute over a span.
+type RateNow struct {
+	Grants, Accepted, Refused float64
 }
 
 // RateBucket is one bar group: per-minute rates in [At, At+bucket).
@@ -102,6 +115,10 @@ func (h *Handler) rates(ctx context.Context, name string) (Rates, error) {
 	for i := range r.Buckets {
 		r.Buckets[i].At = start.Add(time.Duration(i) * tr.Bucket)
 	}
+	// The minute now under way is not over; the current rates are of the
+	// complete minutes before it.
+	thisMinute := now.Truncate(time.Minute)
+	r.LastMinute = thisMinute.Add(-time.Minute)
 	if h.Counts == nil {
 		return r, nil
 	}
@@ -133,6 +150,26 @@ func (h *Handler) rates(ctx context.Context, name string) (Rates, error) {
 	r.Grants, r.Accepted, r.Refused = g/minutes, a/minutes, f/minutes
 	for _, b := range r.Buckets {
 		r.Max = max(r.Max, b.Grants, b.Accepted, b.Refused)
+	}
+	recent, err := h.Counts.MinuteCounts(ctx, thisMinute.Add(-5*time.Minute), thisMinute)
+	if err != nil {
+		return r, err
+	}
+	for _, c := range recent {
+		add := func(n *RateNow, per float64) {
+			switch c.Type {
+			case fenceview.EventGrant:
+				n.Grants += float64(c.N) / per
+			case fenceview.EventAccept:
+				n.Accepted += float64(c.N) / per
+			case fenceview.EventReject:
+				n.Refused += float64(c.N) / per
+			}
+		}
+		add(&r.Last5, 5)
+		if c.Minute.Equal(r.LastMinute) {
+			add(&r.Last1, 1)
+		}
 	}
 	return r, nil
 }
@@ -252,15 +289,25 @@ func (h *Handler) sparkline(ctx context.Context, id string) ([]int, error) {
 	return out, nil
 }
 
-// HolderData is the page of one holder: every lock it holds now.
+// HolderData is the page of one holder: every lock it holds now, and its
+// recent events.
 type HolderData struct {
 	Meta
-	Holder string
-	Rows   []ResourceRow
-	Capped bool
+	Holder      string
+	Rows        []ResourceRow
+	Capped      bool
+	History     []fenceview.Event // newest first
+	HistoryNote string
 }
 
 const holderRowsMax = 500
+
+// A holder's recent history is its newest holderHistoryMax events among
+// the last holderScan recorded: a bounded read, whatever the history's size.
+const (
+	holderHistoryMax = 50
+	holderScan       = 20_000
+)
 
 func (h *Handler) holder(w http.ResponseWriter, r *http.Request) {
 	holder := r.PathValue("holder")
@@ -281,6 +328,18 @@ func (h *Handler) holder(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(d.Rows) > holderRowsMax {
 		d.Rows, d.Capped = d.Rows[:holderRowsMax], true
+	}
+	if h.Holders != nil {
+		events, err := h.Holders.HolderEvents(r.Context(), holder, auth.FromContext(r.Context()).Resources, holderScan, holderHistoryMax)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		d.History = events
+		d.HistoryNote = "Its newest " + strconv.Itoa(holderHistoryMax) + " events among the last " + strconv.Itoa(holderScan) + " recorded, newest first."
+		if len(events) == 0 {
+			d.HistoryNote = "No events of this holder among the last " + strconv.Itoa(holderScan) + " recorded."
+		}
 	}
 	h.render(w, r, http.StatusOK, HolderPage(d))
 }
@@ -345,13 +404,66 @@ func reasonLabel(reason string, n int64) string {
 	return reason + " (" + strconv.FormatInt(n, 10) + ")"
 }
 
+// The rates chart's view box: about the width the overview draws it at,
+// so its labels keep their size; the plot leaves room for the y axis.
+const (
+	rateW, rateH        = 1200.0, 190.0
+	rateLeft, rateRight = 52.0, 1192.0
+	rateTop, rateBot    = 10.0, 170.0
+	rateTicksMax        = 4
+)
+
+// rateTop is the value at the top of the y axis: a round number at or
+// above the tallest bar.
+func rateTopOf(r Rates) (top, step float64) {
+	step = 1
+	for r.Max/step > rateTicksMax {
+		switch {
+		case strconv.FormatFloat(step, 'f', -1, 64)[0] == '1':
+			step *= 2
+		case strconv.FormatFloat(step, 'f', -1, 64)[0] == '2':
+			step = step / 2 * 5
+		default:
+			step *= 2
+		}
+	}
+	for r.Max > 0 && r.Max <= step*rateTicksMax/10 && step > 0.1 {
+		step /= 10 // a quiet range: ticks of tenths rather than one flat line
+	}
+	top = math.Ceil(r.Max/step-1e-9) * step
+	if top == 0 {
+		top = step
+	}
+	return top, step
+}
+
+// RateTick is a y-axis label of the rates chart.
+type RateTick struct {
+	Y     float64
+	Label string
+}
+
+func rateTicks(r Rates) []RateTick {
+	top, step := rateTopOf(r)
+	var out []RateTick
+	for i := 0; float64(i)*step <= top+1e-9; i++ {
+		v := float64(i) * step
+		label := strconv.FormatFloat(v, 'f', 1, 64) // steps of tenths
+		if step >= 1 {
+			label = strconv.FormatFloat(v, 'f', 0, 64)
+		}
+		out = append(out, RateTick{rateBot - (rateBot-rateTop)*v/top, label})
+	}
+	return out
+}
+
 // ratePoints is one series of the rates chart as SVG polyline points.
 func ratePoints(r Rates, series string) string {
 	n := len(r.Buckets)
 	if n == 0 {
 		return ""
 	}
-	top := max(r.Max, 1)
+	top, _ := rateTopOf(r)
 	var b strings.Builder
 	for i, k := range r.Buckets {
 		v := k.Grants
@@ -361,31 +473,46 @@ func ratePoints(r Rates, series string) string {
 		case "refused":
 			v = k.Refused
 		}
-		x := 600 * float64(i) / float64(max(n-1, 1))
-		y := 118 - 116*v/top
+		x := rateLeft + (rateRight-rateLeft)*float64(i)/float64(max(n-1, 1))
+		y := rateBot - (rateBot-rateTop)*v/top
 		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
 	}
 	return strings.TrimSpace(b.String())
 }
 
+// sparkPoints draws a sparkline scaled to its own range, lowest to
+// highest, so a steady resource and a busy one do not look alike; the
+// numbers beside it say how many.
 func sparkPoints(p []int) string {
-	top := 1
+	lo, hi := math.MaxInt, 0
 	for _, v := range p {
-		top = max(top, v)
+		lo, hi = min(lo, v), max(hi, v)
 	}
 	var b strings.Builder
 	for i, v := range p {
-		fmt.Fprintf(&b, "%.1f,%.1f ", 60*float64(i)/float64(max(len(p)-1, 1)), 15-14*float64(v)/float64(top))
+		y := 8.0 // flat: a line through the middle
+		if hi > lo {
+			y = 15 - 14*float64(v-lo)/float64(hi-lo)
+		}
+		fmt.Fprintf(&b, "%.1f,%.1f ", 60*float64(i)/float64(max(len(p)-1, 1)), y)
 	}
 	return strings.TrimSpace(b.String())
 }
 
-func sparkLabel(p []int) string {
+func sparkTotal(p []int) int {
 	n := 0
 	for _, v := range p {
 		n += v
 	}
-	return plural(n, "event", "events") + " in the last hour"
+	return n
+}
+
+func sparkLabel(p []int) string {
+	lo, hi := math.MaxInt, 0
+	for _, v := range p {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return plural(sparkTotal(p), "event", "events") + " in the last hour, " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi) + " per 5 minutes"
 }
 
 // liveAdd says whether the script may insert rows for resources it hears
@@ -404,4 +531,17 @@ func hasChoice(cs []Choice, v string) bool {
 		}
 	}
 	return false
+}
+
+// bucketWords is a bucket's width in words: "minute", "15 minutes".
+func bucketWords(d time.Duration) string {
+	switch {
+	case d == time.Minute:
+		return "minute"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + " minutes"
+	case d == time.Hour:
+		return "hour"
+	}
+	return strconv.Itoa(int(d/time.Hour)) + " hours"
 }

@@ -102,7 +102,7 @@ func TestRatesOverARange(t *testing.T) {
 		t.Fatalf("%d points on a day's chart", len(pts))
 	}
 	// Sparklines: a's events in the last hour.
-	if lbl := p.doc.Find(`[data-resource="a"] [data-testid="sparkline"]`).AttrOr("aria-label", ""); !strings.HasSuffix(lbl, "events in the last hour") || strings.HasPrefix(lbl, "0 ") {
+	if lbl := p.doc.Find(`[data-resource="a"] [data-testid="sparkline"]`).AttrOr("aria-label", ""); !strings.Contains(lbl, "events in the last hour") || strings.HasPrefix(lbl, "0 ") {
 		t.Fatalf("sparkline: %q", lbl)
 	}
 }
@@ -169,15 +169,28 @@ func TestMetricsPage(t *testing.T) {
 }
 
 // TestAdminActionsOnlyForAdmins: the repair buttons show for an admin
-// session (and with auth off), never for a viewer.
+// session, with auth off only on a server that allows them there, never
+// for a viewer.
 func TestAdminActionsOnlyForAdmins(t *testing.T) {
 	e := newEnv(t)
 	e.acquire("r", "w", time.Hour)
+	if p := e.get("/resources/r"); p.find("admin-actions").Length() != 0 {
+		t.Fatal("admin actions shown to everyone with auth off")
+	}
+	e.h.AdminWithoutAuth = true
 	if p := e.get("/resources/r"); p.find("admin-actions").Length() != 1 {
-		t.Fatal("no admin actions with auth off")
+		t.Fatal("no admin actions with auth off on a server that allows them")
 	}
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/resources/r", nil)
+	req = req.WithContext(auth.NewContext(req.Context(), &auth.Principal{KeyID: "adm", Name: "ops", Role: auth.Admin}))
+	e.h.AdminWithoutAuth = false
+	e.mux.ServeHTTP(rec, req)
+	if !strings.Contains(rec.Body.String(), `data-testid="admin-actions"`) {
+		t.Fatal("an admin session sees no admin actions")
+	}
+	rec = httptest.NewRecorder()
+	req = httptest.NewRequest("GET", "/resources/r", nil)
 	req = req.WithContext(auth.NewContext(req.Context(), &auth.Principal{KeyID: "k", Name: "viewer", Role: auth.Viewer}))
 	e.mux.ServeHTTP(rec, req)
 	if rec.Code != 200 || strings.Contains(rec.Body.String(), `data-testid="admin-actions"`) {

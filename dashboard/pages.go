@@ -33,7 +33,10 @@ type Meta struct {
 	BurstThreshold int
 	BurstWindowMs  int64
 
-	User string // the name of the key logged in with, when auth is on
+	User    string // the name of the key logged in with, when auth is on
+	UserKey string // and its id ("admin" for the admin token)
+	Metrics bool   // the viewer sees every resource, so may read the metrics
+	Names   KeyNames
 }
 
 // ResourceRow is one line of the overview table.
@@ -185,7 +188,7 @@ func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 			d.History = append(d.History, e)
 		}
 	}
-	d.Chart = newChart(d.History)
+	d.Chart = newChart(d.History, d.Names, res)
 	h.render(w, r, http.StatusOK, ResourcePage(d))
 }
 

@@ -81,8 +81,10 @@ func label(e fenceview.Event) string {
 	return e.Type
 }
 
-// detail describes an event in a line. app.js has the same wording.
-func detail(e fenceview.Event) string {
+// detail describes an event in a line, sources by their key's name when
+// known. app.js has the same wording.
+func detail(e fenceview.Event, n KeyNames) string {
+	from := func(source string) string { return from(n.Source(source)) }
 	switch e.Type {
 	case fenceview.EventGrant:
 		return "token " + itoa(e.Token) + " to " + e.Holder
@@ -103,9 +105,9 @@ func detail(e fenceview.Event) string {
 	case fenceview.EventAlarm:
 		return e.Reason + ": mark " + itoa(e.Token) + " above the last token issued, " + itoa(e.Required) + from(e.Source)
 	case fenceview.EventReset:
-		return "token counter raised to " + itoa(e.Token) + " (floor " + itoa(e.Required) + ") by " + e.Source
+		return "token counter raised to " + itoa(e.Token) + " (floor " + itoa(e.Required) + ") by " + n.Source(e.Source)
 	case fenceview.EventRecover:
-		return "recovered by " + e.Source + ": counter " + itoa(e.Required) + " → " + itoa(e.Token) + ", mark " + itoa(e.Presented) + " → ≤ " + itoa(e.Token)
+		return "recovered by " + n.Source(e.Source) + ": counter " + itoa(e.Required) + " → " + itoa(e.Token) + ", mark " + itoa(e.Presented) + " → ≤ " + itoa(e.Token)
 	}
 	return ""
 }
@@ -153,8 +155,25 @@ func grantToken(l fenceview.LockState, r fenceview.Resource) string {
 }
 
 func xAnchor(i, n int) string {
-	if n > 1 && i == n-1 {
+	switch {
+	case i == 0:
+		return "start"
+	case i == n-1:
 		return "end"
 	}
-	return "start"
+	return "middle"
+}
+
+// alarmText is a behind resource's alarm in words, the same on the banner
+// and the resource page (app.js: alarmText).
+func alarmText(r fenceview.Resource) string {
+	return "token " + itoa(alarmMark(r)) + " in use at a guard, last token issued " + itoa(r.LastToken)
+}
+
+// whoTitle is the hover text of the logged-in name: which key it is.
+func whoTitle(keyID string) string {
+	if keyID == "admin" {
+		return "the admin token"
+	}
+	return "key " + keyID
 }

@@ -501,6 +501,20 @@ func (db *DB) ResourceEvents(ctx context.Context, resourceID string, limit int) 
 		ORDER BY seq DESC LIMIT ?2`, resourceID, limit)
 }
 
+// HolderEvents returns the newest events of one holder, newest first, up
+// to limit, among the last scan events recorded, optionally only on
+// resources under prefixes. It reads at most scan rows of the primary key
+// rather than keep an index on holders, which every commit would pay for.
+func (db *DB) HolderEvents(ctx context.Context, holder string, prefixes []string, scan, limit int) ([]fenceview.Event, error) {
+	where := []string{`seq > (SELECT COALESCE(MAX(seq), 0) FROM events) - ?`, `holder = ?`}
+	args := []any{scan, holder}
+	if len(prefixes) > 0 {
+		where, args = prefixWhere(where, args, prefixes)
+	}
+	return db.queryEvents(ctx, `SELECT `+eventColumns+` FROM events WHERE `+strings.Join(where, ` AND `)+
+		` ORDER BY seq DESC LIMIT `+strconv.Itoa(max(limit, 1)), args...)
+}
+
 func (db *DB) queryEvents(ctx context.Context, q string, args ...any) ([]fenceview.Event, error) {
 	rows, err := db.read.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -74,7 +74,10 @@ type Main struct {
 	Issuer     string
 	AdminToken string
 	Demo       bool // also run simulated clients (internal/demo)
-	AccessLog  bool // log every answered request
+	// DashboardAdmin shows force-expire and reset on the dashboard with
+	// auth off; with auth on, admin sessions always see them.
+	DashboardAdmin bool
+	AccessLog      bool // log every answered request
 	server.Access
 	// SigningKey is a PEM Ed25519 private key file to sign grants with;
 	// empty: keys kept in the database, the first made on first start.
@@ -150,6 +153,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
 	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
 	fs.StringVar(&m.FenceMode, "fence-mode", m.FenceMode, "mode of the server's own fence (/v1/fence): mark, the rule, or current: also refuse a token below the last one issued (superseded), whatever the request asks")
+	fs.BoolVar(&m.DashboardAdmin, "dashboard-admin", m.DashboardAdmin, "with auth off, also show force-expire and reset on the dashboard's resource pages (with --admin-token, admin sessions always see them)")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
 	fs.StringVar(&m.Etcd, "etcd", m.Etcd, "etcd client URLs, comma-separated: run as a node of a cluster whose state lives in etcd")
 	fs.StringVar(&m.EtcdPrefix, "etcd-prefix", m.EtcdPrefix, "etcd key prefix of the cluster")
@@ -212,7 +216,7 @@ func (m *Main) ParseFlags(args []string) error {
 func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
-		Demo: m.Demo, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(), Access: m.Access,
+		Demo: m.Demo, DashboardAdmin: m.DashboardAdmin, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(), Access: m.Access,
 		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures, FenceMode: m.FenceMode,
 		Cluster: server.ClusterConfig{
 			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,

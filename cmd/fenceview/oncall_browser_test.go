@@ -20,7 +20,7 @@ import (
 // docs/dashboard-rejections.png.
 func TestOnCallDashboardInBrowser(t *testing.T) {
 	ctx := browser(t)
-	s := startServer(t)
+	s := startServer(t, func(m *Main) { m.DashboardAdmin = true })
 	seedStory(s)
 	for i := range 60 {
 		id := fmt.Sprintf("fleet/%02d", i)

@@ -71,6 +71,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			dash := dashboard.New(svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger
 			dash.Sessions = s.Sessions
+			dash.Keys, dash.AdminWithoutAuth = s.Credentials, cfg.DashboardAdmin
 			dash.Cluster = s.clusterView
 			dash.Gatherer = s.Metrics.Registry
 			dash.Register(api)

@@ -34,6 +34,9 @@ type Config struct {
 	Issuer     string // empty: the id kept in the database
 	AdminToken string
 	Demo       bool // also run simulated clients
+	// DashboardAdmin offers force-expire and reset on the dashboard with
+	// auth off (with auth on, admin sessions always get them).
+	DashboardAdmin bool
 	// SigningKeyFile: sign with this PEM Ed25519 key instead of the keys
 	// kept in the database. RequireSignatures: the server's own fence
 	// refuses unsigned tokens (bad-signature).
@@ -137,6 +140,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
 	dash.Sessions = s.Sessions
+	dash.Keys, dash.AdminWithoutAuth = s.Credentials, cfg.DashboardAdmin
 	dash.Gatherer = s.Metrics.Registry
 	dash.Register(s.API)
 

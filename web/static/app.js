@@ -11,6 +11,8 @@
   var SVG = 'http://www.w3.org/2000/svg';
   var FEED_MAX = 200;
   var REFUSALS_MAX = 6; // dashboard.refusalsShown
+  var keyNames = {};
+  try { keyNames = JSON.parse(body.dataset.keyNames || '{}') || {}; } catch (err) { keyNames = {}; }
 
   // ---- helpers ---------------------------------------------------------
 
@@ -115,7 +117,23 @@
     return String(e.type);
   }
 
-  function from(source) { return source ? ' from ' + source : ''; }
+  // sourceText shows "key:<id>/label" as "<key name>/label" when the page
+  // knows the name (dashboard.KeyNames.Source); the id stays in a title.
+  function sourceText(source) {
+    var m = /^key:([^/]+)(\/.*)?$/.exec(source || '');
+    if (m && Object.prototype.hasOwnProperty.call(keyNames, m[1])) return keyNames[m[1]] + (m[2] || '');
+    return source || '';
+  }
+
+  function from(source) { return source ? ' from ' + sourceText(source) : ''; }
+
+  // detailEl is an event's detail line, with the recorded source on hover
+  // when a key's name stands in for it.
+  function detailEl(tag, e, text) {
+    var d = el(tag, 'detail', text);
+    if (e.source && sourceText(e.source) !== e.source) d.title = e.source;
+    return d;
+  }
 
   function detail(e) {
     var tok = 'token ' + (e.token || 0);
@@ -131,9 +149,9 @@
       case 'alarm':
         return e.reason + ': mark ' + (e.token || 0) + ' above the last token issued, ' + e.required + from(e.source);
       case 'reset':
-        return 'token counter raised to ' + (e.token || 0) + ' (floor ' + e.required + ') by ' + (e.source || '');
+        return 'token counter raised to ' + (e.token || 0) + ' (floor ' + e.required + ') by ' + sourceText(e.source);
       case 'recover':
-        return 'recovered by ' + (e.source || '') + ': counter ' + e.required + ' \u2192 ' + (e.token || 0) + ', mark ' + e.presented + ' \u2192 \u2264 ' + (e.token || 0);
+        return 'recovered by ' + sourceText(e.source) + ': counter ' + e.required + ' \u2192 ' + (e.token || 0) + ', mark ' + e.presented + ' \u2192 \u2264 ' + (e.token || 0);
     }
     return '';
   }
@@ -203,6 +221,16 @@
     return r.counterAlarm > 0 || (r.lastToken > 0 && r.highWaterMark > r.lastToken);
   }
 
+  // alarmText: the same figure and words as the server's (view.go).
+  function alarmMark(r) {
+    if (r.lastToken > 0 && r.highWaterMark > r.lastToken) return Math.max(r.counterAlarm || 0, r.highWaterMark);
+    return r.counterAlarm || 0;
+  }
+
+  function alarmText(r) {
+    return 'token ' + alarmMark(r) + ' in use at a guard, last token issued ' + r.lastToken;
+  }
+
   function setBehind(r) {
     var was = behind.has(r.resourceId);
     var is = isBehind(r);
@@ -219,7 +247,7 @@
       var a = el('a', '', r.resourceId);
       a.href = resourceURL(r.resourceId);
       li.appendChild(a);
-      li.appendChild(document.createTextNode(': last token ' + r.lastToken + ', high-water mark ' + r.highWaterMark));
+      li.appendChild(document.createTextNode(': ' + alarmText(r)));
       list.appendChild(li);
     }
     behindBanner.hidden = behind.size === 0;
@@ -257,7 +285,7 @@
     var a = el('a', 'res', e.resourceId);
     a.href = resourceURL(e.resourceId);
     li.appendChild(a);
-    li.appendChild(el('span', 'detail', detail(e)));
+    li.appendChild(detailEl('span', e, detail(e)));
     li.appendChild(timeEl(e.at, 'time'));
     return li;
   }
@@ -276,10 +304,13 @@
     tr.dataset.resource = id;
     var th = el('th', 'id');
     th.scope = 'row';
-    var a = el('a', '', id);
+    var cell = el('span', 'id-cell');
+    var a = el('a', 'trunc', id);
     a.href = resourceURL(id);
+    a.title = id;
     a.dataset.testid = 'resource-link';
-    th.appendChild(a);
+    cell.appendChild(a);
+    th.appendChild(cell);
     tr.appendChild(th);
     [['hwm', 'num'], ['last', 'num opt'], ['holder', ''], ['lease', ''], ['spark', 'opt'], ['accepted', 'num opt'], ['rejected', 'num']].forEach(function (c) {
       var td = el('td', c[1]);
@@ -304,6 +335,15 @@
     return r.holdCount > 1 ? r.holder + ' \u00d7' + r.holdCount : r.holder;
   }
 
+  // numCell matches the server's Num: the number, cut to its last digits
+  // when long, whole on hover.
+  function numCell(td, n) {
+    var s = el('span', 'n', String(n));
+    s.title = String(n);
+    td.textContent = '';
+    td.appendChild(s);
+  }
+
   function fill(td, text, cls) {
     td.textContent = text;
     if (cls !== undefined) td.className = cls;
@@ -326,18 +366,18 @@
     var cell = function (c) { return tr.querySelector('td[data-col="' + c + '"]'); };
     var behindNow = isBehind(r);
     tr.classList.toggle('is-behind', behindNow);
-    fill(cell('hwm'), String(r.highWaterMark));
-    var last = cell('last');
-    fill(last, String(r.lastToken));
-    if (behindNow) {
-      last.appendChild(document.createTextNode(' '));
-      last.appendChild(el('span', 'tag danger', 'behind'));
-    }
+    numCell(cell('hwm'), r.highWaterMark);
+    numCell(cell('last'), r.lastToken);
+    var idCell = tr.querySelector('th.id .id-cell');
+    var tag = idCell.querySelector('.tag');
+    if (tag) tag.remove();
+    if (behindNow) idCell.appendChild(el('span', 'tag danger', 'behind'));
     var held = lock.locked;
     var holderCell = cell('holder');
     fill(holderCell, held ? '' : 'free', held ? '' : 'muted');
     if (held) {
-      var ha = el('a', '', holderText(r));
+      var ha = el('a', 'trunc', holderText(r));
+      ha.title = holderText(r);
       ha.href = '/holders/' + encodeURIComponent(r.holder);
       ha.dataset.testid = 'holder-link';
       holderCell.appendChild(ha);
@@ -346,8 +386,8 @@
     lease.textContent = '';
     if (held) lease.appendChild(countdown(lock.remainingMs));
     else lease.appendChild(el('span', 'muted', '\u2014'));
-    fill(cell('accepted'), String(r.accepted));
-    fill(cell('rejected'), String(r.rejected));
+    numCell(cell('accepted'), r.accepted);
+    numCell(cell('rejected'), r.rejected);
     setBehind(r);
     updateStats();
   }
@@ -424,10 +464,11 @@
     li.dataset.testid = 'refusal';
     li.dataset.seq = String(e.seq);
     li.appendChild(badge(e));
-    var a = el('a', 'res', e.resourceId);
+    var a = el('a', 'res trunc', e.resourceId);
     a.href = resourceURL(e.resourceId);
+    a.title = e.resourceId;
     li.appendChild(a);
-    li.appendChild(el('span', 'detail', 'token ' + e.presented + ' < ' + e.required + from(e.source)));
+    li.appendChild(detailEl('span', e, 'token ' + e.presented + ' < ' + e.required + from(e.source)));
     li.appendChild(timeEl(e.at, 'time'));
     return li;
   }
@@ -445,7 +486,7 @@
     td = el('td');
     td.appendChild(badge(e));
     tr.appendChild(td);
-    tr.appendChild(el('td', 'detail', detail(e)));
+    tr.appendChild(detailEl('td', e, detail(e)));
     return tr;
   }
 
@@ -464,9 +505,15 @@
     f('hwm').textContent = String(r.highWaterMark);
     var last = f('last');
     last.textContent = String(r.lastToken);
+    var alarm = f('alarm');
+    var alarmLabel = document.querySelector('[data-testid="lock-state"] [data-field-label="alarm"]');
     if (isBehind(r)) {
       last.appendChild(document.createTextNode(' '));
       last.appendChild(el('span', 'tag danger', 'behind'));
+    }
+    if (alarm) {
+      alarm.textContent = isBehind(r) ? alarmText(r) : '';
+      alarm.hidden = alarmLabel.hidden = !isBehind(r);
     }
     f('accepted').textContent = String(r.accepted);
     var rej = f('rejected');
@@ -558,8 +605,12 @@
     var id = card.dataset.resource;
     var dialog = card.querySelector('dialog');
     var result = card.querySelector('.admin-result');
-    function confirmThen(text, run) {
-      dialog.querySelector('.confirm-text').textContent = text;
+    // confirmThen asks first, naming the resource and what the action
+    // does; only "ok" runs it (Escape and Cancel change nothing).
+    function confirmThen(title, effect, ok, run) {
+      dialog.querySelector('.confirm-title').textContent = title;
+      dialog.querySelector('.confirm-effect').textContent = effect;
+      dialog.querySelector('[data-testid="confirm-ok"]').textContent = ok;
       dialog.returnValue = '';
       dialog.onclose = function () { if (dialog.returnValue === 'ok') run(); };
       dialog.showModal();
@@ -576,8 +627,17 @@
         });
       }).catch(function (err) { result.textContent = 'Failed: ' + err; result.dataset.ok = 'false'; });
     }
+    function field(name) {
+      var f = document.querySelector('[data-testid="lock-state"] [data-field="' + name + '"]');
+      return f ? f.textContent.trim() : '';
+    }
     card.querySelector('[data-action="expire"]').addEventListener('click', function () {
-      confirmThen('Force-expire the lock on ' + id + '? Its holder loses it at once.', function () {
+      var holder = field('holder'), token = field('token');
+      var effect = holder && holder !== 'nobody'
+        ? holder + ' loses the lock now and the next waiter, if any, gets it. Token ' + token +
+          ' stays valid at guards until a newer token is used, so a paused holder can still write until then.'
+        : 'Nobody holds it now: this records an expiry and changes nothing else.';
+      confirmThen('Force-expire the lock on \u201c' + id + '\u201d?', effect, 'Force-expire ' + id, function () {
         call('expire', null, function () { return 'Expired: the lock on ' + id + ' is free.'; });
       });
     });
@@ -585,10 +645,12 @@
     form.addEventListener('submit', function (ev) {
       ev.preventDefault();
       var floor = Number(form.elements.floor.value);
-      confirmThen('Reset the token counter of ' + id + ' to at least ' + floor +
-        '? Only do this once no token above ' + floor + ' is in use anywhere.', function () {
-        call('reset', { floor: floor }, function (j) { return 'Reset: the next grant takes token ' + j.nextToken + '.'; });
-      });
+      confirmThen('Reset the token counter of \u201c' + id + '\u201d to at least ' + floor + '?',
+        'The next grant on ' + id + ' takes a token above ' + floor + ' and the counter alarm is cleared. ' +
+        'Only do this once no token above ' + floor + ' is in use anywhere: a guard holding a higher mark refuses every new token below it.',
+        'Reset ' + id, function () {
+          call('reset', { floor: floor }, function (j) { return 'Reset: the next grant takes token ' + j.nextToken + '.'; });
+        });
     });
   }
 
