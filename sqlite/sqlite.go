@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -199,6 +200,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if path == "" || strings.HasPrefix(path, ":memory:") {
 		return nil, errors.New("sqlite: a file path is required (fenceview's guarantees need a durable file)")
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
 	db := &DB{Path: path}
 	var err error
 	if db.write, err = sql.Open("sqlite3", dsn(path, false)); err != nil {
@@ -233,6 +237,29 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// createPrivate creates the database file at path, empty and readable by
+// its owner only, unless it exists. The database holds the issuer's
+// private signing key; SQLite would create the file 0644, and it gives its
+// -wal and -shm files the database file's mode, so creating the file first
+// makes all three private from the start (umask can only take bits away).
+// A file that exists is left as it is: the operator chose its mode.
+func createPrivate(path string) error {
+	if err := createNewPrivate(path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+// createNewPrivate creates an empty file at path, mode 0600, failing if
+// anything (a file, a symlink) is there already.
+func createNewPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func dsn(path string, readOnly bool) string {

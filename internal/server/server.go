@@ -96,6 +96,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.DB, err = sqlite.Open(ctx, cfg.DBPath); err != nil {
 		return nil, err
 	}
+	warnIfReadable(cfg.Logger, cfg.DBPath)
 	s.Metrics = telemetry.New()
 	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
 	s.DB.ObserveCheckpoint = s.Metrics.ObserveCheckpoint
