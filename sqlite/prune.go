@@ -28,7 +28,7 @@ const (
 	// DefaultPruneBatch is how many events one prune transaction deletes
 	// at most: a few milliseconds of the write connection, so a commit
 	// that arrives meanwhile waits for no more than that.
-	DefaultPruneBatch = 500
+	DefaultPruneBatch = 100
 	// PruneEvery is how often the background pruner looks for events to
 	// prune.
 	PruneEvery = time.Minute
@@ -103,7 +103,9 @@ func (db *DB) PruneOnce(ctx context.Context, ret Retention, now time.Time) (int,
 		batch = DefaultPruneBatch
 	}
 	var lo, maxSeq, folded sql.NullInt64
-	if err := db.read.QueryRowContext(ctx, `SELECT MIN(seq), MAX(seq), `+foldedSeq+` FROM events`).Scan(&lo, &maxSeq, &folded); err != nil {
+	// Each bound in its own subquery: SQLite finds a lone MIN or MAX of
+	// the key at one end of the B-tree, but scans the table for both.
+	if err := db.read.QueryRowContext(ctx, `SELECT (SELECT MIN(seq) FROM events), (SELECT MAX(seq) FROM events), `+foldedSeq).Scan(&lo, &maxSeq, &folded); err != nil {
 		return 0, err
 	}
 	if !lo.Valid {

@@ -3,8 +3,10 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -197,5 +199,35 @@ func TestCommitGoesThroughWhileAPruneBatchIsPending(t *testing.T) {
 	}
 	if events, lo, hi, _, _ := historyLeft(t, db, 0); events != 24 || lo != 8 || hi != 31 {
 		t.Fatalf("left %d events (%d..%d); want 24 (8..31)", events, lo, hi)
+	}
+}
+
+// One prune batch (FENCEVIEW_BENCH_BATCH events, default
+// DefaultPruneBatch, with their index rows) from a history of
+// FENCEVIEW_BENCH_ROWS events (default 200,000): about how long a commit
+// that arrives meanwhile may wait for the write connection.
+//
+//	go test ./sqlite -run '^$' -bench PruneBatch -benchtime 100x
+func BenchmarkPruneBatch(b *testing.B) {
+	rows := 200_000
+	if v := os.Getenv("FENCEVIEW_BENCH_ROWS"); v != "" {
+		rows, _ = strconv.Atoi(v)
+	}
+	db := historyDB(b, rows)
+	batch := DefaultPruneBatch
+	if v := os.Getenv("FENCEVIEW_BENCH_BATCH"); v != "" {
+		batch, _ = strconv.Atoi(v)
+	}
+	db.PruneBatch = batch
+	if b.N*batch > rows {
+		b.Fatalf("%d batches need more than %d events", b.N, rows)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		n, err := db.PruneOnce(ctx, Retention{MaxEvents: int64(rows - (i+1)*batch)}, time.Now())
+		if err != nil || n != batch {
+			b.Fatalf("batch %d: %d deleted, %v", i, n, err)
+		}
 	}
 }
