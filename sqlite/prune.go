@@ -40,8 +40,8 @@ type pruning struct {
 }
 
 // StartPruning prunes the history to ret in the background until Close:
-// every PruneEvery of clk, batch after batch until nothing is left to
-// prune (PruneOnce). Set ObservePrune and PruneBatch before calling it.
+// at once, then every PruneEvery of clk, batch after batch until nothing
+// is left to prune (PruneOnce). Set ObservePrune and PruneBatch before calling it.
 func (db *DB) StartPruning(ret Retention, clk clock.Clock) {
 	if !ret.enabled() || db.prune.stop != nil {
 		return
@@ -50,6 +50,9 @@ func (db *DB) StartPruning(ret Retention, clk clock.Clock) {
 	go func() {
 		defer close(db.prune.exited)
 		for {
+			if !db.pruneRound(ret, clk) {
+				return
+			}
 			t := clk.NewTimer(PruneEvery)
 			select {
 			case <-db.prune.stop:
@@ -57,24 +60,32 @@ func (db *DB) StartPruning(ret Retention, clk clock.Clock) {
 				return
 			case <-t.C():
 			}
-			total, err := 0, error(nil)
-			for {
-				n, e := db.PruneOnce(context.Background(), ret, clk.Now())
-				total, err = total+n, e
-				if n == 0 || e != nil {
-					break
-				}
-				select {
-				case <-db.prune.stop:
-					return
-				default:
-				}
-			}
-			if db.ObservePrune != nil {
-				db.ObservePrune(total, err)
-			}
 		}
 	}()
+}
+
+// pruneRound prunes batch after batch until nothing is left to prune, and
+// reports whether to go on (false: Close was called).
+func (db *DB) pruneRound(ret Retention, clk clock.Clock) bool {
+	total := 0
+	var err error
+	for {
+		var n int
+		n, err = db.PruneOnce(context.Background(), ret, clk.Now())
+		total += n
+		if n == 0 || err != nil {
+			break
+		}
+		select {
+		case <-db.prune.stop:
+			return false
+		default:
+		}
+	}
+	if db.ObservePrune != nil {
+		db.ObservePrune(total, err)
+	}
+	return true
 }
 
 func (db *DB) stopPruning() {

@@ -74,15 +74,19 @@ func TestPruneByAgeKeepsMarksAndCounters(t *testing.T) {
 	rounds := make(chan [2]any, 1)
 	db.ObservePrune = func(n int, err error) { rounds <- [2]any{n, err} }
 	db.StartPruning(Retention{MaxAge: 30 * time.Minute}, fake)
-	<-fake.TimerCreated()
+	// The first round runs at once: seq i is at pruneT0 + i minutes, the
+	// clock at +100, so 1..69 are older than 30 minutes.
+	if r := <-rounds; r[0] != 69 || r[1] != nil {
+		t.Fatalf("the first prune round deleted %v events (%v); want the 69 older than 30 minutes", r[0], r[1])
+	}
+	<-fake.TimerCreated() // the pruner waits for the next round
 	fake.Advance(PruneEvery)
-	if r := <-rounds; r[0] != 70 || r[1] != nil {
-		t.Fatalf("a prune round deleted %v events (%v); want the 70 older than 30 minutes", r[0], r[1])
+	if r := <-rounds; r[0] != 1 || r[1] != nil {
+		t.Fatalf("a minute later, a prune round deleted %v events (%v); want 1", r[0], r[1])
 	}
 	cutoff := fake.Now().Add(-30 * time.Minute)
 	events, lo, hi, indexed, minutes := historyLeft(t, db, cutoff.UnixMilli()/60000)
-	// Seq i is at pruneT0 + i minutes; the clock is at +101: 71..100 are
-	// younger than 30 minutes.
+	// The clock is at +101: 71..100 are younger than 30 minutes.
 	if events != 30 || lo != 71 || hi != 100 || indexed != 30 || minutes != 0 {
 		t.Fatalf("left: %d events (%d..%d), %d index rows, %d old minute counts; want 30 (71..100), 30, 0", events, lo, hi, indexed, minutes)
 	}
