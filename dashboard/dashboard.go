@@ -26,17 +26,18 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/web"
 )
 
 // Locks is the live state the dashboard reads (issuer.Service implements it).
 type Locks interface {
 	// ResourcePage is a page of resources by id (see issuer.Service).
-	ResourcePage(prefix, after string, limit int, sees func(string) bool) ([]fenceview.Resource, bool)
+	ResourcePage(prefix, after string, limit int, scope issuer.Scope) ([]fenceview.Resource, bool)
 	// Alarmed is up to limit resources with a counter alarm, and how many.
-	Alarmed(limit int, sees func(string) bool) ([]fenceview.Resource, int)
-	// Totals sums every resource sees keeps, without listing them.
-	Totals(sees func(string) bool) (resources, held int, accepted, rejected int64)
+	Alarmed(limit int, scope issuer.Scope) ([]fenceview.Resource, int)
+	// Totals sums every resource scope sees, without listing them.
+	Totals(scope issuer.Scope) (resources, held int, accepted, rejected int64)
 	Resource(resourceID string) (fenceview.Resource, error)
 	Lock(resourceID string) (fenceview.LockState, error)
 	LastSeq() int64
@@ -227,7 +228,7 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 	m.Names = h.keyNames(p)
 	// The alarmed resources only, from the issuer's set of them: no pass
 	// over every resource per page view.
-	m.Behind, _ = h.Locks.Alarmed(behindShown, sees(p))
+	m.Behind, _ = h.Locks.Alarmed(behindShown, scopeOf(p))
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
 			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,

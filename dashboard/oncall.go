@@ -319,7 +319,7 @@ func (h *Handler) holder(w http.ResponseWriter, r *http.Request) {
 	d.Page = "holder"
 	now := h.Now()
 	p := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortHolder, After: &issuer.ResourceKey{Str: holder}, Limit: holderRowsMax + 1,
-		Sees: sees(auth.FromContext(r.Context()))})
+		Scope: scopeOf(auth.FromContext(r.Context()))})
 	for _, res := range p.Resources {
 		if res.Holder != holder {
 			break

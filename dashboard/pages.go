@@ -78,13 +78,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.TableError, status = err.Error(), http.StatusBadRequest
 		d.Table, after = TableQuery{Sort: "id", Range: t.Range}, nil
 	}
-	page := h.Select.SelectResources(issuer.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Sees: sees(p)})
+	page := h.Select.SelectResources(issuer.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Scope: scopeOf(p)})
 	d.Matched = page.Matched
 	// The totals of every resource the principal sees, without listing
 	// them (a server may know a million); rates span every resource, so
 	// only an unrestricted principal gets them.
 	var held int
-	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(sees(p))
+	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(scopeOf(p))
 	d.Held = int64(held)
 	for _, res := range page.Resources {
 		row := ResourceRow{Resource: res}
@@ -253,7 +253,7 @@ func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 
 func (h *Handler) mostRefused(p *auth.Principal) []Choice {
 	var out []Choice
-	page := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortRejected, Desc: true, Limit: choicesMax, Sees: sees(p)})
+	page := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortRejected, Desc: true, Limit: choicesMax, Scope: scopeOf(p)})
 	for _, r := range page.Resources {
 		if r.Rejected > 0 {
 			out = append(out, Choice{r.ResourceID, r.Rejected})
@@ -262,13 +262,14 @@ func (h *Handler) mostRefused(p *auth.Principal) []Choice {
 	return out
 }
 
-// sees is the principal's filter for SelectResources: nil when it sees
-// everything, so the common case pays nothing.
-func sees(p *auth.Principal) func(string) bool {
+// scopeOf is what p may see, for the service's readers: its prefixes, so a
+// key limited to some resources walks only those; no filter at all when it
+// sees everything, so the common case pays nothing.
+func scopeOf(p *auth.Principal) issuer.Scope {
 	if p.Unrestricted() {
-		return nil
+		return issuer.Scope{}
 	}
-	return p.Sees
+	return issuer.Scope{Prefixes: p.Resources, Sees: p.Sees}
 }
 
 func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {

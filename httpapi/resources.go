@@ -5,6 +5,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/issuer"
 )
 
 func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
@@ -13,7 +14,10 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	page, more := s.Service.ResourcePage(q.Prefix, q.After, q.Limit, auth.FromContext(r.Context()).Sees)
+	p := auth.FromContext(r.Context())
+	// The key's prefixes, so a key limited to some resources walks only
+	// those; Sees still decides each id.
+	page, more := s.Service.ResourcePage(q.Prefix, q.After, q.Limit, issuer.Scope{Prefixes: p.Resources, Sees: p.Sees})
 	out := make([]resourceBody, 0, len(page))
 	for _, res := range page {
 		out = append(out, resourceWire(res))

@@ -38,7 +38,7 @@ type Service interface {
 	Lock(resourceID string) (fenceview.LockState, error)
 	Resource(resourceID string) (fenceview.Resource, error)
 	Resources() []fenceview.Resource
-	ResourcePage(prefix, after string, limit int, sees func(string) bool) ([]fenceview.Resource, bool)
+	ResourcePage(prefix, after string, limit int, scope issuer.Scope) ([]fenceview.Resource, bool)
 	Recover(ctx context.Context, resourceID string, to int64) (fenceview.Resource, error)
 	Subscribe(resourceID string, buffer int) *issuer.Subscription
 	Unsubscribe(sub *issuer.Subscription)

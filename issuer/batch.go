@@ -50,7 +50,7 @@ func (b *batch) get(id string) *state {
 	}
 	w := &state{res: fenceview.Resource{ResourceID: id}}
 	if st, ok := b.s.resources[id]; ok {
-		w.res = st.res
+		w.res = *st.res.Load()
 		w.waiters = append([]*waiter(nil), st.waiters...)
 	}
 	b.working[id] = w

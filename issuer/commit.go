@@ -52,24 +52,20 @@ func (s *Service) applyLocked(b *batch) bool {
 			if len(b.events) == 0 {
 				continue // looked at, never changed: don't remember it
 			}
-			st = &state{}
-			s.resources[w.res.ResourceID] = st
-			s.ids.ReplaceOrInsert(w.res.ResourceID)
+			st = &known{id: w.res.ResourceID}
+			s.resources[st.id] = st
+			s.index.ReplaceOrInsert(st)
 		}
-		b.prev = append(b.prev, preimage{id: w.res.ResourceID, res: st.res, existed: ok})
-		if was, is := st.res.CounterAlarm > 0, w.res.CounterAlarm > 0; was != is {
-			if is {
-				s.alarmed[w.res.ResourceID] = st
-			} else {
-				delete(s.alarmed, w.res.ResourceID)
-			}
-		}
-		st.res = w.res
+		old := st.res.Load() // nil for a new resource
+		b.prev = append(b.prev, preimage{id: st.id, res: old})
+		s.setAlarmed(st, old != nil && old.CounterAlarm > 0, w.res.CounterAlarm > 0)
+		r := w.res // a new value: readers may hold the old one
+		st.res.Store(&r)
 		st.waiters = w.waiters
-		if st.res.Holder != "" {
-			s.held[w.res.ResourceID] = st
+		if r.Holder != "" {
+			s.held[st.id] = st
 		} else {
-			delete(s.held, w.res.ResourceID)
+			delete(s.held, st.id)
 		}
 	}
 	if len(b.events) == 0 {
@@ -175,11 +171,24 @@ func (s *Service) commitGroup(group []*batch) {
 	}
 }
 
-// preimage is a resource as it was before a batch changed it.
+// setAlarmed keeps the alarmed set in step with a change of st's alarm.
+// s.mu must be held.
+func (s *Service) setAlarmed(st *known, was, is bool) {
+	switch {
+	case is && !was:
+		s.alarmed[st.id] = st
+		s.alarmIndex.ReplaceOrInsert(st)
+	case was && !is:
+		delete(s.alarmed, st.id)
+		s.alarmIndex.Delete(st)
+	}
+}
+
+// preimage is a resource as it was before a batch changed it: res is nil
+// when the batch created it.
 type preimage struct {
-	id      string
-	res     fenceview.Resource
-	existed bool
+	id  string
+	res *fenceview.Resource
 }
 
 // rollbackLocked undoes failed batches in memory, newest first. Waiters on
@@ -202,17 +211,15 @@ func (s *Service) rollbackLocked(failed []*batch) {
 				s.waiting--
 			}
 			st.waiters = nil
-			burned := st.res.LastToken
-			delete(s.alarmed, p.id)
-			st.res = p.res
-			if !p.existed {
-				st.res = fenceview.Resource{ResourceID: p.id}
+			failed := st.res.Load()
+			r := fenceview.Resource{ResourceID: p.id}
+			if p.res != nil {
+				r = *p.res
 			}
-			st.res.LastToken = max(st.res.LastToken, burned)
-			if st.res.CounterAlarm > 0 {
-				s.alarmed[p.id] = st
-			}
-			if st.res.Holder != "" {
+			r.LastToken = max(r.LastToken, failed.LastToken) // burned, never reissued
+			s.setAlarmed(st, failed.CounterAlarm > 0, r.CounterAlarm > 0)
+			st.res.Store(&r)
+			if r.Holder != "" {
 				s.held[p.id] = st
 			} else {
 				delete(s.held, p.id)

@@ -18,8 +18,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -89,16 +87,19 @@ type Service struct {
 	limits Config
 
 	mu        sync.Mutex
-	resources map[string]*state
-	held      map[string]*state // resources with a holder, for the sweep
+	resources map[string]*known
+	held      map[string]*known // resources with a holder, for the sweep
 	seq       int64             // last event sequence number assigned
 	published int64             // last event sequence number durable and published
 	waiting   int
-	alarmed   map[string]*state     // resources with a counter alarm
-	ids       *btree.BTreeG[string] // every known resource id, in order, for paging
-	subs      map[*Subscription]struct{}
-	closed    bool
-	queue     []*batch // applied in memory, waiting for the committer
+	alarmed   map[string]*known // resources with a counter alarm
+	// index and alarmIndex hold every known resource, and those with a
+	// counter alarm, ordered by id: readers walk clones of them, outside
+	// s.mu (see snapshot).
+	index, alarmIndex *btree.BTreeG[*known]
+	subs              map[*Subscription]struct{}
+	closed            bool
+	queue             []*batch // applied in memory, waiting for the committer
 	// committing is set while a commit runs, in the committer or in a
 	// caller that found none running (finish).
 	committing bool
@@ -117,6 +118,7 @@ type Service struct {
 	signed signedConfig // signing.go
 }
 
+// state is a batch's working copy of a resource (see batch).
 type state struct {
 	res     fenceview.Resource
 	waiters []*waiter // first come, first served
@@ -159,10 +161,11 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		log:        cfg.Logger,
 		obs:        cfg.Observer,
 		limits:     cfg,
-		resources:  make(map[string]*state, len(resources)),
-		held:       make(map[string]*state),
-		alarmed:    make(map[string]*state),
-		ids:        btree.NewOrderedG[string](32),
+		resources:  make(map[string]*known, len(resources)),
+		held:       make(map[string]*known),
+		alarmed:    make(map[string]*known),
+		index:      newIndex(),
+		alarmIndex: newIndex(),
 		seq:        lastSeq,
 		published:  lastSeq,
 		subs:       make(map[*Subscription]struct{}),
@@ -174,14 +177,15 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		commitDone: make(chan struct{}),
 	}
 	for _, r := range resources {
-		st := &state{res: *r}
+		st := newKnown(*r)
 		s.resources[r.ResourceID] = st
 		if r.Holder != "" {
 			s.held[r.ResourceID] = st
 		}
-		s.ids.ReplaceOrInsert(r.ResourceID)
+		s.index.ReplaceOrInsert(st)
 		if r.CounterAlarm > 0 {
 			s.alarmed[r.ResourceID] = st
+			s.alarmIndex.ReplaceOrInsert(st)
 			s.log.Warn("ALARM: token counter behind a recorded high-water mark; reset it deliberately",
 				"resource", r.ResourceID, "mark", r.CounterAlarm, "lastToken", r.LastToken)
 		}
@@ -333,7 +337,7 @@ func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease,
 				s.waiting--
 				// Timed out, or the caller went away: either way the
 				// lock is still held by someone else.
-				held := heldError(&st.res)
+				held := heldError(st.res.Load())
 				s.mu.Unlock()
 				return fenceview.Grant{}, held
 			}
@@ -593,15 +597,16 @@ func (s *Service) Lock(resourceID string) (fenceview.LockState, error) {
 	if st == nil {
 		return ls, nil
 	}
-	ls.Token = st.res.LastToken
+	r := st.res.Load()
+	ls.Token = r.LastToken
 	ls.Waiters = len(st.waiters)
-	if st.res.Holder != "" && st.res.ExpiresAt.After(now) {
+	if r.Holder != "" && r.ExpiresAt.After(now) {
 		ls.Locked = true
-		ls.Holder = st.res.Holder
-		ls.HoldCount = st.res.HoldCount
-		ls.ExpiresAt = st.res.ExpiresAt
-		ls.Remaining = st.res.ExpiresAt.Sub(now)
-		ls.LeaseMs = st.res.LeaseMs
+		ls.Holder = r.Holder
+		ls.HoldCount = r.HoldCount
+		ls.ExpiresAt = r.ExpiresAt
+		ls.Remaining = r.ExpiresAt.Sub(now)
+		ls.LeaseMs = r.LeaseMs
 	}
 	return ls, nil
 }
@@ -612,101 +617,96 @@ func (s *Service) Resource(resourceID string) (fenceview.Resource, error) {
 		return fenceview.Resource{}, invalid(err)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	st := s.resources[resourceID]
+	s.mu.Unlock()
 	if st == nil {
 		return fenceview.Resource{}, fenceview.Errorf(fenceview.ENOTFOUND, "no resource %q", resourceID)
 	}
-	return s.view(st), nil
+	return viewAt(st.res.Load(), s.clock.Now()), nil
 }
 
 // Resources returns every known resource, ordered by id. With many
 // resources, page them instead (ResourcePage).
 func (s *Service) Resources() []fenceview.Resource {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]fenceview.Resource, 0, len(s.resources))
-	s.ids.Ascend(func(id string) bool {
-		out = append(out, s.view(s.resources[id]))
+	index, _ := s.snapshot()
+	now := s.clock.Now()
+	out := make([]fenceview.Resource, 0, index.Len())
+	index.Ascend(func(k *known) bool {
+		out = append(out, viewAt(k.res.Load(), now))
 		return true
 	})
 	return out
 }
 
 // ResourcePage returns up to limit resources whose ids start with prefix,
-// sort after the id after ("" for the first page) and that sees keeps (nil
-// keeps all), ordered by id, and whether more follow. Unfiltered, it costs
-// about one page, however many resources there are.
-func (s *Service) ResourcePage(prefix, after string, limit int, sees func(string) bool) (page []fenceview.Resource, more bool) {
+// sort after the id after ("" for the first page) and that scope sees,
+// ordered by id, and whether more follow. It reads a snapshot, outside
+// the service's lock, and walks only the ranges of the index that prefix
+// and scope's prefixes allow: a page costs about a page, however many
+// resources there are, and a key limited to some prefixes pays for its
+// own resources only.
+func (s *Service) ResourcePage(prefix, after string, limit int, scope Scope) (page []fenceview.Resource, more bool) {
 	limit = max(limit, 1)
 	page = make([]fenceview.Resource, 0, min(limit, 128))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ids.AscendGreaterOrEqual(max(prefix, after), func(id string) bool {
-		if !strings.HasPrefix(id, prefix) {
-			return false
-		}
-		if id == after || (sees != nil && !sees(id)) {
+	index, _ := s.snapshot()
+	now := s.clock.Now()
+	walk(index, scope.ranges(prefix), after, func(k *known) bool {
+		if k.id == after || !scope.sees(k.id) {
 			return true
 		}
 		if len(page) == limit {
 			more = true
 			return false
 		}
-		page = append(page, s.view(s.resources[id]))
+		page = append(page, viewAt(k.res.Load(), now))
 		return true
 	})
 	return page, more
 }
 
-// Totals sums every resource: how many, how many held now, and the fenced
-// writes they accepted and refused.
-func (s *Service) Totals(sees func(string) bool) (resources, held int, accepted, rejected int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// Totals sums every resource scope sees: how many, how many held now, and
+// the fenced writes they accepted and refused. It counts a snapshot,
+// outside the service's lock, within scope's prefixes only.
+func (s *Service) Totals(scope Scope) (resources, held int, accepted, rejected int64) {
+	index, _ := s.snapshot()
 	now := s.clock.Now()
-	for id, st := range s.resources {
-		if sees == nil || sees(id) {
-			resources++
-			accepted += st.res.Accepted
-			rejected += st.res.Rejected
+	walk(index, scope.ranges(""), "", func(k *known) bool {
+		if !scope.sees(k.id) {
+			return true
 		}
-	}
-	for id, st := range s.held {
-		if st.res.ExpiresAt.After(now) && (sees == nil || sees(id)) {
+		r := k.res.Load()
+		resources++
+		accepted += r.Accepted
+		rejected += r.Rejected
+		if r.Holder != "" && r.ExpiresAt.After(now) {
 			held++
 		}
-	}
+		return true
+	})
 	return resources, held, accepted, rejected
 }
 
 // Alarmed returns up to limit resources whose counter alarm is raised,
-// ordered by id, and how many there are.
-func (s *Service) Alarmed(limit int, sees func(string) bool) ([]fenceview.Resource, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.alarmed))
-	for id := range s.alarmed {
-		if sees == nil || sees(id) {
-			ids = append(ids, id)
+// ordered by id, and how many there are, from a snapshot.
+func (s *Service) Alarmed(limit int, scope Scope) ([]fenceview.Resource, int) {
+	_, alarmed := s.snapshot()
+	now := s.clock.Now()
+	var out []fenceview.Resource
+	n := 0
+	walk(alarmed, scope.ranges(""), "", func(k *known) bool {
+		if scope.sees(k.id) {
+			if n < limit {
+				out = append(out, viewAt(k.res.Load(), now))
+			}
+			n++
 		}
-	}
-	sort.Strings(ids)
-	out := make([]fenceview.Resource, 0, min(limit, len(ids)))
-	for _, id := range ids[:min(limit, len(ids))] {
-		out = append(out, s.view(s.alarmed[id]))
-	}
-	return out, len(ids)
+		return true
+	})
+	return out, n
 }
 
-// view is a resource as readers see it: an expired lease shows no holder.
-func (s *Service) view(st *state) fenceview.Resource {
-	r := st.res
-	if r.Holder != "" && !r.ExpiresAt.After(s.clock.Now()) {
-		r.Holder, r.HoldCount, r.Token, r.ExpiresAt = "", 0, 0, time.Time{}
-	}
-	return r
-}
+// view is a working copy as readers see it (viewAt).
+func (s *Service) view(st *state) fenceview.Resource { return viewAt(&st.res, s.clock.Now()) }
 
 // LastSeq returns the sequence number of the last durable event: every
 // event up to it is committed and published. Numbers already given to
@@ -805,7 +805,7 @@ func (s *Service) Sweep(ctx context.Context) {
 	}
 	b := s.begin()
 	for id, st := range s.held {
-		if !st.res.ExpiresAt.After(b.now) {
+		if !st.res.Load().ExpiresAt.After(b.now) {
 			b.expireIfDue(b.get(id))
 		}
 	}

@@ -30,7 +30,7 @@ func BenchmarkResourcePage(b *testing.B) {
 	b.ResetTimer()
 	after := ""
 	for i := 0; i < b.N; i++ {
-		page, more := s.ResourcePage("", after, 100, nil)
+		page, more := s.ResourcePage("", after, 100, Scope{})
 		if len(page) != 100 {
 			b.Fatalf("page of %d", len(page))
 		}

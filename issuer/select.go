@@ -32,9 +32,9 @@ type ResourceQuery struct {
 	Desc   bool
 	After  *ResourceKey
 	Limit  int
-	// Sees, when set, leaves out resources it refuses (a key limited to
-	// some prefixes); they are not counted in Matched either.
-	Sees func(resourceID string) bool
+	// Scope leaves out resources the reader may not see (a key limited
+	// to some prefixes); they are not counted in Matched either.
+	Scope Scope
 	// Where, when set, keeps only the resources it accepts; it reads the
 	// resource in place and must not keep it.
 	Where func(*fenceview.Resource) bool
@@ -57,9 +57,11 @@ type ResourcePage struct {
 	Matched   int
 }
 
-// SelectResources answers a ResourceQuery in one pass over the resources,
-// keeping only the page in a heap: memory is the page's, time linear in the
-// resources held (see BenchmarkSelectResources), whatever the page's depth.
+// SelectResources answers a ResourceQuery in one pass over a snapshot of
+// the resources the query's prefix and scope allow, outside the service's
+// lock, keeping only the page in a heap: memory is the page's, time linear
+// in the resources walked (see BenchmarkSelectResources), whatever the
+// page's depth.
 func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
 	if q.Limit < 1 {
 		q.Limit = 50
@@ -76,29 +78,30 @@ func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
 	// the extra one says whether a next page exists.
 	h := &pageHeap{less: less}
 	var page ResourcePage
-	s.mu.Lock()
+	index, _ := s.snapshot()
 	now := s.clock.Now()
-	for id, st := range s.resources {
-		if !strings.HasPrefix(id, q.Prefix) || (q.Sees != nil && !q.Sees(id)) || (q.Where != nil && !q.Where(&st.res)) {
-			continue
+	walk(index, q.Scope.ranges(q.Prefix), "", func(kn *known) bool {
+		r := kn.res.Load()
+		if !q.Scope.sees(kn.id) || (q.Where != nil && !q.Where(r)) {
+			return true
 		}
 		page.Matched++
-		k := keyOf(&st.res, now)
+		k := keyOf(r, now)
 		if q.After != nil && !less(*q.After, k) {
-			continue
+			return true
 		}
 		if h.Len() <= q.Limit {
-			heap.Push(h, entry{key: k, st: st})
+			heap.Push(h, entry{key: k, r: r})
 		} else if less(k, h.items[0].key) {
-			h.items[0] = entry{key: k, st: st}
+			h.items[0] = entry{key: k, r: r}
 			heap.Fix(h, 0)
 		}
-	}
+		return true
+	})
 	items := h.items
 	for i := range items {
-		items[i].res = viewAt(items[i].st, now) // copies taken under the lock
+		items[i].res = viewAt(items[i].r, now)
 	}
-	s.mu.Unlock()
 	slices.SortFunc(items, func(a, b entry) int {
 		if less(a.key, b.key) {
 			return -1
@@ -116,9 +119,10 @@ func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
 	return page
 }
 
-// viewAt is view with the clock read once for many resources.
-func viewAt(st *state, now time.Time) fenceview.Resource {
-	r := st.res
+// viewAt is a resource as readers see it at now: an expired lease shows
+// no holder.
+func viewAt(res *fenceview.Resource, now time.Time) fenceview.Resource {
+	r := *res
 	if r.Holder != "" && !r.ExpiresAt.After(now) {
 		r.Holder, r.HoldCount, r.Token, r.ExpiresAt = "", 0, 0, time.Time{}
 	}
@@ -179,7 +183,7 @@ func compareKeys(a, b ResourceKey) int {
 
 type entry struct {
 	key ResourceKey
-	st  *state
+	r   *fenceview.Resource // the snapshot's copy, never changed
 	res fenceview.Resource
 }
 

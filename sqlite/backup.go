@@ -27,6 +27,11 @@ func Backup(ctx context.Context, src, dst string) (pages int, err error) {
 	}
 	tmp := filepath.Join(filepath.Dir(dst), "."+filepath.Base(dst)+".partial")
 	os.Remove(tmp)
+	// The copy holds the signing key too: created 0600 before SQLite opens
+	// it (its journal then gets the same mode), renamed into place whole.
+	if err := createNewPrivate(tmp); err != nil {
+		return 0, err
+	}
 	defer func() {
 		if err != nil {
 			os.Remove(tmp)

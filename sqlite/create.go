@@ -51,25 +51,23 @@ var sidecars = []string{"-journal", "-wal", "-shm"}
 // create builds the database path, absent, whole: see above.
 func create(ctx context.Context, path string, init func(context.Context, *DB) error) (err error) {
 	tmp, dir := creatingName(path), filepath.Dir(path)
-	// SQLite's own mode for a new database, less the umask; an empty file
-	// at path (made by an operator, say) keeps its own.
-	mode, keep := fs.FileMode(0o644), false
-	if fi, err := os.Stat(path); err == nil {
-		mode, keep = fi.Mode().Perm(), true
-	}
 	removeAll(tmp) // an earlier creation, cut short
 	defer func() {
 		if err != nil {
 			removeAll(tmp)
 		}
 	}()
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
-	if err != nil {
+	// The database holds the issuer's private signing key: it is created
+	// 0600 before SQLite opens it, and SQLite gives its -wal and -shm the
+	// database's mode. An empty file an operator made at path keeps its
+	// mode, set on the still-empty file, before anything secret is in it.
+	if err := createNewPrivate(tmp); err != nil {
 		return err
 	}
-	f.Close()
-	if keep {
-		os.Chmod(tmp, mode) // past the umask; SQLite gives its sidecars this mode too
+	if fi, err := os.Stat(path); err == nil {
+		if err := os.Chmod(tmp, fi.Mode().Perm()); err != nil {
+			return err
+		}
 	}
 	db, err := open(ctx, tmp)
 	if err != nil {

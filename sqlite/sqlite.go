@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +65,15 @@ type DB struct {
 	// Larger means fewer pages written per change and a longer tail for a
 	// resource's history to scan. Default DefaultFoldEvery.
 	FoldEvery int
+
+	// PruneBatch is how many events one prune transaction deletes at most
+	// (default DefaultPruneBatch); ObservePrune is told of each round of
+	// background pruning: how many events went, and whether it failed.
+	// Set both before StartPruning.
+	PruneBatch   int
+	ObservePrune func(deleted int, err error)
+	prune        pruning
+	prunePending func() // tests: runs between choosing a prune batch and deleting it
 
 	applyMu  sync.Mutex // Apply's transactions and what follows
 	unfolded int        // rows appended since the last fold
@@ -189,9 +199,11 @@ const foldSQL = `
 		SELECT at / 60000, type, CASE WHEN type = 'reject' THEN reason ELSE '' END, COUNT(*) FROM events
 		WHERE seq > ` + foldedSeq + ` GROUP BY 1, 2, 3
 	ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n;
-	UPDATE meta SET value = (SELECT COALESCE(MAX(seq), 0) FROM events) WHERE key = 'folded_seq';`
+	UPDATE meta SET value = MAX(CAST(value AS INTEGER), (SELECT COALESCE(MAX(seq), 0) FROM events)) WHERE key = 'folded_seq';`
 
 // foldedSeq is the last event in resource_events, as an SQL expression.
+// It never goes down, even when pruning has emptied events: it is also
+// the floor of the next sequence number (MaxSeq).
 const foldedSeq = `(SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'folded_seq')`
 
 // Open opens (creating if needed) and migrates the database at path.
@@ -259,6 +271,16 @@ func open(ctx context.Context, path string) (*DB, error) {
 // Only the power-cut harness's build tag changes it (synchronous_normal.go).
 var synchronous = "FULL"
 
+// createNewPrivate creates an empty file at path, mode 0600, failing if
+// anything (a file, a symlink) is there already.
+func createNewPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
@@ -276,6 +298,7 @@ func dsn(path string, readOnly bool) string {
 // Close closes the database.
 func (db *DB) Close() error {
 	var errs []error
+	db.stopPruning() // it takes applyMu for its deletes
 	db.applyMu.Lock()
 	db.stmts.close()
 	db.stmts = nil
@@ -427,9 +450,11 @@ func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 }
 
 // MaxSeq returns the highest event sequence number recorded, 0 if none.
+// Pruning may have deleted that event; folded_seq still remembers it, so
+// sequence numbers never start over.
 func (db *DB) MaxSeq(ctx context.Context) (int64, error) {
 	var seq sql.NullInt64
-	err := db.read.QueryRowContext(ctx, `SELECT MAX(seq) FROM events`).Scan(&seq)
+	err := db.read.QueryRowContext(ctx, `SELECT MAX(COALESCE((SELECT MAX(seq) FROM events), 0), `+foldedSeq+`)`).Scan(&seq)
 	return seq.Int64, err
 }
 

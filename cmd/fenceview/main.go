@@ -95,6 +95,8 @@ type Main struct {
 	MaxWaiters     int
 	MaxWebsockets  int
 	RequestTimeout time.Duration
+	// History retention (docs/operations.md); zero keeps every event.
+	History sqlite.Retention
 
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -163,6 +165,8 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&m.MaxWaiters, "max-waiters", m.MaxWaiters, "acquires that may wait for a lock at once, across all clients")
 	fs.IntVar(&m.MaxWebsockets, "max-websockets", m.MaxWebsockets, "open event streams and RPC connections, together")
 	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
+	fs.DurationVar(&m.History.MaxAge, "history-retention", m.History.MaxAge, "prune events older than this from the history, in the background (0: keep them all); counters and marks are never pruned")
+	fs.Int64Var(&m.History.MaxEvents, "history-max-events", m.History.MaxEvents, "keep at most about this many of the newest events in the history (0: no bound)")
 	fs.Usage = func() {
 		out := fs.Output()
 		fmt.Fprintf(out, "Usage: fenceview [flags]\n")
@@ -200,6 +204,9 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.FenceMode, err = fenceview.ParseFenceMode(m.FenceMode); err != nil {
 		return fmt.Errorf("--fence-mode: %s", fenceview.ErrorMessage(err))
 	}
+	if m.History.MaxAge < 0 || m.History.MaxEvents < 0 {
+		return fmt.Errorf("--history-retention and --history-max-events must not be negative (0 keeps every event)")
+	}
 	if err := server.CheckAddr(m.Addr, m.AdminToken, m.InsecureNoAuth); err != nil {
 		return err
 	}
@@ -222,6 +229,7 @@ func (m *Main) Run(ctx context.Context) error {
 			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,
 		},
 		MaxResources: m.MaxResources, MaxWaiters: m.MaxWaiters, MaxWebsockets: m.MaxWebsockets, RequestTimeout: m.RequestTimeout,
+		History: m.History,
 	})
 	if err != nil {
 		return err

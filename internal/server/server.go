@@ -57,6 +57,9 @@ type Config struct {
 	MaxWaiters     int
 	MaxWebsockets  int
 	RequestTimeout time.Duration
+	// History bounds the event history, pruned in the background (zero:
+	// keep every event).
+	History sqlite.Retention
 }
 
 // Server is a running fenceview.
@@ -102,6 +105,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.DB, err = sqlite.OpenInit(ctx, cfg.DBPath, firstStart(cfg)); err != nil {
 		return nil, err
 	}
+	warnIfReadable(cfg.Logger, cfg.DBPath)
+	s.DB.ObservePrune = func(n int, err error) {
+		if err != nil {
+			cfg.Logger.Error("pruning the history", "err", err, "deleted", n) // retried at the next round
+		} else if n > 0 {
+			cfg.Logger.Debug("history pruned", "deleted", n)
+		}
+	}
+	s.DB.StartPruning(cfg.History, cfg.Clock)
 	s.Metrics = telemetry.New()
 	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
 	s.DB.ObserveCheckpoint = s.Metrics.ObserveCheckpoint
