@@ -210,11 +210,13 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 		BurstWindowMs:  h.BurstWindow.Milliseconds(),
 	}
 	p := auth.FromContext(ctx)
-	m.User = p.Name
-	if p == auth.Everyone {
-		m.User = ""
+	if p.KeyID != "" { // a key or the admin token, not auth.Open or auth.Anonymous
+		m.User = p.Name
 	}
 	m.Admin = p.Allows(auth.Manage)
+	if p.SeesNothing() || !p.Allows(auth.Read) {
+		return m // nobody known: no resource, no count
+	}
 	// The alarmed resources only, from the issuer's set of them: no pass
 	// over every resource per page view.
 	m.Behind, _ = h.Locks.Alarmed(behindShown, sees(p))

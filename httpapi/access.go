@@ -19,7 +19,7 @@ import (
 // one; a cluster may keep keys elsewhere behind the same methods).
 type Credentials interface {
 	// Enabled reports whether auth is on: when false every request acts
-	// as auth.Everyone.
+	// as auth.Open.
 	Enabled() bool
 	// Authenticate returns the principal of a bearer secret, or
 	// auth.ErrUnauthenticated.
@@ -102,16 +102,20 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		s.writeError(w, r, err)
 		return r, false
 	}
-	if !on {
-		return r, true
-	}
 	_, pattern := s.mux.Handler(r)
 	// The instrumentation around us reads the route from this request, not
 	// from the copy below that the router will see.
 	r.Pattern = pattern
+	if !on {
+		// Auth off: everyone is the open principal, said here rather than
+		// left to a default.
+		return withPrincipal(r, auth.Open), true
+	}
 	action, public := actionOf(pattern)
 	if public {
-		return r, true
+		// Public routes never look at a credential: they serve what anyone
+		// may see, as nobody.
+		return withPrincipal(r, auth.Anonymous), true
 	}
 	p, err := s.principal(r, creds)
 	if err != nil {
@@ -127,7 +131,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		s.writeError(w, r, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
 		return r, false
 	}
-	return r.WithContext(issuer.WithOwner(auth.NewContext(r.Context(), p), p.Owner())), true
+	return withPrincipal(r, p), true
+}
+
+// withPrincipal is r acting as p: every request the router sees carries one.
+func withPrincipal(r *http.Request, p *auth.Principal) *http.Request {
+	return r.WithContext(issuer.WithOwner(auth.NewContext(r.Context(), p), p.Owner()))
 }
 
 // isPage reports whether a route is one of the dashboard's HTML pages.
