@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/fenceview/fenceview/auth"
 )
@@ -64,11 +66,22 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps the after-login redirect on this server: a path, never
-// "//host" or "/\\host", which browsers read as another site.
+// safeNext keeps the after-login redirect on this server: a path that
+// starts with one "/" followed by neither "/" nor "\\" (both make "//host",
+// another site), and holds no control or whitespace character anywhere
+// (browsers drop tabs and newlines, so "/\t/evil.example" is "//evil.example").
+// Anything else goes to the overview.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	if next == "/" {
+		return next
+	}
+	if len(next) < 2 || next[0] != '/' || next[1] == '/' || next[1] == '\\' {
 		return "/"
+	}
+	for _, r := range next {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+			return "/"
+		}
 	}
 	return next
 }
