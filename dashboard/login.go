@@ -1,7 +1,9 @@
 package dashboard
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -12,7 +14,9 @@ import (
 
 // Sessions logs people in (auth.Sessions implements it).
 type Sessions interface {
-	Login(secret string) (string, *auth.Principal, error)
+	// Login starts a session for secret sent from client (auth.ClientOf
+	// the request's address); too many attempts are an *auth.LimitError.
+	Login(client, secret string) (string, *auth.Principal, error)
 	Logout(id string)
 	TTL() time.Duration
 }
@@ -45,7 +49,13 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
-	id, _, err := h.Sessions.Login(strings.TrimSpace(r.PostForm.Get("key")))
+	id, _, err := h.Sessions.Login(auth.ClientOf(r.RemoteAddr), strings.TrimSpace(r.PostForm.Get("key")))
+	var limited *auth.LimitError
+	if errors.As(err, &limited) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds())))
+		h.render(w, r, http.StatusTooManyRequests, LoginPage(h.loginMeta(), next, "Too many logins; try again in "+limited.RetryAfter.String()+"."))
+		return
+	}
 	if err != nil {
 		h.render(w, r, http.StatusUnauthorized, LoginPage(h.loginMeta(), next, "That key is unknown or revoked."))
 		return

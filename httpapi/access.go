@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -118,6 +121,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		return withPrincipal(r, auth.Anonymous), true
 	}
 	p, err := s.principal(r, creds)
+	var limited *auth.LimitError
+	if errors.As(err, &limited) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds())))
+		s.writeError(w, r, fenceview.Errorf(fenceview.ELIMIT, "%s", limited.Error()))
+		return r, false
+	}
 	if err != nil {
 		if isPage(pattern) && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
 			// A browser opening the dashboard: to the login form, and back.
@@ -147,29 +156,68 @@ func isPage(pattern string) bool {
 var errNoCredential = fenceview.Errorf(fenceview.EUNAUTHORIZED, "a credential is required (Authorization: Bearer <key or admin token>)")
 
 // principal finds the request's credential: a bearer secret, else the
-// dashboard's session cookie.
+// dashboard's session cookie. An address that has sent too many bad ones
+// gets an *auth.LimitError before its credential is looked at, so the
+// answer says nothing about it.
 func (s *Server) principal(r *http.Request, creds Credentials) (*auth.Principal, error) {
+	client := auth.ClientOf(r.RemoteAddr)
 	if h := r.Header.Values("Authorization"); len(h) > 0 {
+		if err := s.Throttle.CheckCredential(client); err != nil {
+			return nil, err
+		}
 		secret, ok := auth.BearerSecret(h[0])
 		if !ok || len(h) > 1 {
+			s.Throttle.BadCredential(client)
 			return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "Authorization: want one Bearer <key or admin token>")
 		}
 		p, err := creds.Authenticate(secret)
 		if err != nil {
+			s.Throttle.BadCredential(client)
 			return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "unknown or revoked credential")
 		}
 		return p, nil
 	}
 	if s.Sessions != nil {
 		if c, err := r.Cookie(auth.SessionCookie); err == nil {
+			if err := s.Throttle.CheckCredential(client); err != nil {
+				return nil, err
+			}
 			p, err := s.Sessions.Principal(c.Value)
 			if err != nil {
+				s.Throttle.BadCredential(client)
 				return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "session expired or ended; log in again")
 			}
 			return p, nil
 		}
 	}
 	return nil, errNoCredential
+}
+
+// Gate is the API's access check around a handler served outside a Server
+// (a cluster node's own GET /v1/cluster): the same credentials, throttle
+// and answers (401, 403, 429), and action required of the principal.
+func Gate(creds Credentials, sessions SessionStore, throttle *auth.Throttle, action auth.Action, next http.Handler) http.Handler {
+	s := &Server{Auth: creds, Sessions: sessions, Throttle: throttle, Logger: slog.New(slog.DiscardHandler)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := auth.Open
+		if creds != nil && creds.Enabled() {
+			var err error
+			p, err = s.principal(r, creds)
+			var limited *auth.LimitError
+			if errors.As(err, &limited) {
+				w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds())))
+				err = fenceview.Errorf(fenceview.ELIMIT, "%s", limited.Error())
+			}
+			if err == nil && !p.Allows(action) {
+				err = fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
+			}
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, withPrincipal(r, p))
+	})
 }
 
 // checkBrowser refuses what a web page in a victim's browser could send:

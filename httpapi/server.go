@@ -70,6 +70,7 @@ type Server struct {
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
 	Auth         Credentials
 	Sessions     SessionStore
+	Throttle     *auth.Throttle // bad credentials per client address; nil: none
 	AllowedHosts *HostList // with auth off, the Host names answered; nil: any
 
 	mux *http.ServeMux

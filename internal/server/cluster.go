@@ -57,13 +57,13 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		AdminToken: cfg.AdminToken,
 		Credentials: func(k *auth.Keyring) {
 			s.Credentials = k
-			s.Sessions = auth.NewSessions(k, maxSessions, sessionTTL, cfg.Clock.Now)
+			s.Sessions = newSessions(k, cfg)
 		},
 		Serve: func(svc *issuer.Service, keys *signing.Keyring, sync func(context.Context) error) http.Handler {
 			history := syncedHistory{DB: s.DB, sync: sync}
 			api := httpapi.New(svc, history, cfg.Logger)
 			api.SigningKeys = keys
-			api.Auth, api.Sessions = s.Credentials, s.Sessions
+			api.Auth, api.Sessions, api.Throttle = s.Credentials, s.Sessions, s.Sessions.Throttle
 			api.AllowedHosts = hosts
 			api.Metrics, api.StreamLag = s.Metrics.Handler(), s.Metrics.ObserveStreamLag
 			s.Metrics.Watch(svc) // this term's service

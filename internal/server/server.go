@@ -128,8 +128,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
 		return nil, err
 	}
-	s.Sessions = auth.NewSessions(s.Credentials, maxSessions, sessionTTL, cfg.Clock.Now)
-	s.API.Auth, s.API.Sessions = s.Credentials, s.Sessions
+	s.Sessions = newSessions(s.Credentials, cfg)
+	s.API.Auth, s.API.Sessions, s.API.Throttle = s.Credentials, s.Sessions, s.Sessions.Throttle
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
 	dash.Sessions = s.Sessions

@@ -4,8 +4,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/clock"
 )
 
 // A public route answers as nobody: the error page of a missing static file
@@ -64,4 +68,59 @@ func readAll(t *testing.T, res *http.Response) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Bad credentials from one address: FailureBurst of them get 401, then the
+// address gets 429 with Retry-After before any credential is looked at
+// (a right guess looks like a wrong one), until its budget refills.
+func TestBadCredentialsAreThrottled(t *testing.T) {
+	fc := clock.NewFake(clock.TestDate)
+	s := start(t, Config{AdminToken: admin, Clock: fc})
+	_, viewer := newKey(t, s, "v", "viewer")
+	for i := 0; i < auth.FailureBurst; i++ {
+		call(t, nil, "GET", s.URL()+"/v1/resources", "guess-"+strconv.Itoa(i), nil).wantError(t, 401)
+	}
+	for _, cred := range []string{"guess-x", viewer, admin} {
+		a := call(t, nil, "GET", s.URL()+"/v1/resources", cred, nil)
+		a.wantError(t, 429)
+		if a.Header.Get("Retry-After") != "1" {
+			t.Fatalf("429 with Retry-After %q, want 1", a.Header.Get("Retry-After"))
+		}
+	}
+	// A bad session cookie counts the same.
+	call(t, nil, "GET", s.URL()+"/v1/resources", "", nil, "Cookie", auth.SessionCookie+"=forged").wantError(t, 429)
+	fc.Advance(auth.FailureInterval)
+	if a := call(t, nil, "GET", s.URL()+"/v1/resources", viewer, nil); a.Status != 200 {
+		t.Fatalf("after the interval: %d %s", a.Status, a.Raw)
+	}
+}
+
+// A login storm with a viewer key: LoginBurst logins pass, then 429 with
+// Retry-After; the admin's session survives it, and the storm's sessions
+// are bounded by its own key.
+func TestLoginStormLeavesAdminSession(t *testing.T) {
+	fc := clock.NewFake(clock.TestDate)
+	s := start(t, Config{AdminToken: admin, Clock: fc})
+	viewerID, viewer := newKey(t, s, "v", "viewer")
+	adminCookie := sessionOf(t, s, admin)
+	fc.Advance(auth.LoginInterval) // the admin's login is this address's too
+	for i := 0; i < auth.LoginBurst; i++ {
+		if res := form(t, s, "/login", url.Values{"key": {viewer}}, nil); res.StatusCode != 303 {
+			t.Fatalf("login %d: %d", i, res.StatusCode)
+		}
+	}
+	limited := 0
+	for i := 0; i < 1000; i++ {
+		res := form(t, s, "/login", url.Values{"key": {viewer}}, nil)
+		if res.StatusCode != 429 || res.Header.Get("Retry-After") == "" || cookieOf(res) != nil {
+			t.Fatalf("login %d past the burst: %d, Retry-After %q", auth.LoginBurst+i, res.StatusCode, res.Header.Get("Retry-After"))
+		}
+		limited++
+	}
+	if limited != 1000 || s.Sessions.LenOf(viewerID) != auth.LoginBurst || s.Sessions.LenOf("admin") != 1 {
+		t.Fatalf("after the storm: %d limited, %d viewer sessions, %d admin", limited, s.Sessions.LenOf(viewerID), s.Sessions.LenOf("admin"))
+	}
+	if st, _, _ := page(t, s, "/", adminCookie); st != 200 {
+		t.Fatalf("admin's session after the storm: %d", st)
+	}
 }
