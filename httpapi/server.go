@@ -71,7 +71,7 @@ type Server struct {
 	Auth         Credentials
 	Sessions     SessionStore
 	Throttle     *auth.Throttle // bad credentials per client address; nil: none
-	AllowedHosts *HostList // with auth off, the Host names answered; nil: any
+	AllowedHosts *HostList      // with auth off, the Host names answered; nil: any
 
 	mux *http.ServeMux
 	adminState
