@@ -81,6 +81,15 @@ type Config struct {
 	// begins, so Serve may use what it builds from it.
 	AdminToken  string
 	Credentials func(*auth.Keyring)
+	// RequestTimeout is the node's http.Server's read and write timeout
+	// (zero: none); a request forwarded to the leader that may wait for a
+	// lock gets the longest wait on top, and a forwarded websocket is
+	// bounded by the leader instead.
+	RequestTimeout time.Duration
+	// Access wraps the node's own route, GET /v1/cluster, in the API's
+	// access check (it names members and internal URLs: viewers only).
+	// Without it, and with auth on, the route answers 401 to everyone.
+	Access func(http.Handler) http.Handler
 	// LogRetention is how many events the log in etcd keeps (default
 	// 1,000,000); a node away longer has a gap in its history.
 	LogRetention int64

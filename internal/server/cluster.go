@@ -51,7 +51,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		ElectionTTL: cfg.Cluster.ElectionTTL, Issuer: cfg.Issuer, History: s.DB,
 		Clock: cfg.Clock, Logger: cfg.Logger,
 		SigningKeys: s.Keys, RequireSignatures: cfg.RequireSignatures,
-		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters,
+		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters, RequestTimeout: cfg.RequestTimeout,
 		// API keys are the cluster's, kept in etcd; dashboard sessions stay
 		// this node's (in memory), the admin token is whatever each node is given.
 		AdminToken: cfg.AdminToken,
@@ -59,12 +59,19 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			s.Credentials = k
 			s.Sessions = newSessions(k, cfg)
 		},
+		// GET /v1/cluster, which every node answers itself, needs a viewer.
+		Access: func(h http.Handler) http.Handler {
+			return httpapi.Gate(s.Credentials, s.Sessions, s.Sessions.Throttle, auth.Read, h)
+		},
 		Serve: func(svc *issuer.Service, keys *signing.Keyring, sync func(context.Context) error) http.Handler {
 			history := syncedHistory{DB: s.DB, sync: sync}
 			api := httpapi.New(svc, history, cfg.Logger)
 			api.SigningKeys = keys
 			api.Auth, api.Sessions, api.Throttle = s.Credentials, s.Sessions, s.Sessions.Throttle
 			api.AllowedHosts = hosts
+			// The single server's limits, per term: every term's API caps
+			// its websockets and gives waits their time on top.
+			api.MaxWebsockets, api.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
 			api.Metrics, api.StreamLag = s.Metrics.Handler(), s.Metrics.ObserveStreamLag
 			s.Metrics.Watch(svc) // this term's service
 			dash := dashboard.New(svc, history, cfg.Clock.Now)
@@ -84,7 +91,11 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		Handler:           telemetry.Instrument(s.Node, s.Metrics, cfg.AccessLog),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		// As a single server's: a body sent a byte at a time, or an answer
+		// nobody reads, ends with the request timeout.
+		ReadTimeout:  cfg.RequestTimeout,
+		WriteTimeout: cfg.RequestTimeout,
+		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	go func() {
 		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

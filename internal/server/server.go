@@ -99,6 +99,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.Metrics = telemetry.New()
 	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
 	s.DB.ObserveCheckpoint = s.Metrics.ObserveCheckpoint
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
+	}
 	if len(cfg.Cluster.Etcd) > 0 {
 		return s, s.startCluster(ctx, cfg)
 	}
@@ -121,9 +124,6 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.API.SigningKeys = s.Keys
 	s.API.Metrics = s.Metrics.Handler()
 	s.API.StreamLag = s.Metrics.ObserveStreamLag
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
-	}
 	s.API.MaxWebsockets, s.API.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
 	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
 		return nil, err

@@ -124,3 +124,20 @@ func TestLoginStormLeavesAdminSession(t *testing.T) {
 		t.Fatalf("admin's session after the storm: %d", st)
 	}
 }
+
+// /metrics counts every resource, as /status does: a key limited to some
+// prefixes gets 403 (it used to get the global counts), an unrestricted
+// viewer gets them.
+func TestMetricsNeedUnrestrictedViewer(t *testing.T) {
+	s := start(t, Config{AdminToken: admin})
+	_, limited := newKey(t, s, "team-a", "viewer", "team-a/")
+	_, viewer := newKey(t, s, "all", "viewer")
+	a := call(t, nil, "GET", s.URL()+"/metrics", limited, nil)
+	a.wantError(t, 403)
+	if strings.Contains(a.Raw, "fenceview_") {
+		t.Fatalf("403 with metrics in it: %s", a.Raw)
+	}
+	if a := call(t, nil, "GET", s.URL()+"/metrics", viewer, nil); a.Status != 200 || !strings.Contains(a.Raw, "fenceview_resources") {
+		t.Fatalf("unrestricted viewer: %d", a.Status)
+	}
+}
