@@ -141,3 +141,25 @@ func TestMetricsNeedUnrestrictedViewer(t *testing.T) {
 		t.Fatalf("unrestricted viewer: %d", a.Status)
 	}
 }
+
+// A guard key reports 2^63-1 (accepted, or as a refusal's required mark)
+// for an id nobody has locked; a client's next acquire of it is granted,
+// with and without --require-signatures.
+func TestGuardReportCannotExhaustAnUnusedID(t *testing.T) {
+	for _, require := range []bool{false, true} {
+		s := start(t, Config{AdminToken: admin, RequireSignatures: require})
+		_, grd := newKey(t, s, "g", "guard")
+		_, cli := newKey(t, s, "c", "client")
+		a := call(t, nil, "POST", s.URL()+"/v1/decisions", grd, `{"decisions":[
+			{"resourceId":"fresh-1","token":9223372036854775807,"accepted":true,"source":"g"},
+			{"resourceId":"fresh-2","token":1,"accepted":false,"required":9223372036854775807,"source":"g"}]}`)
+		if a.Status != 200 {
+			t.Fatalf("require %v: report: %d %s", require, a.Status, a.Raw)
+		}
+		for _, id := range []string{"fresh-1", "fresh-2"} {
+			if a := call(t, nil, "POST", s.URL()+"/v1/locks/"+id+"/acquire", cli, acquireBody("honest")); a.Status != 200 {
+				t.Fatalf("require %v: acquire %s after the report: %d %s", require, id, a.Status, a.Raw)
+			}
+		}
+	}
+}
