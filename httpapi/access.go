@@ -120,11 +120,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		// may see, as nobody.
 		return withPrincipal(r, auth.Anonymous), true
 	}
-	p, err := s.principal(r, creds)
-	var limited *auth.LimitError
-	if errors.As(err, &limited) {
-		w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds())))
-		s.writeError(w, r, fenceview.Errorf(fenceview.ELIMIT, "%s", limited.Error()))
+	p, err := s.principal(w, r, creds)
+	if fenceview.ErrorCode(err) == fenceview.ELIMIT {
+		s.writeError(w, r, err)
 		return r, false
 	}
 	if err != nil {
@@ -157,13 +155,13 @@ var errNoCredential = fenceview.Errorf(fenceview.EUNAUTHORIZED, "a credential is
 
 // principal finds the request's credential: a bearer secret, else the
 // dashboard's session cookie. An address that has sent too many bad ones
-// gets an *auth.LimitError before its credential is looked at, so the
-// answer says nothing about it.
-func (s *Server) principal(r *http.Request, creds Credentials) (*auth.Principal, error) {
+// gets 429 (with Retry-After on w) before its credential is looked at, so
+// the answer says nothing about it.
+func (s *Server) principal(w http.ResponseWriter, r *http.Request, creds Credentials) (*auth.Principal, error) {
 	client := auth.ClientOf(r.RemoteAddr)
 	if h := r.Header.Values("Authorization"); len(h) > 0 {
 		if err := s.Throttle.CheckCredential(client); err != nil {
-			return nil, err
+			return nil, limitAnswer(w, err)
 		}
 		secret, ok := auth.BearerSecret(h[0])
 		if !ok || len(h) > 1 {
@@ -180,7 +178,7 @@ func (s *Server) principal(r *http.Request, creds Credentials) (*auth.Principal,
 	if s.Sessions != nil {
 		if c, err := r.Cookie(auth.SessionCookie); err == nil {
 			if err := s.Throttle.CheckCredential(client); err != nil {
-				return nil, err
+				return nil, limitAnswer(w, err)
 			}
 			p, err := s.Sessions.Principal(c.Value)
 			if err != nil {
@@ -193,6 +191,17 @@ func (s *Server) principal(r *http.Request, creds Credentials) (*auth.Principal,
 	return nil, errNoCredential
 }
 
+// limitAnswer is an *auth.LimitError as the API answers it: 429, saying
+// in Retry-After (whole seconds) when to try again.
+func limitAnswer(w http.ResponseWriter, err error) error {
+	var limited *auth.LimitError
+	if !errors.As(err, &limited) {
+		return err
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds())))
+	return fenceview.Errorf(fenceview.ELIMIT, "%s", limited.Error())
+}
+
 // Gate is the API's access check around a handler served outside a Server
 // (a cluster node's own GET /v1/cluster): the same credentials, throttle
 // and answers (401, 403, 429), and action required of the principal.
@@ -202,12 +211,7 @@ func Gate(creds Credentials, sessions SessionStore, throttle *auth.Throttle, act
 		p := auth.Open
 		if creds != nil && creds.Enabled() {
 			var err error
-			p, err = s.principal(r, creds)
-			var limited *auth.LimitError
-			if errors.As(err, &limited) {
-				w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds())))
-				err = fenceview.Errorf(fenceview.ELIMIT, "%s", limited.Error())
-			}
+			p, err = s.principal(w, r, creds)
 			if err == nil && !p.Allows(action) {
 				err = fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
 			}
