@@ -118,12 +118,13 @@ type Node struct {
 	ttl    int // seconds
 	log    *slog.Logger
 
-	creds   *auth.Keyring          // the cluster's API keys (authkeys.go)
-	current atomic.Pointer[term]   // set while this node leads and serves
-	leader  atomic.Pointer[Member] // the leader as etcd says, nil when none
-	gaps    atomic.Int64           // holes found in the history (see the feed)
-	keep    atomic.Int64           // events the log keeps (Config.LogRetention)
-	closed  sync.Once
+	creds      *auth.Keyring          // the cluster's API keys (authkeys.go)
+	peerSecret string                 // proves a forwarded request's client address (peer.go)
+	current    atomic.Pointer[term]   // set while this node leads and serves
+	leader     atomic.Pointer[Member] // the leader as etcd says, nil when none
+	gaps       atomic.Int64           // holes found in the history (see the feed)
+	keep       atomic.Int64           // events the log keeps (Config.LogRetention)
+	closed     sync.Once
 
 	proxyMu sync.Mutex
 	proxies map[string]http.Handler
@@ -195,6 +196,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.keep.Store(cfg.LogRetention)
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	n.issuer, err = n.settleIssuer(sctx, cfg.Issuer)
+	if err == nil {
+		err = n.settlePeerSecret(sctx)
+	}
 	cancel()
 	if err == nil {
 		err = n.openCredentials(ctx, cfg.AdminToken)

@@ -120,6 +120,8 @@ func (n *Node) proxy(base string) http.Handler {
 			// guard, and two nodes that disagree on the leader would bounce
 			// the request between them.
 			pr.Out.Header.Set(forwardedHeader, n.self.ID)
+			pr.Out.Header.Set(clientHeader, pr.In.RemoteAddr) // peer.go
+			pr.Out.Header.Set(peerHeader, n.peerSecret)
 		},
 		Transport:     n.proxyRT,
 		FlushInterval: -1, // stream answers as they come

@@ -194,3 +194,58 @@ func TestClusterNodeHasTheServersLimits(t *testing.T) {
 		}
 	}
 }
+
+// The leader's throttle counts the clients a follower forwards for, not the
+// follower: one client's bad credentials through a follower do not lock
+// out another client coming through the same follower. A client that names
+// another address itself, without the cluster's peer secret, is counted as
+// its own address.
+func TestThrottleSeesClientsThroughAFollower(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	prefix := "/" + t.Name() + "/"
+	nodes := []*node{
+		startAuthNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "a.db")),
+		startAuthNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "b.db")),
+	}
+	leader := leaderOf(t, nodes)
+	follower := nodes[0]
+	if follower == leader {
+		follower = nodes[1]
+	}
+	made := callAs(t, adminToken, "POST", leader.url()+"/v1/auth/keys", map[string]any{"name": "v", "role": "viewer"})
+	viewer, _ := made.Body["secret"].(string)
+	from := func(ip string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		return &http.Client{Timeout: hangGuard, Transport: &http.Transport{DialContext: d.DialContext}}
+	}
+	get := func(hc *http.Client, url, secret string, header ...string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url+"/v1/resources", nil)
+		req.Header.Set("Authorization", "Bearer "+secret)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	guesser, honest := from("127.0.0.1"), from("127.0.0.2")
+	for i := 0; ; i++ {
+		st := get(guesser, follower.url(), fmt.Sprintf("guess-%d", i))
+		if st == 429 {
+			break
+		}
+		if st != 401 || i > 100 {
+			t.Fatalf("guess %d through the follower: %d", i, st)
+		}
+	}
+	if st := get(honest, follower.url(), viewer); st != 200 {
+		t.Fatalf("another client through the same follower: %d, want 200", st)
+	}
+	if st := get(guesser, leader.url(), "guess-x", "X-Fenceview-Client", "192.0.2.7:1", "X-Fenceview-Peer", "forged"); st != 429 {
+		t.Fatalf("the guesser at the leader, claiming another address: %d, want 429", st)
+	}
+}

@@ -61,8 +61,11 @@ type Handler struct {
 	History History
 	Now     func() time.Time // the service's clock, for lease countdowns
 	Logger  *slog.Logger
-	// Sessions, when set, log people in with a key (login.go).
-	Sessions Sessions
+	// Sessions, when set, log people in with a key (login.go). ClientAddr
+	// is the address a login comes from, for the throttle (nil:
+	// RemoteAddr).
+	Sessions   Sessions
+	ClientAddr func(*http.Request) string
 	// Cluster, when set (cluster mode), gives the members and leader the
 	// overview shows (cluster.go).
 	Cluster func(context.Context) (ClusterView, error)

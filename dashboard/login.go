@@ -49,7 +49,11 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
-	id, _, err := h.Sessions.Login(auth.ClientOf(r.RemoteAddr), strings.TrimSpace(r.PostForm.Get("key")))
+	addr := r.RemoteAddr
+	if h.ClientAddr != nil {
+		addr = h.ClientAddr(r)
+	}
+	id, _, err := h.Sessions.Login(auth.ClientOf(addr), strings.TrimSpace(r.PostForm.Get("key")))
 	var limited *auth.LimitError
 	if errors.As(err, &limited) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds())))

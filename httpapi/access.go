@@ -158,7 +158,11 @@ var errNoCredential = fenceview.Errorf(fenceview.EUNAUTHORIZED, "a credential is
 // gets 429 (with Retry-After on w) before its credential is looked at, so
 // the answer says nothing about it.
 func (s *Server) principal(w http.ResponseWriter, r *http.Request, creds Credentials) (*auth.Principal, error) {
-	client := auth.ClientOf(r.RemoteAddr)
+	addr := r.RemoteAddr
+	if s.ClientAddr != nil {
+		addr = s.ClientAddr(r)
+	}
+	client := auth.ClientOf(addr)
 	if h := r.Header.Values("Authorization"); len(h) > 0 {
 		if err := s.Throttle.CheckCredential(client); err != nil {
 			return nil, limitAnswer(w, err)
@@ -206,6 +210,7 @@ func limitAnswer(w http.ResponseWriter, err error) error {
 // (a cluster node's own GET /v1/cluster): the same credentials, throttle
 // and answers (401, 403, 429), and action required of the principal.
 func Gate(creds Credentials, sessions SessionStore, throttle *auth.Throttle, action auth.Action, next http.Handler) http.Handler {
+	// The node's own route is never forwarded: RemoteAddr is the client.
 	s := &Server{Auth: creds, Sessions: sessions, Throttle: throttle, Logger: slog.New(slog.DiscardHandler)}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := auth.Open

@@ -72,11 +72,15 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			// The single server's limits, per term: every term's API caps
 			// its websockets and gives waits their time on top.
 			api.MaxWebsockets, api.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
+			// The throttle counts the clients a follower forwards for, not
+			// the follower. s.Node is set before the listener serves.
+			clientAddr := func(r *http.Request) string { return s.Node.ClientAddr(r) }
+			api.ClientAddr = clientAddr
 			api.Metrics, api.StreamLag = s.Metrics.Handler(), s.Metrics.ObserveStreamLag
 			s.Metrics.Watch(svc) // this term's service
 			dash := dashboard.New(svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger
-			dash.Sessions = s.Sessions
+			dash.Sessions, dash.ClientAddr = s.Sessions, clientAddr
 			dash.Cluster = s.clusterView
 			dash.Gatherer = s.Metrics.Registry
 			dash.Register(api)
