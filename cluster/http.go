@@ -68,21 +68,16 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // extendDeadlines lifts this node's request timeout where the leader sets
-// a longer one, and reports false when it has answered: a websocket, once
-// upgraded, is the leader's to bound (pings, its own deadlines), and an
-// acquire may wait fenceview.MaxWait on top of the timeout, once its body
-// is in (read here, within the timeout, so a body sent a byte at a time
-// still ends with it). Everything else keeps the node's timeout.
+// a longer one, and reports false when it has answered: an acquire may wait
+// fenceview.MaxWait on top of the timeout, once its body is in (read here,
+// within the timeout, so a body sent a byte at a time still ends with it).
+// Everything else keeps the node's timeout; a websocket has none once the
+// proxy hijacks it (net/http clears it), and the leader bounds it.
 func (n *Node) extendDeadlines(w http.ResponseWriter, r *http.Request) bool {
 	if n.cfg.RequestTimeout <= 0 {
 		return true
 	}
-	rc := http.NewResponseController(w)
-	switch {
-	case websocket.IsWebSocketUpgrade(r):
-		rc.SetReadDeadline(time.Time{})
-		rc.SetWriteDeadline(time.Time{})
-	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/locks/") && strings.HasSuffix(r.URL.Path, "/acquire"):
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/locks/") && strings.HasSuffix(r.URL.Path, "/acquire") {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, fenceview.MaxRequestBody))
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -95,6 +90,7 @@ func (n *Node) extendDeadlines(w http.ResponseWriter, r *http.Request) bool {
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		deadline := time.Now().Add(n.cfg.RequestTimeout + fenceview.MaxWait)
+		rc := http.NewResponseController(w)
 		rc.SetReadDeadline(deadline)
 		rc.SetWriteDeadline(deadline)
 	}

@@ -193,6 +193,21 @@ func TestClusterNodeHasTheServersLimits(t *testing.T) {
 			t.Fatalf("%s: acquire waiting 1.5s with a 1s request timeout: %d %v", n.self().ID, a.Status, a.Body)
 		}
 	}
+	// The stream opened through the follower outlived the request timeout
+	// (it is the leader's to bound): it still carries a grant made now.
+	if a := call(t, "POST", leader.url()+"/v1/locks/after-the-waits/acquire", map[string]any{"holder": "h3", "leaseMs": 1000}); a.Status != 200 {
+		t.Fatalf("acquire: %d %v", a.Status, a.Body)
+	}
+	first.SetReadDeadline(time.Now().Add(hangGuard))
+	for {
+		var e struct{ Type, ResourceID string }
+		if err := first.ReadJSON(&e); err != nil {
+			t.Fatalf("the stream through the follower: %v", err)
+		}
+		if e.Type == "grant" && e.ResourceID == "after-the-waits" {
+			break
+		}
+	}
 }
 
 // The leader's throttle counts the clients a follower forwards for, not the
