@@ -2,11 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"testing"
 
+	"github.com/fenceview/fenceview/api"
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/sqlite"
@@ -31,6 +34,18 @@ func TestNoHandlerRunsWithoutAPrincipal(t *testing.T) {
 	_, viewer, _ := keys.Create(ctx, "v", auth.Viewer, []string{"a/"})
 	paths := []string{"/static/missing.js", "/static/app.js", "/login", "/healthz", "/guard.wasm", "/v1/signing-keys",
 		"/favicon.ico", "/openapi.json", "/", "/status", "/rejections", "/v1/resources", "/v1/locks/a%2Fx", "/no/such/route", "/v1/auth/keys"}
+	// And every route the API documents, so a route added later is covered.
+	var spec struct{ Paths map[string]any }
+	if err := json.Unmarshal(api.JSON(), &spec); err != nil {
+		t.Fatal(err)
+	}
+	param := regexp.MustCompile(`\{[^}]+\}`)
+	for p := range spec.Paths {
+		paths = append(paths, param.ReplaceAllString(p, "a%2Fx"))
+	}
+	if len(spec.Paths) < 10 {
+		t.Fatalf("the OpenAPI document has %d paths", len(spec.Paths))
+	}
 	creds := []string{"", "Bearer " + viewer, "Bearer admin-token", "Bearer wrong"}
 	for _, on := range []bool{false, true} {
 		s := New(svc, db, nil)
