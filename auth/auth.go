@@ -88,12 +88,14 @@ type Principal struct {
 // token): it may do everything, and owns its locks by holder name alone.
 var Open = &Principal{KeyID: "", Name: "auth off", Role: Admin}
 
-// Anonymous is the principal of a request that presented no credential to
-// a public route (the login form, static files, health, public keys), and
-// of any code that looks for a principal where none was set: it may do
-// nothing and sees no resource, so a handler that forgets to check shows
-// nothing rather than everything.
-var Anonymous = &Principal{KeyID: "", Name: "anonymous", Role: "", nothing: true}
+// Anonymous is the principal of every request to a public route (the login
+// form, static files, health, public keys), and of any code that looks for
+// a principal where none was set: it may do nothing and sees no resource,
+// so a handler that forgets to check shows nothing rather than everything.
+// Its one prefix is one no resource id has (ids hold no control
+// character), so a filter built from Resources, in memory or in SQL,
+// matches nothing without a special case.
+var Anonymous = &Principal{KeyID: "", Name: "anonymous", Role: "", Resources: []string{"\x01"}, nothing: true}
 
 // Allows reports whether p may do a.
 func (p *Principal) Allows(a Action) bool { return p.Role.Allows(a) }

@@ -1,6 +1,14 @@
 package dashboard
 
-import "testing"
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenceview/fenceview"
+)
 
 // The after-login redirect stays on this server: only "/" followed by a
 // character other than "/" or "\", with no control, whitespace or invisible
@@ -38,6 +46,29 @@ func TestSafeNext(t *testing.T) {
 	} {
 		if got := safeNext(c.next); got != c.want {
 			t.Errorf("safeNext(%q) = %q, want %q", c.next, got, c.want)
+		}
+	}
+}
+
+// A page rendered with no principal in its context (a route mounted
+// without the API's access check) shows nothing: no resource, no alarm, no
+// count. The missing principal reads as auth.Anonymous, not as an admin.
+func TestPagesWithoutPrincipalShowNothing(t *testing.T) {
+	e := newEnv(t)
+	e.acquire("secret-project/db", "holder-of-secret", time.Minute)
+	if _, err := e.svc.Report(context.Background(), []fenceview.Report{
+		{ResourceID: "secret-project/db", Token: 1, Accepted: false, Required: 77, Source: "db"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if p := e.get("/"); !strings.Contains(p.body, "secret-project/db") {
+		t.Fatal("the open principal's overview lacks the resource")
+	}
+	for _, path := range []string{"/static/missing.js", "/", "/rejections", "/resources/secret-project%2Fdb"} {
+		rec := httptest.NewRecorder()
+		e.mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if body := rec.Body.String(); strings.Contains(body, "secret-project") || strings.Contains(body, "holder-of-secret") {
+			t.Fatalf("%s without a principal (%d) shows the resource", path, rec.Code)
 		}
 	}
 }
