@@ -28,4 +28,10 @@ const (
 	MaxReportBody = 1 << 20
 	// DefaultPage is the page length of the history when none is asked for.
 	DefaultPage = 100
+	// MaxReportedMark is the highest mark a reported decision (a guard
+	// elsewhere) may set on a resource this server never issued a token
+	// for: 2^62, so that 2^62 grants remain above it. A report claiming
+	// more is recorded as sent and raises the foreign-mark alarm with its
+	// claim, but sets the mark to this bound only.
+	MaxReportedMark = 1 << 62
 )

@@ -81,16 +81,30 @@ type Principal struct {
 	Role      Role
 	Resources []string
 	revoked   <-chan struct{} // closed when the key is revoked
+	nothing   bool            // sees no resource at all (Anonymous)
 }
 
-// Everyone is the principal of every request when auth is off.
-var Everyone = &Principal{KeyID: "", Name: "anyone", Role: Admin}
+// Open is the principal of every request when auth is off (no admin
+// token): it may do everything, and owns its locks by holder name alone.
+var Open = &Principal{KeyID: "", Name: "auth off", Role: Admin}
+
+// Anonymous is the principal of every request to a public route (the login
+// form, static files, health, public keys), and of any code that looks for
+// a principal where none was set: it may do nothing and sees no resource,
+// so a handler that forgets to check shows nothing rather than everything.
+// Its one prefix is one no resource id has (ids hold no control
+// character), so a filter built from Resources, in memory or in SQL,
+// matches nothing without a special case.
+var Anonymous = &Principal{KeyID: "", Name: "anonymous", Role: "", Resources: []string{"\x01"}, nothing: true}
 
 // Allows reports whether p may do a.
 func (p *Principal) Allows(a Action) bool { return p.Role.Allows(a) }
 
 // Sees reports whether p may act on, read or see resourceID.
 func (p *Principal) Sees(resourceID string) bool {
+	if p.nothing {
+		return false
+	}
 	if len(p.Resources) == 0 {
 		return true
 	}
@@ -103,10 +117,14 @@ func (p *Principal) Sees(resourceID string) bool {
 }
 
 // Unrestricted reports whether p sees every resource.
-func (p *Principal) Unrestricted() bool { return len(p.Resources) == 0 }
+func (p *Principal) Unrestricted() bool { return !p.nothing && len(p.Resources) == 0 }
+
+// SeesNothing reports whether p sees no resource at all (Anonymous): its
+// empty Resources must then not be read as "every resource".
+func (p *Principal) SeesNothing() bool { return p.nothing }
 
 // Revoked is closed when p's key is revoked; nil (never ready) for the
-// admin token and for Everyone.
+// admin token, Open and Anonymous.
 func (p *Principal) Revoked() <-chan struct{} { return p.revoked }
 
 // Owner is the identity locks taken by p belong to, beside the holder name:
@@ -120,11 +138,18 @@ func NewContext(ctx context.Context, p *Principal) context.Context {
 	return context.WithValue(ctx, ctxKey{}, p)
 }
 
-// FromContext returns the principal in ctx, Everyone when there is none
-// (auth off, or code that runs outside a request).
+// FromContext returns the principal in ctx, Anonymous when there is none:
+// the HTTP layer sets one on every request (Open when auth is off), so a
+// context without one is a mistake, and a mistake must see nothing.
 func FromContext(ctx context.Context) *Principal {
-	if p, ok := ctx.Value(ctxKey{}).(*Principal); ok {
+	if p, ok := ctx.Value(ctxKey{}).(*Principal); ok && p != nil {
 		return p
 	}
-	return Everyone
+	return Anonymous
+}
+
+// InContext reports whether ctx carries a principal.
+func InContext(ctx context.Context) bool {
+	p, ok := ctx.Value(ctxKey{}).(*Principal)
+	return ok && p != nil
 }

@@ -150,12 +150,12 @@ func TestSessionsBoundedAndExpiring(t *testing.T) {
 	k, _ := NewKeyring(ctx, &memStore{}, "tok", clock)
 	key, secret, _ := k.Create(ctx, "v", Viewer, nil)
 	s := NewSessions(k, 3, time.Hour, clock)
-	if _, _, err := s.Login("nope"); err == nil {
+	if _, _, err := s.Login("client", "nope"); err == nil {
 		t.Fatal("login with a wrong key")
 	}
 	var ids []string
 	for i := 0; i < 5; i++ {
-		id, p, err := s.Login(secret)
+		id, p, err := s.Login("client", secret)
 		if err != nil || p.KeyID != key.ID {
 			t.Fatal(err)
 		}
@@ -175,8 +175,8 @@ func TestSessionsBoundedAndExpiring(t *testing.T) {
 	if _, err := s.Principal(ids[4]); err == nil {
 		t.Fatal("expired session accepted")
 	}
-	id, _, _ := s.Login(secret)
-	admin, _, _ := s.Login("tok")
+	id, _, _ := s.Login("client", secret)
+	admin, _, _ := s.Login("client", "tok")
 	k.Revoke(ctx, key.ID)
 	if _, err := s.Principal(id); err == nil {
 		t.Fatal("session of a revoked key accepted")

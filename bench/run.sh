@@ -138,7 +138,7 @@ fv_port=$(free_port)
 mkdir -p "$tmp/fenceview-data" "$tmp/sqlite"
 # Auth on, as in production: every request carries a client key, and the
 # server checks it, its role and the lock's owner.
-export FENCEVIEW_ADMIN_TOKEN=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+export FENCEVIEW_ADMIN_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 "$tmp/fenceview" -addr "127.0.0.1:$fv_port" -db "$tmp/fenceview-data/fenceview.db" 2>"$tmp/fenceview.log" &
 fv_pid=$!
 pids+=($fv_pid)

@@ -81,6 +81,15 @@ type Config struct {
 	// begins, so Serve may use what it builds from it.
 	AdminToken  string
 	Credentials func(*auth.Keyring)
+	// RequestTimeout is the node's http.Server's read and write timeout
+	// (zero: none); a request forwarded to the leader that may wait for a
+	// lock gets the longest wait on top, and a forwarded websocket is
+	// bounded by the leader instead.
+	RequestTimeout time.Duration
+	// Access wraps the node's own route, GET /v1/cluster, in the API's
+	// access check (it names members and internal URLs: viewers only).
+	// Without it, and with auth on, the route answers 401 to everyone.
+	Access func(http.Handler) http.Handler
 	// LogRetention is how many events the log in etcd keeps (default
 	// 1,000,000); a node away longer has a gap in its history.
 	LogRetention int64
@@ -109,12 +118,13 @@ type Node struct {
 	ttl    int // seconds
 	log    *slog.Logger
 
-	creds   *auth.Keyring          // the cluster's API keys (authkeys.go)
-	current atomic.Pointer[term]   // set while this node leads and serves
-	leader  atomic.Pointer[Member] // the leader as etcd says, nil when none
-	gaps    atomic.Int64           // holes found in the history (see the feed)
-	keep    atomic.Int64           // events the log keeps (Config.LogRetention)
-	closed  sync.Once
+	creds      *auth.Keyring          // the cluster's API keys (authkeys.go)
+	peerSecret string                 // proves a forwarded request's client address (peer.go)
+	current    atomic.Pointer[term]   // set while this node leads and serves
+	leader     atomic.Pointer[Member] // the leader as etcd says, nil when none
+	gaps       atomic.Int64           // holes found in the history (see the feed)
+	keep       atomic.Int64           // events the log keeps (Config.LogRetention)
+	closed     sync.Once
 
 	proxyMu sync.Mutex
 	proxies map[string]http.Handler
@@ -186,6 +196,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	n.keep.Store(cfg.LogRetention)
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	n.issuer, err = n.settleIssuer(sctx, cfg.Issuer)
+	if err == nil {
+		err = n.settlePeerSecret(sctx)
+	}
 	cancel()
 	if err == nil {
 		err = n.openCredentials(ctx, cfg.AdminToken)

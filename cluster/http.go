@@ -2,16 +2,22 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview"
 )
 
 // forwardedHeader marks a request a follower forwarded, so that a node that
@@ -23,7 +29,14 @@ const forwardedHeader = "X-Fenceview-Forwarded-By"
 // none (503 with Retry-After).
 func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/v1/cluster" {
-		n.serveCluster(w, r)
+		switch {
+		case n.cfg.Access != nil:
+			n.cfg.Access(http.HandlerFunc(n.serveCluster)).ServeHTTP(w, r)
+		case n.creds.Enabled():
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "a credential is required"})
+		default:
+			n.serveCluster(w, r)
+		}
 		return
 	}
 	if t := n.current.Load(); t != nil {
@@ -46,11 +59,42 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if l := n.leader.Load(); l != nil && l.ID != n.self.ID {
-		r.Header.Set(forwardedHeader, n.self.ID)
-		n.proxy(l.URL).ServeHTTP(w, r)
+		if n.extendDeadlines(w, r) {
+			n.proxy(l.URL).ServeHTTP(w, r)
+		}
 		return
 	}
 	unavailable(w, "no cluster leader; retry")
+}
+
+// extendDeadlines lifts this node's request timeout where the leader sets
+// a longer one, and reports false when it has answered: an acquire may wait
+// fenceview.MaxWait on top of the timeout, once its body is in (read here,
+// within the timeout, so a body sent a byte at a time still ends with it).
+// Everything else keeps the node's timeout; a websocket has none once the
+// proxy hijacks it (net/http clears it), and the leader bounds it.
+func (n *Node) extendDeadlines(w http.ResponseWriter, r *http.Request) bool {
+	if n.cfg.RequestTimeout <= 0 {
+		return true
+	}
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/locks/") && strings.HasSuffix(r.URL.Path, "/acquire") {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, fenceview.MaxRequestBody))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": fmt.Sprintf("request body over %d bytes", fenceview.MaxRequestBody)})
+			} else {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "reading request body: " + err.Error()})
+			}
+			return false
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		deadline := time.Now().Add(n.cfg.RequestTimeout + fenceview.MaxWait)
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(deadline)
+		rc.SetWriteDeadline(deadline)
+	}
+	return true
 }
 
 // proxy returns the reverse proxy to the leader at base, made once.
@@ -66,6 +110,14 @@ func (n *Node) proxy(base string) http.Handler {
 			pr.SetURL(target)
 			pr.Out.Host = pr.In.Host // the leader checks Origin against the Host the client used
 			pr.SetXForwarded()
+			// Set here, after the proxy has dropped the headers the client's
+			// Connection header names: set before, a client sending
+			// "Connection: X-Fenceview-Forwarded-By" would strip the loop
+			// guard, and two nodes that disagree on the leader would bounce
+			// the request between them.
+			pr.Out.Header.Set(forwardedHeader, n.self.ID)
+			pr.Out.Header.Set(clientHeader, pr.In.RemoteAddr) // peer.go
+			pr.Out.Header.Set(peerHeader, n.peerSecret)
 		},
 		Transport:     n.proxyRT,
 		FlushInterval: -1, // stream answers as they come

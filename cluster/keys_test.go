@@ -4,7 +4,6 @@ package cluster_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -22,16 +21,7 @@ const adminToken = "cluster-admin-token"
 
 func startAuthNode(t *testing.T, etcd []string, prefix, db string) *node {
 	t.Helper()
-	srv, err := server.Start(context.Background(), server.Config{
-		Addr: "127.0.0.1:0", DBPath: db, AdminToken: adminToken,
-		Cluster: server.ClusterConfig{Etcd: etcd, Prefix: prefix, ElectionTTL: time.Second},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &node{t: t, srv: srv, db: db}
-	t.Cleanup(func() { n.close() })
-	return n
+	return startNodeWith(t, server.Config{DBPath: db, AdminToken: adminToken, Cluster: server.ClusterConfig{Etcd: etcd, Prefix: prefix}})
 }
 
 // callAs is call with a bearer credential.

@@ -37,14 +37,22 @@ type node struct {
 
 func startNode(t *testing.T, etcd []string, prefix, db string) *node {
 	t.Helper()
-	srv, err := server.Start(context.Background(), server.Config{
-		Addr: "127.0.0.1:0", DBPath: db,
-		Cluster: server.ClusterConfig{Etcd: etcd, Prefix: prefix, ElectionTTL: time.Second},
-	})
+	return startNodeWith(t, server.Config{DBPath: db, Cluster: server.ClusterConfig{Etcd: etcd, Prefix: prefix}})
+}
+
+// startNodeWith starts a node of cfg on 127.0.0.1:0, with a one-second
+// election TTL unless cfg says otherwise.
+func startNodeWith(t *testing.T, cfg server.Config) *node {
+	t.Helper()
+	cfg.Addr = "127.0.0.1:0"
+	if cfg.Cluster.ElectionTTL == 0 {
+		cfg.Cluster.ElectionTTL = time.Second
+	}
+	srv, err := server.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{t: t, srv: srv, db: db}
+	n := &node{t: t, srv: srv, db: cfg.DBPath}
 	t.Cleanup(func() { n.close() })
 	return n
 }

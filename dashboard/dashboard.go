@@ -62,8 +62,11 @@ type Handler struct {
 	History History
 	Now     func() time.Time // the service's clock, for lease countdowns
 	Logger  *slog.Logger
-	// Sessions, when set, log people in with a key (login.go).
-	Sessions Sessions
+	// Sessions, when set, log people in with a key (login.go). ClientAddr
+	// is the address a login comes from, for the throttle (nil:
+	// RemoteAddr).
+	Sessions   Sessions
+	ClientAddr func(*http.Request) string
 	// Cluster, when set (cluster mode), gives the members and leader the
 	// overview shows (cluster.go).
 	Cluster func(context.Context) (ClusterView, error)
@@ -220,10 +223,13 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 		BurstWindowMs:  h.BurstWindow.Milliseconds(),
 	}
 	p := auth.FromContext(ctx)
-	if p != auth.Everyone {
+	if p.KeyID != "" { // a key or the admin token, not auth.Open or auth.Anonymous
 		m.User, m.UserKey = p.Name, p.KeyID
 	}
-	m.Admin = p.Allows(auth.Manage) && (p != auth.Everyone || h.AdminWithoutAuth)
+	m.Admin = p.Allows(auth.Manage) && (p != auth.Open || h.AdminWithoutAuth)
+	if p.SeesNothing() || !p.Allows(auth.Read) {
+		return m // nobody known: no resource, no count
+	}
 	m.Metrics = p.Unrestricted() // the metrics count every resource
 	m.Names = h.keyNames(p)
 	// The alarmed resources only, from the issuer's set of them: no pass

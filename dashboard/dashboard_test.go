@@ -15,6 +15,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/issuer"
@@ -92,7 +93,7 @@ type page struct {
 func (e *env) get(path string) page {
 	e.t.Helper()
 	rec := httptest.NewRecorder()
-	e.mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	e.mux.ServeHTTP(rec, asOpen(httptest.NewRequest("GET", path, nil)))
 	p := page{status: rec.Code, header: rec.Header(), body: rec.Body.String()}
 	if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
 		doc, err := goquery.NewDocumentFromReader(strings.NewReader(p.body))
@@ -102,6 +103,12 @@ func (e *env) get(path string) page {
 		p.doc = doc
 	}
 	return p
+}
+
+// asOpen is r as the API hands it over with auth off: acting as the open
+// principal (the dashboard alone, without the API, knows nobody).
+func asOpen(r *http.Request) *http.Request {
+	return r.WithContext(auth.NewContext(r.Context(), auth.Open))
 }
 
 func (p page) find(testid string) *goquery.Selection {

@@ -1,16 +1,22 @@
 package dashboard
 
 import (
+	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/fenceview/fenceview/auth"
 )
 
 // Sessions logs people in (auth.Sessions implements it).
 type Sessions interface {
-	Login(secret string) (string, *auth.Principal, error)
+	// Login starts a session for secret sent from client (auth.ClientOf
+	// the request's address); too many attempts are an *auth.LimitError.
+	Login(client, secret string) (string, *auth.Principal, error)
 	Logout(id string)
 	TTL() time.Duration
 }
@@ -43,7 +49,17 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
-	id, _, err := h.Sessions.Login(strings.TrimSpace(r.PostForm.Get("key")))
+	addr := r.RemoteAddr
+	if h.ClientAddr != nil {
+		addr = h.ClientAddr(r)
+	}
+	id, _, err := h.Sessions.Login(auth.ClientOf(addr), strings.TrimSpace(r.PostForm.Get("key")))
+	var limited *auth.LimitError
+	if errors.As(err, &limited) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds())))
+		h.render(w, r, http.StatusTooManyRequests, LoginPage(h.loginMeta(), next, "Too many logins; try again in "+limited.RetryAfter.String()+"."))
+		return
+	}
 	if err != nil {
 		h.render(w, r, http.StatusUnauthorized, LoginPage(h.loginMeta(), next, "That key is unknown or revoked."))
 		return
@@ -64,11 +80,22 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps the after-login redirect on this server: a path, never
-// "//host" or "/\\host", which browsers read as another site.
+// safeNext keeps the after-login redirect on this server: a path that
+// starts with one "/" followed by neither "/" nor "\\" (both make "//host",
+// another site), and holds no control or whitespace character anywhere
+// (browsers drop tabs and newlines, so "/\t/evil.example" is "//evil.example").
+// Anything else goes to the overview.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	if next == "/" {
+		return next
+	}
+	if len(next) < 2 || next[0] != '/' || next[1] == '/' || next[1] == '\\' {
 		return "/"
+	}
+	for _, r := range next {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.IsSpace(r) || unicode.Is(unicode.Cf, r) {
+			return "/"
+		}
 	}
 	return next
 }

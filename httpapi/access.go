@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -19,7 +22,7 @@ import (
 // one; a cluster may keep keys elsewhere behind the same methods).
 type Credentials interface {
 	// Enabled reports whether auth is on: when false every request acts
-	// as auth.Everyone.
+	// as auth.Open.
 	Enabled() bool
 	// Authenticate returns the principal of a bearer secret, or
 	// auth.ErrUnauthenticated.
@@ -102,18 +105,26 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		s.writeError(w, r, err)
 		return r, false
 	}
-	if !on {
-		return r, true
-	}
 	_, pattern := s.mux.Handler(r)
 	// The instrumentation around us reads the route from this request, not
 	// from the copy below that the router will see.
 	r.Pattern = pattern
+	if !on {
+		// Auth off: everyone is the open principal, said here rather than
+		// left to a default.
+		return withPrincipal(r, auth.Open), true
+	}
 	action, public := actionOf(pattern)
 	if public {
-		return r, true
+		// Public routes never look at a credential: they serve what anyone
+		// may see, as nobody.
+		return withPrincipal(r, auth.Anonymous), true
 	}
-	p, err := s.principal(r, creds)
+	p, err := s.principal(w, r, creds)
+	if fenceview.ErrorCode(err) == fenceview.ELIMIT {
+		s.writeError(w, r, err)
+		return r, false
+	}
 	if err != nil {
 		if isPage(pattern) && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
 			// A browser opening the dashboard: to the login form, and back.
@@ -127,7 +138,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		s.writeError(w, r, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
 		return r, false
 	}
-	return r.WithContext(issuer.WithOwner(auth.NewContext(r.Context(), p), p.Owner())), true
+	return withPrincipal(r, p), true
+}
+
+// withPrincipal is r acting as p: every request the router sees carries one.
+func withPrincipal(r *http.Request, p *auth.Principal) *http.Request {
+	return r.WithContext(issuer.WithOwner(auth.NewContext(r.Context(), p), p.Owner()))
 }
 
 // isPage reports whether a route is one of the dashboard's HTML pages.
@@ -138,29 +154,79 @@ func isPage(pattern string) bool {
 var errNoCredential = fenceview.Errorf(fenceview.EUNAUTHORIZED, "a credential is required (Authorization: Bearer <key or admin token>)")
 
 // principal finds the request's credential: a bearer secret, else the
-// dashboard's session cookie.
-func (s *Server) principal(r *http.Request, creds Credentials) (*auth.Principal, error) {
+// dashboard's session cookie. An address that has sent too many bad ones
+// gets 429 (with Retry-After on w) before its credential is looked at, so
+// the answer says nothing about it.
+func (s *Server) principal(w http.ResponseWriter, r *http.Request, creds Credentials) (*auth.Principal, error) {
+	addr := r.RemoteAddr
+	if s.ClientAddr != nil {
+		addr = s.ClientAddr(r)
+	}
+	client := auth.ClientOf(addr)
 	if h := r.Header.Values("Authorization"); len(h) > 0 {
+		if err := s.Throttle.CheckCredential(client); err != nil {
+			return nil, limitAnswer(w, err)
+		}
 		secret, ok := auth.BearerSecret(h[0])
 		if !ok || len(h) > 1 {
+			s.Throttle.BadCredential(client)
 			return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "Authorization: want one Bearer <key or admin token>")
 		}
 		p, err := creds.Authenticate(secret)
 		if err != nil {
+			s.Throttle.BadCredential(client)
 			return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "unknown or revoked credential")
 		}
 		return p, nil
 	}
 	if s.Sessions != nil {
 		if c, err := r.Cookie(auth.SessionCookie); err == nil {
+			if err := s.Throttle.CheckCredential(client); err != nil {
+				return nil, limitAnswer(w, err)
+			}
 			p, err := s.Sessions.Principal(c.Value)
 			if err != nil {
+				s.Throttle.BadCredential(client)
 				return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "session expired or ended; log in again")
 			}
 			return p, nil
 		}
 	}
 	return nil, errNoCredential
+}
+
+// limitAnswer is an *auth.LimitError as the API answers it: 429, saying
+// in Retry-After (whole seconds) when to try again.
+func limitAnswer(w http.ResponseWriter, err error) error {
+	var limited *auth.LimitError
+	if !errors.As(err, &limited) {
+		return err
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter.Seconds())))
+	return fenceview.Errorf(fenceview.ELIMIT, "%s", limited.Error())
+}
+
+// Gate is the API's access check around a handler served outside a Server
+// (a cluster node's own GET /v1/cluster): the same credentials, throttle
+// and answers (401, 403, 429), and action required of the principal.
+func Gate(creds Credentials, sessions SessionStore, throttle *auth.Throttle, action auth.Action, next http.Handler) http.Handler {
+	// The node's own route is never forwarded: RemoteAddr is the client.
+	s := &Server{Auth: creds, Sessions: sessions, Throttle: throttle, Logger: slog.New(slog.DiscardHandler)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := auth.Open
+		if creds != nil && creds.Enabled() {
+			var err error
+			p, err = s.principal(w, r, creds)
+			if err == nil && !p.Allows(action) {
+				err = fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
+			}
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, withPrincipal(r, p))
+	})
 }
 
 // checkBrowser refuses what a web page in a victim's browser could send:

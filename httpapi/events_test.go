@@ -96,7 +96,7 @@ func TestEventStreamWritesWaitingBatchesOnce(t *testing.T) {
 		hj.conn.Flush() // the handshake, as handleEvents does
 		cc := &countingConn{Conn: hj.conn.Conn}
 		st := &eventStream{conn: conn, out: &batchedConn{Conn: cc, w: bufio.NewWriterSize(cc, 32<<10)},
-			sub: sub, p: auth.Everyone, last: -1}
+			sub: sub, p: auth.Open, last: -1}
 		gone := make(chan struct{})
 		go st.readPump(gone)
 		st.writePump(gone) // until the client leaves

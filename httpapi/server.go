@@ -73,8 +73,13 @@ type Server struct {
 	websockets atomic.Int64
 
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
-	Auth         Credentials
-	Sessions     SessionStore
+	Auth     Credentials
+	Sessions SessionStore
+	Throttle *auth.Throttle // bad credentials per client address; nil: none
+	// ClientAddr is the address a request comes from, for the throttle
+	// (a cluster node's: the client a follower forwarded for); nil:
+	// RemoteAddr.
+	ClientAddr   func(*http.Request) string
 	AllowedHosts *HostList // with auth off, the Host names answered; nil: any
 
 	mux *http.ServeMux

@@ -157,6 +157,8 @@ func (b *batch) handOff(w *state) {
 }
 
 // decide records a fencing decision: the mark, the counters and the event.
+// reported says it comes from a guard elsewhere (POST /v1/decisions), not
+// from this server's own fence.
 //
 // For a resource this server issues tokens for, nothing a guard elsewhere
 // says can move the mark or the counter above the last token issued: a
@@ -165,7 +167,15 @@ func (b *batch) handOff(w *state) {
 // would lock every honest writer out. proven says the presented token
 // carries a valid signature of this issuer (it was really issued, say
 // before a restore from an older copy): then it may raise the counter.
-func (b *batch) decide(w *state, d guard.Decision, holder, source string, at time.Time, proven bool) {
+//
+// No report can leave a resource unable to grant: on one this server never
+// issued for, a report sets the mark to at most fenceview.MaxReportedMark
+// (a higher claim raises the foreign-mark alarm instead). The server's own
+// fence keeps the plain rule: its mark is what it accepted, and lowering
+// it would let it accept a lower token afterwards. With RequireSignatures
+// an unsigned report is recorded and raises nothing: no mark, no counter,
+// no alarm.
+func (b *batch) decide(w *state, d guard.Decision, holder, source string, at time.Time, proven, reported bool) {
 	r := &w.res
 	before := max(r.HighWaterMark, r.LastToken)
 	claimed := d.Required // the mark a refusing guard holds
@@ -189,9 +199,17 @@ func (b *batch) decide(w *state, d guard.Decision, holder, source string, at tim
 		b.rejected[d.Reason]++
 	}
 	b.event(e)
+	if reported && b.s.signed.require && !proven {
+		return
+	}
 	if r.LastToken == 0 {
 		// Tokens from elsewhere: the plain rule. The first grant here
 		// goes above the mark, with an alarm (grant).
+		vouched := proven && d.Accepted // claimed is a token this issuer signed
+		if reported && !vouched && claimed > fenceview.MaxReportedMark {
+			b.alarm(w, fenceview.AlarmForeignMark, claimed, source, at)
+			claimed = fenceview.MaxReportedMark
+		}
 		r.HighWaterMark = max(r.HighWaterMark, claimed)
 		return
 	}

@@ -32,7 +32,8 @@ func FuzzReportedFields(f *testing.F) {
 		}
 		if ValidateNewID(s) == nil {
 			for _, r := range s {
-				if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) || (r > unicode.MaxASCII && unicode.IsSpace(r)) {
+				if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) || (r > unicode.MaxASCII && unicode.IsSpace(r)) ||
+					unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) || r == 0x2800 {
 					t.Fatalf("id %q with %U accepted", s, r)
 				}
 			}

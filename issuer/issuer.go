@@ -534,7 +534,7 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	} else {
 		d = guard.Evaluate(w.res.HighWaterMark, token)
 	}
-	b.decide(w, d, f.Holder, f.Source, b.now, false)
+	b.decide(w, d, f.Holder, f.Source, b.now, false, false)
 	if err := s.finish(b); err != nil {
 		return guard.Decision{}, err
 	}
@@ -575,7 +575,7 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		if at.IsZero() {
 			at = b.now
 		}
-		b.decide(w, d, "", r.Source, at, r.Proven)
+		b.decide(w, d, "", r.Source, at, r.Proven, true)
 	}
 	if err := s.finish(b); err != nil {
 		return 0, err

@@ -84,7 +84,7 @@ func TestRefusesOpenAddressWithoutAdminToken(t *testing.T) {
 // The access flags parse in both forms and reach the server's config.
 func TestAccessFlags(t *testing.T) {
 	m := NewMain()
-	err := m.ParseFlags([]string{"--addr", "0.0.0.0:8443", "--admin-token", "t", "--tls-cert", "c.pem", "-tls-key", "k.pem",
+	err := m.ParseFlags([]string{"--addr", "0.0.0.0:8443", "--admin-token", testAdminToken, "--tls-cert", "c.pem", "-tls-key", "k.pem",
 		"--tls-client-ca", "ca.pem", "--allowed-host", "a.example", "-allowed-host", "b.example:8080"})
 	if err != nil {
 		t.Fatal(err)

@@ -73,7 +73,10 @@ type Main struct {
 	DBPath     string
 	Issuer     string
 	AdminToken string
-	Demo       bool // also run simulated clients (internal/demo)
+	// InsecureShortAdminToken accepts an admin token under MinAdminToken
+	// bytes (tests, demos); otherwise ParseFlags refuses it.
+	InsecureShortAdminToken bool
+	Demo                    bool // also run simulated clients (internal/demo)
 	// DashboardAdmin shows force-expire and reset on the dashboard with
 	// auth off; with auth on, admin sessions always see them.
 	DashboardAdmin bool
@@ -112,6 +115,10 @@ type Main struct {
 	accessLog *slog.Logger // set by ParseFlags
 }
 
+// MinAdminToken is the shortest admin token ParseFlags accepts: 32 bytes,
+// 256 bits when they are random, as `openssl rand -hex 32` gives twice over.
+const MinAdminToken = 32
+
 // NewMain returns a Main with the defaults of the command.
 func NewMain() *Main {
 	return &Main{
@@ -144,6 +151,7 @@ func (m *Main) ParseFlags(args []string) error {
 	logLevel := fs.String("log-level", "info", "least severe level logged: debug, info, warn or error")
 	fs.BoolVar(&m.AccessLog, "access-log", m.AccessLog, "log every answered request (method, path, route, status, bytes, duration, remote address)")
 	version := fs.Bool("version", false, "print the version and exit")
+	fs.BoolVar(&m.InsecureShortAdminToken, "insecure-short-admin-token", m.InsecureShortAdminToken, fmt.Sprintf("accept an admin token shorter than %d bytes", MinAdminToken))
 	fs.BoolVar(&m.InsecureNoAuth, "insecure-no-auth", m.InsecureNoAuth, "allow listening beyond loopback without --admin-token: anyone who reaches the port can do anything")
 	fs.Func("allowed-host", "with auth off, also answer requests for this Host (name, or name:port); repeatable", func(v string) error {
 		m.AllowedHosts = append(m.AllowedHosts, v)
@@ -206,6 +214,9 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	if m.History.MaxAge < 0 || m.History.MaxEvents < 0 {
 		return fmt.Errorf("--history-retention and --history-max-events must not be negative (0 keeps every event)")
+	}
+	if m.AdminToken != "" && len(m.AdminToken) < MinAdminToken && !m.InsecureShortAdminToken {
+		return fmt.Errorf("the admin token is %d bytes, under %d: anyone who can guess it manages the server; make one with `openssl rand -hex 32`, or pass --insecure-short-admin-token", len(m.AdminToken), MinAdminToken)
 	}
 	if err := server.CheckAddr(m.Addr, m.AdminToken, m.InsecureNoAuth); err != nil {
 		return err

@@ -459,15 +459,15 @@ func TestHealthzAndMetrics(t *testing.T) {
 
 func TestFlagsBothForms(t *testing.T) {
 	m := NewMain()
-	if err := m.ParseFlags([]string{"-addr", "127.0.0.1:9", "--db", "x.db", "--issuer=me", "-admin-token=t"}); err != nil {
+	if err := m.ParseFlags([]string{"-addr", "127.0.0.1:9", "--db", "x.db", "--issuer=me", "-admin-token=" + testAdminToken}); err != nil {
 		t.Fatal(err)
 	}
-	if m.Addr != "127.0.0.1:9" || m.DBPath != "x.db" || m.Issuer != "me" || m.AdminToken != "t" {
+	if m.Addr != "127.0.0.1:9" || m.DBPath != "x.db" || m.Issuer != "me" || m.AdminToken != testAdminToken {
 		t.Fatalf("flags: %+v", m)
 	}
-	t.Setenv("FENCEVIEW_ADMIN_TOKEN", "from-env")
+	t.Setenv("FENCEVIEW_ADMIN_TOKEN", "from-env-"+testAdminToken)
 	m = NewMain()
-	if err := m.ParseFlags(nil); err != nil || m.AdminToken != "from-env" {
+	if err := m.ParseFlags(nil); err != nil || m.AdminToken != "from-env-"+testAdminToken {
 		t.Fatalf("env admin token: %q %v", m.AdminToken, err)
 	}
 	if err := NewMain().ParseFlags([]string{"--no-such-flag"}); err == nil {
@@ -542,4 +542,33 @@ func post(t *testing.T, client *http.Client, url, body string) response {
 	r := response{Status: resp.StatusCode, Raw: raw}
 	json.Unmarshal(raw, &r.Body)
 	return r
+}
+
+// testAdminToken is an admin token ParseFlags accepts: MinAdminToken bytes.
+const testAdminToken = "0123456789abcdef0123456789abcdef"
+
+// The admin token must be at least 32 bytes, from the flag or the
+// environment, unless --insecure-short-admin-token says otherwise.
+func TestShortAdminTokenRefused(t *testing.T) {
+	t.Setenv("FENCEVIEW_ADMIN_TOKEN", "")
+	short := testAdminToken[:MinAdminToken-1]
+	err := NewMain().ParseFlags([]string{"--admin-token", short})
+	if err == nil || !strings.Contains(err.Error(), "--insecure-short-admin-token") || strings.Contains(err.Error(), short) {
+		t.Fatalf("31-byte token: %v", err)
+	}
+	t.Setenv("FENCEVIEW_ADMIN_TOKEN", "admin")
+	if err := NewMain().ParseFlags(nil); err == nil {
+		t.Fatal("5-byte token from the environment accepted")
+	}
+	m := NewMain()
+	if err := m.ParseFlags([]string{"--insecure-short-admin-token"}); err != nil || m.AdminToken != "admin" || !m.InsecureShortAdminToken {
+		t.Fatalf("--insecure-short-admin-token: %v", err)
+	}
+	t.Setenv("FENCEVIEW_ADMIN_TOKEN", "")
+	if err := NewMain().ParseFlags([]string{"--admin-token", testAdminToken}); err != nil {
+		t.Fatalf("32-byte token: %v", err)
+	}
+	if err := NewMain().ParseFlags(nil); err != nil {
+		t.Fatalf("no token (auth off on loopback): %v", err)
+	}
 }

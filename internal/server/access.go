@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/fenceview/fenceview/auth"
 )
 
 // Dashboard sessions: enough for every person of a large team on a few
@@ -16,6 +18,14 @@ const (
 	maxSessions = 10_000
 	sessionTTL  = 12 * time.Hour
 )
+
+// newSessions is the dashboard's session table, with the throttle of
+// logins and bad credentials the API shares.
+func newSessions(k *auth.Keyring, cfg Config) *auth.Sessions {
+	s := auth.NewSessions(k, maxSessions, sessionTTL, cfg.Clock.Now)
+	s.Throttle = auth.NewThrottle(cfg.Clock.Now)
+	return s
+}
 
 // Access is who may connect and how.
 type Access struct {

@@ -51,26 +51,37 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		ElectionTTL: cfg.Cluster.ElectionTTL, Issuer: cfg.Issuer, History: s.DB,
 		Clock: cfg.Clock, Logger: cfg.Logger,
 		SigningKeys: s.Keys, RequireSignatures: cfg.RequireSignatures,
-		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters,
+		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters, RequestTimeout: cfg.RequestTimeout,
 		// API keys are the cluster's, kept in etcd; dashboard sessions stay
 		// this node's (in memory), the admin token is whatever each node is given.
 		AdminToken: cfg.AdminToken,
 		Credentials: func(k *auth.Keyring) {
 			s.Credentials = k
-			s.Sessions = auth.NewSessions(k, maxSessions, sessionTTL, cfg.Clock.Now)
+			s.Sessions = newSessions(k, cfg)
+		},
+		// GET /v1/cluster, which every node answers itself, needs a viewer.
+		Access: func(h http.Handler) http.Handler {
+			return httpapi.Gate(s.Credentials, s.Sessions, s.Sessions.Throttle, auth.Read, h)
 		},
 		Serve: func(svc *issuer.Service, keys *signing.Keyring, sync func(context.Context) error) http.Handler {
 			history := syncedHistory{DB: s.DB, sync: sync}
 			api := httpapi.New(svc, history, cfg.Logger)
 			api.SigningKeys = keys
 			api.FenceMode = cfg.FenceMode
-			api.Auth, api.Sessions = s.Credentials, s.Sessions
+			api.Auth, api.Sessions, api.Throttle = s.Credentials, s.Sessions, s.Sessions.Throttle
 			api.AllowedHosts = hosts
+			// The single server's limits, per term: every term's API caps
+			// its websockets and gives waits their time on top.
+			api.MaxWebsockets, api.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
+			// The throttle counts the clients a follower forwards for, not
+			// the follower. s.Node is set before the listener serves.
+			clientAddr := func(r *http.Request) string { return s.Node.ClientAddr(r) }
+			api.ClientAddr = clientAddr
 			api.Metrics, api.StreamLag = s.Metrics.Handler(), s.Metrics.ObserveStreamLag
 			s.Metrics.Watch(svc) // this term's service
 			dash := dashboard.New(svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger
-			dash.Sessions = s.Sessions
+			dash.Sessions, dash.ClientAddr = s.Sessions, clientAddr
 			dash.Keys, dash.AdminWithoutAuth = s.Credentials, cfg.DashboardAdmin
 			dash.Cluster = s.clusterView
 			dash.Gatherer = s.Metrics.Registry
@@ -86,7 +97,11 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		Handler:           telemetry.Instrument(s.Node, s.Metrics, cfg.AccessLog),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
+		// As a single server's: a body sent a byte at a time, or an answer
+		// nobody reads, ends with the request timeout.
+		ReadTimeout:  cfg.RequestTimeout,
+		WriteTimeout: cfg.RequestTimeout,
+		ErrorLog:     slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	go func() {
 		if err := s.http.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

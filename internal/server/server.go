@@ -117,6 +117,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.Metrics = telemetry.New()
 	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
 	s.DB.ObserveCheckpoint = s.Metrics.ObserveCheckpoint
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
+	}
 	if len(cfg.Cluster.Etcd) > 0 {
 		return s, s.startCluster(ctx, cfg)
 	}
@@ -140,15 +143,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.API.FenceMode = cfg.FenceMode
 	s.API.Metrics = s.Metrics.Handler()
 	s.API.StreamLag = s.Metrics.ObserveStreamLag
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
-	}
 	s.API.MaxWebsockets, s.API.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
 	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
 		return nil, err
 	}
-	s.Sessions = auth.NewSessions(s.Credentials, maxSessions, sessionTTL, cfg.Clock.Now)
-	s.API.Auth, s.API.Sessions = s.Credentials, s.Sessions
+	s.Sessions = newSessions(s.Credentials, cfg)
+	s.API.Auth, s.API.Sessions, s.API.Throttle = s.Credentials, s.Sessions, s.Sessions.Throttle
 	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
 	dash.Sessions = s.Sessions
