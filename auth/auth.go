@@ -81,6 +81,7 @@ type Principal struct {
 	Role      Role
 	Resources []string
 	revoked   <-chan struct{} // closed when the key is revoked
+	ended     <-chan struct{} // a session's: closed when it ends; nil for a bearer secret
 }
 
 // Everyone is the principal of every request when auth is off.
@@ -105,9 +106,28 @@ func (p *Principal) Sees(resourceID string) bool {
 // Unrestricted reports whether p sees every resource.
 func (p *Principal) Unrestricted() bool { return len(p.Resources) == 0 }
 
-// Revoked is closed when p's key is revoked; nil (never ready) for the
-// admin token and for Everyone.
+// Revoked is closed when p's key is revoked, or, for the admin token, when
+// the token is replaced (Keyring.SetAdminToken); nil (never ready) for
+// Everyone.
 func (p *Principal) Revoked() <-chan struct{} { return p.revoked }
+
+// Ended is closed when the dashboard session p came from ends: logout,
+// expiry, or eviction. It is nil (never ready) for a bearer secret. A
+// stream opened with a session watches both Ended and Revoked.
+func (p *Principal) Ended() <-chan struct{} { return p.ended }
+
+// Gone reports whether p's credential no longer holds: its key revoked or
+// its session ended. It never blocks.
+func (p *Principal) Gone() bool {
+	select {
+	case <-p.revoked:
+		return true
+	case <-p.ended:
+		return true
+	default:
+		return false
+	}
+}
 
 // Owner is the identity locks taken by p belong to, beside the holder name:
 // "" when auth is off, so ownership is the holder alone, as before.

@@ -28,9 +28,12 @@ type Sessions struct {
 }
 
 type session struct {
-	hash    [sha256.Size]byte
-	keyID   string
-	expires time.Time
+	hash [sha256.Size]byte
+	// principal is the credential logged in with: a session of a key
+	// revoked, or of an admin token replaced, since then is over.
+	principal *Principal
+	expires   time.Time
+	ended     chan struct{} // closed when the session is removed
 }
 
 // NewSessions returns a session table of at most max sessions, each lasting
@@ -62,32 +65,39 @@ func (s *Sessions) Login(secret string) (string, *Principal, error) {
 	for s.order.Len() >= s.max {
 		s.removeLocked(s.order.Front())
 	}
-	ss := &session{hash: sha256.Sum256([]byte(id)), keyID: p.KeyID, expires: now.Add(s.ttl)}
+	ss := &session{hash: sha256.Sum256([]byte(id)), principal: p, expires: now.Add(s.ttl), ended: make(chan struct{})}
 	s.byID[ss.hash] = s.order.PushBack(ss)
 	return id, p, nil
 }
 
 // Principal returns who a session cookie stands for: ErrUnauthenticated
-// when unknown, expired, or its key revoked.
+// when unknown, expired, or its key revoked. The principal's Ended is
+// closed when the session ends.
 func (s *Sessions) Principal(id string) (*Principal, error) {
 	h := sha256.Sum256([]byte(id))
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	el := s.byID[h]
-	var keyID string
-	if el != nil {
-		ss := el.Value.(*session)
-		if !s.now().Before(ss.expires) {
-			s.removeLocked(el)
-			el = nil
-		} else {
-			keyID = ss.keyID
-		}
-	}
-	s.mu.Unlock()
 	if el == nil {
 		return nil, ErrUnauthenticated
 	}
-	return s.keys.Principal(keyID)
+	ss := el.Value.(*session)
+	if !s.now().Before(ss.expires) || ss.principal.Gone() {
+		s.removeLocked(el)
+		return nil, ErrUnauthenticated
+	}
+	p := *ss.principal
+	p.ended = ss.ended
+	return &p, nil
+}
+
+// Sweep ends every expired session, closing its principals' Ended: a
+// stream opened with a session ends when the session does, not at its
+// next request. The server calls it on a timer.
+func (s *Sessions) Sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked(s.now())
 }
 
 // Logout ends a session; unknown ids are ignored.
@@ -114,6 +124,8 @@ func (s *Sessions) expireLocked(now time.Time) {
 }
 
 func (s *Sessions) removeLocked(el *list.Element) {
-	delete(s.byID, el.Value.(*session).hash)
+	ss := el.Value.(*session)
+	delete(s.byID, ss.hash)
 	s.order.Remove(el)
+	close(ss.ended)
 }

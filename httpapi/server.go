@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -65,7 +64,8 @@ type Server struct {
 	// waiting acquire gets its wait on top. Zero: none.
 	RequestTimeout time.Duration
 
-	websockets atomic.Int64
+	websockets wsCount
+	ops        opGate // RPC operations being applied, per key (revoke.go)
 
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
 	Auth         Credentials
