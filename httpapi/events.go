@@ -248,6 +248,7 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 					}
 					st.last = e.Seq
 				}
+				sub.Release(batch) // copied into out's buffer: no longer held
 				select {
 				case batch = <-sub.Events():
 				default:
