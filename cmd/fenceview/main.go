@@ -41,12 +41,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fenceview:", err)
 		os.Exit(2)
 	}
+	// Before Run: once the server says it is ready, a SIGHUP must not
+	// kill it (the default action).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	if err := m.Run(ctx); err != nil {
 		m.Logger.Error("fenceview could not start", "err", err)
 		os.Exit(1)
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		for range hup {
 			if err := m.ReloadAdminToken(); err != nil {
