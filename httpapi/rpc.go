@@ -48,7 +48,7 @@ const (
 	rpcMaxMessage  = 1 << 20                  // bytes in one message from a client
 	rpcMaxLine     = fenceview.MaxRequestBody // bytes in one request line, as in one JSON body
 	rpcWorkers     = 16                       // requests of one connection served at once, waiting acquires aside
-	rpcAnswerQueue = 512                      // answers of one connection waiting for its writer
+	rpcAnswerQueue = 256                      // answers of one connection waiting for its writer
 )
 
 type rpcRequest struct {
