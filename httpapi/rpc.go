@@ -173,7 +173,7 @@ func (c *rpcConn) read() {
 			}
 			if len(bytes.TrimSpace(line)) > 0 {
 				// A lone request: the message's only line, with no newline.
-				c.take(line, first && err == io.EOF)
+				c.take(bytes.TrimSuffix(line, []byte{'\n'}), first && err == io.EOF)
 				first = false
 			}
 			if err == io.EOF {
