@@ -69,7 +69,7 @@ kill "$sampler"; wait "$sampler" 2>/dev/null || true
 
 sample attack & sampler=$!
 attack_for=$(( ${DURATION%s} + 10 ))s
-"$tmp/fenceload" -url "$url" -key "$attacker" -viewer-key "$viewer" -attack "$ATTACK" -duration "$attack_for" >"$tmp/attack.txt" &
+"$tmp/fenceload" -url "$url" -key "$attacker" -viewer-key "$viewer" -attack "$ATTACK" -duration "$attack_for" >"$tmp/hostile.txt" &
 attack=$!
 sleep 5 # the attack is under way before the honest clients start
 honest attack
@@ -87,4 +87,4 @@ echo "|---|---|---|---|---|---|"
 row quiet
 row attack
 echo
-cat "$tmp/attack.txt"
+cat "$tmp/hostile.txt"
