@@ -47,7 +47,7 @@ import (
 const (
 	rpcMaxMessage  = 1 << 20                  // bytes in one message from a client
 	rpcMaxLine     = fenceview.MaxRequestBody // bytes in one request line, as in one JSON body
-	rpcWorkers     = 16                       // requests of one connection served at once, waiting acquires aside
+	rpcWorkers     = 64                       // requests of one connection served at once, waiting acquires aside
 	rpcAnswerQueue = 256                      // answers of one connection waiting for its writer
 )
 

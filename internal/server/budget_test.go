@@ -15,7 +15,7 @@ import (
 // started, the line buffer in use, and then every waiting acquire it may
 // have), divided by conns.
 const (
-	budgetPerConn   = 320 << 10 // bytes of a connection, its waiters and queued answers aside
+	budgetPerConn   = 512 << 10 // bytes of a connection, its waiters and queued answers aside
 	budgetPerWaiter = 16 << 10  // bytes of one waiting acquire
 )
 
@@ -76,8 +76,8 @@ func TestRPCConnectionMemoryBudget(t *testing.T) {
 	if perConn > budgetPerConn || perWaiter > budgetPerWaiter {
 		t.Fatalf("per connection %d bytes (budget %d), per waiter %d bytes (budget %d)", perConn, budgetPerConn, perWaiter, budgetPerWaiter)
 	}
-	if g := (connG - baseG) / conns; g > 2+16 {
-		t.Fatalf("%d goroutines per connection, budget reader + writer + 16 workers", g)
+	if g := (connG - baseG) / conns; g > 2+64 {
+		t.Fatalf("%d goroutines per connection, budget reader + writer + 64 workers", g)
 	}
 	if g := waitG - connG; g > conns*rpcMaxWaitingForTest {
 		t.Fatalf("%d goroutines for %d waiting acquires", g, conns*rpcMaxWaitingForTest)

@@ -255,7 +255,7 @@ func TestRPCClientThatDoesNotReadIsClosed(t *testing.T) {
 	// Per connection: the handler (reader), the writer and the workers,
 	// plus the test's own writer; net/http's connection goroutine is the
 	// handler's.
-	if budget := before + conns*(2+16+1); peak > budget {
+	if budget := before + conns*(2+64+1); peak > budget {
 		t.Fatalf("%d goroutines with %d connections that never read (%d before), budget %d", peak, conns, before, budget)
 	}
 	waitFor(t, "every handler returned", func() bool { return s.API.OpenWebsockets() == 0 })
