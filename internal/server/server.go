@@ -88,13 +88,14 @@ func (s *Server) startSweeper(c clock.Clock) {
 		return
 	}
 	s.stop, s.swept = make(chan struct{}), make(chan struct{})
+	t := c.NewTimer(sessionSweep) // here, so a clock moved after Start fires it
 	go func() {
 		defer close(s.swept)
 		for {
-			t := c.NewTimer(sessionSweep)
 			select {
 			case <-t.C():
 				s.Sessions.Sweep()
+				t = c.NewTimer(sessionSweep)
 			case <-s.stop:
 				t.Stop()
 				return
