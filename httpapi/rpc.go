@@ -49,6 +49,10 @@ const (
 	rpcMaxLine     = fenceview.MaxRequestBody // bytes in one request line, as in one JSON body
 	rpcWorkers     = 64                       // requests of one connection served at once, waiting acquires aside
 	rpcAnswerQueue = 256                      // answers of one connection waiting for its writer
+	// rpcKeyInFlight bounds the requests of one key served at once over
+	// all its RPC connections (waiting acquires aside): a key cannot
+	// multiply its share of the server by opening more connections.
+	rpcKeyInFlight = 128
 )
 
 type rpcRequest struct {
@@ -98,6 +102,10 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 		answers: make(chan []byte, rpcAnswerQueue), work: make(chan rpcRequest),
 	}
 	c.out.conn = conn
+	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
+		c.slots = s.keySlots.open(c.p.KeyID)
+		defer s.keySlots.close(c.p.KeyID)
+	}
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
 	defer c.cancel()
 	writerDone := make(chan struct{})
@@ -126,6 +134,7 @@ type rpcConn struct {
 	answers chan []byte     // to the writer; never blocks a sender (queue)
 	work    chan rpcRequest // to an idle worker; unbuffered
 	workers int             // started; the reader's alone
+	slots   chan struct{}   // the key's requests in flight (rpcKeyInFlight); nil with auth off
 
 	inflight sync.WaitGroup
 	busy     atomic.Int64 // requests handed to workers or waiting, not yet answered
@@ -212,12 +221,14 @@ func (c *rpcConn) take(line []byte, single bool) {
 		}()
 		return
 	}
+	c.takeSlot() // the key at its share: this connection is not read until a request of the key is done
 	if single && c.busy.Load() == 0 {
 		// The connection's only request, and one that cannot wait
 		// long: serve it here, and answer it here unless the writer is
 		// busy. One client calling one request at a time (Redis's usual
 		// caller) saves two goroutine hand-offs per call.
 		a := c.answer(req)
+		c.freeSlot()
 		if len(c.answers) == 0 && c.out.mu.TryLock() {
 			c.out.send(a)
 			c.out.mu.Unlock()
@@ -253,7 +264,61 @@ func (c *rpcConn) worker() {
 func (c *rpcConn) serve(req rpcRequest) {
 	a := c.answer(req)
 	c.busy.Add(-1)
+	if !(req.Op == "acquire" && req.WaitMs.Value > 0) {
+		c.freeSlot()
+	}
 	c.queue(a)
+}
+
+func (c *rpcConn) takeSlot() {
+	if c.slots != nil {
+		c.slots <- struct{}{}
+	}
+}
+
+func (c *rpcConn) freeSlot() {
+	if c.slots != nil {
+		<-c.slots
+	}
+}
+
+// keySlots holds, per key with an RPC connection open, the semaphore of
+// its requests in flight, shared by all its connections.
+type keySlots struct {
+	mu   sync.Mutex
+	keys map[string]*keySlot
+}
+
+type keySlot struct {
+	sem   chan struct{}
+	conns int
+}
+
+// open returns key id's semaphore for one more connection; close when it
+// ends.
+func (k *keySlots) open(id string) chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil {
+		k.keys = map[string]*keySlot{}
+	}
+	ks := k.keys[id]
+	if ks == nil {
+		ks = &keySlot{sem: make(chan struct{}, rpcKeyInFlight)}
+		k.keys[id] = ks
+	}
+	ks.conns++
+	return ks.sem
+}
+
+func (k *keySlots) close(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if ks := k.keys[id]; ks != nil {
+		if ks.conns--; ks.conns == 0 {
+			delete(k.keys, id)
+		}
+	}
 }
 
 // answer applies one request, unless the caller's key was revoked or its

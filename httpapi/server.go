@@ -65,7 +65,8 @@ type Server struct {
 	RequestTimeout time.Duration
 
 	websockets wsCount
-	ops        opGate // RPC operations being applied, per key (revoke.go)
+	ops        opGate   // RPC operations being applied, per key (revoke.go)
+	keySlots   keySlots // RPC requests in flight, per key (rpc.go)
 
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
 	Auth         Credentials
