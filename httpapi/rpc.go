@@ -49,6 +49,7 @@ const (
 	rpcMaxLine     = fenceview.MaxRequestBody // bytes in one request line, as in one JSON body
 	rpcWorkers     = 64                       // requests of one connection served at once, waiting acquires aside
 	rpcAnswerQueue = 256                      // answers of one connection waiting for its writer
+	rpcIdleWorkers = 8                        // workers of one connection kept waiting for requests
 	// rpcKeyInFlight bounds the requests of one key served at once over
 	// all its RPC connections (waiting acquires aside): a key cannot
 	// multiply its share of the server by opening more connections.
@@ -133,7 +134,8 @@ type rpcConn struct {
 	out     rpcOut
 	answers chan []byte     // to the writer; never blocks a sender (queue)
 	work    chan rpcRequest // to an idle worker; unbuffered
-	workers int             // started; the reader's alone
+	workers atomic.Int64    // running: started by the reader, at most rpcWorkers
+	idle    atomic.Int64    // workers waiting for a request
 	slots   chan struct{}   // the key's requests in flight (rpcKeyInFlight); nil with auth off
 
 	inflight sync.WaitGroup
@@ -243,21 +245,34 @@ func (c *rpcConn) take(line []byte, single bool) {
 		return
 	default:
 	}
-	if c.workers < rpcWorkers {
-		c.workers++
+	if c.workers.Load() < rpcWorkers { // only the reader starts workers
+		c.workers.Add(1)
 		c.inflight.Add(1)
-		go c.worker()
+		go c.worker(req)
+		return
 	}
 	c.work <- req // every worker busy: the reader waits, and so does the client
 }
 
-// worker serves requests until the connection ends. Workers outlive their
-// requests: a goroutine per request would start each on a small stack and
-// grow it (a grant's path is deep), about 5% of the server's CPU.
-func (c *rpcConn) worker() {
+// worker serves req, then the next requests, until the connection ends or
+// rpcIdleWorkers others already wait. Workers outlive their requests: a
+// goroutine per request would start each on a small stack and grow it (a
+// grant's path is deep), about 5% of the server's CPU under load.
+func (c *rpcConn) worker(req rpcRequest) {
 	defer c.inflight.Done()
-	for req := range c.work {
+	defer c.workers.Add(-1)
+	for {
 		c.serve(req)
+		if c.idle.Add(1) > rpcIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		next, ok := <-c.work
+		c.idle.Add(-1)
+		if !ok {
+			return
+		}
+		req = next
 	}
 }
 
