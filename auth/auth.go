@@ -82,6 +82,7 @@ type Principal struct {
 	Resources []string
 	revoked   <-chan struct{} // closed when the key is revoked
 	nothing   bool            // sees no resource at all (Anonymous)
+	ended     <-chan struct{} // a session's: closed when it ends; nil for a bearer secret
 }
 
 // Open is the principal of every request when auth is off (no admin
@@ -123,9 +124,28 @@ func (p *Principal) Unrestricted() bool { return !p.nothing && len(p.Resources) 
 // empty Resources must then not be read as "every resource".
 func (p *Principal) SeesNothing() bool { return p.nothing }
 
-// Revoked is closed when p's key is revoked; nil (never ready) for the
-// admin token, Open and Anonymous.
+// Revoked is closed when p's key is revoked, or, for the admin token, when
+// the token is replaced (Keyring.SetAdminToken); nil (never ready) for Open
+// and Anonymous.
 func (p *Principal) Revoked() <-chan struct{} { return p.revoked }
+
+// Ended is closed when the dashboard session p came from ends: logout,
+// expiry, or eviction. It is nil (never ready) for a bearer secret. A
+// stream opened with a session watches both Ended and Revoked.
+func (p *Principal) Ended() <-chan struct{} { return p.ended }
+
+// Gone reports whether p's credential no longer holds: its key revoked or
+// its session ended. It never blocks.
+func (p *Principal) Gone() bool {
+	select {
+	case <-p.revoked:
+		return true
+	case <-p.ended:
+		return true
+	default:
+		return false
+	}
+}
 
 // Owner is the identity locks taken by p belong to, beside the holder name:
 // "" when auth is off, so ownership is the holder alone, as before.

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 )
@@ -58,7 +59,9 @@ const (
 type Keyring struct {
 	store Store
 	now   func() time.Time
-	admin *[sha256.Size]byte // nil: no admin token, auth is off
+	// admin is the admin token's hash and principal; nil: no admin token,
+	// auth is off. SetAdminToken replaces it whole.
+	admin atomic.Pointer[adminCredential]
 
 	mu   sync.RWMutex
 	keys map[string]*entry
@@ -79,8 +82,7 @@ func NewKeyring(ctx context.Context, store Store, adminToken string, now func() 
 	}
 	k := &Keyring{store: store, now: now, keys: map[string]*entry{}}
 	if adminToken != "" {
-		h := sha256.Sum256([]byte(adminToken))
-		k.admin = &h
+		k.admin.Store(newAdminCredential(adminToken))
 	}
 	if store != nil {
 		all, err := store.Keys(ctx)
@@ -101,9 +103,45 @@ func newEntry(s Stored) *entry {
 }
 
 // Enabled reports whether auth is on (an admin token is set).
-func (k *Keyring) Enabled() bool { return k != nil && k.admin != nil }
+func (k *Keyring) Enabled() bool { return k != nil && k.admin.Load() != nil }
 
-var adminP = &Principal{KeyID: adminPrincipal, Name: "admin token", Role: Admin}
+// adminCredential is one admin token: its principal's Revoked closes when
+// the token is replaced.
+type adminCredential struct {
+	hash      [sha256.Size]byte
+	principal *Principal
+	revoked   chan struct{}
+}
+
+func newAdminCredential(token string) *adminCredential {
+	c := &adminCredential{hash: sha256.Sum256([]byte(token)), revoked: make(chan struct{})}
+	c.principal = &Principal{KeyID: adminPrincipal, Name: "admin token", Role: Admin, revoked: c.revoked}
+	return c
+}
+
+// SetAdminToken replaces the admin token without a restart: from its
+// return the old token authenticates nothing, and the streams and
+// sessions opened with it see Revoked closed, as for a revoked key. The
+// same token again changes nothing. Auth cannot be turned off this way:
+// an empty token is refused, as is one on a keyring made without one.
+func (k *Keyring) SetAdminToken(token string) error {
+	if token == "" {
+		return fmt.Errorf("%w: an empty admin token would turn auth off; restart without one for that", ErrInvalid)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	old := k.admin.Load()
+	if old == nil {
+		return fmt.Errorf("%w: auth is off; restart with an admin token to turn it on", ErrInvalid)
+	}
+	next := newAdminCredential(token)
+	if next.hash == old.hash {
+		return nil
+	}
+	k.admin.Store(next)
+	close(old.revoked)
+	return nil
+}
 
 // Authenticate returns the principal of a secret: the admin token or a
 // key's secret. Unknown or revoked: ErrUnauthenticated.
@@ -111,6 +149,7 @@ func (k *Keyring) Authenticate(secret string) (*Principal, error) {
 	if !k.Enabled() || secret == "" {
 		return nil, ErrUnauthenticated
 	}
+	admin := k.admin.Load() // never nil again once set
 	h := sha256.Sum256([]byte(secret))
 	if id, ok := keyIDOf(secret); ok {
 		k.mu.RLock()
@@ -123,8 +162,8 @@ func (k *Keyring) Authenticate(secret string) (*Principal, error) {
 	}
 	// Both sides are hashes, so the comparison's time says nothing about
 	// the token's length either.
-	if subtle.ConstantTimeCompare(h[:], k.admin[:]) == 1 {
-		return adminP, nil
+	if subtle.ConstantTimeCompare(h[:], admin.hash[:]) == 1 {
+		return admin.principal, nil
 	}
 	return nil, ErrUnauthenticated
 }
@@ -132,11 +171,12 @@ func (k *Keyring) Authenticate(secret string) (*Principal, error) {
 // Principal returns the principal of a key id ("admin" for the admin
 // token), for sessions that remember who logged in.
 func (k *Keyring) Principal(id string) (*Principal, error) {
-	if !k.Enabled() {
+	admin := k.admin.Load()
+	if admin == nil {
 		return nil, ErrUnauthenticated
 	}
 	if id == adminPrincipal {
-		return adminP, nil
+		return admin.principal, nil
 	}
 	k.mu.RLock()
 	e := k.keys[id]

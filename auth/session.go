@@ -43,11 +43,14 @@ type Sessions struct {
 }
 
 type session struct {
-	hash    [sha256.Size]byte
-	keyID   string
-	expires time.Time
-	el      *list.Element // in order
-	keyEl   *list.Element // in byKey[keyID]
+	hash [sha256.Size]byte
+	// principal is the credential logged in with: a session of a key
+	// revoked, or of an admin token replaced, since then is over.
+	principal *Principal
+	expires   time.Time
+	ended     chan struct{} // closed when the session is removed
+	el        *list.Element // in order
+	keyEl     *list.Element // in byKey[principal.KeyID]
 }
 
 // NewSessions returns a session table of at most max sessions, each lasting
@@ -93,7 +96,7 @@ func (s *Sessions) Login(client, secret string) (string, *Principal, error) {
 	for s.order.Len() >= s.max {
 		s.removeLocked(s.largestLocked().Front().Value.(*session))
 	}
-	ss := &session{hash: sha256.Sum256([]byte(id)), keyID: p.KeyID, expires: now.Add(s.ttl)}
+	ss := &session{hash: sha256.Sum256([]byte(id)), principal: p, expires: now.Add(s.ttl), ended: make(chan struct{})}
 	mine := s.byKey[p.KeyID]
 	if mine == nil {
 		mine = list.New()
@@ -118,25 +121,32 @@ func (s *Sessions) largestLocked() *list.List {
 }
 
 // Principal returns who a session cookie stands for: ErrUnauthenticated
-// when unknown, expired, or its key revoked.
+// when unknown, expired, or its key revoked. The principal's Ended is
+// closed when the session ends.
 func (s *Sessions) Principal(id string) (*Principal, error) {
 	h := sha256.Sum256([]byte(id))
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	ss := s.byID[h]
-	var keyID string
-	if ss != nil {
-		if !s.now().Before(ss.expires) {
-			s.removeLocked(ss)
-			ss = nil
-		} else {
-			keyID = ss.keyID
-		}
-	}
-	s.mu.Unlock()
 	if ss == nil {
 		return nil, ErrUnauthenticated
 	}
-	return s.keys.Principal(keyID)
+	if !s.now().Before(ss.expires) || ss.principal.Gone() {
+		s.removeLocked(ss)
+		return nil, ErrUnauthenticated
+	}
+	p := *ss.principal
+	p.ended = ss.ended
+	return &p, nil
+}
+
+// Sweep ends every expired session, closing its principals' Ended: a
+// stream opened with a session ends when the session does, not at its
+// next request. The server calls it on a timer.
+func (s *Sessions) Sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked(s.now())
 }
 
 // Logout ends a session; unknown ids are ignored.
@@ -175,9 +185,11 @@ func (s *Sessions) expireLocked(now time.Time) {
 func (s *Sessions) removeLocked(ss *session) {
 	delete(s.byID, ss.hash)
 	s.order.Remove(ss.el)
-	mine := s.byKey[ss.keyID]
+	key := ss.principal.KeyID
+	mine := s.byKey[key]
 	mine.Remove(ss.keyEl)
 	if mine.Len() == 0 {
-		delete(s.byKey, ss.keyID)
+		delete(s.byKey, key)
 	}
+	close(ss.ended)
 }

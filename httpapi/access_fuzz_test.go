@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/telemetry"
 	"github.com/fenceview/fenceview/issuer"
 	"github.com/fenceview/fenceview/sqlite"
 )
@@ -147,4 +148,117 @@ func BenchmarkAdmit(b *testing.B) {
 			}
 		})
 	}
+}
+
+// The router, the access layer and the request metrics under a method, a
+// path and headers chosen together by the fuzzer, the method any token at
+// all: nothing panics or answers 5xx, nothing changes without a valid
+// credential, and the request histogram's labels stay in their closed sets
+// (standard methods or OTHER; registered route patterns or "unmatched"),
+// so no request adds a series of its own choosing.
+func FuzzRouter(f *testing.F) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "f.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: "fuzz"})
+	f.Cleanup(func() { svc.Close(); db.Close() })
+	keys, err := auth.NewKeyring(ctx, db, "admin-token", nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	_, cli, _ := keys.Create(ctx, "c", auth.Client, []string{"a/"})
+	s := New(svc, db, nil)
+	s.Auth, s.Sessions = keys, auth.NewSessions(keys, 10, 3600e9, nil)
+	m := telemetry.New()
+	h := telemetry.Instrument(s, m, nil)
+	patterns := map[string]bool{"unmatched": true}
+	methods := map[string]bool{"OTHER": true}
+	for _, meth := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE"} {
+		methods[meth] = true
+	}
+	for _, p := range []string{"/v1/locks/a%2Fx/acquire", "/v1/rpc", "/v1/events", "/metrics", "/static/x", "/v1/auth/keys/1", "/nowhere"} {
+		f.Add("GET", p, "Bearer "+cli, "Upgrade", "websocket", "Origin", "http://fenceview")
+		f.Add("BREW", p, "", "Connection", "Upgrade", "Sec-Fetch-Site", "cross-site")
+		f.Add("POST", p, "Bearer admin-token", "Content-Type", "application/json", "X-Fencing-Token", "1")
+	}
+	f.Fuzz(func(t *testing.T, method, path, authz, h1, v1, h2, v2 string) {
+		if !validMethod(method) || len(method) > 1<<10 {
+			return // net/http refuses such a request line before any handler
+		}
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		u, err := url.Parse("http://fenceview" + path)
+		if err != nil || u.Host != "fenceview" {
+			return
+		}
+		req := httptest.NewRequest("GET", "http://fenceview/", strings.NewReader(`{"holder":"h","token":1}`))
+		req.Method, req.URL, req.RequestURI = method, u, u.RequestURI()
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		for _, kv := range [][2]string{{h1, v1}, {h2, v2}} {
+			if validMethod(kv[0]) && !strings.ContainsAny(kv[1], "\r\n\x00") { // a header name is a token too
+				req.Header.Add(kv[0], kv[1])
+			}
+		}
+		before := svc.LastSeq()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code >= 500 {
+			t.Fatalf("%q %s: %d %s", method, path, rec.Code, rec.Body)
+		}
+		valid := authz == "Bearer "+cli || authz == "Bearer admin-token"
+		if svc.LastSeq() != before && !valid {
+			t.Fatalf("%q %s with %q: state changed without a credential", method, path, authz)
+		}
+		fams, err := m.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, fam := range fams {
+			if fam.GetName() != "fenceview_http_request_duration_seconds" {
+				continue
+			}
+			for _, metric := range fam.GetMetric() {
+				for _, l := range metric.GetLabel() {
+					switch l.GetName() {
+					case "method":
+						if !methods[l.GetValue()] {
+							t.Fatalf("method label %q", l.GetValue())
+						}
+					case "route":
+						if r := l.GetValue(); !patterns[r] {
+							// A route label must be one of the router's patterns.
+							probe := httptest.NewRequest("GET", "http://fenceview/", nil)
+							if meth, p, ok := strings.Cut(r, " "); ok {
+								probe.Method, probe.URL.Path = meth, strings.NewReplacer("{resource}", "x", "{id}", "x", "{name}", "x").Replace(p)
+							}
+							if _, got := s.mux.Handler(probe); got != r {
+								t.Fatalf("route label %q is not a pattern (a probe matched %q)", r, got)
+							}
+							patterns[r] = true
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// validMethod reports whether m is an RFC 9110 token, as net/http requires
+// of a method and a header name.
+func validMethod(m string) bool {
+	if m == "" {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }

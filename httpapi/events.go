@@ -60,10 +60,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	if !s.openWebsocket(w, r) {
+	release, ok := s.openWebsocket(w, r)
+	if !ok {
 		return
 	}
-	defer s.closeWebsocket()
+	defer release()
 	// Subscribe before the handshake completes, so every event committed
 	// after it is delivered.
 	sub := s.Service.Subscribe(resource, streamBuffer)
@@ -86,6 +87,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	go st.readPump(gone)
 	if since >= 0 && since < sub.Start {
 		if err := st.replay(r.Context(), s.History); err != nil {
+			if errors.Is(err, errStreamRevoked) {
+				closeRevoked(conn, hj.conn)
+				return
+			}
 			if !errors.Is(err, errStreamWrite) {
 				s.Logger.Error("stream replay", "err", err)
 			}
@@ -136,6 +141,9 @@ type eventStream struct {
 // log.
 var errStreamWrite = errors.New("stream write failed")
 
+// errStreamRevoked ends a replay whose key was revoked or session ended.
+var errStreamRevoked = errors.New("credential revoked")
+
 // readPump is the one reader: it keeps deadlines fresh and closes gone when
 // the client leaves.
 func (st *eventStream) readPump(gone chan<- struct{}) {
@@ -170,9 +178,13 @@ func (st *eventStream) deadline() {
 }
 
 // replay sends, a page at a time, the stored events after st.last up to
-// the subscription's start; the rest arrives live.
+// the subscription's start; the rest arrives live. It stops at the first
+// event after the caller's key is revoked or its session ends.
 func (st *eventStream) replay(ctx context.Context, h History) error {
 	for done := false; !done; {
+		if st.p.Gone() {
+			return errStreamRevoked
+		}
 		page, err := h.EventsAfter(ctx, st.last, st.resource, replayPage)
 		if err != nil {
 			return err
@@ -183,6 +195,9 @@ func (st *eventStream) replay(ctx context.Context, h History) error {
 			if e.Seq > st.sub.Start {
 				done = true // the rest arrives live
 				break
+			}
+			if st.p.Gone() {
+				return errStreamRevoked
 			}
 			st.last = e.Seq
 			if !st.p.Sees(e.ResourceID) {
@@ -213,6 +228,10 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 	for {
 		select {
 		case batch := <-sub.Events():
+			if st.p.Gone() { // revoked while a burst was on its way
+				closeRevoked(conn, out)
+				return
+			}
 			oldest := time.Time{}
 			if len(batch) > 0 {
 				oldest = batch[0].PublishedAt
@@ -229,6 +248,7 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 					}
 					st.last = e.Seq
 				}
+				sub.Release(batch) // copied into out's buffer: no longer held
 				select {
 				case batch = <-sub.Events():
 				default:
@@ -249,6 +269,9 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 			case <-st.p.Revoked():
 				closeRevoked(conn, out)
 				return
+			case <-st.p.Ended():
+				closeRevoked(conn, out)
+				return
 			}
 		case <-sub.Lost():
 			out.Flush()
@@ -267,14 +290,18 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 		case <-st.p.Revoked():
 			closeRevoked(conn, out)
 			return
+		case <-st.p.Ended():
+			closeRevoked(conn, out)
+			return
 		}
 	}
 }
 
-// closeRevoked ends a stream whose key was revoked, saying why.
+// closeRevoked ends a stream whose key was revoked or session ended,
+// saying why.
 func closeRevoked(conn *websocket.Conn, out interface{ Flush() error }) {
 	conn.WriteControl(websocket.CloseMessage,
-		websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "key revoked"), time.Now().Add(writeWait))
+		websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "key revoked or session ended"), time.Now().Add(writeWait))
 	if out != nil {
 		out.Flush()
 	}

@@ -108,5 +108,9 @@ func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, keyError(err))
 		return
 	}
+	// The key's RPC operations already past their check finish first
+	// (their waits end with the revocation): after this answer, nothing
+	// of the key is applied.
+	s.ops.drain(id)
 	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
 }

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"sync"
@@ -33,10 +35,25 @@ import (
 // are ready, in any order, batched the same way:
 //
 //	{"id":7,"status":200,"body":{...the JSON API's answer...}}
+//
+// A connection costs a fixed budget, whatever its client does: a reader, a
+// writer, at most rpcWorkers workers and rpcMaxWaiting waiting acquires,
+// one request line buffered at a time, and at most rpcAnswerQueue answers
+// queued for the writer. A client that sends faster than it is served is
+// not read until a worker is free (TCP pushes back); a client that does not
+// read its answers is closed once rpcAnswerQueue of them wait, as gorilla's
+// chat example drops a client whose send buffer is full: nothing is
+// buffered on its behalf.
 const (
-	rpcMaxMessage  = 1 << 20 // bytes in one message from a client
-	rpcMaxInFlight = 4096    // requests of one connection being served at once
-	rpcIdleWorkers = 128     // workers of one connection kept waiting for requests
+	rpcMaxMessage  = 1 << 20                  // bytes in one message from a client
+	rpcMaxLine     = fenceview.MaxRequestBody // bytes in one request line, as in one JSON body
+	rpcWorkers     = 64                       // requests of one connection served at once, waiting acquires aside
+	rpcAnswerQueue = 256                      // answers of one connection waiting for its writer
+	rpcIdleWorkers = 8                        // workers of one connection kept waiting for requests
+	// rpcKeyInFlight bounds the requests of one key served at once over
+	// all its RPC connections (waiting acquires aside): a key cannot
+	// multiply its share of the server by opening more connections.
+	rpcKeyInFlight = 128
 )
 
 type rpcRequest struct {
@@ -72,133 +89,276 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
 		return
 	}
-	if !s.openWebsocket(w, r) {
+	release, ok := s.openWebsocket(w, r)
+	if !ok {
 		return
 	}
-	defer s.closeWebsocket()
+	defer release()
 	conn, err := rpcUpgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return
 	}
 	defer conn.Close()
-	source := "rpc:" + clientHost(r)
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	defer cancel()
-	go func() {
-		// A revoked key's connection ends at once; the reader below then
-		// stops taking requests.
-		select {
-		case <-auth.FromContext(ctx).Revoked():
-			closeRevoked(conn, nil)
-			conn.Close()
-		case <-ctx.Done():
-		}
-	}()
-
-	answers := make(chan []byte, 256)
+	c := &rpcConn{
+		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r),
+		answers: make(chan []byte, rpcAnswerQueue), work: make(chan rpcRequest),
+	}
+	c.out.conn = conn
+	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
+		c.slots = s.keySlots.open(c.p.KeyID)
+		defer s.keySlots.close(c.p.KeyID)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	defer c.cancel()
 	writerDone := make(chan struct{})
-	out := &rpcOut{conn: conn}
-	go rpcWriter(out, answers, writerDone)
+	go c.writer(writerDone)
+	c.read()
+	// The client is gone: waiting acquires give up, the rest finish (their
+	// changes are committed whether or not anyone reads the answer).
+	c.cancel()
+	close(c.work)
+	c.inflight.Wait()
+	close(c.answers)
+	<-writerDone
+}
 
-	var inflight sync.WaitGroup
-	var waiting atomic.Int64 // acquires of this connection with waitMs > 0
-	slots := make(chan struct{}, rpcMaxInFlight)
+// rpcConn is one RPC connection: its reader (read, the handler's own
+// goroutine), its writer, and the workers the reader starts, at most
+// rpcWorkers, which live as long as the connection.
+type rpcConn struct {
+	s       *Server
+	conn    *websocket.Conn
+	p       *auth.Principal
+	source  string
+	ctx     context.Context
+	cancel  context.CancelFunc
+	out     rpcOut
+	answers chan []byte     // to the writer; never blocks a sender (queue)
+	work    chan rpcRequest // to an idle worker; unbuffered
+	workers atomic.Int64    // running: started by the reader, at most rpcWorkers
+	idle    atomic.Int64    // workers waiting for a request
+	slots   chan struct{}   // the key's requests in flight (rpcKeyInFlight); nil with auth off
+
+	inflight sync.WaitGroup
+	busy     atomic.Int64 // requests handed to workers or waiting, not yet answered
+	waiting  atomic.Int64 // acquires with waitMs > 0
+	dropped  atomic.Bool  // closed for not reading its answers
+}
+
+// read takes requests until the client leaves or the connection is
+// closed. A message's lines are read one at a time into a buffer of
+// rpcMaxLine bytes: a long message costs no more than a short one.
+func (c *rpcConn) read() {
+	conn := c.conn
 	conn.SetReadLimit(rpcMaxMessage)
 	conn.SetReadDeadline(time.Now().Add(pongWait))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
-	// Requests are served by workers that outlive them: a worker done
-	// with one takes the next from work, or leaves when rpcIdleWorkers
-	// already wait. A goroutine per request would start each on a small
-	// stack and grow it (a grant's path is deep), about 5% of the server's
-	// CPU under load.
-	work := make(chan rpcRequest) // unbuffered: a send succeeds only to an idle worker
-	var idle atomic.Int64
-	serve := func(req rpcRequest) {
-		if req.Op == "acquire" && req.WaitMs.Value > 0 {
-			defer waiting.Add(-1)
-		}
-		status, body := s.dispatchRPC(ctx, req, source)
-		answers <- appendRPCAnswer(nil, req.ID, status, body)
-		<-slots
-	}
-	worker := func(req rpcRequest) {
-		defer inflight.Done()
-		for {
-			serve(req)
-			if idle.Add(1) > rpcIdleWorkers {
-				idle.Add(-1)
-				return
-			}
-			next, ok := <-work
-			idle.Add(-1)
-			if !ok {
-				return
-			}
-			req = next
-		}
-	}
-	var msg []byte // reused: requests are decoded into their own strings
+	var lines *bufio.Reader
 	for {
-		_, r, err := conn.NextReader()
+		_, mr, err := conn.NextReader()
 		if err != nil {
-			break
-		}
-		if msg, err = wire.ReadAll(r, msg); err != nil {
-			break
+			return
 		}
 		conn.SetReadDeadline(time.Now().Add(pongWait))
-		single := bytes.IndexByte(bytes.TrimSpace(msg), '\n') < 0
-		wire.Lines(msg, func(line []byte) bool {
-			var req rpcRequest
-			if err := decodeRPCRequest(line, &req); err != nil {
-				answers <- appendRPCAnswer(nil, req.ID, http.StatusBadRequest,
-					map[string]any{"error": "invalid request: " + describeJSONError(err)})
-				return true
-			}
-			if req.Op == "acquire" && req.WaitMs.Value > 0 {
-				if waiting.Add(1) > rpcMaxWaiting {
-					waiting.Add(-1)
-					answers <- appendRPCAnswer(nil, req.ID, http.StatusTooManyRequests, map[string]any{
-						"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)})
-					return true
+		if lines == nil {
+			lines = bufio.NewReaderSize(mr, rpcMaxLine)
+		} else {
+			lines.Reset(mr)
+		}
+		first := true
+		for {
+			line, err := lines.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				c.queue(appendRPCAnswer(nil, 0, http.StatusRequestEntityTooLarge,
+					map[string]any{"error": fmt.Sprintf("a request line is at most %d bytes", rpcMaxLine)}))
+				for err == bufio.ErrBufferFull { // the rest of the line
+					_, err = lines.ReadSlice('\n')
 				}
-			}
-			if single && len(slots) == 0 && !(req.Op == "acquire" && req.WaitMs.Value > 0) {
-				// The connection's only request, and one that cannot wait
-				// long: serve it here, and answer it here unless the
-				// writer is busy. One client calling one request at a
-				// time (Redis's usual caller) saves two goroutine
-				// hand-offs per call; a busy connection changes nothing.
-				status, body := s.dispatchRPC(ctx, req, source)
-				a := appendRPCAnswer(nil, req.ID, status, body)
-				if len(answers) == 0 && out.mu.TryLock() {
-					out.send(a)
-					out.mu.Unlock()
-				} else {
-					answers <- a
+				first = false
+				if err == nil {
+					continue
 				}
-				return true
+				line = nil
 			}
-			slots <- struct{}{}
-			select {
-			case work <- req: // an idle worker takes it
-			default:
-				inflight.Add(1)
-				go worker(req)
+			if err != nil && err != io.EOF {
+				return // over rpcMaxMessage, or the connection failed
 			}
-			return true
-		})
-		if cap(msg) > wire.MaxBatch {
-			msg = nil // a rare big message's buffer is not kept
+			if len(bytes.TrimSpace(line)) > 0 {
+				// A lone request: the message's only line, with no newline.
+				c.take(bytes.TrimSuffix(line, []byte{'\n'}), first && err == io.EOF)
+				first = false
+			}
+			if err == io.EOF {
+				break
+			}
 		}
 	}
-	// The client is gone: waiting acquires give up, the rest finish (their
-	// changes are committed whether or not anyone reads the answer).
-	cancel()
-	close(work)
-	inflight.Wait()
-	close(answers)
-	<-writerDone
+}
+
+// take decodes and serves one request line: here when it is the message's
+// only one and cannot wait, else by a worker.
+func (c *rpcConn) take(line []byte, single bool) {
+	var req rpcRequest
+	if err := decodeRPCRequest(line, &req); err != nil {
+		c.queue(appendRPCAnswer(nil, req.ID, http.StatusBadRequest,
+			map[string]any{"error": "invalid request: " + describeJSONError(err)}))
+		return
+	}
+	if req.Op == "acquire" && req.WaitMs.Value > 0 {
+		if c.waiting.Add(1) > rpcMaxWaiting {
+			c.waiting.Add(-1)
+			c.queue(appendRPCAnswer(nil, req.ID, http.StatusTooManyRequests, map[string]any{
+				"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)}))
+			return
+		}
+		// A waiting acquire holds its own goroutine (bounded above, and
+		// by the server's --max-waiters), so a wait never takes a worker.
+		// It keeps only what the acquire needs.
+		req = rpcRequest{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
+		c.busy.Add(1)
+		c.inflight.Add(1)
+		go func() {
+			defer c.inflight.Done()
+			defer c.waiting.Add(-1)
+			c.serve(req)
+		}()
+		return
+	}
+	c.takeSlot() // the key at its share: this connection is not read until a request of the key is done
+	if single && c.busy.Load() == 0 {
+		// The connection's only request, and one that cannot wait
+		// long: serve it here, and answer it here unless the writer is
+		// busy. One client calling one request at a time (Redis's usual
+		// caller) saves two goroutine hand-offs per call.
+		a := c.answer(req)
+		c.freeSlot()
+		if len(c.answers) == 0 && c.out.mu.TryLock() {
+			c.out.send(a)
+			c.out.mu.Unlock()
+		} else {
+			c.queue(a)
+		}
+		return
+	}
+	c.busy.Add(1)
+	select {
+	case c.work <- req: // an idle worker takes it
+		return
+	default:
+	}
+	if c.workers.Load() < rpcWorkers { // only the reader starts workers
+		c.workers.Add(1)
+		c.inflight.Add(1)
+		go c.worker(req)
+		return
+	}
+	c.work <- req // every worker busy: the reader waits, and so does the client
+}
+
+// worker serves req, then the next requests, until the connection ends or
+// rpcIdleWorkers others already wait. Workers outlive their requests: a
+// goroutine per request would start each on a small stack and grow it (a
+// grant's path is deep), about 5% of the server's CPU under load.
+func (c *rpcConn) worker(req rpcRequest) {
+	defer c.inflight.Done()
+	defer c.workers.Add(-1)
+	for {
+		c.serve(req)
+		if c.idle.Add(1) > rpcIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		next, ok := <-c.work
+		c.idle.Add(-1)
+		if !ok {
+			return
+		}
+		req = next
+	}
+}
+
+func (c *rpcConn) serve(req rpcRequest) {
+	a := c.answer(req)
+	c.busy.Add(-1)
+	if !(req.Op == "acquire" && req.WaitMs.Value > 0) {
+		c.freeSlot()
+	}
+	c.queue(a)
+}
+
+func (c *rpcConn) takeSlot() {
+	if c.slots != nil {
+		c.slots <- struct{}{}
+	}
+}
+
+func (c *rpcConn) freeSlot() {
+	if c.slots != nil {
+		<-c.slots
+	}
+}
+
+// keySlots holds, per key with an RPC connection open, the semaphore of
+// its requests in flight, shared by all its connections.
+type keySlots struct {
+	mu   sync.Mutex
+	keys map[string]*keySlot
+}
+
+type keySlot struct {
+	sem   chan struct{}
+	conns int
+}
+
+// open returns key id's semaphore for one more connection; close when it
+// ends.
+func (k *keySlots) open(id string) chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil {
+		k.keys = map[string]*keySlot{}
+	}
+	ks := k.keys[id]
+	if ks == nil {
+		ks = &keySlot{sem: make(chan struct{}, rpcKeyInFlight)}
+		k.keys[id] = ks
+	}
+	ks.conns++
+	return ks.sem
+}
+
+func (k *keySlots) close(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if ks := k.keys[id]; ks != nil {
+		if ks.conns--; ks.conns == 0 {
+			delete(k.keys, id)
+		}
+	}
+}
+
+// answer applies one request, unless the caller's key was revoked or its
+// session ended since the connection opened: a message already read stops
+// being applied at the revocation.
+func (c *rpcConn) answer(req rpcRequest) []byte {
+	if !c.s.ops.enter(c.p) {
+		return appendRPCAnswer(nil, req.ID, http.StatusUnauthorized, map[string]any{"error": "key revoked or session ended"})
+	}
+	status, body := c.s.dispatchRPC(c.ctx, req, c.source)
+	c.s.ops.leave(c.p)
+	return appendRPCAnswer(nil, req.ID, status, body)
+}
+
+// queue hands an answer to the writer without waiting. A full queue means
+// the client has stopped reading: it is closed, and its reader stops.
+func (c *rpcConn) queue(a []byte) {
+	select {
+	case c.answers <- a:
+	default:
+		if c.dropped.CompareAndSwap(false, true) {
+			c.conn.Close()
+		}
+	}
 }
 
 // dispatchRPC runs one request through the same code as the JSON API;
@@ -278,24 +438,27 @@ func (o *rpcOut) send(msg []byte) {
 	}
 }
 
-// rpcWriter sends the answers of requests served by workers, every answer
-// ready at the time as one message, and keeps the connection alive with
-// pings.
-func rpcWriter(out *rpcOut, answers <-chan []byte, done chan<- struct{}) {
+// writer sends the answers of requests served by workers, every answer
+// ready at the time as one message, keeps the connection alive with pings,
+// and ends the connection when the caller's key is revoked or its session
+// ends: the reader then stops taking requests, and waiting acquires give up.
+func (c *rpcConn) writer(done chan<- struct{}) {
 	defer close(done)
+	out := &c.out
 	ping := time.NewTicker(pingPeriod)
 	defer ping.Stop()
+	revoked, ended := c.p.Revoked(), c.p.Ended()
 	var batch []byte
 	for {
 		select {
-		case a, ok := <-answers:
+		case a, ok := <-c.answers:
 			if !ok {
 				return
 			}
 			// The answers of one commit come back together: let their
 			// goroutines queue them, and send them as one message.
 			runtime.Gosched()
-			batch = wire.Batch(batch, a, answers)
+			batch = wire.Batch(batch, a, c.answers)
 			out.mu.Lock()
 			out.send(batch)
 			out.mu.Unlock()
@@ -305,6 +468,19 @@ func rpcWriter(out *rpcOut, answers <-chan []byte, done chan<- struct{}) {
 				out.broken = out.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil
 			}
 			out.mu.Unlock()
+		case <-revoked:
+			c.end()
+			revoked, ended = nil, nil
+		case <-ended:
+			c.end()
+			revoked, ended = nil, nil
 		}
 	}
+}
+
+// end closes a connection whose credential is gone, saying why.
+func (c *rpcConn) end() {
+	c.cancel()
+	closeRevoked(c.conn, nil)
+	c.conn.Close()
 }

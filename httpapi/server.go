@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -70,7 +69,9 @@ type Server struct {
 	// or empty: each request's own; FenceModeCurrent: all current).
 	FenceMode string
 
-	websockets atomic.Int64
+	websockets wsCount
+	ops        opGate   // RPC operations being applied, per key (revoke.go)
+	keySlots   keySlots // RPC requests in flight, per key (rpc.go)
 
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
 	Auth     Credentials

@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -24,18 +25,53 @@ func (p *Published) Encoded(encode func(fenceview.Event) []byte) []byte {
 	return p.wire
 }
 
+// MaxBacklog bounds what one subscriber may hold delivered and not yet
+// Released, in bytes (an estimate of the events' memory, eventBytes): a
+// slow reader pins at most this much of the history in memory, whatever
+// the size of the commits. One batch is always delivered to a subscriber
+// holding nothing, however large.
+const MaxBacklog = 1 << 20
+
 // Subscription receives committed events as they happen, in batches: all
 // the events of one group commit that match arrive together, so a watcher
 // wakes once per commit, not once per event. A subscriber that falls behind
-// by more than its buffer of batches is dropped (Lost is closed): a slow
-// reader must never stall a grant.
+// by more than its buffer of batches, or by more than MaxBacklog bytes not
+// yet Released, is dropped (Lost is closed): a slow reader must never stall
+// a grant, and never holds more than its bound. It can resume from the
+// durable history (the event stream's ?since=).
 type Subscription struct {
 	ResourceID string // "" for every resource
 	// Start is the sequence number of the last event committed before the
 	// subscription began; every later event is delivered on Events.
-	Start  int64
-	events chan []*Published
-	lost   chan struct{}
+	Start   int64
+	events  chan []*Published
+	lost    chan struct{}
+	backlog atomic.Int64 // bytes delivered and not yet released
+}
+
+// Release tells the subscription a batch received from Events is done
+// with, so its bytes leave the backlog. A reader that never releases is
+// dropped once MaxBacklog bytes have been delivered to it.
+func (sub *Subscription) Release(batch []*Published) {
+	sub.backlog.Add(-batchBytes(batch))
+}
+
+// Backlog is the bytes delivered to sub and not yet released.
+func (sub *Subscription) Backlog() int64 { return sub.backlog.Load() }
+
+// eventBytes estimates the memory one published event holds: the struct
+// with its strings, and its encoding, about the strings again.
+func eventBytes(p *Published) int64 {
+	e := &p.Event
+	return 256 + 2*int64(len(e.Type)+len(e.ResourceID)+len(e.Holder)+len(e.Source)+len(e.Reason))
+}
+
+func batchBytes(batch []*Published) int64 {
+	var n int64
+	for _, p := range batch {
+		n += eventBytes(p)
+	}
+	return n
 }
 
 // Events delivers batches of events, in sequence order.
@@ -103,6 +139,12 @@ func (s *Service) publishLocked(events []fenceview.Event) {
 				continue
 			}
 		}
+		size := batchBytes(batch)
+		if held := sub.backlog.Load(); held > 0 && held+size > MaxBacklog {
+			s.dropLocked(sub)
+			continue
+		}
+		sub.backlog.Add(size)
 		select {
 		case sub.events <- batch:
 		default:

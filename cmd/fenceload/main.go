@@ -11,6 +11,7 @@
 //	fenceload -mix fence -json fence.json
 //	fenceload -mix grant=45,fence=45,stale=10
 //	fenceload -transport rpc   # the Go client over the multiplexed RPC stream
+//	fenceload -attack 200 -duration 60s   # hostile connections (bench/soak.sh)
 package main
 
 import (
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	key := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "API key (client role) for a server with auth on (env FENCEVIEW_KEY)")
 	serverPID := fs.Int("server-pid", 0, "the server's process id, when it runs on this machine: the report adds its CPU time per operation (Linux)")
+	attackConns := fs.Int("attack", 0, "instead of honest clients, run this many hostile connections for -duration (slow RPC and event readers, floods, made-up methods, login storms): the attack half of bench/soak.sh")
+	viewerKey := fs.String("viewer-key", os.Getenv("FENCEVIEW_VIEWER_KEY"), "with -attack: a viewer key for the login storm (env FENCEVIEW_VIEWER_KEY)")
 	transport := fs.String("transport", "http", "how requests are sent: http (hand-built JSON API requests, one keep-alive connection per client), client (the Go client over HTTP) or rpc (the Go client over the RPC stream, one multiplexed websocket)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: fenceload [flags]\n\nLoad a fenceview server and check its tokens.\n\n")
@@ -79,6 +82,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *attackConns > 0 {
+		return runAttack(ctx, *url, *key, *viewerKey, *attackConns, *duration, stdout)
 	}
 	mix, err := load.ParseMix(*mixFlag)
 	if err != nil {

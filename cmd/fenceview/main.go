@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,10 +43,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fenceview:", err)
 		os.Exit(2)
 	}
+	// Before Run: once the server says it is ready, a SIGHUP must not
+	// kill it (the default action).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	if err := m.Run(ctx); err != nil {
 		m.Logger.Error("fenceview could not start", "err", err)
 		os.Exit(1)
 	}
+	go func() {
+		for range hup {
+			if err := m.ReloadAdminToken(); err != nil {
+				m.Logger.Error("SIGHUP: admin token not replaced", "err", err)
+			} else {
+				m.Logger.Info("SIGHUP: admin token re-read; the old one's streams and sessions are ended")
+			}
+		}
+	}()
 	<-ctx.Done()
 	stop() // a second signal kills at once
 	m.Logger.Info("shutting down")
@@ -76,7 +90,10 @@ type Main struct {
 	// InsecureShortAdminToken accepts an admin token under MinAdminToken
 	// bytes (tests, demos); otherwise ParseFlags refuses it.
 	InsecureShortAdminToken bool
-	Demo                    bool // also run simulated clients (internal/demo)
+	// AdminTokenFile, when set, holds the admin token (surrounding white
+	// space ignored); SIGHUP re-reads it (ReloadAdminToken).
+	AdminTokenFile string
+	Demo           bool // also run simulated clients (internal/demo)
 	// DashboardAdmin shows force-expire and reset on the dashboard with
 	// auth off; with auth on, admin sessions always see them.
 	DashboardAdmin bool
@@ -147,6 +164,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.DBPath, "db", m.DBPath, "SQLite database file")
 	fs.StringVar(&m.Issuer, "issuer", m.Issuer, "issuer id in token envelopes (default: kept in the database, created on first start)")
 	fs.StringVar(&m.AdminToken, "admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "bearer token required by admin routes (env FENCEVIEW_ADMIN_TOKEN)")
+	fs.StringVar(&m.AdminTokenFile, "admin-token-file", os.Getenv("FENCEVIEW_ADMIN_TOKEN_FILE"), "read the admin token from this file instead (env FENCEVIEW_ADMIN_TOKEN_FILE); SIGHUP re-reads it, ending the old token's streams and sessions")
 	logFormat := fs.String("log-format", "text", "log format: text or json (one JSON object per line)")
 	logLevel := fs.String("log-level", "info", "least severe level logged: debug, info, warn or error")
 	fs.BoolVar(&m.AccessLog, "access-log", m.AccessLog, "log every answered request (method, path, route, status, bytes, duration, remote address)")
@@ -209,14 +227,19 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.MaxResources < 1 || m.MaxWaiters < 1 || m.MaxWebsockets < 1 || m.RequestTimeout < time.Second {
 		return fmt.Errorf("--max-resources, --max-waiters and --max-websockets must be at least 1, --request-timeout at least 1s")
 	}
+	if m.AdminTokenFile != "" {
+		if m.AdminToken, err = readAdminToken(m.AdminTokenFile); err != nil {
+			return err
+		}
+	}
 	if m.FenceMode, err = fenceview.ParseFenceMode(m.FenceMode); err != nil {
 		return fmt.Errorf("--fence-mode: %s", fenceview.ErrorMessage(err))
 	}
 	if m.History.MaxAge < 0 || m.History.MaxEvents < 0 {
 		return fmt.Errorf("--history-retention and --history-max-events must not be negative (0 keeps every event)")
 	}
-	if m.AdminToken != "" && len(m.AdminToken) < MinAdminToken && !m.InsecureShortAdminToken {
-		return fmt.Errorf("the admin token is %d bytes, under %d: anyone who can guess it manages the server; make one with `openssl rand -hex 32`, or pass --insecure-short-admin-token", len(m.AdminToken), MinAdminToken)
+	if err := m.checkAdminToken(m.AdminToken); err != nil {
+		return err
 	}
 	if err := server.CheckAddr(m.Addr, m.AdminToken, m.InsecureNoAuth); err != nil {
 		return err
@@ -264,6 +287,54 @@ func (m *Main) Close() error {
 		return nil
 	}
 	return m.server.Close()
+}
+
+// ReloadAdminToken replaces the running server's admin token with what
+// --admin-token-file now holds. A token given by flag or environment
+// cannot be rotated this way (a running process never sees its environment
+// change): that is an error, not a silent no-op.
+func (m *Main) ReloadAdminToken() error {
+	if m.server == nil {
+		return errors.New("not running")
+	}
+	if m.AdminTokenFile == "" {
+		return errors.New("no --admin-token-file: a token given by flag or environment changes only with a restart")
+	}
+	token, err := readAdminToken(m.AdminTokenFile)
+	if err != nil {
+		return err
+	}
+	if err := m.checkAdminToken(token); err != nil {
+		return err
+	}
+	if err := m.server.SetAdminToken(token); err != nil {
+		return err
+	}
+	m.AdminToken = token
+	return nil
+}
+
+// checkAdminToken refuses a guessable admin token, at start and on a
+// reload alike.
+func (m *Main) checkAdminToken(token string) error {
+	if token != "" && len(token) < MinAdminToken && !m.InsecureShortAdminToken {
+		return fmt.Errorf("the admin token is %d bytes, under %d: anyone who can guess it manages the server; make one with `openssl rand -hex 32`, or pass --insecure-short-admin-token", len(token), MinAdminToken)
+	}
+	return nil
+}
+
+// readAdminToken reads an admin token file: one token, white space around
+// it ignored, never empty.
+func readAdminToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--admin-token-file: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" || strings.ContainsAny(token, " \t\r\n") {
+		return "", fmt.Errorf("--admin-token-file %s: want one token, no white space inside", path)
+	}
+	return token, nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty parts.

@@ -82,6 +82,45 @@ type Server struct {
 	http   *http.Server
 	dbLock *flock.Flock
 	demo   *demo.Sim
+	stop   chan struct{} // closed by Close: ends the session sweeper
+	swept  chan struct{} // closed when the sweeper has returned
+}
+
+// sessionSweep is how often expired dashboard sessions are ended, and
+// with them their websockets (a session is checked at each request too).
+const sessionSweep = 10 * time.Second
+
+// startSweeper ends expired sessions every sessionSweep, on the server's
+// clock, so a session's open streams end within that of its expiry.
+func (s *Server) startSweeper(c clock.Clock) {
+	if s.Sessions == nil {
+		return
+	}
+	s.stop, s.swept = make(chan struct{}), make(chan struct{})
+	t := c.NewTimer(sessionSweep) // here, so a clock moved after Start fires it
+	go func() {
+		defer close(s.swept)
+		for {
+			select {
+			case <-t.C():
+				s.Sessions.Sweep()
+				t = c.NewTimer(sessionSweep)
+			case <-s.stop:
+				t.Stop()
+				return
+			}
+		}
+	}()
+}
+
+// SetAdminToken replaces the admin token of a running server: the old one
+// authenticates nothing from its return, and its streams and sessions end
+// (auth.Keyring.SetAdminToken). The fenceview command calls it on SIGHUP.
+func (s *Server) SetAdminToken(token string) error {
+	if s.Credentials == nil || !s.Credentials.Enabled() {
+		return errors.New("auth is off: the admin token can only be set at start")
+	}
+	return s.Credentials.SetAdminToken(token)
 }
 
 // Start opens the database, starts the lock service and serves HTTP in the
@@ -121,7 +160,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
 	}
 	if len(cfg.Cluster.Etcd) > 0 {
-		return s, s.startCluster(ctx, cfg)
+		if err := s.startCluster(ctx, cfg); err != nil {
+			return s, err
+		}
+		s.startSweeper(cfg.Clock)
+		return s, nil
 	}
 	if cfg.SigningKeyFile != "" {
 		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
@@ -182,6 +225,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Demo {
 		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
 	}
+	s.startSweeper(cfg.Clock)
 	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
 		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
 	return s, nil
@@ -232,6 +276,11 @@ func (s *Server) Close() error {
 	if s.demo != nil {
 		s.demo.Stop() // before the service, so no simulated call meets a closed one
 		s.demo = nil
+	}
+	if s.stop != nil {
+		close(s.stop)
+		<-s.swept
+		s.stop = nil
 	}
 	if s.Node != nil {
 		errs = append(errs, s.Node.Close()) // resigns, so another node leads at once

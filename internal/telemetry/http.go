@@ -28,7 +28,7 @@ func Instrument(h http.Handler, m *Metrics, accessLog *slog.Logger) http.Handler
 			route = "unmatched"
 		}
 		if m != nil && !rec.hijacked {
-			m.observeRequest(route, r.Method, status, d)
+			m.observeRequest(route, MethodLabel(r.Method), status, d)
 		}
 		if accessLog != nil {
 			if rec.hijacked {
@@ -37,7 +37,7 @@ func Instrument(h http.Handler, m *Metrics, accessLog *slog.Logger) http.Handler
 			// The path is logged as received (escaped): ids are the
 			// operator's own data, but secrets never travel in paths.
 			accessLog.LogAttrs(r.Context(), slog.LevelInfo, "request",
-				slog.String("method", r.Method),
+				slog.String("method", truncate(r.Method, maxLoggedMethod)),
 				slog.String("path", r.URL.EscapedPath()),
 				slog.String("route", route),
 				slog.Int("status", status),
@@ -47,6 +47,30 @@ func Instrument(h http.Handler, m *Metrics, accessLog *slog.Logger) http.Handler
 			)
 		}
 	})
+}
+
+// MethodLabel is the method as a metric label: the standard methods
+// (RFC 9110, and PATCH) as themselves, anything else "OTHER". A method is
+// any token a client sends, up to the size of a request line: as a label,
+// each new one would be a new series kept for the life of the process.
+func MethodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
+}
+
+// maxLoggedMethod bounds the method written to the access log: enough for
+// every real one, not a megabyte per line for a made-up one.
+const maxLoggedMethod = 32
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }
 
 // recorder notes the status and size of an answer. It passes Hijack and
