@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/core"
+	"github.com/fenceview/fenceview/guard/ledger"
 )
 
 // The conformance table: one list of guard cases, every one run on a fresh
@@ -72,7 +72,7 @@ func pub(k ed25519.PrivateKey) []byte { return k.Public().(ed25519.PublicKey) }
 
 // sign is an issuer's signature of token on id (contract v2's message).
 func sign(k ed25519.PrivateKey, id string, token int64) []byte {
-	return ed25519.Sign(k, core.AppendMessage(nil, id, token))
+	return ed25519.Sign(k, ledger.AppendMessage(nil, id, token))
 }
 
 func signedCases() []confCase {
@@ -80,7 +80,7 @@ func signedCases() []confCase {
 	flipped := bytes.Clone(good)
 	flipped[10] ^= 0x40
 	var keys []step
-	for i := 0; i < core.MaxTrustedKeys; i++ {
+	for i := 0; i < ledger.MaxTrustedKeys; i++ {
 		keys = append(keys, trust(bytes.Repeat([]byte{byte(i + 1)}, 32), 0))
 	}
 	keys = append(keys, trust(bytes.Repeat([]byte{99}, 32), CodeTooManyKeys), trust(bytes.Repeat([]byte{1}, 32), 0))
@@ -199,28 +199,28 @@ func conformanceTable() []confCase {
 // codeOf maps the native guard's errors to ABI codes.
 func codeOf(err error) int64 {
 	switch {
-	case errors.Is(err, guard.ErrInvalidResourceID), errors.Is(err, core.ErrInvalidResourceID):
+	case errors.Is(err, guard.ErrInvalidResourceID):
 		return CodeInvalidResource
-	case errors.Is(err, guard.ErrInvalidToken), errors.Is(err, core.ErrInvalidToken):
+	case errors.Is(err, guard.ErrInvalidToken):
 		return CodeInvalidToken
-	case errors.Is(err, guard.ErrUnknownHandle), errors.Is(err, core.ErrUnknownHandle):
+	case errors.Is(err, guard.ErrUnknownHandle):
 		return CodeUnknownHandle
-	case errors.Is(err, core.ErrInvalidPublicKey), errors.Is(err, guard.ErrInvalidPublicKey):
+	case errors.Is(err, guard.ErrInvalidPublicKey):
 		return CodeInvalidKey
-	case errors.Is(err, core.ErrTooManyKeys), errors.Is(err, guard.ErrTooManyKeys):
+	case errors.Is(err, guard.ErrTooManyKeys):
 		return CodeTooManyKeys
 	}
 	return CodeInternal
 }
 
-// resultOutcome is decisionOutcome for package core.
-func resultOutcome(r core.Result, err error) outcome {
+// resultOutcome is decisionOutcome for package ledger.
+func resultOutcome(r ledger.Result, err error) outcome {
 	switch {
 	case err != nil:
 		return outcome{Code: codeOf(err)}
 	case r.Accepted:
 		return outcome{Code: 0, Prev: r.Required}
-	case r.Reason == core.ReasonBadSignature:
+	case r.Reason == guard.ReasonBadSignature:
 		return outcome{Code: CodeBadSignature}
 	}
 	return outcome{Code: r.Required}
@@ -232,7 +232,7 @@ func decisionOutcome(d guard.Decision, err error) outcome {
 		return outcome{Code: codeOf(err)}
 	case d.Accepted:
 		return outcome{Code: 0, Prev: d.Required}
-	case d.Reason == core.ReasonBadSignature:
+	case d.Reason == guard.ReasonBadSignature:
 		return outcome{Code: CodeBadSignature}
 	}
 	return outcome{Code: d.Required}
@@ -248,10 +248,10 @@ func markOutcome(v int64, err error) outcome {
 // runner runs one case on a fresh guard.
 type runner func(t *testing.T, c confCase) []outcome
 
-// runCore runs a case on package core's Ledger natively: the code the
-// modules are built from, compiled for the host.
-func runCore(t *testing.T, c confCase) []outcome {
-	var g core.Ledger
+// runLedger runs a case on a bare ledger.Ledger with keys of its own, as
+// the modules run it, compiled for the host.
+func runLedger(t *testing.T, c confCase) []outcome {
+	var g ledger.Ledger
 	var out []outcome
 	for _, s := range c.Steps {
 		id := string(s.ID)
@@ -407,7 +407,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"native-guard", runNative(false)},
 		{"native-handles", runNative(true)},
-		{"native-core", runCore},
+		{"native-ledger", runLedger},
 		{"wazero", runHost(1, false)},
 		{"wazero-4-shards", runHost(4, false)},
 		{"wazero-batch", runHost(1, true)},

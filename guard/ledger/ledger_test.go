@@ -1,4 +1,4 @@
-package core_test
+package ledger_test
 
 import (
 	"errors"
@@ -7,31 +7,31 @@ import (
 	"unicode"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/core"
+	"github.com/fenceview/fenceview/guard/ledger"
 )
 
-// core words invalid input exactly as the guard package does, so the
+// ledger words invalid input exactly as the guard package does, so the
 // WebAssembly guard's hosts can give the native errors.
 func TestValidationMatchesGuard(t *testing.T) {
 	ids := []string{"", "ok", "a\x00", "tab\there", "\xff", "ok\xc3", "c1\u0085", "\u009f", "zero\u200bwidth",
 		strings.Repeat("x", 160), strings.Repeat("x", 161), strings.Repeat("€", 54), "заказ/42 🧾"}
 	for _, id := range ids {
-		want, got := guard.ValidateResourceID(id), core.ValidateResourceID(id)
+		want, got := guard.ValidateResourceID(id), ledger.ValidateResourceID(id)
 		if (want == nil) != (got == nil) || want != nil && want.Error() != got.Error() {
-			t.Errorf("ValidateResourceID(%q): core %v, guard %v", id, got, want)
+			t.Errorf("ValidateResourceID(%q): ledger %v, guard %v", id, got, want)
 		}
-		if got != nil && (!errors.Is(got, core.ErrInvalidResourceID) || core.Kind(got) != core.ErrInvalidResourceID) {
+		if got != nil && (!errors.Is(got, ledger.ErrInvalidResourceID) || ledger.Kind(got) != ledger.ErrInvalidResourceID) {
 			t.Errorf("ValidateResourceID(%q) = %v: not ErrInvalidResourceID", id, got)
 		}
 	}
 	for _, token := range []int64{1, 0, -1, -1 << 63, 1<<63 - 1} {
-		want, got := guard.ValidateToken(token), core.ValidateToken(token)
+		want, got := guard.ValidateToken(token), ledger.ValidateToken(token)
 		if (want == nil) != (got == nil) || want != nil && want.Error() != got.Error() {
-			t.Errorf("ValidateToken(%d): core %v, guard %v", token, got, want)
+			t.Errorf("ValidateToken(%d): ledger %v, guard %v", token, got, want)
 		}
 	}
-	var l core.Ledger
-	if _, err := l.CheckHandle(7, 1); err == nil || err.Error() != "unknown resource handle: 7" || core.Kind(err) != core.ErrUnknownHandle {
+	var l ledger.Ledger
+	if _, err := l.CheckHandle(7, 1); err == nil || err.Error() != "unknown resource handle: 7" || ledger.Kind(err) != ledger.ErrUnknownHandle {
 		t.Errorf("unknown handle: %v", err)
 	}
 }
@@ -43,7 +43,7 @@ func TestIsControlMatchesUnicode(t *testing.T) {
 			continue // surrogates are not valid UTF-8: refused before
 		}
 		id := "x" + string(r)
-		if got, want := core.ValidateResourceID(id) != nil, unicode.IsControl(r); got != want {
+		if got, want := ledger.ValidateResourceID(id) != nil, unicode.IsControl(r); got != want {
 			t.Fatalf("U+%04X: refused %v, unicode.IsControl %v", r, got, want)
 		}
 	}
@@ -51,12 +51,12 @@ func TestIsControlMatchesUnicode(t *testing.T) {
 
 // Invalid input changes nothing, and a refused signature moves no mark.
 func TestLedgerSignedRefusalsChangeNothing(t *testing.T) {
-	var l core.Ledger
+	var l ledger.Ledger
 	if err := l.Trust(make([]byte, 32)); err != nil {
 		t.Fatal(err)
 	}
 	r, err := l.CheckSigned("a", 5, make([]byte, 64))
-	if err != nil || r.Accepted || r.Reason != core.ReasonBadSignature {
+	if err != nil || r.Accepted || r.Reason != ledger.ReasonBadSignature {
 		t.Fatalf("zero signature: %+v, %v", r, err)
 	}
 	if hwm, _ := l.HighWater("a"); hwm != 0 {
