@@ -213,19 +213,6 @@ func codeOf(err error) int64 {
 	return CodeInternal
 }
 
-// resultOutcome is decisionOutcome for package ledger.
-func resultOutcome(r ledger.Result, err error) outcome {
-	switch {
-	case err != nil:
-		return outcome{Code: codeOf(err)}
-	case r.Accepted:
-		return outcome{Code: 0, Prev: r.Required}
-	case r.Reason == guard.ReasonBadSignature:
-		return outcome{Code: CodeBadSignature}
-	}
-	return outcome{Code: r.Required}
-}
-
 func decisionOutcome(d guard.Decision, err error) outcome {
 	switch {
 	case err != nil:
@@ -248,41 +235,58 @@ func markOutcome(v int64, err error) outcome {
 // runner runs one case on a fresh guard.
 type runner func(t *testing.T, c confCase) []outcome
 
-// runLedger runs a case on a bare ledger.Ledger with keys of its own, as
-// the modules run it, compiled for the host.
-func runLedger(t *testing.T, c confCase) []outcome {
-	var g ledger.Ledger
-	var out []outcome
-	for _, s := range c.Steps {
-		id := string(s.ID)
-		switch s.Op {
-		case "check":
-			out = append(out, resultOutcome(g.Check(id, s.Token)))
-		case "check_handle":
-			h, err := g.Handle(id)
-			if err != nil {
-				out = append(out, outcome{Code: codeOf(err)})
-				continue
-			}
-			out = append(out, resultOutcome(g.CheckHandle(h, s.Token)))
-		case "seed":
-			out = append(out, markOutcome(g.Seed(id, s.Token)))
-		case "high_water":
-			out = append(out, markOutcome(g.HighWater(id)))
-		case "trust":
-			out = append(out, markOutcome(0, g.Trust(s.Key)))
-		case "check_signed":
-			out = append(out, resultOutcome(g.CheckSigned(id, s.Token, s.Sig)))
-		}
+// nativeGuard is what the native runners drive: guard.Guard, or a bare
+// ledger.Ledger seen through guard's types (bareLedger).
+type nativeGuard interface {
+	Check(id string, token int64) (guard.Decision, error)
+	Handle(id string) (guard.Handle, error)
+	CheckHandle(h guard.Handle, token int64) (guard.Decision, error)
+	Seed(id string, token int64) (int64, error)
+	HighWater(id string) (int64, error)
+	Trust(key []byte) error
+	CheckSignedBytes(id string, token int64, sig []byte) (guard.Decision, error)
+}
+
+// bareLedger is a ledger.Ledger with keys of its own (Trust), as the
+// modules run it, compiled for the host.
+type bareLedger struct{ ledger.Ledger }
+
+func fromResult(r ledger.Result, token int64, err error) (guard.Decision, error) {
+	if err != nil {
+		return guard.Decision{}, err
 	}
-	return out
+	return guard.Decision{Accepted: r.Accepted, Reason: r.Reason, Presented: token, Required: r.Required}, nil
+}
+
+func (l *bareLedger) Check(id string, token int64) (guard.Decision, error) {
+	r, err := l.Ledger.Check(id, token)
+	return fromResult(r, token, err)
+}
+
+func (l *bareLedger) CheckHandle(h guard.Handle, token int64) (guard.Decision, error) {
+	r, err := l.Ledger.CheckHandle(h, token)
+	return fromResult(r, token, err)
+}
+
+func (l *bareLedger) CheckSignedBytes(id string, token int64, sig []byte) (guard.Decision, error) {
+	r, err := l.Ledger.CheckSigned(id, token, sig)
+	return fromResult(r, token, err)
 }
 
 // runNative runs a case on the native guard; with handles, check_handle
 // steps go through a Handle, else by id (the reference).
 func runNative(handles bool) runner {
+	return runOn(handles, func() nativeGuard { return guard.New() })
+}
+
+// runLedger runs a case on a bare ledger.Ledger, by handle.
+func runLedger(t *testing.T, c confCase) []outcome {
+	return runOn(true, func() nativeGuard { return &bareLedger{} })(t, c)
+}
+
+func runOn(handles bool, fresh func() nativeGuard) runner {
 	return func(t *testing.T, c confCase) []outcome {
-		g := guard.New()
+		g := fresh()
 		var out []outcome
 		for _, s := range c.Steps {
 			id := string(s.ID)
