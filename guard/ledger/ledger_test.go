@@ -8,6 +8,7 @@ import (
 
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/ledger"
+	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
 // ledger words invalid input exactly as the guard package does, so the
@@ -64,5 +65,45 @@ func TestLedgerSignedRefusalsChangeNothing(t *testing.T) {
 	}
 	if len(l.Marks()) != 0 {
 		t.Fatalf("marks: %v", l.Marks())
+	}
+}
+
+// The two-phase check guard.Guard runs around its lock: Recall leaves an
+// unverified signature undone and moves nothing; Verified refuses a bad one
+// unread and remembers a good one, which Recall then accepts, only until a
+// key stops being trusted (the Verifier's generation moves).
+func TestRecallAndVerified(t *testing.T) {
+	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old), signedtest.Public(signedtest.New))
+	var l ledger.Ledger
+	l.UseVerifier(v)
+	text := signedtest.Sign(t, signedtest.Old, "a", 5)
+	raw, _ := guard.DecodeSignature(text)
+	if _, done, err := l.Recall("a", 5, text, nil); done || err != nil {
+		t.Fatalf("Recall before any verification: done %v, %v", done, err)
+	}
+	if _, done, err := l.Recall("", 5, text, nil); !done || !errors.Is(err, ledger.ErrInvalidResourceID) {
+		t.Fatalf("Recall of an invalid id: done %v, %v", done, err)
+	}
+	if r := l.Verified("a", 5, &raw, text, v.Generation(), false); r.Accepted || r.Reason != ledger.ReasonBadSignature {
+		t.Fatalf("Verified(not ok) = %+v", r)
+	}
+	if len(l.Marks()) != 0 {
+		t.Fatalf("a refused signature moved a mark: %v", l.Marks())
+	}
+	if r := l.Verified("a", 5, &raw, text, v.Generation(), true); !r.Accepted {
+		t.Fatalf("Verified(ok) = %+v", r)
+	}
+	if r, done, _ := l.Recall("a", 5, text, nil); !done || !r.Accepted {
+		t.Fatalf("Recall of the remembered text: %+v, done %v", r, done)
+	}
+	if r, done, _ := l.Recall("a", 5, "", raw[:]); !done || !r.Accepted {
+		t.Fatalf("Recall of the remembered bytes: %+v, done %v", r, done)
+	}
+	if _, done, _ := l.Recall("a", 6, text, nil); done {
+		t.Fatal("a remembered signature was lent to another token")
+	}
+	v.Distrust(signedtest.Public(signedtest.New)) // not the key that signed: the memory goes anyway
+	if _, done, _ := l.Recall("a", 5, text, nil); done {
+		t.Fatal("a verification outlived a change of the trusted keys")
 	}
 }
