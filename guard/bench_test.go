@@ -77,36 +77,3 @@ func BenchmarkSign(b *testing.B) {
 		}
 	}
 }
-
-// The unlocked Ledger, as a single-threaded host (the WebAssembly guest)
-// runs it.
-func BenchmarkLedgerCheckUnsigned(b *testing.B) {
-	var l guard.Ledger
-	for b.Loop() {
-		if d, _ := l.Check("orders", 5); !d.Accepted {
-			b.Fatal(d)
-		}
-	}
-}
-
-func BenchmarkLedgerCheckSignedCached(b *testing.B) {
-	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
-	l := guard.NewSignedLedger(v)
-	sig := signedtest.Sign(b, signedtest.Old, "orders", 5)
-	for b.Loop() {
-		if d, _ := l.CheckSigned("orders", 5, sig); !d.Accepted {
-			b.Fatal(d)
-		}
-	}
-}
-
-func BenchmarkLedgerCheckSignedBytesCached(b *testing.B) {
-	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
-	l := guard.NewSignedLedger(v)
-	raw, _ := guard.DecodeSignature(signedtest.Sign(b, signedtest.Old, "orders", 5))
-	for b.Loop() {
-		if d, _ := l.CheckSignedBytes("orders", 5, raw[:]); !d.Accepted {
-			b.Fatal(d)
-		}
-	}
-}

@@ -12,20 +12,24 @@
 //	if err != nil { /* bad input: nothing changed */ }
 //	if !d.Accepted { /* stale writer: refuse, report d.Required */ }
 //
-// The package uses only the standard library and builds for GOOS=wasip1, so
-// the WebAssembly guard runs exactly this code.
+// The rule and the marks are package guard/ledger's, the one implementation
+// of them: Guard is that ledger behind a mutex, with this package's
+// Decision and the Verifier of signed mode. The WebAssembly guard
+// (package wasm) runs the same ledger, built into guard.wasm.
 package guard
 
 import (
 	"context"
 	"sync"
+
+	"github.com/fenceview/fenceview/guard/ledger"
 )
 
 // Reasons a token is refused. They are part of fenceview's public contract:
 // they appear in HTTP bodies, the rejection history and the event stream.
 const (
 	// ReasonStale: the token is below the resource's high-water mark.
-	ReasonStale = "stale-token"
+	ReasonStale = ledger.ReasonStale
 	// ReasonForeignIssuer: the token names another issuer; tokens of
 	// different issuers are not comparable, so it is never compared.
 	ReasonForeignIssuer = "foreign-issuer"
@@ -55,24 +59,42 @@ type Decision struct {
 // Evaluate applies the fencing rule to a high-water mark and a presented
 // token: accept token >= highWater, refuse token < highWater. It is pure;
 // callers that keep the mark must record an accepted token in the same atomic
-// step (as Guard and Ledger do, and as the server does inside its transaction).
+// step (as Guard does, and as the server does inside its transaction).
 func Evaluate(highWater, presented int64) Decision {
-	if presented < highWater {
-		return Decision{Accepted: false, Reason: ReasonStale, Presented: presented, Required: highWater}
-	}
-	return Decision{Accepted: true, Presented: presented, Required: highWater}
+	return decision(ledger.Evaluate(highWater, presented), presented)
 }
 
+// decision is a ledger's result for a presented token.
+func decision(r ledger.Result, presented int64) Decision {
+	return Decision{Accepted: r.Accepted, Reason: r.Reason, Presented: presented, Required: r.Required}
+}
+
+// decided is a ledger's answer as Guard gives it: no decision for an error.
+func decided(r ledger.Result, presented int64, err error) (Decision, error) {
+	if err != nil {
+		return Decision{}, err
+	}
+	return decision(r, presented), nil
+}
+
+// Handle names one resource of a Guard by a small integer. Handles start
+// at 1; the zero Handle names nothing.
+type Handle = ledger.Handle
+
+// ErrUnknownHandle is returned for a Handle a Guard never gave out.
+var ErrUnknownHandle = ledger.ErrUnknownHandle
+
 // Guard keeps high-water marks in memory, one per resource. It is safe for
-// concurrent use: it is a Ledger behind a mutex. The zero Guard is empty and
-// ready to use; New says so at the call site.
+// concurrent use: it is a ledger.Ledger behind a mutex. The zero Guard is
+// empty and ready to use; New says so at the call site.
 //
 // Resources can also be named by Handle, so a hot path can check tokens
 // without hashing the id on every call. A handle, once given, names its
 // resource for the life of the Guard, so a guard only grows.
 type Guard struct {
 	mu sync.Mutex
-	l  Ledger
+	l  ledger.Ledger
+	v  *Verifier // the keys of signed mode; nil outside it
 }
 
 // New returns an empty guard.
@@ -83,8 +105,9 @@ func New() *Guard { return &Guard{} }
 // and changes nothing.
 func (g *Guard) Check(resourceID string, token int64) (Decision, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.l.Check(resourceID, token)
+	r, err := g.l.Check(resourceID, token)
+	g.mu.Unlock()
+	return decided(r, token, err)
 }
 
 // CheckToken checks a token envelope: a token of another issuer or another
@@ -92,9 +115,14 @@ func (g *Guard) Check(resourceID string, token int64) (Decision, error) {
 // An empty Issuer or Scope in t is not checked. issuer is the issuer this
 // guard trusts; empty trusts any.
 func (g *Guard) CheckToken(issuer, resourceID string, t Token) (Decision, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.l.CheckToken(issuer, resourceID, t)
+	if reason := t.Mismatch(issuer, resourceID); reason != "" {
+		if err := validate(resourceID, t.Token); err != nil {
+			return Decision{}, err
+		}
+		hwm, _ := g.HighWater(resourceID)
+		return Decision{Accepted: false, Reason: reason, Presented: t.Token, Required: hwm}, nil
+	}
+	return g.CheckSigned(resourceID, t.Token, t.Signature)
 }
 
 // Handle returns the handle of resourceID, giving it one on first use.
@@ -108,8 +136,9 @@ func (g *Guard) Handle(resourceID string) (Handle, error) {
 // CheckHandle is Check for the resource h names.
 func (g *Guard) CheckHandle(h Handle, token int64) (Decision, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.l.CheckHandle(h, token)
+	r, err := g.l.CheckHandle(h, token)
+	g.mu.Unlock()
+	return decided(r, token, err)
 }
 
 // HighWater returns the resource's high-water mark, 0 when it has none.
@@ -153,7 +182,7 @@ func (g *Guard) Marks() map[string]int64 {
 // Checker applies the fencing rule and records an accepted token, in one
 // atomic step: what a guarded resource keeps its marks in. *Guard (in
 // memory, one process) and *sqlguard.Marks (durable, shared) implement it;
-// the HTTP middleware (httpguard) and the external-call helper (external)
+// the HTTP middleware (httpguard) and the outgoing-call helper (callguard)
 // take one.
 type Checker interface {
 	Check(resourceID string, token int64) (Decision, error)

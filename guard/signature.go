@@ -4,22 +4,22 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
-	"strconv"
 
+	"github.com/fenceview/fenceview/guard/ledger"
 	"github.com/fenceview/fenceview/internal/ed25519batch"
 )
 
 // ReasonBadSignature: a guard in signed mode was shown a token without a
 // signature, or with one that no trusted key made for this resource and
 // token. The token is never compared, so a forged number cannot raise a mark.
-const ReasonBadSignature = "bad-signature"
+const ReasonBadSignature = ledger.ReasonBadSignature
 
 // Sizes of the signed-token format (contract v2, "Signed tokens").
 const (
-	SignatureSize     = ed25519.SignatureSize // raw bytes
-	PublicKeySize     = ed25519.PublicKeySize // raw bytes
-	SignatureTextSize = 86                    // base64url without padding of 64 bytes
-	PublicKeyTextSize = 43                    // base64url without padding of 32 bytes
+	SignatureSize     = ledger.SignatureSize // raw bytes
+	PublicKeySize     = ledger.PublicKeySize // raw bytes
+	SignatureTextSize = 86                   // base64url without padding of 64 bytes
+	PublicKeyTextSize = 43                   // base64url without padding of 32 bytes
 )
 
 // Errors for signatures and keys that are not well formed. A well-formed
@@ -27,28 +27,21 @@ const (
 // ReasonBadSignature.
 var (
 	ErrInvalidSignature = errors.New("invalid token signature")
-	ErrInvalidPublicKey = errors.New("invalid signing public key")
+	ErrInvalidPublicKey = ledger.ErrInvalidPublicKey
 )
-
-// messagePrefix starts every signed message; the version lets the format
-// change one day without old signatures meaning something new.
-const messagePrefix = "fenceview/v1 "
 
 // AppendMessage appends the bytes an issuer signs for token on resourceID:
 // the UTF-8 of "fenceview/v1 <resourceId> <token>", one space each, the
 // token in decimal. Binding the resource stops a signature of resource A
 // from passing for B; binding the token stops one of 5 from passing for 6.
 func AppendMessage(dst []byte, resourceID string, token int64) []byte {
-	dst = append(dst, messagePrefix...)
-	dst = append(dst, resourceID...)
-	dst = append(dst, ' ')
-	return strconv.AppendInt(dst, token, 10)
+	return ledger.AppendMessage(dst, resourceID, token)
 }
 
 // Message returns the bytes an issuer signs for token on resourceID (see
 // AppendMessage).
 func Message(resourceID string, token int64) []byte {
-	return AppendMessage(make([]byte, 0, len(messagePrefix)+len(resourceID)+21), resourceID, token)
+	return AppendMessage(make([]byte, 0, len(ledger.MessagePrefix)+len(resourceID)+21), resourceID, token)
 }
 
 // Sign returns the signature text of token on resourceID under key: what an

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/core"
+	"github.com/fenceview/fenceview/guard/ledger"
 	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
@@ -110,18 +110,12 @@ func TestSignedTable(t *testing.T) {
 			return g.CheckToken("", r, guard.Token{Token: tok, Signature: sig})
 		}, signedtest.Options{})
 	})
-	t.Run("Ledger", func(t *testing.T) {
+	t.Run("Ledger over a Verifier", func(t *testing.T) {
 		v := &guard.Verifier{}
-		l := guard.NewSignedLedger(v)
+		l := &unlocked{}
+		l.l.UseVerifier(v)
 		signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
 			return l.CheckSigned(r, tok, sig)
-		}, signedtest.Options{})
-	})
-	t.Run("Ledger raw", func(t *testing.T) {
-		v := &guard.Verifier{}
-		l := guard.NewSignedLedger(v)
-		signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
-			return l.CheckSignedBytes(r, tok, rawOf(sig))
 		}, signedtest.Options{})
 	})
 }
@@ -140,7 +134,8 @@ func rawOf(sig string) []byte {
 // with the mark it would have been compared with, and moves nothing.
 func TestSignedRefusesUnsigned(t *testing.T) {
 	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
-	g, l := guard.NewSigned(v), guard.NewSignedLedger(v)
+	g, l := guard.NewSigned(v), &unlocked{}
+	l.l.UseVerifier(v)
 	sig := signedtest.Sign(t, signedtest.Old, "r", 4)
 	for name, c := range map[string]interface {
 		Check(string, int64) (guard.Decision, error)
@@ -167,29 +162,45 @@ func TestSignedRefusesUnsigned(t *testing.T) {
 	}
 }
 
-// The WebAssembly guard's way in: an ordinary Ledger that is told to trust a
-// key becomes a signed one.
-func TestLedgerTrust(t *testing.T) {
-	var l guard.Ledger
-	if d, _ := l.Check("r", 3); !d.Accepted {
-		t.Fatalf("unsigned ledger refused: %+v", d)
+// The WebAssembly guard's way in: a ledger that is told to trust a key
+// becomes a signed one; a Guard told to trust one does too.
+func TestTrust(t *testing.T) {
+	var u unlocked
+	for name, l := range map[string]interface {
+		Check(string, int64) (guard.Decision, error)
+		CheckSigned(string, int64, string) (guard.Decision, error)
+		Trust([]byte) error
+	}{"guard": guard.New(), "ledger": trusting{&u}} {
+		if d, _ := l.Check("r", 3); !d.Accepted {
+			t.Fatalf("%s: unsigned refused: %+v", name, d)
+		}
+		if err := l.Trust(make([]byte, 31)); !errors.Is(err, guard.ErrInvalidPublicKey) {
+			t.Fatalf("%s: Trust(31 bytes) = %v", name, err)
+		}
+		if d, _ := l.Check("r", 4); !d.Accepted {
+			t.Fatalf("%s: a refused key put it in signed mode", name)
+		}
+		if err := l.Trust(signedtest.Public(signedtest.Old)); err != nil {
+			t.Fatal(err)
+		}
+		if d, _ := l.Check("r", 5); d.Reason != guard.ReasonBadSignature || d.Required != 4 {
+			t.Fatalf("%s: Check after Trust = %+v", name, d)
+		}
+		if d, _ := l.CheckSigned("r", 5, signedtest.Sign(t, signedtest.Old, "r", 5)); !d.Accepted {
+			t.Fatalf("%s: signed 5 = %+v", name, d)
+		}
 	}
-	if err := l.Trust(make([]byte, 31)); !errors.Is(err, guard.ErrInvalidPublicKey) {
-		t.Fatalf("Trust(31 bytes) = %v", err)
-	}
-	if d, _ := l.Check("r", 4); !d.Accepted {
-		t.Fatal("a refused key put the ledger in signed mode")
-	}
-	if err := l.Trust(signedtest.Public(signedtest.Old)); err != nil {
-		t.Fatal(err)
-	}
-	if d, _ := l.Check("r", 5); d.Reason != guard.ReasonBadSignature || d.Required != 4 {
-		t.Fatalf("Check after Trust = %+v", d)
-	}
-	if d, _ := l.CheckSigned("r", 5, signedtest.Sign(t, signedtest.Old, "r", 5)); !d.Accepted {
-		t.Fatalf("signed 5 = %+v", d)
+	// A ledger over a shared Verifier leaves its keys to the Verifier.
+	u = unlocked{}
+	u.l.UseVerifier(&guard.Verifier{})
+	if err := u.l.Trust(signedtest.Public(signedtest.Old)); err == nil {
+		t.Fatal("a ledger over a Verifier trusted a key of its own")
 	}
 }
+
+type trusting struct{ *unlocked }
+
+func (t trusting) Trust(key []byte) error { return t.l.Trust(key) }
 
 // A guard that is not in signed mode keeps the plain rule and ignores
 // signatures, good or bad.
@@ -236,7 +247,7 @@ func TestCacheIsExact(t *testing.T) {
 	}
 	// A verification remembered from the raw form lends nothing to an
 	// empty text, and the other way round.
-	for name, l := range map[string]*guard.Ledger{"ledger": guard.NewSignedLedger(v)} {
+	for name, l := range map[string]*guard.Guard{"fresh guard": guard.NewSigned(v)} {
 		raw7, _ := guard.DecodeSignature(s7)
 		if d, _ := l.CheckSignedBytes("r", 7, raw7[:]); !d.Accepted {
 			t.Fatalf("%s: raw 7 refused", name)
@@ -324,13 +335,13 @@ func TestSignedConcurrent(t *testing.T) {
 	}
 }
 
-// The WebAssembly guard's core (guard/core, built into guard.wasm) decides
+// The ledger with keys of its own (Trust), as guard.wasm runs it, decides
 // the signed table as the native guard does, natively; the wasm package
-// runs the core through wazero and Node. Its keys follow the verifier's
-// (it can only add keys, so the table stops before removals).
-func TestSignedTableNativeCore(t *testing.T) {
+// runs it through wazero and Node. Its keys follow the verifier's (it can
+// only add keys, so the table stops before removals).
+func TestSignedTableOwnKeys(t *testing.T) {
 	v := &guard.Verifier{}
-	var l core.Ledger
+	var l ledger.Ledger
 	signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
 		for _, k := range v.Keys() {
 			if err := l.Trust(k); err != nil {

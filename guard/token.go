@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/fenceview/fenceview/guard/ledger"
 )
 
 // Bounds on identifiers: fenceview's schema stores resources as
 // VARCHAR(160) and holders as VARCHAR(80).
 const (
-	MaxResourceIDLen = 160
+	MaxResourceIDLen = ledger.MaxResourceIDLen
 	MaxHolderIDLen   = 80
 )
 
@@ -20,9 +20,9 @@ const (
 // validates with the functions below, so they all refuse the same inputs.
 // Match them with errors.Is.
 var (
-	ErrInvalidResourceID = errors.New("invalid resource id")
+	ErrInvalidResourceID = ledger.ErrInvalidResourceID
 	ErrInvalidHolderID   = errors.New("invalid holder id")
-	ErrInvalidToken      = errors.New("invalid fencing token")
+	ErrInvalidToken      = ledger.ErrInvalidToken
 )
 
 // Token is the envelope a fencing token travels in. A token is only
@@ -63,46 +63,15 @@ func (t Token) Mismatch(issuer, resourceID string) string {
 }
 
 // ValidateResourceID accepts 1..160 bytes of UTF-8 without control characters.
-func ValidateResourceID(id string) error {
-	if err := validateID(id, MaxResourceIDLen); err != nil {
-		return fmt.Errorf("%w: %s", ErrInvalidResourceID, err)
-	}
-	return nil
-}
+func ValidateResourceID(id string) error { return ledger.ValidateResourceID(id) }
 
 // ValidateHolderID accepts 1..80 bytes of UTF-8 without control characters.
 func ValidateHolderID(id string) error {
-	if err := validateID(id, MaxHolderIDLen); err != nil {
-		return fmt.Errorf("%w: %s", ErrInvalidHolderID, err)
-	}
-	return nil
-}
-
-func validateID(id string, max int) error {
-	if len(id) == 0 {
-		return errors.New("empty")
-	}
-	if len(id) > max {
-		return fmt.Errorf("%d bytes, at most %d allowed", len(id), max)
-	}
-	if !utf8.ValidString(id) {
-		return errors.New("not valid UTF-8")
-	}
-	for i, r := range id {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("control character at byte %d", i)
-		}
-	}
-	return nil
+	return ledger.ValidateID(ErrInvalidHolderID, id, MaxHolderIDLen)
 }
 
 // ValidateToken accepts tokens 1 .. 2^63-1; 0 means "no token".
-func ValidateToken(token int64) error {
-	if token <= 0 {
-		return fmt.Errorf("%w: %d is not a positive integer", ErrInvalidToken, token)
-	}
-	return nil
-}
+func ValidateToken(token int64) error { return ledger.ValidateToken(token) }
 
 // ParseToken parses a token as it travels in text (the X-Fencing-Token
 // header): a positive decimal integer, digits only, no sign, no spaces.

@@ -3,18 +3,19 @@ package guard
 import (
 	"bytes"
 	"crypto/ed25519"
-	"errors"
 	"sync"
 	"sync/atomic"
+
+	"github.com/fenceview/fenceview/guard/ledger"
 )
 
 // MaxTrustedKeys bounds the keys one Verifier trusts. A signature is tried
 // against every trusted key (the HTTP carriers do not say which key made
 // it), so the bound is also the most work one forged token can cause.
-const MaxTrustedKeys = 16
+const MaxTrustedKeys = ledger.MaxTrustedKeys
 
 // ErrTooManyKeys is returned by Trust beyond MaxTrustedKeys.
-var ErrTooManyKeys = errors.New("guard: too many trusted signing keys")
+var ErrTooManyKeys = ledger.ErrTooManyKeys
 
 // Verifier holds the Ed25519 public keys of the issuers a guard trusts and
 // checks token signatures against them. It is safe for concurrent use and
@@ -117,6 +118,11 @@ func containsKey(keys []ed25519.PublicKey, key ed25519.PublicKey) bool {
 	}
 	return false
 }
+
+// Generation grows whenever a key stops being trusted (Distrust, SetKeys):
+// a guard's remembered verification counts only in the generation it was
+// made in (ledger.Verifier).
+func (v *Verifier) Generation() uint64 { return v.gen.Load() }
 
 // Keys returns the trusted keys, newest first. The caller must not modify
 // them.

@@ -95,7 +95,7 @@ func (s *shard) runBatch(checks []BatchCheck) error {
 			case code > 0:
 				c.Decision = guard.Evaluate(code, c.Token)
 			case code == CodeBadSignature:
-				c.Decision = guard.Decision{Reason: reasonBadSignature, Presented: c.Token, Required: required}
+				c.Decision = guard.Decision{Reason: guard.ReasonBadSignature, Presented: c.Token, Required: required}
 			default:
 				c.Err = s.err(code, nil, c.Handle.id, c.Token)
 			}

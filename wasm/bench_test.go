@@ -12,7 +12,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/core"
+	"github.com/fenceview/fenceview/guard/ledger"
 )
 
 // Benchmarks for the numbers docs/wasm-abi.md reports:
@@ -150,7 +150,7 @@ func BenchmarkCheckBatch(b *testing.B) {
 }
 
 // Signed checks: the first verification of a (resource, token, signature)
-// and a repeated (cached) one, natively (package core) and through wazero,
+// and a repeated (cached) one, natively (package ledger) and through wazero,
 // next to the unsigned check by name.
 func BenchmarkCheckSigned(b *testing.B) {
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
@@ -158,24 +158,24 @@ func BenchmarkCheckSigned(b *testing.B) {
 	const tokens = 64 // distinct signed tokens for the first-verification runs
 	sigs := make([][]byte, tokens+1)
 	for i := 1; i <= tokens; i++ {
-		sigs[i] = ed25519.Sign(key, core.AppendMessage(nil, benchID, int64(i)))
+		sigs[i] = ed25519.Sign(key, ledger.AppendMessage(nil, benchID, int64(i)))
 	}
-	b.Run("native-core-cached", func(b *testing.B) {
-		var l core.Ledger
+	b.Run("native-ledger-cached", func(b *testing.B) {
+		var l ledger.Ledger
 		l.Trust(pubKey)
 		onCPU(b)
 		for b.Loop() {
 			l.CheckSigned(benchID, 1, sigs[1])
 		}
 	})
-	b.Run("native-core-verify", func(b *testing.B) {
-		var l core.Ledger
+	b.Run("native-ledger-verify", func(b *testing.B) {
+		var l ledger.Ledger
 		l.Trust(pubKey)
 		onCPU(b)
 		for i := 0; b.Loop(); i++ {
 			// A new ledger every round of tokens: tokens only grow.
 			if i%tokens == 0 {
-				l = core.Ledger{}
+				l = ledger.Ledger{}
 				l.Trust(pubKey)
 			}
 			l.CheckSigned(benchID, int64(i%tokens+1), sigs[i%tokens+1])

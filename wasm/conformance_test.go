@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/core"
+	"github.com/fenceview/fenceview/guard/ledger"
 )
 
 // The conformance table: one list of guard cases, every one run on a fresh
@@ -72,7 +72,7 @@ func pub(k ed25519.PrivateKey) []byte { return k.Public().(ed25519.PublicKey) }
 
 // sign is an issuer's signature of token on id (contract v2's message).
 func sign(k ed25519.PrivateKey, id string, token int64) []byte {
-	return ed25519.Sign(k, core.AppendMessage(nil, id, token))
+	return ed25519.Sign(k, ledger.AppendMessage(nil, id, token))
 }
 
 func signedCases() []confCase {
@@ -80,7 +80,7 @@ func signedCases() []confCase {
 	flipped := bytes.Clone(good)
 	flipped[10] ^= 0x40
 	var keys []step
-	for i := 0; i < core.MaxTrustedKeys; i++ {
+	for i := 0; i < ledger.MaxTrustedKeys; i++ {
 		keys = append(keys, trust(bytes.Repeat([]byte{byte(i + 1)}, 32), 0))
 	}
 	keys = append(keys, trust(bytes.Repeat([]byte{99}, 32), CodeTooManyKeys), trust(bytes.Repeat([]byte{1}, 32), 0))
@@ -199,31 +199,18 @@ func conformanceTable() []confCase {
 // codeOf maps the native guard's errors to ABI codes.
 func codeOf(err error) int64 {
 	switch {
-	case errors.Is(err, guard.ErrInvalidResourceID), errors.Is(err, core.ErrInvalidResourceID):
+	case errors.Is(err, guard.ErrInvalidResourceID):
 		return CodeInvalidResource
-	case errors.Is(err, guard.ErrInvalidToken), errors.Is(err, core.ErrInvalidToken):
+	case errors.Is(err, guard.ErrInvalidToken):
 		return CodeInvalidToken
-	case errors.Is(err, guard.ErrUnknownHandle), errors.Is(err, core.ErrUnknownHandle):
+	case errors.Is(err, guard.ErrUnknownHandle):
 		return CodeUnknownHandle
-	case errors.Is(err, core.ErrInvalidPublicKey), errors.Is(err, guard.ErrInvalidPublicKey):
+	case errors.Is(err, guard.ErrInvalidPublicKey):
 		return CodeInvalidKey
-	case errors.Is(err, core.ErrTooManyKeys), errors.Is(err, guard.ErrTooManyKeys):
+	case errors.Is(err, guard.ErrTooManyKeys):
 		return CodeTooManyKeys
 	}
 	return CodeInternal
-}
-
-// resultOutcome is decisionOutcome for package core.
-func resultOutcome(r core.Result, err error) outcome {
-	switch {
-	case err != nil:
-		return outcome{Code: codeOf(err)}
-	case r.Accepted:
-		return outcome{Code: 0, Prev: r.Required}
-	case r.Reason == core.ReasonBadSignature:
-		return outcome{Code: CodeBadSignature}
-	}
-	return outcome{Code: r.Required}
 }
 
 func decisionOutcome(d guard.Decision, err error) outcome {
@@ -232,7 +219,7 @@ func decisionOutcome(d guard.Decision, err error) outcome {
 		return outcome{Code: codeOf(err)}
 	case d.Accepted:
 		return outcome{Code: 0, Prev: d.Required}
-	case d.Reason == core.ReasonBadSignature:
+	case d.Reason == guard.ReasonBadSignature:
 		return outcome{Code: CodeBadSignature}
 	}
 	return outcome{Code: d.Required}
@@ -248,41 +235,58 @@ func markOutcome(v int64, err error) outcome {
 // runner runs one case on a fresh guard.
 type runner func(t *testing.T, c confCase) []outcome
 
-// runCore runs a case on package core's Ledger natively: the code the
-// modules are built from, compiled for the host.
-func runCore(t *testing.T, c confCase) []outcome {
-	var g core.Ledger
-	var out []outcome
-	for _, s := range c.Steps {
-		id := string(s.ID)
-		switch s.Op {
-		case "check":
-			out = append(out, resultOutcome(g.Check(id, s.Token)))
-		case "check_handle":
-			h, err := g.Handle(id)
-			if err != nil {
-				out = append(out, outcome{Code: codeOf(err)})
-				continue
-			}
-			out = append(out, resultOutcome(g.CheckHandle(h, s.Token)))
-		case "seed":
-			out = append(out, markOutcome(g.Seed(id, s.Token)))
-		case "high_water":
-			out = append(out, markOutcome(g.HighWater(id)))
-		case "trust":
-			out = append(out, markOutcome(0, g.Trust(s.Key)))
-		case "check_signed":
-			out = append(out, resultOutcome(g.CheckSigned(id, s.Token, s.Sig)))
-		}
+// nativeGuard is what the native runners drive: guard.Guard, or a bare
+// ledger.Ledger seen through guard's types (bareLedger).
+type nativeGuard interface {
+	Check(id string, token int64) (guard.Decision, error)
+	Handle(id string) (guard.Handle, error)
+	CheckHandle(h guard.Handle, token int64) (guard.Decision, error)
+	Seed(id string, token int64) (int64, error)
+	HighWater(id string) (int64, error)
+	Trust(key []byte) error
+	CheckSignedBytes(id string, token int64, sig []byte) (guard.Decision, error)
+}
+
+// bareLedger is a ledger.Ledger with keys of its own (Trust), as the
+// modules run it, compiled for the host.
+type bareLedger struct{ ledger.Ledger }
+
+func fromResult(r ledger.Result, token int64, err error) (guard.Decision, error) {
+	if err != nil {
+		return guard.Decision{}, err
 	}
-	return out
+	return guard.Decision{Accepted: r.Accepted, Reason: r.Reason, Presented: token, Required: r.Required}, nil
+}
+
+func (l *bareLedger) Check(id string, token int64) (guard.Decision, error) {
+	r, err := l.Ledger.Check(id, token)
+	return fromResult(r, token, err)
+}
+
+func (l *bareLedger) CheckHandle(h guard.Handle, token int64) (guard.Decision, error) {
+	r, err := l.Ledger.CheckHandle(h, token)
+	return fromResult(r, token, err)
+}
+
+func (l *bareLedger) CheckSignedBytes(id string, token int64, sig []byte) (guard.Decision, error) {
+	r, err := l.Ledger.CheckSigned(id, token, sig)
+	return fromResult(r, token, err)
 }
 
 // runNative runs a case on the native guard; with handles, check_handle
 // steps go through a Handle, else by id (the reference).
 func runNative(handles bool) runner {
+	return runOn(handles, func() nativeGuard { return guard.New() })
+}
+
+// runLedger runs a case on a bare ledger.Ledger, by handle.
+func runLedger(t *testing.T, c confCase) []outcome {
+	return runOn(true, func() nativeGuard { return &bareLedger{} })(t, c)
+}
+
+func runOn(handles bool, fresh func() nativeGuard) runner {
 	return func(t *testing.T, c confCase) []outcome {
-		g := guard.New()
+		g := fresh()
 		var out []outcome
 		for _, s := range c.Steps {
 			id := string(s.ID)
@@ -407,7 +411,7 @@ func TestConformance(t *testing.T) {
 	}{
 		{"native-guard", runNative(false)},
 		{"native-handles", runNative(true)},
-		{"native-core", runCore},
+		{"native-ledger", runLedger},
 		{"wazero", runHost(1, false)},
 		{"wazero-4-shards", runHost(4, false)},
 		{"wazero-batch", runHost(1, true)},

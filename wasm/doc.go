@@ -1,5 +1,6 @@
 // Package wasm runs fenceview's guard as WebAssembly: guard.wasm, a WASI
-// reactor built from the guard package, embedded here and hosted on wazero.
+// reactor built from package guard/ledger (the one ledger guard.Guard also
+// runs, behind its mutex), embedded here and hosted on wazero.
 //
 // Guard gives the same decisions as guard.Guard, from the module every other
 // runtime (Node's node:wasi, wasmtime, a proxy filter) loads, so a plugin

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	extism "github.com/extism/go-sdk"
+
+	"github.com/fenceview/fenceview/guard"
 )
 
 // The Extism module is tested on the conformance table in two real Extism
@@ -115,7 +117,7 @@ func extismOutcome(fn string, out []byte, callErr error) (outcome, error) {
 		return outcome{Code: 0}, nil
 	case a.Required == nil:
 		return outcome{}, fmt.Errorf("%s refused without required: %q", fn, out)
-	case a.Reason == "bad-signature":
+	case a.Reason == guard.ReasonBadSignature:
 		return outcome{Code: CodeBadSignature}, nil
 	case a.Reason == "stale-token":
 		return outcome{Code: *a.Required}, nil

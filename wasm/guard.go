@@ -16,19 +16,21 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/core"
+	"github.com/fenceview/fenceview/guard/ledger"
+	guestabi "github.com/fenceview/fenceview/wasm/internal/abi"
 )
 
-// The guard module's negative result codes (docs/wasm-abi.md).
+// The guard module's negative result codes (docs/wasm-abi.md), defined
+// once for the guest and this host in wasm/internal/abi.
 const (
-	CodeInvalidResource = -1 // resource id empty, over 160 bytes, not UTF-8, or with a control character
-	CodeInvalidToken    = -2 // token <= 0
-	CodeBadMemory       = -3 // pointer and length not inside one live guard_alloc buffer
-	CodeUnknownHandle   = -4 // a handle guard_handle never returned
-	CodeBadSignature    = -5 // signed mode: no signature a trusted key made for this resource and token
-	CodeInvalidKey      = -6 // guard_trust_key: not a 32-byte key
-	CodeTooManyKeys     = -7 // guard_trust_key: 16 keys are trusted already
-	CodeInternal        = -8 // any other guest failure
+	CodeInvalidResource = guestabi.CodeInvalidResource // resource id empty, over 160 bytes, not UTF-8, or with a control character
+	CodeInvalidToken    = guestabi.CodeInvalidToken    // token <= 0
+	CodeBadMemory       = guestabi.CodeBadMemory       // pointer and length not inside one live guard_alloc buffer
+	CodeUnknownHandle   = guestabi.CodeUnknownHandle   // a handle guard_handle never returned
+	CodeBadSignature    = guestabi.CodeBadSignature    // signed mode: no signature a trusted key made for this resource and token
+	CodeInvalidKey      = guestabi.CodeInvalidKey      // guard_trust_key: not a 32-byte key
+	CodeTooManyKeys     = guestabi.CodeTooManyKeys     // guard_trust_key: 16 keys are trusted already
+	CodeInternal        = guestabi.CodeInternal        // any other guest failure
 )
 
 // Errors of the host itself. Invalid input is reported with the guard
@@ -51,14 +53,14 @@ var (
 const scratchSize = 256
 
 // sigOffset is where a signature goes in the scratch buffer.
-const sigOffset = scratchSize - core.SignatureSize
+const sigOffset = scratchSize - ledger.SignatureSize
 
 // batchSize is the most records one guard_check_batch call carries; larger
 // batches take several calls.
 const batchSize = 256
 
 // batchRecord is the size of a guard_check_batch record (docs/wasm-abi.md).
-const batchRecord = 16
+const batchRecord = guestabi.BatchRecord
 
 // Config configures New. The zero value is ready to use.
 type Config struct {
@@ -463,7 +465,7 @@ func (s *shard) decision(v int64, callErr error, resourceID string, token int64)
 		return guard.Decision{}, s.fail(errors.New("last-required cell outside memory"))
 	}
 	if v == CodeBadSignature {
-		return guard.Decision{Reason: core.ReasonBadSignature, Presented: token, Required: int64(prev)}, nil
+		return guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: int64(prev)}, nil
 	}
 	return guard.Decision{Accepted: true, Presented: token, Required: int64(prev)}, nil
 }

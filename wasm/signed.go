@@ -6,18 +6,14 @@ import (
 	"fmt"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/core"
+	"github.com/fenceview/fenceview/guard/ledger"
 )
-
-// reasonBadSignature is the refusal of a token without a signature a
-// trusted key made for it (contract v2).
-const reasonBadSignature = core.ReasonBadSignature
 
 // ErrInvalidPublicKey is TrustKey's error for a key that is not 32 bytes,
 // and ErrTooManyKeys for a 17th key.
 var (
-	ErrInvalidPublicKey = core.ErrInvalidPublicKey
-	ErrTooManyKeys      = core.ErrTooManyKeys
+	ErrInvalidPublicKey = ledger.ErrInvalidPublicKey
+	ErrTooManyKeys      = ledger.ErrTooManyKeys
 )
 
 // TrustKey puts the guard in signed mode and trusts key, a raw 32-byte
@@ -26,7 +22,7 @@ var (
 // every token with reason bad-signature, and marks never move for them.
 // Every instance trusts the key.
 func (g *Guard) TrustKey(key []byte) error {
-	if len(key) != core.PublicKeySize {
+	if len(key) != ledger.PublicKeySize {
 		return ErrInvalidPublicKey
 	}
 	for _, s := range g.shards {
@@ -76,7 +72,7 @@ var sigText = base64.RawURLEncoding.Strict()
 // ignored. Invalid ids and tokens are errors, as for Check.
 func (g *Guard) CheckSigned(resourceID string, token int64, sig string) (guard.Decision, error) {
 	var raw []byte
-	if len(sig) == sigText.EncodedLen(core.SignatureSize) && base64URL(sig) {
+	if len(sig) == sigText.EncodedLen(ledger.SignatureSize) && base64URL(sig) {
 		if b, err := sigText.DecodeString(sig); err == nil {
 			raw = b
 		}
@@ -121,7 +117,7 @@ func (s *shard) checkSignedCall(resourceID string, token int64, sig []byte) (gua
 	if err != nil {
 		return guard.Decision{}, err
 	}
-	if len(sig) != core.SignatureSize {
+	if len(sig) != ledger.SignatureSize {
 		sig = nil // bad whatever it is; the guest need not read it
 	}
 	if !s.mem.Write(s.scratch+sigOffset, sig) {

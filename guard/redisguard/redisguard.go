@@ -311,7 +311,7 @@ func (g *Guard) write(ctx context.Context, resourceID string, token int64, value
 
 // Check is Write without values and without a context, so a Guard can
 // stand wherever a *guard.Guard or a sqlguard.Marks does (the HTTP
-// middleware, external.Call).
+// middleware, callguard.Call).
 func (g *Guard) Check(resourceID string, token int64) (guard.Decision, error) {
 	return g.Write(context.Background(), resourceID, token)
 }

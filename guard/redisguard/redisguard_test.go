@@ -272,7 +272,7 @@ func (r *resource) BadCalls() map[string]func(context.Context) error {
 }
 
 // A Guard stands wherever the other mark keepers do (the HTTP middleware,
-// external.Call).
+// callguard.Call).
 var (
 	_ guard.Checker        = (*redisguard.Guard)(nil)
 	_ guard.ContextChecker = (*redisguard.Guard)(nil)

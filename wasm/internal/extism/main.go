@@ -1,9 +1,10 @@
 //go:build wasip1
 
 // Command extism is the WebAssembly guard as an Extism plugin
-// (guard-extism.wasm): the same rule and ledger as guard.wasm (package
-// guard/core), behind functions that take and return JSON through the
-// Extism kernel (extism:host/env), as contract v2's "Extism module" says.
+// (guard-extism.wasm): the same ledger as guard.wasm and guard.Guard
+// (package guard/ledger), behind functions that take and return JSON
+// through the Extism kernel (extism:host/env), as contract v2's "Extism
+// module" says.
 //
 // Marks and trusted keys live in the plugin instance from call to call.
 // Invalid input fails the call with an Extism error; it is never answered
@@ -18,7 +19,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/fenceview/fenceview/guard/core"
+	"github.com/fenceview/fenceview/guard/ledger"
 )
 
 // The Extism kernel: a host-side memory the plugin reads its input from and
@@ -50,9 +51,9 @@ func errorSet(offset uint64)
 
 func main() {}
 
-// ledger holds the marks and the trusted keys. Extism calls a plugin
+// table holds the marks and the trusted keys. Extism calls a plugin
 // instance one function at a time.
-var ledger core.Ledger
+var table ledger.Ledger
 
 // maxInput bounds the JSON a call reads: the largest valid input (an id of
 // 160 bytes, each escaped as \uXXXX, and a signature) is far below it.
@@ -122,7 +123,7 @@ func reply(out []byte, err error) int32 {
 
 // decision is the JSON of a result: {"accepted":true} or
 // {"accepted":false,"reason":...,"required":N}.
-func decision(r core.Result, err error) ([]byte, error) {
+func decision(r ledger.Result, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func check() int32 {
 	if err != nil {
 		return reply(nil, err)
 	}
-	return reply(decision(ledger.Check(r.ResourceID, r.Token)))
+	return reply(decision(table.Check(r.ResourceID, r.Token)))
 }
 
 //go:wasmexport check_signed
@@ -183,8 +184,8 @@ func checkSigned() int32 {
 	}
 	// A missing or malformed signature is a bad signature (a decision),
 	// not invalid input: the token may still be refused as bad-signature.
-	sig := decode(r.Signature, core.SignatureSize)
-	return reply(decision(ledger.CheckSigned(r.ResourceID, r.Token, sig)))
+	sig := decode(r.Signature, ledger.SignatureSize)
+	return reply(decision(table.CheckSigned(r.ResourceID, r.Token, sig)))
 }
 
 //go:wasmexport trust_key
@@ -193,11 +194,11 @@ func trustKey() int32 {
 	if err != nil {
 		return reply(nil, err)
 	}
-	key := decode(r.PublicKey, core.PublicKeySize)
+	key := decode(r.PublicKey, ledger.PublicKeySize)
 	if key == nil {
-		return reply(nil, errors.New(core.ErrInvalidPublicKey.Error()+": want base64url without padding of 32 bytes"))
+		return reply(nil, errors.New(ledger.ErrInvalidPublicKey.Error()+": want base64url without padding of 32 bytes"))
 	}
-	if err := ledger.Trust(key); err != nil {
+	if err := table.Trust(key); err != nil {
 		return reply(nil, err)
 	}
 	return reply([]byte(`{}`), nil)
@@ -209,7 +210,7 @@ func seed() int32 {
 	if err != nil {
 		return reply(nil, err)
 	}
-	return reply(mark(ledger.Seed(r.ResourceID, r.Token)))
+	return reply(mark(table.Seed(r.ResourceID, r.Token)))
 }
 
 //go:wasmexport high_water
@@ -218,5 +219,5 @@ func highWater() int32 {
 	if err != nil {
 		return reply(nil, err)
 	}
-	return reply(mark(ledger.HighWater(r.ResourceID)))
+	return reply(mark(table.HighWater(r.ResourceID)))
 }

@@ -1,8 +1,9 @@
 //go:build wasip1
 
 // Command guest is the WebAssembly guard: a WASI preview 1 reactor whose
-// exports apply the guard's rule (package guard/core, the part of the guard
-// that imports nothing heavy) to the bytes a host passes in.
+// exports apply fenceview's one ledger (package guard/ledger, which
+// guard.Guard runs too, and which imports nothing heavy) to the bytes a
+// host passes in.
 //
 // Build it with go generate in the wasm package; the result is guard.wasm.
 // Every export validates its input and answers with a code; none traps on bad
@@ -12,26 +13,9 @@ package main
 import (
 	"unsafe"
 
-	"github.com/fenceview/fenceview/guard/core"
+	"github.com/fenceview/fenceview/guard/ledger"
+	"github.com/fenceview/fenceview/wasm/internal/abi"
 )
-
-// The ABI's negative codes. They are part of the contract: hosts in any
-// language match on them.
-const (
-	codeInvalidResource = -1 // resource id empty, over 160 bytes, not UTF-8, or with a control character
-	codeInvalidToken    = -2 // token <= 0
-	codeBadMemory       = -3 // pointer and length are not inside one live guard_alloc buffer, or length < 0
-	codeUnknownHandle   = -4 // a handle guard_handle never returned
-	codeBadSignature    = -5 // signed mode: the token has no signature a trusted key made for it
-	codeInvalidKey      = -6 // guard_trust_key: not 32 bytes
-	codeTooManyKeys     = -7 // guard_trust_key: already core.MaxTrustedKeys keys
-	codeInternal        = -8 // a guest failure that is none of the above
-)
-
-// abiVersion grows when exports are added; existing ones never change.
-// 2 added guard_check_batch, guard_trust_key, guard_check_signed and
-// guard_check_signed_handle.
-const abiVersion = 2
 
 // maxAlloc bounds one guard_alloc: ids are at most 160 bytes, so anything far
 // larger is a host bug, answered with 0 rather than exhausting memory.
@@ -39,7 +23,7 @@ const maxAlloc = 1 << 20
 
 // table holds the marks. A Ledger has no lock: the host calls one export at
 // a time and nothing else in the module touches it.
-var table core.Ledger
+var table ledger.Ledger
 
 // lastRequired is the high-water mark the last check compared its token with
 // (for an accepted token, the mark before it was raised; for -5, the current
@@ -66,7 +50,7 @@ var last []byte
 func main() {}
 
 //go:wasmexport guard_abi_version
-func guardABIVersion() int32 { return abiVersion }
+func guardABIVersion() int32 { return abi.Version }
 
 //go:wasmexport guard_last_required_ptr
 func guardLastRequiredPtr() int32 { return int32(uint32(uintptr(unsafe.Pointer(&lastRequired)))) }
@@ -151,18 +135,18 @@ func guardHandle(ptr, n int32) int32 {
 //go:wasmexport guard_check_handle
 func guardCheckHandle(h int32, token int64) int64 {
 	// A negative h becomes a handle above any given out: unknown.
-	return checkHandle(core.Handle(uint32(h)), token)
+	return checkHandle(ledger.Handle(uint32(h)), token)
 }
 
-// checkHandle is core.Ledger.CheckHandle as a code, written out so that the
+// checkHandle is ledger.Ledger.CheckHandle as a code, written out so that the
 // hot path is a handful of instructions: no error values, no Result. The
 // order of the checks is CheckHandle's (token, handle, signed mode).
-func checkHandle(h core.Handle, token int64) int64 {
+func checkHandle(h ledger.Handle, token int64) int64 {
 	if token <= 0 {
-		return codeInvalidToken
+		return abi.CodeInvalidToken
 	}
 	if !table.Valid(h) {
-		return codeUnknownHandle
+		return abi.CodeUnknownHandle
 	}
 	if table.Signed() {
 		return badSignature(h)
@@ -177,40 +161,34 @@ func checkHandle(h core.Handle, token int64) int64 {
 
 // badSignature answers a check by handle in signed mode, out of line so
 // that checkHandle stays small enough to inline.
-func badSignature(h core.Handle) int64 {
+func badSignature(h ledger.Handle) int64 {
 	lastRequired, _ = table.HighWaterHandle(h)
-	return codeBadSignature
+	return abi.CodeBadSignature
 }
-
-// batchRecord is the size of one guard_check_batch record: in, a handle
-// (u32 at +0, 4 bytes ignored) and a token (i64 at +8); out, the
-// guard_check_handle code (i64 at +0) and the mark it was compared with
-// (i64 at +8). Little-endian, as WebAssembly memory is.
-const batchRecord = 16
 
 //go:wasmexport guard_check_batch
 func guardCheckBatch(ptr, n int32) int32 {
-	if n < 0 || n > maxAlloc/batchRecord {
-		return codeBadMemory
+	if n < 0 || n > maxAlloc/abi.BatchRecord {
+		return abi.CodeBadMemory
 	}
 	if n == 0 {
 		return 0
 	}
-	b := bytesAt(uintptr(uint32(ptr)), int(n)*batchRecord)
+	b := bytesAt(uintptr(uint32(ptr)), int(n)*abi.BatchRecord)
 	if b == nil {
-		return codeBadMemory
+		return abi.CodeBadMemory
 	}
 	// checkHandle written out once more: a Go call per record costs as
 	// much as the rule in WebAssembly.
 	signed := table.Signed()
-	for i := 0; i < len(b); i += batchRecord {
+	for i := 0; i < len(b); i += abi.BatchRecord {
 		rec := (*[2]int64)(unsafe.Pointer(&b[i]))
-		h, token := core.Handle(uint32(rec[0])), rec[1]
+		h, token := ledger.Handle(uint32(rec[0])), rec[1]
 		switch {
 		case token <= 0:
-			rec[0], rec[1] = codeInvalidToken, 0
+			rec[0], rec[1] = abi.CodeInvalidToken, 0
 		case !table.Valid(h):
-			rec[0], rec[1] = codeUnknownHandle, 0
+			rec[0], rec[1] = abi.CodeUnknownHandle, 0
 		case signed:
 			rec[0], rec[1] = badSignature(h), lastRequired
 		default:
@@ -228,7 +206,7 @@ func guardCheckBatch(ptr, n int32) int32 {
 
 //go:wasmexport guard_high_water_handle
 func guardHighWaterHandle(h int32) int64 {
-	hwm, err := table.HighWaterHandle(core.Handle(uint32(h)))
+	hwm, err := table.HighWaterHandle(ledger.Handle(uint32(h)))
 	if err != nil {
 		return errCode(err)
 	}
@@ -237,18 +215,18 @@ func guardHighWaterHandle(h int32) int64 {
 
 //go:wasmexport guard_trust_key
 func guardTrustKey(ptr, n int32) int64 {
-	if n != core.PublicKeySize {
-		return codeInvalidKey
+	if n != ledger.PublicKeySize {
+		return abi.CodeInvalidKey
 	}
 	key := bytesAt(uintptr(uint32(ptr)), int(n))
 	if key == nil {
-		return codeBadMemory
+		return abi.CodeBadMemory
 	}
 	if err := table.Trust(key); err != nil {
-		if err == core.ErrTooManyKeys {
-			return codeTooManyKeys
+		if err == ledger.ErrTooManyKeys {
+			return abi.CodeTooManyKeys
 		}
-		return codeInvalidKey
+		return abi.CodeInvalidKey
 	}
 	return 0
 }
@@ -259,36 +237,43 @@ func guardCheckSigned(ptr, n int32, token int64, sigPtr, sigLen int32) int64 {
 	if code != 0 {
 		return code
 	}
-	// A signature of a size no signature has is simply bad (-5, once a
-	// key is trusted); only a readable one is looked up in memory.
-	var sig []byte
-	if sigLen == core.SignatureSize {
-		if sig = bytesAt(uintptr(uint32(sigPtr)), int(sigLen)); sig == nil {
-			return codeBadMemory
-		}
-	} else if sigLen < 0 {
-		return codeBadMemory
+	sig, code := signature(sigPtr, sigLen)
+	if code != 0 {
+		return code
 	}
 	return resultCode(table.CheckSigned(id, token, sig))
 }
 
 //go:wasmexport guard_check_signed_handle
 func guardCheckSignedHandle(h int32, token int64, sigPtr, sigLen int32) int64 {
-	var sig []byte
-	if sigLen == core.SignatureSize {
-		if sig = bytesAt(uintptr(uint32(sigPtr)), int(sigLen)); sig == nil {
-			return codeBadMemory
-		}
-	} else if sigLen < 0 {
-		return codeBadMemory
+	sig, code := signature(sigPtr, sigLen)
+	if code != 0 {
+		return code
 	}
-	return resultCode(table.CheckSignedHandle(core.Handle(uint32(h)), token, sig))
+	return resultCode(table.CheckSignedHandle(ledger.Handle(uint32(h)), token, sig))
+}
+
+// signature returns the signature at [ptr, ptr+n) without copying. One of a
+// size no signature has is simply bad (-5, once a key is trusted: nil
+// here); only a readable one is looked up in memory.
+func signature(ptr, n int32) ([]byte, int64) {
+	if n < 0 {
+		return nil, abi.CodeBadMemory
+	}
+	if n != ledger.SignatureSize {
+		return nil, 0
+	}
+	sig := bytesAt(uintptr(uint32(ptr)), int(n))
+	if sig == nil {
+		return nil, abi.CodeBadMemory
+	}
+	return sig, 0
 }
 
 // resultCode encodes a result: 0 accepted, the required token when refused
 // as stale (always >= 2, as tokens are >= 1), -5 for a bad signature, or a
 // negative code for invalid input.
-func resultCode(r core.Result, err error) int64 {
+func resultCode(r ledger.Result, err error) int64 {
 	if err != nil {
 		return errCode(err)
 	}
@@ -296,37 +281,37 @@ func resultCode(r core.Result, err error) int64 {
 	switch {
 	case r.Accepted:
 		return 0
-	case r.Reason == core.ReasonBadSignature:
-		return codeBadSignature
+	case r.Reason == ledger.ReasonBadSignature:
+		return abi.CodeBadSignature
 	}
 	return r.Required
 }
 
 func errCode(err error) int64 {
-	switch core.Kind(err) {
-	case core.ErrInvalidResourceID:
-		return codeInvalidResource
-	case core.ErrInvalidToken:
-		return codeInvalidToken
-	case core.ErrUnknownHandle:
-		return codeUnknownHandle
+	switch ledger.Kind(err) {
+	case ledger.ErrInvalidResourceID:
+		return abi.CodeInvalidResource
+	case ledger.ErrInvalidToken:
+		return abi.CodeInvalidToken
+	case ledger.ErrUnknownHandle:
+		return abi.CodeUnknownHandle
 	}
-	return codeInternal
+	return abi.CodeInternal
 }
 
 // resourceID returns the id at [ptr, ptr+n) without copying. Lengths the
 // guard refuses anyway are refused before memory is looked at, so they give
 // the same code as the native guard whatever the pointer.
 func resourceID(ptr, n int32) (string, int64) {
-	if n == 0 || n > core.MaxResourceIDLen {
-		return "", codeInvalidResource
+	if n == 0 || n > ledger.MaxResourceIDLen {
+		return "", abi.CodeInvalidResource
 	}
 	if n < 0 {
-		return "", codeBadMemory
+		return "", abi.CodeBadMemory
 	}
 	b := bytesAt(uintptr(uint32(ptr)), int(n))
 	if b == nil {
-		return "", codeBadMemory
+		return "", abi.CodeBadMemory
 	}
 	return unsafe.String(&b[0], len(b)), 0
 }

@@ -1,4 +1,4 @@
-package external_test
+package callguard_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/external"
+	"github.com/fenceview/fenceview/guard/callguard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
@@ -32,7 +32,7 @@ type gateway struct {
 func newGateway(t *testing.T) *gateway {
 	g := &gateway{effects: map[string]int{}}
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get(external.HeaderIdempotencyKey)
+		key := r.Header.Get(callguard.HeaderIdempotencyKey)
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		g.requests = append(g.requests, key)
@@ -52,7 +52,7 @@ func newGateway(t *testing.T) *gateway {
 
 func (g *gateway) charge(ctx context.Context, key string) error {
 	req, _ := http.NewRequestWithContext(ctx, "POST", g.srv.URL+"/charges", nil)
-	req.Header.Set(external.HeaderIdempotencyKey, key)
+	req.Header.Set(callguard.HeaderIdempotencyKey, key)
 	resp, err := g.srv.Client().Do(req)
 	if err != nil {
 		return err
@@ -91,10 +91,10 @@ func TestStaleHolderNeverCalls(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			gw := newGateway(t)
-			if _, err := external.Call(ctx, rec, "payment:order-7", 42, gw.charge); err != nil {
+			if _, err := callguard.Call(ctx, rec, "payment:order-7", 42, gw.charge); err != nil {
 				t.Fatal(err)
 			}
-			d, err := external.Call(ctx, rec, "payment:order-7", 41, gw.charge)
+			d, err := callguard.Call(ctx, rec, "payment:order-7", 41, gw.charge)
 			var stale *guard.RefusalError
 			if !errors.As(err, &stale) || stale.Required != 42 || d.Accepted {
 				t.Fatalf("stale call = %+v, %v", d, err)
@@ -113,10 +113,10 @@ func TestRetryUsesSameKey(t *testing.T) {
 	gw := newGateway(t)
 	rec := sqliteMarks(t)
 	gw.failNext = true
-	if _, err := external.Call(ctx, rec, "payment:order-8", 5, gw.charge); err == nil {
+	if _, err := callguard.Call(ctx, rec, "payment:order-8", 5, gw.charge); err == nil {
 		t.Fatal("first call should report the gateway failure")
 	}
-	if _, err := external.Call(ctx, rec, "payment:order-8", 5, gw.charge); err != nil {
+	if _, err := callguard.Call(ctx, rec, "payment:order-8", 5, gw.charge); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(gw.requests) != "[payment:order-8:5 payment:order-8:5]" || len(gw.effects) != 1 {
@@ -140,13 +140,13 @@ func TestNoCallWithoutARecord(t *testing.T) {
 		tok int64
 		rec guard.Checker
 	}{{"", 1, rec}, {"r", 0, rec}, {"r", -3, rec}, {"r", 1, brokenRecorder{}}} {
-		if _, err := external.Call(ctx, c.rec, c.res, c.tok, call); err == nil {
+		if _, err := callguard.Call(ctx, c.rec, c.res, c.tok, call); err == nil {
 			t.Errorf("Call(%q, %d) succeeded", c.res, c.tok)
 		}
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := external.Call(cancelled, rec, "r", 1, call); !errors.Is(err, context.Canceled) {
+	if _, err := callguard.Call(cancelled, rec, "r", 1, call); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
 	if called != 0 || len(rec.Marks()) != 0 {
@@ -156,7 +156,7 @@ func TestNoCallWithoutARecord(t *testing.T) {
 
 func TestKeyIsResourceColonToken(t *testing.T) {
 	var got string
-	_, err := external.Call(context.Background(), guard.New(), "mail/welcome ü", 9, func(_ context.Context, key string) error {
+	_, err := callguard.Call(context.Background(), guard.New(), "mail/welcome ü", 9, func(_ context.Context, key string) error {
 		got = key
 		return nil
 	})

@@ -1,4 +1,4 @@
-package core
+package ledger
 
 import "strings"
 
@@ -7,13 +7,14 @@ import "strings"
 //
 // An id is validated once, when it first gets a handle; later calls with the
 // same id find it in the index and skip validation, since only valid ids are
-// ever indexed. In WebAssembly validating costs more than the rule itself.
+// ever indexed: answers are the same, only faster where validating costs
+// (in WebAssembly it costs more than the rule itself).
 type Ledger struct {
 	index map[string]Handle
 	ids   []string // ids[h-1] is the resource of handle h
 	marks []int64  // marks[h-1] is its high-water mark, 0 when none
 
-	signed *signedMode // nil until a key is trusted
+	signed *signedMode // nil until a key is trusted (Trust, UseVerifier)
 }
 
 // find returns the handle of a known id, or 0, or the validation error of
@@ -35,8 +36,8 @@ func (l *Ledger) Handle(resourceID string) (Handle, error) {
 	if l.index == nil {
 		l.index = make(map[string]Handle)
 	}
-	// Clone: callers (the WebAssembly exports) pass strings that alias a
-	// buffer they reuse; the ledger must own its keys.
+	// Clone: callers (the WebAssembly exports) may pass strings that alias
+	// a buffer they reuse; the ledger must own its keys.
 	id := strings.Clone(resourceID)
 	l.ids = append(l.ids, id)
 	l.marks = append(l.marks, 0)

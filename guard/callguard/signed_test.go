@@ -1,4 +1,4 @@
-package external_test
+package callguard_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/external"
+	"github.com/fenceview/fenceview/guard/callguard"
 	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
@@ -17,7 +17,7 @@ func TestCallSignedTable(t *testing.T) {
 	rec := guard.NewSigned(v)
 	signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
 		var key string
-		d, err := external.CallSigned(context.Background(), rec, r, tok, sig, func(ctx context.Context, k string) error {
+		d, err := callguard.CallSigned(context.Background(), rec, r, tok, sig, func(ctx context.Context, k string) error {
 			key = k
 			return nil
 		})
@@ -42,7 +42,7 @@ func TestCallSignedTable(t *testing.T) {
 func TestCallUnsignedAgainstSignedRecorder(t *testing.T) {
 	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
 	ran := false
-	d, err := external.Call(context.Background(), guard.NewSigned(v), "r", 5, func(context.Context, string) error { ran = true; return nil })
+	d, err := callguard.Call(context.Background(), guard.NewSigned(v), "r", 5, func(context.Context, string) error { ran = true; return nil })
 	if ran || d.Reason != guard.ReasonBadSignature || err == nil {
 		t.Fatalf("ran=%v d=%+v err=%v", ran, d, err)
 	}

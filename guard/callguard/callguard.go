@@ -1,4 +1,4 @@
-// Package external limits the damage a stale lock holder can do to a
+// Package callguard limits the damage a stale lock holder can do to a
 // resource that cannot check a fencing token itself: a third-party HTTP API,
 // a payment gateway, an SMTP server, a legacy service.
 //
@@ -30,7 +30,7 @@
 // retry freely, because the key makes a repeat harmless. The holder never
 // calls out itself. The cost is latency and a relay to run; the gain is that
 // only writes the fence accepted ever leave the building.
-package external
+package callguard
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func Call(ctx context.Context, rec guard.Checker, resourceID string, token int64
 
 // CallSigned is Call for a signed token: with a recorder in signed mode
 // (guard.NewSigned, sqlguard Marks.Signed), a token whose signature does not
-// verify is refused (bad-signature) and call does not run.
+// verify is refused (guard.ReasonBadSignature) and call does not run.
 func CallSigned(ctx context.Context, rec guard.Checker, resourceID string, token int64, signature string, call func(ctx context.Context, idempotencyKey string) error) (guard.Decision, error) {
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return guard.Decision{}, err
@@ -72,13 +72,13 @@ func CallSigned(ctx context.Context, rec guard.Checker, resourceID string, token
 	}
 	d, err := guard.CheckSignedWith(ctx, rec, resourceID, token, signature)
 	if err != nil {
-		return guard.Decision{}, fmt.Errorf("external: record pending token for %q: %w", resourceID, err)
+		return guard.Decision{}, fmt.Errorf("callguard: record pending token for %q: %w", resourceID, err)
 	}
 	if !d.Accepted {
 		return d, d.Err(resourceID)
 	}
 	if err := call(ctx, guard.IdempotencyKey(resourceID, token)); err != nil {
-		return d, fmt.Errorf("external: call for %q with token %d: %w", resourceID, token, err)
+		return d, fmt.Errorf("callguard: call for %q with token %d: %w", resourceID, token, err)
 	}
 	return d, nil
 }

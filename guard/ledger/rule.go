@@ -1,17 +1,19 @@
-// Package core is the fencing rule and the ledger of high-water marks with
-// nothing else: the part of fenceview's guard that the WebAssembly guard
-// (guard.wasm, guard-extism.wasm) is built from.
+// Package ledger is the fencing rule and the ledger of high-water marks:
+// the one implementation of the rule that every fenceview guard runs. The
+// guard package wraps it in a mutex and its Decision; the WebAssembly guard
+// (guard.wasm, guard-extism.wasm) is built from it directly.
 //
 // It imports no fmt, time, reflect or crypto/... package on purpose: each of
 // those adds hundreds of kilobytes of initialisation to a Go WebAssembly
 // module (fmt about 390 KB, time 260 KB, crypto/ed25519 690 KB), and the
-// module ships inside every plugin. Messages and decisions are exactly the
-// guard package's; the conformance table in package wasm checks that on
-// the same inputs.
+// module ships inside every plugin. The conformance table in package wasm
+// checks the native guard and the modules against each other on the same
+// inputs.
 //
-// A Ledger is not safe for concurrent use: its callers (a WebAssembly
-// instance, which runs one call at a time) serialise access themselves.
-package core
+// A Ledger is not safe for concurrent use: its callers (guard.Guard's
+// mutex, a WebAssembly instance, which runs one call at a time) serialise
+// access themselves.
+package ledger
 
 import (
 	"errors"
@@ -23,14 +25,20 @@ import (
 // schema).
 const MaxResourceIDLen = 160
 
-// Reasons a token is refused, as the guard package words them.
+// Reasons a token is refused. They are part of fenceview's public contract
+// (HTTP bodies, the rejection history, the event stream); package guard
+// names them and the reasons that only envelopes have.
 const (
-	ReasonStale        = "stale-token"
+	// ReasonStale: the token is below the resource's high-water mark.
+	ReasonStale = "stale-token"
+	// ReasonBadSignature: a ledger in signed mode was shown a token
+	// without a signature, or with one that no trusted key made for this
+	// resource and token. The token is never compared, so a forged number
+	// cannot raise a mark.
 	ReasonBadSignature = "bad-signature"
 )
 
-// Errors for invalid input, worded as the guard package's. Match with
-// errors.Is.
+// Errors for invalid input. Match with errors.Is.
 var (
 	ErrInvalidResourceID = errors.New("invalid resource id")
 	ErrInvalidToken      = errors.New("invalid fencing token")
@@ -52,12 +60,19 @@ func (e *inputError) Unwrap() error { return e.kind }
 // ValidateResourceID accepts 1..160 bytes of UTF-8 without control
 // characters (Unicode category Cc).
 func ValidateResourceID(id string) error {
+	return ValidateID(ErrInvalidResourceID, id, MaxResourceIDLen)
+}
+
+// ValidateID accepts 1..max bytes of UTF-8 without control characters; an
+// id it refuses is an error that wraps kind. Every identifier fenceview
+// stores (resources here, holders in package guard) is checked by it.
+func ValidateID(kind error, id string, max int) error {
 	var detail string
 	switch {
 	case len(id) == 0:
 		detail = "empty"
-	case len(id) > MaxResourceIDLen:
-		detail = strconv.Itoa(len(id)) + " bytes, at most " + strconv.Itoa(MaxResourceIDLen) + " allowed"
+	case len(id) > max:
+		detail = strconv.Itoa(len(id)) + " bytes, at most " + strconv.Itoa(max) + " allowed"
 	case !utf8.ValidString(id):
 		detail = "not valid UTF-8"
 	default:
@@ -71,7 +86,7 @@ func ValidateResourceID(id string) error {
 			return nil
 		}
 	}
-	return &inputError{ErrInvalidResourceID, detail}
+	return &inputError{kind, detail}
 }
 
 // isControl is unicode.IsControl: Unicode category Cc is exactly these two
@@ -102,6 +117,8 @@ func unknownHandle(h Handle) error {
 
 // Handle names one resource of a Ledger by a small integer, so a hot path
 // need not hash the id on every call. Handles start at 1; 0 names nothing.
+// A handle, once given, names its resource for the life of the Ledger, so
+// a ledger only grows.
 type Handle uint32
 
 // Result is the outcome of presenting a token: Required is the mark the
@@ -113,7 +130,10 @@ type Result struct {
 	Required int64
 }
 
-// Evaluate is the rule: accept token >= highWater, refuse token < highWater.
+// Evaluate is the rule: accept token >= highWater, refuse token <
+// highWater. It is pure; a caller that keeps the mark records an accepted
+// token in the same atomic step (as Ledger does, and as the server does
+// inside its transaction).
 func Evaluate(highWater, token int64) Result {
 	if token < highWater {
 		return Result{Reason: ReasonStale, Required: highWater}

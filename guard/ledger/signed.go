@@ -1,0 +1,295 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/fenceview/fenceview/internal/ed25519verify"
+)
+
+// Sizes of the signed-token format (contract v2, "Signed tokens"), raw.
+// The text forms (base64url) are decoded by the callers: package
+// encoding/base64 alone costs the WebAssembly guard 16 KB.
+const (
+	PublicKeySize = 32
+	SignatureSize = 64
+)
+
+// MaxTrustedKeys bounds the keys one ledger or verifier trusts. A signature
+// is tried against every trusted key (the HTTP carriers do not say which
+// key made it), so the bound is also the most work one forged token causes.
+const MaxTrustedKeys = 16
+
+// MessagePrefix starts every signed message; the version lets the format
+// change one day without old signatures meaning something new.
+const MessagePrefix = "fenceview/v1 "
+
+// AppendMessage appends the bytes an issuer signs for token on resourceID:
+// the UTF-8 of "fenceview/v1 <resourceId> <token>", one space each, the
+// token in decimal. Binding the resource stops a signature of resource A
+// from passing for B; binding the token stops one of 5 from passing for 6.
+func AppendMessage(dst []byte, resourceID string, token int64) []byte {
+	dst = append(dst, MessagePrefix...)
+	dst = append(dst, resourceID...)
+	dst = append(dst, ' ')
+	return strconv.AppendInt(dst, token, 10)
+}
+
+// Verifier is the set of keys a ledger in signed mode checks signatures
+// against, when the keys are not the ledger's own (UseVerifier):
+// guard.Verifier, shared by many guards, whose keys may change under them.
+type Verifier interface {
+	// Verify reports whether sig (raw, 64 bytes) is a trusted key's
+	// signature of token on resourceID.
+	Verify(resourceID string, token int64, sig []byte) bool
+	// Generation grows whenever a key stops being trusted: a remembered
+	// verification counts only in the generation it was made in.
+	Generation() uint64
+}
+
+var errVerifierKeys = errors.New("guard: the ledger's keys are its Verifier's to change")
+
+// keySet is a ledger's own trusted keys (Trust): they are only ever added,
+// so its verifications never expire.
+type keySet struct {
+	keys [][PublicKeySize]byte
+}
+
+func (k *keySet) trust(key []byte) error {
+	var pub [PublicKeySize]byte
+	copy(pub[:], key)
+	for _, old := range k.keys {
+		if old == pub {
+			return nil
+		}
+	}
+	if len(k.keys) >= MaxTrustedKeys {
+		return ErrTooManyKeys
+	}
+	k.keys = append(k.keys, pub)
+	return nil
+}
+
+func (k *keySet) verify(resourceID string, token int64, sig []byte) bool {
+	var buf [256]byte // 13 + 160 + 1 + 19 bytes at most: no allocation
+	msg := AppendMessage(buf[:0], resourceID, token)
+	for i := range k.keys {
+		if ed25519verify.Verify(k.keys[i][:], msg, sig) {
+			return true
+		}
+	}
+	return false
+}
+
+// signedMode is what a ledger in signed mode adds: the keys it trusts and
+// the verifications it remembers, one per resource (the last token
+// verified there, by handle), so its holder's repeated writes under one
+// grant cost a comparison of bytes. Like the marks, it grows with the
+// resources and no further.
+type signedMode struct {
+	shared Verifier // the keys, when they are not the ledger's own (UseVerifier)
+	own    keySet   // the keys otherwise (Trust)
+	memory []Verification
+}
+
+func (s *signedMode) generation() uint64 {
+	if s.shared == nil {
+		return 0
+	}
+	return s.shared.Generation()
+}
+
+func (s *signedMode) verify(resourceID string, token int64, sig []byte) bool {
+	if s.shared == nil {
+		return s.own.verify(resourceID, token, sig)
+	}
+	return s.shared.Verify(resourceID, token, sig)
+}
+
+// Verification is a remembered good signature: a (token, signature) that a
+// trusted key made for the resource it is kept for, in generation gen of
+// the keys. The zero Verification recalls nothing.
+type Verification struct {
+	token int64
+	gen   uint64
+	raw   [SignatureSize]byte
+	text  string // the text it was verified from; "" when it came raw
+}
+
+// Recalls reports whether v is exactly this token and signature, verified
+// in generation gen. The signature is text when raw is nil, else raw. Only
+// canonical text ever verifies, so equal text means equal bytes; a
+// verification of raw bytes recalls no text.
+func (v *Verification) Recalls(token int64, text string, raw []byte, gen uint64) bool {
+	if v.token != token || v.token == 0 || v.gen != gen {
+		return false
+	}
+	if raw == nil {
+		return v.text != "" && v.text == text
+	}
+	return len(raw) == SignatureSize && sameSignature(&v.raw, raw)
+}
+
+// Remember records a verification. The text is cloned: callers (the
+// WebAssembly exports) may pass strings that alias buffers they reuse. It
+// is kept only when given, so a ledger fed raw signatures stores no text.
+func (v *Verification) Remember(token int64, raw *[SignatureSize]byte, text string, gen uint64) {
+	if v.token == token && v.raw == *raw && v.gen == gen && (text == "" || v.text == text) {
+		return
+	}
+	v.token, v.raw, v.gen, v.text = token, *raw, gen, strings.Clone(text)
+}
+
+// sameSignature compares a remembered signature with sig (64 bytes) eight
+// bytes at a time: Go's WebAssembly port compares byte arrays one byte per
+// loop turn, which made a remembered check cost more than the rule.
+func sameSignature(a *[SignatureSize]byte, sig []byte) bool {
+	var diff uint64
+	for i := 0; i < SignatureSize; i += 8 {
+		diff |= binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(sig[i:])
+	}
+	return diff == 0
+}
+
+// Trust puts the ledger in signed mode (if it was not) and trusts key, a
+// raw 32-byte Ed25519 public key, in the ledger's own key set: the
+// WebAssembly guard's guard_trust_key. Trusting a key twice is a no-op.
+// Keys are not checked further: a key that is not a curve point verifies
+// nothing. A ledger over a shared Verifier refuses: its keys are changed
+// there.
+func (l *Ledger) Trust(key []byte) error {
+	if len(key) != PublicKeySize {
+		return ErrInvalidPublicKey
+	}
+	if l.signed == nil {
+		l.signed = &signedMode{}
+	}
+	if l.signed.shared != nil {
+		return errVerifierKeys
+	}
+	return l.signed.own.trust(key)
+}
+
+// UseVerifier puts the ledger in signed mode over v's keys, forgetting
+// any keys and verifications it had.
+func (l *Ledger) UseVerifier(v Verifier) {
+	l.signed = &signedMode{shared: v}
+}
+
+// CheckSigned presents a token with its raw signature (64 bytes; any other
+// length is a bad signature). In signed mode the signature must be a
+// trusted key's for exactly this resource and token, or the token is
+// refused with ReasonBadSignature, not compared, and the mark does not
+// move; a verified (resource, token, signature) is remembered, so a
+// holder's repeated writes cost a comparison of bytes. Outside signed mode
+// the signature is ignored (Check). Invalid ids and tokens are errors,
+// before any signature is looked at.
+func (l *Ledger) CheckSigned(resourceID string, token int64, sig []byte) (Result, error) {
+	if l.signed == nil {
+		return l.Check(resourceID, token)
+	}
+	h, err := l.find(resourceID)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := ValidateToken(token); err != nil {
+		return Result{}, err
+	}
+	return l.checkSigned(h, resourceID, token, sig), nil
+}
+
+// CheckSignedHandle is CheckSigned for the resource h names; the token is
+// checked before the handle, as in CheckHandle.
+func (l *Ledger) CheckSignedHandle(h Handle, token int64, sig []byte) (Result, error) {
+	if err := ValidateToken(token); err != nil {
+		return Result{}, err
+	}
+	if !l.Valid(h) {
+		return Result{}, unknownHandle(h)
+	}
+	if l.signed == nil {
+		return l.apply(h, token), nil
+	}
+	return l.checkSigned(h, l.ids[h-1], token, sig), nil
+}
+
+// checkSigned is the signed check of a valid id (h its handle, or 0 when
+// it has none yet) and token, in signed mode.
+func (l *Ledger) checkSigned(h Handle, resourceID string, token int64, sig []byte) Result {
+	if len(sig) != SignatureSize {
+		return l.badSignature(h)
+	}
+	gen := l.signed.generation()
+	if l.recalls(h, token, "", sig, gen) {
+		return l.apply(h, token)
+	}
+	raw := [SignatureSize]byte(sig) // sig may alias memory the caller reuses
+	return l.verified(h, resourceID, token, &raw, "", gen, l.signed.verify(resourceID, token, raw[:]))
+}
+
+// Recall is the part of a signed check that needs no Ed25519, for a caller
+// that verifies signatures outside its lock (guard.Guard): it validates the
+// input, applies the rule outside signed mode, and in signed mode applies
+// it when the resource's remembered verification is exactly this token and
+// signature (text, or raw when raw is not nil). done is false when the
+// signature must be verified: Verified then finishes the check.
+func (l *Ledger) Recall(resourceID string, token int64, text string, raw []byte) (r Result, done bool, err error) {
+	h, err := l.find(resourceID) // validates only ids not seen before
+	if err != nil {
+		return Result{}, true, err
+	}
+	if err := ValidateToken(token); err != nil {
+		return Result{}, true, err
+	}
+	if l.signed == nil {
+		if h == 0 {
+			h, _ = l.Handle(resourceID)
+		}
+		return l.apply(h, token), true, nil
+	}
+	if l.recalls(h, token, text, raw, l.signed.generation()) {
+		return l.apply(h, token), true, nil
+	}
+	return Result{}, false, nil
+}
+
+// Verified finishes a check that Recall left undone, once the caller has
+// verified the signature against the ledger's Verifier: ok is the answer,
+// raw the signature's bytes, text its text when it came as text, gen the
+// Verifier's generation read before verifying. A signature that did not
+// verify is refused unread; one that did is remembered and the token
+// compared.
+func (l *Ledger) Verified(resourceID string, token int64, raw *[SignatureSize]byte, text string, gen uint64, ok bool) Result {
+	return l.verified(l.index[resourceID], resourceID, token, raw, text, gen, ok)
+}
+
+func (l *Ledger) verified(h Handle, resourceID string, token int64, raw *[SignatureSize]byte, text string, gen uint64, ok bool) Result {
+	if !ok {
+		return l.badSignature(h)
+	}
+	if h == 0 {
+		h, _ = l.Handle(resourceID) // valid: the caller said so
+	}
+	for len(l.signed.memory) < int(h) {
+		l.signed.memory = append(l.signed.memory, Verification{})
+	}
+	l.signed.memory[h-1].Remember(token, raw, text, gen)
+	return l.apply(h, token)
+}
+
+func (l *Ledger) recalls(h Handle, token int64, text string, raw []byte, gen uint64) bool {
+	m := l.signed.memory
+	return h != 0 && int(h) <= len(m) && m[h-1].Recalls(token, text, raw, gen)
+}
+
+// badSignature is the refusal of a token whose signature did not verify:
+// Required is the current mark, as for every refusal that is not stale.
+func (l *Ledger) badSignature(h Handle) Result {
+	var hwm int64
+	if h != 0 {
+		hwm = l.marks[h-1]
+	}
+	return Result{Reason: ReasonBadSignature, Required: hwm}
+}
