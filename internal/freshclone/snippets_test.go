@@ -82,7 +82,7 @@ var snippetImports = map[string]string{
 	"client": "github.com/fenceview/fenceview/client", "guard": "github.com/fenceview/fenceview/guard",
 	"sqlguard": "github.com/fenceview/fenceview/guard/sqlguard", "httpguard": "github.com/fenceview/fenceview/guard/httpguard",
 	"redisguard": "github.com/fenceview/fenceview/guard/redisguard", "goredis": "github.com/fenceview/fenceview/guard/redisguard/goredis",
-	"external": "github.com/fenceview/fenceview/guard/external", "wasm": "github.com/fenceview/fenceview/wasm",
+	"callguard": "github.com/fenceview/fenceview/guard/callguard", "wasm": "github.com/fenceview/fenceview/wasm",
 	"redis": "github.com/redis/go-redis/v9", "extism": "github.com/extism/go-sdk",
 }
 
