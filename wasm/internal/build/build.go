@@ -31,13 +31,19 @@ var Modules = []Module{
 	{File: "guard-extism.wasm", Package: "github.com/fenceview/fenceview/wasm/internal/extism"},
 }
 
+// Local, as a toolchain, is the go command on PATH as it is: the one go
+// generate runs.
+const Local = "local"
+
 // env pins everything but the Go version that changes the output bytes:
-// the target, no cgo, no stray GOFLAGS or GOWASM features, and no switching
-// to another toolchain behind our back.
-func env() []string {
+// the target, no cgo, no stray GOFLAGS or GOWASM features, and the
+// toolchain (no switching to another behind our back).
+func env() []string { return envWith(Local) }
+
+func envWith(toolchain string) []string {
 	return append(os.Environ(),
 		"GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0",
-		"GOFLAGS=", "GOWASM=", "GOEXPERIMENT=", "GOTOOLCHAIN=local",
+		"GOFLAGS=", "GOWASM=", "GOEXPERIMENT=", "GOTOOLCHAIN="+toolchain,
 	)
 }
 
@@ -50,8 +56,16 @@ var wasmOptFlags = []string{
 	"--enable-bulk-memory", "--enable-mutable-globals",
 }
 
-// Build builds m into the file out. dir is any directory inside the module.
+// Build builds m into the file out with the go command on PATH. dir is any
+// directory inside the module.
 func Build(ctx context.Context, dir string, m Module, out string) error {
+	return BuildWith(ctx, Local, dir, m, out)
+}
+
+// BuildWith builds m with the given toolchain, a GOTOOLCHAIN value: Local,
+// or a release such as "go1.26.8", which the go command fetches through the
+// module proxy (checked against the checksum database) the first time.
+func BuildWith(ctx context.Context, toolchain, dir string, m Module, out string) error {
 	tmp, err := os.MkdirTemp("", "fenceview-wasm-*")
 	if err != nil {
 		return err
@@ -65,7 +79,7 @@ func Build(ctx context.Context, dir string, m Module, out string) error {
 		"-buildmode=c-shared", "-trimpath", "-buildvcs=false", "-ldflags=-s -w",
 		"-o", raw, m.Package)
 	cmd.Dir = dir
-	cmd.Env = env()
+	cmd.Env = envWith(toolchain)
 	if err := run(cmd); err != nil {
 		return fmt.Errorf("building %s: %v", m.Package, err)
 	}
@@ -109,12 +123,22 @@ func WasmOpt() (string, error) {
 
 // GoVersion is the version of the go command that Build runs, e.g. "go1.26.8".
 func GoVersion(ctx context.Context, dir string) (string, error) {
+	return GoVersionWith(ctx, Local, dir)
+}
+
+// GoVersionWith is the version of the go command that BuildWith runs with
+// toolchain.
+func GoVersionWith(ctx context.Context, toolchain, dir string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "env", "GOVERSION")
 	cmd.Dir = dir
-	cmd.Env = env()
+	cmd.Env = envWith(toolchain)
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOVERSION: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		return "", fmt.Errorf("GOTOOLCHAIN=%s go env GOVERSION: %v\n%s", toolchain, err, stderr)
 	}
 	return strings.TrimSpace(string(out)), nil
 }
