@@ -15,6 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-60s}
 ATTACK=${ATTACK:-200}
+# The attack comes from another loopback address: attackers are not at the
+# honest clients' address, and the per-address limits would throttle both.
+ATTACK_FROM=${ATTACK_FROM:-127.0.0.2}
 CLIENTS=${CLIENTS:-64}
 
 tmp=$(mktemp -d)
@@ -69,7 +72,7 @@ kill "$sampler"; wait "$sampler" 2>/dev/null || true
 
 sample attack & sampler=$!
 attack_for=$(( ${DURATION%s} + 10 ))s
-"$tmp/fenceload" -url "$url" -key "$attacker" -viewer-key "$viewer" -attack "$ATTACK" -duration "$attack_for" >"$tmp/hostile.txt" &
+"$tmp/fenceload" -url "$url" -key "$attacker" -viewer-key "$viewer" -attack "$ATTACK" -attack-from "$ATTACK_FROM" -duration "$attack_for" >"$tmp/hostile.txt" &
 attack=$!
 sleep 5 # the attack is under way before the honest clients start
 honest attack

@@ -31,17 +31,30 @@ type attack struct {
 	url, ws   string
 	key       string // client role: the slow RPC readers'
 	viewerKey string // the logins'
+	dialer    *net.Dialer
 	counts    [5]atomic.Int64
 }
 
 var attackKinds = [5]string{"slow-rpc", "slow-events", "flood", "methods", "logins"}
 
-func runAttack(ctx context.Context, base, key, viewerKey string, n int, d time.Duration, out io.Writer) error {
+// runAttack runs n hostile connections against base for d. from, when
+// set, is the local address they come from: an attacker is not at the
+// honest clients' address, and the server's limits per client address
+// would otherwise throttle both alike.
+func runAttack(ctx context.Context, base, key, viewerKey, from string, n int, d time.Duration, out io.Writer) error {
 	u, err := neturl.Parse(base)
 	if err != nil || u.Host == "" {
 		return fmt.Errorf("-url %q: not a server URL", base)
 	}
-	a := &attack{url: strings.TrimSuffix(base, "/"), ws: "ws" + strings.TrimPrefix(strings.TrimSuffix(base, "/"), "http"), key: key, viewerKey: viewerKey}
+	dialer := &net.Dialer{Timeout: 10 * time.Second}
+	if from != "" {
+		ip := net.ParseIP(from)
+		if ip == nil {
+			return fmt.Errorf("-attack-from %q: not an IP address", from)
+		}
+		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	a := &attack{url: strings.TrimSuffix(base, "/"), ws: "ws" + strings.TrimPrefix(strings.TrimSuffix(base, "/"), "http"), key: key, viewerKey: viewerKey, dialer: dialer}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -80,7 +93,9 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 		if secret != "" {
 			h.Set("Authorization", "Bearer "+secret)
 		}
-		c, _, err := websocket.DefaultDialer.DialContext(ctx, a.ws+path, h)
+		wd := *websocket.DefaultDialer
+		wd.NetDialContext = a.dialer.DialContext
+		c, _, err := wd.DialContext(ctx, a.ws+path, h)
 		if err != nil {
 			pause(ctx)
 			return
@@ -104,7 +119,7 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 			}
 		}
 	case 2:
-		hc := &http.Client{Timeout: 10 * time.Second}
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: a.transport()}
 		for ctx.Err() == nil {
 			req, _ := http.NewRequestWithContext(ctx, "POST", a.url+"/v1/locks/attack/acquire", strings.NewReader(`{"holder":"x"}`))
 			req.Header.Set("Authorization", fmt.Sprintf("Bearer fv_%016x_%043d", rng.Uint64(), rng.Uint64()))
@@ -118,7 +133,7 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 			count.Add(1)
 		}
 	case 3:
-		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
+		c, err := a.dialer.DialContext(ctx, "tcp", host)
 		if err != nil {
 			pause(ctx)
 			return
@@ -144,7 +159,7 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 			count.Add(1)
 		}
 	case 4:
-		hc := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: a.transport(), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		for ctx.Err() == nil {
 			secret := a.viewerKey
 			if secret == "" || rng.IntN(2) == 0 {
@@ -172,4 +187,11 @@ func pause(ctx context.Context) {
 	case <-ctx.Done():
 	case <-time.After(50 * time.Millisecond):
 	}
+}
+
+// transport is an HTTP transport whose connections come from a.dialer.
+func (a *attack) transport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = a.dialer.DialContext
+	return t
 }

@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	key := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "API key (client role) for a server with auth on (env FENCEVIEW_KEY)")
 	serverPID := fs.Int("server-pid", 0, "the server's process id, when it runs on this machine: the report adds its CPU time per operation (Linux)")
 	attackConns := fs.Int("attack", 0, "instead of honest clients, run this many hostile connections for -duration (slow RPC and event readers, floods, made-up methods, login storms): the attack half of bench/soak.sh")
+	attackFrom := fs.String("attack-from", "", "with -attack: the local address the hostile connections come from (e.g. 127.0.0.2), so the server's per-address limits tell them from the honest clients")
 	viewerKey := fs.String("viewer-key", os.Getenv("FENCEVIEW_VIEWER_KEY"), "with -attack: a viewer key for the login storm (env FENCEVIEW_VIEWER_KEY)")
 	transport := fs.String("transport", "http", "how requests are sent: http (hand-built JSON API requests, one keep-alive connection per client), client (the Go client over HTTP) or rpc (the Go client over the RPC stream, one multiplexed websocket)")
 	fs.Usage = func() {
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *attackConns > 0 {
-		return runAttack(ctx, *url, *key, *viewerKey, *attackConns, *duration, stdout)
+		return runAttack(ctx, *url, *key, *viewerKey, *attackFrom, *attackConns, *duration, stdout)
 	}
 	mix, err := load.ParseMix(*mixFlag)
 	if err != nil {
