@@ -78,6 +78,10 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered
 	}
 	defer conn.Close()
+	if !s.hold(conn) {
+		return
+	}
+	defer s.drop(conn)
 	st := &eventStream{
 		conn: conn, out: hj.conn, sub: sub, p: auth.FromContext(r.Context()),
 		resource: resource, last: since, lag: s.StreamLag,

@@ -99,6 +99,10 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer conn.Close()
+	if !s.hold(conn) {
+		return
+	}
+	defer s.drop(conn)
 	c := &rpcConn{
 		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r),
 		answers: make(chan []byte, rpcAnswerQueue), work: make(chan rpcRequest),

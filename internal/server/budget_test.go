@@ -31,7 +31,7 @@ func TestRPCConnectionMemoryBudget(t *testing.T) {
 	_, cli := newKey(t, s, "busy", "client")
 	call(t, nil, "POST", s.URL()+"/v1/locks/held/acquire", admin, acquireBody("owner"))
 	const conns = 32 // 8,192 waiters, under the default --max-waiters
-	baseMem, baseG := memInUse(), runtime.NumGoroutine()
+	baseMem, baseG := memInUse(), goroutines()
 	var ws []*websocket.Conn
 	var work strings.Builder // more requests than workers, the longest lines allowed among them
 	for i := range 200 {
@@ -57,7 +57,7 @@ func TestRPCConnectionMemoryBudget(t *testing.T) {
 			got += strings.Count(string(m), "\n") + 1
 		}
 	}
-	connMem, connG := memInUse(), runtime.NumGoroutine()
+	connMem, connG := memInUse(), goroutines()
 	var waits strings.Builder
 	for i := range rpcMaxWaitingForTest {
 		fmt.Fprintf(&waits, `{"id":%d,"op":"acquire","resource":"held","holder":"w%d","waitMs":300000}`+"\n", 1000+i, i)
@@ -68,7 +68,7 @@ func TestRPCConnectionMemoryBudget(t *testing.T) {
 		}
 	}
 	waitFor(t, "every acquire waiting", func() bool { return s.Service.Metrics().Waiters == conns*rpcMaxWaitingForTest })
-	waitMem, waitG := memInUse(), runtime.NumGoroutine()
+	waitMem, waitG := memInUse(), goroutines()
 	perConn := (int64(connMem) - int64(baseMem)) / conns
 	perWaiter := (int64(waitMem) - int64(connMem)) / (conns * rpcMaxWaitingForTest)
 	t.Logf("per connection: %d bytes, %d goroutines; per waiting acquire: %d bytes, %.2f goroutines",

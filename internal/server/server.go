@@ -285,6 +285,11 @@ func (s *Server) Close() error {
 	if s.Node != nil {
 		errs = append(errs, s.Node.Close()) // resigns, so another node leads at once
 	}
+	if s.API != nil {
+		// Before the service: the streams' handlers still use it, and
+		// http.Server.Shutdown does not wait for hijacked connections.
+		s.API.CloseWebsockets()
+	}
 	if s.Service != nil {
 		s.Service.Close()
 	}
