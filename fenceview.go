@@ -67,6 +67,8 @@ type LockState struct {
 	Remaining  time.Duration
 	LeaseMs    int64
 	Waiters    int
+	// AvailableAt is when a running lock-delay ends (zero when none runs).
+	AvailableAt time.Time
 }
 
 // Resource is what the server knows about one resource.
@@ -87,6 +89,17 @@ type Resource struct {
 	// CounterAlarm is the mark that showed the token counter behind the
 	// tokens in use, kept until an admin reset; 0 when there is no alarm.
 	CounterAlarm int64
+	// LockDelayMs is the lock-delay of the current grant.
+	LockDelayMs int64
+	// AvailableAt is when the lock-delay of a lease that ran out without
+	// a release ends; zero when none runs. Nobody is granted the lock
+	// before it.
+	AvailableAt time.Time
+	// Permits is set on slot 0 of a semaphore: the semaphore's permits.
+	Permits int
+	// Election marks an election's lock; Value is its leader's value.
+	Election bool
+	Value    string
 }
 
 // Event is one row of the history: a lease change or a fencing decision.
@@ -102,6 +115,10 @@ type Event struct {
 	Reason     string
 	Source     string
 	At         time.Time
+	// Value is an election's leader value (proclaim, and an election's grant).
+	Value string
+	// LockDelayMs is the lock-delay an expire starts.
+	LockDelayMs int64
 }
 
 // Report is a fencing decision made elsewhere (a plugin's guard) and sent

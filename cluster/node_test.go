@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fenceview/fenceview"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -429,7 +430,7 @@ func TestIssuerAndSigningKeysAreTheClusters(t *testing.T) {
 	nodes := startNodes(t, etcd.Endpoints(), 2)
 	leader := leaderOf(t, nodes)
 	ctx := context.Background()
-	before, err := leader.srv.Node.Service().Acquire(ctx, "s", "a", time.Millisecond, 0)
+	before, err := leader.srv.Node.Service().Acquire(ctx, fenceview.AcquireRequest{ResourceID: "s", Holder: "a", Lease: time.Millisecond, Wait: 0})
 	keys := call(t, "GET", nodes[0].url()+"/v1/signing-keys", nil)
 	if err != nil || keys.Status != 200 {
 		t.Fatalf("grant %v; keys %d %v", err, keys.Status, keys.Body)
@@ -445,7 +446,7 @@ func TestIssuerAndSigningKeysAreTheClusters(t *testing.T) {
 		}
 	}
 	waitUntil(t, "the other node leads", next.leading)
-	after, err := next.srv.Node.Service().Acquire(ctx, "s", "b", time.Millisecond, 0)
+	after, err := next.srv.Node.Service().Acquire(ctx, fenceview.AcquireRequest{ResourceID: "s", Holder: "b", Lease: time.Millisecond, Wait: 0})
 	f1, f2 := before.Fencing, after.Fencing
 	if err != nil || f1.KeyID == "" || f1.KeyID != f2.KeyID || f1.Issuer != f2.Issuer || f2.Token <= f1.Token {
 		t.Fatalf("before the leader change %+v, after %+v (%v): want the same issuer and key, a newer token", f1, f2, err)

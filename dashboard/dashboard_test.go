@@ -54,7 +54,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) acquire(id, holder string, lease time.Duration) int64 {
 	e.t.Helper()
-	g, err := e.svc.Acquire(context.Background(), id, holder, lease, 0)
+	g, err := e.svc.Acquire(context.Background(), fenceview.AcquireRequest{ResourceID: id, Holder: holder, Lease: lease, Wait: 0})
 	if err != nil {
 		e.t.Fatalf("acquire %q: %v", id, err)
 	}

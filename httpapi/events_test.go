@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/fenceview/fenceview"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -75,7 +76,7 @@ func TestEventStreamWritesWaitingBatchesOnce(t *testing.T) {
 	const n = 40 // 20 grant cycles, each its own commit and batch
 	for i := 0; i < n/2; i++ {
 		res := fmt.Sprintf("w%d", i)
-		if _, err := s.Service.Acquire(ctx, res, "h", time.Minute, 0); err != nil {
+		if _, err := s.Service.Acquire(ctx, fenceview.AcquireRequest{ResourceID: res, Holder: "h", Lease: time.Minute, Wait: 0}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Service.Release(ctx, res, "h"); err != nil {

@@ -35,7 +35,7 @@ func newTestAPI(tb testing.TB) *Server {
 	s := New(svc, db, nil)
 	s.AdminToken = "admin"
 	// Some state for bad input to disturb: a held lock, a mark, a rejection.
-	if _, err := svc.Acquire(ctx, "r", "owner", 3600e9, 0); err != nil {
+	if _, err := svc.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "owner", Lease: 3600e9, Wait: 0}); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := svc.Fence(ctx, fenceview.Fence{ResourceID: "r", Token: tokenOf(1)}); err != nil {

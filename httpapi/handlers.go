@@ -66,7 +66,7 @@ func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) 
 		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
 	}
 	wait := time.Duration(req.WaitMs.Value) * time.Millisecond
-	g, err := s.Service.Acquire(ctx, resource, *req.Holder, lease, wait)
+	g, err := s.Service.Acquire(ctx, fenceview.AcquireRequest{ResourceID: resource, Holder: *req.Holder, Lease: lease, Wait: wait})
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}

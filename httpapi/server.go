@@ -27,7 +27,7 @@ type History interface {
 // Service is the lock service the API serves (*issuer.Service implements
 // it): the calls the routes make, and nothing else.
 type Service interface {
-	Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error)
+	Acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error)
 	Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error)
 	Release(ctx context.Context, resourceID, holder string) (int, error)
 	ForceExpire(ctx context.Context, resourceID string) error

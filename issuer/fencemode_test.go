@@ -29,7 +29,7 @@ func TestReentrantAcquireKeepsTheLease(t *testing.T) {
 	if g := acquire(t, h.Service, "r", "a", 0); g.LeaseMs != fenceview.DefaultLease.Milliseconds() || g.HoldCount != 1 {
 		t.Fatalf("grant after expiry = %+v, want the default lease and hold count 1", g)
 	}
-	_, err := h.Acquire(ctx, "r", "a", -time.Second, 0)
+	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: -time.Second, Wait: 0})
 	wantCode(t, err, fenceview.EINVALID)
 }
 
@@ -42,7 +42,7 @@ func TestWaiterWithoutLeaseGetsTheDefault(t *testing.T) {
 	h.queuedHook = func(string, string) { close(queued) }
 	got := make(chan fenceview.Grant, 1)
 	go func() {
-		g, err := h.Acquire(ctx, "r", "b", 0, time.Minute)
+		g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: 0, Wait: time.Minute})
 		if err != nil {
 			t.Error(err)
 		}

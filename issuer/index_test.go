@@ -111,11 +111,11 @@ func TestGrantsProceedWhileAListIsMidScan(t *testing.T) {
 				done := make(chan error)
 				go func() {
 					for i := range 20 {
-						if _, err := s.Acquire(ctx, fmt.Sprintf("tenant-00/new-%d", i), "h", time.Minute, 0); err != nil {
+						if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: fmt.Sprintf("tenant-00/new-%d", i), Holder: "h", Lease: time.Minute, Wait: 0}); err != nil {
 							done <- err
 							return
 						}
-						if _, err := s.Acquire(ctx, id, fmt.Sprintf("h%d", i), time.Minute, 0); err == nil {
+						if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: id, Holder: fmt.Sprintf("h%d", i), Lease: time.Minute, Wait: 0}); err == nil {
 							s.Release(ctx, id, fmt.Sprintf("h%d", i))
 						}
 					}

@@ -245,7 +245,8 @@ func (s *Service) lockForChange() error {
 }
 
 // acquire is Acquire before signing.
-func (s *Service) acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
+func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error) {
+	resourceID, holder, lease, wait := req.ResourceID, req.Holder, req.Lease, req.Wait
 	if lease < 0 {
 		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
 	}

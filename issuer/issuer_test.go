@@ -61,7 +61,7 @@ var ctx = context.Background()
 
 func acquire(t *testing.T, s *Service, res, holder string, lease time.Duration) fenceview.Grant {
 	t.Helper()
-	g, err := s.Acquire(ctx, res, holder, lease, 0)
+	g, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: res, Holder: holder, Lease: lease, Wait: 0})
 	if err != nil {
 		t.Fatalf("acquire %s by %s: %v", res, holder, err)
 	}
@@ -133,7 +133,7 @@ func TestRenewKeepsTheTokenAndExtends(t *testing.T) {
 func TestTryLockRefusedImmediatelyAndAfterWait(t *testing.T) {
 	h := newHarness(t)
 	acquire(t, h.Service, "r", "a", time.Minute)
-	_, err := h.Acquire(ctx, "r", "b", time.Minute, 0)
+	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute, Wait: 0})
 	var fe *fenceview.Error
 	if !errors.As(err, &fe) || fe.Code != fenceview.ECONFLICT || fe.Fields["holder"] != "a" {
 		t.Fatalf("immediate try-lock: %v", err)
@@ -143,7 +143,7 @@ func TestTryLockRefusedImmediatelyAndAfterWait(t *testing.T) {
 	h.queuedHook = func(string, string) { queued <- struct{}{} }
 	errc := make(chan error, 1)
 	go func() {
-		_, err := h.Acquire(ctx, "r", "b", time.Minute, 5*time.Second)
+		_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute, Wait: 5 * time.Second})
 		errc <- err
 	}()
 	<-queued
@@ -165,7 +165,7 @@ func TestWaitersWokenByReleaseFirstComeFirstServed(t *testing.T) {
 	grants := make(chan fenceview.Grant, 2)
 	for _, holder := range []string{"b", "c"} {
 		go func() {
-			g, err := h.Acquire(ctx, "r", holder, time.Minute, time.Hour)
+			g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: holder, Lease: time.Minute, Wait: time.Hour})
 			if err != nil {
 				t.Error(err)
 			}
@@ -174,7 +174,7 @@ func TestWaitersWokenByReleaseFirstComeFirstServed(t *testing.T) {
 		<-queued // b is queued before c starts
 	}
 	// A new arrival does not jump the queue.
-	if _, err := h.Acquire(ctx, "r", "d", time.Minute, 0); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
+	if _, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "d", Lease: time.Minute, Wait: 0}); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
 		t.Fatalf("new arrival: %v", err)
 	}
 	if _, err := h.Release(ctx, "r", "a"); err != nil {
@@ -200,7 +200,7 @@ func TestWaiterWokenByExpiry(t *testing.T) {
 	h.queuedHook = func(string, string) { queued <- struct{}{} }
 	got := make(chan fenceview.Grant, 1)
 	go func() {
-		g, err := h.Acquire(ctx, "r", "b", time.Minute, time.Hour)
+		g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute, Wait: time.Hour})
 		if err != nil {
 			t.Error(err)
 		}
@@ -328,7 +328,7 @@ func TestFailedCommitChangesNothingAndBurnsTheToken(t *testing.T) {
 	h := newHarness(t)
 	g1 := acquire(t, h.Service, "r", "a", time.Minute)
 	h.db.Close() // the disk goes away
-	_, err := h.Acquire(ctx, "r", "a", time.Minute, 0)
+	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute, Wait: 0})
 	wantCode(t, err, fenceview.EUNAVAILABLE)
 	ls, _ := h.Lock("r")
 	if ls.HoldCount != 1 {
@@ -372,7 +372,7 @@ func TestConcurrentGrantsAreUniquePerResource(t *testing.T) {
 			holder := string(rune('a' + w))
 			for i := 0; i < 50; i++ {
 				res := []string{"x", "y"}[i%2]
-				g, err := h.Acquire(ctx, res, holder, time.Minute, time.Hour)
+				g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: res, Holder: holder, Lease: time.Minute, Wait: time.Hour})
 				if err != nil {
 					t.Error(err)
 					return
@@ -440,7 +440,7 @@ func TestClockJumpsNeverMoveTokensBack(t *testing.T) {
 	if ls, _ := h.Lock("r"); !ls.Locked || ls.Holder != "b" {
 		t.Fatalf("after stepping the clock back: %+v", ls)
 	}
-	if _, err := h.Acquire(ctx, "r", "c", time.Minute, 0); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
+	if _, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "c", Lease: time.Minute, Wait: 0}); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
 		t.Fatalf("b's lease should still hold: %v", err)
 	}
 	if err := h.ForceExpire(ctx, "r"); err != nil {

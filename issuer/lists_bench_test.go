@@ -60,7 +60,7 @@ func BenchmarkGrantsBesideLists(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				id := benchID((i * 7919) % n)
-				if _, err := s.Acquire(ctx, id, "h", time.Minute, 0); err != nil {
+				if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: id, Holder: "h", Lease: time.Minute, Wait: 0}); err != nil {
 					b.Fatal(err)
 				}
 				if _, err := s.Release(ctx, id, "h"); err != nil {

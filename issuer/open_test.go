@@ -1,6 +1,7 @@
 package issuer
 
 import (
+	"github.com/fenceview/fenceview"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func TestOpenResumesTheRecord(t *testing.T) {
 		return svc, db
 	}
 	svc, db := open("issuer-a")
-	g, err := svc.Acquire(ctx, "r", "h", time.Minute, 0)
+	g, err := svc.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "h", Lease: time.Minute, Wait: 0})
 	if err != nil {
 		t.Fatal(err)
 	}

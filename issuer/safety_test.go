@@ -140,7 +140,7 @@ func TestTokensNeverReachTheMaximumByCounting(t *testing.T) {
 	if g := acquire(t, h.Service, "r", "a", time.Minute); g.Fencing.Token != fenceview.MaxIssued {
 		t.Fatalf("last grant = %d, want %d", g.Fencing.Token, fenceview.MaxIssued)
 	}
-	_, err := h.Acquire(ctx, "r", "a", time.Minute, 0)
+	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute, Wait: 0})
 	wantCode(t, err, fenceview.ECONFLICT)
 	if !strings.Contains(err.Error(), "exhausted") || !strings.Contains(err.Error(), "/recover") {
 		t.Fatalf("exhausted error: %v", err)
@@ -173,7 +173,7 @@ func TestFenceClaimInAdvanceIsVisibleAndRecoverable(t *testing.T) {
 	if d := h.fence(t, "orders-8", math.MaxInt64); !d.Accepted {
 		t.Fatalf("plain rule: %+v", d)
 	}
-	_, err := h.Acquire(ctx, "orders-8", "a", time.Minute, 0)
+	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "orders-8", Holder: "a", Lease: time.Minute, Wait: 0})
 	wantCode(t, err, fenceview.ECONFLICT)
 	res, err = h.Recover(ctx, "orders-8", 0)
 	if err != nil || res.HighWaterMark != 0 || res.LastToken != 0 {

@@ -37,13 +37,13 @@ func newSignedConfig(cfg Config) signedConfig {
 	return c
 }
 
-// Acquire grants the lock on resourceID to holder for lease, waiting up to
-// wait for it to become free. Every grant, re-entrant ones included, takes a
-// new token, signed when the service has a Signer. A zero lease is
-// fenceview.DefaultLease for a new holder and, for a re-entrant grant, the
-// length of the current lease (as Renew keeps it).
-func (s *Service) Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error) {
-	g, err := s.acquire(ctx, resourceID, holder, lease, wait)
+// Acquire grants the lock on req.ResourceID to req.Holder for req.Lease,
+// waiting up to req.Wait for it to become free. Every grant, re-entrant
+// ones included, takes a new token, signed when the service has a Signer.
+// A zero lease is fenceview.DefaultLease for a new holder and, for a
+// re-entrant grant, the length of the current lease (as Renew keeps it).
+func (s *Service) Acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error) {
+	g, err := s.acquire(ctx, req)
 	if err != nil {
 		return g, err
 	}

@@ -3,6 +3,7 @@ package issuer
 import (
 	"context"
 	"fmt"
+	"github.com/fenceview/fenceview"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
@@ -46,7 +47,7 @@ func BenchmarkGrantSigning(b *testing.B) {
 				holder := fmt.Sprintf("c%d", id)
 				for i := 0; pb.Next(); i++ {
 					res := fmt.Sprintf("bench-%d", (int(id)*7919+i)%1024)
-					g, err := s.Acquire(ctx, res, holder, 30*time.Second, 10*time.Second)
+					g, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: res, Holder: holder, Lease: 30 * time.Second, Wait: 10 * time.Second})
 					if err != nil {
 						b.Error(err)
 						return

@@ -59,7 +59,7 @@ func TestGrantsAreSigned(t *testing.T) {
 	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
 	s := newSignedService(t, v, true)
 	ctx := context.Background()
-	g, err := s.Acquire(ctx, "orders", "a", time.Minute, 0)
+	g, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "orders", Holder: "a", Lease: time.Minute, Wait: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,14 +118,14 @@ func TestWaiterGrantIsSigned(t *testing.T) {
 	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
 	s := newSignedService(t, v, false)
 	ctx := context.Background()
-	if _, err := s.Acquire(ctx, "r", "a", time.Minute, 0); err != nil {
+	if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute, Wait: 0}); err != nil {
 		t.Fatal(err)
 	}
 	queued := make(chan struct{})
 	s.queuedHook = func(string, string) { close(queued) }
 	got := make(chan fenceview.Grant, 1)
 	go func() {
-		g, err := s.Acquire(ctx, "r", "b", time.Minute, time.Minute)
+		g, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute, Wait: time.Minute})
 		if err != nil {
 			t.Error(err)
 		}
@@ -179,7 +179,7 @@ func TestGroupGrantsAreSignedTogether(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					grants[i], errs[i] = s.Acquire(ctx, fmt.Sprintf("orders-%d", i), "a", time.Minute, 0)
+					grants[i], errs[i] = s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: fmt.Sprintf("orders-%d", i), Holder: "a", Lease: time.Minute, Wait: 0})
 				}()
 			}
 			wg.Wait()

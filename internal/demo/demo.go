@@ -19,7 +19,7 @@ import (
 
 // Locks is the lock service the clients call (issuer.Service implements it).
 type Locks interface {
-	Acquire(ctx context.Context, resourceID, holder string, lease, wait time.Duration) (fenceview.Grant, error)
+	Acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error)
 	Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error)
 	Release(ctx context.Context, resourceID, holder string) (int, error)
 	Fence(ctx context.Context, f fenceview.Fence) (guard.Decision, error)
@@ -156,7 +156,7 @@ func (c *client) write(resource, holder string, f guard.Token) bool {
 // if needed), a few writes, a renewal, release.
 func (c *client) worker(resource, holder string) {
 	for c.sleep(1500 * time.Millisecond) {
-		g, err := c.l.Acquire(c.ctx, resource, holder, c.d(10*time.Second), c.d(15*time.Second))
+		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: resource, Holder: holder, Lease: c.d(10 * time.Second), Wait: c.d(15 * time.Second)})
 		if err != nil {
 			c.failed("acquire", err)
 			continue
@@ -183,7 +183,7 @@ func (c *client) worker(resource, holder string) {
 func (c *client) paused(handover <-chan int64) {
 	const holder = "indexer-a"
 	for c.sleep(4 * time.Second) {
-		g, err := c.l.Acquire(c.ctx, Inventory, holder, c.d(4*time.Second), c.d(20*time.Second))
+		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: Inventory, Holder: holder, Lease: c.d(4 * time.Second), Wait: c.d(20 * time.Second)})
 		if err != nil {
 			c.failed("acquire", err)
 			continue
@@ -210,7 +210,7 @@ func (c *client) paused(handover <-chan int64) {
 func (c *client) standby(handover chan int64) {
 	const holder = "indexer-b"
 	for c.sleep(2 * time.Second) {
-		g, err := c.l.Acquire(c.ctx, Inventory, holder, c.d(6*time.Second), c.d(30*time.Second))
+		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: Inventory, Holder: holder, Lease: c.d(6 * time.Second), Wait: c.d(30 * time.Second)})
 		if err != nil {
 			c.failed("acquire", err)
 			continue
@@ -237,7 +237,7 @@ func (c *client) standby(handover chan int64) {
 func (c *client) scheduler() {
 	const holder = "scheduler"
 	for c.sleep(time.Second) {
-		g, err := c.l.Acquire(c.ctx, Reports, holder, c.d(25*time.Second), c.d(30*time.Second))
+		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: Reports, Holder: holder, Lease: c.d(25 * time.Second), Wait: c.d(30 * time.Second)})
 		if err != nil {
 			c.failed("acquire", err)
 			continue
@@ -260,7 +260,7 @@ func (c *client) scheduler() {
 func (c *client) plugin() {
 	const holder = "ledger-writer"
 	for c.sleep(3 * time.Second) {
-		g, err := c.l.Acquire(c.ctx, Ledger, holder, c.d(8*time.Second), c.d(10*time.Second))
+		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: Ledger, Holder: holder, Lease: c.d(8 * time.Second), Wait: c.d(10 * time.Second)})
 		if err != nil {
 			c.failed("acquire", err)
 			continue
