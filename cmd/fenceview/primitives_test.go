@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/gorilla/websocket"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Contract v3's routes (semaphores, multi-locks, elections, lock-delay)
@@ -283,3 +286,42 @@ func TestRPCPrimitivesBadRequests(t *testing.T) {
 	}
 }
 
+
+// grantCounts reads fenceview_grant_seconds' count per kind from /metrics.
+func grantCounts(t *testing.T, s *testServer) map[string]uint64 {
+	t.Helper()
+	r := s.do("GET", "/metrics", nil)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(string(r.Raw)))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v", err)
+	}
+	out := map[string]uint64{}
+	f := fams["fenceview_grant_seconds"]
+	if f == nil {
+		t.Fatalf("no fenceview_grant_seconds in /metrics")
+	}
+	for _, m := range f.GetMetric() {
+		if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetName() != "kind" {
+			t.Fatalf("labels %v", m.GetLabel())
+		}
+		out[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+	}
+	return out
+}
+
+// Grants are counted per kind, over the JSON API and the RPC stream alike;
+// refusals are not grants; the kind label has its four values only.
+func TestGrantMetricsByKind(t *testing.T) {
+	s := startServer(t)
+	s.acquire("r", "a", 60000)
+	s.do("POST", "/v1/locks/r/acquire", `{"holder":"b"}`) // 409: no grant
+	if a := s.rpc().send(`{"id":1,"op":"acquire","resource":"q","holder":"a"}`)[1]; a.Status != 200 {
+		t.Fatalf("rpc acquire: %d %s", a.Status, a.Body)
+	}
+	got := grantCounts(t, s)
+	want := map[string]uint64{"lock": 2, "semaphore": 0, "multi": 0, "election": 0}
+	if !maps.Equal(got, want) {
+		t.Fatalf("grants by kind %v, want %v", got, want)
+	}
+}
