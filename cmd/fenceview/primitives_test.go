@@ -286,7 +286,6 @@ func TestRPCPrimitivesBadRequests(t *testing.T) {
 	}
 }
 
-
 // grantCounts reads fenceview_grant_seconds' count per kind from /metrics.
 func grantCounts(t *testing.T, s *testServer) map[string]uint64 {
 	t.Helper()
