@@ -88,12 +88,12 @@ type Service struct {
 
 	mu        sync.Mutex
 	resources map[string]*known
-	held      map[string]*known // resources with a holder, for the sweep
-	delayed   map[string]*known // resources in a lock-delay, for the sweep
+	held      map[string]*known    // resources with a holder, for the sweep
+	delayed   map[string]*known    // resources in a lock-delay, for the sweep
 	permitQ   map[string][]*waiter // a semaphore's waiters, by name (semaphore.go)
 	multi     []*waiter            // multi-locks waiting, first come first served (multilock.go)
-	seq       int64             // last event sequence number assigned
-	published int64             // last event sequence number durable and published
+	seq       int64                // last event sequence number assigned
+	published int64                // last event sequence number durable and published
 	waiting   int
 	alarmed   map[string]*known // resources with a counter alarm
 	// index and alarmIndex hold every known resource, and those with a
