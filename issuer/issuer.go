@@ -95,6 +95,7 @@ type Service struct {
 	seq       int64                // last event sequence number assigned
 	published int64                // last event sequence number durable and published
 	waiting   int
+	waitingBy [kinds]int
 	alarmed   map[string]*known // resources with a counter alarm
 	// index and alarmIndex hold every known resource, and those with a
 	// counter alarm, ordered by id: readers walk clones of them, outside
@@ -232,7 +233,7 @@ func (s *Service) Close() {
 		close(w.result)
 	}
 	s.multi = nil
-	s.waiting = 0
+	s.waiting, s.waitingBy = 0, [kinds]int{}
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
@@ -363,6 +364,7 @@ func (b *batch) mayWait(wait time.Duration, holder string) error {
 func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Duration,
 	dequeue func() (error, bool), resourceID, holder string) (waitResult, error) {
 	s.waiting++
+	s.waitingBy[wt.kind]++
 	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs
 	defer timer.Stop()
 	if err := s.finish(b); err != nil {
@@ -379,13 +381,19 @@ func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Dur
 	}
 	s.mu.Lock()
 	if err, ok := dequeue(); ok {
-		s.waiting--
+		s.unwait(wt)
 		s.mu.Unlock()
 		return waitResult{}, err
 	}
 	s.mu.Unlock()
 	r, ok := <-wt.result
 	return r.result(ok)
+}
+
+// unwait stops counting wt as waiting. s.mu must be held.
+func (s *Service) unwait(wt *waiter) {
+	s.waiting--
+	s.waitingBy[wt.kind]--
 }
 
 // removeWaiter takes wt out of q, reporting whether it was there.
