@@ -61,6 +61,7 @@ func field(r response, path ...string) any {
 
 func TestSemaphoreOverHTTP(t *testing.T) {
 	s := startServer(t)
+	slot0 := s.stream("?resource=" + url.QueryEscape("jobs#0"))
 	acquire := func(holder string, permits int) response {
 		return s.do("POST", "/v1/semaphores/jobs/acquire", map[string]any{"holder": holder, "permits": permits, "leaseMs": 60000})
 	}
@@ -117,6 +118,16 @@ func TestSemaphoreOverHTTP(t *testing.T) {
 	// again once released.
 	if r := s.do("PUT", "/v1/semaphores/jobs", `{"permits":1}`); r.Status != 200 || r.num("permits") != 1 {
 		t.Fatalf("set permits: %d %s", r.Status, r.Raw)
+	}
+	var types []string
+	e := slot0.next()
+	for ; e.Type != "permits"; e = slot0.next() {
+		if types = append(types, e.Type); len(types) > 10 {
+			t.Fatalf("no permits event on slot 0: %v", types)
+		}
+	}
+	if strings.Join(types, " ") != "grant accept release grant" || e.Permits != 1 {
+		t.Fatalf("slot 0's events: %v, then %+v", types, e)
 	}
 	if r := acquire("w5", 2); r.Status != 409 || r.Body["error"] != "permits mismatch" || r.num("permits") != 1 {
 		t.Fatalf("old count after the change: %d %s", r.Status, r.Raw)
