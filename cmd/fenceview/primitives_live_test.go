@@ -406,7 +406,8 @@ func TestRPCPrimitiveWaitersCountAgainstTheBound(t *testing.T) {
 	}
 }
 
-// Every kind's grants are counted once each.
+// Every kind's grants are counted: the issuer's per lock granted, the
+// wait histogram per answer; waiters per kind while they wait.
 func TestGrantMetricsCountEveryKind(t *testing.T) {
 	s := startServer(t)
 	s.do("POST", "/v1/semaphores/jobs/acquire", `{"holder":"a","permits":2}`)
@@ -414,9 +415,19 @@ func TestGrantMetricsCountEveryKind(t *testing.T) {
 	s.do("POST", "/v1/semaphores/jobs/acquire", `{"holder":"c","permits":2}`) // 409
 	s.do("POST", "/v1/locks/acquire-all", `{"resources":["x","y","z"],"holder":"h"}`)
 	s.rpc().send(`{"id":1,"op":"campaign","name":"e","candidate":"c"}`)
-	got := grantCounts(t, s)
-	want := map[string]uint64{"lock": 0, "semaphore": 2, "multi": 1, "election": 1}
-	if !maps.Equal(got, want) {
+	if got, want := byKind(t, s, "fenceview_grant_wait_seconds"), map[string]float64{"lock": 0, "semaphore": 2, "multi": 1, "election": 1}; !maps.Equal(got, want) {
+		t.Fatalf("grant waits by kind %v, want %v", got, want)
+	}
+	if got, want := byKind(t, s, "fenceview_grants_by_kind_total"), map[string]float64{"lock": 0, "semaphore": 2, "multi": 3, "election": 1}; !maps.Equal(got, want) {
 		t.Fatalf("grants by kind %v, want %v", got, want)
+	}
+	waiting := s.async("POST", "/v1/semaphores/jobs/acquire", `{"holder":"d","permits":2,"waitMs":300000}`)
+	eventually(t, "d waits", func() bool { return byKind(t, s, "fenceview_waiters_by_kind")["semaphore"] == 1 })
+	if got, want := byKind(t, s, "fenceview_waiters_by_kind"), map[string]float64{"lock": 0, "semaphore": 1, "multi": 0, "election": 0}; !maps.Equal(got, want) {
+		t.Fatalf("waiters by kind %v, want %v", got, want)
+	}
+	s.do("POST", "/v1/semaphores/jobs/release", `{"holder":"a","slot":0}`)
+	if r := receive(t, waiting); r.Status != 200 {
+		t.Fatalf("the waiter: %d %s", r.Status, r.Raw)
 	}
 }
