@@ -77,7 +77,7 @@ func (n *Node) extendDeadlines(w http.ResponseWriter, r *http.Request) bool {
 	if n.cfg.RequestTimeout <= 0 {
 		return true
 	}
-	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/locks/") && strings.HasSuffix(r.URL.Path, "/acquire") {
+	if r.Method == http.MethodPost && mayWait(r.URL.Path) {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, fenceview.MaxRequestBody))
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -95,6 +95,20 @@ func (n *Node) extendDeadlines(w http.ResponseWriter, r *http.Request) bool {
 		rc.SetWriteDeadline(deadline)
 	}
 	return true
+}
+
+// mayWait reports whether a POST to path may wait for a lock: a lock's,
+// a semaphore's or a multi-lock's acquire, or a campaign.
+func mayWait(path string) bool {
+	switch {
+	case path == "/v1/locks/acquire-all":
+		return true
+	case strings.HasPrefix(path, "/v1/locks/"), strings.HasPrefix(path, "/v1/semaphores/"):
+		return strings.HasSuffix(path, "/acquire")
+	case strings.HasPrefix(path, "/v1/elections/"):
+		return strings.HasSuffix(path, "/campaign")
+	}
+	return false
 }
 
 // proxy returns the reverse proxy to the leader at base, made once.

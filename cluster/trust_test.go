@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -187,12 +188,31 @@ func TestClusterNodeHasTheServersLimits(t *testing.T) {
 	if a := call(t, "POST", leader.url()+"/v1/locks/w/acquire", map[string]any{"holder": "h1", "leaseMs": 60000}); a.Status != 200 {
 		t.Fatalf("acquire: %d %v", a.Status, a.Body)
 	}
+	if a := call(t, "POST", leader.url()+"/v1/semaphores/s/acquire", map[string]any{"holder": "h1", "permits": 1, "leaseMs": 60000}); a.Status != 200 {
+		t.Fatalf("semaphore acquire: %d %v", a.Status, a.Body)
+	}
+	if a := call(t, "POST", leader.url()+"/v1/elections/e/campaign", map[string]any{"candidate": "h1", "leaseMs": 60000}); a.Status != 200 {
+		t.Fatalf("campaign: %d %v", a.Status, a.Body)
+	}
+	// Every request that may wait, at both nodes at once.
+	waits := map[string]map[string]any{
+		"/v1/locks/w/acquire":      {"holder": "h2", "leaseMs": 1000, "waitMs": 1500},
+		"/v1/semaphores/s/acquire": {"holder": "h2", "permits": 1, "leaseMs": 1000, "waitMs": 1500},
+		"/v1/locks/acquire-all":    {"resources": []string{"w", "x"}, "holder": "h2", "leaseMs": 1000, "waitMs": 1500},
+		"/v1/elections/e/campaign": {"candidate": "h2", "leaseMs": 1000, "waitMs": 1500},
+	}
+	var wg sync.WaitGroup
 	for _, n := range []*node{leader, follower} {
-		a := call(t, "POST", n.url()+"/v1/locks/w/acquire", map[string]any{"holder": "h2", "leaseMs": 1000, "waitMs": 1500})
-		if a.Status != 409 || a.Body["error"] == nil {
-			t.Fatalf("%s: acquire waiting 1.5s with a 1s request timeout: %d %v", n.self().ID, a.Status, a.Body)
+		for path, body := range waits {
+			wg.Go(func() {
+				a := call(t, "POST", n.url()+path, body)
+				if a.Status != 409 || a.Body["error"] == nil {
+					t.Errorf("%s: %s waiting 1.5s with a 1s request timeout: %d %v", n.self().ID, path, a.Status, a.Body)
+				}
+			})
 		}
 	}
+	wg.Wait()
 	// The stream opened through the follower outlived the request timeout
 	// (it is the leader's to bound): it still carries a grant made now.
 	if a := call(t, "POST", leader.url()+"/v1/locks/after-the-waits/acquire", map[string]any{"holder": "h3", "leaseMs": 1000}); a.Status != 200 {
