@@ -28,35 +28,6 @@ type Mutex struct {
 	hook func(event string) // tests: what the watchdog just did
 }
 
-// hold is one period of ownership, from the first grant to the last Unlock
-// or the loss of the lease.
-type hold struct {
-	m       *Mutex
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	stop    chan struct{} // closed by Unlock: the watchdog exits
-	done    chan struct{} // closed when the watchdog has exited
-	once    sync.Once
-	lease   time.Duration
-	renew   bool
-	token   int64 // of the latest grant
-	fencing guard.Token
-	count   int
-}
-
-func (h *hold) stopWatchdog() {
-	h.once.Do(func() { close(h.stop) })
-	<-h.done
-}
-
-// end ends the hold with cause and waits for its watchdog (Client.Close).
-func (h *hold) end(cause error) {
-	h.m.mu.Lock()
-	h.cancel(cause)
-	h.m.mu.Unlock()
-	h.stopWatchdog()
-}
-
 // Mutex returns the lock on resource for holder. Ids are checked when used:
 // resource 1..160 bytes, holder 1..80 bytes, UTF-8 without control
 // characters.
@@ -153,16 +124,8 @@ func (m *Mutex) granted(g grantBody, lease time.Duration, renew bool, sent time.
 	defer m.mu.Unlock()
 	h := m.hold
 	if h == nil || h.ctx.Err() != nil {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		h = &hold{m: m, ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{}), lease: lease, renew: renew}
+		h = m.c.newHold(&m.mu, lease, renew, sent, m.renewOnce, m.event)
 		m.hold = h
-		if m.c.life.watch(h) {
-			go m.watchdog(h, sent.Add(lease))
-		} else {
-			// Granted while the client closed: nobody renews it.
-			cancel(ErrClosed)
-			close(h.done)
-		}
 	}
 	h.token, h.fencing, h.count = g.Fencing.Token, g.Fencing, g.HoldCount
 	return g.Fencing.Token
@@ -250,103 +213,9 @@ func (m *Mutex) event(e string) {
 	}
 }
 
-// lose ends h because its lease is gone.
-func (m *Mutex) lose(h *hold, cause error) {
-	m.mu.Lock()
-	h.cancel(cause)
-	m.mu.Unlock()
-	m.event("lost")
+// renewOnce is one renewal of the watchdog.
+func (m *Mutex) renewOnce(ctx context.Context) (time.Duration, error) {
+	g, err := m.c.renew(ctx, m.resource, m.holder)
+	return time.Duration(g.LeaseMs) * time.Millisecond, err
 }
 
-type renewal struct {
-	g   grantBody
-	err error
-}
-
-// watchdog keeps h's lease alive: it renews at a third of the lease, retries
-// failed renewals more often, and ends the hold when a renewal is refused or
-// the lease runs out (by the client's clock, counted from when the last
-// successful request was sent, so the server's lease never outlives ours).
-// For a fixed lease it only waits for the lease to run out.
-func (m *Mutex) watchdog(h *hold, leaseEnd time.Time) {
-	defer close(h.done)
-	defer m.c.life.forget(h)
-	clk := m.c.clock
-	interval := max(h.lease/3, time.Millisecond)
-	retry := min(max(h.lease/10, 10*time.Millisecond), interval)
-	next := interval
-	var lastErr error
-	for {
-		now := clk.Now()
-		wait := leaseEnd.Sub(now)
-		if h.renew {
-			wait = min(wait, next)
-		}
-		t := clk.NewTimer(wait)
-		m.event("armed")
-		select {
-		case <-h.stop:
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		if !clk.Now().Before(leaseEnd) {
-			m.lose(h, leaseOver(h.renew, lastErr))
-			return
-		}
-
-		sent := clk.Now()
-		// A hung request must not outlive the renewal interval: the next
-		// attempt gets a fresh connection.
-		rctx, cancel := context.WithTimeout(context.Background(), interval)
-		res := make(chan renewal, 1)
-		go func() {
-			g, err := m.c.renew(rctx, m.resource, m.holder)
-			res <- renewal{g, err}
-		}()
-		end := clk.NewTimer(leaseEnd.Sub(sent))
-		var r renewal
-		select {
-		case <-h.stop:
-			cancel()
-			end.Stop()
-			<-res // the renewal ends with the watchdog
-			return
-		case <-end.C():
-			cancel()
-			<-res
-			m.lose(h, leaseOver(true, lastErr))
-			return
-		case r = <-res:
-		}
-		end.Stop()
-		cancel()
-		switch {
-		case r.err == nil:
-			lease := h.lease
-			if r.g.LeaseMs > 0 {
-				lease = time.Duration(r.g.LeaseMs) * time.Millisecond
-			}
-			leaseEnd = sent.Add(lease)
-			lastErr, next = nil, interval
-			m.event("renewed")
-		case !errorsIsTemporary(r.err):
-			m.lose(h, fmt.Errorf("%w: renewal refused: %w", ErrLeaseLost, r.err))
-			return
-		default:
-			lastErr, next = r.err, retry
-			m.event("retry")
-		}
-	}
-}
-
-func leaseOver(renewing bool, lastErr error) error {
-	switch {
-	case !renewing:
-		return fmt.Errorf("%w: the fixed lease ran out", ErrLeaseLost)
-	case lastErr != nil:
-		return fmt.Errorf("%w: server unreachable until the lease ran out: %w", ErrLeaseLost, lastErr)
-	default:
-		return fmt.Errorf("%w: no renewal answered before the lease ran out", ErrLeaseLost)
-	}
-}
