@@ -18,9 +18,11 @@ const maxWaitChunk = 60 * time.Second
 // RFencedLock or etcd's concurrency.Mutex. Use one Mutex per holder and
 // resource; its methods are safe for concurrent use.
 type Mutex struct {
-	c        *Client
-	resource string
-	holder   string
+	c         *Client
+	resource  string
+	holder    string
+	lockDelay time.Duration
+	bad       error // of an option, returned by every call
 
 	mu   sync.Mutex
 	hold *hold // the current or last hold; nil before the first grant
@@ -31,9 +33,47 @@ type Mutex struct {
 // Mutex returns the lock on resource for holder. Ids are checked when used:
 // resource 1..160 bytes, holder 1..80 bytes, UTF-8 without control
 // characters.
-func (c *Client) Mutex(resource, holder string) *Mutex {
-	return &Mutex{c: c, resource: resource, holder: holder}
+func (c *Client) Mutex(resource, holder string, opts ...LockOption) *Mutex {
+	o := lockOptions(opts)
+	return &Mutex{c: c, resource: resource, holder: holder, lockDelay: o.lockDelay, bad: o.err}
 }
+
+// LockOption configures a Mutex, a Semaphore or a MultiLock.
+type LockOption func(*lockSettings)
+
+type lockSettings struct {
+	lockDelay time.Duration
+	err       error
+}
+
+func lockOptions(opts []LockOption) lockSettings {
+	var s lockSettings
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// WithLockDelay asks for a lock-delay (Chubby's, Consul's) on every grant:
+// when a lease granted with it runs out without a release (its holder
+// vanished or stalled), nobody, this holder included, gets the lock until
+// the lease's end plus d, so that a write still in flight from the
+// vanished holder to a resource that cannot check tokens has time to land
+// or die. Acquires meanwhile are refused with a *LockDelayError (or wait,
+// when they may). Unlock frees the lock at once, as does a force-expire.
+// d is 0..60s, whole milliseconds.
+func WithLockDelay(d time.Duration) LockOption {
+	return func(s *lockSettings) {
+		if d < 0 || d > maxLockDelay || d%time.Millisecond != 0 {
+			s.err = invalid(fmt.Errorf("lock-delay %v: want 0..%v in whole milliseconds", d, maxLockDelay))
+			return
+		}
+		s.lockDelay = d
+	}
+}
+
+// maxLockDelay is the contract's bound (fenceview.MaxLockDelay).
+const maxLockDelay = 60 * time.Second
 
 // Resource returns the resource id.
 func (m *Mutex) Resource() string { return m.resource }
@@ -42,6 +82,9 @@ func (m *Mutex) Resource() string { return m.resource }
 func (m *Mutex) Holder() string { return m.holder }
 
 func (m *Mutex) validate() error {
+	if m.bad != nil {
+		return m.bad
+	}
 	if err := guard.ValidateResourceID(m.resource); err != nil {
 		return invalid(err)
 	}
@@ -74,11 +117,11 @@ func (m *Mutex) Lock(ctx context.Context) (int64, error) {
 			wait = min(wait, left-min(left/10, time.Second))
 		}
 		sent := m.c.clock.Now()
-		g, err := m.c.acquire(ctx, m.resource, m.holder, m.c.lease, max(wait, 0))
+		g, err := m.c.acquire(ctx, m.resource, m.holder, m.c.lease, max(wait, 0), m.lockDelay)
 		if err == nil {
 			return m.granted(g, m.c.lease, true, sent), nil
 		}
-		if !errors.Is(err, ErrHeld) || wait <= 0 {
+		if !(errors.Is(err, ErrHeld) || errors.Is(err, ErrLockDelay)) || wait <= 0 {
 			return 0, err
 		}
 		if ctx.Err() != nil {
@@ -107,7 +150,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (int64, 
 		lease = m.c.lease
 	}
 	sent := m.c.clock.Now()
-	g, err := m.c.acquire(ctx, m.resource, m.holder, lease, wait)
+	g, err := m.c.acquire(ctx, m.resource, m.holder, lease, wait, m.lockDelay)
 	if err != nil {
 		return 0, err
 	}
@@ -218,4 +261,3 @@ func (m *Mutex) renewOnce(ctx context.Context) (time.Duration, error) {
 	g, err := m.c.renew(ctx, m.resource, m.holder)
 	return time.Duration(g.LeaseMs) * time.Millisecond, err
 }
-
