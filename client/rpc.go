@@ -56,9 +56,7 @@ type rpcAnswer struct {
 // exchange makes one lock or fence call, over the RPC stream when the
 // client has one, else over HTTP.
 func (c *Client) exchange(ctx context.Context, op, resource string, req rpcRequest, out any, errFor func(int, []byte, http.Header) error) error {
-	// An acquire with a lock-delay goes over HTTP, whose route is
-	// contract v3's for certain.
-	if c.rpc == nil || req.LockDelayMs != 0 {
+	if c.rpc == nil {
 		kind, action := "locks", op
 		if op == "fence" {
 			kind, action = "fence", ""
