@@ -48,17 +48,20 @@ func fastRPCRequest(b []byte, req *rpcRequest) bool {
 				return false
 			}
 			req.ID, i = v, n
-		case "leaseMs", "waitMs", "token":
+		case "leaseMs", "waitMs", "token", "lockDelayMs":
 			v, n, ok := plainInt(b, i)
 			if !ok {
 				return false
 			}
 			i = n
 			p := &req.Token
-			if key[0] == 'l' {
+			switch string(key) {
+			case "leaseMs":
 				p = &req.LeaseMs
-			} else if key[0] == 'w' {
+			case "waitMs":
 				p = &req.WaitMs
+			case "lockDelayMs":
+				p = &req.LockDelayMs
 			}
 			*p = jsonInt{Set: true, Value: v}
 		case "op", "resource", "holder", "issuer", "scope", "source", "signature", "mode":
