@@ -73,6 +73,8 @@ type Client struct {
 	// candidate id of its elections (WithHolder).
 	holder string
 	nodes  *nodes // nil: one server
+
+	hook func(event string) // tests: what the watchdogs of permits, multi-locks and elections do
 }
 
 // Option configures a Client.

@@ -65,6 +65,9 @@ func (h *hold) lose(cause error) {
 // run out. A hold granted while the client closed is ended at once with
 // ErrClosed: nobody would renew it.
 func (c *Client) newHold(mu *sync.Mutex, lease time.Duration, renew bool, sent time.Time, renewOnce func(context.Context) (time.Duration, error), hook func(string)) *hold {
+	if hook == nil {
+		hook = c.hook
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	h := &hold{mu: mu, ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{}),
 		lease: lease, renew: renew, renewOnce: renewOnce, hook: hook}
