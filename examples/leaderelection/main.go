@@ -3,18 +3,17 @@
 //
 //  1. Candidate A (its own process) is elected leader of "db-primary" and
 //     writes the row that says which node is primary, fenced by its term.
-//
 //  2. A is frozen (SIGSTOP) past its lease; its watchdog stops with it.
-//
 //  3. The lease runs out on the server; candidate B is elected with a
 //     larger term and writes the row.
-//
 //  4. A is resumed (SIGCONT) and writes at once, with the term it
 //     remembers, before its watchdog can tell it anything: the row refuses
 //     it, because B's term is already recorded there.
 //
-//     go run ./examples/leaderelection            # starts a server in-process
-//     go run ./examples/leaderelection -server http://127.0.0.1:8080
+// Run it:
+//
+//	go run ./examples/leaderelection            # starts a server in-process
+//	go run ./examples/leaderelection -server http://127.0.0.1:8080
 //
 // Run with -role candidate it is candidate A: it campaigns, prints one JSON
 // line {"event":"elected","term":N}, then obeys commands on stdin, one

@@ -4,18 +4,17 @@
 //  1. The semaphore "partitions" has one permit per partition. Each worker
 //     acquires a permit; its slot is the partition it owns, and the
 //     slot's token fences every write it makes to that partition's row.
-//
 //  2. A spare worker finds no permit free and waits on the server.
-//
 //  3. Worker 2 stalls (its process is frozen, its renewals stop) past its
 //     lease. The server gives slot 2 to the spare worker, with a larger
 //     token, and the spare's writes to partition 2 land.
-//
 //  4. Worker 2 wakes up, still believing it owns partition 2, and writes:
 //     the row refuses the old token.
 //
-//     go run ./examples/workerpool            # starts a server in-process
-//     go run ./examples/workerpool -server http://127.0.0.1:8080
+// Run it:
+//
+//	go run ./examples/workerpool            # starts a server in-process
+//	go run ./examples/workerpool -server http://127.0.0.1:8080
 package main
 
 import (
