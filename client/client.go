@@ -24,6 +24,25 @@
 // than the outer one. Take the token once, at the outermost Lock, and pass
 // it down to the code that writes; do not lock again to get "the" token.
 //
+// # More than one lock
+//
+// Each primitive of contract v3 is made of ordinary locks, so each is
+// fenced as a lock is, with the same signed token envelopes:
+//
+//   - Semaphore: N permits are the locks name#0 .. name#<N-1>; a Permit's
+//     Token is its slot's, and a guard fences the permit's work by the
+//     slot's resource id and token.
+//   - LockAll and MultiLock: several locks at once or none, a token each,
+//     renewed by one watchdog.
+//   - Election: a leader election in the shape of etcd's
+//     concurrency.Election whose term is the election lock's token, so a
+//     deposed leader's writes are refused.
+//   - WithLockDelay: a lease that runs out without a release keeps the
+//     lock from everyone for a while longer.
+//
+// Every handle has a Context that ends when its lease is lost. Semaphores
+// and elections act as the client's holder id (WithHolder).
+//
 // All methods take a context and are safe for concurrent use. One Client
 // shares one http.Client with keep-alive connections; make one per server.
 // Close ends it for good: later calls fail with ErrClosed, the watchdogs

@@ -104,6 +104,8 @@ func (m *Mutex) validate() error {
 // ctx has a deadline, the last wait ends a little before it, so the server
 // answers before the client gives up.
 //
+// A lock in its lock-delay (WithLockDelay) is waited for as a held one.
+//
 // Calling Lock while holding the lock is a re-entrant grant with a new,
 // larger token: see the package doc.
 func (m *Mutex) Lock(ctx context.Context) (int64, error) {
@@ -132,7 +134,8 @@ func (m *Mutex) Lock(ctx context.Context) (int64, error) {
 
 // TryLock asks for the lock, waiting on the server up to wait (0: do not
 // wait), and returns the token, or a *HeldError (errors.Is(err, ErrHeld))
-// when the lock stayed held.
+// when the lock stayed held, or a *LockDelayError (errors.Is(err,
+// ErrLockDelay)) when it is in its lock-delay.
 //
 // With lease 0 the lock has the default lease and the watchdog renews it,
 // as with Lock. With lease > 0 it is held for exactly that long, not
