@@ -380,6 +380,16 @@ func (o *observer) follow() error {
 	defer ws.Close()
 	stop := context.AfterFunc(o.ctx, func() { ws.Close() })
 	defer stop()
+	// The server pings an idle stream about every minute: a stream silent
+	// for longer is dead (a peer gone without a FIN), and is reopened.
+	ws.SetReadLimit(1 << 20)
+	ws.SetReadDeadline(time.Now().Add(streamIdle))
+	ws.SetPingHandler(func(data string) error {
+		ws.SetReadDeadline(time.Now().Add(streamIdle))
+		// A pong that cannot be written shows up as a read error.
+		ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(10*time.Second))
+		return nil
+	})
 	if o.seq == 0 {
 		// Subscribed first, then asked: a change after the answer comes
 		// on the stream, and one before it is older than what it says.
@@ -454,12 +464,16 @@ func (o *observer) send(l Leader) bool {
 	}
 }
 
+// streamIdle is how long an event stream may stay silent, pings
+// included, before the observer reopens it.
+const streamIdle = 2 * time.Minute
+
 func readEvent(ws *websocket.Conn, ev *eventBody) error {
-	ws.SetReadLimit(1 << 20)
 	_, msg, err := ws.ReadMessage()
 	if err != nil {
 		return err
 	}
+	ws.SetReadDeadline(time.Now().Add(streamIdle))
 	*ev = eventBody{}
 	return json.Unmarshal(msg, ev)
 }
