@@ -462,7 +462,7 @@ func TestElection(t *testing.T) {
 func TestElectionLeaseLost(t *testing.T) {
 	ctx := context.Background()
 	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
-	n1 := another(t, srv, "node-1")
+	n1 := another(t, srv, "node-1", client.WithAdminToken("s3cret"))
 	events := client.HoldEvents(n1)
 	e1 := n1.Election("leader")
 	t1, err := e1.Campaign(ctx, "")
@@ -486,7 +486,7 @@ func TestElectionLeaseLost(t *testing.T) {
 	if cause := context.Cause(e1.Context()); !errors.Is(cause, client.ErrLeaseLost) {
 		t.Fatalf("cause = %v", cause)
 	}
-	t2, err := another(t, srv, "node-2").Election("leader").Campaign(ctx, "")
+	t2, err := another(t, srv, "node-2", client.WithAdminToken("s3cret")).Election("leader").Campaign(ctx, "")
 	if err != nil || t2 <= t1 {
 		t.Fatalf("node-2 = %d, %v", t2, err)
 	}

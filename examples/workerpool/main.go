@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
 	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
 	dbPath := fs.String("db", "", "SQLite file holding the partitions (default: a temporary file)")
-	workers := fs.Int("workers", 4, "workers, and partitions (1..1024)")
+	workers := fs.Int("workers", 4, "workers, and partitions (3..1024)")
 	stallLease := fs.Duration("stall-lease", 500*time.Millisecond, "the lease of the worker that stalls; it stalls longer than this")
 	name := fs.String("semaphore", "partitions", "the semaphore's name")
 	if err := fs.Parse(args); err != nil {
