@@ -23,6 +23,21 @@ func another(t *testing.T, srv *fenceviewtest.Server, holder string, opts ...cli
 	return c
 }
 
+// next receives the next leader change.
+func next(t *testing.T, obs <-chan client.Leader) client.Leader {
+	t.Helper()
+	select {
+	case l, ok := <-obs:
+		if !ok {
+			t.Fatal("the observation ended")
+		}
+		return l
+	case <-time.After(30 * time.Second): // a hang guard, not a synchronisation
+		t.Fatal("no leader change observed")
+	}
+	return client.Leader{}
+}
+
 // A lease granted with a lock-delay that runs out keeps the lock from
 // everyone until the delay is over; the refusal says until when.
 func TestMutexLockDelay(t *testing.T) {
@@ -380,7 +395,7 @@ func TestElection(t *testing.T) {
 	ctx := context.Background()
 	srv, c := start(t, fenceviewtest.Options{})
 	obs := c.Election("db-primary").Observe(ctx)
-	if l := <-obs; !l.IsZero() {
+	if l := next(t, obs); !l.IsZero() {
 		t.Fatalf("first observed leader %+v, want none", l)
 	}
 	if _, err := c.Election("db-primary").Leader(ctx); !errors.Is(err, client.ErrNoLeader) {
@@ -396,7 +411,7 @@ func TestElection(t *testing.T) {
 	if err != nil || t1 <= 0 || e1.Term() != t1 || e1.Token().Number != t1 || e1.Token().Resource != "db-primary" {
 		t.Fatalf("Campaign = %d, %v (Term %d, Token %+v)", t1, err, e1.Term(), e1.Token())
 	}
-	if l := <-obs; l.Candidate != "node-1" || l.Value != "10.0.0.1" || l.Term != t1 {
+	if l := next(t, obs); l.Candidate != "node-1" || l.Value != "10.0.0.1" || l.Term != t1 {
 		t.Fatalf("observed %+v", l)
 	}
 	l, err := e2.Leader(ctx)
@@ -407,7 +422,7 @@ func TestElection(t *testing.T) {
 	if err := e1.Proclaim(ctx, "10.0.0.9"); err != nil {
 		t.Fatal(err)
 	}
-	if l := <-obs; l.Candidate != "node-1" || l.Value != "10.0.0.9" || l.Term != t1 {
+	if l := next(t, obs); l.Candidate != "node-1" || l.Value != "10.0.0.9" || l.Term != t1 {
 		t.Fatalf("observed after proclaim %+v", l)
 	}
 	if err := e2.Proclaim(ctx, "me"); !errors.Is(err, client.ErrNotLeader) {
@@ -417,7 +432,7 @@ func TestElection(t *testing.T) {
 	if again, err := e1.Campaign(ctx, "10.0.0.10"); err != nil || again != t1 {
 		t.Fatalf("leader's second Campaign = %d, %v (term %d)", again, err, t1)
 	}
-	if l := <-obs; l.Value != "10.0.0.10" || l.Term != t1 {
+	if l := next(t, obs); l.Value != "10.0.0.10" || l.Term != t1 {
 		t.Fatalf("observed after re-campaign %+v", l)
 	}
 
@@ -439,10 +454,10 @@ func TestElection(t *testing.T) {
 	if err := <-errc; err != nil || t2 <= t1 {
 		t.Fatalf("node-2's Campaign = %d, %v (term 1 was %d)", t2, err, t1)
 	}
-	if l := <-obs; !l.IsZero() {
+	if l := next(t, obs); !l.IsZero() {
 		t.Fatalf("observed after resign %+v, want none", l)
 	}
-	if l := <-obs; l.Candidate != "node-2" || l.Term != t2 || l.Value != "10.0.0.2" {
+	if l := next(t, obs); l.Candidate != "node-2" || l.Term != t2 || l.Value != "10.0.0.2" {
 		t.Fatalf("observed the new term %+v", l)
 	}
 	if err := e1.Proclaim(ctx, "x"); !errors.Is(err, client.ErrNotLeader) {
@@ -478,8 +493,15 @@ func TestElectionLeaseLost(t *testing.T) {
 	if l, err := e1.Leader(ctx); err != nil || l.Term != t1 {
 		t.Fatalf("after two leases: %+v, %v", l, err)
 	}
+	obs := c.Election("leader").Observe(ctx)
+	if l := next(t, obs); l.Candidate != "node-1" || l.Term != t1 {
+		t.Fatalf("observed %+v", l)
+	}
 	if err := c.ForceExpire(ctx, "leader"); err != nil {
 		t.Fatal(err)
+	}
+	if l := next(t, obs); !l.IsZero() {
+		t.Fatalf("observed after the force-expire %+v, want none", l)
 	}
 	srv.Clock().Advance(lease / 3)
 	expect(t, events, "lost")
@@ -490,8 +512,31 @@ func TestElectionLeaseLost(t *testing.T) {
 	if err != nil || t2 <= t1 {
 		t.Fatalf("node-2 = %d, %v", t2, err)
 	}
+	if l := next(t, obs); l.Candidate != "node-2" || l.Term != t2 {
+		t.Fatalf("observed the new term %+v", l)
+	}
 	if err := e1.Resign(ctx); err != nil {
 		t.Fatalf("Resign of a lost leadership = %v, want nil (nothing to give up)", err)
+	}
+}
+
+// An observation ends, its channel closed, when its context ends or the
+// client closes.
+func TestObserveEnds(t *testing.T) {
+	_, c := start(t, fenceviewtest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	obs := c.Election("e").Observe(ctx)
+	<-obs // the stream is open
+	cancel()
+	for range obs {
+	}
+	obs = c.Election("e").Observe(context.Background())
+	<-obs
+	c.Close()
+	for range obs {
+	}
+	if _, ok := <-c.Election("e").Observe(context.Background()); ok {
+		t.Fatal("Observe after Close sent a leader")
 	}
 }
 
