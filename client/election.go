@@ -378,8 +378,15 @@ func (o *observer) follow() error {
 		return err
 	}
 	defer ws.Close()
-	stop := context.AfterFunc(o.ctx, func() { ws.Close() })
-	defer stop()
+	// ctx ending closes the stream, which ends the read; the close is
+	// waited for, so no goroutine of the observation outlives it.
+	closed := make(chan struct{})
+	stop := context.AfterFunc(o.ctx, func() { ws.Close(); close(closed) })
+	defer func() {
+		if !stop() {
+			<-closed
+		}
+	}()
 	// The server pings an idle stream about every minute: a stream silent
 	// for longer is dead (a peer gone without a FIN), and is reopened.
 	ws.SetReadLimit(1 << 20)

@@ -563,3 +563,43 @@ func TestElectionBadInput(t *testing.T) {
 		t.Errorf("WithHolder of a bad id: %v", err)
 	}
 }
+
+// Close ends every kind of hold with ErrClosed, and the observations, and
+// leaves no goroutine of the client behind.
+func TestCloseEndsPrimitives(t *testing.T) {
+	before := running()
+	_, c := start(t, fenceviewtest.Options{}, client.WithRPC())
+	ctx := context.Background()
+	p, err := c.Semaphore("jobs", 2).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.LockAll(ctx, "a", "x", "y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := c.Election("e")
+	if _, err := e.Campaign(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	obs := e.Observe(ctx)
+	next(t, obs)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	noClientGoroutines(t, before)
+	for name, done := range map[string]context.Context{"permit": p.Context(), "locks": l.Context(), "leadership": e.Context()} {
+		if !isDone(done) || !errors.Is(context.Cause(done), client.ErrClosed) {
+			t.Errorf("%s: done %v, cause %v", name, isDone(done), context.Cause(done))
+		}
+	}
+	if _, ok := <-obs; ok {
+		t.Error("the observation outlived Close")
+	}
+	if _, err := c.Semaphore("jobs", 2).Acquire(ctx); !errors.Is(err, client.ErrClosed) {
+		t.Errorf("Acquire after Close: %v", err)
+	}
+	if _, err := e.Campaign(ctx, "v"); !errors.Is(err, client.ErrClosed) {
+		t.Errorf("Campaign after Close: %v", err)
+	}
+}
