@@ -110,7 +110,9 @@ func validatePermits(permits jsonInt) error {
 // seeSlots refuses, whole, a request on the semaphore name when the
 // caller may not use one of its slots 0..n-1.
 func seeSlots(ctx context.Context, name string, n int) error {
-	if auth.FromContext(ctx).Unrestricted() {
+	// A prefix of "name#" is a prefix of every slot's id; only longer
+	// prefixes ("jobs#1") need each slot looked at.
+	if auth.FromContext(ctx).Sees(name + "#") {
 		return nil
 	}
 	for i := range n {
