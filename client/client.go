@@ -24,6 +24,25 @@
 // than the outer one. Take the token once, at the outermost Lock, and pass
 // it down to the code that writes; do not lock again to get "the" token.
 //
+// # More than one lock
+//
+// Each primitive of contract v3 is made of ordinary locks, so each is
+// fenced as a lock is, with the same signed token envelopes:
+//
+//   - Semaphore: N permits are the locks name#0 .. name#<N-1>; a Permit's
+//     Token is its slot's, and a guard fences the permit's work by the
+//     slot's resource id and token.
+//   - LockAll and MultiLock: several locks at once or none, a token each,
+//     renewed by one watchdog.
+//   - Election: a leader election in the shape of etcd's
+//     concurrency.Election whose term is the election lock's token, so a
+//     deposed leader's writes are refused.
+//   - WithLockDelay: a lease that runs out without a release keeps the
+//     lock from everyone for a while longer.
+//
+// Every handle has a Context that ends when its lease is lost. Semaphores
+// and elections act as the client's holder id (WithHolder).
+//
 // All methods take a context and are safe for concurrent use. One Client
 // shares one http.Client with keep-alive connections; make one per server.
 // Close ends it for good: later calls fail with ErrClosed, the watchdogs
@@ -33,12 +52,14 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -67,7 +88,12 @@ type Client struct {
 	lease time.Duration
 	rpc   *rpcPool // nil: every call is its own HTTP request
 	more  []string // WithURLs, parsed into nodes
-	nodes *nodes   // nil: one server
+	// holder is the holder id of the client's semaphore permits and the
+	// candidate id of its elections (WithHolder).
+	holder string
+	nodes  *nodes // nil: one server
+
+	hook func(event string) // tests: what the watchdogs of permits, multi-locks and elections do
 }
 
 // Option configures a Client.
@@ -104,6 +130,29 @@ func WithClock(clk Clock) Option { return func(c *Client) { c.clock = clk } }
 // renewals.
 func WithLease(d time.Duration) Option { return func(c *Client) { c.lease = d } }
 
+// WithHolder sets the client's own holder id: the holder of the permits
+// its Semaphores acquire and the candidate of its Elections, as an etcd
+// Session's lease identifies its owner. Default: "<hostname>-<pid>-<8 random
+// hex digits>", unique per Client. 1..80 bytes, UTF-8 without control
+// characters. A Mutex and a multi-lock name their holder themselves.
+func WithHolder(id string) Option { return func(c *Client) { c.holder = id } }
+
+// Holder returns the client's holder id (WithHolder).
+func (c *Client) Holder() string { return c.holder }
+
+// defaultHolder is unique per Client: two clients in one process are two
+// holders, as two processes are.
+func defaultHolder() string {
+	host, _ := os.Hostname()
+	var r [4]byte
+	rand.Read(r[:])
+	id := fmt.Sprintf("%s-%d-%x", host, os.Getpid(), r)
+	if guard.ValidateHolderID(id) != nil {
+		id = fmt.Sprintf("pid%d-%x", os.Getpid(), r)
+	}
+	return id
+}
+
 // New returns a client of the server at baseURL (e.g.
 // "http://127.0.0.1:8080", optionally with a path prefix).
 func New(baseURL string, opts ...Option) (*Client, error) {
@@ -117,6 +166,11 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{life: newLife(), base: u, clock: clock.Real{}, lease: DefaultLease}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.holder == "" {
+		c.holder = defaultHolder()
+	} else if err := guard.ValidateHolderID(c.holder); err != nil {
+		return nil, invalid(fmt.Errorf("holder: %w", err))
 	}
 	if err := c.parseNodes(); err != nil {
 		return nil, err
@@ -265,21 +319,11 @@ type grantBody struct {
 	Fencing    guard.Token `json:"fencing"`
 }
 
-func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait time.Duration) (grantBody, error) {
+func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait, lockDelay time.Duration) (grantBody, error) {
 	var g grantBody
 	err := c.exchange(ctx, "acquire", resource,
-		rpcRequest{Holder: holder, LeaseMs: lease.Milliseconds(), WaitMs: wait.Milliseconds()}, &g,
-		func(status int, raw []byte, _ http.Header) error {
-			if status != http.StatusConflict {
-				return nil
-			}
-			var b struct {
-				Holder    string    `json:"holder"`
-				ExpiresAt time.Time `json:"expiresAt"`
-			}
-			_ = json.Unmarshal(raw, &b)
-			return &HeldError{Resource: resource, Holder: b.Holder, ExpiresAt: b.ExpiresAt}
-		})
+		rpcRequest{Holder: holder, LeaseMs: lease.Milliseconds(), WaitMs: wait.Milliseconds(), LockDelayMs: lockDelay.Milliseconds()}, &g,
+		conflictOf(resource, 0, nil))
 	return g, err
 }
 

@@ -86,3 +86,102 @@ func (e *APIError) Is(target error) bool { return e.kind != nil && target == e.k
 func (e *APIError) Temporary() bool { return e.StatusCode >= 500 }
 
 func invalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
+
+// Errors of contract v3's primitives, to match with errors.Is.
+var (
+	// ErrLockDelay: the lock's last lease ran out without a release and
+	// its lock-delay still runs (see LockDelayError).
+	ErrLockDelay = errors.New("fenceview: lock delay")
+	// ErrNoPermit: every slot of the semaphore is taken (see NoPermitError).
+	ErrNoPermit = errors.New("fenceview: no permit free")
+	// ErrPermitsMismatch: the semaphore has another number of permits than
+	// asked (see PermitsMismatchError).
+	ErrPermitsMismatch = errors.New("fenceview: permits mismatch")
+	// ErrNotLeader: a proclaim or a renewal of leadership by a candidate
+	// that does not lead the election (any longer).
+	ErrNotLeader = errors.New("fenceview: not leader")
+	// ErrNoLeader: nobody leads the election (Election.Leader).
+	ErrNoLeader = errors.New("fenceview: election has no leader")
+	// ErrResigned is the cause of an Election's context after Resign.
+	ErrResigned = errors.New("fenceview: resigned")
+)
+
+// LockDelayError is an acquire refused because the lock is in its
+// lock-delay: its last lease, granted with one, ran out without a release,
+// and nobody may take it before AvailableAt. errors.Is(err, ErrLockDelay)
+// is true for it.
+type LockDelayError struct {
+	Resource    string
+	AvailableAt time.Time
+}
+
+func (e *LockDelayError) Error() string {
+	return fmt.Sprintf("fenceview: lock %q in its lock-delay until %s", e.Resource, e.AvailableAt.Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrLockDelay) true.
+func (e *LockDelayError) Is(target error) bool { return target == ErrLockDelay }
+
+// LocksHeldError is a multi-lock refused because some of its locks are
+// held by others; nothing was granted. errors.Is(err, ErrHeld) is true.
+type LocksHeldError struct {
+	Held []HeldError // the locks held by others, as the server listed them
+}
+
+func (e *LocksHeldError) Error() string {
+	if len(e.Held) == 0 {
+		return "fenceview: locks held"
+	}
+	s := fmt.Sprintf("fenceview: %d of the locks held: %q by %q", len(e.Held), e.Held[0].Resource, e.Held[0].Holder)
+	if len(e.Held) > 1 {
+		s += ", ..."
+	}
+	return s
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *LocksHeldError) Is(target error) bool { return target == ErrHeld }
+
+// NoPermitError is a semaphore acquire refused because all Permits slots
+// are taken. errors.Is(err, ErrNoPermit) is true for it.
+type NoPermitError struct {
+	Semaphore string
+	Permits   int
+}
+
+func (e *NoPermitError) Error() string {
+	return fmt.Sprintf("fenceview: no permit of semaphore %q free (%d permits)", e.Semaphore, e.Permits)
+}
+
+// Is makes errors.Is(err, ErrNoPermit) true.
+func (e *NoPermitError) Is(target error) bool { return target == ErrNoPermit }
+
+// PermitsMismatchError is a semaphore acquire asking for another number
+// of permits than the semaphore has (Permits, fixed by its first acquire
+// or an admin). errors.Is(err, ErrPermitsMismatch) is true for it.
+type PermitsMismatchError struct {
+	Semaphore string
+	Permits   int // the semaphore's
+	Asked     int
+}
+
+func (e *PermitsMismatchError) Error() string {
+	return fmt.Sprintf("fenceview: semaphore %q has %d permits, not %d", e.Semaphore, e.Permits, e.Asked)
+}
+
+// Is makes errors.Is(err, ErrPermitsMismatch) true.
+func (e *PermitsMismatchError) Is(target error) bool { return target == ErrPermitsMismatch }
+
+// LeaderError is a campaign that ended while another candidate leads.
+// errors.Is(err, ErrHeld) is true for it, as for any lock held.
+type LeaderError struct {
+	Election string
+	Leader   Leader
+}
+
+func (e *LeaderError) Error() string {
+	return fmt.Sprintf("fenceview: election %q led by %q (term %d)", e.Election, e.Leader.Candidate, e.Leader.Term)
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *LeaderError) Is(target error) bool { return target == ErrHeld }

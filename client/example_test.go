@@ -84,3 +84,44 @@ func ExampleMutex_Context() {
 	// Output:
 	// fenceview: unlocked
 }
+
+// The term of an election is its lock's token: the leader writes with it,
+// and once a newer leader's term reached the resource, the old term is
+// refused there.
+func ExampleElection() {
+	ctx := context.Background()
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	nodeA, _ := client.New(srv.URL, client.WithHolder("node-a"))
+	defer nodeA.Close()
+	nodeB, _ := client.New(srv.URL, client.WithHolder("node-b"))
+	defer nodeB.Close()
+
+	a := nodeA.Election("db-primary")
+	termA, err := a.Campaign(ctx, "10.0.0.1:5432") // blocks until elected
+	if err != nil {
+		log.Fatal(err)
+	}
+	leader, _ := nodeB.Election("db-primary").Leader(ctx)
+	fmt.Println("leader:", leader.Candidate, leader.Value, "term", leader.Term == termA)
+
+	if err := a.Resign(ctx); err != nil {
+		log.Fatal(err)
+	}
+	termB, err := nodeB.Election("db-primary").Campaign(ctx, "10.0.0.2:5432")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("new term is larger:", termB > termA)
+	nodeB.Fence(ctx, "db-primary", termB)
+	_, err = nodeA.Fence(ctx, "db-primary", termA)
+	var refused *client.RefusalError
+	fmt.Println("old term refused:", errors.As(err, &refused), refused.Reason)
+	// Output:
+	// leader: node-a 10.0.0.1:5432 term true
+	// new term is larger: true
+	// old term refused: true stale-token
+}

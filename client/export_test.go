@@ -8,3 +8,11 @@ func WatchdogEvents(m *Mutex) <-chan string {
 	m.hook = func(e string) { ch <- e }
 	return ch
 }
+
+// HoldEvents is WatchdogEvents for the permits, multi-locks and elections
+// of c. Call it before the first grant.
+func HoldEvents(c *Client) <-chan string {
+	ch := make(chan string, 256)
+	c.hook = func(e string) { ch <- e }
+	return ch
+}

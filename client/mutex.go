@@ -18,9 +18,11 @@ const maxWaitChunk = 60 * time.Second
 // RFencedLock or etcd's concurrency.Mutex. Use one Mutex per holder and
 // resource; its methods are safe for concurrent use.
 type Mutex struct {
-	c        *Client
-	resource string
-	holder   string
+	c         *Client
+	resource  string
+	holder    string
+	lockDelay time.Duration
+	bad       error // of an option, returned by every call
 
 	mu   sync.Mutex
 	hold *hold // the current or last hold; nil before the first grant
@@ -28,41 +30,50 @@ type Mutex struct {
 	hook func(event string) // tests: what the watchdog just did
 }
 
-// hold is one period of ownership, from the first grant to the last Unlock
-// or the loss of the lease.
-type hold struct {
-	m       *Mutex
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
-	stop    chan struct{} // closed by Unlock: the watchdog exits
-	done    chan struct{} // closed when the watchdog has exited
-	once    sync.Once
-	lease   time.Duration
-	renew   bool
-	token   int64 // of the latest grant
-	fencing guard.Token
-	count   int
-}
-
-func (h *hold) stopWatchdog() {
-	h.once.Do(func() { close(h.stop) })
-	<-h.done
-}
-
-// end ends the hold with cause and waits for its watchdog (Client.Close).
-func (h *hold) end(cause error) {
-	h.m.mu.Lock()
-	h.cancel(cause)
-	h.m.mu.Unlock()
-	h.stopWatchdog()
-}
-
 // Mutex returns the lock on resource for holder. Ids are checked when used:
 // resource 1..160 bytes, holder 1..80 bytes, UTF-8 without control
 // characters.
-func (c *Client) Mutex(resource, holder string) *Mutex {
-	return &Mutex{c: c, resource: resource, holder: holder}
+func (c *Client) Mutex(resource, holder string, opts ...LockOption) *Mutex {
+	o := lockOptions(opts)
+	return &Mutex{c: c, resource: resource, holder: holder, lockDelay: o.lockDelay, bad: o.err}
 }
+
+// LockOption configures a Mutex, a Semaphore or a MultiLock.
+type LockOption func(*lockSettings)
+
+type lockSettings struct {
+	lockDelay time.Duration
+	err       error
+}
+
+func lockOptions(opts []LockOption) lockSettings {
+	var s lockSettings
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+// WithLockDelay asks for a lock-delay (Chubby's, Consul's) on every grant:
+// when a lease granted with it runs out without a release (its holder
+// vanished or stalled), nobody, this holder included, gets the lock until
+// the lease's end plus d, so that a write still in flight from the
+// vanished holder to a resource that cannot check tokens has time to land
+// or die. Acquires meanwhile are refused with a *LockDelayError (or wait,
+// when they may). Unlock frees the lock at once, as does a force-expire.
+// d is 0..60s, whole milliseconds.
+func WithLockDelay(d time.Duration) LockOption {
+	return func(s *lockSettings) {
+		if d < 0 || d > maxLockDelay || d%time.Millisecond != 0 {
+			s.err = invalid(fmt.Errorf("lock-delay %v: want 0..%v in whole milliseconds", d, maxLockDelay))
+			return
+		}
+		s.lockDelay = d
+	}
+}
+
+// maxLockDelay is the contract's bound (fenceview.MaxLockDelay).
+const maxLockDelay = 60 * time.Second
 
 // Resource returns the resource id.
 func (m *Mutex) Resource() string { return m.resource }
@@ -71,6 +82,9 @@ func (m *Mutex) Resource() string { return m.resource }
 func (m *Mutex) Holder() string { return m.holder }
 
 func (m *Mutex) validate() error {
+	if m.bad != nil {
+		return m.bad
+	}
 	if err := guard.ValidateResourceID(m.resource); err != nil {
 		return invalid(err)
 	}
@@ -90,6 +104,8 @@ func (m *Mutex) validate() error {
 // ctx has a deadline, the last wait ends a little before it, so the server
 // answers before the client gives up.
 //
+// A lock in its lock-delay (WithLockDelay) is waited for as a held one.
+//
 // Calling Lock while holding the lock is a re-entrant grant with a new,
 // larger token: see the package doc.
 func (m *Mutex) Lock(ctx context.Context) (int64, error) {
@@ -103,11 +119,11 @@ func (m *Mutex) Lock(ctx context.Context) (int64, error) {
 			wait = min(wait, left-min(left/10, time.Second))
 		}
 		sent := m.c.clock.Now()
-		g, err := m.c.acquire(ctx, m.resource, m.holder, m.c.lease, max(wait, 0))
+		g, err := m.c.acquire(ctx, m.resource, m.holder, m.c.lease, max(wait, 0), m.lockDelay)
 		if err == nil {
 			return m.granted(g, m.c.lease, true, sent), nil
 		}
-		if !errors.Is(err, ErrHeld) || wait <= 0 {
+		if !(errors.Is(err, ErrHeld) || errors.Is(err, ErrLockDelay)) || wait <= 0 {
 			return 0, err
 		}
 		if ctx.Err() != nil {
@@ -118,7 +134,8 @@ func (m *Mutex) Lock(ctx context.Context) (int64, error) {
 
 // TryLock asks for the lock, waiting on the server up to wait (0: do not
 // wait), and returns the token, or a *HeldError (errors.Is(err, ErrHeld))
-// when the lock stayed held.
+// when the lock stayed held, or a *LockDelayError (errors.Is(err,
+// ErrLockDelay)) when it is in its lock-delay.
 //
 // With lease 0 the lock has the default lease and the watchdog renews it,
 // as with Lock. With lease > 0 it is held for exactly that long, not
@@ -136,7 +153,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (int64, 
 		lease = m.c.lease
 	}
 	sent := m.c.clock.Now()
-	g, err := m.c.acquire(ctx, m.resource, m.holder, lease, wait)
+	g, err := m.c.acquire(ctx, m.resource, m.holder, lease, wait, m.lockDelay)
 	if err != nil {
 		return 0, err
 	}
@@ -153,16 +170,8 @@ func (m *Mutex) granted(g grantBody, lease time.Duration, renew bool, sent time.
 	defer m.mu.Unlock()
 	h := m.hold
 	if h == nil || h.ctx.Err() != nil {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		h = &hold{m: m, ctx: ctx, cancel: cancel, stop: make(chan struct{}), done: make(chan struct{}), lease: lease, renew: renew}
+		h = m.c.newHold(&m.mu, lease, renew, sent, m.renewOnce, m.event)
 		m.hold = h
-		if m.c.life.watch(h) {
-			go m.watchdog(h, sent.Add(lease))
-		} else {
-			// Granted while the client closed: nobody renews it.
-			cancel(ErrClosed)
-			close(h.done)
-		}
 	}
 	h.token, h.fencing, h.count = g.Fencing.Token, g.Fencing, g.HoldCount
 	return g.Fencing.Token
@@ -250,103 +259,8 @@ func (m *Mutex) event(e string) {
 	}
 }
 
-// lose ends h because its lease is gone.
-func (m *Mutex) lose(h *hold, cause error) {
-	m.mu.Lock()
-	h.cancel(cause)
-	m.mu.Unlock()
-	m.event("lost")
-}
-
-type renewal struct {
-	g   grantBody
-	err error
-}
-
-// watchdog keeps h's lease alive: it renews at a third of the lease, retries
-// failed renewals more often, and ends the hold when a renewal is refused or
-// the lease runs out (by the client's clock, counted from when the last
-// successful request was sent, so the server's lease never outlives ours).
-// For a fixed lease it only waits for the lease to run out.
-func (m *Mutex) watchdog(h *hold, leaseEnd time.Time) {
-	defer close(h.done)
-	defer m.c.life.forget(h)
-	clk := m.c.clock
-	interval := max(h.lease/3, time.Millisecond)
-	retry := min(max(h.lease/10, 10*time.Millisecond), interval)
-	next := interval
-	var lastErr error
-	for {
-		now := clk.Now()
-		wait := leaseEnd.Sub(now)
-		if h.renew {
-			wait = min(wait, next)
-		}
-		t := clk.NewTimer(wait)
-		m.event("armed")
-		select {
-		case <-h.stop:
-			t.Stop()
-			return
-		case <-t.C():
-		}
-		if !clk.Now().Before(leaseEnd) {
-			m.lose(h, leaseOver(h.renew, lastErr))
-			return
-		}
-
-		sent := clk.Now()
-		// A hung request must not outlive the renewal interval: the next
-		// attempt gets a fresh connection.
-		rctx, cancel := context.WithTimeout(context.Background(), interval)
-		res := make(chan renewal, 1)
-		go func() {
-			g, err := m.c.renew(rctx, m.resource, m.holder)
-			res <- renewal{g, err}
-		}()
-		end := clk.NewTimer(leaseEnd.Sub(sent))
-		var r renewal
-		select {
-		case <-h.stop:
-			cancel()
-			end.Stop()
-			<-res // the renewal ends with the watchdog
-			return
-		case <-end.C():
-			cancel()
-			<-res
-			m.lose(h, leaseOver(true, lastErr))
-			return
-		case r = <-res:
-		}
-		end.Stop()
-		cancel()
-		switch {
-		case r.err == nil:
-			lease := h.lease
-			if r.g.LeaseMs > 0 {
-				lease = time.Duration(r.g.LeaseMs) * time.Millisecond
-			}
-			leaseEnd = sent.Add(lease)
-			lastErr, next = nil, interval
-			m.event("renewed")
-		case !errorsIsTemporary(r.err):
-			m.lose(h, fmt.Errorf("%w: renewal refused: %w", ErrLeaseLost, r.err))
-			return
-		default:
-			lastErr, next = r.err, retry
-			m.event("retry")
-		}
-	}
-}
-
-func leaseOver(renewing bool, lastErr error) error {
-	switch {
-	case !renewing:
-		return fmt.Errorf("%w: the fixed lease ran out", ErrLeaseLost)
-	case lastErr != nil:
-		return fmt.Errorf("%w: server unreachable until the lease ran out: %w", ErrLeaseLost, lastErr)
-	default:
-		return fmt.Errorf("%w: no renewal answered before the lease ran out", ErrLeaseLost)
-	}
+// renewOnce is one renewal of the watchdog.
+func (m *Mutex) renewOnce(ctx context.Context) (time.Duration, error) {
+	g, err := m.c.renew(ctx, m.resource, m.holder)
+	return time.Duration(g.LeaseMs) * time.Millisecond, err
 }

@@ -37,9 +37,11 @@ type rpcRequest struct {
 	Holder   string `json:"holder,omitempty"`
 	LeaseMs  int64  `json:"leaseMs,omitempty"`
 	WaitMs   int64  `json:"waitMs,omitempty"`
-	Token    int64  `json:"token,omitempty"`
-	Issuer   string `json:"issuer,omitempty"`
-	Scope    string `json:"scope,omitempty"`
+	// LockDelayMs of an acquire (contract v3's lock-delay).
+	LockDelayMs int64  `json:"lockDelayMs,omitempty"`
+	Token       int64  `json:"token,omitempty"`
+	Issuer      string `json:"issuer,omitempty"`
+	Scope       string `json:"scope,omitempty"`
 	// Signature of Token, for a server with --require-signatures.
 	Signature string `json:"signature,omitempty"`
 	Mode      string `json:"mode,omitempty"` // of a fence: "current", or empty for the rule
@@ -114,10 +116,24 @@ func (p *rpcPool) session(ctx context.Context, c *Client) (*rpcSession, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(c.life.ctx, cancel)()
+	ws, err := c.dialWS(ctx, "/v1/rpc", "")
+	if err != nil {
+		return nil, err
+	}
+	p.sess = newRPCSession(ws, p.hooks)
+	return p.sess, nil
+}
+
+// dialWS opens a websocket to the route path (with the raw query) of the
+// base URL, with the client's credential and TLS settings. A refusal with
+// an answer (no key, a revoked one, another origin) is the error the HTTP
+// call would give.
+func (c *Client) dialWS(ctx context.Context, path, query string) (*websocket.Conn, error) {
 	u := *c.base
 	u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
-	u.Path += "/v1/rpc"
+	u.Path += path
 	u.RawPath = ""
+	u.RawQuery = query
 	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 16 << 10, WriteBufferSize: 16 << 10}
 	if tr, ok := c.hc.Transport.(*http.Transport); ok {
 		dialer.TLSClientConfig = tr.TLSClientConfig
@@ -130,16 +146,13 @@ func (p *rpcPool) session(ctx context.Context, c *Client) (*rpcSession, error) {
 	ws, resp, err := dialer.DialContext(ctx, u.String(), h)
 	if err != nil {
 		if resp != nil && resp.StatusCode >= 400 {
-			// Refused with an answer (no key, a revoked one, another
-			// origin): the same error the HTTP call would give.
 			raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 			resp.Body.Close()
 			return nil, apiError(resp.StatusCode, raw, nil)
 		}
-		return nil, fmt.Errorf("fenceview: rpc stream: %w", err)
+		return nil, fmt.Errorf("fenceview: websocket %s: %w", path, err)
 	}
-	p.sess = newRPCSession(ws, p.hooks)
-	return p.sess, nil
+	return ws, nil
 }
 
 // close ends the live session and waits for its reader and writer.

@@ -50,6 +50,7 @@ func appendRPCRequest(dst []byte, req *rpcRequest) ([]byte, error) {
 	str(`"holder":`, req.Holder)
 	num(`"leaseMs":`, req.LeaseMs)
 	num(`"waitMs":`, req.WaitMs)
+	num(`"lockDelayMs":`, req.LockDelayMs)
 	num(`"token":`, req.Token)
 	str(`"issuer":`, req.Issuer)
 	str(`"scope":`, req.Scope)

@@ -22,6 +22,7 @@ func TestRPCRequestEncodesLikeEncodingJSON(t *testing.T) {
 		{ID: 1, Op: "acquire", Resource: "orders/42", Holder: "worker-1", LeaseMs: 30000, WaitMs: 0},
 		{ID: 1<<64 - 1, Op: "fence", Resource: "r", Token: -5, Issuer: "i", Scope: "s", Signature: "sig+/="},
 		{ID: 2, Op: "fence", Resource: "r", Token: 3, Mode: "current"},
+		{ID: 3, Op: "acquire", Resource: "r", Holder: "h", LeaseMs: 1, WaitMs: 2, LockDelayMs: 60000},
 		{Op: "fence", Mode: "<current>"},
 		{Token: 1},
 		{Holder: "a<b&c>"},
@@ -81,8 +82,8 @@ func FuzzRPCAnswerDecode(f *testing.F) {
 
 // A field added to rpcRequest must be taught to appendRPCRequest.
 func TestRPCRequestCodecKnowsEveryField(t *testing.T) {
-	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 11 {
-		t.Fatalf("rpcRequest has %d fields, appendRPCRequest writes 11: teach it the new ones", n)
+	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 12 {
+		t.Fatalf("rpcRequest has %d fields, appendRPCRequest writes 12: teach it the new ones", n)
 	}
 }
 

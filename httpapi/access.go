@@ -55,14 +55,22 @@ var publicRoutes = map[string]bool{
 
 // Routes whose action is not the default (GET: read; anything else: admin).
 var routeActions = map[string]auth.Action{
-	"POST /v1/locks/{resource}/acquire": auth.Lock,
-	"POST /v1/locks/{resource}/renew":   auth.Lock,
-	"POST /v1/locks/{resource}/release": auth.Lock,
-	"GET /v1/rpc":                       auth.Lock,
-	"POST /v1/fence/{resource}":         auth.Fence,
-	"POST /v1/decisions":                auth.Report,
-	"GET /v1/auth/keys":                 auth.Manage,
-	"/":                                 auth.Read, // no route: 404 or 405 for anyone signed in
+	"POST /v1/locks/{resource}/acquire":  auth.Lock,
+	"POST /v1/locks/{resource}/renew":    auth.Lock,
+	"POST /v1/locks/{resource}/release":  auth.Lock,
+	"POST /v1/locks/acquire-all":         auth.Lock,
+	"POST /v1/locks/release-all":         auth.Lock,
+	"POST /v1/semaphores/{name}/acquire": auth.Lock,
+	"POST /v1/semaphores/{name}/release": auth.Lock,
+	"POST /v1/elections/{name}/campaign": auth.Lock,
+	"POST /v1/elections/{name}/proclaim": auth.Lock,
+	"POST /v1/elections/{name}/resign":   auth.Lock,
+	"POST /v1/elections/{name}/renew":    auth.Lock,
+	"GET /v1/rpc":                        auth.Lock,
+	"POST /v1/fence/{resource}":          auth.Fence,
+	"POST /v1/decisions":                 auth.Report,
+	"GET /v1/auth/keys":                  auth.Manage,
+	"/":                                  auth.Read, // no route: 404 or 405 for anyone signed in
 }
 
 // actionOf classifies a route. Unknown state-changing routes are admin's:

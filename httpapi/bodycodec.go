@@ -38,6 +38,8 @@ func (req *lockRequest) decodePlain(b []byte) bool {
 			return p.jsonInt(&req.LeaseMs)
 		case "waitMs":
 			return p.jsonInt(&req.WaitMs)
+		case "lockDelayMs":
+			return p.jsonInt(&req.LockDelayMs)
 		default:
 			return false // unknown or differently cased: encoding/json decides
 		}

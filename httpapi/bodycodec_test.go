@@ -24,6 +24,7 @@ var bodySeeds = []string{
 	`{"holder":"a",}`, `{"holder":"a"}x`, `{"holder":"a"}}`, `{"holder":"a"}]`, `{"holder":"a"} {}`, `{"holder":"a"`,
 	`{"holder" "a"}`, `{"holder":"a" "x":1}`, `{,}`, `{"extra":{"a":[1,2]},"holder":"a"}`, `{"token":-3}`,
 	`{"token":1,"issuer":null}`, `{"signature":"a","Signature":"b"}`, `{"origin":"x","header":"y"}`,
+	`{"holder":"a","lockDelayMs":5000}`, `{"lockDelayMs":-1,"lockDelayMs":null}`, `{"lockDelayMs":1.5}`,
 }
 
 // checkBody holds decodeBody to encoding/json for lock and fence bodies:

@@ -16,6 +16,9 @@ type lockRequest struct {
 	Holder  *string `json:"holder"`
 	LeaseMs jsonInt `json:"leaseMs"`
 	WaitMs  jsonInt `json:"waitMs"`
+	// LockDelayMs of an acquire (contract v3's lock-delay); renew and
+	// release take none and ignore it.
+	LockDelayMs jsonInt `json:"lockDelayMs"`
 }
 
 // pathResource is the route's {resource}, validated as every entry point
@@ -51,25 +54,39 @@ func (req lockRequest) validate() error {
 	if req.LeaseMs.Set && (req.LeaseMs.Value < 1 || req.LeaseMs.Value > fenceview.MaxLease.Milliseconds()) {
 		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
-	if req.WaitMs.Set && (req.WaitMs.Value < 0 || req.WaitMs.Value > fenceview.MaxWait.Milliseconds()) {
+	return validateTimes(req.WaitMs, req.LockDelayMs)
+}
+
+// validateTimes checks the waitMs and lockDelayMs of any request taking
+// them (an absent one is 0).
+func validateTimes(waitMs, lockDelayMs jsonInt) error {
+	if waitMs.Set && (waitMs.Value < 0 || waitMs.Value > fenceview.MaxWait.Milliseconds()) {
 		return fenceview.Errorf(fenceview.EINVALID, "waitMs must be between 0 and %d", fenceview.MaxWait.Milliseconds())
+	}
+	if lockDelayMs.Set && (lockDelayMs.Value < 0 || lockDelayMs.Value > fenceview.MaxLockDelay.Milliseconds()) {
+		return fenceview.Errorf(fenceview.EINVALID, "lockDelayMs must be between 0 and %d", fenceview.MaxLockDelay.Milliseconds())
 	}
 	return nil
 }
+
+// millis is an integer field of milliseconds as a duration (0 when absent).
+func millis(n jsonInt) time.Duration { return time.Duration(n.Value) * time.Millisecond }
 
 // The lock operations, shared by the JSON API and the RPC stream. Each
 // answers with a status and a body, errors included.
 
 func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) (int, any) {
+	start := time.Now()
 	var lease time.Duration // none: the default, or a re-entrant grant's current lease
 	if req.LeaseMs.Set {
 		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
 	}
-	wait := time.Duration(req.WaitMs.Value) * time.Millisecond
-	g, err := s.Service.Acquire(ctx, fenceview.AcquireRequest{ResourceID: resource, Holder: *req.Holder, Lease: lease, Wait: wait})
+	g, err := s.Service.Acquire(ctx, fenceview.AcquireRequest{ResourceID: resource, Holder: *req.Holder, Lease: lease,
+		Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
+	s.observeGrant(KindLock, start)
 	return http.StatusOK, grantWire(g)
 }
 
@@ -174,7 +191,7 @@ func lockWire(ls fenceview.LockState) lockBody {
 	return lockBody{
 		ResourceID: ls.ResourceID, Locked: ls.Locked, Holder: wireString(ls.Holder), HoldCount: ls.HoldCount,
 		Token: ls.Token, ExpiresAt: wireTime(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
-		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters,
+		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters, AvailableAt: wireTime(ls.AvailableAt),
 	}
 }
 

@@ -31,8 +31,10 @@ import (
 //	{"id":7,"op":"acquire","resource":"r","holder":"a","leaseMs":30000,"waitMs":0}
 //	{"id":8,"op":"fence","resource":"r","token":12}
 //
-// op is acquire, renew, release, fence or lock. Answers come back as they
-// are ready, in any order, batched the same way:
+// op is acquire, renew, release, fence or lock, or one of contract v3's
+// (primitiveOps: semaphore-acquire, acquire-all, campaign...), whose
+// fields are the JSON API's ({name} of the route included). Answers come
+// back as they are ready, in any order, batched the same way:
 //
 //	{"id":7,"status":200,"body":{...the JSON API's answer...}}
 //
@@ -70,6 +72,26 @@ type rpcRequest struct {
 	// Signature of the token, as in the JSON fence body.
 	Signature string `json:"signature"`
 	Mode      string `json:"mode"` // of a fence, as in the JSON fence body
+
+	// Contract v3's primitives: the JSON API's path {name} and body fields.
+	LockDelayMs jsonInt   `json:"lockDelayMs"`
+	Name        string    `json:"name"`
+	Permits     jsonInt   `json:"permits"`
+	Slot        jsonInt   `json:"slot"`
+	Resources   *[]string `json:"resources"`
+	Candidate   *string   `json:"candidate"`
+	Value       *string   `json:"value"`
+}
+
+// waits reports whether req may wait for a lock (an acquire of any kind
+// with waitMs > 0): it then holds a goroutine of its own, not a worker,
+// and counts against rpcMaxWaiting.
+func (req *rpcRequest) waits() bool {
+	switch req.Op {
+	case "acquire", "semaphore-acquire", "acquire-all", "campaign":
+		return req.WaitMs.Value > 0
+	}
+	return false
 }
 
 type rpcAnswer struct {
@@ -208,7 +230,7 @@ func (c *rpcConn) take(line []byte, single bool) {
 			map[string]any{"error": "invalid request: " + describeJSONError(err)}))
 		return
 	}
-	if req.Op == "acquire" && req.WaitMs.Value > 0 {
+	if req.waits() {
 		if c.waiting.Add(1) > rpcMaxWaiting {
 			c.waiting.Add(-1)
 			c.queue(appendRPCAnswer(nil, req.ID, http.StatusTooManyRequests, map[string]any{
@@ -217,8 +239,10 @@ func (c *rpcConn) take(line []byte, single bool) {
 		}
 		// A waiting acquire holds its own goroutine (bounded above, and
 		// by the server's --max-waiters), so a wait never takes a worker.
-		// It keeps only what the acquire needs.
-		req = rpcRequest{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
+		// A lock's acquire keeps only what it needs.
+		if req.Op == "acquire" {
+			req = rpcRequest{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+		}
 		c.busy.Add(1)
 		c.inflight.Add(1)
 		go func() {
@@ -284,7 +308,7 @@ func (c *rpcConn) worker(req rpcRequest) {
 func (c *rpcConn) serve(req rpcRequest) {
 	a := c.answer(req)
 	c.busy.Add(-1)
-	if !(req.Op == "acquire" && req.WaitMs.Value > 0) {
+	if !req.waits() {
 		c.freeSlot()
 	}
 	c.queue(a)
@@ -368,6 +392,13 @@ func (c *rpcConn) queue(a []byte) {
 // dispatchRPC runs one request through the same code as the JSON API;
 // origin (rpc:<host>) is the connection's source when auth is off.
 func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string) (int, any) {
+	if op, ok := primitiveOps[req.Op]; ok {
+		p := auth.FromContext(ctx)
+		if !p.Allows(op.action) {
+			return s.errorBody(ctx, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
+		}
+		return op.serve(s, ctx, req)
+	}
 	if err := guard.ValidateResourceID(req.Resource); err != nil {
 		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "%v", err))
 	}
@@ -376,7 +407,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string)
 	}
 	switch req.Op {
 	case "acquire", "renew", "release":
-		lr := lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
+		lr := lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
 		if err := lr.validate(); err != nil {
 			return s.errorBody(ctx, err)
 		}
@@ -401,7 +432,64 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string)
 		}
 		return http.StatusOK, lockWire(ls)
 	}
-	return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be acquire, renew, release, fence or lock"))
+	return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be acquire, renew, release, fence, lock, "+
+		"semaphore-acquire, semaphore-release, semaphore-permits, semaphore, acquire-all, release-all, "+
+		"campaign, proclaim, resign, election-renew or election"))
+}
+
+// primitiveOps are the RPC stream's ops of contract v3: each is the JSON
+// API's route of the same action, its {name} and body fields read from
+// the request line. Each op checks the caller's prefixes for every lock it
+// touches, as the route does.
+var primitiveOps = map[string]struct {
+	action auth.Action
+	serve  func(s *Server, ctx context.Context, req rpcRequest) (int, any)
+}{
+	"semaphore-acquire": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.semaphoreAcquire(ctx, req.Name, req.semaphoreRequest())
+	}},
+	"semaphore-release": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.semaphoreRelease(ctx, req.Name, req.semaphoreRequest())
+	}},
+	"semaphore-permits": {auth.Manage, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.semaphorePermits(ctx, req.Name, permitsRequest{Permits: req.Permits})
+	}},
+	"semaphore": {auth.Read, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.semaphoreState(ctx, req.Name)
+	}},
+	"acquire-all": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.acquireAll(ctx, "", req.lockAllRequest())
+	}},
+	"release-all": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.releaseAll(ctx, "", req.lockAllRequest())
+	}},
+	"campaign": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.campaign(ctx, req.Name, req.electionRequest())
+	}},
+	"proclaim": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.proclaim(ctx, req.Name, req.electionRequest())
+	}},
+	"resign": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.resign(ctx, req.Name, req.electionRequest())
+	}},
+	"election-renew": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.renewLeadership(ctx, req.Name, req.electionRequest())
+	}},
+	"election": {auth.Read, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.electionState(ctx, req.Name)
+	}},
+}
+
+func (req rpcRequest) semaphoreRequest() semaphoreRequest {
+	return semaphoreRequest{Holder: req.Holder, Permits: req.Permits, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs, Slot: req.Slot}
+}
+
+func (req rpcRequest) lockAllRequest() lockAllRequest {
+	return lockAllRequest{Resources: req.Resources, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+}
+
+func (req rpcRequest) electionRequest() electionRequest {
+	return electionRequest{Candidate: req.Candidate, Value: req.Value, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
 }
 
 // rpcAllowed applies the caller's role and prefixes to one request, as

@@ -48,19 +48,47 @@ func fastRPCRequest(b []byte, req *rpcRequest) bool {
 				return false
 			}
 			req.ID, i = v, n
-		case "leaseMs", "waitMs", "token":
+		case "leaseMs", "waitMs", "token", "lockDelayMs", "permits", "slot":
 			v, n, ok := plainInt(b, i)
 			if !ok {
 				return false
 			}
 			i = n
 			p := &req.Token
-			if key[0] == 'l' {
+			switch string(key) {
+			case "leaseMs":
 				p = &req.LeaseMs
-			} else if key[0] == 'w' {
+			case "waitMs":
 				p = &req.WaitMs
+			case "lockDelayMs":
+				p = &req.LockDelayMs
+			case "permits":
+				p = &req.Permits
+			case "slot":
+				p = &req.Slot
 			}
 			*p = jsonInt{Set: true, Value: v}
+		case "resources":
+			list, n, ok := plainStrings(b, i)
+			if !ok {
+				return false
+			}
+			req.Resources, i = &list, n
+		case "name", "candidate", "value":
+			v, n, ok := plainString(b, i)
+			if !ok {
+				return false
+			}
+			i = n
+			s := string(v)
+			switch key[0] {
+			case 'n':
+				req.Name = s
+			case 'c':
+				req.Candidate = &s
+			default:
+				req.Value = &s
+			}
 		case "op", "resource", "holder", "issuer", "scope", "source", "signature", "mode":
 			v, n, ok := plainString(b, i)
 			if !ok {
@@ -131,6 +159,34 @@ func plainString(b []byte, i int) ([]byte, int, bool) {
 		}
 	}
 	return nil, 0, false
+}
+
+// plainStrings reads a JSON array of plain strings (as plainString), with
+// no space in it, returning a list that is never nil and the index after.
+func plainStrings(b []byte, i int) ([]string, int, bool) {
+	if i >= len(b) || b[i] != '[' {
+		return nil, 0, false
+	}
+	i++
+	list := []string{}
+	if i < len(b) && b[i] == ']' {
+		return list, i + 1, true
+	}
+	for {
+		v, n, ok := plainString(b, i)
+		if !ok || n >= len(b) {
+			return nil, 0, false
+		}
+		list = append(list, string(v))
+		switch b[n] {
+		case ',':
+			i = n + 1
+		case ']':
+			return list, n + 1, true
+		default:
+			return nil, 0, false
+		}
+	}
 }
 
 // plainUint reads a JSON integer without sign, fraction or exponent that

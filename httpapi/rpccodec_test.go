@@ -21,6 +21,12 @@ var rpcRequestSeeds = []string{
 	`{"holder":null}`, `{"holder":""}`, `{"holder":"a","holder":"b"}`, `{"holder":"\u00e9"}`, "{\"holder\":\"\xff\"}",
 	`{"holder":"a\"b"}`, `{"op":"acquire",}`, `{"op":"acquire"}x`, `{"op":"acquire"`, `[1]`, `"x"`, `{"extra":{"a":1},"id":3}`,
 	`{"id":3,"op":1}`, `{"leaseMs":1,"waitMs":2,"token":3}`, "{\"op\":\"a\tb\"}",
+	`{"id":10,"op":"semaphore-acquire","name":"jobs","holder":"w","permits":4,"waitMs":100,"lockDelayMs":5}`,
+	`{"id":11,"op":"acquire-all","resources":["a","b"],"holder":"h"}`, `{"resources":[]}`, `{"resources":[ ]}`,
+	`{"resources":["a",]}`, `{"resources":["a"],"resources":["b","c"]}`, `{"resources":null}`, `{"resources":[1]}`,
+	`{"resources":"a"}`, `{"resources":["a"]`, `{"resources":["a","\u00e9"]}`,
+	`{"id":12,"op":"campaign","name":"e","candidate":"c","value":"v","leaseMs":1}`, `{"value":""}`, `{"candidate":null}`,
+	`{"slot":-1,"permits":1025}`, `{"name":3}`,
 }
 
 // The fast path answers exactly as encoding/json: same request, same
@@ -86,8 +92,8 @@ func TestRPCAnswerEncodesLikeEncodingJSON(t *testing.T) {
 // A field added to rpcRequest still decodes (its key sends the line to
 // encoding/json), but off the fast path: teach fastRPCRequest.
 func TestRPCRequestCodecKnowsEveryField(t *testing.T) {
-	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 12 {
-		t.Fatalf("rpcRequest has %d fields, fastRPCRequest reads 12: teach it the new ones", n)
+	if n := reflect.TypeOf(rpcRequest{}).NumField(); n != 19 {
+		t.Fatalf("rpcRequest has %d fields, fastRPCRequest reads 19: teach it the new ones", n)
 	}
 }
 

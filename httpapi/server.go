@@ -43,6 +43,19 @@ type Service interface {
 	Unsubscribe(sub *issuer.Subscription)
 	Metrics() issuer.Metrics
 	Issuer() string
+
+	// Contract v3's primitives, each made of lock resources.
+	AcquirePermit(ctx context.Context, req fenceview.PermitRequest) (fenceview.Grant, error)
+	ReleasePermit(ctx context.Context, name, holder string, slot int) (int, error)
+	SetPermits(ctx context.Context, name string, permits int) (fenceview.Semaphore, error)
+	Semaphore(name string) (fenceview.Semaphore, error)
+	AcquireAll(ctx context.Context, req fenceview.AcquireAllRequest) ([]fenceview.Grant, error)
+	ReleaseAll(ctx context.Context, resourceIDs []string, holder string) (fenceview.Released, error)
+	Campaign(ctx context.Context, req fenceview.CampaignRequest) (fenceview.Leader, fenceview.Grant, error)
+	Proclaim(ctx context.Context, election, candidate, value string) (fenceview.Leader, error)
+	Resign(ctx context.Context, election, candidate string) error
+	RenewLeadership(ctx context.Context, election, candidate string, lease time.Duration) (fenceview.Leader, fenceview.Grant, error)
+	Leader(election string) (*fenceview.Leader, error)
 }
 
 var _ Service = (*issuer.Service)(nil)
@@ -57,6 +70,11 @@ type Server struct {
 	// events waited before going out to a stream client. Both optional.
 	Metrics   http.Handler
 	StreamLag func(time.Duration)
+	// ObserveGrant, optional, is told of every grant of a lock, a
+	// semaphore's slot, a multi-lock or an election (kind: KindLock...),
+	// over the JSON API or the RPC stream, and how long it took from the
+	// request, waiting for the lock included.
+	ObserveGrant func(kind string, took time.Duration)
 	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
 	SigningKeys SigningKeys
 	// MaxWebsockets caps the open event streams and RPC connections
@@ -101,6 +119,7 @@ func New(svc Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("POST /v1/locks/{resource}/reset", s.handleReset)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/recover", s.handleRecover)
 	s.mux.HandleFunc("GET /v1/locks/{resource}", s.handleLock)
+	s.registerPrimitives()
 	s.mux.HandleFunc("POST /v1/fence/{resource}", s.handleFence)
 	s.mux.HandleFunc("POST /v1/decisions", s.handleDecisions)
 	s.mux.HandleFunc("GET /v1/resources", s.handleResources)
@@ -144,7 +163,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // would have matched, 404 otherwise, both as JSON.
 func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		if m == r.Method {
 			continue
 		}
@@ -174,20 +193,31 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 // then depend on the id (is "orders/acquire" an id, or an id and a verb?).
 func escapeHint(method, path string) string {
 	var prefix, id, suffix string
-	for _, route := range []struct{ method, prefix string }{
-		{http.MethodPost, "/v1/locks/"}, {http.MethodGet, "/v1/locks/"},
-		{http.MethodPost, "/v1/fence/"}, {http.MethodGet, "/v1/resources/"},
+	// The routes of an id, and the verbs that may follow it.
+	for _, route := range []struct {
+		method, prefix string
+		verbs          []string
+	}{
+		{http.MethodPost, "/v1/locks/", []string{"acquire", "renew", "release", "expire", "reset", "recover"}},
+		{http.MethodGet, "/v1/locks/", nil},
+		{http.MethodPost, "/v1/fence/", nil}, {http.MethodGet, "/v1/resources/", nil},
+		{http.MethodPost, "/v1/semaphores/", []string{"acquire", "release"}},
+		{http.MethodGet, "/v1/semaphores/", nil}, {http.MethodPut, "/v1/semaphores/", nil},
+		{http.MethodPost, "/v1/elections/", []string{"campaign", "proclaim", "resign", "renew"}},
+		{http.MethodGet, "/v1/elections/", nil},
 	} {
-		if rest, ok := strings.CutPrefix(path, route.prefix); ok && method == route.method {
-			prefix, id = route.prefix, rest
+		rest, ok := strings.CutPrefix(path, route.prefix)
+		if !ok || method != route.method {
+			continue
 		}
-	}
-	if prefix == "/v1/locks/" && method == http.MethodPost {
-		i := strings.LastIndexByte(id, '/')
-		if i < 0 || !slices.Contains([]string{"acquire", "renew", "release", "expire", "reset", "recover"}, id[i+1:]) {
-			return ""
+		prefix, id = route.prefix, rest
+		if route.verbs != nil {
+			i := strings.LastIndexByte(id, '/')
+			if i < 0 || !slices.Contains(route.verbs, id[i+1:]) {
+				return ""
+			}
+			id, suffix = id[:i], id[i:]
 		}
-		id, suffix = id[:i], id[i:]
 	}
 	if !strings.Contains(id, "/") || guard.ValidateResourceID(id) != nil {
 		return ""

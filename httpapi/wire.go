@@ -29,11 +29,38 @@ func (s wireString) MarshalJSON() ([]byte, error) {
 	return json.Marshal(string(s))
 }
 
-// wireValue converts domain values in error fields to their wire form.
+// wireValue converts domain values in error fields to their wire form,
+// inside the lists and objects of contract v3's refusals too (a
+// multi-lock's held locks, a campaign's leader).
 func wireValue(v any) any {
 	switch v := v.(type) {
 	case time.Time:
 		return wireTime(v)
+	case fenceview.Leader:
+		return leaderWire(v)
+	case *fenceview.Leader:
+		if v == nil {
+			return nil
+		}
+		return leaderWire(*v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = wireValue(e)
+		}
+		return out
+	case []map[string]any:
+		out := make([]map[string]any, len(v))
+		for i, e := range v {
+			out[i] = wireValue(e).(map[string]any)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = wireValue(e)
+		}
+		return out
 	default:
 		return v
 	}
@@ -135,7 +162,7 @@ func describeJSONError(err error) string {
 	case errors.As(err, &syntaxErr):
 		return fmt.Sprintf("syntax error at byte %d", syntaxErr.Offset)
 	case errors.Is(err, errNotInteger):
-		return "a token, leaseMs or waitMs must be a JSON integer"
+		return "a token, leaseMs, waitMs, lockDelayMs, permits or slot must be a JSON integer"
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "unexpected end of body"
 	}
@@ -224,6 +251,8 @@ type lockBody struct {
 	RemainingMs int64      `json:"remainingMs"`
 	LeaseMs     int64      `json:"leaseMs"`
 	Waiters     int        `json:"waiters"`
+	// AvailableAt is when a running lock-delay ends; null when none runs.
+	AvailableAt wireTime `json:"availableAt"`
 }
 
 type resourceBody struct {
@@ -271,6 +300,10 @@ type EventBody struct {
 	Reason     string   `json:"reason,omitempty"`
 	Source     string   `json:"source,omitempty"`
 	At         wireTime `json:"at"`
+	// Value: an election's leader value, on its grants and proclaims.
+	Value *string `json:"value,omitempty"`
+	// LockDelayMs: the lock-delay an expire starts.
+	LockDelayMs int64 `json:"lockDelayMs,omitempty"`
 }
 
 // EventWire converts an event to its stream form. A rejection always carries
@@ -286,5 +319,9 @@ func EventWire(e fenceview.Event) EventBody {
 	case fenceview.EventRecover:
 		b.Presented, b.Required = &e.Presented, &e.Required
 	}
+	if e.Value != "" || e.Type == fenceview.EventProclaim { // a proclaim's value is news even when empty
+		b.Value = &e.Value
+	}
+	b.LockDelayMs = e.LockDelayMs
 	return b
 }

@@ -127,6 +127,9 @@ type event struct {
 	Reason     string `json:"reason"`
 	Source     string `json:"source"`
 	At         string `json:"at"`
+	// Contract v3: an election's value, an expire's lock-delay.
+	Value       *string `json:"value"`
+	LockDelayMs int64   `json:"lockDelayMs"`
 }
 
 func (st *stream) next() event {

@@ -78,6 +78,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			clientAddr := func(r *http.Request) string { return s.Node.ClientAddr(r) }
 			api.ClientAddr = clientAddr
 			api.Metrics, api.StreamLag = s.Metrics.Handler(), s.Metrics.ObserveStreamLag
+			api.ObserveGrant = s.Metrics.ObserveGrant
 			s.Metrics.Watch(svc) // this term's service
 			dash := dashboard.New(svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger

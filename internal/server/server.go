@@ -186,6 +186,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.API.FenceMode = cfg.FenceMode
 	s.API.Metrics = s.Metrics.Handler()
 	s.API.StreamLag = s.Metrics.ObserveStreamLag
+	s.API.ObserveGrant = s.Metrics.ObserveGrant
 	s.API.MaxWebsockets, s.API.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
 	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
 		return nil, err

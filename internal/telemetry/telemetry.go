@@ -41,6 +41,7 @@ type Metrics struct {
 	ckptFailed    prometheus.Counter
 	walFrames     prometheus.Gauge
 	streamLag     prometheus.Histogram
+	grants        *prometheus.HistogramVec
 
 	watchOnce sync.Once
 	service   serviceCollector
@@ -91,6 +92,15 @@ func New() *Metrics {
 		Name: "fenceview_sqlite_wal_frames",
 		Help: "Frames (pages) in the SQLite WAL at the last checkpoint: a WAL that keeps growing means checkpoints cannot finish (a long read holds them back).",
 	})
+	m.grants = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "fenceview_grant_seconds",
+		Help: "Grants by kind (lock, semaphore, multi, election; a multi-lock counts once), over the JSON API and the RPC stream, " +
+			"and how long each took from the request, waiting for the lock included: the count is the grants, the buckets the waits.",
+		Buckets: waitBuckets,
+	}, []string{"kind"})
+	for _, k := range GrantKinds { // every kind from the first scrape, so rates start at 0
+		m.grants.WithLabelValues(k)
+	}
 	m.streamLag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fenceview_stream_lag_seconds",
 		Help:    "Event stream lag: from an event's publication (its commit is durable) to its frame leaving for a websocket client.",
@@ -100,7 +110,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.commit, m.commitChanges, m.commitFailed, m.fsync, m.streamLag,
-		m.checkpoint, m.ckptFailed, m.walFrames,
+		m.checkpoint, m.ckptFailed, m.walFrames, m.grants,
 	)
 	return m
 }
@@ -140,6 +150,26 @@ func (m *Metrics) ObserveCheckpoint(d time.Duration, walFrames int, err error) {
 	}
 	m.checkpoint.Observe(d.Seconds())
 	m.walFrames.Set(float64(walFrames))
+}
+
+// GrantKinds are the kind label's values: the primitives of httpapi
+// (KindLock...), spelled here so the label set stays bounded whatever a
+// caller passes.
+var GrantKinds = []string{"lock", "semaphore", "multi", "election"}
+
+// waitBuckets reach from a grant at once (a commit, about a millisecond)
+// to the longest wait an acquire may ask for (5 minutes).
+var waitBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
+
+// ObserveGrant records one grant of kind and how long it took, waiting
+// included. A kind outside GrantKinds is not recorded.
+func (m *Metrics) ObserveGrant(kind string, took time.Duration) {
+	for _, k := range GrantKinds {
+		if k == kind {
+			m.grants.WithLabelValues(k).Observe(took.Seconds())
+			return
+		}
+	}
 }
 
 // ObserveStreamLag records how long an event waited for a stream client.

@@ -1,0 +1,277 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+// Bounds of contract v3 the client checks before sending (the server's
+// fenceview.MaxPermits, MaxSemaphoreNameLen).
+const (
+	maxPermits          = 1024
+	maxSemaphoreNameLen = 150
+)
+
+// Semaphore is a fenced semaphore of N permits: the N locks name#0 ..
+// name#<N-1> (its slots) on the server. Every Acquire takes the lowest free
+// slot and returns a Permit, whose token is the slot's own: a resource that
+// guards the work done under a permit fences it by the slot's resource id
+// and token, as for any lock (Curator's InterProcessSemaphoreV2 and
+// Redisson's RPermitExpirableSemaphore, with tokens).
+//
+// The permits are held by the client's holder id (WithHolder); one holder
+// may hold several permits, one Acquire each. Its methods are safe for
+// concurrent use.
+type Semaphore struct {
+	c         *Client
+	name      string
+	permits   int
+	lockDelay time.Duration
+	bad       error
+}
+
+// Semaphore returns the semaphore name of permits permits (1..1024). The
+// first acquire of a name fixes its permits on the server; an acquire
+// asking for another number is refused with a *PermitsMismatchError. The
+// name is 1..150 bytes without '#'.
+func (c *Client) Semaphore(name string, permits int, opts ...LockOption) *Semaphore {
+	o := lockOptions(opts)
+	return &Semaphore{c: c, name: name, permits: permits, lockDelay: o.lockDelay, bad: o.err}
+}
+
+// Name returns the semaphore's name.
+func (s *Semaphore) Name() string { return s.name }
+
+func (s *Semaphore) validate() error {
+	if s.bad != nil {
+		return s.bad
+	}
+	if err := validateSemaphoreName(s.name); err != nil {
+		return err
+	}
+	if s.permits < 1 || s.permits > maxPermits {
+		return invalid(fmt.Errorf("permits %d: want 1..%d", s.permits, maxPermits))
+	}
+	return guardHolder(s.c.holder)
+}
+
+func validateSemaphoreName(name string) error {
+	if err := guard.ValidateResourceID(name); err != nil {
+		return invalid(fmt.Errorf("semaphore name: %w", err))
+	}
+	if len(name) > maxSemaphoreNameLen || strings.Contains(name, "#") {
+		return invalid(fmt.Errorf("semaphore name %q: want 1..%d bytes without '#'", name, maxSemaphoreNameLen))
+	}
+	return nil
+}
+
+func guardHolder(holder string) error {
+	if err := guard.ValidateHolderID(holder); err != nil {
+		return invalid(err)
+	}
+	return nil
+}
+
+// Acquire blocks until a permit is granted or ctx is done. Waiting happens
+// on the server, first come first served for any slot, in chunks as
+// Mutex.Lock does. The permit's lease (WithLease) is renewed by a watchdog
+// until Release; its Context is cancelled when the lease is lost.
+func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	for {
+		wait := waitChunk(ctx)
+		p, err := s.acquire(ctx, max(wait, 0))
+		if err == nil {
+			return p, nil
+		}
+		if !(errors.Is(err, ErrNoPermit) || errors.Is(err, ErrLockDelay)) || wait <= 0 {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+	}
+}
+
+// TryAcquire asks for a permit, waiting on the server up to wait (0: do not
+// wait), and returns it, or a *NoPermitError (errors.Is(err, ErrNoPermit))
+// when every slot stayed taken.
+func (s *Semaphore) TryAcquire(ctx context.Context, wait time.Duration) (*Permit, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	if wait < 0 {
+		return nil, invalid(fmt.Errorf("negative wait %v", wait))
+	}
+	return s.acquire(ctx, wait)
+}
+
+// permitBody is a semaphore's grant on the wire: a lock grant of the slot.
+type permitBody struct {
+	grantBody
+	Semaphore string `json:"semaphore"`
+	Slot      int    `json:"slot"`
+}
+
+func (s *Semaphore) acquire(ctx context.Context, wait time.Duration) (*Permit, error) {
+	in := struct {
+		Holder      string `json:"holder"`
+		Permits     int    `json:"permits"`
+		LeaseMs     int64  `json:"leaseMs"`
+		WaitMs      int64  `json:"waitMs,omitempty"`
+		LockDelayMs int64  `json:"lockDelayMs,omitempty"`
+	}{s.c.holder, s.permits, s.c.lease.Milliseconds(), wait.Milliseconds(), s.lockDelay.Milliseconds()}
+	var g permitBody
+	sent := s.c.clock.Now()
+	err := s.c.call(ctx, http.MethodPost, s.c.endpoint("semaphores", s.name, "acquire"), nil, in, &g,
+		conflictOf(s.name, s.permits, nil))
+	if err != nil {
+		return nil, err
+	}
+	if g.Slot < 0 || g.Slot >= maxPermits || g.ResourceID != slotID(s.name, g.Slot) || g.Fencing.Token <= 0 {
+		return nil, fmt.Errorf("fenceview: semaphore %q: grant of slot %d as %q with token %d does not name a slot", s.name, g.Slot, g.ResourceID, g.Fencing.Token)
+	}
+	lease := s.c.lease
+	if g.LeaseMs > 0 {
+		lease = time.Duration(g.LeaseMs) * time.Millisecond
+	}
+	p := &Permit{s: s, slot: g.Slot, resource: g.ResourceID, holder: s.c.holder, fencing: g.Fencing}
+	p.h = s.c.newHold(&p.mu, lease, true, sent, p.renewOnce, nil)
+	return p, nil
+}
+
+// slotID is the lock resource of a semaphore's slot ("jobs#3").
+func slotID(name string, slot int) string { return fmt.Sprintf("%s#%d", name, slot) }
+
+// waitChunk is the server-side wait of one request of a blocking call:
+// up to maxWaitChunk, and when ctx has a deadline, ending a little before
+// it so that the server answers before the client gives up.
+func waitChunk(ctx context.Context) time.Duration {
+	wait := maxWaitChunk
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		wait = min(wait, left-min(left/10, time.Second))
+	}
+	return wait
+}
+
+// Permit is one slot of a Semaphore, held until Release or the loss of its
+// lease.
+type Permit struct {
+	s        *Semaphore
+	slot     int
+	resource string
+	holder   string
+	fencing  guard.Token
+
+	mu sync.Mutex
+	h  *hold
+}
+
+// Slot returns the slot number, 0..permits-1.
+func (p *Permit) Slot() int { return p.slot }
+
+// Resource returns the slot's lock resource id ("<name>#<slot>"), which
+// guards of the work done under the permit fence by.
+func (p *Permit) Resource() string { return p.resource }
+
+// Token returns the slot's fencing token with its signature: what a guard
+// of the permit's work checks. It stays the permit's token after the
+// permit ends, since a paused holder writes with what it has.
+func (p *Permit) Token() Token {
+	return Token{Resource: p.resource, Number: p.fencing.Token, Signature: p.fencing.Signature, KeyID: p.fencing.KeyID}
+}
+
+// Fencing returns the grant's token envelope (token, issuer, scope, issue
+// time, signature).
+func (p *Permit) Fencing() guard.Token { return p.fencing }
+
+// Context returns a context cancelled when the permit ends: with cause
+// ErrLeaseLost when its lease was lost, ErrUnlocked after Release,
+// ErrClosed at the client's Close.
+func (p *Permit) Context() context.Context { return p.h.ctx }
+
+// Done is Context().Done().
+func (p *Permit) Done() <-chan struct{} { return p.h.ctx.Done() }
+
+func (p *Permit) renewOnce(ctx context.Context) (time.Duration, error) {
+	g, err := p.s.c.renew(ctx, p.resource, p.holder)
+	return time.Duration(g.LeaseMs) * time.Millisecond, err
+}
+
+// Release gives the permit back (POST /v1/semaphores/{name}/release): the
+// watchdog stops and Context is cancelled with ErrUnlocked. When the
+// server says the slot is no longer this holder's (its lease was lost
+// meanwhile), the error matches ErrNotOwner and Context is cancelled with
+// ErrLeaseLost.
+func (p *Permit) Release(ctx context.Context) error {
+	in := struct {
+		Holder string `json:"holder"`
+		Slot   int    `json:"slot"`
+	}{p.holder, p.slot}
+	err := p.s.c.call(ctx, http.MethodPost, p.s.c.endpoint("semaphores", p.s.name, "release"), nil, in, nil, kind409(ErrNotOwner))
+	switch {
+	case errors.Is(err, ErrNotOwner):
+		p.h.end(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+	case err == nil:
+		p.h.end(ErrUnlocked)
+	}
+	return err
+}
+
+// SemaphoreState is a semaphore as the server sees it
+// (GET /v1/semaphores/{name}).
+type SemaphoreState struct {
+	Name    string
+	Permits int
+	Held    []SlotState // by slot number
+	Free    int
+	Waiters int
+}
+
+// SlotState is one held slot of a semaphore.
+type SlotState struct {
+	Slot      int
+	Resource  string
+	Holder    string
+	Token     int64
+	ExpiresAt time.Time
+}
+
+// State returns the semaphore's state on the server; ErrNotFound for a
+// name never acquired.
+func (s *Semaphore) State(ctx context.Context) (SemaphoreState, error) {
+	if err := validateSemaphoreName(s.name); err != nil {
+		return SemaphoreState{}, err
+	}
+	var b struct {
+		Name    string `json:"name"`
+		Permits int    `json:"permits"`
+		Held    []struct {
+			Slot       int       `json:"slot"`
+			ResourceID string    `json:"resourceId"`
+			Holder     string    `json:"holder"`
+			Token      int64     `json:"token"`
+			ExpiresAt  time.Time `json:"expiresAt"`
+		} `json:"held"`
+		Free    int `json:"free"`
+		Waiters int `json:"waiters"`
+	}
+	if err := s.c.call(ctx, http.MethodGet, s.c.endpoint("semaphores", s.name, ""), nil, nil, &b, nil); err != nil {
+		return SemaphoreState{}, err
+	}
+	st := SemaphoreState{Name: b.Name, Permits: b.Permits, Free: b.Free, Waiters: b.Waiters}
+	for _, h := range b.Held {
+		st.Held = append(st.Held, SlotState{Slot: h.Slot, Resource: h.ResourceID, Holder: h.Holder, Token: h.Token, ExpiresAt: h.ExpiresAt})
+	}
+	return st, nil
+}

@@ -1,0 +1,328 @@
+// Command leaderelection plays the story an election's term is a fencing
+// token for, with a real pause: a leader process frozen with SIGSTOP.
+//
+//  1. Candidate A (its own process) is elected leader of "db-primary" and
+//     writes the row that says which node is primary, fenced by its term.
+//  2. A is frozen (SIGSTOP) past its lease; its watchdog stops with it.
+//  3. The lease runs out on the server; candidate B is elected with a
+//     larger term and writes the row.
+//  4. A is resumed (SIGCONT) and writes at once, with the term it
+//     remembers, before its watchdog can tell it anything: the row refuses
+//     it, because B's term is already recorded there.
+//
+// Run it:
+//
+//	go run ./examples/leaderelection            # starts a server in-process
+//	go run ./examples/leaderelection -server http://127.0.0.1:8080
+//
+// Run with -role candidate it is candidate A: it campaigns, prints one JSON
+// line {"event":"elected","term":N}, then obeys commands on stdin, one
+// JSON line of answer each: "write <value>" (with the term it was elected
+// with, whatever happened since) and "wait-lost" (until its client says
+// the leadership is gone).
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/sqlguard"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "leaderelection:", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	role, server, key, db, election, candidate string
+	lease                                      time.Duration
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("leaderelection", flag.ContinueOnError)
+	var f flags
+	fs.StringVar(&f.role, "role", "story", "story (the whole story) or candidate (candidate A, driven by the story)")
+	fs.StringVar(&f.server, "server", "", "fenceview server URL (default: start one in-process)")
+	fs.StringVar(&f.key, "key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
+	fs.StringVar(&f.db, "db", "", "SQLite file holding the row (default: a temporary file)")
+	fs.StringVar(&f.election, "election", "db-primary", "the election's name")
+	fs.StringVar(&f.candidate, "candidate", "node-a", "candidate id (-role candidate)")
+	fs.DurationVar(&f.lease, "lease", 500*time.Millisecond, "candidate A's lease; A is frozen longer than this")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch f.role {
+	case "candidate":
+		return candidate(ctx, f, stdin, stdout)
+	case "story":
+		return story(ctx, f, stdout)
+	}
+	return fmt.Errorf("-role %q: want story or candidate", f.role)
+}
+
+// reply is one line candidate A prints.
+type reply struct {
+	Event    string `json:"event"`
+	Term     int64  `json:"term,omitempty"`
+	Accepted bool   `json:"accepted,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Required int64  `json:"required,omitempty"`
+	Cause    string `json:"cause,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// primaryTable is the guarded row: which node is the primary, with the
+// term of the leader that wrote it as its high-water mark.
+func primaryTable() *sqlguard.Table {
+	t, err := sqlguard.NewTable(sqlguard.SQLite, "cluster_primary", "id")
+	if err != nil {
+		panic(err) // constant, valid identifiers
+	}
+	return t
+}
+
+// candidate is A: elected, then a follower of commands.
+func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) error {
+	db, err := openDB(ctx, f.db, false)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	c, err := client.New(f.server, client.WithKey(f.key), client.WithHolder(f.candidate), client.WithLease(f.lease))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	e := c.Election(f.election)
+	term, err := e.Campaign(ctx, f.candidate)
+	if err != nil {
+		return err
+	}
+	out := json.NewEncoder(stdout)
+	out.Encode(reply{Event: "elected", Term: term})
+	in := bufio.NewScanner(stdin)
+	for in.Scan() {
+		cmd, arg, _ := strings.Cut(in.Text(), " ")
+		switch cmd {
+		case "write":
+			// The term it was elected with: a leader frozen between
+			// checking its leadership and writing does exactly this.
+			d, err := primaryTable().Update(ctx, db, 1, term, sqlguard.Set("node", arg))
+			r := reply{Event: "write", Accepted: d.Accepted, Reason: d.Reason, Required: d.Required}
+			if err != nil {
+				r.Error = err.Error()
+			}
+			out.Encode(r)
+		case "wait-lost":
+			<-e.Done()
+			out.Encode(reply{Event: "lost", Cause: context.Cause(e.Context()).Error()})
+		default:
+			out.Encode(reply{Event: "error", Error: "unknown command " + cmd})
+		}
+	}
+	return in.Err()
+}
+
+// story runs the server (unless given), candidate A as a child process,
+// and candidate B here, and checks the end state.
+func story(ctx context.Context, f flags, stdout io.Writer) error {
+	if f.server == "" {
+		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		f.server = srv.URL
+	}
+	if f.db == "" {
+		dir, err := os.MkdirTemp("", "leaderelection-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		f.db = filepath.Join(dir, "cluster.db")
+	}
+	db, err := openDB(ctx, f.db, true)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	a, err := startCandidate(ctx, f)
+	if err != nil {
+		return err
+	}
+	defer a.stop()
+	elected, err := a.read("elected")
+	if err != nil {
+		return err
+	}
+	termA := elected.Term
+	fmt.Fprintf(stdout, "A (pid %d) is elected leader of %s, term %d\n", a.cmd.Process.Pid, f.election, termA)
+	if w, err := a.ask("write node-a", "write"); err != nil || !w.Accepted {
+		return fmt.Errorf("A's first write: %+v, %v", w, err)
+	}
+	fmt.Fprintf(stdout, "A writes primary = node-a with term %d: accepted\n", termA)
+
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "A is frozen (SIGSTOP) past its lease of %v\n", f.lease)
+
+	// B campaigns: the server makes it wait until A's lease runs out.
+	c, err := client.New(f.server, client.WithKey(f.key), client.WithHolder("node-b"))
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	b := c.Election(f.election)
+	termB, err := b.Campaign(ctx, "node-b")
+	if err != nil {
+		return fmt.Errorf("B: %w", err)
+	}
+	fmt.Fprintf(stdout, "A's lease ran out; B is elected, term %d\n", termB)
+	d, err := primaryTable().Update(ctx, db, 1, termB, sqlguard.Set("node", "node-b"))
+	if err != nil || !d.Accepted {
+		return fmt.Errorf("B's write: %+v, %v", d, err)
+	}
+	fmt.Fprintf(stdout, "B writes primary = node-b with term %d: accepted\n", termB)
+
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	w, err := a.ask("write node-a", "write")
+	if err != nil {
+		return err
+	}
+	if w.Accepted || w.Error != "" {
+		return fmt.Errorf("A's write after the pause was not refused: %+v", w)
+	}
+	fmt.Fprintf(stdout, "A resumes (SIGCONT) and writes with term %d: refused, %s, required %d\n", termA, w.Reason, w.Required)
+	lost, err := a.ask("wait-lost", "lost")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "A's client then says: %s\n", lost.Cause)
+
+	var node string
+	var mark int64
+	if err := db.QueryRowContext(ctx, `SELECT node, fence_token FROM cluster_primary WHERE id = 1`).Scan(&node, &mark); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "primary: %s, fence_token %d\n", node, mark)
+	leader, err := b.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	if node != "node-b" || mark != termB || termB <= termA || w.Reason != guard.ReasonStale || w.Required != termB || leader.Candidate != "node-b" {
+		return fmt.Errorf("unexpected end state: primary %s mark %d, terms %d then %d, refusal %+v, leader %+v", node, mark, termA, termB, w, leader)
+	}
+	return b.Resign(ctx)
+}
+
+// child is candidate A's process.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+}
+
+// startCandidate runs this program again as candidate A (in tests, the
+// test binary, whose TestMain runs main when CHILD_ENV is set).
+func startCandidate(ctx context.Context, f flags) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, "-role", "candidate", "-server", f.server, "-db", f.db,
+		"-election", f.election, "-candidate", "node-a", "-lease", f.lease.String())
+	cmd.Env = append(os.Environ(), childEnv+"=1", "FENCEVIEW_KEY="+f.key)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &child{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}, nil
+}
+
+// childEnv marks a process started as candidate A.
+const childEnv = "LEADERELECTION_CHILD"
+
+func (c *child) read(event string) (reply, error) {
+	if !c.out.Scan() {
+		return reply{}, fmt.Errorf("candidate A exited before %q: %v", event, c.out.Err())
+	}
+	var r reply
+	if err := json.Unmarshal(c.out.Bytes(), &r); err != nil {
+		return reply{}, fmt.Errorf("candidate A said %q: %w", c.out.Text(), err)
+	}
+	if r.Event != event {
+		return r, fmt.Errorf("candidate A said %+v, want %q", r, event)
+	}
+	return r, nil
+}
+
+func (c *child) ask(command, event string) (reply, error) {
+	if _, err := io.WriteString(c.stdin, command+"\n"); err != nil {
+		return reply{}, err
+	}
+	return c.read(event)
+}
+
+// stop resumes A if frozen, ends its input and waits for it; it exits when
+// its stdin closes.
+func (c *child) stop() {
+	c.cmd.Process.Signal(syscall.SIGCONT)
+	c.stdin.Close()
+	if err := c.cmd.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "leaderelection: candidate A:", err)
+	}
+}
+
+func openDB(ctx context.Context, path string, create bool) (*sql.DB, error) {
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000&_journal_mode=WAL")
+	if err != nil {
+		return nil, err
+	}
+	if create {
+		_, err = db.ExecContext(ctx, `
+			CREATE TABLE IF NOT EXISTS cluster_primary (
+				id          INTEGER PRIMARY KEY,
+				node        TEXT   NOT NULL,
+				fence_token BIGINT NOT NULL DEFAULT 0
+			);
+			INSERT OR REPLACE INTO cluster_primary (id, node, fence_token) VALUES (1, '', 0);`)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestWorkersFenceTheirPartitionsBySlotToken(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-workers", "4", "-stall-lease", "300ms"}, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	// A fresh server: every slot's counter starts at 1, and slot 2's
+	// second grant takes 2.
+	for _, want := range []string{
+		"worker-0 holds slot 0 (partitions#0) with token 1",
+		"worker-3 holds slot 3 (partitions#3) with token 1",
+		"spare finds no permit free (4 permits), waits",
+		"spare holds slot 2 with token 2",
+		"worker-2's write refused: stale-token, token 1 < required 2",
+		"partition 2: spare (taken over), fence_token 2",
+		"partition 3: worker-3 (first pass), fence_token 1",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"-workers", "2"}, {"-workers", "many"}, {"-stall-lease", "soon"}} {
+		if err := run(context.Background(), args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
