@@ -175,6 +175,16 @@ func (tg *primTarget) read(path string) (response, int64, bool) {
 	return r, call, r.Status == 200 || r.Status == 404
 }
 
+// getVia is a GET answered by the server at url (any build: the cluster
+// tests' getJSON is not in the race build).
+func getVia(url string) (response, error) {
+	resp, err := linHC.Get(url)
+	if err != nil {
+		return response{}, err
+	}
+	return decodeResponse(resp), nil
+}
+
 func refusal(r response, what string) {
 	if r.Status != 409 {
 		panic(fmt.Sprintf("%s: %d %v", what, r.Status, r.Body))
