@@ -304,6 +304,8 @@ type EventBody struct {
 	Value *string `json:"value,omitempty"`
 	// LockDelayMs: the lock-delay an expire starts.
 	LockDelayMs int64 `json:"lockDelayMs,omitempty"`
+	// Permits: a semaphore's new permits, on a permits event (its slot 0).
+	Permits int `json:"permits,omitempty"`
 }
 
 // EventWire converts an event to its stream form. A rejection always carries
@@ -322,6 +324,6 @@ func EventWire(e fenceview.Event) EventBody {
 	if e.Value != "" || e.Type == fenceview.EventProclaim { // a proclaim's value is news even when empty
 		b.Value = &e.Value
 	}
-	b.LockDelayMs = e.LockDelayMs
+	b.LockDelayMs, b.Permits = e.LockDelayMs, e.Permits
 	return b
 }

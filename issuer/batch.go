@@ -22,6 +22,7 @@ type batch struct {
 	serve   []handoff
 
 	grants, renewals, releases, expiries int
+	byKind                               [kinds]int // grants
 	accepted, resets                     int
 	rejected                             map[string]int
 	alarms                               []fenceview.Resource
@@ -94,6 +95,7 @@ func (b *batch) event(e fenceview.Event) {
 // grantReq is what a grant gives: to whom, for how long, and what an
 // election's grant sets.
 type grantReq struct {
+	kind     Kind
 	holder   string
 	owner    string // the caller's key with auth on
 	leaseMs  int64
@@ -134,6 +136,7 @@ func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
 	}
 	b.event(e)
 	b.grants++
+	b.byKind[g.kind]++
 	return b.s.grantOf(r), nil
 }
 

@@ -151,7 +151,7 @@ func (s *Service) commitGroup(group []*batch) {
 	for _, b := range group {
 		for _, h := range b.serve {
 			h.w.result <- waitResult{grant: h.g, grants: h.gs}
-			s.waiting--
+			s.unwait(h.w)
 		}
 		s.metrics.add(b)
 		for _, r := range b.alarms {
@@ -212,14 +212,14 @@ func (s *Service) rollbackLocked(failed []*batch) {
 		b := failed[i]
 		for _, h := range b.serve {
 			h.w.result <- waitResult{err: errUnavailable}
-			s.waiting--
+			s.unwait(h.w)
 		}
 		for j := len(b.prev) - 1; j >= 0; j-- {
 			p := b.prev[j]
 			st := s.resources[p.id]
 			for _, w := range st.waiters {
 				w.result <- waitResult{err: errUnavailable}
-				s.waiting--
+				s.unwait(w)
 			}
 			st.waiters = nil
 			failed := st.res.Load()

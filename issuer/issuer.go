@@ -91,10 +91,11 @@ type Service struct {
 	held      map[string]*known    // resources with a holder, for the sweep
 	delayed   map[string]*known    // resources in a lock-delay, for the sweep
 	permitQ   map[string][]*waiter // a semaphore's waiters, by name (semaphore.go)
-	multi     []*waiter            // multi-locks waiting, first come first served (multilock.go)
+	multi     map[string][]*waiter // multi-locks waiting, by each of their locks, first come first served (multilock.go)
 	seq       int64                // last event sequence number assigned
 	published int64                // last event sequence number durable and published
 	waiting   int
+	waitingBy [kinds]int
 	alarmed   map[string]*known // resources with a counter alarm
 	// index and alarmIndex hold every known resource, and those with a
 	// counter alarm, ordered by id: readers walk clones of them, outside
@@ -168,6 +169,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		held:       make(map[string]*known),
 		delayed:    make(map[string]*known),
 		permitQ:    make(map[string][]*waiter),
+		multi:      make(map[string][]*waiter),
 		alarmed:    make(map[string]*known),
 		index:      newIndex(),
 		alarmIndex: newIndex(),
@@ -228,11 +230,17 @@ func (s *Service) Close() {
 		}
 		delete(s.permitQ, name)
 	}
-	for _, w := range s.multi {
-		close(w.result)
+	closed := make(map[*waiter]bool)
+	for id, q := range s.multi {
+		for _, w := range q {
+			if !closed[w] {
+				close(w.result)
+				closed[w] = true
+			}
+		}
+		delete(s.multi, id)
 	}
-	s.multi = nil
-	s.waiting = 0
+	s.waiting, s.waitingBy = 0, [kinds]int{}
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
@@ -363,6 +371,7 @@ func (b *batch) mayWait(wait time.Duration, holder string) error {
 func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Duration,
 	dequeue func() (error, bool), resourceID, holder string) (waitResult, error) {
 	s.waiting++
+	s.waitingBy[wt.kind]++
 	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs
 	defer timer.Stop()
 	if err := s.finish(b); err != nil {
@@ -379,13 +388,19 @@ func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Dur
 	}
 	s.mu.Lock()
 	if err, ok := dequeue(); ok {
-		s.waiting--
+		s.unwait(wt)
 		s.mu.Unlock()
 		return waitResult{}, err
 	}
 	s.mu.Unlock()
 	r, ok := <-wt.result
 	return r.result(ok)
+}
+
+// unwait stops counting wt as waiting. s.mu must be held.
+func (s *Service) unwait(wt *waiter) {
+	s.waiting--
+	s.waitingBy[wt.kind]--
 }
 
 // removeWaiter takes wt out of q, reporting whether it was there.

@@ -442,3 +442,33 @@ func TestPrimitivesRefuseBadInput(t *testing.T) {
 		t.Fatalf("bad input created %d resources", n)
 	}
 }
+
+func TestMetricsCountGrantsAndWaitersByKind(t *testing.T) {
+	h := newHarness(t)
+	acquire(t, h.Service, "lock", "a", time.Minute)
+	if _, err := permit(h, "a", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.AcquireAll(ctx, fenceview.AcquireAllRequest{ResourceIDs: []string{"x", "y"}, Holder: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Campaign(ctx, fenceview.CampaignRequest{Election: "e", Candidate: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := queue(t, h, func() (fenceview.Grant, error) { return permit(h, "b", 1, time.Minute) })
+	got := map[string][2]int64{}
+	for _, k := range h.Metrics().Kinds {
+		got[k.Kind.String()] = [2]int64{k.Grants, int64(k.Waiters)}
+	}
+	want := map[string][2]int64{"lock": {1, 0}, "semaphore": {1, 1}, "multi": {2, 0}, "election": {1, 0}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("by kind %v, want %v", got, want)
+	}
+	h.ReleasePermit(ctx, "jobs", "a", 0)
+	<-waiting
+	for _, k := range h.Metrics().Kinds {
+		if k.Waiters != 0 {
+			t.Fatalf("%s: %d waiters after the waiter was served", k.Kind, k.Waiters)
+		}
+	}
+}

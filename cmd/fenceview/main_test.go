@@ -127,9 +127,11 @@ type event struct {
 	Reason     string `json:"reason"`
 	Source     string `json:"source"`
 	At         string `json:"at"`
-	// Contract v3: an election's value, an expire's lock-delay.
+	// Contract v3: an election's value, an expire's lock-delay, a
+	// semaphore's new permits.
 	Value       *string `json:"value"`
 	LockDelayMs int64   `json:"lockDelayMs"`
+	Permits     int     `json:"permits"`
 }
 
 func (st *stream) next() event {
