@@ -50,18 +50,14 @@ func running() map[string]bool {
 }
 
 // noClientGoroutines fails when goroutines of the client outlive Close.
-// Goroutines of package client are waited for by Close itself, so they
-// must be gone at once; the transport's connection loops exit when their
-// closed connection says so, which a goroutine only sees when scheduled, so
-// those get a bounded number of scheduling rounds (as goleak does).
+// Close waits for the goroutines of package client, but one that has just
+// signalled its WaitGroup may still be listed until it is scheduled to
+// return, and the transport's connection loops exit when their closed
+// connection says so; so every goroutine gets a bounded number of
+// scheduling rounds (as goleak does). A real leak stays and fails.
 func noClientGoroutines(t *testing.T, before map[string]bool) {
 	t.Helper()
 	left := clientGoroutines(before)
-	for _, g := range left {
-		if !strings.Contains(g, "net/http.(*persistConn)") {
-			t.Fatalf("goroutine of the client left after Close:\n%s", g)
-		}
-	}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(left) > 0 && time.Now().Before(deadline) {
 		runtime.Gosched()
