@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenceview/fenceview/internal/proof"
 )
 
 // SIGKILL during a stream of multi-lock commits: clients take sets of
@@ -21,7 +23,8 @@ import (
 // one acknowledged, an acknowledged set still held whole with its tokens,
 // an acknowledged release still released) and no set is held in part:
 // a holder holds every lock of its set or none, whether or not its
-// client heard back.
+// client heard back. At the end the stored history of every run holds
+// each set's grants all or none, adjacent, with the tokens told.
 //
 // FENCEVIEW_CRASH_CYCLES sets the number of kills (default 20, as the
 // crash harness); FENCEVIEW_CRASH_SEED replays a run.
@@ -35,8 +38,9 @@ func TestCrashMultiLockCommits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	db := filepath.Join(t.TempDir(), "fenceview.db")
 	load := &multiCrashLoad{sets: map[string]*sentSet{}}
+	var p *process
 	for cycle := 0; cycle <= cycles; cycle++ {
-		p := startProcess(t, db)
+		p = startProcess(t, db)
 		if err := load.check(p.url); err != nil {
 			t.Fatalf("after kill %d: %v", cycle, err)
 		}
@@ -51,7 +55,49 @@ func TestCrashMultiLockCommits(t *testing.T) {
 	if load.acked == 0 || load.partialOutcomes == 0 {
 		t.Fatalf("%d multi-locks acknowledged, %d sent without an answer: the kills did not land during commits", load.acked, load.partialOutcomes)
 	}
+	if err := load.checkHistory(t, p.url); err != nil {
+		t.Fatalf("the stored history: %v", err)
+	}
 	t.Logf("%d multi-locks acknowledged, %d cut off by a kill, all or nothing across %d kills", load.acked, load.partialOutcomes, cycles)
+}
+
+// checkHistory replays the stored events of every kill's run (the stream
+// from ?since=0) and checks that each set's grants are all there or none,
+// adjacent, in the order asked, with the tokens its client was told.
+func (l *multiCrashLoad) checkHistory(t *testing.T, url string) error {
+	log := recordStream(t, url, "?since=0")
+	// A last grant marks the end of the history: the events before it
+	// are on the stream when it is.
+	if r, err := postJSON(linHC, url+"/v1/locks/acquire-all", `{"resources":["crash-ml-end"],"holder":"end"}`); err != nil || r.Status != 200 {
+		return fmt.Errorf("the last grant: %v %d", err, r.Status)
+	}
+	events := log.until(t, func(e proof.StreamEvent) bool { return e.Type == "grant" && e.Holder == "end" })
+	grants := map[string][]int{} // holder -> indexes of its grant events
+	for i, e := range events {
+		if e.Type == "grant" && strings.HasPrefix(e.ResourceID, "crash-ml-") && e.Holder != "end" {
+			grants[e.Holder] = append(grants[e.Holder], i)
+		}
+	}
+	for holder, at := range grants {
+		set, ok := l.sets[holder]
+		if !ok {
+			return fmt.Errorf("grants to %s, which no client asked for", holder)
+		}
+		if len(at) != len(set.ids) || at[len(at)-1]-at[0] != len(at)-1 {
+			return fmt.Errorf("%s's set %v: %d grants, at %v: not one adjacent run", holder, set.ids, len(at), at)
+		}
+		for j, i := range at {
+			if events[i].ResourceID != set.ids[j] || (set.acked && events[i].Token != set.tokens[j]) {
+				return fmt.Errorf("%s's grant %d is %s token %d, asked %s, told %v", holder, j, events[i].ResourceID, events[i].Token, set.ids[j], set.tokens)
+			}
+		}
+	}
+	for holder, set := range l.sets {
+		if set.acked && len(grants[holder]) == 0 {
+			return fmt.Errorf("%s's acknowledged set %v is not in the history", holder, set.ids)
+		}
+	}
+	return nil
 }
 
 const multiCrashLocks = 64
