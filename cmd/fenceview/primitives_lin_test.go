@@ -197,7 +197,11 @@ func (tg *primTarget) check(t *testing.T, model porcupine.Model, reuse func([]po
 	res, viz := proof.Check(model, history, 10*time.Minute)
 	switch res {
 	case porcupine.Illegal:
-		t.Fatalf("%d operations are not linearizable; visualization: %s", len(history), viz)
+		// Whether the changes alone are linearizable tells a reader shown
+		// a state that never was from a change that went wrong.
+		changes := slices.DeleteFunc(slices.Clone(history), func(op porcupine.Operation) bool { return op.Input.(proof.Call).Op == proof.OpRead })
+		alone, _ := proof.Check(model, changes, 10*time.Minute)
+		t.Fatalf("%d operations are not linearizable (the %d changes alone: %v); visualization: %s", len(history), len(changes), alone, viz)
 	case porcupine.Unknown:
 		t.Fatalf("porcupine gave up on %d operations", len(history))
 	}
