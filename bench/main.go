@@ -79,8 +79,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fvPID := fs.Int("fenceview-pid", 0, "fenceview's process id: adds its CPU time per operation (Linux)")
 	redisPID := fs.Int("redis-pid", 0, "the process id of -redis: adds its CPU time per operation")
 	redisAOFPID := fs.Int("redis-aof-pid", 0, "the process id of -redis-aof: adds its CPU time per operation")
+	primitives := fs.Bool("primitives", false, "run the primitives' benchmark instead (semaphores, multi-locks) against -fenceview and -redis-aof")
+	permits := fs.Int("permits", 16, "permits of the primitives' benchmark's semaphore")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *primitives {
+		return runPrimitives(ctx, primitiveConfig{fenceview: *fvURL, key: *fvKey, redisAOF: *redisAOF, clients: *clients,
+			permits: *permits, resources: *resources, duration: *duration, warmup: *warmup}, stdout)
 	}
 
 	var targets []target

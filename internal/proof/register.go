@@ -246,7 +246,9 @@ func (r *Recorder) Len() int {
 func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
 
 // Add records an operation invoked at call that has just returned out.
-func (r *Recorder) Add(client int, in Input, call int64, out Output) {
+func (r *Recorder) Add(client int, in Input, call int64, out Output) { r.add(client, in, call, out) }
+
+func (r *Recorder) add(client int, in any, call int64, out any) {
 	ret := r.Now()
 	r.mu.Lock()
 	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret})

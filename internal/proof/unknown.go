@@ -15,11 +15,13 @@ import (
 
 // AddUnknown records an operation invoked at call whose outcome is unknown.
 // It gets a client id of its own: the client that sent it went on.
-func (r *Recorder) AddUnknown(in Input, call int64) {
+func (r *Recorder) AddUnknown(in Input, call int64) { r.addUnknown(in, call, Output{Unknown: true}) }
+
+func (r *Recorder) addUnknown(in any, call int64, out any) {
 	r.mu.Lock()
 	r.ops = append(r.ops, porcupine.Operation{
 		ClientId: 1_000_000 + len(r.ops), Input: in, Call: call,
-		Output: Output{Unknown: true}, Return: math.MaxInt64 / 2,
+		Output: out, Return: math.MaxInt64 / 2,
 	})
 	r.mu.Unlock()
 }
