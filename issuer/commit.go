@@ -148,6 +148,11 @@ func (s *Service) commitGroup(group []*batch) {
 		}
 		return
 	}
+	for _, r := range rows {
+		// The latest copy of each resource in the group, never changed
+		// again (its batch is done): what readers see from now on.
+		s.resources[r.ResourceID].durable.Store(r)
+	}
 	for _, b := range group {
 		for _, h := range b.serve {
 			h.w.result <- waitResult{grant: h.g, grants: h.gs}

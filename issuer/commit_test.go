@@ -104,3 +104,58 @@ func waitQueued(t *testing.T, s *Service, n int) {
 		runtime.Gosched()
 	}
 }
+
+// failingStore holds each Apply until the test lets it through, then fails
+// it as a full disk would.
+type failingStore struct {
+	applying chan struct{}
+	proceed  chan struct{}
+}
+
+func (f *failingStore) Apply(context.Context, []*fenceview.Resource, []fenceview.Event) error {
+	f.applying <- struct{}{}
+	<-f.proceed
+	return fmt.Errorf("disk full")
+}
+
+// Readers see committed state only: a grant applied in memory whose commit
+// is still running, and then fails, is never seen, by the lock's state,
+// a resource page, the totals or a semaphore's state. (A leader killed
+// mid-commit in cluster mode had readers see a slot held that the next
+// leader never had.)
+func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
+	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
+	committed := fenceview.Resource{ResourceID: "jobs#0", LastToken: 4, Permits: 2}
+	s := New(store, []*fenceview.Resource{&committed}, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
+	defer s.Close()
+	release := sync.OnceFunc(func() { close(store.proceed) })
+	defer release() // before Close, which waits for the commit, should a check fail
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.AcquirePermit(ctx, fenceview.PermitRequest{Semaphore: "jobs", Holder: "a", Permits: 2, Lease: time.Minute})
+		errc <- err
+	}()
+	<-store.applying // applied in memory, not yet durable
+	check := func(when string) {
+		t.Helper()
+		if ls, _ := s.Lock("jobs#0"); ls.Locked || ls.Token != 4 {
+			t.Fatalf("%s: the lock reads %+v", when, ls)
+		}
+		if sem, err := s.Semaphore("jobs"); err != nil || len(sem.Held) != 0 || sem.Free != 2 {
+			t.Fatalf("%s: the semaphore reads %+v %v", when, sem, err)
+		}
+		if _, held, _, _ := s.Totals(Scope{}); held != 0 {
+			t.Fatalf("%s: %d held in the totals", when, held)
+		}
+		page, _ := s.ResourcePage("", "", 10, Scope{})
+		if len(page) != 1 || page[0].Holder != "" {
+			t.Fatalf("%s: the page reads %+v", when, page)
+		}
+	}
+	check("during the commit")
+	release()
+	if err := <-errc; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
+		t.Fatalf("the acquire whose commit failed: %v", err)
+	}
+	check("after the commit failed")
+}

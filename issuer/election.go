@@ -200,10 +200,10 @@ func (s *Service) Leader(election string) (*fenceview.Leader, error) {
 	s.mu.Lock()
 	st := s.resources[election]
 	s.mu.Unlock()
-	if st == nil {
+	if st == nil || st.read() == nil {
 		return nil, nil
 	}
-	r := st.res.Load()
+	r := st.read()
 	if r.Holder == "" || !r.ExpiresAt.After(s.clock.Now()) {
 		return nil, nil
 	}

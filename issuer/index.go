@@ -14,17 +14,30 @@ import (
 // place: a change stores a new one (applyLocked, rollbackLocked), so a
 // reader loads it without s.mu and holds a consistent copy of that
 // resource, however many grants follow.
+//
+// res is the latest value, which the next change builds on; durable is the
+// value as of the last commit that included the resource, nil until the
+// first. Readers read durable: a change applied in memory whose commit
+// then fails (or whose process dies, or whose cluster leader is deposed)
+// is never seen, so every read is of a state that was, or will be after a
+// restart, the record.
 type known struct {
 	id      string
 	res     atomic.Pointer[fenceview.Resource]
+	durable atomic.Pointer[fenceview.Resource]
 	waiters []*waiter // first come, first served; under s.mu
 }
 
 func newKnown(r fenceview.Resource) *known {
 	k := &known{id: r.ResourceID}
 	k.res.Store(&r)
+	k.durable.Store(&r)
 	return k
 }
+
+// read is the resource as readers see it: its durable value, nil when no
+// commit has included it yet.
+func (k *known) read() *fenceview.Resource { return k.durable.Load() }
 
 func byID(a, b *known) bool { return a.id < b.id }
 

@@ -653,10 +653,10 @@ func (s *Service) Lock(resourceID string) (fenceview.LockState, error) {
 	now := s.clock.Now()
 	ls := fenceview.LockState{ResourceID: resourceID}
 	st := s.resources[resourceID]
-	if st == nil {
+	if st == nil || st.read() == nil {
 		return ls, nil
 	}
-	r := st.res.Load()
+	r := st.read()
 	ls.Token = r.LastToken
 	ls.Waiters = len(st.waiters)
 	if r.AvailableAt.After(now) {
@@ -681,10 +681,10 @@ func (s *Service) Resource(resourceID string) (fenceview.Resource, error) {
 	s.mu.Lock()
 	st := s.resources[resourceID]
 	s.mu.Unlock()
-	if st == nil {
+	if st == nil || st.read() == nil {
 		return fenceview.Resource{}, fenceview.Errorf(fenceview.ENOTFOUND, "no resource %q", resourceID)
 	}
-	return viewAt(st.res.Load(), s.clock.Now()), nil
+	return viewAt(st.read(), s.clock.Now()), nil
 }
 
 // Resources returns every known resource, ordered by id. With many
@@ -694,7 +694,9 @@ func (s *Service) Resources() []fenceview.Resource {
 	now := s.clock.Now()
 	out := make([]fenceview.Resource, 0, index.Len())
 	index.Ascend(func(k *known) bool {
-		out = append(out, viewAt(k.res.Load(), now))
+		if r := k.read(); r != nil {
+			out = append(out, viewAt(r, now))
+		}
 		return true
 	})
 	return out
@@ -713,14 +715,14 @@ func (s *Service) ResourcePage(prefix, after string, limit int, scope Scope) (pa
 	index, _ := s.snapshot()
 	now := s.clock.Now()
 	walk(index, scope.ranges(prefix), after, func(k *known) bool {
-		if k.id == after || !scope.sees(k.id) {
+		if k.id == after || !scope.sees(k.id) || k.read() == nil {
 			return true
 		}
 		if len(page) == limit {
 			more = true
 			return false
 		}
-		page = append(page, viewAt(k.res.Load(), now))
+		page = append(page, viewAt(k.read(), now))
 		return true
 	})
 	return page, more
@@ -733,10 +735,10 @@ func (s *Service) Totals(scope Scope) (resources, held int, accepted, rejected i
 	index, _ := s.snapshot()
 	now := s.clock.Now()
 	walk(index, scope.ranges(""), "", func(k *known) bool {
-		if !scope.sees(k.id) {
+		r := k.read()
+		if !scope.sees(k.id) || r == nil {
 			return true
 		}
-		r := k.res.Load()
 		resources++
 		accepted += r.Accepted
 		rejected += r.Rejected
@@ -756,9 +758,9 @@ func (s *Service) Alarmed(limit int, scope Scope) ([]fenceview.Resource, int) {
 	var out []fenceview.Resource
 	n := 0
 	walk(alarmed, scope.ranges(""), "", func(k *known) bool {
-		if scope.sees(k.id) {
+		if r := k.read(); r != nil && scope.sees(k.id) {
 			if n < limit {
-				out = append(out, viewAt(k.res.Load(), now))
+				out = append(out, viewAt(r, now))
 			}
 			n++
 		}

@@ -81,8 +81,8 @@ func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
 	index, _ := s.snapshot()
 	now := s.clock.Now()
 	walk(index, q.Scope.ranges(q.Prefix), "", func(kn *known) bool {
-		r := kn.res.Load()
-		if !q.Scope.sees(kn.id) || (q.Where != nil && !q.Where(r)) {
+		r := kn.read()
+		if r == nil || !q.Scope.sees(kn.id) || (q.Where != nil && !q.Where(r)) {
 			return true
 		}
 		page.Matched++

@@ -231,7 +231,10 @@ func (s *Service) Semaphore(name string) (fenceview.Semaphore, error) {
 		return fenceview.Semaphore{}, err
 	}
 	s.mu.Lock()
-	permits := s.permitsOf(name)
+	permits := 0
+	if st := s.resources[fenceview.SlotID(name, 0)]; st != nil && st.read() != nil {
+		permits = st.read().Permits // as committed, as every reader sees it
+	}
 	waiters := len(s.permitQ[name])
 	s.mu.Unlock()
 	if permits == 0 {
@@ -247,7 +250,10 @@ func (s *Service) Semaphore(name string) (fenceview.Semaphore, error) {
 		if !ok {
 			return true
 		}
-		r := k.res.Load()
+		r := k.read()
+		if r == nil {
+			return true
+		}
 		held := r.Holder != "" && r.ExpiresAt.After(now)
 		if held {
 			sem.Held = append(sem.Held, fenceview.Slot{Slot: slot, ResourceID: k.id, Holder: r.Holder, Token: r.Token, ExpiresAt: r.ExpiresAt})
