@@ -41,7 +41,7 @@ import (
 // A connection costs a fixed budget, whatever its client does: a reader, a
 // writer, at most rpcWorkers workers and rpcMaxWaiting waiting acquires,
 // one request line buffered at a time, and at most rpcAnswerQueue answers
-// queued for the writer. A client that sends faster than it is served is
+// waiting for the writer. A client that sends faster than it is served is
 // not read until a worker is free (TCP pushes back); a client that does not
 // read its answers is closed once rpcAnswerQueue of them wait, as gorilla's
 // chat example drops a client whose send buffer is full: nothing is
@@ -127,7 +127,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	defer s.drop(conn)
 	c := &rpcConn{
 		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r),
-		answers: make(chan []byte, rpcAnswerQueue), work: make(chan rpcRequest),
+		wake: make(chan struct{}, 1), work: make(chan rpcRequest),
 	}
 	c.out.conn = conn
 	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
@@ -144,7 +144,10 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	c.cancel()
 	close(c.work)
 	c.inflight.Wait()
-	close(c.answers)
+	c.qmu.Lock()
+	c.closing = true // the writer sends what is pending, then ends
+	c.qmu.Unlock()
+	c.wakeWriter()
 	<-writerDone
 }
 
@@ -152,18 +155,28 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 // goroutine), its writer, and the workers the reader starts, at most
 // rpcWorkers, which live as long as the connection.
 type rpcConn struct {
-	s       *Server
-	conn    *websocket.Conn
-	p       *auth.Principal
-	source  string
-	ctx     context.Context
-	cancel  context.CancelFunc
-	out     rpcOut
-	answers chan []byte     // to the writer; never blocks a sender (queue)
-	work    chan rpcRequest // to an idle worker; unbuffered
-	workers atomic.Int64    // running: started by the reader, at most rpcWorkers
-	idle    atomic.Int64    // workers waiting for a request
-	slots   chan struct{}   // the key's requests in flight (rpcKeyInFlight); nil with auth off
+	s      *Server
+	conn   *websocket.Conn
+	p      *auth.Principal
+	source string
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    rpcOut
+	work   chan rpcRequest // to an idle worker; unbuffered
+	req    rpcRequest      // the reader's decoding target (take)
+	inline []byte          // the reader's answer buffer (take)
+
+	// Answers waiting for the writer, encoded straight into one buffer
+	// (reply): no buffer and no channel send per answer. The writer takes
+	// the buffer whole and leaves its last one in its place.
+	qmu      sync.Mutex
+	pending  []byte        // answers, one per line
+	npending int           // answers in pending, at most rpcAnswerQueue
+	closing  bool          // no answer comes after pending: the writer ends
+	wake     chan struct{} // to the writer: pending is not empty (or closing)
+	workers  atomic.Int64  // running: started by the reader, at most rpcWorkers
+	idle     atomic.Int64  // workers waiting for a request
+	slots    chan struct{} // the key's requests in flight (rpcKeyInFlight); nil with auth off
 
 	inflight sync.WaitGroup
 	busy     atomic.Int64 // requests handed to workers or waiting, not yet answered
@@ -224,12 +237,15 @@ func (c *rpcConn) read() {
 // take decodes and serves one request line: here when it is the message's
 // only one and cannot wait, else by a worker.
 func (c *rpcConn) take(line []byte, single bool) {
-	var req rpcRequest
-	if err := decodeRPCRequest(line, &req); err != nil {
+	// Decoded into the reader's own request, then copied: a request
+	// decoded in a local would escape to the heap, one per request.
+	if err := decodeRPCRequest(line, &c.req); err != nil {
+		req := &c.req
 		c.queue(appendRPCAnswer(nil, req.ID, http.StatusBadRequest,
 			map[string]any{"error": "invalid request: " + describeJSONError(err)}))
 		return
 	}
+	req := c.req
 	if req.waits() {
 		if c.waiting.Add(1) > rpcMaxWaiting {
 			c.waiting.Add(-1)
@@ -258,13 +274,20 @@ func (c *rpcConn) take(line []byte, single bool) {
 		// long: serve it here, and answer it here unless the writer is
 		// busy. One client calling one request at a time (Redis's usual
 		// caller) saves two goroutine hand-offs per call.
-		a := c.answer(req)
+		status, body := c.answer(req)
 		c.freeSlot()
-		if len(c.answers) == 0 && c.out.mu.TryLock() {
-			c.out.send(a)
+		c.qmu.Lock()
+		idle := c.npending == 0
+		c.qmu.Unlock()
+		if idle && c.out.mu.TryLock() {
+			c.inline = appendRPCAnswer(c.inline[:0], req.ID, status, body)
+			c.out.send(c.inline)
 			c.out.mu.Unlock()
+			if cap(c.inline) > wire.MaxBatch {
+				c.inline = nil // a rare huge answer's buffer is not kept
+			}
 		} else {
-			c.queue(a)
+			c.reply(req.ID, status, body)
 		}
 		return
 	}
@@ -306,12 +329,12 @@ func (c *rpcConn) worker(req rpcRequest) {
 }
 
 func (c *rpcConn) serve(req rpcRequest) {
-	a := c.answer(req)
+	status, body := c.answer(req)
 	c.busy.Add(-1)
 	if !req.waits() {
 		c.freeSlot()
 	}
-	c.queue(a)
+	c.reply(req.ID, status, body)
 }
 
 func (c *rpcConn) takeSlot() {
@@ -368,24 +391,63 @@ func (k *keySlots) close(id string) {
 // answer applies one request, unless the caller's key was revoked or its
 // session ended since the connection opened: a message already read stops
 // being applied at the revocation.
-func (c *rpcConn) answer(req rpcRequest) []byte {
+func (c *rpcConn) answer(req rpcRequest) (status int, body any) {
 	if !c.s.ops.enter(c.p) {
-		return appendRPCAnswer(nil, req.ID, http.StatusUnauthorized, map[string]any{"error": "key revoked or session ended"})
+		return http.StatusUnauthorized, map[string]any{"error": "key revoked or session ended"}
 	}
-	status, body := c.s.dispatchRPC(c.ctx, req, c.source)
+	status, body = c.s.dispatchRPC(c.ctx, req, c.source)
 	c.s.ops.leave(c.p)
-	return appendRPCAnswer(nil, req.ID, status, body)
+	return status, body
 }
 
-// queue hands an answer to the writer without waiting. A full queue means
-// the client has stopped reading: it is closed, and its reader stops.
+// reply hands the answer to request id to the writer without waiting,
+// encoding it straight into the pending answers. When rpcAnswerQueue
+// answers already wait, the client has stopped reading: it is closed, and
+// its reader stops.
+func (c *rpcConn) reply(id uint64, status int, body any) {
+	c.qmu.Lock()
+	if c.npending >= rpcAnswerQueue {
+		c.qmu.Unlock()
+		c.drop()
+		return
+	}
+	if len(c.pending) > 0 {
+		c.pending = append(c.pending, '\n')
+	}
+	c.pending = appendRPCAnswer(c.pending, id, status, body)
+	c.npending++
+	c.qmu.Unlock()
+	c.wakeWriter()
+}
+
+// queue hands an answer already encoded to the writer, as reply does.
 func (c *rpcConn) queue(a []byte) {
+	c.qmu.Lock()
+	if c.npending >= rpcAnswerQueue {
+		c.qmu.Unlock()
+		c.drop()
+		return
+	}
+	if len(c.pending) > 0 {
+		c.pending = append(c.pending, '\n')
+	}
+	c.pending = append(c.pending, a...)
+	c.npending++
+	c.qmu.Unlock()
+	c.wakeWriter()
+}
+
+func (c *rpcConn) wakeWriter() {
 	select {
-	case c.answers <- a:
-	default:
-		if c.dropped.CompareAndSwap(false, true) {
-			c.conn.Close()
-		}
+	case c.wake <- struct{}{}:
+	default: // already woken: it will take this answer too
+	}
+}
+
+// drop closes a connection whose client does not read its answers.
+func (c *rpcConn) drop() {
+	if c.dropped.CompareAndSwap(false, true) {
+		c.conn.Close()
 	}
 }
 
@@ -530,6 +592,26 @@ func (o *rpcOut) send(msg []byte) {
 	}
 }
 
+// sendLines writes answers, one per line, in messages of at most
+// wire.MaxBatch bytes (a single longer answer goes alone). o.mu must be
+// held.
+func (o *rpcOut) sendLines(lines []byte) {
+	for len(lines) > 0 {
+		msg := lines
+		lines = nil
+		if len(msg) > wire.MaxBatch {
+			i := bytes.LastIndexByte(msg[:wire.MaxBatch+1], '\n')
+			if i < 0 {
+				i = bytes.IndexByte(msg, '\n')
+			}
+			if i >= 0 {
+				msg, lines = msg[:i], msg[i+1:]
+			}
+		}
+		o.send(msg)
+	}
+}
+
 // writer sends the answers of requests served by workers, every answer
 // ready at the time as one message, keeps the connection alive with pings,
 // and ends the connection when the caller's key is revoked or its session
@@ -543,17 +625,26 @@ func (c *rpcConn) writer(done chan<- struct{}) {
 	var batch []byte
 	for {
 		select {
-		case a, ok := <-c.answers:
-			if !ok {
-				return
-			}
+		case <-c.wake:
 			// The answers of one commit come back together: let their
 			// goroutines queue them, and send them as one message.
 			runtime.Gosched()
-			batch = wire.Batch(batch, a, c.answers)
-			out.mu.Lock()
-			out.send(batch)
-			out.mu.Unlock()
+			c.qmu.Lock()
+			batch, c.pending = c.pending, batch[:0]
+			c.npending = 0
+			closing := c.closing
+			c.qmu.Unlock()
+			if len(batch) > 0 {
+				out.mu.Lock()
+				out.sendLines(batch)
+				out.mu.Unlock()
+			}
+			if cap(batch) > 4*wire.MaxBatch {
+				batch = nil // a burst's buffer is not kept
+			}
+			if closing {
+				return
+			}
 		case <-ping.C:
 			out.mu.Lock()
 			if !out.broken {

@@ -16,7 +16,7 @@ import (
 type batch struct {
 	s       *Service
 	now     time.Time
-	working map[string]*state
+	working map[string]*state // by id, once order is too long to search (lookup)
 	order   []*state
 	events  []fenceview.Event
 	serve   []handoff
@@ -42,12 +42,31 @@ type handoff struct {
 
 // begin starts a batch. s.mu must be held until commit returns.
 func (s *Service) begin() *batch {
-	return &batch{s: s, now: s.clock.Now(), working: make(map[string]*state)}
+	return &batch{s: s, now: s.clock.Now()}
+}
+
+// batchMapAt is the number of working copies from which a batch looks them
+// up in a map rather than its order: most batches touch one resource, and
+// a map for it cost an allocation or two per change.
+const batchMapAt = 8
+
+// lookup returns the batch's working copy of id, if it has one.
+func (b *batch) lookup(id string) (*state, bool) {
+	if b.working != nil {
+		w, ok := b.working[id]
+		return w, ok
+	}
+	for _, w := range b.order {
+		if w.res.ResourceID == id {
+			return w, true
+		}
+	}
+	return nil, false
 }
 
 // get returns the working copy of a resource, creating it if new.
 func (b *batch) get(id string) *state {
-	if w, ok := b.working[id]; ok {
+	if w, ok := b.lookup(id); ok {
 		return w
 	}
 	w := &state{res: fenceview.Resource{ResourceID: id}}
@@ -55,8 +74,15 @@ func (b *batch) get(id string) *state {
 		w.res = *st.res.Load()
 		w.waiters = append([]*waiter(nil), st.waiters...)
 	}
-	b.working[id] = w
 	b.order = append(b.order, w)
+	if b.working != nil {
+		b.working[id] = w
+	} else if len(b.order) >= batchMapAt {
+		b.working = make(map[string]*state, 2*len(b.order))
+		for _, o := range b.order {
+			b.working[o.res.ResourceID] = o
+		}
+	}
 	return w
 }
 
@@ -67,7 +93,7 @@ func (b *batch) admit(id string) error {
 	if _, ok := b.s.resources[id]; ok {
 		return nil
 	}
-	if _, ok := b.working[id]; ok || b.created[id] {
+	if _, ok := b.lookup(id); ok || b.created[id] {
 		return nil
 	}
 	if err := ValidateNewID(id); err != nil {

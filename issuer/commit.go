@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -112,22 +113,50 @@ func (s *Service) commitLoop() {
 	}
 }
 
+// commitBuf holds what one commit writes, reused from commit to commit:
+// the rows and events of a busy server's group cost some kilobytes each
+// time. Stores do not keep them after Apply (they copy what they queue).
+type commitBuf struct {
+	rows   []*fenceview.Resource
+	events []fenceview.Event
+	latest map[string]int // rows' index by resource id, in groups of several batches
+}
+
+var commitBufs = sync.Pool{New: func() any { return &commitBuf{latest: map[string]int{}} }}
+
+// put returns buf to the pool, holding no change's strings or rows.
+func (buf *commitBuf) put() {
+	clear(buf.rows)
+	clear(buf.events)
+	clear(buf.latest)
+	buf.rows, buf.events = buf.rows[:0], buf.events[:0]
+	if cap(buf.events) > 4096 { // a burst's buffers are not kept
+		return
+	}
+	commitBufs.Put(buf)
+}
+
 func (s *Service) commitGroup(group []*batch) {
-	var rows []*fenceview.Resource
-	var events []fenceview.Event
-	latest := make(map[string]int, len(group))
+	buf := commitBufs.Get().(*commitBuf)
+	defer buf.put()
+	rows, events := buf.rows, buf.events
 	for _, b := range group {
 		for _, w := range b.order {
+			if len(group) == 1 {
+				rows = append(rows, &w.res) // a batch's copies are of distinct resources
+				continue
+			}
 			// A later batch's copy of a resource supersedes an earlier one.
-			if i, ok := latest[w.res.ResourceID]; ok {
+			if i, ok := buf.latest[w.res.ResourceID]; ok {
 				rows[i] = &w.res
 			} else {
-				latest[w.res.ResourceID] = len(rows)
+				buf.latest[w.res.ResourceID] = len(rows)
 				rows = append(rows, &w.res)
 			}
 		}
 		events = append(events, b.events...)
 	}
+	buf.rows, buf.events = rows, events
 	signed := s.signGroup(group)
 	start := time.Now() // wall time, not s.clock: a cost measured, not a lease
 	err := s.store.Apply(context.Background(), rows, events)

@@ -165,7 +165,7 @@ func (b *batch) takeableNoExpiry(ids []string, g grantReq) bool {
 	for _, id := range ids {
 		var r *fenceview.Resource
 		var waiting int
-		if w, ok := b.working[id]; ok {
+		if w, ok := b.lookup(id); ok {
 			r, waiting = &w.res, len(w.waiters)
 		} else if st := b.s.resources[id]; st != nil {
 			r, waiting = st.res.Load(), len(st.waiters)
@@ -184,7 +184,7 @@ func (b *batch) takeableNoExpiry(ids []string, g grantReq) bool {
 func (b *batch) grantable(ids []string) bool {
 	for _, id := range ids {
 		var r fenceview.Resource
-		if w, ok := b.working[id]; ok {
+		if w, ok := b.lookup(id); ok {
 			r = w.res
 		} else if st := b.s.resources[id]; st != nil {
 			r = *st.res.Load()
@@ -202,7 +202,7 @@ func (b *batch) heldAllError(ids []string, g grantReq) error {
 	held := []map[string]any{}
 	for _, id := range ids {
 		var r *fenceview.Resource
-		if w, ok := b.working[id]; ok {
+		if w, ok := b.lookup(id); ok {
 			r = &w.res
 		} else if st := b.s.resources[id]; st != nil {
 			r = st.res.Load()

@@ -114,7 +114,7 @@ func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest
 func (b *batch) freeSlot(name string, permits int) (*state, error) {
 	for i := range permits {
 		id := fenceview.SlotID(name, i)
-		if w, ok := b.working[id]; ok {
+		if w, ok := b.lookup(id); ok {
 			if b.vacant(w) {
 				return w, nil
 			}
@@ -167,7 +167,7 @@ func (s *Service) setPermitQ(name string, q []*waiter) {
 // permits is the semaphore name's permits as this batch sees them, 0 for
 // a name never acquired.
 func (b *batch) permits(name string) int {
-	if w, ok := b.working[fenceview.SlotID(name, 0)]; ok {
+	if w, ok := b.lookup(fenceview.SlotID(name, 0)); ok {
 		return w.res.Permits
 	}
 	return b.s.permitsOf(name)
