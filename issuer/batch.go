@@ -25,6 +25,7 @@ type batch struct {
 	accepted, resets                     int
 	rejected                             map[string]int
 	alarms                               []fenceview.Resource
+	timed                                []timedSample // waits and holds, recorded once durable (holdtimes.go)
 
 	created map[string]bool  // resources this batch may create, for MaxResources
 	presign *fenceview.Grant // the caller's grant, signed with its group by the committer (signing.go)
@@ -116,10 +117,12 @@ func (b *batch) grant(w *state, holder, owner string, leaseMs int64) (fenceview.
 	r.ExpiresAt = b.now.Add(time.Duration(leaseMs) * time.Millisecond)
 	b.event(fenceview.Event{Type: fenceview.EventGrant, ResourceID: r.ResourceID, Token: token, Holder: holder})
 	b.grants++
+	b.timeGrant(w)
 	return b.s.grantOf(r), nil
 }
 
 func (b *batch) free(w *state) {
+	b.timeFree(w)
 	r := &w.res
 	r.Holder, r.Owner, r.HoldCount, r.Token = "", "", 0, 0
 	r.ExpiresAt, r.GrantedAt = time.Time{}, time.Time{}
@@ -153,6 +156,7 @@ func (b *batch) handOff(w *state) {
 	if err != nil {
 		return // tokens exhausted: the waiter times out like any other
 	}
+	b.waited(next.since)
 	b.serve = append(b.serve, handoff{next, g})
 }
 

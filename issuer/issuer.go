@@ -128,6 +128,7 @@ type waiter struct {
 	holder  string
 	owner   string
 	leaseMs int64
+	since   time.Time       // when the acquire arrived, for its wait time (holdtimes.go)
 	result  chan waitResult // buffered; written once, or closed on shutdown
 }
 
@@ -311,7 +312,7 @@ func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fe
 	if lease == 0 {
 		lease = fenceview.DefaultLease
 	}
-	wt := &waiter{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), result: make(chan waitResult, 1)}
+	wt := &waiter{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), since: b.now, result: make(chan waitResult, 1)}
 	w.waiters = append(w.waiters, wt)
 	s.waiting++
 	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs
