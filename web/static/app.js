@@ -84,7 +84,8 @@
     accept: [['path', { d: 'M1.8 6.4 L4.8 9.2 L10.4 2.8', fill: 'none', 'stroke-width': 2 }]],
     reject: [['path', { d: 'M2.2 2.2 L9.8 9.8 M9.8 2.2 L2.2 9.8', fill: 'none', 'stroke-width': 2 }]],
     alarm: [['path', { d: 'M6 1 L11.2 10.6 H0.8 Z' }]],
-    reset: [['path', { d: 'M6 1.2 L10.8 6 L6 10.8 L1.2 6 Z', fill: 'none', 'stroke-width': 1.6 }]]
+    reset: [['path', { d: 'M6 1.2 L10.8 6 L6 10.8 L1.2 6 Z', fill: 'none', 'stroke-width': 1.6 }]],
+    proclaim: [['path', { d: 'M2.5 11 V1.5 H9.5 L8 3.8 L9.5 6 H2.5', fill: 'none', 'stroke-width': 1.5 }]]
   };
 
   function icon(kind) {
@@ -113,6 +114,7 @@
       case 'alarm': return 'alarm';
       case 'reset': return 'reset';
       case 'recover': return 'recovered';
+      case 'proclaim': return 'proclaimed';
     }
     return String(e.type);
   }
@@ -142,7 +144,9 @@
       case 'renew': return tok + ' renewed by ' + (e.holder || '');
       case 'release': return tok + ' released by ' + (e.holder || '');
       case 'expire':
-        return tok + ' of ' + (e.holder || '') + (e.reason === 'forced' ? ' force-expired' : ': lease ran out');
+        return tok + ' of ' + (e.holder || '') + (e.reason === 'forced' ? ' force-expired' : ': lease ran out') +
+          (e.lockDelayMs > 0 ? '; lock-delay ' + e.lockDelayMs + ' ms' : '');
+      case 'proclaim': return 'term ' + (e.token || 0) + ': ' + (e.holder || '') + ' set its value';
       case 'accept': return tok + ' accepted' + from(e.source);
       case 'reject':
         return 'token ' + e.presented + ' refused (' + e.reason + '), needs \u2265 ' + e.required + from(e.source);
@@ -499,8 +503,14 @@
       ? (lock.holdCount > 1 ? lock.holder + ' (held ' + lock.holdCount + ' times)' : lock.holder) : 'nobody';
     f('token').textContent = lock.locked ? String(lock.token) : '\u2014';
     var lease = f('lease');
+    var before = lease.querySelector('.countdown[data-expires-at]');
     lease.textContent = '';
-    if (lock.locked) lease.appendChild(countdown(lock.remainingMs)); else lease.textContent = '\u2014';
+    if (lock.locked) {
+      var c = countdown(lock.remainingMs);
+      if (lock.expiresAt) c.dataset.expiresAt = lock.expiresAt;
+      lease.appendChild(c);
+    } else lease.textContent = '\u2014';
+    updateDelay(f('delay'), lock, before);
     f('waiters').textContent = String(lock.waiters || 0);
     f('hwm').textContent = String(r.highWaterMark);
     var last = f('last');
@@ -524,6 +534,27 @@
       rej.appendChild(a);
     }
     setBehind(r);
+  }
+
+  // A lock-delay ends lockDelayMs after the lease that ran out: on this
+  // page's clock, the lease countdown's deadline plus the server's
+  // (availableAt - expiresAt), so a skewed viewer clock still counts right.
+  // Without that lease on the page, the server's figure stays as drawn.
+  function updateDelay(dd, lock, lease) {
+    if (!dd) return;
+    var label = document.querySelector('[data-testid="lock-state"] [data-field-label="delay"]');
+    var running = !lock.locked && lock.availableAt;
+    if (running && lease && deadlines.has(lease)) {
+      var left = deadlines.get(lease) + (Date.parse(lock.availableAt) - Date.parse(lease.dataset.expiresAt)) - performance.now();
+      dd.textContent = '';
+      var span = countdown(Math.max(0, Math.round(left)));
+      span.classList.add('delay');
+      dd.appendChild(span);
+      dd.appendChild(el('span', 'muted', ': the lease ran out without a release; nobody gets the lock until then'));
+    } else if (!running) {
+      dd.textContent = '';
+    }
+    dd.hidden = label.hidden = dd.textContent === '';
   }
 
   // The chart is drawn by the server; say when it is behind the history.
@@ -560,6 +591,43 @@
     }
     if (page === 'overview') onOverviewEvent(e);
     else if (page === 'resource') onResourceEvent(e);
+    else if (page === 'election') reloadParts();
+    else if (page === 'semaphore' && isSlotOf(e.resourceId, body.dataset.semaphore)) reloadParts();
+  }
+
+  // ---- semaphore and election pages ---------------------------------------
+  // Their cards are drawn by the server; an event that touches them fetches
+  // the page again and swaps its live parts in (parsed, never run: the
+  // server escaped every id and value, and the policy forbids inline script).
+
+  function isSlotOf(id, name) {
+    if (typeof id !== 'string' || !name || id.lastIndexOf(name + '#', 0) !== 0) return false;
+    return /^(0|[1-9][0-9]{0,3})$/.test(id.slice(name.length + 1));
+  }
+
+  var reloading = null;
+
+  function reloadParts() {
+    if (reloading) return;
+    reloading = setTimeout(function () {
+      fetch(location.href, { cache: 'no-store' }).then(function (res) {
+        if (!res.ok) throw new Error('HTTP ' + res.status);
+        return res.text();
+      }).then(function (html) {
+        reloading = null;
+        var doc = new DOMParser().parseFromString(html, 'text/html');
+        document.querySelectorAll('[data-live-part]').forEach(function (part) {
+          var fresh = doc.querySelector('[data-live-part="' + part.dataset.livePart + '"]');
+          if (!fresh) return;
+          fresh = document.adoptNode(fresh);
+          part.replaceWith(fresh);
+          fresh.querySelectorAll('time[data-local]').forEach(localize);
+          fresh.querySelectorAll('.countdown[data-remaining-ms]').forEach(function (s) {
+            startCountdown(s, Number(s.dataset.remainingMs));
+          });
+        });
+      }).catch(function () { reloading = null; /* the next event tries again */ });
+    }, 120);
   }
 
   function connect() {
@@ -664,5 +732,5 @@
   // Relative times age: refresh them every 15 s.
   setInterval(function () { document.querySelectorAll('time[data-local]').forEach(localize); }, 15000);
   adminActions();
-  if (page === 'overview' || page === 'resource') connect();
+  if (page === 'overview' || page === 'resource' || page === 'election' || page === 'semaphore') connect();
 })();
