@@ -43,6 +43,7 @@ type Service interface {
 	Unsubscribe(sub *issuer.Subscription)
 	Metrics() issuer.Metrics
 	Issuer() string
+	LockTimes(resourceID string) issuer.LockTimes
 }
 
 var _ Service = (*issuer.Service)(nil)
