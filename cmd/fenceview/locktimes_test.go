@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,6 +32,21 @@ func TestResourceShowsWaitAndHoldTimes(t *testing.T) {
 	tm := got.Times
 	if tm.Wait.Count != 1 || tm.Wait.MaxMs != 0 || tm.Hold.Count != 1 || tm.Hold.P50Ms != 2500 || tm.Hold.MaxMs != 2500 || tm.Waiters != 0 {
 		t.Fatalf("times = %+v in %s", tm, r.Raw)
+	}
+	// The aggregate histograms, by kind of lock only.
+	m := string(s.do("GET", "/metrics", nil).Raw)
+	for _, line := range []string{
+		`fenceview_lock_hold_seconds_bucket{kind="lock",le="1"} 0`,
+		`fenceview_lock_hold_seconds_bucket{kind="lock",le="5"} 1`,
+		`fenceview_lock_hold_seconds_sum{kind="lock"} 2.5`,
+		`fenceview_lock_wait_seconds_count{kind="lock"} 1`,
+		`fenceview_lock_wait_seconds_bucket{kind="lock",le="0.001"} 1`,
+		`fenceview_lock_hold_seconds_count{kind="slot"} 0`,
+		`fenceview_lock_wait_seconds_count{kind="election"} 0`,
+	} {
+		if !strings.Contains(m, line+"\n") {
+			t.Errorf("metrics lack %q", line)
+		}
 	}
 	// Lists stay lean: no times per row.
 	if list := s.do("GET", "/v1/resources", nil); containsKey(list.Raw, "times") {
