@@ -22,10 +22,10 @@ type Meta struct {
 	Page   string // data-page on <body>: which live behaviour the script runs
 	// LastSeq is the last event the page shows; the script resumes the
 	// stream after it, so nothing between render and connect is missed.
-	LastSeq  int64
+	LastSeq   int64
 	Resource  string // the stream filter of a resource page
 	Semaphore string // a semaphore's page: the name whose slots it follows
-	Admin    bool   // the viewer may force-expire and reset: show those actions
+	Admin     bool   // the viewer may force-expire and reset: show those actions
 
 	CSS, JS, Icon string
 
