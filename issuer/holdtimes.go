@@ -44,23 +44,25 @@ func (s *Service) LockTimes(resourceID string) LockTimes {
 	return s.metrics.times.get(resourceID)
 }
 
-// Lock kinds, for the aggregate histograms (no per-name labels).
+// Lock kinds, for the aggregate histograms (no per-name labels): a
+// semaphore's slots count as the semaphore's (the label of
+// fenceview_grant_seconds).
 const (
 	KindLock = iota
-	KindSlot
+	KindSemaphore
 	KindElection
 	kinds
 )
 
 // KindNames are the kinds' label values, by kind.
-var KindNames = [kinds]string{"lock", "slot", "election"}
+var KindNames = [kinds]string{"lock", "semaphore", "election"}
 
 func kindOf(r *fenceview.Resource) uint8 {
 	if r.Election {
 		return KindElection
 	}
 	if _, _, ok := fenceview.ParseSlotID(r.ResourceID); ok {
-		return KindSlot
+		return KindSemaphore
 	}
 	return KindLock
 }

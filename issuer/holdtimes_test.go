@@ -55,8 +55,8 @@ func TestLockTimesOfGrantsAndHolds(t *testing.T) {
 	if k := hist[KindLock]; k.Kind != "lock" || k.Waits.Count != 3 || k.Holds.Count != 3 || k.Holds.Sum != 6 {
 		t.Fatalf("lock histograms = %+v", k)
 	}
-	if k := hist[KindSlot]; k.Waits.Count != 0 || k.Holds.Count != 0 {
-		t.Fatalf("slot histograms counted plain locks: %+v", k)
+	if k := hist[KindSemaphore]; k.Waits.Count != 0 || k.Holds.Count != 0 {
+		t.Fatalf("semaphore histograms counted plain locks: %+v", k)
 	}
 }
 
@@ -128,7 +128,7 @@ func TestKindOf(t *testing.T) {
 		kind uint8
 	}{
 		{fenceview.Resource{ResourceID: "orders"}, KindLock},
-		{fenceview.Resource{ResourceID: "jobs#3"}, KindSlot},
+		{fenceview.Resource{ResourceID: "jobs#3"}, KindSemaphore},
 		{fenceview.Resource{ResourceID: "jobs#x"}, KindLock},
 		{fenceview.Resource{ResourceID: "leader", Election: true}, KindElection},
 	} {

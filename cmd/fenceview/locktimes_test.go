@@ -41,7 +41,7 @@ func TestResourceShowsWaitAndHoldTimes(t *testing.T) {
 		`fenceview_lock_hold_seconds_sum{kind="lock"} 2.5`,
 		`fenceview_lock_wait_seconds_count{kind="lock"} 1`,
 		`fenceview_lock_wait_seconds_bucket{kind="lock",le="0.001"} 1`,
-		`fenceview_lock_hold_seconds_count{kind="slot"} 0`,
+		`fenceview_lock_hold_seconds_count{kind="semaphore"} 0`,
 		`fenceview_lock_wait_seconds_count{kind="election"} 0`,
 	} {
 		if !strings.Contains(m, line+"\n") {
