@@ -119,6 +119,8 @@ type Event struct {
 	Value string
 	// LockDelayMs is the lock-delay an expire starts.
 	LockDelayMs int64
+	// Permits is a semaphore's permits, set by a permits event.
+	Permits int
 }
 
 // Report is a fencing decision made elsewhere (a plugin's guard) and sent

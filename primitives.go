@@ -27,8 +27,15 @@ const (
 	MaxElectionValue = 4 << 10
 )
 
-// EventProclaim: an election's leader changed its value (Value), same term.
-const EventProclaim = "proclaim"
+// Event types of contract v3.
+const (
+	// EventProclaim: an election's leader changed its value (Value), same
+	// term (Token).
+	EventProclaim = "proclaim"
+	// EventPermits: an admin set a semaphore's permits (Permits), recorded
+	// on its slot 0.
+	EventPermits = "permits"
+)
 
 // AcquireRequest asks for the lock on ResourceID for Holder.
 type AcquireRequest struct {

@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fenceview/fenceview"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/cluster"
 	"github.com/fenceview/fenceview/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/server"

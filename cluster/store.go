@@ -145,6 +145,11 @@ type resourceRecord struct {
 	Rejected        int64  `json:"rejected,omitempty"`
 	LastRejectionAt int64  `json:"lastRejection,omitempty"`
 	CounterAlarm    int64  `json:"alarm,omitempty"`
+	LockDelayMs     int64  `json:"delayMs,omitempty"`
+	AvailableAt     int64  `json:"available,omitempty"`
+	Permits         int    `json:"permits,omitempty"`
+	Election        bool   `json:"election,omitempty"`
+	Value           string `json:"value,omitempty"`
 }
 
 func recordOf(r *fenceview.Resource) resourceRecord {
@@ -154,6 +159,8 @@ func recordOf(r *fenceview.Resource) resourceRecord {
 		ExpiresAt: ms(r.ExpiresAt), GrantedAt: ms(r.GrantedAt), LeaseMs: r.LeaseMs,
 		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: ms(r.LastRejectionAt),
 		CounterAlarm: r.CounterAlarm,
+		LockDelayMs:  r.LockDelayMs, AvailableAt: ms(r.AvailableAt), Permits: r.Permits,
+		Election: r.Election, Value: r.Value,
 	}
 }
 
@@ -164,6 +171,8 @@ func (r resourceRecord) resource() *fenceview.Resource {
 		ExpiresAt: fromMs(r.ExpiresAt), GrantedAt: fromMs(r.GrantedAt), LeaseMs: r.LeaseMs,
 		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: fromMs(r.LastRejectionAt),
 		CounterAlarm: r.CounterAlarm,
+		LockDelayMs:  r.LockDelayMs, AvailableAt: fromMs(r.AvailableAt), Permits: r.Permits,
+		Election: r.Election, Value: r.Value,
 	}
 }
 
@@ -179,16 +188,21 @@ type eventRecord struct {
 	Reason     string `json:"reason,omitempty"`
 	Source     string `json:"source,omitempty"`
 	At         int64  `json:"at"` // unix milliseconds, as the history keeps it
+	Value      string `json:"value,omitempty"`
+	LockDelay  int64  `json:"delayMs,omitempty"`
+	Permits    int    `json:"permits,omitempty"`
 }
 
 func eventRecordOf(e fenceview.Event) eventRecord {
 	return eventRecord{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
-		Presented: e.Presented, Required: e.Required, Reason: e.Reason, Source: e.Source, At: e.At.UnixMilli()}
+		Presented: e.Presented, Required: e.Required, Reason: e.Reason, Source: e.Source, At: e.At.UnixMilli(),
+		Value: e.Value, LockDelay: e.LockDelayMs, Permits: e.Permits}
 }
 
 func (r eventRecord) event() fenceview.Event {
 	return fenceview.Event{Seq: r.Seq, Type: r.Type, ResourceID: r.ResourceID, Token: r.Token, Holder: r.Holder,
-		Presented: r.Presented, Required: r.Required, Reason: r.Reason, Source: r.Source, At: time.UnixMilli(r.At).UTC()}
+		Presented: r.Presented, Required: r.Required, Reason: r.Reason, Source: r.Source, At: time.UnixMilli(r.At).UTC(),
+		Value: r.Value, LockDelayMs: r.LockDelay, Permits: r.Permits}
 }
 
 func decodeEvents(b []byte) ([]fenceview.Event, error) {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/fenceview/fenceview"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
 )
 

@@ -22,6 +22,7 @@ type batch struct {
 	serve   []handoff
 
 	grants, renewals, releases, expiries int
+	byKind                               [kinds]int // grants
 	accepted, resets                     int
 	rejected                             map[string]int
 	alarms                               []fenceview.Resource
@@ -35,8 +36,9 @@ type batch struct {
 }
 
 type handoff struct {
-	w *waiter
-	g fenceview.Grant
+	w  *waiter
+	g  fenceview.Grant
+	gs []fenceview.Grant // a multi-lock's grants
 }
 
 // begin starts a batch. s.mu must be held until commit returns.
@@ -91,9 +93,21 @@ func (b *batch) event(e fenceview.Event) {
 	b.events = append(b.events, e)
 }
 
-// grant gives the lock to holder (of owner, the caller's key) with a new
-// token.
-func (b *batch) grant(w *state, holder, owner string, leaseMs int64) (fenceview.Grant, error) {
+// grantReq is what a grant gives: to whom, for how long, and what an
+// election's grant sets.
+type grantReq struct {
+	kind     Kind
+	holder   string
+	owner    string // the caller's key with auth on
+	leaseMs  int64
+	delayMs  int64 // the lock-delay should this lease run out
+	election bool
+	value    string    // the leader's value, for an election
+	since    time.Time // a waiter's arrival, for its wait (holdtimes.go); zero: granted at once
+}
+
+// grant gives the lock to g.holder with a new token.
+func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
 	token, err := nextToken(&w.res)
 	if err != nil {
 		return fenceview.Grant{}, err
@@ -105,19 +119,27 @@ func (b *batch) grant(w *state, holder, owner string, leaseMs int64) (fenceview.
 		// also how an id claimed in advance looks: say so.
 		b.alarm(w, fenceview.AlarmForeignMark, r.HighWaterMark, "", b.now)
 	}
-	if r.Holder == holder {
+	if r.Holder == g.holder {
 		r.HoldCount++
 	} else {
-		r.Holder, r.HoldCount = holder, 1
+		r.Holder, r.HoldCount = g.holder, 1
 	}
-	r.Owner = owner
+	r.Owner = g.owner
 	r.LastToken, r.Token = token, token
-	r.LeaseMs = leaseMs
+	r.LeaseMs = g.leaseMs
+	r.LockDelayMs = g.delayMs
+	r.AvailableAt = time.Time{}
 	r.GrantedAt = b.now
-	r.ExpiresAt = b.now.Add(time.Duration(leaseMs) * time.Millisecond)
-	b.event(fenceview.Event{Type: fenceview.EventGrant, ResourceID: r.ResourceID, Token: token, Holder: holder})
+	r.ExpiresAt = b.now.Add(time.Duration(g.leaseMs) * time.Millisecond)
+	e := fenceview.Event{Type: fenceview.EventGrant, ResourceID: r.ResourceID, Token: token, Holder: g.holder}
+	if g.election {
+		r.Election, r.Value = true, g.value
+		e.Value = g.value
+	}
+	b.event(e)
 	b.grants++
-	b.timeGrant(w)
+	b.byKind[g.kind]++
+	b.timeGrant(w, g)
 	return b.s.grantOf(r), nil
 }
 
@@ -126,6 +148,17 @@ func (b *batch) free(w *state) {
 	r := &w.res
 	r.Holder, r.Owner, r.HoldCount, r.Token = "", "", 0, 0
 	r.ExpiresAt, r.GrantedAt = time.Time{}, time.Time{}
+	r.LockDelayMs, r.Value = 0, ""
+}
+
+// delayed reports whether w is in a lock-delay: free, and granted to
+// nobody until w.res.AvailableAt.
+func (b *batch) delayed(w *state) bool { return w.res.AvailableAt.After(b.now) }
+
+// vacant reports whether w can be granted now to a newcomer: nobody holds
+// it, nobody waits for it and no lock-delay runs.
+func (b *batch) vacant(w *state) bool {
+	return w.res.Holder == "" && len(w.waiters) == 0 && !b.delayed(w)
 }
 
 // expireIfDue records the expiry of a lease that has run out.
@@ -135,29 +168,64 @@ func (b *batch) expireIfDue(w *state) {
 	}
 }
 
-// expire frees the lock, records why, and serves the first waiter.
+// expire frees the lock, records why, and serves the first waiter. A
+// lease that ran out (not one forced) with a lock-delay keeps the lock
+// from everyone until its end plus the delay: a write its vanished holder
+// sent to a resource that cannot check tokens may still land.
 func (b *batch) expire(w *state, why string) {
-	holder, token := w.res.Holder, w.res.Token
+	holder, token, delay := w.res.Holder, w.res.Token, w.res.LockDelayMs
+	until := w.res.ExpiresAt.Add(time.Duration(delay) * time.Millisecond)
 	b.free(w)
-	b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: w.res.ResourceID, Token: token, Holder: holder, Reason: why})
+	e := fenceview.Event{Type: fenceview.EventExpire, ResourceID: w.res.ResourceID, Token: token, Holder: holder, Reason: why}
+	if why == "lease-expired" && delay > 0 {
+		w.res.AvailableAt = until
+		e.LockDelayMs = delay
+	} else {
+		w.res.AvailableAt = time.Time{}
+	}
+	b.event(e)
 	b.expiries++
 	b.handOff(w)
 }
 
+// release gives up one hold of w, freeing it and serving the next waiter
+// at zero, and returns the holds left. The caller checked the holder.
+func (b *batch) release(w *state) int {
+	token, holder := w.res.Token, w.res.Holder
+	w.res.HoldCount--
+	left := w.res.HoldCount
+	if left == 0 {
+		b.free(w)
+	}
+	b.event(fenceview.Event{Type: fenceview.EventRelease, ResourceID: w.res.ResourceID, Token: token, Holder: holder})
+	b.releases++
+	if left == 0 {
+		b.handOff(w)
+	}
+	return left
+}
+
 // handOff grants a free lock to the first waiter, so queued waiters go
-// before new arrivals.
+// before new arrivals: the lock's own waiters, then, for a semaphore's
+// slot, the semaphore's, then multi-locks that name it.
 func (b *batch) handOff(w *state) {
-	if w.res.Holder != "" || len(w.waiters) == 0 {
+	if w.res.Holder != "" || b.delayed(w) {
 		return
 	}
-	next := w.waiters[0]
-	w.waiters = w.waiters[1:]
-	g, err := b.grant(w, next.holder, next.owner, next.leaseMs)
-	if err != nil {
-		return // tokens exhausted: the waiter times out like any other
+	if len(w.waiters) > 0 {
+		next := w.waiters[0]
+		w.waiters = w.waiters[1:]
+		g, err := b.grant(w, next.grantReq)
+		if err != nil {
+			return // tokens exhausted: the waiter times out like any other
+		}
+		b.serve = append(b.serve, handoff{w: next, g: g})
+		return
 	}
-	b.waited(next.since)
-	b.serve = append(b.serve, handoff{next, g})
+	if b.handOffPermit(w) {
+		return
+	}
+	b.handOffMulti(w.res.ResourceID)
 }
 
 // decide records a fencing decision: the mark, the counters and the event.

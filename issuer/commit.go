@@ -62,11 +62,7 @@ func (s *Service) applyLocked(b *batch) bool {
 		r := w.res // a new value: readers may hold the old one
 		st.res.Store(&r)
 		st.waiters = w.waiters
-		if r.Holder != "" {
-			s.held[st.id] = st
-		} else {
-			delete(s.held, st.id)
-		}
+		s.track(st, &r)
 	}
 	if len(b.events) == 0 {
 		return false
@@ -154,8 +150,8 @@ func (s *Service) commitGroup(group []*batch) {
 	}
 	for _, b := range group {
 		for _, h := range b.serve {
-			h.w.result <- waitResult{grant: h.g}
-			s.waiting--
+			h.w.result <- waitResult{grant: h.g, grants: h.gs}
+			s.unwait(h.w)
 		}
 		s.metrics.add(b)
 		for _, r := range b.alarms {
@@ -168,6 +164,21 @@ func (s *Service) commitGroup(group []*batch) {
 	s.mu.Unlock()
 	for _, b := range group {
 		b.done <- nil
+	}
+}
+
+// track keeps the sweep's sets in step with st's new value r. s.mu must
+// be held.
+func (s *Service) track(st *known, r *fenceview.Resource) {
+	if r.Holder != "" {
+		s.held[st.id] = st
+	} else {
+		delete(s.held, st.id)
+	}
+	if !r.AvailableAt.IsZero() {
+		s.delayed[st.id] = st
+	} else {
+		delete(s.delayed, st.id)
 	}
 }
 
@@ -201,14 +212,14 @@ func (s *Service) rollbackLocked(failed []*batch) {
 		b := failed[i]
 		for _, h := range b.serve {
 			h.w.result <- waitResult{err: errUnavailable}
-			s.waiting--
+			s.unwait(h.w)
 		}
 		for j := len(b.prev) - 1; j >= 0; j-- {
 			p := b.prev[j]
 			st := s.resources[p.id]
 			for _, w := range st.waiters {
 				w.result <- waitResult{err: errUnavailable}
-				s.waiting--
+				s.unwait(w)
 			}
 			st.waiters = nil
 			failed := st.res.Load()
@@ -219,11 +230,7 @@ func (s *Service) rollbackLocked(failed []*batch) {
 			r.LastToken = max(r.LastToken, failed.LastToken) // burned, never reissued
 			s.setAlarmed(st, failed.CounterAlarm > 0, r.CounterAlarm > 0)
 			st.res.Store(&r)
-			if r.Holder != "" {
-				s.held[p.id] = st
-			} else {
-				delete(s.held, p.id)
-			}
+			s.track(st, &r)
 		}
 	}
 }

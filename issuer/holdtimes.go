@@ -44,25 +44,14 @@ func (s *Service) LockTimes(resourceID string) LockTimes {
 	return s.metrics.times.get(resourceID)
 }
 
-// Lock kinds, for the aggregate histograms (no per-name labels): a
-// semaphore's slots count as the semaphore's (the label of
-// fenceview_grant_seconds).
-const (
-	KindLock = iota
-	KindSemaphore
-	KindElection
-	kinds
-)
-
-// KindNames are the kinds' label values, by kind.
-var KindNames = [kinds]string{"lock", "semaphore", "election"}
-
-func kindOf(r *fenceview.Resource) uint8 {
+// holdKind is the kind a hold counts under: what the lock is (a
+// multi-lock's locks are ordinary locks once granted).
+func holdKind(r *fenceview.Resource) Kind {
 	if r.Election {
 		return KindElection
 	}
 	if _, _, ok := fenceview.ParseSlotID(r.ResourceID); ok {
-		return KindSemaphore
+		return KindPermit
 	}
 	return KindLock
 }
@@ -73,21 +62,17 @@ type timedSample struct {
 	id   string
 	d    time.Duration
 	hold bool
-	kind uint8
+	kind Kind
 }
 
-// timeGrant notes a grant of w's lock, as if it waited for nothing; a
-// waiter served by handOff says how long it waited (waited).
-func (b *batch) timeGrant(w *state) {
-	b.timed = append(b.timed, timedSample{id: w.res.ResourceID, kind: kindOf(&w.res)})
-}
-
-// waited sets the wait of the grant just noted: from the acquire's
-// arrival (since) to now.
-func (b *batch) waited(since time.Time) {
-	if n := len(b.timed); n > 0 && !since.IsZero() && !b.timed[n-1].hold {
-		b.timed[n-1].d = max(b.now.Sub(since), 0)
+// timeGrant notes a grant of w's lock and its wait: from a waiter's
+// arrival (g.since), 0 for a grant at once.
+func (b *batch) timeGrant(w *state, g grantReq) {
+	var d time.Duration
+	if !g.since.IsZero() {
+		d = max(b.now.Sub(g.since), 0)
 	}
+	b.timed = append(b.timed, timedSample{id: w.res.ResourceID, d: d, kind: g.kind})
 }
 
 // timeFree notes the end of w's hold, before the lock is freed: from its
@@ -102,7 +87,7 @@ func (b *batch) timeFree(w *state) {
 	if r.ExpiresAt.Before(end) {
 		end = r.ExpiresAt
 	}
-	b.timed = append(b.timed, timedSample{id: r.ResourceID, d: max(end.Sub(r.GrantedAt), 0), hold: true, kind: kindOf(r)})
+	b.timed = append(b.timed, timedSample{id: r.ResourceID, d: max(end.Sub(r.GrantedAt), 0), hold: true, kind: holdKind(r)})
 }
 
 // holdTimes is the windows of the most recently active resources, in an
@@ -257,19 +242,21 @@ func (h *Histogram) observe(d time.Duration) {
 
 // LockTimeHistograms are the waits and holds of every lock of one kind.
 type LockTimeHistograms struct {
-	Kind         string // KindNames
+	Kind         string // Kind.String()
 	Waits, Holds Histogram
 }
 
 // LockTimeHistograms returns the aggregate wait and hold histograms, one
-// per kind, since the service started.
+// per kind, since the service started. Waits count by what was asked for
+// (a multi-lock's under multi), holds by what the lock is (lock,
+// semaphore or election).
 func (s *Service) LockTimeHistograms() []LockTimeHistograms {
 	h := s.metrics.times
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]LockTimeHistograms, kinds)
 	for k := range out {
-		out[k] = LockTimeHistograms{Kind: KindNames[k], Waits: h.hist[k][0], Holds: h.hist[k][1]}
+		out[k] = LockTimeHistograms{Kind: Kind(k).String(), Waits: h.hist[k][0], Holds: h.hist[k][1]}
 	}
 	return out
 }

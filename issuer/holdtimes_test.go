@@ -55,7 +55,7 @@ func TestLockTimesOfGrantsAndHolds(t *testing.T) {
 	if k := hist[KindLock]; k.Kind != "lock" || k.Waits.Count != 3 || k.Holds.Count != 3 || k.Holds.Sum != 6 {
 		t.Fatalf("lock histograms = %+v", k)
 	}
-	if k := hist[KindSemaphore]; k.Waits.Count != 0 || k.Holds.Count != 0 {
+	if k := hist[KindPermit]; k.Waits.Count != 0 || k.Holds.Count != 0 {
 		t.Fatalf("semaphore histograms counted plain locks: %+v", k)
 	}
 }
@@ -122,18 +122,18 @@ func TestRankIsNearestRank(t *testing.T) {
 	}
 }
 
-func TestKindOf(t *testing.T) {
+func TestHoldKind(t *testing.T) {
 	for _, c := range []struct {
 		r    fenceview.Resource
-		kind uint8
+		kind Kind
 	}{
 		{fenceview.Resource{ResourceID: "orders"}, KindLock},
-		{fenceview.Resource{ResourceID: "jobs#3"}, KindSemaphore},
+		{fenceview.Resource{ResourceID: "jobs#3"}, KindPermit},
 		{fenceview.Resource{ResourceID: "jobs#x"}, KindLock},
 		{fenceview.Resource{ResourceID: "leader", Election: true}, KindElection},
 	} {
-		if k := kindOf(&c.r); k != c.kind {
-			t.Errorf("kindOf(%+v) = %d, want %d", c.r, k, c.kind)
+		if k := holdKind(&c.r); k != c.kind {
+			t.Errorf("holdKind(%+v) = %v, want %v", c.r, k, c.kind)
 		}
 	}
 }

@@ -88,10 +88,14 @@ type Service struct {
 
 	mu        sync.Mutex
 	resources map[string]*known
-	held      map[string]*known // resources with a holder, for the sweep
-	seq       int64             // last event sequence number assigned
-	published int64             // last event sequence number durable and published
+	held      map[string]*known    // resources with a holder, for the sweep
+	delayed   map[string]*known    // resources in a lock-delay, for the sweep
+	permitQ   map[string][]*waiter // a semaphore's waiters, by name (semaphore.go)
+	multi     []*waiter            // multi-locks waiting, first come first served (multilock.go)
+	seq       int64                // last event sequence number assigned
+	published int64                // last event sequence number durable and published
 	waiting   int
+	waitingBy [kinds]int
 	alarmed   map[string]*known // resources with a counter alarm
 	// index and alarmIndex hold every known resource, and those with a
 	// counter alarm, ordered by id: readers walk clones of them, outside
@@ -125,16 +129,15 @@ type state struct {
 }
 
 type waiter struct {
-	holder  string
-	owner   string
-	leaseMs int64
-	since   time.Time       // when the acquire arrived, for its wait time (holdtimes.go)
-	result  chan waitResult // buffered; written once, or closed on shutdown
+	grantReq
+	result chan waitResult // buffered; written once, or closed on shutdown
+	ids    []string        // a multi-lock's resources (multilock.go)
 }
 
 type waitResult struct {
-	grant fenceview.Grant
-	err   error
+	grant  fenceview.Grant
+	grants []fenceview.Grant // a multi-lock's
+	err    error
 }
 
 // New returns a service over store, starting from the resources and the
@@ -164,6 +167,8 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		limits:     cfg,
 		resources:  make(map[string]*known, len(resources)),
 		held:       make(map[string]*known),
+		delayed:    make(map[string]*known),
+		permitQ:    make(map[string][]*waiter),
 		alarmed:    make(map[string]*known),
 		index:      newIndex(),
 		alarmIndex: newIndex(),
@@ -182,6 +187,9 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		s.resources[r.ResourceID] = st
 		if r.Holder != "" {
 			s.held[r.ResourceID] = st
+		}
+		if !r.AvailableAt.IsZero() {
+			s.delayed[r.ResourceID] = st // a lock-delay survives a restart
 		}
 		s.index.ReplaceOrInsert(st)
 		if r.CounterAlarm > 0 {
@@ -215,7 +223,17 @@ func (s *Service) Close() {
 		}
 		st.waiters = nil
 	}
-	s.waiting = 0
+	for name, q := range s.permitQ {
+		for _, w := range q {
+			close(w.result)
+		}
+		delete(s.permitQ, name)
+	}
+	for _, w := range s.multi {
+		close(w.result)
+	}
+	s.multi = nil
+	s.waiting, s.waitingBy = 0, [kinds]int{}
 	s.mu.Unlock()
 	close(s.stop)
 	<-s.done
@@ -248,16 +266,9 @@ func (s *Service) lockForChange() error {
 // acquire is Acquire before signing.
 func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error) {
 	resourceID, holder, lease, wait := req.ResourceID, req.Holder, req.Lease, req.Wait
-	if lease < 0 {
-		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
+	if err := validateAcquire(resourceID, holder, lease, wait, req.LockDelay); err != nil {
+		return fenceview.Grant{}, err
 	}
-	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
-		return fenceview.Grant{}, err // a zero lease: the current one, or the default
-	}
-	if wait < 0 {
-		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "waitMs must not be negative")
-	}
-
 	if err := s.lockForChange(); err != nil {
 		return fenceview.Grant{}, err
 	}
@@ -269,95 +280,139 @@ func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fe
 	}
 	w := b.get(resourceID)
 	b.expireIfDue(w)
-	if (w.res.Holder == holder && w.res.Owner == owner) || (w.res.Holder == "" && len(w.waiters) == 0) {
+	g := grantReq{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
+	if (w.res.Holder == holder && w.res.Owner == owner) || b.vacant(w) {
 		if w.res.Holder != holder {
 			if err := ValidateNewID(holder); err != nil {
 				s.mu.Unlock()
 				return fenceview.Grant{}, err
 			}
 		}
-		leaseMs := lease.Milliseconds()
 		if lease == 0 && w.res.Holder == holder && w.res.LeaseMs > 0 {
-			leaseMs = w.res.LeaseMs // re-entrant: the current lease's length, as renew keeps it
+			g.leaseMs = w.res.LeaseMs // re-entrant: the current lease's length, as renew keeps it
 		} else if lease == 0 {
-			leaseMs = fenceview.DefaultLease.Milliseconds()
+			g.leaseMs = fenceview.DefaultLease.Milliseconds()
 		}
-		g, err := b.grant(w, holder, owner, leaseMs)
+		granted, err := b.grant(w, g)
 		if err != nil {
 			s.mu.Unlock()
-			return g, err
+			return granted, err
 		}
-		b.presign = &g // signed while the commit is in flight
+		b.presign = &granted // signed while the commit is in flight
 		err = s.finish(b)
-		return g, err
+		return granted, err
 	}
-	held := heldError(&w.res)
-	if wait == 0 {
-		if err := s.finish(b); err != nil { // an expiry handed to a waiter is still a change
-			return fenceview.Grant{}, err
+	busy := busyError(&w.res, b.now)
+	if err := b.mayWait(wait, holder); err != nil {
+		if err == errNoWait {
+			err = busy
 		}
-		return fenceview.Grant{}, held
+		return fenceview.Grant{}, err
+	}
+	if lease == 0 {
+		g.leaseMs = fenceview.DefaultLease.Milliseconds()
+	}
+	wt := &waiter{grantReq: g, result: make(chan waitResult, 1)}
+	w.waiters = append(w.waiters, wt)
+	r, err := s.await(ctx, b, wt, wait, func() (error, bool) {
+		st := s.resources[resourceID]
+		if st == nil || !removeWaiter(&st.waiters, wt) {
+			return nil, false
+		}
+		// Timed out, or the caller went away: either way the lock is
+		// still held by someone else, or in its delay.
+		return busyError(st.res.Load(), s.clock.Now()), true
+	}, resourceID, holder)
+	return r.grant, err
+}
+
+// errNoWait is mayWait's answer to an acquire that asked not to wait.
+var errNoWait = fenceview.Errorf(fenceview.ECONFLICT, "no wait")
+
+// mayWait decides, under s.mu, whether a request that cannot be granted
+// now may wait for wait: errNoWait when it asked not to, a limit when the
+// server has too many waiting. On an error s.mu is released and b (an
+// expiry it recorded is still a change) committed.
+func (b *batch) mayWait(wait time.Duration, holder string) error {
+	s := b.s
+	if wait == 0 {
+		if err := s.finish(b); err != nil {
+			return err
+		}
+		return errNoWait
 	}
 	if s.waiting >= s.limits.MaxWaiters {
 		if err := s.finish(b); err != nil {
-			return fenceview.Grant{}, err
+			return err
 		}
-		return fenceview.Grant{}, fenceview.Errorf(fenceview.ELIMIT,
+		return fenceview.Errorf(fenceview.ELIMIT,
 			"%d acquires are already waiting, the server's limit; retry later, or acquire with waitMs 0", s.limits.MaxWaiters)
 	}
 	if err := ValidateNewID(holder); err != nil {
 		s.mu.Unlock()
-		return fenceview.Grant{}, err
+		return err
 	}
-	if lease == 0 {
-		lease = fenceview.DefaultLease
-	}
-	wt := &waiter{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), since: b.now, result: make(chan waitResult, 1)}
-	w.waiters = append(w.waiters, wt)
+	return nil
+}
+
+// await counts wt, which the caller queued under s.mu, as waiting,
+// commits b and waits up to wait for wt's answer. When the wait or ctx
+// ends first, dequeue (under s.mu) takes wt out of its queue and says
+// what to answer; if wt was no longer queued, it was served while giving
+// up, and its answer is taken: dropping it would leave a lock held by
+// nobody who knows.
+func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Duration,
+	dequeue func() (error, bool), resourceID, holder string) (waitResult, error) {
+	wt.since = b.now // its wait, should it be granted, runs from here (holdtimes.go)
 	s.waiting++
+	s.waitingBy[wt.kind]++
 	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs
 	defer timer.Stop()
 	if err := s.finish(b); err != nil {
-		return fenceview.Grant{}, err
+		return waitResult{}, err
 	}
 	if s.queuedHook != nil {
 		s.queuedHook(resourceID, holder)
 	}
-
 	select {
 	case r, ok := <-wt.result:
 		return r.result(ok)
 	case <-timer.C():
 	case <-ctx.Done():
 	}
-
 	s.mu.Lock()
-	if st := s.resources[resourceID]; st != nil {
-		for i, x := range st.waiters {
-			if x == wt {
-				st.waiters = append(st.waiters[:i:i], st.waiters[i+1:]...)
-				s.waiting--
-				// Timed out, or the caller went away: either way the
-				// lock is still held by someone else.
-				held := heldError(st.res.Load())
-				s.mu.Unlock()
-				return fenceview.Grant{}, held
-			}
-		}
+	if err, ok := dequeue(); ok {
+		s.unwait(wt)
+		s.mu.Unlock()
+		return waitResult{}, err
 	}
 	s.mu.Unlock()
-	// No longer queued: the lock was handed to us while we were giving up,
-	// and its commit is in flight. Take the answer; dropping it would leave
-	// a lock held by nobody who knows.
 	r, ok := <-wt.result
 	return r.result(ok)
 }
 
-func (r waitResult) result(ok bool) (fenceview.Grant, error) {
-	if !ok {
-		return fenceview.Grant{}, errClosed
+// unwait stops counting wt as waiting. s.mu must be held.
+func (s *Service) unwait(wt *waiter) {
+	s.waiting--
+	s.waitingBy[wt.kind]--
+}
+
+// removeWaiter takes wt out of q, reporting whether it was there.
+func removeWaiter(q *[]*waiter, wt *waiter) bool {
+	for i, x := range *q {
+		if x == wt {
+			*q = append((*q)[:i:i], (*q)[i+1:]...)
+			return true
+		}
 	}
-	return r.grant, r.err
+	return false
+}
+
+func (r waitResult) result(ok bool) (waitResult, error) {
+	if !ok {
+		return waitResult{}, errClosed
+	}
+	return r, r.err
 }
 
 // renew is Renew before signing.
@@ -418,17 +473,7 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 		}
 		return 0, errNotOwner
 	}
-	token := w.res.Token
-	w.res.HoldCount--
-	left := w.res.HoldCount
-	if left == 0 {
-		b.free(w)
-	}
-	b.event(fenceview.Event{Type: fenceview.EventRelease, ResourceID: resourceID, Token: token, Holder: holder})
-	b.releases++
-	if left == 0 {
-		b.handOff(w)
-	}
+	left := b.release(w)
 	return left, s.finish(b)
 }
 
@@ -449,6 +494,12 @@ func (s *Service) ForceExpire(ctx context.Context, resourceID string) error {
 	w := b.get(resourceID)
 	if w.res.Holder != "" {
 		b.expire(w, "forced")
+	} else if b.delayed(w) {
+		// Forced during a lock-delay: the delay ends now.
+		w.res.AvailableAt = time.Time{}
+		b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: resourceID, Token: w.res.LastToken, Reason: "forced"})
+		b.expiries++
+		b.handOff(w)
 	}
 	return s.finish(b)
 }
@@ -602,6 +653,9 @@ func (s *Service) Lock(resourceID string) (fenceview.LockState, error) {
 	r := st.res.Load()
 	ls.Token = r.LastToken
 	ls.Waiters = len(st.waiters)
+	if r.AvailableAt.After(now) {
+		ls.AvailableAt = r.AvailableAt
+	}
 	if r.Holder != "" && r.ExpiresAt.After(now) {
 		ls.Locked = true
 		ls.Holder = r.Holder
@@ -735,6 +789,18 @@ func (s *Service) grantOf(r *fenceview.Resource) fenceview.Grant {
 	}
 }
 
+// busyError says why r cannot be granted now: held, or in its lock-delay.
+func busyError(r *fenceview.Resource, now time.Time) error {
+	if r.Holder == "" && r.AvailableAt.After(now) {
+		return &fenceview.Error{
+			Code:    fenceview.ECONFLICT,
+			Message: "lock delay",
+			Fields:  map[string]any{"availableAt": r.AvailableAt},
+		}
+	}
+	return heldError(r)
+}
+
 func heldError(r *fenceview.Resource) error {
 	return &fenceview.Error{
 		Code:    fenceview.ECONFLICT,
@@ -745,6 +811,24 @@ func heldError(r *fenceview.Resource) error {
 
 func invalid(err error) error {
 	return fenceview.Errorf(fenceview.EINVALID, "%s", err.Error())
+}
+
+// validateAcquire checks an acquire's input; a zero lease is allowed (the
+// current one, or the default).
+func validateAcquire(resourceID, holder string, lease, wait, delay time.Duration) error {
+	if lease < 0 {
+		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
+	}
+	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
+		return err
+	}
+	if wait < 0 {
+		return fenceview.Errorf(fenceview.EINVALID, "waitMs must not be negative")
+	}
+	if delay < 0 || delay > fenceview.MaxLockDelay {
+		return fenceview.Errorf(fenceview.EINVALID, "lockDelayMs must be between 0 and %d", fenceview.MaxLockDelay.Milliseconds())
+	}
+	return nil
 }
 
 func validateLock(resourceID, holder string, lease time.Duration) error {
@@ -809,6 +893,15 @@ func (s *Service) Sweep(ctx context.Context) {
 	for id, st := range s.held {
 		if !st.res.Load().ExpiresAt.After(b.now) {
 			b.expireIfDue(b.get(id))
+		}
+	}
+	for id, st := range s.delayed {
+		if !st.res.Load().AvailableAt.After(b.now) {
+			// The delay is over: the waiters' turn. Clearing it needs no
+			// record of its own; a past delay reads as none.
+			w := b.get(id)
+			w.res.AvailableAt = time.Time{}
+			b.handOff(w)
 		}
 	}
 	if err := s.finish(b); err != nil {

@@ -5,7 +5,25 @@ import (
 	"sync/atomic"
 )
 
+// Kind is what a grant was asked for: a lock, a semaphore's permit, a
+// multi-lock's set or an election's term. Metrics count by kind, never by
+// name, so their labels stay a closed set.
+type Kind int
+
+const (
+	KindLock Kind = iota
+	KindPermit
+	KindMulti
+	KindElection
+	kinds
+)
+
+func (k Kind) String() string {
+	return [...]string{"lock", "semaphore", "multi", "election"}[k]
+}
+
 type counters struct {
+	byKind                                         [kinds]atomic.Int64 // grants
 	grants, renewals, releases, expiries, accepted atomic.Int64
 	streamDropped, alarms, resets                  atomic.Int64
 	rejected                                       map[string]int64 // by reason; guarded by Service.mu
@@ -18,6 +36,9 @@ func newCounters() counters {
 
 func (c *counters) add(b *batch) {
 	c.grants.Add(int64(b.grants))
+	for k, n := range b.byKind {
+		c.byKind[k].Add(int64(n))
+	}
 	c.renewals.Add(int64(b.renewals))
 	c.releases.Add(int64(b.releases))
 	c.expiries.Add(int64(b.expiries))
@@ -41,6 +62,15 @@ type Metrics struct {
 	LastSeq              int64
 	CounterAlarms        int   // resources whose counter alarm is raised
 	AlarmsRaised, Resets int64 // counter alarms raised, counter resets done
+	// Kinds counts grants and waiters by what they were asked for.
+	Kinds []KindCount
+}
+
+// KindCount is the grants made and the requests waiting of one Kind.
+type KindCount struct {
+	Kind    Kind
+	Grants  int64
+	Waiters int
 }
 
 // ReasonCount is the number of refusals for one reason.
@@ -61,6 +91,7 @@ func (s *Service) Metrics() Metrics {
 		Accepted:      s.metrics.accepted.Load(),
 		StreamDropped: s.metrics.streamDropped.Load(),
 		Waiters:       s.waiting,
+		Kinds:         make([]KindCount, kinds),
 		StreamClients: len(s.subs),
 		Resources:     len(s.resources),
 		Held:          len(s.held),
@@ -68,6 +99,9 @@ func (s *Service) Metrics() Metrics {
 		CounterAlarms: len(s.alarmed),
 		AlarmsRaised:  s.metrics.alarms.Load(),
 		Resets:        s.metrics.resets.Load(),
+	}
+	for k := range kinds {
+		m.Kinds[k] = KindCount{Kind: k, Grants: s.metrics.byKind[k].Load(), Waiters: s.waitingBy[k]}
 	}
 	for reason, n := range s.metrics.rejected {
 		m.Rejected = append(m.Rejected, ReasonCount{reason, n})

@@ -1,11 +1,11 @@
 package issuer
 
 import (
-	"github.com/fenceview/fenceview"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/sqlite"
 )
 

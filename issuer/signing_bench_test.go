@@ -3,13 +3,13 @@ package issuer
 import (
 	"context"
 	"fmt"
-	"github.com/fenceview/fenceview"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/signing"
 	"github.com/fenceview/fenceview/sqlite"

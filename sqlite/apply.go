@@ -117,10 +117,10 @@ type applyStmts struct {
 }
 
 const logResourceSQL = `INSERT INTO resource_log (` + resourceColumns + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 const insertEventSQL = `INSERT INTO events (` + eventColumns + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // applyStmtsOf returns the statements prepared on c, preparing them again
 // if database/sql replaced the connection since.
@@ -147,7 +147,7 @@ func (db *DB) applyStmtsOf(c *sqlite3.SQLiteConn) (*applyStmts, error) {
 	db.stmts = &applyStmts{
 		conn:    c,
 		logStmt: logStmt.(driver.StmtExecContext), eventStmt: eventStmt.(driver.StmtExecContext),
-		logArgs: namedValues(14), eventArgs: namedValues(10),
+		logArgs: namedValues(19), eventArgs: namedValues(13),
 		closeLog: logStmt.Close, closeEvent: eventStmt.Close,
 	}
 	return db.stmts, nil
@@ -187,6 +187,8 @@ func (st *applyStmts) logResource(ctx context.Context, r *fenceview.Resource) er
 	a[7].Value, a[8].Value = toMs(r.GrantedAt), toMs(r.ExpiresAt)
 	a[9].Value, a[10].Value, a[11].Value = r.Accepted, r.Rejected, toMs(r.LastRejectionAt)
 	a[12].Value, a[13].Value = r.CounterAlarm, r.Owner
+	a[14].Value, a[15].Value, a[16].Value = r.LockDelayMs, toMs(r.AvailableAt), int64(r.Permits)
+	a[17].Value, a[18].Value = r.Election, r.Value
 	_, err := st.logStmt.ExecContext(ctx, a)
 	forget(a)
 	return err
@@ -197,6 +199,7 @@ func (st *applyStmts) insertEvent(ctx context.Context, e *fenceview.Event) error
 	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.Seq, e.Type, e.ResourceID, e.Token
 	a[4].Value, a[5].Value, a[6].Value = e.Holder, e.Presented, e.Required
 	a[7].Value, a[8].Value, a[9].Value = e.Reason, e.Source, e.At.UnixMilli()
+	a[10].Value, a[11].Value, a[12].Value = e.Value, e.LockDelayMs, int64(e.Permits)
 	_, err := st.eventStmt.ExecContext(ctx, a)
 	forget(a)
 	return err

@@ -174,7 +174,8 @@ const DefaultFoldEvery = 8192
 // resourceColumns are the columns of a resource row, in resources and in
 // resource_log alike.
 const resourceColumns = `resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
-	granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner`
+	granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
+	lock_delay_ms, available_at, permits, election, value`
 
 // foldSQL moves the log into resources (each resource's latest logged row),
 // indexes the events after folded_seq by resource, in the order of each
@@ -190,7 +191,9 @@ const foldSQL = `
 		holder = excluded.holder, hold_count = excluded.hold_count, grant_token = excluded.grant_token, lease_ms = excluded.lease_ms,
 		granted_at = excluded.granted_at, expires_at = excluded.expires_at,
 		accepted = excluded.accepted, rejected = excluded.rejected,
-		last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm, owner = excluded.owner;
+		last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm, owner = excluded.owner,
+		lock_delay_ms = excluded.lock_delay_ms, available_at = excluded.available_at, permits = excluded.permits,
+		election = excluded.election, value = excluded.value;
 	DELETE FROM resource_log;
 	INSERT OR IGNORE INTO resource_events (resource_id, seq)
 		SELECT resource_id, seq FROM events WHERE seq > ` + foldedSeq + `
@@ -425,11 +428,13 @@ func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 	// row of each resource changed since (or created since).
 	rows, err := db.read.QueryContext(ctx, `
 		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
-		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner
+		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
+		       lock_delay_ms, available_at, permits, election, value
 		FROM resources WHERE resource_id NOT IN (SELECT resource_id FROM resource_log)
 		UNION ALL
 		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
-		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner
+		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
+		       lock_delay_ms, available_at, permits, election, value
 		FROM resource_log WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id)`)
 	if err != nil {
 		return nil, err
@@ -438,12 +443,14 @@ func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 	var out []*fenceview.Resource
 	for rows.Next() {
 		var r fenceview.Resource
-		var granted, expires, lastRej sql.NullInt64
+		var granted, expires, lastRej, available sql.NullInt64
 		if err := rows.Scan(&r.ResourceID, &r.LastToken, &r.HighWaterMark, &r.Holder, &r.HoldCount, &r.Token, &r.LeaseMs,
-			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej, &r.CounterAlarm, &r.Owner); err != nil {
+			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej, &r.CounterAlarm, &r.Owner,
+			&r.LockDelayMs, &available, &r.Permits, &r.Election, &r.Value); err != nil {
 			return nil, err
 		}
 		r.GrantedAt, r.ExpiresAt, r.LastRejectionAt = fromMs(granted), fromMs(expires), fromMs(lastRej)
+		r.AvailableAt = fromMs(available)
 		out = append(out, &r)
 	}
 	return out, rows.Err()
@@ -458,10 +465,11 @@ func (db *DB) MaxSeq(ctx context.Context) (int64, error) {
 	return seq.Int64, err
 }
 
-const eventColumns = `seq, type, resource_id, token, holder, presented, required, reason, source, at`
+const eventColumns = `seq, type, resource_id, token, holder, presented, required, reason, source, at,
+	value, lock_delay_ms, permits`
 
 // eventColumnsE is eventColumns of the table aliased e.
-var eventColumnsE = "e." + strings.ReplaceAll(eventColumns, ", ", ", e.")
+var eventColumnsE = "e." + strings.ReplaceAll(strings.ReplaceAll(eventColumns, "\n\t", " "), ", ", ", e.")
 
 // Rejections returns rejections matching f, newest first by time, then by
 // sequence number. Each filter has an index ordered that way (migration
@@ -551,7 +559,7 @@ func (db *DB) queryEvents(ctx context.Context, q string, args ...any) ([]fencevi
 		var e fenceview.Event
 		var at int64
 		if err := rows.Scan(&e.Seq, &e.Type, &e.ResourceID, &e.Token, &e.Holder, &e.Presented, &e.Required,
-			&e.Reason, &e.Source, &at); err != nil {
+			&e.Reason, &e.Source, &at, &e.Value, &e.LockDelayMs, &e.Permits); err != nil {
 			return nil, err
 		}
 		e.At = time.UnixMilli(at).UTC()

@@ -208,9 +208,9 @@ func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 // election): a bounded label, never a resource's name.
 var (
 	waitDesc = prometheus.NewDesc("fenceview_lock_wait_seconds",
-		"Time from an acquire's arrival to its grant (0 for an immediate grant), by kind of lock.", []string{"kind"}, nil)
+		"Time from an acquire's arrival to its grant (0 for an immediate grant), by what was asked for: lock, semaphore, multi, election.", []string{"kind"}, nil)
 	holdDesc = prometheus.NewDesc("fenceview_lock_hold_seconds",
-		"Time from a grant to its release, force-expire or lease end, by kind of lock.", []string{"kind"}, nil)
+		"Time from a grant to its release, force-expire or lease end, by kind of lock (a multi-lock's locks hold as kind lock).", []string{"kind"}, nil)
 )
 
 func constHistogram(desc *prometheus.Desc, h issuer.Histogram, kind string) prometheus.Metric {

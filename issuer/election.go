@@ -1,0 +1,248 @@
+package issuer
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+)
+
+// An election is a lock plus a value: its leader is the lock's holder and
+// the term is the lock's token, so every guard already refuses a deposed
+// leader's writes. Campaigns queue on the lock, first come first served;
+// the events of the lock (grant with the value, proclaim, release,
+// expire) are the election's history.
+
+// Campaign makes req.Candidate the leader of req.Election once its lock is
+// granted (waiting up to req.Wait, first come first served): the term is
+// the grant's token. A campaign by the current leader keeps its term and
+// sets its value (a proclaim). Another leads and the wait is over:
+// ECONFLICT "lock held", field leader.
+func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (fenceview.Leader, fenceview.Grant, error) {
+	name, candidate := req.Election, req.Candidate
+	if err := validateAcquire(name, candidate, req.Lease, req.Wait, 0); err != nil {
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	if err := validateValue(req.Value); err != nil {
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	if err := ValidateNewID(candidate); err != nil {
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	lease := req.Lease
+	if lease == 0 {
+		lease = fenceview.DefaultLease
+	}
+	g := grantReq{kind: KindElection, holder: candidate, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), election: true, value: req.Value}
+	if err := s.lockForChange(); err != nil {
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	b := s.begin()
+	if err := b.admit(name); err != nil {
+		s.mu.Unlock()
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	w := b.get(name)
+	b.expireIfDue(w)
+	if w.res.Holder == candidate && w.res.Owner == g.owner {
+		b.proclaim(w, req.Value) // already leads: same term
+		r := w.res
+		if err := s.finish(b); err != nil {
+			return fenceview.Leader{}, fenceview.Grant{}, err
+		}
+		granted, err := s.sign(s.grantOf(&r))
+		return leaderOf(&r), granted, err
+	}
+	if b.vacant(w) {
+		granted, err := b.grant(w, g)
+		if err != nil {
+			s.mu.Unlock()
+			return fenceview.Leader{}, granted, err
+		}
+		r := w.res
+		b.presign = &granted
+		if err := s.finish(b); err != nil {
+			return fenceview.Leader{}, fenceview.Grant{}, err
+		}
+		granted, err = s.sign(granted)
+		return leaderOf(&r), granted, err
+	}
+	busy := leadHeldError(&w.res, b.now)
+	if err := b.mayWait(req.Wait, candidate); err != nil {
+		if err == errNoWait {
+			err = busy
+		}
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	wt := &waiter{grantReq: g, result: make(chan waitResult, 1)}
+	w.waiters = append(w.waiters, wt)
+	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
+		st := s.resources[name]
+		if st == nil || !removeWaiter(&st.waiters, wt) {
+			return nil, false
+		}
+		return leadHeldError(st.res.Load(), s.clock.Now()), true
+	}, name, candidate)
+	if err != nil {
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	granted, err := s.sign(r.grant)
+	if err != nil {
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	return fenceview.Leader{Candidate: candidate, Value: req.Value, Term: granted.Fencing.Token,
+		Since: granted.Fencing.IssuedAt, ExpiresAt: granted.ExpiresAt}, granted, nil
+}
+
+// proclaim sets the leader's value, recording it when it changes.
+func (b *batch) proclaim(w *state, value string) {
+	w.res.Election = true
+	if w.res.Value == value {
+		return
+	}
+	w.res.Value = value
+	b.event(fenceview.Event{Type: fenceview.EventProclaim, ResourceID: w.res.ResourceID, Token: w.res.Token, Holder: w.res.Holder, Value: value})
+}
+
+// Proclaim changes the leader's value, same term; anyone but the leader:
+// ECONFLICT "not leader".
+func (s *Service) Proclaim(ctx context.Context, election, candidate, value string) (fenceview.Leader, error) {
+	if err := validateCandidate(election, candidate); err != nil {
+		return fenceview.Leader{}, err
+	}
+	if err := validateValue(value); err != nil {
+		return fenceview.Leader{}, err
+	}
+	w, b, err := s.leading(ctx, election, candidate)
+	if err != nil {
+		return fenceview.Leader{}, err
+	}
+	b.proclaim(w, value)
+	r := w.res
+	if err := s.finish(b); err != nil {
+		return fenceview.Leader{}, err
+	}
+	return leaderOf(&r), nil
+}
+
+// Resign ends candidate's leadership of election (every hold released);
+// the next candidate waiting is elected.
+func (s *Service) Resign(ctx context.Context, election, candidate string) error {
+	if err := validateCandidate(election, candidate); err != nil {
+		return err
+	}
+	w, b, err := s.leading(ctx, election, candidate)
+	if err != nil {
+		return err
+	}
+	w.res.HoldCount = 1
+	b.release(w)
+	return s.finish(b)
+}
+
+// RenewLeadership extends the leader's lease (lease 0: the current
+// length), same term.
+func (s *Service) RenewLeadership(ctx context.Context, election, candidate string, lease time.Duration) (fenceview.Leader, fenceview.Grant, error) {
+	if err := validateCandidate(election, candidate); err != nil {
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	if lease < 0 || lease > fenceview.MaxLease {
+		return fenceview.Leader{}, fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
+	}
+	if _, _, err := s.leading(ctx, election, candidate); err != nil {
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	s.mu.Unlock() // leading's batch changed nothing but expiries, which renew records again
+	g, err := s.Renew(ctx, election, candidate, lease)
+	if err != nil {
+		if fenceview.ErrorCode(err) == fenceview.ECONFLICT {
+			return fenceview.Leader{}, fenceview.Grant{}, errNotLeader
+		}
+		return fenceview.Leader{}, fenceview.Grant{}, err
+	}
+	l, err := s.Leader(election)
+	if err != nil || l == nil || l.Term != g.Fencing.Token {
+		return fenceview.Leader{}, fenceview.Grant{}, errNotLeader // lost between the renew and the read
+	}
+	return *l, g, nil
+}
+
+// leading begins a change of election by its leader candidate: the lock
+// under s.mu and the batch, or errNotLeader (s.mu released, expiries
+// recorded).
+func (s *Service) leading(ctx context.Context, election, candidate string) (*state, *batch, error) {
+	if err := s.lockForChange(); err != nil {
+		return nil, nil, err
+	}
+	if _, ok := s.resources[election]; !ok {
+		s.mu.Unlock()
+		return nil, nil, errNotLeader
+	}
+	b := s.begin()
+	w := b.get(election)
+	b.expireIfDue(w)
+	if w.res.Holder != candidate || w.res.Owner != ownerOf(ctx) {
+		if err := s.finish(b); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, errNotLeader
+	}
+	return w, b, nil
+}
+
+// Leader returns the leader of election, nil when nobody leads.
+func (s *Service) Leader(election string) (*fenceview.Leader, error) {
+	if err := guard.ValidateResourceID(election); err != nil {
+		return nil, invalid(err)
+	}
+	s.mu.Lock()
+	st := s.resources[election]
+	s.mu.Unlock()
+	if st == nil {
+		return nil, nil
+	}
+	r := st.res.Load()
+	if r.Holder == "" || !r.ExpiresAt.After(s.clock.Now()) {
+		return nil, nil
+	}
+	l := leaderOf(r)
+	return &l, nil
+}
+
+func leaderOf(r *fenceview.Resource) fenceview.Leader {
+	return fenceview.Leader{Candidate: r.Holder, Value: r.Value, Term: r.Token, Since: r.GrantedAt, ExpiresAt: r.ExpiresAt}
+}
+
+var errNotLeader = fenceview.Errorf(fenceview.ECONFLICT, "not leader")
+
+// leadHeldError is a campaign's refusal: who leads, or the lock-delay.
+func leadHeldError(r *fenceview.Resource, now time.Time) error {
+	if r.Holder == "" {
+		return busyError(r, now)
+	}
+	l := leaderOf(r)
+	return &fenceview.Error{Code: fenceview.ECONFLICT, Message: "lock held", Fields: map[string]any{"leader": map[string]any{
+		"candidate": l.Candidate, "value": l.Value, "term": l.Term, "since": l.Since, "expiresAt": l.ExpiresAt}}}
+}
+
+func validateCandidate(election, candidate string) error {
+	if err := guard.ValidateResourceID(election); err != nil {
+		return invalid(err)
+	}
+	if err := guard.ValidateHolderID(candidate); err != nil {
+		return invalid(err)
+	}
+	return nil
+}
+
+func validateValue(v string) error {
+	if len(v) > fenceview.MaxElectionValue {
+		return fenceview.Errorf(fenceview.EINVALID, "value is at most %d bytes", fenceview.MaxElectionValue)
+	}
+	if !utf8.ValidString(v) {
+		return fenceview.Errorf(fenceview.EINVALID, "value must be valid UTF-8")
+	}
+	return nil
+}

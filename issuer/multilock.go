@@ -1,0 +1,257 @@
+package issuer
+
+import (
+	"context"
+	"slices"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+)
+
+// A multi-lock takes several locks in one atomic change, or none. Waiting,
+// it holds none of them (no partial set), so two multi-locks can never
+// deadlock: it is granted when every one is free at once, in the batch
+// that frees the last (handOffMulti).
+
+// AcquireAll grants every lock of req.ResourceIDs to req.Holder in one
+// atomic change, each with a new token, in the order asked, or none:
+// ECONFLICT "lock held", field held (each lock held by another: its
+// resourceId, holder, expiresAt). With req.Wait it waits until all are
+// free at once, holding none meanwhile. A lock the holder already holds
+// is granted again (re-entrant, a new token), as Acquire does.
+func (s *Service) AcquireAll(ctx context.Context, req fenceview.AcquireAllRequest) ([]fenceview.Grant, error) {
+	gs, err := s.acquireAll(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for i := range gs {
+		if gs[i], err = s.sign(gs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return gs, nil
+}
+
+func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllRequest) ([]fenceview.Grant, error) {
+	ids := req.ResourceIDs
+	if err := validateResourceList(ids); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if err := validateAcquire(id, req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
+			return nil, err
+		}
+	}
+	if err := ValidateNewID(req.Holder); err != nil {
+		return nil, err
+	}
+	lease := req.Lease
+	if lease == 0 {
+		lease = fenceview.DefaultLease
+	}
+	g := grantReq{kind: KindMulti, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
+	if err := s.lockForChange(); err != nil {
+		return nil, err
+	}
+	b := s.begin()
+	for _, id := range ids {
+		if err := b.admit(id); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	for _, id := range ids {
+		b.expireIfDue(b.get(id))
+	}
+	if b.takeable(ids, g) {
+		gs, err := b.grantAll(ids, g)
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		return gs, s.finish(b)
+	}
+	busy := b.heldAllError(ids, g)
+	if err := b.mayWait(req.Wait, req.Holder); err != nil {
+		if err == errNoWait {
+			err = busy
+		}
+		return nil, err
+	}
+	wt := &waiter{grantReq: g, ids: slices.Clone(ids), result: make(chan waitResult, 1)}
+	s.multi = append(s.multi, wt)
+	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
+		if !removeWaiter(&s.multi, wt) {
+			return nil, false
+		}
+		return s.begin().heldAllError(ids, g), true
+	}, ids[0], req.Holder)
+	return r.grants, err
+}
+
+// takeable reports whether every lock of ids can be granted to g now: free
+// with nobody waiting and no delay, or held by g's holder and owner.
+func (b *batch) takeable(ids []string, g grantReq) bool {
+	for _, id := range ids {
+		w := b.get(id)
+		if !(b.vacant(w) || (w.res.Holder == g.holder && w.res.Owner == g.owner)) {
+			return false
+		}
+	}
+	return true
+}
+
+// grantAll grants every lock of ids to g, in order. A failure (a lock's
+// tokens exhausted) leaves b half made: the caller must not finish it.
+func (b *batch) grantAll(ids []string, g grantReq) ([]fenceview.Grant, error) {
+	gs := make([]fenceview.Grant, len(ids))
+	for i, id := range ids {
+		var err error
+		if gs[i], err = b.grant(b.get(id), g); err != nil {
+			return nil, err
+		}
+	}
+	return gs, nil
+}
+
+// handOffMulti grants the first multi-lock waiting for id whose every
+// lock is free now, in this batch.
+func (b *batch) handOffMulti(id string) {
+	s := b.s
+	for i := 0; i < len(s.multi); i++ {
+		mw := s.multi[i]
+		if !slices.Contains(mw.ids, id) {
+			continue
+		}
+		if !b.takeableNoExpiry(mw.ids, mw.grantReq) {
+			continue
+		}
+		// Each grant is checked first, so grantAll cannot fail half way
+		// but for exhausted tokens, which leaves the waiter waiting.
+		if !b.grantable(mw.ids) {
+			continue
+		}
+		gs, err := b.grantAll(mw.ids, mw.grantReq)
+		if err != nil {
+			continue
+		}
+		s.multi = append(s.multi[:i:i], s.multi[i+1:]...)
+		b.serve = append(b.serve, handoff{w: mw, gs: gs})
+		return
+	}
+}
+
+// takeableNoExpiry is takeable for a hand-off: a lease that has run out
+// counts as held until the sweep records it, so a hand-off never expires
+// other locks from inside another lock's change.
+func (b *batch) takeableNoExpiry(ids []string, g grantReq) bool {
+	for _, id := range ids {
+		var r *fenceview.Resource
+		var waiting int
+		if w, ok := b.working[id]; ok {
+			r, waiting = &w.res, len(w.waiters)
+		} else if st := b.s.resources[id]; st != nil {
+			r, waiting = st.res.Load(), len(st.waiters)
+		} else {
+			continue // never known: free
+		}
+		free := r.Holder == "" && waiting == 0 && !r.AvailableAt.After(b.now)
+		if !free && !(r.Holder == g.holder && r.Owner == g.owner) {
+			return false
+		}
+	}
+	return true
+}
+
+// grantable reports whether every lock of ids has a token left to grant.
+func (b *batch) grantable(ids []string) bool {
+	for _, id := range ids {
+		var r fenceview.Resource
+		if w, ok := b.working[id]; ok {
+			r = w.res
+		} else if st := b.s.resources[id]; st != nil {
+			r = *st.res.Load()
+		}
+		if _, err := nextToken(&r); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// heldAllError is the refusal of a multi-lock: every lock of ids that g
+// cannot take now, with its holder, or its lock-delay's end.
+func (b *batch) heldAllError(ids []string, g grantReq) error {
+	held := []map[string]any{}
+	for _, id := range ids {
+		var r *fenceview.Resource
+		if w, ok := b.working[id]; ok {
+			r = &w.res
+		} else if st := b.s.resources[id]; st != nil {
+			r = st.res.Load()
+		} else {
+			continue
+		}
+		switch {
+		case r.Holder != "" && !(r.Holder == g.holder && r.Owner == g.owner):
+			held = append(held, map[string]any{"resourceId": id, "holder": r.Holder, "expiresAt": r.ExpiresAt})
+		case r.Holder == "" && r.AvailableAt.After(b.now):
+			held = append(held, map[string]any{"resourceId": id, "holder": nil, "availableAt": r.AvailableAt})
+		}
+	}
+	return &fenceview.Error{Code: fenceview.ECONFLICT, Message: "lock held", Fields: map[string]any{"held": held}}
+}
+
+// ReleaseAll gives up one hold of each of resourceIDs that holder holds,
+// in one atomic change; the others are listed as not held.
+func (s *Service) ReleaseAll(ctx context.Context, resourceIDs []string, holder string) (fenceview.Released, error) {
+	if err := validateResourceList(resourceIDs); err != nil {
+		return fenceview.Released{}, err
+	}
+	if err := guard.ValidateHolderID(holder); err != nil {
+		return fenceview.Released{}, invalid(err)
+	}
+	if err := s.lockForChange(); err != nil {
+		return fenceview.Released{}, err
+	}
+	owner := ownerOf(ctx)
+	b := s.begin()
+	out := fenceview.Released{Released: []string{}, NotHeld: []string{}}
+	for _, id := range resourceIDs {
+		if _, ok := s.resources[id]; !ok {
+			out.NotHeld = append(out.NotHeld, id)
+			continue
+		}
+		w := b.get(id)
+		b.expireIfDue(w)
+		if w.res.Holder != holder || w.res.Owner != owner {
+			out.NotHeld = append(out.NotHeld, id)
+			continue
+		}
+		b.release(w)
+		out.Released = append(out.Released, id)
+	}
+	if err := s.finish(b); err != nil {
+		return fenceview.Released{}, err
+	}
+	return out, nil
+}
+
+// validateResourceList checks a multi-lock's list: 1 to MaxLockAll
+// distinct valid ids.
+func validateResourceList(ids []string) error {
+	if len(ids) == 0 || len(ids) > fenceview.MaxLockAll {
+		return fenceview.Errorf(fenceview.EINVALID, "resources must list 1 to %d locks", fenceview.MaxLockAll)
+	}
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		if err := guard.ValidateResourceID(id); err != nil {
+			return fenceview.Errorf(fenceview.EINVALID, "resources[%d]: %s", i, err.Error())
+		}
+		if seen[id] {
+			return fenceview.Errorf(fenceview.EINVALID, "resources[%d]: %q is listed twice", i, id)
+		}
+		seen[id] = true
+	}
+	return nil
+}

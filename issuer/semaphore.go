@@ -1,0 +1,282 @@
+package issuer
+
+import (
+	"context"
+	"strings"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+)
+
+// A semaphore of N permits is the N locks name#0 .. name#<N-1>, its slots:
+// each an ordinary resource with its own tokens, mark and history. Its
+// permits are kept on slot 0's record (fenceview.Resource.Permits), so
+// they are as durable as any lock's state, and a failed commit undoes a
+// change of them with the rest. Its waiters, like a lock's, are memory
+// only (permitQ).
+
+// AcquirePermit grants holder the lowest free slot of the semaphore
+// req.Semaphore, waiting up to req.Wait, first come first served, for any
+// slot. The grant is the slot's (ResourceID fenceview.SlotID(name, slot)),
+// signed as any lock's. The first acquire of a name fixes its permits;
+// another count is refused (ECONFLICT "permits mismatch", field permits).
+// All slots taken: ECONFLICT "no permit free", field permits. A holder
+// may hold several slots, one grant each: an acquire never re-enters one.
+func (s *Service) AcquirePermit(ctx context.Context, req fenceview.PermitRequest) (fenceview.Grant, error) {
+	g, err := s.acquirePermit(ctx, req)
+	if err != nil {
+		return g, err
+	}
+	return s.sign(g)
+}
+
+func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest) (fenceview.Grant, error) {
+	name := req.Semaphore
+	if err := validateSemaphore(name, req.Permits); err != nil {
+		return fenceview.Grant{}, err
+	}
+	if err := validateAcquire(fenceview.SlotID(name, 0), req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
+		return fenceview.Grant{}, err
+	}
+	if err := ValidateNewID(req.Holder); err != nil {
+		return fenceview.Grant{}, err
+	}
+	lease := req.Lease
+	if lease == 0 {
+		lease = fenceview.DefaultLease
+	}
+	g := grantReq{kind: KindPermit, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
+	if err := s.lockForChange(); err != nil {
+		return fenceview.Grant{}, err
+	}
+	b := s.begin()
+	permits := b.permits(name)
+	if permits == 0 { // the first acquire of name
+		slot0 := fenceview.SlotID(name, 0)
+		if err := b.admit(slot0); err != nil {
+			s.mu.Unlock()
+			return fenceview.Grant{}, err
+		}
+		b.get(slot0).res.Permits = req.Permits
+		permits = req.Permits
+	} else if permits != req.Permits {
+		s.mu.Unlock()
+		return fenceview.Grant{}, &fenceview.Error{Code: fenceview.ECONFLICT, Message: "permits mismatch",
+			Fields: map[string]any{"permits": permits}}
+	}
+	// Leases that ran out are recorded first: their slots go to the
+	// waiters already queued, before this newcomer.
+	for i := range permits {
+		if st := s.resources[fenceview.SlotID(name, i)]; st != nil {
+			if r := st.res.Load(); r.Holder != "" && !r.ExpiresAt.After(b.now) {
+				b.expireIfDue(b.get(st.id))
+			}
+		}
+	}
+	if len(s.permitQ[name]) == 0 {
+		if w, err := b.freeSlot(name, permits); err != nil {
+			s.mu.Unlock()
+			return fenceview.Grant{}, err
+		} else if w != nil {
+			granted, err := b.grant(w, g)
+			if err != nil {
+				s.mu.Unlock()
+				return granted, err
+			}
+			b.presign = &granted
+			err = s.finish(b)
+			return granted, err
+		}
+	}
+	if err := b.mayWait(req.Wait, req.Holder); err != nil {
+		if err == errNoWait {
+			err = noPermitError(permits)
+		}
+		return fenceview.Grant{}, err
+	}
+	wt := &waiter{grantReq: g, result: make(chan waitResult, 1)}
+	s.permitQ[name] = append(s.permitQ[name], wt)
+	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
+		q := s.permitQ[name]
+		if !removeWaiter(&q, wt) {
+			return nil, false
+		}
+		s.setPermitQ(name, q)
+		return noPermitError(s.permitsOf(name)), true
+	}, fenceview.SlotID(name, 0), req.Holder)
+	return r.grant, err
+}
+
+// freeSlot returns the working copy of the lowest slot of name below
+// permits that a newcomer can be granted now, nil when every one is
+// taken, or the error of admitting a new one.
+func (b *batch) freeSlot(name string, permits int) (*state, error) {
+	for i := range permits {
+		id := fenceview.SlotID(name, i)
+		if w, ok := b.working[id]; ok {
+			if b.vacant(w) {
+				return w, nil
+			}
+			continue
+		}
+		st := b.s.resources[id]
+		if st == nil {
+			if err := b.admit(id); err != nil {
+				return nil, err
+			}
+			return b.get(id), nil
+		}
+		if r := st.res.Load(); r.Holder == "" && len(st.waiters) == 0 && !r.AvailableAt.After(b.now) {
+			return b.get(id), nil
+		}
+	}
+	return nil, nil
+}
+
+// handOffPermit grants w, a free slot, to its semaphore's first waiter,
+// reporting whether it did. A slot at or above the semaphore's permits
+// (they were lowered) is not granted again.
+func (b *batch) handOffPermit(w *state) bool {
+	name, slot, ok := fenceview.ParseSlotID(w.res.ResourceID)
+	if !ok {
+		return false
+	}
+	q := b.s.permitQ[name]
+	if len(q) == 0 || slot >= b.permits(name) {
+		return false
+	}
+	next := q[0]
+	b.s.setPermitQ(name, q[1:])
+	g, err := b.grant(w, next.grantReq)
+	if err != nil {
+		return false // tokens of this slot exhausted: the waiter waits on
+	}
+	b.serve = append(b.serve, handoff{w: next, g: g})
+	return true
+}
+
+func (s *Service) setPermitQ(name string, q []*waiter) {
+	if len(q) == 0 {
+		delete(s.permitQ, name)
+	} else {
+		s.permitQ[name] = q
+	}
+}
+
+// permits is the semaphore name's permits as this batch sees them, 0 for
+// a name never acquired.
+func (b *batch) permits(name string) int {
+	if w, ok := b.working[fenceview.SlotID(name, 0)]; ok {
+		return w.res.Permits
+	}
+	return b.s.permitsOf(name)
+}
+
+// permitsOf is the semaphore name's permits. s.mu must be held.
+func (s *Service) permitsOf(name string) int {
+	if st := s.resources[fenceview.SlotID(name, 0)]; st != nil {
+		return st.res.Load().Permits
+	}
+	return 0
+}
+
+// ReleasePermit gives up holder's hold of slot of the semaphore name: the
+// slot's lock's Release.
+func (s *Service) ReleasePermit(ctx context.Context, name, holder string, slot int) (int, error) {
+	if err := validateSemaphore(name, 1); err != nil {
+		return 0, err
+	}
+	if slot < 0 || slot >= fenceview.MaxPermits {
+		return 0, fenceview.Errorf(fenceview.EINVALID, "slot must be between 0 and %d", fenceview.MaxPermits-1)
+	}
+	return s.Release(ctx, fenceview.SlotID(name, slot), holder)
+}
+
+// SetPermits changes the permits of the semaphore name (an admin's call),
+// creating it if no acquire named it yet. Held slots above the new count
+// stay held until released and are not granted again; waiters are served
+// by new slots at once.
+func (s *Service) SetPermits(ctx context.Context, name string, permits int) (fenceview.Semaphore, error) {
+	if err := validateSemaphore(name, permits); err != nil {
+		return fenceview.Semaphore{}, err
+	}
+	if err := s.lockForChange(); err != nil {
+		return fenceview.Semaphore{}, err
+	}
+	b := s.begin()
+	slot0 := fenceview.SlotID(name, 0)
+	if err := b.admit(slot0); err != nil {
+		s.mu.Unlock()
+		return fenceview.Semaphore{}, err
+	}
+	b.get(slot0).res.Permits = permits
+	b.event(fenceview.Event{Type: fenceview.EventPermits, ResourceID: slot0, Permits: permits, Source: "admin"})
+	for len(s.permitQ[name]) > 0 {
+		w, err := b.freeSlot(name, permits)
+		if err != nil || w == nil || !b.handOffPermit(w) {
+			break
+		}
+	}
+	if err := s.finish(b); err != nil {
+		return fenceview.Semaphore{}, err
+	}
+	return s.Semaphore(name)
+}
+
+// Semaphore returns the state of the semaphore name: ENOTFOUND when no
+// acquire ever named it.
+func (s *Service) Semaphore(name string) (fenceview.Semaphore, error) {
+	if err := validateSemaphore(name, 1); err != nil {
+		return fenceview.Semaphore{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	permits := s.permitsOf(name)
+	if permits == 0 {
+		return fenceview.Semaphore{}, fenceview.Errorf(fenceview.ENOTFOUND, "no semaphore %q", name)
+	}
+	now := s.clock.Now()
+	sem := fenceview.Semaphore{Name: name, Permits: permits, Waiters: len(s.permitQ[name])}
+	// Slots above the permits may still be held (the permits were
+	// lowered): look as far as any slot can go.
+	for i := range fenceview.MaxPermits {
+		st := s.resources[fenceview.SlotID(name, i)]
+		if st == nil {
+			if i < permits {
+				sem.Free++
+			}
+			continue
+		}
+		r := st.res.Load()
+		if r.Holder != "" && r.ExpiresAt.After(now) {
+			sem.Held = append(sem.Held, fenceview.Slot{Slot: i, ResourceID: st.id, Holder: r.Holder, Token: r.Token, ExpiresAt: r.ExpiresAt})
+		} else if i < permits && !r.AvailableAt.After(now) {
+			sem.Free++
+		}
+	}
+	return sem, nil
+}
+
+func noPermitError(permits int) error {
+	return &fenceview.Error{Code: fenceview.ECONFLICT, Message: "no permit free", Fields: map[string]any{"permits": permits}}
+}
+
+// validateSemaphore checks a semaphore's name and a permits count.
+func validateSemaphore(name string, permits int) error {
+	if name == "" || len(name) > fenceview.MaxSemaphoreNameLen {
+		return fenceview.Errorf(fenceview.EINVALID, "a semaphore's name is 1 to %d bytes", fenceview.MaxSemaphoreNameLen)
+	}
+	if strings.Contains(name, "#") {
+		return fenceview.Errorf(fenceview.EINVALID, "a semaphore's name must not contain '#' (its slots are <name>#<slot>)")
+	}
+	if err := guard.ValidateResourceID(name); err != nil {
+		return invalid(err)
+	}
+	if err := ValidateNewID(name); err != nil {
+		return err
+	}
+	if permits < 1 || permits > fenceview.MaxPermits {
+		return fenceview.Errorf(fenceview.EINVALID, "permits must be between 1 and %d", fenceview.MaxPermits)
+	}
+	return nil
+}
