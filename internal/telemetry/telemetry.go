@@ -204,8 +204,8 @@ func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- holdDesc
 }
 
-// The wait and hold times of every grant, by kind of lock (lock, slot,
-// election): a bounded label, never a resource's name.
+// The wait and hold times of every grant, by kind (issuer.Kind): a
+// bounded label, never a resource's name.
 var (
 	waitDesc = prometheus.NewDesc("fenceview_lock_wait_seconds",
 		"Time from an acquire's arrival to its grant (0 for an immediate grant), by what was asked for: lock, semaphore, multi, election.", []string{"kind"}, nil)
