@@ -91,7 +91,7 @@ type Service struct {
 	held      map[string]*known    // resources with a holder, for the sweep
 	delayed   map[string]*known    // resources in a lock-delay, for the sweep
 	permitQ   map[string][]*waiter // a semaphore's waiters, by name (semaphore.go)
-	multi     []*waiter            // multi-locks waiting, first come first served (multilock.go)
+	multi     map[string][]*waiter // multi-locks waiting, by each of their locks, first come first served (multilock.go)
 	seq       int64                // last event sequence number assigned
 	published int64                // last event sequence number durable and published
 	waiting   int
@@ -169,6 +169,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		held:       make(map[string]*known),
 		delayed:    make(map[string]*known),
 		permitQ:    make(map[string][]*waiter),
+		multi:      make(map[string][]*waiter),
 		alarmed:    make(map[string]*known),
 		index:      newIndex(),
 		alarmIndex: newIndex(),
@@ -229,10 +230,16 @@ func (s *Service) Close() {
 		}
 		delete(s.permitQ, name)
 	}
-	for _, w := range s.multi {
-		close(w.result)
+	closed := make(map[*waiter]bool)
+	for id, q := range s.multi {
+		for _, w := range q {
+			if !closed[w] {
+				close(w.result)
+				closed[w] = true
+			}
+		}
+		delete(s.multi, id)
 	}
-	s.multi = nil
 	s.waiting, s.waitingBy = 0, [kinds]int{}
 	s.mu.Unlock()
 	close(s.stop)

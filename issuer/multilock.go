@@ -79,9 +79,11 @@ func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllReques
 		return nil, err
 	}
 	wt := &waiter{grantReq: g, ids: slices.Clone(ids), result: make(chan waitResult, 1)}
-	s.multi = append(s.multi, wt)
+	for _, id := range ids {
+		s.multi[id] = append(s.multi[id], wt)
+	}
 	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
-		if !removeWaiter(&s.multi, wt) {
+		if !s.dropMulti(wt) {
 			return nil, false
 		}
 		return s.begin().heldAllError(ids, g), true
@@ -114,15 +116,30 @@ func (b *batch) grantAll(ids []string, g grantReq) ([]fenceview.Grant, error) {
 	return gs, nil
 }
 
+// dropMulti takes a waiting multi-lock out of the queue of each of its
+// locks, reporting whether it was queued. s.mu must be held.
+func (s *Service) dropMulti(mw *waiter) bool {
+	found := false
+	for _, id := range mw.ids {
+		q := s.multi[id]
+		if removeWaiter(&q, mw) {
+			found = true
+		}
+		if len(q) == 0 {
+			delete(s.multi, id)
+		} else {
+			s.multi[id] = q
+		}
+	}
+	return found
+}
+
 // handOffMulti grants the first multi-lock waiting for id whose every
-// lock is free now, in this batch.
+// lock is free now, in this batch. Waiting multi-locks are queued by each
+// of their locks, so a release looks only at those that name its lock.
 func (b *batch) handOffMulti(id string) {
 	s := b.s
-	for i := 0; i < len(s.multi); i++ {
-		mw := s.multi[i]
-		if !slices.Contains(mw.ids, id) {
-			continue
-		}
+	for _, mw := range s.multi[id] {
 		if !b.takeableNoExpiry(mw.ids, mw.grantReq) {
 			continue
 		}
@@ -135,7 +152,7 @@ func (b *batch) handOffMulti(id string) {
 		if err != nil {
 			continue
 		}
-		s.multi = append(s.multi[:i:i], s.multi[i+1:]...)
+		s.dropMulti(mw)
 		b.serve = append(b.serve, handoff{w: mw, gs: gs})
 		return
 	}

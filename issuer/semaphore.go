@@ -2,6 +2,7 @@ package issuer
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/fenceview/fenceview"
@@ -230,30 +231,34 @@ func (s *Service) Semaphore(name string) (fenceview.Semaphore, error) {
 		return fenceview.Semaphore{}, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	permits := s.permitsOf(name)
+	waiters := len(s.permitQ[name])
+	s.mu.Unlock()
 	if permits == 0 {
 		return fenceview.Semaphore{}, fenceview.Errorf(fenceview.ENOTFOUND, "no semaphore %q", name)
 	}
 	now := s.clock.Now()
-	sem := fenceview.Semaphore{Name: name, Permits: permits, Waiters: len(s.permitQ[name])}
-	// Slots above the permits may still be held (the permits were
-	// lowered): look as far as any slot can go.
-	for i := range fenceview.MaxPermits {
-		st := s.resources[fenceview.SlotID(name, i)]
-		if st == nil {
-			if i < permits {
-				sem.Free++
-			}
-			continue
+	sem := fenceview.Semaphore{Name: name, Permits: permits, Waiters: waiters, Free: permits}
+	// The slots known, from a snapshot of the index (outside s.mu): slots
+	// above the permits may still be held (the permits were lowered).
+	index, _ := s.snapshot()
+	walk(index, []string{name + "#"}, "", func(k *known) bool {
+		_, slot, ok := fenceview.ParseSlotID(k.id)
+		if !ok {
+			return true
 		}
-		r := st.res.Load()
-		if r.Holder != "" && r.ExpiresAt.After(now) {
-			sem.Held = append(sem.Held, fenceview.Slot{Slot: i, ResourceID: st.id, Holder: r.Holder, Token: r.Token, ExpiresAt: r.ExpiresAt})
-		} else if i < permits && !r.AvailableAt.After(now) {
-			sem.Free++
+		r := k.res.Load()
+		held := r.Holder != "" && r.ExpiresAt.After(now)
+		if held {
+			sem.Held = append(sem.Held, fenceview.Slot{Slot: slot, ResourceID: k.id, Holder: r.Holder, Token: r.Token, ExpiresAt: r.ExpiresAt})
 		}
-	}
+		if slot < permits && (held || r.AvailableAt.After(now)) {
+			sem.Free--
+		}
+		return true
+	})
+	// The index orders "jobs#10" before "jobs#2": order by slot.
+	slices.SortFunc(sem.Held, func(a, b fenceview.Slot) int { return a.Slot - b.Slot })
 	return sem, nil
 }
 
