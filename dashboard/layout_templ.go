@@ -265,7 +265,7 @@ func Layout(m Meta) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if m.Page == "overview" || m.Page == "resource" {
+		if m.Page == "overview" || m.Page == "resource" || m.Page == "semaphore" || m.Page == "election" {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<span class=\"live\" data-testid=\"live-status\" role=\"status\"><span class=\"dot\" aria-hidden=\"true\"></span> <span class=\"live-text\">connecting…</span></span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -550,7 +550,8 @@
       var span = countdown(Math.max(0, Math.round(left)));
       span.classList.add('delay');
       dd.appendChild(span);
-      dd.appendChild(el('span', 'muted', ': the lease ran out without a release; nobody gets the lock until then'));
+      dd.appendChild(document.createTextNode(' '));
+      dd.appendChild(el('span', 'muted', '\u2014 the lease ran out without a release; nobody gets the lock until then'));
     } else if (!running) {
       dd.textContent = '';
     }
