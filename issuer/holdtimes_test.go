@@ -137,3 +137,51 @@ func TestHoldKind(t *testing.T) {
 		}
 	}
 }
+
+// A semaphore's waiter is timed from its arrival to the slot it gets,
+// on that slot, and counts under kind semaphore; an election's grant
+// under election.
+func TestLockTimesOfPermitsAndElections(t *testing.T) {
+	h := newHarness(t)
+	req := fenceview.PermitRequest{Semaphore: "jobs", Holder: "a", Permits: 1, Lease: time.Minute}
+	if _, err := h.AcquirePermit(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan struct{}, 1)
+	h.queuedHook = func(string, string) { queued <- struct{}{} }
+	got := make(chan fenceview.Grant, 1)
+	go func() {
+		r := req
+		r.Holder, r.Wait = "b", time.Hour
+		g, err := h.AcquirePermit(ctx, r)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- g
+	}()
+	<-queued
+	h.clock.Advance(4 * time.Second)
+	if _, err := h.ReleasePermit(ctx, "jobs", "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g.Holder != "b" || g.ResourceID != "jobs#0" {
+		t.Fatalf("waiter got %+v", g)
+	}
+	lt := h.LockTimes("jobs#0")
+	if lt.Waits.Count != 2 || lt.Waits.Max != 4*time.Second || lt.Holds.Count != 1 || lt.Holds.Max != 4*time.Second {
+		t.Fatalf("slot's times = %+v", lt)
+	}
+	if _, _, err := h.Campaign(ctx, fenceview.CampaignRequest{Election: "leader", Candidate: "n1", Lease: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	hist := h.LockTimeHistograms()
+	if k := hist[KindPermit]; k.Kind != "semaphore" || k.Waits.Count != 2 || k.Holds.Count != 1 || k.Waits.Sum != 4 {
+		t.Fatalf("semaphore histograms = %+v", k)
+	}
+	if k := hist[KindElection]; k.Kind != "election" || k.Waits.Count != 1 {
+		t.Fatalf("election histograms = %+v", k)
+	}
+	if k := hist[KindLock]; k.Waits.Count != 0 {
+		t.Fatalf("lock histograms counted other kinds: %+v", k)
+	}
+}
