@@ -185,3 +185,19 @@ func TestLockTimesOfPermitsAndElections(t *testing.T) {
 		t.Fatalf("lock histograms counted other kinds: %+v", k)
 	}
 }
+
+// The cost of recording one grant's wait with the window full and every
+// sample a new resource (the worst case: an eviction each time).
+func BenchmarkHoldTimesAdd(b *testing.B) {
+	ht := newHoldTimes(TimedResources)
+	ids := make([]string, 4*TimedResources)
+	for i := range ids {
+		ids[i] = "r" + strconv.Itoa(i)
+	}
+	sample := make([]timedSample, 1)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		sample[0] = timedSample{id: ids[i%len(ids)], d: time.Millisecond}
+		ht.add(sample)
+	}
+}
