@@ -713,7 +713,7 @@ func TimesCard(t TimesData) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 59, "<section class=\"card\" aria-labelledby=\"times-h\" data-testid=\"lock-times\"><h2 id=\"times-h\">Waits and holds</h2>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 59, "<section class=\"card\" aria-labelledby=\"times-h\" data-testid=\"lock-times\" data-live-part=\"times\"><h2 id=\"times-h\">Waits and holds</h2>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -503,14 +503,8 @@
       ? (lock.holdCount > 1 ? lock.holder + ' (held ' + lock.holdCount + ' times)' : lock.holder) : 'nobody';
     f('token').textContent = lock.locked ? String(lock.token) : '\u2014';
     var lease = f('lease');
-    var before = lease.querySelector('.countdown[data-expires-at]');
     lease.textContent = '';
-    if (lock.locked) {
-      var c = countdown(lock.remainingMs);
-      if (lock.expiresAt) c.dataset.expiresAt = lock.expiresAt;
-      lease.appendChild(c);
-    } else lease.textContent = '\u2014';
-    updateDelay(f('delay'), lock, before);
+    if (lock.locked) lease.appendChild(countdown(lock.remainingMs)); else lease.textContent = '\u2014';
     f('waiters').textContent = String(lock.waiters || 0);
     f('hwm').textContent = String(r.highWaterMark);
     var last = f('last');
@@ -536,28 +530,6 @@
     setBehind(r);
   }
 
-  // A lock-delay ends lockDelayMs after the lease that ran out: on this
-  // page's clock, the lease countdown's deadline plus the server's
-  // (availableAt - expiresAt), so a skewed viewer clock still counts right.
-  // Without that lease on the page, the server's figure stays as drawn.
-  function updateDelay(dd, lock, lease) {
-    if (!dd) return;
-    var label = document.querySelector('[data-testid="lock-state"] [data-field-label="delay"]');
-    var running = !lock.locked && lock.availableAt;
-    if (running && lease && deadlines.has(lease)) {
-      var left = deadlines.get(lease) + (Date.parse(lock.availableAt) - Date.parse(lease.dataset.expiresAt)) - performance.now();
-      dd.textContent = '';
-      var span = countdown(Math.max(0, Math.round(left)));
-      span.classList.add('delay');
-      dd.appendChild(span);
-      dd.appendChild(document.createTextNode(' '));
-      dd.appendChild(el('span', 'muted', '\u2014 the lease ran out without a release; nobody gets the lock until then'));
-    } else if (!running) {
-      dd.textContent = '';
-    }
-    dd.hidden = label.hidden = dd.textContent === '';
-  }
-
   // The chart is drawn by the server; say when it is behind the history.
   var chartBehind = 0;
 
@@ -573,6 +545,10 @@
       note.hidden = false;
     }
     refresh(e.resourceId, updateLockCard);
+    // A lease's end may start a lock-delay, and every grant and release
+    // moves the waits and holds: the server draws both (reloadParts), its
+    // clock counting the delay.
+    if (e.type === 'grant' || e.type === 'release' || e.type === 'expire') reloadParts();
   }
 
   // ---- the stream --------------------------------------------------------
@@ -596,9 +572,10 @@
     else if (page === 'semaphore' && isSlotOf(e.resourceId, body.dataset.semaphore)) reloadParts();
   }
 
-  // ---- semaphore and election pages ---------------------------------------
-  // Their cards are drawn by the server; an event that touches them fetches
-  // the page again and swaps its live parts in (parsed, never run: the
+  // ---- server-drawn parts -------------------------------------------------
+  // A semaphore's and an election's cards, a resource's lock-delay and
+  // waits and holds are drawn by the server; an event that touches them
+  // fetches the page again and swaps its live parts in (parsed, never run: the
   // server escaped every id and value, and the policy forbids inline script).
 
   function isSlotOf(id, name) {
