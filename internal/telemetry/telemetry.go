@@ -44,6 +44,7 @@ type Metrics struct {
 
 	watchOnce sync.Once
 	service   serviceCollector
+	lockTimes lockTimesCollector // locktimes.go
 }
 
 // Buckets for durations in seconds: 0.25 ms to about 8 s, where a fenceview
@@ -109,11 +110,11 @@ func New() *Metrics {
 // again with a new service (a cluster node's next term as leader): the
 // metrics then follow that one.
 func (m *Metrics) Watch(svc *issuer.Service) {
-	m.watchOnce.Do(func() { m.Registry.MustRegister(&m.service) })
+	m.watchOnce.Do(func() { m.Registry.MustRegister(&m.service, &m.lockTimes) })
 	snapshot := svc.Metrics
 	m.service.snapshot.Store(&snapshot)
 	times := svc.LockTimeHistograms
-	m.service.times.Store(&times)
+	m.lockTimes.times.Store(&times)
 }
 
 // Handler serves the registry in Prometheus' exposition formats.
@@ -157,7 +158,6 @@ var _ issuer.CommitObserver = (*Metrics)(nil)
 // under the names fenceview exported before client_golang.
 type serviceCollector struct {
 	snapshot atomic.Pointer[func() issuer.Metrics]
-	times    atomic.Pointer[func() []issuer.LockTimeHistograms]
 }
 
 type serviceMetric struct {
@@ -200,25 +200,6 @@ func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- sm.desc
 	}
 	ch <- rejectedDesc
-	ch <- waitDesc
-	ch <- holdDesc
-}
-
-// The wait and hold times of every grant, by kind (issuer.Kind): a
-// bounded label, never a resource's name.
-var (
-	waitDesc = prometheus.NewDesc("fenceview_lock_wait_seconds",
-		"Time from an acquire's arrival to its grant (0 for an immediate grant), by what was asked for: lock, semaphore, multi, election.", []string{"kind"}, nil)
-	holdDesc = prometheus.NewDesc("fenceview_lock_hold_seconds",
-		"Time from a grant to its release, force-expire or lease end, by kind of lock (a multi-lock's locks hold as kind lock).", []string{"kind"}, nil)
-)
-
-func constHistogram(desc *prometheus.Desc, h issuer.Histogram, kind string) prometheus.Metric {
-	buckets := make(map[float64]uint64, len(issuer.HistogramBounds))
-	for i, b := range issuer.HistogramBounds {
-		buckets[b] = h.Buckets[i]
-	}
-	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum, buckets, kind)
 }
 
 func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -232,12 +213,6 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for reason, n := range BoundReasons(m.Rejected) {
 		ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(n), reason)
-	}
-	if t := c.times.Load(); t != nil {
-		for _, k := range (*t)() {
-			ch <- constHistogram(waitDesc, k.Waits, k.Kind)
-			ch <- constHistogram(holdDesc, k.Holds, k.Kind)
-		}
 	}
 }
 
