@@ -41,6 +41,11 @@ type Locks interface {
 	Resource(resourceID string) (fenceview.Resource, error)
 	Lock(resourceID string) (fenceview.LockState, error)
 	LastSeq() int64
+	// Semaphore and Leader read contract v3's semaphores and elections;
+	// LockTimes the wait and hold times of a lock's recent grants.
+	Semaphore(name string) (fenceview.Semaphore, error)
+	Leader(election string) (*fenceview.Leader, error)
+	LockTimes(resourceID string) issuer.LockTimes
 }
 
 // History is the durable record the dashboard reads (sqlite.DB implements it).
@@ -156,6 +161,10 @@ func (h *Handler) Register(r Router) {
 	r.Handle("GET /rejections.csv", http.HandlerFunc(h.rejectionsCSV))
 	r.Handle("GET /static/", http.HandlerFunc(h.static))
 	r.Handle("GET /holders/{holder}", http.HandlerFunc(h.holder))
+	r.Handle("GET /semaphores/{name}", http.HandlerFunc(h.semaphore))
+	r.Handle("GET /semaphore", http.HandlerFunc(h.semaphore))
+	r.Handle("GET /elections/{name}", http.HandlerFunc(h.election))
+	r.Handle("GET /election", http.HandlerFunc(h.election))
 	r.Handle("GET /status", http.HandlerFunc(h.metricsPage))
 	r.Handle("GET /login", http.HandlerFunc(h.loginForm))
 	r.Handle("POST /login", http.HandlerFunc(h.login))

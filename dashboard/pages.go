@@ -22,9 +22,10 @@ type Meta struct {
 	Page   string // data-page on <body>: which live behaviour the script runs
 	// LastSeq is the last event the page shows; the script resumes the
 	// stream after it, so nothing between render and connect is missed.
-	LastSeq  int64
-	Resource string // the stream filter of a resource page
-	Admin    bool   // the viewer may force-expire and reset: show those actions
+	LastSeq   int64
+	Resource  string // the stream filter of a resource page
+	Semaphore string // a semaphore's page: the name whose slots it follows
+	Admin     bool   // the viewer may force-expire and reset: show those actions
 
 	CSS, JS, Icon string
 
@@ -145,6 +146,12 @@ type ResourceData struct {
 	Lock    fenceview.LockState
 	Chart   Chart
 	History []fenceview.Event // newest first
+	// DelayMs is what a running lock-delay has left (0: none runs).
+	DelayMs int64
+	Times   TimesData
+	// Semaphore and Slot, when the resource is a semaphore's slot.
+	Semaphore string
+	Slot      int
 }
 
 func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
@@ -189,6 +196,9 @@ func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	d.Chart = newChart(d.History, d.Names, res)
+	d.DelayMs = delayRemaining(lock, res, h.Now())
+	d.Times = TimesData{LockTimes: h.Locks.LockTimes(id), Waiters: lock.Waiters}
+	d.Semaphore, d.Slot, _ = fenceview.ParseSlotID(id)
 	h.render(w, r, http.StatusOK, ResourcePage(d))
 }
 

@@ -77,6 +77,8 @@ func label(e fenceview.Event) string {
 		return "reset"
 	case fenceview.EventRecover:
 		return "recovered"
+	case fenceview.EventProclaim:
+		return "proclaimed"
 	}
 	return e.Type
 }
@@ -97,7 +99,12 @@ func detail(e fenceview.Event, n KeyNames) string {
 		if e.Reason == "forced" {
 			return s + " force-expired"
 		}
+		if e.LockDelayMs > 0 {
+			return s + ": lease ran out; lock-delay " + itoa(e.LockDelayMs) + " ms"
+		}
 		return s + ": lease ran out"
+	case fenceview.EventProclaim:
+		return "term " + itoa(e.Token) + ": " + e.Holder + " set its value"
 	case fenceview.EventAccept:
 		return "token " + itoa(e.Token) + " accepted" + from(e.Source)
 	case fenceview.EventReject:

@@ -437,7 +437,9 @@ func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resourceWire(res))
+	body := resourceWire(res)
+	body.Times = s.timesWire(resource)
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {

@@ -36,6 +36,7 @@ type Service interface {
 	Report(ctx context.Context, reports []fenceview.Report) (int, error)
 	Lock(resourceID string) (fenceview.LockState, error)
 	Resource(resourceID string) (fenceview.Resource, error)
+	LockTimes(resourceID string) issuer.LockTimes // GET /v1/resources/{resource}'s times
 	Resources() []fenceview.Resource
 	ResourcePage(prefix, after string, limit int, scope issuer.Scope) ([]fenceview.Resource, bool)
 	Recover(ctx context.Context, resourceID string, to int64) (fenceview.Resource, error)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/issuer"
 )
 
 // wireTime is a time as the API writes it: null when zero.
@@ -266,6 +267,34 @@ type resourceBody struct {
 	Rejected        int64      `json:"rejected"`
 	LastRejectionAt wireTime   `json:"lastRejectionAt"`
 	CounterAlarm    int64      `json:"counterAlarm"`
+	// Times, on GET /v1/resources/{resource} only: its recent grants'
+	// waits and holds (issuer.LockTimes) and the acquires waiting now.
+	Times *timesBody `json:"times,omitempty"`
+}
+
+type timesBody struct {
+	Waiters int           `json:"waiters"`
+	Wait    durationsBody `json:"wait"`
+	Hold    durationsBody `json:"hold"`
+}
+
+// durationsBody is a window of durations in milliseconds (fractions for
+// sub-millisecond waits).
+type durationsBody struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50Ms"`
+	P99   float64 `json:"p99Ms"`
+	Max   float64 `json:"maxMs"`
+}
+
+func (s *Server) timesWire(resourceID string) *timesBody {
+	t := s.Service.LockTimes(resourceID)
+	lock, _ := s.Service.Lock(resourceID) // valid: the resource was just read
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	window := func(d issuer.DurationStats) durationsBody {
+		return durationsBody{Count: d.Count, P50: ms(d.P50), P99: ms(d.P99), Max: ms(d.Max)}
+	}
+	return &timesBody{Waiters: lock.Waiters, Wait: window(t.Waits), Hold: window(t.Holds)}
 }
 
 func resourceWire(r fenceview.Resource) resourceBody {

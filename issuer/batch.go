@@ -26,6 +26,7 @@ type batch struct {
 	accepted, resets                     int
 	rejected                             map[string]int
 	alarms                               []fenceview.Resource
+	timed                                []timedSample // waits and holds, recorded once durable (holdtimes.go)
 
 	created map[string]bool  // resources this batch may create, for MaxResources
 	presign *fenceview.Grant // the caller's grant, signed with its group by the committer (signing.go)
@@ -127,7 +128,8 @@ type grantReq struct {
 	leaseMs  int64
 	delayMs  int64 // the lock-delay should this lease run out
 	election bool
-	value    string // the leader's value, for an election
+	value    string    // the leader's value, for an election
+	since    time.Time // a waiter's arrival, for its wait (holdtimes.go); zero: granted at once
 }
 
 // grant gives the lock to g.holder with a new token.
@@ -163,10 +165,12 @@ func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
 	b.event(e)
 	b.grants++
 	b.byKind[g.kind]++
+	b.timeGrant(w, g)
 	return b.s.grantOf(r), nil
 }
 
 func (b *batch) free(w *state) {
+	b.timeFree(w)
 	r := &w.res
 	r.Holder, r.Owner, r.HoldCount, r.Token = "", "", 0, 0
 	r.ExpiresAt, r.GrantedAt = time.Time{}, time.Time{}

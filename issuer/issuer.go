@@ -370,6 +370,7 @@ func (b *batch) mayWait(wait time.Duration, holder string) error {
 // nobody who knows.
 func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Duration,
 	dequeue func() (error, bool), resourceID, holder string) (waitResult, error) {
+	wt.since = b.now // its wait, should it be granted, runs from here (holdtimes.go)
 	s.waiting++
 	s.waitingBy[wt.kind]++
 	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs

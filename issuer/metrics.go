@@ -27,9 +27,12 @@ type counters struct {
 	grants, renewals, releases, expiries, accepted atomic.Int64
 	streamDropped, alarms, resets                  atomic.Int64
 	rejected                                       map[string]int64 // by reason; guarded by Service.mu
+	times                                          *holdTimes       // holdtimes.go
 }
 
-func newCounters() counters { return counters{rejected: make(map[string]int64)} }
+func newCounters() counters {
+	return counters{rejected: make(map[string]int64), times: newHoldTimes(TimedResources)}
+}
 
 func (c *counters) add(b *batch) {
 	c.grants.Add(int64(b.grants))
@@ -42,6 +45,7 @@ func (c *counters) add(b *batch) {
 	c.accepted.Add(int64(b.accepted))
 	c.alarms.Add(int64(len(b.alarms)))
 	c.resets.Add(int64(b.resets))
+	c.times.add(b.timed)
 	for reason, n := range b.rejected {
 		c.rejected[BoundReason(reason)] += int64(n) // bounded, whatever clients report
 	}

@@ -45,6 +45,7 @@ type Metrics struct {
 
 	watchOnce sync.Once
 	service   serviceCollector
+	lockTimes lockTimesCollector // locktimes.go
 }
 
 // Buckets for durations in seconds: 0.25 ms to about 8 s, where a fenceview
@@ -119,9 +120,11 @@ func New() *Metrics {
 // again with a new service (a cluster node's next term as leader): the
 // metrics then follow that one.
 func (m *Metrics) Watch(svc *issuer.Service) {
-	m.watchOnce.Do(func() { m.Registry.MustRegister(&m.service) })
+	m.watchOnce.Do(func() { m.Registry.MustRegister(&m.service, &m.lockTimes) })
 	snapshot := svc.Metrics
 	m.service.snapshot.Store(&snapshot)
+	times := svc.LockTimeHistograms
+	m.lockTimes.times.Store(&times)
 }
 
 // Handler serves the registry in Prometheus' exposition formats.

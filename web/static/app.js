@@ -84,7 +84,8 @@
     accept: [['path', { d: 'M1.8 6.4 L4.8 9.2 L10.4 2.8', fill: 'none', 'stroke-width': 2 }]],
     reject: [['path', { d: 'M2.2 2.2 L9.8 9.8 M9.8 2.2 L2.2 9.8', fill: 'none', 'stroke-width': 2 }]],
     alarm: [['path', { d: 'M6 1 L11.2 10.6 H0.8 Z' }]],
-    reset: [['path', { d: 'M6 1.2 L10.8 6 L6 10.8 L1.2 6 Z', fill: 'none', 'stroke-width': 1.6 }]]
+    reset: [['path', { d: 'M6 1.2 L10.8 6 L6 10.8 L1.2 6 Z', fill: 'none', 'stroke-width': 1.6 }]],
+    proclaim: [['path', { d: 'M2.5 11 V1.5 H9.5 L8 3.8 L9.5 6 H2.5', fill: 'none', 'stroke-width': 1.5 }]]
   };
 
   function icon(kind) {
@@ -113,6 +114,7 @@
       case 'alarm': return 'alarm';
       case 'reset': return 'reset';
       case 'recover': return 'recovered';
+      case 'proclaim': return 'proclaimed';
     }
     return String(e.type);
   }
@@ -142,7 +144,9 @@
       case 'renew': return tok + ' renewed by ' + (e.holder || '');
       case 'release': return tok + ' released by ' + (e.holder || '');
       case 'expire':
-        return tok + ' of ' + (e.holder || '') + (e.reason === 'forced' ? ' force-expired' : ': lease ran out');
+        return tok + ' of ' + (e.holder || '') + (e.reason === 'forced' ? ' force-expired' : ': lease ran out') +
+          (e.lockDelayMs > 0 ? '; lock-delay ' + e.lockDelayMs + ' ms' : '');
+      case 'proclaim': return 'term ' + (e.token || 0) + ': ' + (e.holder || '') + ' set its value';
       case 'accept': return tok + ' accepted' + from(e.source);
       case 'reject':
         return 'token ' + e.presented + ' refused (' + e.reason + '), needs \u2265 ' + e.required + from(e.source);
@@ -541,6 +545,10 @@
       note.hidden = false;
     }
     refresh(e.resourceId, updateLockCard);
+    // A lease's end may start a lock-delay, and every grant and release
+    // moves the waits and holds: the server draws both (reloadParts), its
+    // clock counting the delay.
+    if (e.type === 'grant' || e.type === 'release' || e.type === 'expire') reloadParts();
   }
 
   // ---- the stream --------------------------------------------------------
@@ -560,6 +568,44 @@
     }
     if (page === 'overview') onOverviewEvent(e);
     else if (page === 'resource') onResourceEvent(e);
+    else if (page === 'election') reloadParts();
+    else if (page === 'semaphore' && isSlotOf(e.resourceId, body.dataset.semaphore)) reloadParts();
+  }
+
+  // ---- server-drawn parts -------------------------------------------------
+  // A semaphore's and an election's cards, a resource's lock-delay and
+  // waits and holds are drawn by the server; an event that touches them
+  // fetches the page again and swaps its live parts in (parsed, never run: the
+  // server escaped every id and value, and the policy forbids inline script).
+
+  function isSlotOf(id, name) {
+    if (typeof id !== 'string' || !name || id.lastIndexOf(name + '#', 0) !== 0) return false;
+    return /^(0|[1-9][0-9]{0,3})$/.test(id.slice(name.length + 1));
+  }
+
+  var reloading = null;
+
+  function reloadParts() {
+    if (reloading) return;
+    reloading = setTimeout(function () {
+      fetch(location.href, { cache: 'no-store' }).then(function (res) {
+        if (!res.ok) throw new Error('HTTP ' + res.status);
+        return res.text();
+      }).then(function (html) {
+        reloading = null;
+        var doc = new DOMParser().parseFromString(html, 'text/html');
+        document.querySelectorAll('[data-live-part]').forEach(function (part) {
+          var fresh = doc.querySelector('[data-live-part="' + part.dataset.livePart + '"]');
+          if (!fresh) return;
+          fresh = document.adoptNode(fresh);
+          part.replaceWith(fresh);
+          fresh.querySelectorAll('time[data-local]').forEach(localize);
+          fresh.querySelectorAll('.countdown[data-remaining-ms]').forEach(function (s) {
+            startCountdown(s, Number(s.dataset.remainingMs));
+          });
+        });
+      }).catch(function () { reloading = null; /* the next event tries again */ });
+    }, 120);
   }
 
   function connect() {
@@ -664,5 +710,5 @@
   // Relative times age: refresh them every 15 s.
   setInterval(function () { document.querySelectorAll('time[data-local]').forEach(localize); }, 15000);
   adminActions();
-  if (page === 'overview' || page === 'resource') connect();
+  if (page === 'overview' || page === 'resource' || page === 'election' || page === 'semaphore') connect();
 })();
