@@ -267,6 +267,14 @@ type resourceBody struct {
 	Rejected        int64      `json:"rejected"`
 	LastRejectionAt wireTime   `json:"lastRejectionAt"`
 	CounterAlarm    int64      `json:"counterAlarm"`
+	// Contract v3, present only when set: the current grant's lock-delay,
+	// when a running one ends, a semaphore's permits (on its slot 0), and
+	// an election's flag and leader value.
+	LockDelayMs int64     `json:"lockDelayMs,omitempty"`
+	AvailableAt *wireTime `json:"availableAt,omitempty"`
+	Permits     int       `json:"permits,omitempty"`
+	Election    bool      `json:"election,omitempty"`
+	Value       *string   `json:"value,omitempty"`
 	// Times, on GET /v1/resources/{resource} only: its recent grants'
 	// waits and holds (issuer.LockTimes) and the acquires waiting now.
 	Times *timesBody `json:"times,omitempty"`
@@ -298,12 +306,21 @@ func (s *Server) timesWire(resourceID string) *timesBody {
 }
 
 func resourceWire(r fenceview.Resource) resourceBody {
-	return resourceBody{
+	b := resourceBody{
 		ResourceID: r.ResourceID, HighWaterMark: r.HighWaterMark, LastToken: r.LastToken,
 		Holder: wireString(r.Holder), HoldCount: r.HoldCount, ExpiresAt: wireTime(r.ExpiresAt),
 		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: wireTime(r.LastRejectionAt),
 		CounterAlarm: r.CounterAlarm,
+		LockDelayMs:  r.LockDelayMs, Permits: r.Permits, Election: r.Election,
 	}
+	if !r.AvailableAt.IsZero() {
+		at := wireTime(r.AvailableAt)
+		b.AvailableAt = &at
+	}
+	if r.Election {
+		b.Value = &r.Value
+	}
+	return b
 }
 
 type rejectionBody struct {
