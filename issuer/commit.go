@@ -19,8 +19,7 @@ import (
 // committer once its own commit is done, so no caller commits for others.
 func (s *Service) finish(b *batch) error {
 	if !s.applyLocked(b) {
-		s.mu.Unlock()
-		return nil
+		return s.settleLocked()
 	}
 	if s.committing {
 		s.mu.Unlock()
@@ -41,6 +40,30 @@ func (s *Service) finish(b *batch) error {
 	}
 	s.mu.Unlock()
 	return <-b.done
+}
+
+// settleLocked answers a change that recorded nothing (a refusal: the
+// lock is held) once the changes it was decided on are durable, and
+// releases s.mu. Readers read only durable state (known.durable), so a
+// refusal answered from a grant still being committed could otherwise
+// be followed by a read showing the lock free: the answer waits for that
+// grant's commit, about one fsync, and if the commit fails the answer is
+// errUnavailable, since what it said may have been undone.
+func (s *Service) settleLocked() error {
+	need := s.seq
+	if need <= max(s.published, s.lost) {
+		s.mu.Unlock()
+		return nil // nothing in flight
+	}
+	for s.published < need && s.lost < need {
+		s.settled.Wait()
+	}
+	lost := s.lost >= need
+	s.mu.Unlock()
+	if lost {
+		return errUnavailable
+	}
+	return nil
 }
 
 // applyLocked makes b the current state and queues it for the committer.
@@ -171,6 +194,8 @@ func (s *Service) commitGroup(group []*batch) {
 		failed := append(group, s.queue...) // later batches built on the failed ones
 		s.queue = nil
 		s.rollbackLocked(failed)
+		s.lost = s.seq // every change in flight is undone
+		s.settled.Broadcast()
 		s.mu.Unlock()
 		for _, b := range failed {
 			b.done <- errUnavailable
@@ -195,6 +220,7 @@ func (s *Service) commitGroup(group []*batch) {
 		s.published = b.events[len(b.events)-1].Seq
 	}
 	s.publishLocked(events)
+	s.settled.Broadcast()
 	s.mu.Unlock()
 	for _, b := range group {
 		b.done <- nil

@@ -7,7 +7,9 @@
 // builds on it) and queued; a committer writes everything queued in one
 // transaction and one fsync (group commit), and only then are the changes
 // answered, published and handed to waiters. Memory may run ahead of the disk
-// by the changes in flight, never the answers.
+// by the changes in flight, never the answers, and never what readers see:
+// they read each resource as of its last commit, and a refusal decided on
+// a change still in flight is answered once that change is durable.
 //
 // A failed commit fails every change in flight and undoes them in memory,
 // keeping the token counters where they were: a token that may have reached
@@ -94,6 +96,8 @@ type Service struct {
 	multi     map[string][]*waiter // multi-locks waiting, by each of their locks, first come first served (multilock.go)
 	seq       int64                // last event sequence number assigned
 	published int64                // last event sequence number durable and published
+	lost      int64                // last event sequence number a failed commit undid
+	settled   sync.Cond            // on s.mu: published or lost moved (settleLocked)
 	waiting   int
 	waitingBy [kinds]int
 	alarmed   map[string]*known // resources with a counter alarm
@@ -200,6 +204,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 				"resource", r.ResourceID, "mark", r.CounterAlarm, "lastToken", r.LastToken)
 		}
 	}
+	s.settled.L = &s.mu
 	s.signed = newSignedConfig(cfg)
 	go s.sweepLoop(cfg.SweepInterval)
 	go s.commitLoop()
