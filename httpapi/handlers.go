@@ -10,6 +10,7 @@ import (
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
+	"github.com/fenceview/fenceview/issuer"
 )
 
 type lockRequest struct {
@@ -86,7 +87,7 @@ func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) 
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	s.observeGrant(KindLock, start)
+	s.observeGrant(issuer.KindLock, start)
 	return http.StatusOK, grantWire(g)
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/auth"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/issuer"
 )
 
 // Contract v3's primitives over the JSON API: semaphores, multi-locks and
@@ -18,14 +19,6 @@ import (
 // one is outside. Each operation is one function shared with the RPC
 // stream: it validates, checks access, calls the service and answers with
 // a status and a body.
-
-// The primitives' kinds, the label of their metrics (ObserveGrant).
-const (
-	KindLock      = "lock"
-	KindSemaphore = "semaphore"
-	KindMulti     = "multi"
-	KindElection  = "election"
-)
 
 func (s *Server) registerPrimitives() {
 	s.mux.HandleFunc("POST /v1/semaphores/{name}/acquire", bodyHandler(s, (*Server).semaphoreAcquire))
@@ -199,7 +192,7 @@ func (s *Server) semaphoreAcquire(ctx context.Context, name string, req semaphor
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	s.observeGrant(KindSemaphore, start)
+	s.observeGrant(issuer.KindPermit, start)
 	_, slot, _ := fenceview.ParseSlotID(g.ResourceID)
 	return http.StatusOK, permitBody{grantBody: grantWire(g), Semaphore: name, Slot: slot}
 }
@@ -351,7 +344,7 @@ func (s *Server) acquireAll(ctx context.Context, _ string, req lockAllRequest) (
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	s.observeGrant(KindMulti, start)
+	s.observeGrant(issuer.KindMulti, start)
 	out := make([]grantBody, 0, len(grants))
 	for _, g := range grants {
 		out = append(out, grantWire(g))
@@ -452,7 +445,7 @@ func (s *Server) campaign(ctx context.Context, name string, req electionRequest)
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	s.observeGrant(KindElection, start)
+	s.observeGrant(issuer.KindElection, start)
 	return http.StatusOK, electedWire(name, l, g)
 }
 
@@ -516,7 +509,7 @@ func (s *Server) electionState(ctx context.Context, name string) (int, any) {
 }
 
 // observeGrant tells the metrics of a grant of kind, asked for at start.
-func (s *Server) observeGrant(kind string, start time.Time) {
+func (s *Server) observeGrant(kind issuer.Kind, start time.Time) {
 	if s.ObserveGrant != nil {
 		s.ObserveGrant(kind, time.Since(start))
 	}

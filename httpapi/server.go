@@ -71,10 +71,10 @@ type Server struct {
 	Metrics   http.Handler
 	StreamLag func(time.Duration)
 	// ObserveGrant, optional, is told of every grant of a lock, a
-	// semaphore's slot, a multi-lock or an election (kind: KindLock...),
-	// over the JSON API or the RPC stream, and how long it took from the
-	// request, waiting for the lock included.
-	ObserveGrant func(kind string, took time.Duration)
+	// semaphore's slot, a multi-lock or an election answered over the
+	// JSON API or the RPC stream, and how long it took from the request,
+	// waiting for the lock included.
+	ObserveGrant func(kind issuer.Kind, took time.Duration)
 	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
 	SigningKeys SigningKeys
 	// MaxWebsockets caps the open event streams and RPC connections

@@ -406,7 +406,8 @@ func TestRPCPrimitiveWaitersCountAgainstTheBound(t *testing.T) {
 	}
 }
 
-// Every kind's grants are counted once each.
+// Every kind's grants are counted: the issuer's per lock granted, the
+// wait histogram per answer; waiters per kind while they wait.
 func TestGrantMetricsCountEveryKind(t *testing.T) {
 	s := startServer(t)
 	s.do("POST", "/v1/semaphores/jobs/acquire", `{"holder":"a","permits":2}`)
@@ -414,9 +415,67 @@ func TestGrantMetricsCountEveryKind(t *testing.T) {
 	s.do("POST", "/v1/semaphores/jobs/acquire", `{"holder":"c","permits":2}`) // 409
 	s.do("POST", "/v1/locks/acquire-all", `{"resources":["x","y","z"],"holder":"h"}`)
 	s.rpc().send(`{"id":1,"op":"campaign","name":"e","candidate":"c"}`)
-	got := grantCounts(t, s)
-	want := map[string]uint64{"lock": 0, "semaphore": 2, "multi": 1, "election": 1}
-	if !maps.Equal(got, want) {
+	if got, want := byKind(t, s, "fenceview_grant_wait_seconds"), map[string]float64{"lock": 0, "semaphore": 2, "multi": 1, "election": 1}; !maps.Equal(got, want) {
+		t.Fatalf("grant waits by kind %v, want %v", got, want)
+	}
+	if got, want := byKind(t, s, "fenceview_grants_by_kind_total"), map[string]float64{"lock": 0, "semaphore": 2, "multi": 3, "election": 1}; !maps.Equal(got, want) {
 		t.Fatalf("grants by kind %v, want %v", got, want)
+	}
+	waiting := s.async("POST", "/v1/semaphores/jobs/acquire", `{"holder":"d","permits":2,"waitMs":300000}`)
+	eventually(t, "d waits", func() bool { return byKind(t, s, "fenceview_waiters_by_kind")["semaphore"] == 1 })
+	if got, want := byKind(t, s, "fenceview_waiters_by_kind"), map[string]float64{"lock": 0, "semaphore": 1, "multi": 0, "election": 0}; !maps.Equal(got, want) {
+		t.Fatalf("waiters by kind %v, want %v", got, want)
+	}
+	s.do("POST", "/v1/semaphores/jobs/release", `{"holder":"a","slot":0}`)
+	if r := receive(t, waiting); r.Status != 200 {
+		t.Fatalf("the waiter: %d %s", r.Status, r.Raw)
+	}
+}
+
+// Within its prefixes a key uses every primitive; a lock of any of them
+// belongs to (key, holder), so another key with the same holder name is
+// not its owner.
+func TestPrimitivesWithinPrefixesAndOwnership(t *testing.T) {
+	s := startServer(t, func(m *Main) { m.AdminToken = "admin" })
+	teamA := s.key("client", "team-a/")
+	other := s.key("client", "team-a/")
+	slotZero := s.key("client", "jobs#0")
+	as := bearer
+
+	if r := s.do("POST", "/v1/locks/acquire-all", `{"resources":["team-a/x","team-a/y"],"holder":"h"}`, as(teamA)...); r.Status != 200 {
+		t.Fatalf("acquire-all within the prefix: %d %s", r.Status, r.Raw)
+	}
+	if r := s.do("POST", "/v1/semaphores/team-a%2Fjobs/acquire", `{"holder":"h","permits":3}`, as(teamA)...); r.Status != 200 {
+		t.Fatalf("semaphore within the prefix: %d %s", r.Status, r.Raw)
+	}
+	// A one-slot semaphore is within a prefix naming its slot 0.
+	if r := s.do("POST", "/v1/semaphores/jobs/acquire", `{"holder":"h","permits":1}`, as(slotZero)...); r.Status != 200 || r.Body["resourceId"] != "jobs#0" {
+		t.Fatalf("one slot within the prefix: %d %s", r.Status, r.Raw)
+	}
+	if r := s.do("POST", "/v1/elections/team-a%2Fleader/campaign", `{"candidate":"h"}`, as(teamA)...); r.Status != 200 {
+		t.Fatalf("campaign within the prefix: %d %s", r.Status, r.Raw)
+	}
+
+	before := s.Service.LastSeq()
+	for _, c := range []struct{ path, body string }{
+		{"/v1/semaphores/team-a%2Fjobs/release", `{"holder":"h","slot":0}`},
+		{"/v1/elections/team-a%2Fleader/proclaim", `{"candidate":"h","value":"v"}`},
+		{"/v1/elections/team-a%2Fleader/resign", `{"candidate":"h"}`},
+		{"/v1/elections/team-a%2Fleader/renew", `{"candidate":"h"}`},
+	} {
+		if r := s.do("POST", c.path, c.body, as(other)...); r.Status != 409 {
+			t.Errorf("%s by another key: %d %s", c.path, r.Status, r.Raw)
+		}
+	}
+	r := s.do("POST", "/v1/locks/release-all", `{"resources":["team-a/x","team-a/y"],"holder":"h"}`, as(other)...)
+	if r.Status != 200 || fmt.Sprint(r.Body["released"]) != "[]" || fmt.Sprint(r.Body["notHeld"]) != "[team-a/x team-a/y]" {
+		t.Errorf("release-all by another key: %d %s", r.Status, r.Raw)
+	}
+	if s.Service.LastSeq() != before {
+		t.Fatal("another key's releases changed something")
+	}
+	if r := s.do("POST", "/v1/locks/release-all", `{"resources":["team-a/x","team-a/y"],"holder":"h"}`, as(teamA)...); r.Status != 200 ||
+		fmt.Sprint(r.Body["released"]) != "[team-a/x team-a/y]" {
+		t.Fatalf("release-all by the owner: %d %s", r.Status, r.Raw)
 	}
 }

@@ -286,8 +286,9 @@ func TestRPCPrimitivesBadRequests(t *testing.T) {
 	}
 }
 
-// grantCounts reads fenceview_grant_seconds' count per kind from /metrics.
-func grantCounts(t *testing.T, s *testServer) map[string]uint64 {
+// byKind reads a metric with the one label kind from /metrics: a
+// counter's or gauge's value, a histogram's count.
+func byKind(t *testing.T, s *testServer, name string) map[string]float64 {
 	t.Helper()
 	r := s.do("GET", "/metrics", nil)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -295,16 +296,17 @@ func grantCounts(t *testing.T, s *testServer) map[string]uint64 {
 	if err != nil {
 		t.Fatalf("/metrics does not parse: %v", err)
 	}
-	out := map[string]uint64{}
-	f := fams["fenceview_grant_seconds"]
+	f := fams[name]
 	if f == nil {
-		t.Fatalf("no fenceview_grant_seconds in /metrics")
+		t.Fatalf("no %s in /metrics", name)
 	}
+	out := map[string]float64{}
 	for _, m := range f.GetMetric() {
 		if len(m.GetLabel()) != 1 || m.GetLabel()[0].GetName() != "kind" {
-			t.Fatalf("labels %v", m.GetLabel())
+			t.Fatalf("%s labels %v", name, m.GetLabel())
 		}
-		out[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleCount()
+		v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+		out[m.GetLabel()[0].GetValue()] = v
 	}
 	return out
 }
@@ -318,9 +320,10 @@ func TestGrantMetricsByKind(t *testing.T) {
 	if a := s.rpc().send(`{"id":1,"op":"acquire","resource":"q","holder":"a"}`)[1]; a.Status != 200 {
 		t.Fatalf("rpc acquire: %d %s", a.Status, a.Body)
 	}
-	got := grantCounts(t, s)
-	want := map[string]uint64{"lock": 2, "semaphore": 0, "multi": 0, "election": 0}
-	if !maps.Equal(got, want) {
-		t.Fatalf("grants by kind %v, want %v", got, want)
+	want := map[string]float64{"lock": 2, "semaphore": 0, "multi": 0, "election": 0}
+	for _, name := range []string{"fenceview_grant_wait_seconds", "fenceview_grants_by_kind_total"} {
+		if got := byKind(t, s, name); !maps.Equal(got, want) {
+			t.Fatalf("%s %v, want %v", name, got, want)
+		}
 	}
 }

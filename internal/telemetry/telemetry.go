@@ -41,7 +41,7 @@ type Metrics struct {
 	ckptFailed    prometheus.Counter
 	walFrames     prometheus.Gauge
 	streamLag     prometheus.Histogram
-	grants        *prometheus.HistogramVec
+	grantWait     *prometheus.HistogramVec
 
 	watchOnce sync.Once
 	service   serviceCollector
@@ -92,14 +92,14 @@ func New() *Metrics {
 		Name: "fenceview_sqlite_wal_frames",
 		Help: "Frames (pages) in the SQLite WAL at the last checkpoint: a WAL that keeps growing means checkpoints cannot finish (a long read holds them back).",
 	})
-	m.grants = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "fenceview_grant_seconds",
-		Help: "Grants by kind (lock, semaphore, multi, election; a multi-lock counts once), over the JSON API and the RPC stream, " +
-			"and how long each took from the request, waiting for the lock included: the count is the grants, the buckets the waits.",
+	m.grantWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "fenceview_grant_wait_seconds",
+		Help: "Grants answered over the JSON API and the RPC stream by kind (lock, semaphore, multi, election; a multi-lock once), " +
+			"and how long each took from the request, waiting for the lock included.",
 		Buckets: waitBuckets,
 	}, []string{"kind"})
-	for _, k := range GrantKinds { // every kind from the first scrape, so rates start at 0
-		m.grants.WithLabelValues(k)
+	for _, k := range grantKinds { // every kind from the first scrape, so rates start at 0
+		m.grantWait.WithLabelValues(k.String())
 	}
 	m.streamLag = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fenceview_stream_lag_seconds",
@@ -110,7 +110,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.commit, m.commitChanges, m.commitFailed, m.fsync, m.streamLag,
-		m.checkpoint, m.ckptFailed, m.walFrames, m.grants,
+		m.checkpoint, m.ckptFailed, m.walFrames, m.grantWait,
 	)
 	return m
 }
@@ -152,24 +152,17 @@ func (m *Metrics) ObserveCheckpoint(d time.Duration, walFrames int, err error) {
 	m.walFrames.Set(float64(walFrames))
 }
 
-// GrantKinds are the kind label's values: the primitives of httpapi
-// (KindLock...), spelled here so the label set stays bounded whatever a
-// caller passes.
-var GrantKinds = []string{"lock", "semaphore", "multi", "election"}
-
 // waitBuckets reach from a grant at once (a commit, about a millisecond)
 // to the longest wait an acquire may ask for (5 minutes).
 var waitBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
 
+// grantKinds are the kind label's values, the issuer's closed set.
+var grantKinds = []issuer.Kind{issuer.KindLock, issuer.KindPermit, issuer.KindMulti, issuer.KindElection}
+
 // ObserveGrant records one grant of kind and how long it took, waiting
-// included. A kind outside GrantKinds is not recorded.
-func (m *Metrics) ObserveGrant(kind string, took time.Duration) {
-	for _, k := range GrantKinds {
-		if k == kind {
-			m.grants.WithLabelValues(k).Observe(took.Seconds())
-			return
-		}
-	}
+// included (httpapi's Server.ObserveGrant).
+func (m *Metrics) ObserveGrant(kind issuer.Kind, took time.Duration) {
+	m.grantWait.WithLabelValues(kind.String()).Observe(took.Seconds())
 }
 
 // ObserveStreamLag records how long an event waited for a stream client.
@@ -194,6 +187,10 @@ type serviceMetric struct {
 }
 
 var (
+	grantsByKindDesc = prometheus.NewDesc("fenceview_grants_by_kind_total",
+		"Grants by what was asked for: lock, semaphore (a permit), multi (a multi-lock's set), election (a term).", []string{"kind"}, nil)
+	waitersByKindDesc = prometheus.NewDesc("fenceview_waiters_by_kind",
+		"Requests waiting, by what they asked for (as fenceview_grants_by_kind_total).", []string{"kind"}, nil)
 	rejectedDesc = prometheus.NewDesc("fenceview_fence_rejected_total",
 		"Fenced writes refused, by reason (reasons outside the documented set count as \"other\").", []string{"reason"}, nil)
 	serviceMetrics = []serviceMetric{
@@ -227,6 +224,8 @@ func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- sm.desc
 	}
 	ch <- rejectedDesc
+	ch <- grantsByKindDesc
+	ch <- waitersByKindDesc
 }
 
 func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
@@ -240,6 +239,10 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for reason, n := range BoundReasons(m.Rejected) {
 		ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(n), reason)
+	}
+	for _, k := range m.Kinds {
+		ch <- prometheus.MustNewConstMetric(grantsByKindDesc, prometheus.CounterValue, float64(k.Grants), k.Kind.String())
+		ch <- prometheus.MustNewConstMetric(waitersByKindDesc, prometheus.GaugeValue, float64(k.Waiters), k.Kind.String())
 	}
 }
 
