@@ -14,14 +14,14 @@ for (const transport of ['http', 'rpc']) {
     /** waiters polls the server until someone waits on resource. */
     const awaitWaiter = (resource) => until(async () => (await admin.state(resource)).waiters > 0, `a waiter on ${resource}`);
     // A waiting multi-lock is not one of its locks' waiters (it waits for
-    // all of them): the server's gauge of waiting requests counts it. The
+    // all of them): the server's gauge of waiting multi-locks counts it. The
     // suites run one test at a time, so the waiter is this test's.
-    const awaitAnyWaiter = () => until(async () => {
+    const awaitMultiWaiter = () => until(async () => {
       const res = await fetch(`${env.url}/metrics`, { headers: { authorization: `Bearer ${env.admin}` } });
-      const m = /^fenceview_waiters (\d+)$/m.exec(await res.text());
-      assert.ok(m, 'no fenceview_waiters gauge');
+      const m = /^fenceview_waiters_by_kind\{kind="multi"\} (\d+)$/m.exec(await res.text());
+      assert.ok(m, 'no fenceview_waiters_by_kind{kind="multi"} gauge');
       return Number(m[1]) > 0;
-    }, 'a waiting request');
+    }, 'a waiting multi-lock');
 
     test('lock-delay: a lease that runs out unreleased keeps everyone out until availableAt', async () => {
       const r = unique('delay');
@@ -159,7 +159,7 @@ for (const transport of ['http', 'rpc']) {
       assert.equal((await c.state(z)).locked, false, 'nothing was taken');
       // A waiting lockAll holds nothing while it waits, and gets both at once.
       const waiting = c.lockAll([z, y], { holder: 'b', waitMs: 30_000 });
-      await awaitAnyWaiter();
+      await awaitMultiWaiter();
       assert.equal((await c.state(z)).locked, false, 'the waiter took z early');
       const rel = await m.release();
       assert.deepEqual(rel, { released: [x, y], notHeld: [] });

@@ -61,17 +61,18 @@ class PrimitivesTest {
     }
 
     /**
-     * Waits until the server counts a waiting request. A waiting multi-lock is not one
-     * of its locks' waiters (it waits for all of them), but the gauge counts it.
+     * Waits until the server counts a waiting multi-lock. It is not one of its locks'
+     * waiters (it waits for all of them), but the gauge of waiting multi-locks counts
+     * it; the tests of this class run one at a time.
      */
-    private static void awaitAnyWaiter() throws Exception {
+    private static void awaitMultiWaiter() throws Exception {
         HttpRequest req = HttpRequest.newBuilder(URI.create(Env.url() + "/metrics"))
                 .header("Authorization", "Bearer " + Env.prop("admin")).build();
-        Pattern p = Pattern.compile("(?m)^fenceview_waiters (\\d+)$");
+        Pattern p = Pattern.compile("(?m)^fenceview_waiters_by_kind\\{kind=\"multi\"\\} (\\d+)$");
         HttpClient http = HttpClient.newHttpClient();
-        until("a waiting request", () -> {
+        until("a waiting multi-lock", () -> {
             Matcher m = p.matcher(http.send(req, HttpResponse.BodyHandlers.ofString()).body());
-            assertTrue(m.find(), "no fenceview_waiters gauge");
+            assertTrue(m.find(), "no fenceview_waiters_by_kind{kind=\"multi\"} gauge");
             return Long.parseLong(m.group(1)) > 0;
         });
     }
@@ -248,7 +249,7 @@ class PrimitivesTest {
         assertEquals(false, lockState(z).get("locked"), "nothing was taken");
         // A waiting multi-lock holds nothing while it waits, and gets both at once.
         CompletableFuture<Map<String, Long>> waiting = other.tryLockAndGetTokensAsync(30, -1, TimeUnit.SECONDS, 7);
-        awaitAnyWaiter();
+        awaitMultiWaiter();
         assertEquals(false, lockState(z).get("locked"), "the waiter took z early");
         CompletableFuture<LeaseLostException> lost = m.leaseLost();
         m.unlock();
