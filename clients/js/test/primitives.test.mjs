@@ -227,7 +227,16 @@ for (const transport of ['http', 'rpc']) {
       const name = unique('observe');
       const stop = new AbortController();
       const seen = c.election(name).observe({ signal: stop.signal })[Symbol.asyncIterator]();
-      const next = async () => (await seen.next()).value;
+      // Bounded, so a change that never comes fails the test instead of hanging it.
+      const next = async () => {
+        let timer;
+        const late = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('no leader change observed')), 30_000); });
+        try {
+          return (await Promise.race([seen.next(), late])).value;
+        } finally {
+          clearTimeout(timer);
+        }
+      };
       assert.equal(await next(), null, 'nobody leads at first');
       const e1 = c.election(name, { candidate: 'c1' });
       const t1 = await e1.campaign('one');
