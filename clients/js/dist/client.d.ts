@@ -1,3 +1,7 @@
+import { type JSONValue } from './json.js';
+import { FenceviewError, HeldError } from './errors.js';
+import { EventStream } from './events.js';
+import { Election, MultiLock, Semaphore, type ElectionOptions, type LockAllOptions, type Leader, type SemaphoreState } from './primitives.js';
 import { type Decision } from './token.js';
 import { Verifier, type SigningKey, type VerifierOptions } from './verifier.js';
 export interface ClientOptions {
@@ -40,6 +44,8 @@ export interface LockState {
     token: bigint;
     expiresAt: string | null;
     remainingMs: number;
+    /** When a running lock-delay ends (RFC 3339); null when none runs. */
+    availableAt: string | null;
 }
 /** GET /v1/resources/{resource}. */
 export interface ResourceInfo {
@@ -78,6 +84,9 @@ export interface DecisionReport {
     at?: string;
     signature?: string;
 }
+/** busyError is the error of a 409 to an acquire: a lock-delay, or held. */
+export declare function busyError(resource: string, body: JSONValue): HeldError;
+export declare function errorOf(status: number, body: JSONValue): FenceviewError;
 /**
  * Client talks to one fenceview server (or the nodes of one cluster).
  *
@@ -94,13 +103,53 @@ export declare class Client {
     constructor(url: string, opts?: ClientOptions);
     /** Whether lock operations go over the RPC stream. */
     get usesRpc(): boolean;
+    /**
+     * v3 carries one of contract v3's operations: over the RPC stream as op
+     * (the route's {name} in fields), else as the route.
+     */
+    v3(op: string, method: string, path: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<{
+        status: number;
+        body: JSONValue;
+    }>;
+    /** semaphore returns the semaphore name of permits slots (name#0 .. name#<permits-1>), whose permits go to holder (default a random id). */
+    semaphore(name: string, permits: number, opts?: {
+        holder?: string;
+        leaseMs?: number;
+    }): Semaphore;
+    /** semaphoreState is GET /v1/semaphores/{name}, or null when it was never acquired. */
+    semaphoreState(name: string, signal?: AbortSignal): Promise<SemaphoreState | null>;
+    /** setPermits changes a semaphore's permits (admin); held slots above the new count stay held until released. */
+    setPermits(name: string, permits: number): Promise<SemaphoreState>;
+    /**
+     * lockAll takes every lock of resources for holder at once, or none,
+     * waiting (without holding any) until all are free together; with waitMs,
+     * a HeldError listing the held ones when the wait runs out. One watchdog
+     * renews them all; the handle's signal aborts when any lease is lost.
+     */
+    lockAll(resources: string[], opts: LockAllOptions): Promise<MultiLock>;
+    /** tryLockAll is lockAll waiting at most waitMs (default 0): null when one of the locks stayed held. */
+    tryLockAll(resources: string[], opts: LockAllOptions): Promise<MultiLock | null>;
+    /** election returns the election name (its lock is the resource name) for candidate (default a random id). */
+    election(name: string, opts?: ElectionOptions): Election;
+    /** leader is the election's leader now, or null when nobody leads (GET /v1/elections/{name}). */
+    leader(name: string, signal?: AbortSignal): Promise<Leader | null>;
+    /**
+     * events opens the event stream (/v1/events), optionally of one resource
+     * and resumed after the event numbered since; read it with next() and
+     * close it when done. Its opened promise resolves once the server
+     * subscribed it: every event committed after that comes.
+     */
+    events(opts?: {
+        resource?: string;
+        since?: bigint;
+    }): EventStream;
     /** lock returns the lock on resource for holder. Ids are checked here. */
     lock(resource: string, opts: {
         holder: string;
         leaseMs?: number;
     }): Lock;
-    /** grant asks for the lock once: a Grant, or HeldError when it stayed held through waitMs. */
-    grant(resource: string, holder: string, leaseMs: number, waitMs: number, signal?: AbortSignal): Promise<Grant>;
+    /** grant asks for the lock once: a Grant, or HeldError (LockDelayError in a lock-delay) when it stayed held through waitMs. */
+    grant(resource: string, holder: string, leaseMs: number, waitMs: number, signal?: AbortSignal, lockDelayMs?: number): Promise<Grant>;
     /** renewGrant extends holder's lease; NotHeldError when it is no longer held. */
     renewGrant(resource: string, holder: string, leaseMs?: number, signal?: AbortSignal): Promise<Grant>;
     /** releaseHold releases one hold of holder and returns the holds left. */
@@ -166,6 +215,7 @@ export declare class Client {
     /** close ends the RPC stream; the client makes no more calls. */
     close(): void;
 }
+export declare function grantOf(body: JSONValue): Grant;
 export interface AcquireOptions {
     /** This grant's lease; default the lock's. */
     leaseMs?: number;
@@ -178,6 +228,13 @@ export interface AcquireOptions {
      * out after leaseMs, and lock.signal aborts then.
      */
     watchdog?: boolean;
+    /**
+     * A lock-delay (0..60000 ms, Chubby's): should this lease run out without
+     * a release, nobody may take the lock until that long after, so a write
+     * still in flight from a vanished holder lands or dies first. Acquires
+     * meanwhile get LockDelayError (its availableAt says until when).
+     */
+    lockDelayMs?: number;
 }
 /**
  * Lock is a fenced lock on one resource for one holder, like Redisson's

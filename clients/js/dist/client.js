@@ -1,7 +1,10 @@
 // The lock client: fenceview's HTTP API and RPC stream, with every token a
 // bigint read losslessly from the JSON.
+import { randomUUID } from 'node:crypto';
 import { parse, stringify } from './json.js';
-import { ConnectionError, FenceviewError, HeldError, LeaseLostError, NotHeldError, ReleasedError } from './errors.js';
+import { ConnectionError, FenceviewError, HeldError, LeaseLostError, LockDelayError, NotHeldError, ReleasedError } from './errors.js';
+import { EventStream } from './events.js';
+import { Election, MultiLock, Semaphore } from './primitives.js';
 import { RpcSession } from './rpc.js';
 import { viaFetch, viaNodeHttp } from './transport.js';
 import { HEADER_RESOURCE, HEADER_SIGNATURE, HEADER_TOKEN, InvalidInputError, toToken, validateHolderId, validateResourceId, } from './token.js';
@@ -10,7 +13,11 @@ import { Verifier } from './verifier.js';
 const MAX_BODY = 8 << 20;
 /** One server-side wait of a blocking acquire: long enough to be cheap, short enough for proxies that cut idle requests. */
 const WAIT_CHUNK_MS = 60_000;
-function errorOf(status, body) {
+/** busyError is the error of a 409 to an acquire: a lock-delay, or held. */
+export function busyError(resource, body) {
+    return body?.error === 'lock delay' ? new LockDelayError(resource, body) : new HeldError(resource, body);
+}
+export function errorOf(status, body) {
     const msg = body?.error;
     return new FenceviewError(`fenceview: ${status}${typeof msg === 'string' ? `: ${msg}` : ''}`, status, body);
 }
@@ -124,17 +131,104 @@ export class Client {
                 return this.#http('POST', `/v1/locks/${r}/${op}`, fields, signal);
         }
     }
+    /**
+     * v3 carries one of contract v3's operations: over the RPC stream as op
+     * (the route's {name} in fields), else as the route.
+     */
+    async v3(op, method, path, fields, signal) {
+        if (this.#rpc) {
+            for (let attempt = 1;; attempt++) {
+                const s = await this.#stream();
+                try {
+                    return await s.call({ op, ...fields }, signal);
+                }
+                catch (err) {
+                    if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length)
+                        throw err;
+                }
+            }
+        }
+        const { name: _name, ...body } = fields;
+        return this.#http(method, path, method === 'GET' ? undefined : body, signal);
+    }
+    /** semaphore returns the semaphore name of permits slots (name#0 .. name#<permits-1>), whose permits go to holder (default a random id). */
+    semaphore(name, permits, opts = {}) {
+        return new Semaphore(this, name, permits, opts.holder ?? randomUUID(), opts.leaseMs ?? this.leaseMs);
+    }
+    /** semaphoreState is GET /v1/semaphores/{name}, or null when it was never acquired. */
+    async semaphoreState(name, signal) {
+        const a = await this.v3('semaphore', 'GET', `/v1/semaphores/${encodeURIComponent(name)}`, { name }, signal);
+        if (a.status === 404)
+            return null;
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return a.body;
+    }
+    /** setPermits changes a semaphore's permits (admin); held slots above the new count stay held until released. */
+    async setPermits(name, permits) {
+        const a = await this.v3('semaphore-permits', 'PUT', `/v1/semaphores/${encodeURIComponent(name)}`, { name, permits });
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return a.body;
+    }
+    /**
+     * lockAll takes every lock of resources for holder at once, or none,
+     * waiting (without holding any) until all are free together; with waitMs,
+     * a HeldError listing the held ones when the wait runs out. One watchdog
+     * renews them all; the handle's signal aborts when any lease is lost.
+     */
+    async lockAll(resources, opts) {
+        return MultiLock.acquire(this, resources, opts);
+    }
+    /** tryLockAll is lockAll waiting at most waitMs (default 0): null when one of the locks stayed held. */
+    async tryLockAll(resources, opts) {
+        try {
+            return await MultiLock.acquire(this, resources, { ...opts, waitMs: opts.waitMs ?? 0 });
+        }
+        catch (err) {
+            if (err instanceof HeldError)
+                return null;
+            throw err;
+        }
+    }
+    /** election returns the election name (its lock is the resource name) for candidate (default a random id). */
+    election(name, opts = {}) {
+        return new Election(this, validateResourceId(name), validateHolderId(opts.candidate ?? randomUUID()), opts.leaseMs ?? this.leaseMs);
+    }
+    /** leader is the election's leader now, or null when nobody leads (GET /v1/elections/{name}). */
+    async leader(name, signal) {
+        const a = await this.v3('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name))}`, { name }, signal);
+        if (a.status !== 200)
+            throw errorOf(a.status, a.body);
+        return (a.body.leader ?? null);
+    }
+    /**
+     * events opens the event stream (/v1/events), optionally of one resource
+     * and resumed after the event numbered since; read it with next() and
+     * close it when done. Its opened promise resolves once the server
+     * subscribed it: every event committed after that comes.
+     */
+    events(opts = {}) {
+        if (this.#closed)
+            throw new ConnectionError('fenceview: client closed');
+        const q = new URLSearchParams();
+        if (opts.resource !== undefined)
+            q.set('resource', validateResourceId(opts.resource));
+        if (opts.since !== undefined)
+            q.set('since', opts.since.toString());
+        return new EventStream(this.urls[this.#current], q, this.#key === undefined ? {} : { authorization: `Bearer ${this.#key}` });
+    }
     /** lock returns the lock on resource for holder. Ids are checked here. */
     lock(resource, opts) {
         return new Lock(this, validateResourceId(resource), validateHolderId(opts.holder), opts.leaseMs ?? this.leaseMs);
     }
-    /** grant asks for the lock once: a Grant, or HeldError when it stayed held through waitMs. */
-    async grant(resource, holder, leaseMs, waitMs, signal) {
-        const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined }, signal);
+    /** grant asks for the lock once: a Grant, or HeldError (LockDelayError in a lock-delay) when it stayed held through waitMs. */
+    async grant(resource, holder, leaseMs, waitMs, signal, lockDelayMs) {
+        const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: lockDelayMs || undefined }, signal);
         if (a.status === 200)
             return grantOf(a.body);
         if (a.status === 409)
-            throw new HeldError(resource, a.body);
+            throw busyError(resource, a.body);
         throw errorOf(a.status, a.body);
     }
     /** renewGrant extends holder's lease; NotHeldError when it is no longer held. */
@@ -306,7 +400,7 @@ function safeParse(text) {
         return { error: text.slice(0, 200) };
     }
 }
-function grantOf(body) {
+export function grantOf(body) {
     const g = body;
     if (g === null || typeof g !== 'object' || typeof g.fencing?.token !== 'bigint') {
         throw new FenceviewError('fenceview: a grant without a token', 200, body);
@@ -397,7 +491,7 @@ export class Lock {
             const wait = Math.max(0, Math.min(WAIT_CHUNK_MS, until - Date.now()));
             const sent = Date.now();
             try {
-                const g = await this.client.grant(this.resource, this.holder, lease, wait, opts.signal);
+                const g = await this.client.grant(this.resource, this.holder, lease, wait, opts.signal, opts.lockDelayMs);
                 this.#granted(g, lease, opts.watchdog ?? true, sent);
                 return g.fencing.token;
             }

@@ -1,5 +1,9 @@
 export { Client, Lock } from './client.js';
 export type { ClientOptions, AcquireOptions, Grant, Fencing, LockState, ResourceInfo, FenceResult, DecisionReport, Rejection } from './client.js';
+export { Semaphore, Permit, MultiLock, Election } from './primitives.js';
+export type { HoldOptions, SemaphoreState, LockAllOptions, ElectionOptions, Leader } from './primitives.js';
+export { EventStream } from './events.js';
+export type { FenceEvent } from './events.js';
 export { fencingMiddleware, refusalBody } from './middleware.js';
 export type { Fence, FencedRequest as FencedHttpRequest, FencingOptions } from './middleware.js';
 export { FencedResource, PgMarks } from './postgres.js';
@@ -17,4 +21,5 @@ export { parse, stringify, TOKEN_FIELDS, JSONSyntaxError } from './json.js';
 export type { JSONValue } from './json.js';
 export { MAX_TOKEN, HEADER_TOKEN, HEADER_SIGNATURE, HEADER_RESOURCE, HEADER_REQUIRED, HEADER_IDEMPOTENCY_KEY, REASON_STALE, REASON_BAD_SIGNATURE, InvalidInputError, parseToken, toToken, idempotencyKey, validateResourceId, validateHolderId, } from './token.js';
 export type { Decision, SignedToken } from './token.js';
-export { FenceviewError, HeldError, NotHeldError, LeaseLostError, ReleasedError, ConnectionError } from './errors.js';
+export { FenceviewError, HeldError, LockDelayError, NotHeldError, LeaseLostError, ReleasedError, ConnectionError } from './errors.js';
+export type { HeldLock } from './errors.js';

@@ -1,8 +1,11 @@
 // The lock client: fenceview's HTTP API and RPC stream, with every token a
 // bigint read losslessly from the JSON.
 
+import { randomUUID } from 'node:crypto';
 import { parse, stringify, type JSONValue } from './json.js';
-import { ConnectionError, FenceviewError, HeldError, LeaseLostError, NotHeldError, ReleasedError } from './errors.js';
+import { ConnectionError, FenceviewError, HeldError, LeaseLostError, LockDelayError, NotHeldError, ReleasedError } from './errors.js';
+import { EventStream } from './events.js';
+import { Election, MultiLock, Semaphore, type ElectionOptions, type LockAllOptions, type Leader, type SemaphoreState } from './primitives.js';
 import { RpcSession } from './rpc.js';
 import { viaFetch, viaNodeHttp, type Requester } from './transport.js';
 import {
@@ -60,6 +63,8 @@ export interface LockState {
   token: bigint;
   expiresAt: string | null;
   remainingMs: number;
+  /** When a running lock-delay ends (RFC 3339); null when none runs. */
+  availableAt: string | null;
 }
 
 /** GET /v1/resources/{resource}. */
@@ -115,7 +120,12 @@ const MAX_BODY = 8 << 20;
 /** One server-side wait of a blocking acquire: long enough to be cheap, short enough for proxies that cut idle requests. */
 const WAIT_CHUNK_MS = 60_000;
 
-function errorOf(status: number, body: JSONValue): FenceviewError {
+/** busyError is the error of a 409 to an acquire: a lock-delay, or held. */
+export function busyError(resource: string, body: JSONValue): HeldError {
+  return (body as { error?: unknown } | null)?.error === 'lock delay' ? new LockDelayError(resource, body) : new HeldError(resource, body);
+}
+
+export function errorOf(status: number, body: JSONValue): FenceviewError {
   const msg = (body as { error?: unknown } | null)?.error;
   return new FenceviewError(`fenceview: ${status}${typeof msg === 'string' ? `: ${msg}` : ''}`, status, body);
 }
@@ -227,16 +237,101 @@ export class Client {
     }
   }
 
+  /**
+   * v3 carries one of contract v3's operations: over the RPC stream as op
+   * (the route's {name} in fields), else as the route.
+   */
+  async v3(op: string, method: string, path: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<{ status: number; body: JSONValue }> {
+    if (this.#rpc) {
+      for (let attempt = 1; ; attempt++) {
+        const s = await this.#stream();
+        try {
+          return await s.call({ op, ...fields }, signal);
+        } catch (err) {
+          if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length) throw err;
+        }
+      }
+    }
+    const { name: _name, ...body } = fields;
+    return this.#http(method, path, method === 'GET' ? undefined : body, signal);
+  }
+
+  /** semaphore returns the semaphore name of permits slots (name#0 .. name#<permits-1>), whose permits go to holder (default a random id). */
+  semaphore(name: string, permits: number, opts: { holder?: string; leaseMs?: number } = {}): Semaphore {
+    return new Semaphore(this, name, permits, opts.holder ?? randomUUID(), opts.leaseMs ?? this.leaseMs);
+  }
+
+  /** semaphoreState is GET /v1/semaphores/{name}, or null when it was never acquired. */
+  async semaphoreState(name: string, signal?: AbortSignal): Promise<SemaphoreState | null> {
+    const a = await this.v3('semaphore', 'GET', `/v1/semaphores/${encodeURIComponent(name)}`, { name }, signal);
+    if (a.status === 404) return null;
+    if (a.status !== 200) throw errorOf(a.status, a.body);
+    return a.body as unknown as SemaphoreState;
+  }
+
+  /** setPermits changes a semaphore's permits (admin); held slots above the new count stay held until released. */
+  async setPermits(name: string, permits: number): Promise<SemaphoreState> {
+    const a = await this.v3('semaphore-permits', 'PUT', `/v1/semaphores/${encodeURIComponent(name)}`, { name, permits });
+    if (a.status !== 200) throw errorOf(a.status, a.body);
+    return a.body as unknown as SemaphoreState;
+  }
+
+  /**
+   * lockAll takes every lock of resources for holder at once, or none,
+   * waiting (without holding any) until all are free together; with waitMs,
+   * a HeldError listing the held ones when the wait runs out. One watchdog
+   * renews them all; the handle's signal aborts when any lease is lost.
+   */
+  async lockAll(resources: string[], opts: LockAllOptions): Promise<MultiLock> {
+    return MultiLock.acquire(this, resources, opts);
+  }
+
+  /** tryLockAll is lockAll waiting at most waitMs (default 0): null when one of the locks stayed held. */
+  async tryLockAll(resources: string[], opts: LockAllOptions): Promise<MultiLock | null> {
+    try {
+      return await MultiLock.acquire(this, resources, { ...opts, waitMs: opts.waitMs ?? 0 });
+    } catch (err) {
+      if (err instanceof HeldError) return null;
+      throw err;
+    }
+  }
+
+  /** election returns the election name (its lock is the resource name) for candidate (default a random id). */
+  election(name: string, opts: ElectionOptions = {}): Election {
+    return new Election(this, validateResourceId(name), validateHolderId(opts.candidate ?? randomUUID()), opts.leaseMs ?? this.leaseMs);
+  }
+
+  /** leader is the election's leader now, or null when nobody leads (GET /v1/elections/{name}). */
+  async leader(name: string, signal?: AbortSignal): Promise<Leader | null> {
+    const a = await this.v3('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name))}`, { name }, signal);
+    if (a.status !== 200) throw errorOf(a.status, a.body);
+    return ((a.body as { leader?: Leader | null }).leader ?? null) as Leader | null;
+  }
+
+  /**
+   * events opens the event stream (/v1/events), optionally of one resource
+   * and resumed after the event numbered since; read it with next() and
+   * close it when done. Its opened promise resolves once the server
+   * subscribed it: every event committed after that comes.
+   */
+  events(opts: { resource?: string; since?: bigint } = {}): EventStream {
+    if (this.#closed) throw new ConnectionError('fenceview: client closed');
+    const q = new URLSearchParams();
+    if (opts.resource !== undefined) q.set('resource', validateResourceId(opts.resource));
+    if (opts.since !== undefined) q.set('since', opts.since.toString());
+    return new EventStream(this.urls[this.#current]!, q, this.#key === undefined ? {} : { authorization: `Bearer ${this.#key}` });
+  }
+
   /** lock returns the lock on resource for holder. Ids are checked here. */
   lock(resource: string, opts: { holder: string; leaseMs?: number }): Lock {
     return new Lock(this, validateResourceId(resource), validateHolderId(opts.holder), opts.leaseMs ?? this.leaseMs);
   }
 
-  /** grant asks for the lock once: a Grant, or HeldError when it stayed held through waitMs. */
-  async grant(resource: string, holder: string, leaseMs: number, waitMs: number, signal?: AbortSignal): Promise<Grant> {
-    const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined }, signal);
+  /** grant asks for the lock once: a Grant, or HeldError (LockDelayError in a lock-delay) when it stayed held through waitMs. */
+  async grant(resource: string, holder: string, leaseMs: number, waitMs: number, signal?: AbortSignal, lockDelayMs?: number): Promise<Grant> {
+    const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: lockDelayMs || undefined }, signal);
     if (a.status === 200) return grantOf(a.body);
-    if (a.status === 409) throw new HeldError(resource, a.body);
+    if (a.status === 409) throw busyError(resource, a.body);
     throw errorOf(a.status, a.body);
   }
 
@@ -399,7 +494,7 @@ function safeParse(text: string): JSONValue {
   }
 }
 
-function grantOf(body: JSONValue): Grant {
+export function grantOf(body: JSONValue): Grant {
   const g = body as unknown as Grant;
   if (g === null || typeof g !== 'object' || typeof g.fencing?.token !== 'bigint') {
     throw new FenceviewError('fenceview: a grant without a token', 200, body);
@@ -419,6 +514,13 @@ export interface AcquireOptions {
    * out after leaseMs, and lock.signal aborts then.
    */
   watchdog?: boolean;
+  /**
+   * A lock-delay (0..60000 ms, Chubby's): should this lease run out without
+   * a release, nobody may take the lock until that long after, so a write
+   * still in flight from a vanished holder lands or dies first. Acquires
+   * meanwhile get LockDelayError (its availableAt says until when).
+   */
+  lockDelayMs?: number;
 }
 
 /**
@@ -509,7 +611,7 @@ export class Lock {
       const wait = Math.max(0, Math.min(WAIT_CHUNK_MS, until - Date.now()));
       const sent = Date.now();
       try {
-        const g = await this.client.grant(this.resource, this.holder, lease, wait, opts.signal);
+        const g = await this.client.grant(this.resource, this.holder, lease, wait, opts.signal, opts.lockDelayMs);
         this.#granted(g, lease, opts.watchdog ?? true, sent);
         return g.fencing.token;
       } catch (err) {

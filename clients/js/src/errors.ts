@@ -13,19 +13,56 @@ export class FenceviewError extends Error {
   }
 }
 
-/** acquire found the lock held by another holder (409 "lock held"). */
+/** One lock of a multi-lock that another holder has (or that is in its lock-delay). */
+export interface HeldLock {
+  resourceId: string;
+  holder: string | null;
+  expiresAt?: string;
+  availableAt?: string;
+}
+
+/**
+ * acquire found the lock held by another holder (409 "lock held"); also a
+ * semaphore with no permit free, a multi-lock with one of its locks held
+ * (held lists them) and a campaign while another leads (holder is the
+ * leader).
+ */
 export class HeldError extends FenceviewError {
   /** The holder that has it, when the server said. */
   readonly holder: string | null;
   /** When its lease runs out (RFC 3339), when the server said. */
   readonly expiresAt: string | null;
-  constructor(resource: string, body: unknown) {
-    const b = (body ?? {}) as { holder?: unknown; expiresAt?: unknown };
-    const holder = typeof b.holder === 'string' ? b.holder : null;
-    super(`fenceview: ${resource} is held${holder ? ` by ${holder}` : ''}`, 409, body);
+  /** A multi-lock's locks held by others, in the server's order; [] otherwise. */
+  readonly held: HeldLock[];
+  constructor(resource: string, body: unknown, message?: string) {
+    const b = (body ?? {}) as { holder?: unknown; expiresAt?: unknown; held?: unknown; leader?: { candidate?: unknown; expiresAt?: unknown } };
+    const held = Array.isArray(b.held) ? (b.held as HeldLock[]) : [];
+    const who = b.holder ?? b.leader?.candidate ?? held[0]?.holder;
+    const until = b.expiresAt ?? b.leader?.expiresAt ?? held[0]?.expiresAt;
+    const holder = typeof who === 'string' ? who : null;
+    super(message ?? `fenceview: ${resource} is held${holder ? ` by ${holder}` : ''}`, 409, body);
     this.name = 'HeldError';
     this.holder = holder;
-    this.expiresAt = typeof b.expiresAt === 'string' ? b.expiresAt : null;
+    this.expiresAt = typeof until === 'string' ? until : null;
+    this.held = held;
+  }
+}
+
+/**
+ * acquire found the lock free but in its lock-delay (409 "lock delay"): a
+ * lease granted with lockDelayMs ran out without a release, and nobody may
+ * take the lock before availableAt. A HeldError, so tryAcquire answers null
+ * and a waiting acquire keeps waiting.
+ */
+export class LockDelayError extends HeldError {
+  /** When the delay ends (RFC 3339). */
+  readonly availableAt: string;
+  constructor(resource: string, body: unknown) {
+    const at = (body as { availableAt?: unknown } | null)?.availableAt;
+    const availableAt = typeof at === 'string' ? at : '';
+    super(resource, body, `fenceview: ${resource} is in its lock-delay until ${availableAt}`);
+    this.name = 'LockDelayError';
+    this.availableAt = availableAt;
   }
 }
 

@@ -3,6 +3,10 @@
 
 export { Client, Lock } from './client.js';
 export type { ClientOptions, AcquireOptions, Grant, Fencing, LockState, ResourceInfo, FenceResult, DecisionReport, Rejection } from './client.js';
+export { Semaphore, Permit, MultiLock, Election } from './primitives.js';
+export type { HoldOptions, SemaphoreState, LockAllOptions, ElectionOptions, Leader } from './primitives.js';
+export { EventStream } from './events.js';
+export type { FenceEvent } from './events.js';
 export { fencingMiddleware, refusalBody } from './middleware.js';
 export type { Fence, FencedRequest as FencedHttpRequest, FencingOptions } from './middleware.js';
 export { FencedResource, PgMarks } from './postgres.js';
@@ -35,4 +39,5 @@ export {
   validateHolderId,
 } from './token.js';
 export type { Decision, SignedToken } from './token.js';
-export { FenceviewError, HeldError, NotHeldError, LeaseLostError, ReleasedError, ConnectionError } from './errors.js';
+export { FenceviewError, HeldError, LockDelayError, NotHeldError, LeaseLostError, ReleasedError, ConnectionError } from './errors.js';
+export type { HeldLock } from './errors.js';

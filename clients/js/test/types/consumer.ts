@@ -3,7 +3,7 @@
 // Fastify's own types.
 import http from 'node:http';
 import Fastify from 'fastify';
-import { Client, WasmGuard, fencingMiddleware, callFencedService, type Decision, type FencedHttpRequest } from 'fenceview';
+import { Client, WasmGuard, fencingMiddleware, callFencedService, LockDelayError, type Decision, type FencedHttpRequest, type Leader, type MultiLock, type Permit } from 'fenceview';
 
 export async function consumer(): Promise<bigint> {
   const client = new Client('http://127.0.0.1:8080', { key: 'k', rpc: true });
@@ -24,4 +24,29 @@ export async function consumer(): Promise<bigint> {
   void signal;
   void d;
   return token;
+}
+
+// Contract v3: lock-delay, semaphores, multi-locks, elections.
+export async function consumerV3(client: Client): Promise<bigint> {
+  await client.lock('r', { holder: 'h' }).acquire({ lockDelayMs: 5000 }).catch((e: unknown) => {
+    if (e instanceof LockDelayError) {
+      const at: string = e.availableAt;
+      void at;
+    }
+  });
+  const permit: Permit = await client.semaphore('jobs', 4, { holder: 'w' }).acquire({ waitMs: 100 });
+  const slot: number = permit.slot;
+  const slotToken: bigint = permit.token;
+  const all: MultiLock = await client.lockAll(['a', 'b'], { holder: 'h' });
+  const tokens: Map<string, bigint> = all.tokens;
+  const election = client.election('leader', { candidate: 'me' });
+  const term: bigint = await election.campaign('value');
+  for await (const l of election.observe({ signal: AbortSignal.timeout(5) })) {
+    const who: Leader | null = l;
+    void who;
+  }
+  void slot;
+  void slotToken;
+  void tokens;
+  return term;
 }

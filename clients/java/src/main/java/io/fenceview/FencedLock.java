@@ -1,5 +1,6 @@
 package io.fenceview;
 
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -29,12 +30,60 @@ public final class FencedLock implements Lock {
     /** One server-side wait of a blocking lock: long enough to be cheap, short enough for proxies. */
     static final long MAX_WAIT_CHUNK_MS = 60_000;
 
+    /** The longest lock-delay the server takes (contract v3). */
+    public static final Duration MAX_LOCK_DELAY = Duration.ofSeconds(60);
+
     private final FenceviewClient c;
     private final String resource;
+    private final long lockDelayMs;
 
     FencedLock(FenceviewClient c, String resource) {
+        this(c, resource, 0);
+    }
+
+    private FencedLock(FenceviewClient c, String resource, long lockDelayMs) {
         this.c = c;
         this.resource = resource;
+        this.lockDelayMs = lockDelayMs;
+    }
+
+    /**
+     * This lock with a lock-delay (Chubby's, Consul's) on every grant: should a lease
+     * run out without an unlock (its holder vanished or stalled), nobody may take the
+     * lock until delay after, so a write still in flight from the old holder lands or
+     * dies first. Meanwhile the try methods answer null, {@link #tryAcquire} throws
+     * {@link LockDelayException} and waiters keep waiting.
+     */
+    public FencedLock withLockDelay(Duration delay) {
+        long ms = delay.toMillis();
+        if (delay.isNegative() || delay.compareTo(MAX_LOCK_DELAY) > 0) {
+            throw new IllegalArgumentException("fenceview: lock-delay " + delay + ": want 0..60s");
+        }
+        return new FencedLock(c, resource, ms);
+    }
+
+    /** The lock-delay of this lock's grants, 0 for none. */
+    public Duration getLockDelay() {
+        return Duration.ofMillis(lockDelayMs);
+    }
+
+    /**
+     * As {@link #tryLockAndGetToken(long, long, TimeUnit)}, but the grant's whole token
+     * comes back, and a refusal is an exception that says why.
+     *
+     * @throws LockHeldException  another holder has the lock (its holder and expiry)
+     * @throws LockDelayException the lock is in its lock-delay (until when)
+     */
+    public FencingToken tryAcquire(long waitTime, long leaseTime, TimeUnit unit) {
+        FenceviewClient.Answer[] refusal = new FenceviewClient.Answer[1];
+        Long t = tryAwait(acquire(me(), waitMs(waitTime, unit), lease(leaseTime, unit), refusal));
+        if (t == null) {
+            if (refusal[0] == null) {
+                throw new FenceviewException(0, "fenceview: acquire " + resource + " gave up");
+            }
+            throw LockHeldException.of(resource, refusal[0].body);
+        }
+        return getFencingToken();
     }
 
     /** The resource id (Redisson's {@code getName()}). */
@@ -177,6 +226,11 @@ public final class FencedLock implements Lock {
      * that is released at once.
      */
     private CompletableFuture<Long> acquire(long threadId, long waitMs, long leaseMs) {
+        return acquire(threadId, waitMs, leaseMs, null);
+    }
+
+    /** The same, keeping the last refusal in refusal[0] when refusal is not null. */
+    private CompletableFuture<Long> acquire(long threadId, long waitMs, long leaseMs, FenceviewClient.Answer[] refusal) {
         if (waitMs < -1) {
             throw new IllegalArgumentException("fenceview: negative wait " + waitMs + " ms");
         }
@@ -184,11 +238,12 @@ public final class FencedLock implements Lock {
         long lease = renewing ? c.watchdogTimeout().toMillis() : leaseMs;
         long deadline = waitMs < 0 ? 0 : System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
         CompletableFuture<Long> out = new CompletableFuture<>();
-        attempt(out, threadId, waitMs < 0, deadline, lease, renewing);
+        attempt(out, threadId, waitMs < 0, deadline, lease, renewing, refusal);
         return out;
     }
 
-    private void attempt(CompletableFuture<Long> out, long threadId, boolean forever, long deadline, long lease, boolean renewing) {
+    private void attempt(CompletableFuture<Long> out, long threadId, boolean forever, long deadline, long lease, boolean renewing,
+            FenceviewClient.Answer[] refusal) {
         if (out.isDone()) {
             return;
         }
@@ -201,6 +256,9 @@ public final class FencedLock implements Lock {
         in.put("holder", holder);
         in.put("leaseMs", lease);
         in.put("waitMs", chunk);
+        if (lockDelayMs > 0) {
+            in.put("lockDelayMs", lockDelayMs);
+        }
         long sent = System.nanoTime();
         long wait = chunk;
         c.call("POST", FenceviewClient.lockPath(resource, "acquire"), in, c.requestTimeout().plusMillis(chunk))
@@ -221,8 +279,11 @@ public final class FencedLock implements Lock {
                                 unlockAsync(threadId);
                             }
                         } else if (a.status == 409 && (forever || (wait > 0 && deadline - System.nanoTime() > 0))) {
-                            attempt(out, threadId, forever, deadline, lease, renewing);
+                            attempt(out, threadId, forever, deadline, lease, renewing, refusal);
                         } else if (a.status == 409) {
+                            if (refusal != null) {
+                                refusal[0] = a;
+                            }
                             out.complete(null);
                         } else {
                             out.completeExceptionally(a.failure("acquire " + resource));

@@ -224,6 +224,42 @@ public final class FenceviewClient implements AutoCloseable {
         return new FencedLock(this, Ids.resource(resource));
     }
 
+    /**
+     * The semaphore name of permits fenced slots ({@code name#0} .. {@code name#<permits-1>}),
+     * as Redisson's {@code getPermitExpirableSemaphore(name)}.
+     */
+    public FencedSemaphore getSemaphore(String name, int permits) {
+        return new FencedSemaphore(this, name, permits, 0);
+    }
+
+    /** The multi-lock of resources (1..64, distinct): all taken at once or none, as {@code RedissonMultiLock}. */
+    public FencedMultiLock getMultiLock(String... resources) {
+        return new FencedMultiLock(this, List.of(resources), 0);
+    }
+
+    /** The election name (its lock is the resource name), for a candidate unique to this client. */
+    public LeaderElection getLeaderElection(String name) {
+        return getLeaderElection(name, clientId);
+    }
+
+    /** The election name for candidate (1..80 bytes of UTF-8). */
+    public LeaderElection getLeaderElection(String name, String candidate) {
+        return new LeaderElection(this, Ids.resource(name), Ids.holder(candidate));
+    }
+
+    /** A relay of a hold's lost future, so that a caller completing or cancelling it cannot touch the hold's own. */
+    static CompletableFuture<LeaseLostException> relay(CompletableFuture<LeaseLostException> lost) {
+        CompletableFuture<LeaseLostException> f = new CompletableFuture<>();
+        lost.whenComplete((e, cancelled) -> {
+            if (cancelled != null) {
+                f.cancel(false);
+            } else {
+                f.complete(e);
+            }
+        });
+        return f;
+    }
+
     /** The holder id this client uses for a thread: unique per client and thread. */
     public String holderId(long threadId) {
         return clientId + ":" + threadId;
@@ -300,6 +336,24 @@ public final class FenceviewClient implements AutoCloseable {
     /** Sends a call with the ordinary credential. */
     CompletableFuture<Answer> call(String method, String path, Map<String, Object> body, Duration timeout) {
         return call(method, path, body, timeout, apiKey != null ? apiKey : adminToken);
+    }
+
+    /**
+     * Opens a websocket to path (with its query) at the current node, with the
+     * ordinary credential.
+     */
+    CompletableFuture<java.net.http.WebSocket> webSocket(String pathAndQuery, java.net.http.WebSocket.Listener listener) {
+        if (closed) {
+            return CompletableFuture.failedFuture(new FenceviewException(0, "fenceview: the client is closed"));
+        }
+        URI base = bases.get(Math.floorMod(current.get(), bases.size()));
+        String u = base.toString().replaceFirst("^http", "ws") + pathAndQuery;
+        java.net.http.WebSocket.Builder b = http.newWebSocketBuilder().connectTimeout(requestTimeout);
+        String credential = apiKey != null ? apiKey : adminToken;
+        if (credential != null && !credential.isEmpty()) {
+            b.header("Authorization", "Bearer " + credential);
+        }
+        return b.buildAsync(URI.create(u), listener);
     }
 
     /** Sends an admin call: the admin token, else the API key. */

@@ -17,13 +17,29 @@ import java.util.concurrent.TimeUnit;
  * or a lease that runs out unrenewed, ends the hold as lost.
  */
 final class Hold {
-    record Key(String resource, long threadId) {}
+    /**
+     * Whose hold: a lock's per thread, a permit's per slot, a multi-lock's per list
+     * and thread, a leadership's per election (kind tells them apart).
+     */
+    record Key(String resource, long threadId, String kind) {
+        Key(String resource, long threadId) {
+            this(resource, threadId, "lock");
+        }
+    }
+
+    /** One renewal of the hold's lease: a call whose answer is a lock's renew answer. */
+    interface Renewal {
+        CompletableFuture<FenceviewClient.Answer> renew(long leaseMs, java.time.Duration timeout);
+    }
 
     private final FenceviewClient c;
     final Key key;
     final String holder;
     private final boolean renewing;
+    private final Renewal renewal;
     final CompletableFuture<LeaseLostException> lost = new CompletableFuture<>();
+    /** A multi-lock's tokens, by resource in the order asked; null for other holds. */
+    volatile Map<String, FencingToken> tokens;
 
     // Guarded by this.
     private long leaseMs;
@@ -36,11 +52,21 @@ final class Hold {
     volatile boolean ended;
 
     Hold(FenceviewClient c, Key key, String holder, long leaseMs, boolean renewing) {
+        this(c, key, holder, leaseMs, renewing, null);
+    }
+
+    /** A hold renewed by renewal (null: the renew of the lock key.resource()). */
+    Hold(FenceviewClient c, Key key, String holder, long leaseMs, boolean renewing, Renewal renewal) {
         this.c = c;
         this.key = key;
         this.holder = holder;
         this.leaseMs = leaseMs;
         this.renewing = renewing;
+        this.renewal = renewal != null ? renewal : (ms, timeout) -> {
+            Map<String, Object> in = new LinkedHashMap<>();
+            in.put("holder", holder);
+            return c.call("POST", FenceviewClient.lockPath(key.resource(), "renew"), in, timeout);
+        };
     }
 
     synchronized FencingToken token() {
@@ -61,7 +87,11 @@ final class Hold {
         leaseEnd = sentNanos + TimeUnit.MILLISECONDS.toNanos(leaseMs);
         armExpiry();
         if (renewing) {
-            scheduleRenewal(interval());
+            // A third of the lease after the grant was asked for, not after its answer
+            // was read: a slow answer (a cold JVM, a loaded machine) must not eat into
+            // the time the first renewal has.
+            long elapsed = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sentNanos);
+            scheduleRenewal(Math.max(1, interval() - elapsed));
         }
     }
 
@@ -105,18 +135,23 @@ final class Hold {
 
     private void renew() {
         long interval;
+        long ms;
         synchronized (this) {
             if (ended) {
                 return;
             }
             interval = interval();
+            ms = leaseMs;
         }
         long sent = System.nanoTime();
-        Map<String, Object> in = new LinkedHashMap<>();
-        in.put("holder", holder);
         // A hung renewal must not outlive the interval: the next one gets a fresh try.
-        c.call("POST", FenceviewClient.lockPath(key.resource(), "renew"), in, java.time.Duration.ofMillis(interval))
-                .whenComplete((a, err) -> renewed(sent, a, err));
+        CompletableFuture<FenceviewClient.Answer> f;
+        try {
+            f = renewal.renew(ms, java.time.Duration.ofMillis(interval));
+        } catch (RuntimeException e) {
+            f = CompletableFuture.failedFuture(e);
+        }
+        f.whenComplete((a, err) -> renewed(sent, a, err));
     }
 
     private void renewed(long sent, FenceviewClient.Answer a, Throwable err) {

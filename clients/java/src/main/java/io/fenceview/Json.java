@@ -291,6 +291,19 @@ final class Json {
         return (Long) v;
     }
 
+    /** A field that must be an RFC 3339 time; null when absent or null. */
+    static java.time.Instant instant(Map<String, Object> m, String key) {
+        String v = str(m, key);
+        if (v == null) {
+            return null;
+        }
+        try {
+            return java.time.OffsetDateTime.parse(v).toInstant();
+        } catch (java.time.format.DateTimeParseException e) {
+            throw new IllegalArgumentException("JSON: field " + key + " is not an RFC 3339 time", e);
+        }
+    }
+
     static boolean bool(Map<String, Object> m, String key) {
         Object v = m.get(key);
         if (v == null) {

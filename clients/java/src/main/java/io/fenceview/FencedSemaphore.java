@@ -1,0 +1,235 @@
+package io.fenceview;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A semaphore of N fenced slots, in the shape of Redisson's
+ * {@code RPermitExpirableSemaphore}: slot i is the ordinary lock {@code name#i}, with
+ * its own token counter, so a guard fences the work done under a {@link Permit} by the
+ * slot's resource id and token. {@code acquire} answers a permit (Redisson's permit
+ * id is {@link Permit#getId()}), renewed by the client's watchdog until released when
+ * no lease time is given.
+ *
+ * <p>The number of permits is fixed by the first acquire of a name and stored by the
+ * server; an acquire with another number fails (409 {@code "permits mismatch"}).
+ * {@link #setPermits(int)} (admin) changes it.
+ */
+public final class FencedSemaphore {
+    /** The most permits a semaphore may have. */
+    public static final int MAX_PERMITS = 1024;
+    /** The longest name: its slots' ids stay within a resource id's 160 bytes. */
+    public static final int MAX_NAME = 150;
+
+    private final FenceviewClient c;
+    private final String name;
+    private final int permits;
+    private final long lockDelayMs;
+
+    FencedSemaphore(FenceviewClient c, String name, int permits, long lockDelayMs) {
+        Ids.resource(name);
+        if (name.getBytes(StandardCharsets.UTF_8).length > MAX_NAME || name.indexOf('#') >= 0) {
+            throw new IllegalArgumentException("fenceview: a semaphore name is at most " + MAX_NAME + " bytes and has no '#'");
+        }
+        if (permits < 1 || permits > MAX_PERMITS) {
+            throw new IllegalArgumentException("fenceview: permits " + permits + ": want 1.." + MAX_PERMITS);
+        }
+        this.c = c;
+        this.name = name;
+        this.permits = permits;
+        this.lockDelayMs = lockDelayMs;
+    }
+
+    public String getName() {
+        return name;
+    }
+
+    /** The permits this semaphore asks for (the server's count must match). */
+    public int getPermits() {
+        return permits;
+    }
+
+    /** This semaphore with a lock-delay on every slot it grants (see {@link FencedLock#withLockDelay}). */
+    public FencedSemaphore withLockDelay(Duration delay) {
+        if (delay.isNegative() || delay.compareTo(FencedLock.MAX_LOCK_DELAY) > 0) {
+            throw new IllegalArgumentException("fenceview: lock-delay " + delay + ": want 0..60s");
+        }
+        return new FencedSemaphore(c, name, permits, delay.toMillis());
+    }
+
+    private String path(String action) {
+        return "/v1/semaphores/" + FenceviewClient.segment(name) + (action.isEmpty() ? "" : "/" + action);
+    }
+
+    /** Blocks until a slot is free and returns its permit, renewed by the watchdog. */
+    public Permit acquire() {
+        return FenceviewClient.await(acquireAsync(-1, -1, null));
+    }
+
+    /** Blocks until a slot is free and returns its permit, held for leaseTime (not renewed). */
+    public Permit acquire(long leaseTime, TimeUnit unit) {
+        return FenceviewClient.await(acquireAsync(-1, Waiting.lease(leaseTime, unit), null));
+    }
+
+    /** A permit if a slot is free now; null when every slot is held. */
+    public Permit tryAcquire() {
+        return Waiting.tryAwait(acquireAsync(0, -1, null));
+    }
+
+    /** Waits up to waitTime for a slot; null when none came free. */
+    public Permit tryAcquire(long waitTime, TimeUnit unit) {
+        return Waiting.tryAwait(acquireAsync(Waiting.waitMs(waitTime, unit), -1, null));
+    }
+
+    /** Waits up to waitTime for a slot, held for leaseTime (-1: the watchdog); null when none came free. */
+    public Permit tryAcquire(long waitTime, long leaseTime, TimeUnit unit) {
+        return Waiting.tryAwait(acquireAsync(Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit), null));
+    }
+
+    /**
+     * As {@link #tryAcquire(long, long, TimeUnit)}, but a refusal is an exception:
+     * {@link LockHeldException} ({@code "no permit free"}).
+     */
+    public Permit tryAcquireOrThrow(long waitTime, long leaseTime, TimeUnit unit) {
+        FenceviewClient.Answer[] refusal = new FenceviewClient.Answer[1];
+        Permit p = Waiting.tryAwait(acquireAsync(Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit), refusal));
+        if (p == null) {
+            throw refusal[0] == null ? new FenceviewException(0, "fenceview: acquire of " + name + " gave up")
+                    : LockHeldException.of(name, refusal[0].body);
+        }
+        return p;
+    }
+
+    public CompletableFuture<Permit> acquireAsync() {
+        return acquireAsync(-1, -1, null);
+    }
+
+    public CompletableFuture<Permit> tryAcquireAsync(long waitTime, long leaseTime, TimeUnit unit) {
+        return acquireAsync(Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit), null);
+    }
+
+    private CompletableFuture<Permit> acquireAsync(long waitMs, long leaseMs, FenceviewClient.Answer[] refusal) {
+        boolean renewing = leaseMs < 0;
+        long lease = renewing ? c.watchdogTimeout().toMillis() : leaseMs;
+        String holder = c.holderId(Thread.currentThread().getId());
+        return Waiting.run(c, "acquire a permit of " + name, waitMs, chunk -> {
+            Map<String, Object> in = new LinkedHashMap<>();
+            in.put("holder", holder);
+            in.put("permits", permits);
+            in.put("leaseMs", lease);
+            in.put("waitMs", chunk);
+            if (lockDelayMs > 0) {
+                in.put("lockDelayMs", lockDelayMs);
+            }
+            return c.call("POST", path("acquire"), in, c.requestTimeout().plusMillis(chunk));
+        }, (a, sent) -> granted(a, holder, lease, renewing, sent), a -> release(holder, (int) Json.lng(a.body, "slot")),
+                refusal, a -> "no permit free".equals(a.error()));
+    }
+
+    private Permit granted(FenceviewClient.Answer a, String holder, long lease, boolean renewing, long sent) {
+        int slot = (int) Json.lng(a.body, "slot");
+        String resource = Json.str(a.body, "resourceId");
+        Map<String, Object> f = Json.obj(a.body, "fencing");
+        FencingToken t = new FencingToken(resource, Json.lng(f, "token"), Json.str(f, "signature"), Json.str(f, "keyId"),
+                Json.str(f, "issuer"), Json.str(f, "scope"));
+        long ms = Json.lng(a.body, "leaseMs");
+        Hold h = new Hold(c, new Hold.Key(resource, 0, "permit"), holder, ms > 0 ? ms : lease, renewing);
+        h.granted(t, 1);
+        c.holds.put(h.key, h);
+        if (c.isClosed()) {
+            h.lose("the client was closed", null);
+        } else {
+            h.start(sent);
+        }
+        return new Permit(this, slot, h);
+    }
+
+    private CompletableFuture<FenceviewClient.Answer> release(String holder, int slot) {
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("holder", holder);
+        in.put("slot", slot);
+        return c.call("POST", path("release"), in, null);
+    }
+
+    /**
+     * Gives the permit's slot back; its watchdog stops.
+     *
+     * @throws IllegalMonitorStateException when the slot is no longer the permit's
+     *                                      (its lease was lost); the permit's
+     *                                      {@link Permit#leaseLost()} completes
+     */
+    public void release(Permit p) {
+        FenceviewClient.await(releaseAsync(p));
+    }
+
+    public CompletableFuture<Void> releaseAsync(Permit p) {
+        if (p.semaphore() != this && !p.semaphore().name.equals(name)) {
+            throw new IllegalArgumentException("fenceview: " + p.getId() + " is not a permit of " + name);
+        }
+        Hold h = p.hold();
+        h.releasing(true);
+        return release(h.holder, p.slot()).handle((a, err) -> {
+            if (err != null) {
+                h.releasing(false);
+                throw FenceviewClient.rethrow(err);
+            }
+            if (a.ok()) {
+                h.finish();
+                return null;
+            }
+            if (a.status == 409) {
+                h.lose("release refused: " + a.error(), null);
+                throw new IllegalMonitorStateException("fenceview: " + p.getId() + " is not held by this permit: " + a.error());
+            }
+            h.releasing(false);
+            throw a.failure("release " + p.getId());
+        });
+    }
+
+    /** The slots free now (asks the server); all of them when the semaphore was never acquired. */
+    public int availablePermits() {
+        FenceviewClient.Answer a = FenceviewClient.await(c.call("GET", path(""), null, null));
+        if (a.status == 404) {
+            return permits;
+        }
+        if (!a.ok()) {
+            throw a.failure("semaphore " + name);
+        }
+        return (int) Json.lng(a.body, "free");
+    }
+
+    /**
+     * The semaphore as the server sees it ({@code GET /v1/semaphores/{name}}): permits,
+     * free, waiters and every held slot; null when it was never acquired.
+     */
+    public Map<String, Object> getState() {
+        FenceviewClient.Answer a = FenceviewClient.await(c.call("GET", path(""), null, null));
+        if (a.status == 404) {
+            return null;
+        }
+        if (!a.ok()) {
+            throw a.failure("semaphore " + name);
+        }
+        return a.body;
+    }
+
+    /**
+     * Changes the server's permits of this semaphore (admin). Held slots above the new
+     * count stay held until released and are not granted again. Returns a semaphore of
+     * the new count.
+     */
+    public FencedSemaphore setPermits(int n) {
+        FencedSemaphore next = new FencedSemaphore(c, name, n, lockDelayMs);
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("permits", n);
+        FenceviewClient.Answer a = FenceviewClient.await(c.admin("PUT", path(""), in));
+        if (!a.ok()) {
+            throw a.failure("set the permits of " + name);
+        }
+        return next;
+    }
+}

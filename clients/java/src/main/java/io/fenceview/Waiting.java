@@ -1,0 +1,104 @@
+package io.fenceview;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.LongFunction;
+
+/**
+ * The waiting of a permit, a multi-lock or a campaign, as {@link FencedLock} waits:
+ * on the server, first come first served, in chunks of at most a minute.
+ */
+final class Waiting {
+    private Waiting() {}
+
+    /** What to do with a grant. */
+    interface Granted<T> {
+        T apply(FenceviewClient.Answer a, long sentNanos);
+    }
+
+    /**
+     * Asks (with the chunk of the wait in ms) until granted or the wait (waitMs; -1:
+     * forever) is over. Completes with the granted result, or null after the last
+     * refusal (409 with an error that busy accepts), which is kept in refusal[0]. Any
+     * other answer fails it. A grant that arrives after the future was cancelled is
+     * handed to late, which gives it back.
+     */
+    static <T> CompletableFuture<T> run(FenceviewClient c, String what, long waitMs, LongFunction<CompletableFuture<FenceviewClient.Answer>> ask,
+            Granted<T> granted, Consumer<FenceviewClient.Answer> late, FenceviewClient.Answer[] refusal,
+            java.util.function.Predicate<FenceviewClient.Answer> busy) {
+        if (waitMs < -1) {
+            throw new IllegalArgumentException("fenceview: negative wait " + waitMs + " ms");
+        }
+        long deadline = waitMs < 0 ? 0 : System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
+        CompletableFuture<T> out = new CompletableFuture<>();
+        attempt(c, what, out, waitMs < 0, deadline, ask, granted, late, refusal, busy);
+        return out;
+    }
+
+    private static <T> void attempt(FenceviewClient c, String what, CompletableFuture<T> out, boolean forever, long deadline,
+            LongFunction<CompletableFuture<FenceviewClient.Answer>> ask, Granted<T> granted, Consumer<FenceviewClient.Answer> late,
+            FenceviewClient.Answer[] refusal, java.util.function.Predicate<FenceviewClient.Answer> busy) {
+        if (out.isDone()) {
+            return;
+        }
+        long chunk = FencedLock.MAX_WAIT_CHUNK_MS;
+        if (!forever) {
+            chunk = Math.min(chunk, Math.max(TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()), 0));
+        }
+        long sent = System.nanoTime();
+        long wait = chunk;
+        ask.apply(chunk).whenComplete((a, err) -> {
+            if (err != null) {
+                out.completeExceptionally(FenceviewClient.unwrap(err));
+                return;
+            }
+            try {
+                if (a.ok()) {
+                    if (out.isCancelled()) {
+                        late.accept(a);
+                        return;
+                    }
+                    T result = granted.apply(a, sent);
+                    if (!out.complete(result)) {
+                        late.accept(a);
+                    }
+                } else if (a.status == 409 && busy.test(a) && (forever || (wait > 0 && deadline - System.nanoTime() > 0))) {
+                    attempt(c, what, out, forever, deadline, ask, granted, late, refusal, busy);
+                } else if (a.status == 409 && busy.test(a)) {
+                    if (refusal != null) {
+                        refusal[0] = a;
+                    }
+                    out.complete(null);
+                } else {
+                    out.completeExceptionally(a.failure(what));
+                }
+            } catch (RuntimeException e) {
+                out.completeExceptionally(e);
+            }
+        });
+    }
+
+    /** A blocking try: the result, or null when refused or interrupted (the interrupt kept). */
+    static <T> T tryAwait(CompletableFuture<T> f) {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            f.cancel(false);
+            Thread.currentThread().interrupt();
+            return null;
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw FenceviewClient.rethrow(e.getCause());
+        }
+    }
+
+    /** A wait in ms; 0 or less means do not wait. */
+    static long waitMs(long waitTime, TimeUnit unit) {
+        return Math.max(0, unit.toMillis(waitTime));
+    }
+
+    /** An explicit lease in ms (at least 1), or -1 (the watchdog) for a lease time of 0 or less. */
+    static long lease(long leaseTime, TimeUnit unit) {
+        return leaseTime <= 0 ? -1 : Math.max(1, unit.toMillis(leaseTime));
+    }
+}
