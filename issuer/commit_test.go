@@ -159,3 +159,37 @@ func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
 	}
 	check("after the commit failed")
 }
+
+// A refusal decided on a grant still being committed waits for that
+// commit: answered "lock held" once it is durable, errUnavailable if it
+// failed (the grant it named never happened).
+func TestRefusalWaitsForTheGrantItNames(t *testing.T) {
+	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
+	s := New(store, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
+	defer s.Close()
+	release := sync.OnceFunc(func() { close(store.proceed) })
+	defer release()
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute})
+		first <- err
+	}()
+	<-store.applying
+	refused := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute})
+		refused <- err
+	}()
+	select {
+	case err := <-refused:
+		t.Fatalf("refused before the grant it names was durable: %v", err)
+	case <-time.After(50 * time.Millisecond): // a refusal that does not wait comes at once
+	}
+	release()
+	if err := <-first; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
+		t.Fatalf("the grant whose commit failed: %v", err)
+	}
+	if err := <-refused; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
+		t.Fatalf("the refusal naming a grant that failed: %v, want unavailable", err)
+	}
+}
