@@ -7,7 +7,6 @@ package main
 
 import (
 	"math/rand/v2"
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -24,12 +23,10 @@ import (
 // its client then reads the state and gives up whatever it holds. The
 // rest must be a semaphore's and a multi-lock's, as on one server.
 //
-// Reads of the state are left out of the histories unless
-// FENCEVIEW_LIN_READS=1: a leader shows a change to readers before it is
-// committed (the issuer applies a batch in memory, then commits it), so a
-// read on a leader killed at that moment can show a grant the next leader
-// never had, which no linearization allows. With the variable set, about
-// one run in two of the semaphore suite fails on that.
+// Reads of the state are in the histories: a leader's readers see each
+// resource as of its last commit, so a read on a leader killed mid-commit
+// cannot show a grant the next leader never had (before they did, about
+// one run in two of the semaphore suite failed on that).
 //
 // FENCEVIEW_LIN_OPS sets the operations per history (default 400).
 func TestClusterPrimitivesLinearizability(t *testing.T) {
@@ -45,7 +42,7 @@ func TestClusterPrimitivesLinearizability(t *testing.T) {
 
 	run := func(t *testing.T, seed uint64, clients int, client func(tg *primTarget, c int, rng *rand.Rand)) *primTarget {
 		rng := rand.New(rand.NewPCG(seed, 0))
-		tg := &primTarget{rec: proof.NewRecorder(), hc: clusterHC, notApplied: notApplied, skipReads: os.Getenv("FENCEVIEW_LIN_READS") == "", via: func() string {
+		tg := &primTarget{rec: proof.NewRecorder(), hc: clusterHC, notApplied: notApplied, via: func() string {
 			for {
 				if urls := nodes.urls(); len(urls) > 0 {
 					return urls[rand.IntN(len(urls))]
