@@ -124,7 +124,7 @@ type primTarget struct {
 	// notApplied, in a cluster, are the 503s given before a request
 	// reached any lock: nothing happened.
 	notApplied map[string]bool
-	unknown   atomic.Int64
+	unknown    atomic.Int64
 }
 
 func (tg *primTarget) run(clients int, seed uint64, client func(c int, rng *rand.Rand)) {
