@@ -55,6 +55,9 @@ func (s *Service) settleLocked() error {
 		s.mu.Unlock()
 		return nil // nothing in flight
 	}
+	if s.settlingHook != nil {
+		s.settlingHook()
+	}
 	for s.published < need && s.lost < need {
 		s.settled.Wait()
 	}

@@ -175,6 +175,10 @@ func TestRefusalWaitsForTheGrantItNames(t *testing.T) {
 		first <- err
 	}()
 	<-store.applying
+	settling := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.settlingHook = func() { settling <- struct{}{} }
+	s.mu.Unlock()
 	refused := make(chan error, 1)
 	go func() {
 		_, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute})
@@ -183,7 +187,12 @@ func TestRefusalWaitsForTheGrantItNames(t *testing.T) {
 	select {
 	case err := <-refused:
 		t.Fatalf("refused before the grant it names was durable: %v", err)
-	case <-time.After(50 * time.Millisecond): // a refusal that does not wait comes at once
+	case <-settling: // the refusal waits for the grant's commit
+	}
+	select {
+	case err := <-refused:
+		t.Fatalf("answered while the grant it names is still being committed: %v", err)
+	default:
 	}
 	release()
 	if err := <-first; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {

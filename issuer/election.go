@@ -151,11 +151,7 @@ func (s *Service) RenewLeadership(ctx context.Context, election, candidate strin
 	if lease < 0 || lease > fenceview.MaxLease {
 		return fenceview.Leader{}, fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
-	if _, _, err := s.leading(ctx, election, candidate); err != nil {
-		return fenceview.Leader{}, fenceview.Grant{}, err
-	}
-	s.mu.Unlock() // leading's batch changed nothing but expiries, which renew records again
-	g, err := s.Renew(ctx, election, candidate, lease)
+	g, err := s.Renew(ctx, election, candidate, lease) // checks the holder and its key, as leading would
 	if err != nil {
 		if fenceview.ErrorCode(err) == fenceview.ECONFLICT {
 			return fenceview.Leader{}, fenceview.Grant{}, errNotLeader

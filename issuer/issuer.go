@@ -122,6 +122,9 @@ type Service struct {
 
 	// queuedHook, when set by tests, runs after a waiter joins a queue.
 	queuedHook func(resourceID, holder string)
+	// settlingHook, when set by tests, runs (under s.mu) when an answer
+	// starts waiting for the changes it was decided on (settleLocked).
+	settlingHook func()
 
 	signed signedConfig // signing.go
 }
