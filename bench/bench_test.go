@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview/cmd/fenceload/load"
+	"github.com/fenceview/fenceview/internal/load"
 )
 
 // The SQLite baseline passes the load checks (tokens increase, stale

@@ -10,7 +10,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 
-	"github.com/fenceview/fenceview/cmd/fenceload/load"
+	"github.com/fenceview/fenceview/internal/load"
 )
 
 // etcd's own lock recipe as the peer of cluster mode: concurrency.Mutex

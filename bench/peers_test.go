@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fenceview/fenceview/cmd/fenceload/load"
+	"github.com/fenceview/fenceview/internal/load"
 )
 
 func freePort(t *testing.T) int {

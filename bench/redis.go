@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/fenceview/fenceview/cmd/fenceload/load"
+	"github.com/fenceview/fenceview/internal/load"
 )
 
 // A Redisson-style fenced lock: the lock is one key set with NX and a

@@ -10,7 +10,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/fenceview/fenceview/cmd/fenceload/load"
+	"github.com/fenceview/fenceview/internal/load"
 )
 
 // The fourth baseline is what fenceview would be with one durable SQLite

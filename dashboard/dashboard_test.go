@@ -15,11 +15,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/clock"
-	"github.com/fenceview/fenceview/issuer"
-	"github.com/fenceview/fenceview/sqlite"
+	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 var t0 = clock.TestDate

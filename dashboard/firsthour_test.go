@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/auth"
 )
 
 func histogram(count uint64, sum float64, bounds []float64, cumulative []uint64) *dto.Histogram {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/auth"
 )
 
 // Keys lists the API keys, without secrets (auth.Keyring implements it).

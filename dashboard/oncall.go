@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/issuer"
-	"github.com/fenceview/fenceview/sqlite"
+	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 // Selector pages through resources without copying them all

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // Meta is what the page frame needs.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // Semaphores and elections are made of ordinary locks (contract v3): a

@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
-	"github.com/fenceview/fenceview/cluster/etcdtest"
+	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
 	"github.com/fenceview/fenceview/internal/server"
 )

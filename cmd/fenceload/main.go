@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fenceview/fenceview/cmd/fenceload/load"
+	"github.com/fenceview/fenceview/internal/load"
 )
 
 func main() {

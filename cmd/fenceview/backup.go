@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/fenceview/fenceview/sqlite"
+	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 // runBackup is `fenceview backup`: a consistent copy of a live database,

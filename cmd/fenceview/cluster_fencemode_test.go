@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview/cluster/etcdtest"
+	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 )
 
 // In cluster mode the fence's mode reaches the leader: per request (header

@@ -22,7 +22,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/fenceview/fenceview/cluster/etcdtest"
+	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/proof"
 )
 

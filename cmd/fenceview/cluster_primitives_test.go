@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview/cluster/etcdtest"
+	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/proof"
 )
 

@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview/cluster/etcdtest"
-	"github.com/fenceview/fenceview/sqlite"
+	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
+	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 // clusterNodes is a fenceview cluster: real server processes over a real

@@ -17,12 +17,12 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/cluster"
-	"github.com/fenceview/fenceview/httpapi"
+	"github.com/fenceview/fenceview/internal/cluster"
+	"github.com/fenceview/fenceview/internal/httpapi"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/server"
-	"github.com/fenceview/fenceview/issuer"
-	"github.com/fenceview/fenceview/sqlite"
+	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 func main() {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview/sqlite"
+	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 func TestVersionFlag(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/signing"
+	"github.com/fenceview/fenceview/internal/signing"
 )
 
 func TestSigningFlags(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // memStore keeps nothing: the simulation is about the service's behaviour.

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/auth"
 )
 
 // Dashboard sessions: enough for every person of a large team on a few

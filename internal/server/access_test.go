@@ -18,7 +18,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/clock"
 )
 

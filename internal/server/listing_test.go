@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/httpapi"
-	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/internal/httpapi"
+	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // countingLists is the server's lock service, counting the ids a list

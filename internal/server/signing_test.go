@@ -25,7 +25,7 @@ import (
 
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/server"
-	"github.com/fenceview/fenceview/signing"
+	"github.com/fenceview/fenceview/internal/signing"
 )
 
 const admin = "s3cret-admin"

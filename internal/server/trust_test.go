@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenceview/fenceview/auth"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/clock"
 )
 

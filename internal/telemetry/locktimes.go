@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // lockTimesCollector exports the issuer's wait and hold histograms of

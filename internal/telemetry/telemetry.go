@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/fenceview/fenceview/issuer"
+	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // KnownReasons and OtherReason are the issuer's: its counters already fold

@@ -1,0 +1,479 @@
+package httpapi
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/auth"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/httpguard"
+	"github.com/fenceview/fenceview/internal/issuer"
+)
+
+type lockRequest struct {
+	Holder  *string `json:"holder"`
+	LeaseMs jsonInt `json:"leaseMs"`
+	WaitMs  jsonInt `json:"waitMs"`
+	// LockDelayMs of an acquire (contract v3's lock-delay); renew and
+	// release take none and ignore it.
+	LockDelayMs jsonInt `json:"lockDelayMs"`
+}
+
+// pathResource is the route's {resource}, validated as every entry point
+// validates resource ids, and within the caller's resource prefixes.
+func pathResource(r *http.Request) (string, error) {
+	resource := r.PathValue("resource")
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return "", fenceview.Errorf(fenceview.EINVALID, "%v", err)
+	}
+	return resource, seeResource(r.Context(), resource)
+}
+
+// parseLockRequest reads the body of acquire, renew and release.
+func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockRequest, error) {
+	resource, err := pathResource(r)
+	if err != nil {
+		return "", lockRequest{}, err
+	}
+	var req lockRequest
+	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+		return "", req, err
+	}
+	return resource, req, req.validate()
+}
+
+func (req lockRequest) validate() error {
+	if req.Holder == nil {
+		return fenceview.Errorf(fenceview.EINVALID, `field "holder" is required`)
+	}
+	if err := guard.ValidateHolderID(*req.Holder); err != nil {
+		return fenceview.Errorf(fenceview.EINVALID, "%v", err)
+	}
+	if req.LeaseMs.Set && (req.LeaseMs.Value < 1 || req.LeaseMs.Value > fenceview.MaxLease.Milliseconds()) {
+		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
+	}
+	return validateTimes(req.WaitMs, req.LockDelayMs)
+}
+
+// validateTimes checks the waitMs and lockDelayMs of any request taking
+// them (an absent one is 0).
+func validateTimes(waitMs, lockDelayMs jsonInt) error {
+	if waitMs.Set && (waitMs.Value < 0 || waitMs.Value > fenceview.MaxWait.Milliseconds()) {
+		return fenceview.Errorf(fenceview.EINVALID, "waitMs must be between 0 and %d", fenceview.MaxWait.Milliseconds())
+	}
+	if lockDelayMs.Set && (lockDelayMs.Value < 0 || lockDelayMs.Value > fenceview.MaxLockDelay.Milliseconds()) {
+		return fenceview.Errorf(fenceview.EINVALID, "lockDelayMs must be between 0 and %d", fenceview.MaxLockDelay.Milliseconds())
+	}
+	return nil
+}
+
+// millis is an integer field of milliseconds as a duration (0 when absent).
+func millis(n jsonInt) time.Duration { return time.Duration(n.Value) * time.Millisecond }
+
+// The lock operations, shared by the JSON API and the RPC stream. Each
+// answers with a status and a body, errors included.
+
+func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) (int, any) {
+	start := time.Now()
+	var lease time.Duration // none: the default, or a re-entrant grant's current lease
+	if req.LeaseMs.Set {
+		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
+	}
+	g, err := s.Service.Acquire(ctx, fenceview.AcquireRequest{ResourceID: resource, Holder: *req.Holder, Lease: lease,
+		Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	s.observeGrant(issuer.KindLock, start)
+	return http.StatusOK, grantWire(g)
+}
+
+func (s *Server) renew(ctx context.Context, resource string, req lockRequest) (int, any) {
+	g, err := s.Service.Renew(ctx, resource, *req.Holder, time.Duration(req.LeaseMs.Value)*time.Millisecond)
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	return http.StatusOK, grantWire(g)
+}
+
+func (s *Server) release(ctx context.Context, resource string, req lockRequest) (int, any) {
+	left, err := s.Service.Release(ctx, resource, *req.Holder)
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	return http.StatusOK, releasedBody{ResourceID: resource, HoldCount: left, Released: true}
+}
+
+// lockHandler serves acquire, renew or release over the JSON API.
+func (s *Server) lockHandler(op func(*Server, context.Context, string, lockRequest) (int, any)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		resource, req, err := parseLockRequest(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.allowWait(w, time.Duration(req.WaitMs.Value)*time.Millisecond)
+		status, body := op(s, r.Context(), resource, req)
+		writeJSON(w, status, body)
+	}
+}
+
+func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
+	if err := s.requireAdmin(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.Service.ForceExpire(r.Context(), resource); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"resourceId": resource, "expired": true})
+}
+
+type resetRequest struct {
+	Floor jsonInt `json:"floor"`
+}
+
+// handleReset raises a resource's token counter to a floor (admin): the
+// deliberate answer to a counter alarm.
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
+	if err := s.requireAdmin(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req resetRequest
+	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !req.Floor.Set {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, `field "floor" (a positive integer) is required`))
+		return
+	}
+	res, err := s.Service.ResetCounter(r.Context(), resource, req.Floor.Value)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"resourceId": resource, "reset": true, "lastToken": res.LastToken, "highWaterMark": res.HighWaterMark,
+		"nextToken": fenceview.NextToken(res),
+	})
+}
+
+func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ls, err := s.Service.Lock(resource)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lockWire(ls))
+}
+
+func lockWire(ls fenceview.LockState) lockBody {
+	return lockBody{
+		ResourceID: ls.ResourceID, Locked: ls.Locked, Holder: wireString(ls.Holder), HoldCount: ls.HoldCount,
+		Token: ls.Token, ExpiresAt: wireTime(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
+		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters, AvailableAt: wireTime(ls.AvailableAt),
+	}
+}
+
+type fenceRequest struct {
+	Token  jsonInt `json:"token"`
+	Issuer string  `json:"issuer"`
+	Scope  string  `json:"scope"`
+	Holder string  `json:"holder"`
+	Source string  `json:"source"`
+	origin string  // api:<host> or rpc:<host>: the source when auth is off and none is given
+	header *string // X-Fencing-Token, when given
+	// Signature of the token: the JSON "signature" or X-Fencing-Signature.
+	Signature string `json:"signature"`
+	sigHeader *string
+	// Mode: the JSON "mode" or X-Fencing-Mode (fenceview.FenceModeCurrent).
+	Mode       string `json:"mode"`
+	modeHeader *string
+}
+
+func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req fenceRequest
+	if err := decode(w, r, &req, fenceview.MaxRequestBody, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if hv := r.Header.Values("X-Fencing-Token"); len(hv) > 0 {
+		if len(hv) > 1 {
+			s.writeError(w, r, errMissingToken)
+			return
+		}
+		req.header = &hv[0]
+	}
+	if hv := r.Header.Values(HeaderSignature); len(hv) > 0 {
+		if len(hv) > 1 {
+			s.writeError(w, r, errTwoSignatures)
+			return
+		}
+		req.sigHeader = &hv[0]
+	}
+	if hv := r.Header.Values(HeaderMode); len(hv) > 0 {
+		if len(hv) > 1 {
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "one %s header at most", HeaderMode))
+			return
+		}
+		req.modeHeader = &hv[0]
+	}
+	req.origin = "api:" + clientHost(r)
+	status, body := s.fence(r.Context(), resource, req)
+	if refusal, ok := body.(httpguard.Refusal); ok {
+		refusal.SetHeader(w.Header())
+	}
+	writeJSON(w, status, body)
+}
+
+// fence decides a fenced write presented to the server's guard.
+func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (int, any) {
+	f, err := req.fence(resource)
+	if err == nil {
+		f.Source, err = attribute(ctx, req.origin, req.Source)
+	}
+	if err == nil {
+		f.Mode, err = req.mode(s.FenceMode)
+	}
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	d, err := s.Service.Fence(ctx, f)
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	if !d.Accepted {
+		return http.StatusConflict, httpguard.NewRefusal(d)
+	}
+	return http.StatusOK, fenceAcceptedBody{Accepted: true, Token: d.Presented, IdempotencyKey: guard.IdempotencyKey(resource, d.Presented)}
+}
+
+var errMissingToken = fenceview.Errorf(fenceview.EINVALID, "missing or invalid fencing token")
+
+// fence takes the token from the header, the body, or both when they agree.
+func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
+	var token int64
+	if req.header != nil {
+		t, err := guard.ParseToken(*req.header)
+		if err != nil {
+			return fenceview.Fence{}, errMissingToken
+		}
+		token = t
+	}
+	if req.Token.Set {
+		if req.Token.Value <= 0 {
+			return fenceview.Fence{}, errMissingToken
+		}
+		if token != 0 && token != req.Token.Value {
+			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "X-Fencing-Token header and body token differ")
+		}
+		token = req.Token.Value
+	}
+	if token == 0 {
+		return fenceview.Fence{}, errMissingToken
+	}
+	sig, err := req.signature()
+	if err != nil {
+		return fenceview.Fence{}, err
+	}
+	if req.Holder != "" {
+		if err := guard.ValidateHolderID(req.Holder); err != nil {
+			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "%v", err)
+		}
+	}
+	if len(req.Issuer) > fenceview.MaxEnvelopeLen || len(req.Scope) > fenceview.MaxEnvelopeLen || len(req.Source) > fenceview.MaxSourceLen {
+		return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "issuer, scope and source must be at most 200 bytes")
+	}
+	return fenceview.Fence{
+		ResourceID: resource,
+		Token:      guard.Token{Token: token, Issuer: req.Issuer, Scope: req.Scope, Signature: sig},
+		Holder:     req.Holder,
+		Source:     req.Source,
+	}, nil
+}
+
+// HeaderMode asks the server's fence for a mode (fenceview.FenceModeCurrent).
+const HeaderMode = "X-Fencing-Mode"
+
+// mode is the fence's mode: the request's (header, body, or both when they
+// agree), made no weaker than the server's: on a server in mode current
+// every fence is in mode current, as its operator asked.
+func (req fenceRequest) mode(server string) (string, error) {
+	m, err := fenceview.ParseFenceMode(req.Mode)
+	if err != nil {
+		return "", err
+	}
+	if req.modeHeader != nil {
+		h, err := fenceview.ParseFenceMode(*req.modeHeader)
+		if *req.modeHeader == "" {
+			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", HeaderMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
+		}
+		if err != nil {
+			return "", err
+		}
+		if req.Mode != "" && h != m {
+			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", HeaderMode)
+		}
+		m = h
+	}
+	if server == fenceview.FenceModeCurrent {
+		m = fenceview.FenceModeCurrent
+	}
+	return m, nil
+}
+
+func clientHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+type decisionsRequest struct {
+	Decisions *[]struct {
+		ResourceID string  `json:"resourceId"`
+		Token      jsonInt `json:"token"`
+		Accepted   *bool   `json:"accepted"`
+		Required   jsonInt `json:"required"`
+		Reason     string  `json:"reason"`
+		Source     string  `json:"source"`
+		At         string  `json:"at"`
+		Signature  string  `json:"signature"`
+	} `json:"decisions"`
+}
+
+func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
+	var req decisionsRequest
+	if err := decode(w, r, &req, fenceview.MaxReportBody, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Decisions == nil {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, `field "decisions" (an array) is required`))
+		return
+	}
+	if len(*req.Decisions) > fenceview.MaxDecisions {
+		s.writeError(w, r, fenceview.Errorf(fenceview.ETOOLARGE, "at most %d decisions per request", fenceview.MaxDecisions))
+		return
+	}
+	reports := make([]fenceview.Report, 0, len(*req.Decisions))
+	for i, d := range *req.Decisions {
+		if !d.Token.Set || d.Accepted == nil {
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: token and accepted are required", i))
+			return
+		}
+		if err := seeResource(r.Context(), d.ResourceID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if d.Source == "" { // the contract requires it, auth on or off
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: source is required", i))
+			return
+		}
+		source, err := attribute(r.Context(), "", d.Source)
+		if err != nil {
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err)))
+			return
+		}
+		rep := fenceview.Report{ResourceID: d.ResourceID, Token: d.Token.Value, Accepted: *d.Accepted,
+			Required: d.Required.Value, Reason: d.Reason, Source: source, Signature: d.Signature}
+		if len(d.Signature) > maxSignatureLen {
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: signature over %d bytes", i, maxSignatureLen))
+			return
+		}
+		if d.At != "" {
+			at, err := time.Parse(time.RFC3339Nano, d.At)
+			if err != nil {
+				s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: at must be an RFC 3339 time", i))
+				return
+			}
+			rep.At = at.UTC()
+		}
+		reports = append(reports, rep)
+	}
+	n, err := s.Service.Report(r.Context(), reports)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"recorded": n})
+}
+
+func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
+	resource, err := pathResource(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.Service.Resource(resource)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body := resourceWire(res)
+	body.Times = s.timesWire(resource)
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
+	f, err := fenceview.ParseRejectionFilter(r.URL.Query())
+	if err == nil && f.ResourceID != "" {
+		err = seeResource(r.Context(), f.ResourceID)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f.Prefixes = auth.FromContext(r.Context()).Resources
+	events, err := s.History.Rejections(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]rejectionBody, 0, len(events))
+	for _, e := range events {
+		out = append(out, rejectionBody{ID: e.Seq, ResourceID: e.ResourceID, Presented: e.Presented, Required: e.Required,
+			Reason: e.Reason, Source: e.Source, Holder: e.Holder, At: wireTime(e.At)})
+	}
+	var next any
+	if len(events) == f.Limit {
+		next = fenceview.CursorOf(events[len(events)-1]).String()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"rejections": out, "next": next})
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	if err := s.History.Ping(r.Context()); err != nil {
+		s.Logger.Error("health check failed", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+}

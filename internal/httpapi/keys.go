@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/auth"
+)
+
+func (s *Server) registerKeys() {
+	s.mux.HandleFunc("POST /v1/auth/keys", s.handleCreateKey)
+	s.mux.HandleFunc("GET /v1/auth/keys", s.handleKeys)
+	s.mux.HandleFunc("DELETE /v1/auth/keys/{id}", s.handleRevokeKey)
+}
+
+type keyBody struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Role      string   `json:"role"`
+	Resources []string `json:"resources"`
+	CreatedAt wireTime `json:"createdAt"`
+	Secret    string   `json:"secret,omitempty"` // only in the answer that creates the key
+}
+
+func keyWire(k auth.Key) keyBody {
+	res := k.Resources
+	if res == nil {
+		res = []string{}
+	}
+	return keyBody{ID: k.ID, Name: k.Name, Role: string(k.Role), Resources: res, CreatedAt: wireTime(k.CreatedAt)}
+}
+
+// keysOn is the credential store, or an error when auth is off: keys
+// without auth would be decoration.
+func (s *Server) keysOn(r *http.Request) (Credentials, error) {
+	if err := s.requireAdmin(r); err != nil {
+		return nil, err
+	}
+	c := s.credentials()
+	if c == nil || !c.Enabled() {
+		return nil, fenceview.Errorf(fenceview.ECONFLICT, "auth is off: start the server with --admin-token to use keys")
+	}
+	return c, nil
+}
+
+func keyError(err error) error {
+	switch {
+	case errors.Is(err, auth.ErrInvalid):
+		return fenceview.Errorf(fenceview.EINVALID, "%v", err)
+	case errors.Is(err, auth.ErrNotFound):
+		return fenceview.Errorf(fenceview.ENOTFOUND, "no such key")
+	}
+	return err
+}
+
+func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
+	c, err := s.keysOn(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req struct {
+		Name      *string  `json:"name"`
+		Role      *string  `json:"role"`
+		Resources []string `json:"resources"`
+	}
+	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Name == nil || req.Role == nil {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, `fields "name" and "role" are required`))
+		return
+	}
+	k, secret, err := c.Create(r.Context(), *req.Name, auth.Role(*req.Role), req.Resources)
+	if err != nil {
+		s.writeError(w, r, keyError(err))
+		return
+	}
+	body := keyWire(k)
+	body.Secret = secret
+	writeJSON(w, http.StatusCreated, body)
+}
+
+func (s *Server) handleKeys(w http.ResponseWriter, r *http.Request) {
+	c, err := s.keysOn(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	keys := c.List()
+	out := make([]keyBody, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, keyWire(k))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keys": out})
+}
+
+func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
+	c, err := s.keysOn(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	if err := c.Revoke(r.Context(), id); err != nil {
+		s.writeError(w, r, keyError(err))
+		return
+	}
+	// The key's RPC operations already past their check finish first
+	// (their waits end with the revocation): after this answer, nothing
+	// of the key is applied.
+	s.ops.drain(id)
+	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+}

@@ -1,0 +1,516 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/auth"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/issuer"
+)
+
+// Contract v3's primitives over the JSON API: semaphores, multi-locks and
+// elections. Each is made of lock resources, so each request is checked
+// against the caller's prefixes for every lock it touches (a semaphore's
+// slots, a multi-lock's list, an election's lock) and refused whole when
+// one is outside. Each operation is one function shared with the RPC
+// stream: it validates, checks access, calls the service and answers with
+// a status and a body.
+
+func (s *Server) registerPrimitives() {
+	s.mux.HandleFunc("POST /v1/semaphores/{name}/acquire", bodyHandler(s, (*Server).semaphoreAcquire))
+	s.mux.HandleFunc("POST /v1/semaphores/{name}/release", bodyHandler(s, (*Server).semaphoreRelease))
+	s.mux.HandleFunc("PUT /v1/semaphores/{name}", bodyHandler(s, (*Server).semaphorePermits))
+	s.mux.HandleFunc("GET /v1/semaphores/{name}", s.handleSemaphore)
+	// Three segments, where a lock's routes have four: no lock's route can
+	// take these, whatever the lock is called.
+	s.mux.HandleFunc("POST /v1/locks/acquire-all", bodyHandler(s, (*Server).acquireAll))
+	s.mux.HandleFunc("POST /v1/locks/release-all", bodyHandler(s, (*Server).releaseAll))
+	s.mux.HandleFunc("POST /v1/elections/{name}/campaign", bodyHandler(s, (*Server).campaign))
+	s.mux.HandleFunc("POST /v1/elections/{name}/proclaim", bodyHandler(s, (*Server).proclaim))
+	s.mux.HandleFunc("POST /v1/elections/{name}/resign", bodyHandler(s, (*Server).resign))
+	s.mux.HandleFunc("POST /v1/elections/{name}/renew", bodyHandler(s, (*Server).renewLeadership))
+	s.mux.HandleFunc("GET /v1/elections/{name}", s.handleElection)
+}
+
+// waiter is a request body that may wait for its locks.
+type waiter interface{ wait() time.Duration }
+
+// bodyHandler serves op over the JSON API: the route's {name} (empty when
+// it has none) and the JSON body, as the lock routes read theirs.
+func bodyHandler[T any](s *Server, op func(*Server, context.Context, string, T) (int, any)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req T
+		if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if wr, ok := any(req).(waiter); ok {
+			s.allowWait(w, min(wr.wait(), fenceview.MaxWait))
+		}
+		status, body := op(s, r.Context(), r.PathValue("name"), req)
+		writeJSON(w, status, body)
+	}
+}
+
+// Validation shared by the primitives' requests.
+
+func requiredID(field string, v *string) error {
+	if v == nil {
+		return fenceview.Errorf(fenceview.EINVALID, "field %q is required", field)
+	}
+	if err := guard.ValidateHolderID(*v); err != nil {
+		return fenceview.Errorf(fenceview.EINVALID, "%s: %v", field, err)
+	}
+	return nil
+}
+
+func validateLease(leaseMs jsonInt) error {
+	if leaseMs.Set && (leaseMs.Value < 1 || leaseMs.Value > fenceview.MaxLease.Milliseconds()) {
+		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
+	}
+	return nil
+}
+
+// validateSemaphoreName accepts a name whose every slot id is a valid
+// resource id: a resource id of at most 150 bytes without '#'.
+func validateSemaphoreName(name string) error {
+	if err := guard.ValidateResourceID(name); err != nil {
+		return fenceview.Errorf(fenceview.EINVALID, "semaphore name: %v", err)
+	}
+	if len(name) > fenceview.MaxSemaphoreNameLen {
+		return fenceview.Errorf(fenceview.EINVALID, "a semaphore name is at most %d bytes, so its slots' ids stay within %d", fenceview.MaxSemaphoreNameLen, guard.MaxResourceIDLen)
+	}
+	if strings.IndexByte(name, '#') >= 0 {
+		return fenceview.Errorf(fenceview.EINVALID, "a semaphore name may not contain '#': it separates the name from the slot in a slot's id")
+	}
+	return nil
+}
+
+func validatePermits(permits jsonInt) error {
+	if !permits.Set {
+		return fenceview.Errorf(fenceview.EINVALID, `field "permits" (an integer from 1 to %d) is required`, fenceview.MaxPermits)
+	}
+	if permits.Value < 1 || permits.Value > fenceview.MaxPermits {
+		return fenceview.Errorf(fenceview.EINVALID, "permits must be between 1 and %d", fenceview.MaxPermits)
+	}
+	return nil
+}
+
+// seeSlots refuses, whole, a request on the semaphore name when the
+// caller may not use one of its slots 0..n-1.
+func seeSlots(ctx context.Context, name string, n int) error {
+	// A prefix of "name#" is a prefix of every slot's id; only longer
+	// prefixes ("jobs#1") need each slot looked at.
+	if auth.FromContext(ctx).Sees(name + "#") {
+		return nil
+	}
+	for i := range n {
+		if err := seeResource(ctx, fenceview.SlotID(name, i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateResourceList checks a multi-lock's list (1..MaxLockAll distinct
+// valid ids) and the caller's access to each: one outside its prefixes
+// refuses the whole request.
+func validateResourceList(ctx context.Context, list *[]string) error {
+	if list == nil {
+		return fenceview.Errorf(fenceview.EINVALID, `field "resources" (an array of resource ids) is required`)
+	}
+	ids := *list
+	if len(ids) < 1 || len(ids) > fenceview.MaxLockAll {
+		return fenceview.Errorf(fenceview.EINVALID, "resources must list 1 to %d resource ids, not %d", fenceview.MaxLockAll, len(ids))
+	}
+	seen := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		if err := guard.ValidateResourceID(id); err != nil {
+			return fenceview.Errorf(fenceview.EINVALID, "resources[%d]: %v", i, err)
+		}
+		if seen[id] {
+			return fenceview.Errorf(fenceview.EINVALID, "resources[%d]: %q is listed twice", i, id)
+		}
+		seen[id] = true
+	}
+	for _, id := range ids {
+		if err := seeResource(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Semaphores.
+
+type semaphoreRequest struct {
+	Holder      *string `json:"holder"`
+	Permits     jsonInt `json:"permits"`
+	LeaseMs     jsonInt `json:"leaseMs"`
+	WaitMs      jsonInt `json:"waitMs"`
+	LockDelayMs jsonInt `json:"lockDelayMs"`
+	Slot        jsonInt `json:"slot"` // of a release
+}
+
+func (req semaphoreRequest) wait() time.Duration { return millis(req.WaitMs) }
+
+// permitBody is the grant of a semaphore's slot: a lock grant plus the
+// semaphore and the slot's number.
+type permitBody struct {
+	grantBody
+	Semaphore string `json:"semaphore"`
+	Slot      int    `json:"slot"`
+}
+
+func (s *Server) semaphoreAcquire(ctx context.Context, name string, req semaphoreRequest) (int, any) {
+	start := time.Now()
+	err := validateSemaphoreName(name)
+	if err == nil {
+		err = requiredID("holder", req.Holder)
+	}
+	if err == nil {
+		err = validatePermits(req.Permits)
+	}
+	if err == nil {
+		err = validateLease(req.LeaseMs)
+	}
+	if err == nil {
+		err = validateTimes(req.WaitMs, req.LockDelayMs)
+	}
+	if err == nil {
+		err = seeSlots(ctx, name, int(req.Permits.Value))
+	}
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	g, err := s.Service.AcquirePermit(ctx, fenceview.PermitRequest{Semaphore: name, Holder: *req.Holder, Permits: int(req.Permits.Value),
+		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	s.observeGrant(issuer.KindPermit, start)
+	_, slot, _ := fenceview.ParseSlotID(g.ResourceID)
+	return http.StatusOK, permitBody{grantBody: grantWire(g), Semaphore: name, Slot: slot}
+}
+
+// slotReleasedBody answers a release of a semaphore's slot: a lock's
+// release answer plus the semaphore and the slot.
+type slotReleasedBody struct {
+	ResourceID string `json:"resourceId"`
+	HoldCount  int    `json:"holdCount"`
+	Released   bool   `json:"released"`
+	Semaphore  string `json:"semaphore"`
+	Slot       int    `json:"slot"`
+}
+
+func (s *Server) semaphoreRelease(ctx context.Context, name string, req semaphoreRequest) (int, any) {
+	err := validateSemaphoreName(name)
+	if err == nil {
+		err = requiredID("holder", req.Holder)
+	}
+	if err == nil && (!req.Slot.Set || req.Slot.Value < 0 || req.Slot.Value >= fenceview.MaxPermits) {
+		err = fenceview.Errorf(fenceview.EINVALID, `field "slot" (an integer from 0 to %d) is required`, fenceview.MaxPermits-1)
+	}
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	slot := int(req.Slot.Value)
+	id := fenceview.SlotID(name, slot)
+	if err := seeResource(ctx, id); err != nil {
+		return s.errorBody(ctx, err)
+	}
+	left, err := s.Service.ReleasePermit(ctx, name, *req.Holder, slot)
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	return http.StatusOK, slotReleasedBody{ResourceID: id, HoldCount: left, Released: true, Semaphore: name, Slot: slot}
+}
+
+type permitsRequest struct {
+	Permits jsonInt `json:"permits"`
+}
+
+// semaphorePermits changes a semaphore's permits (admin).
+func (s *Server) semaphorePermits(ctx context.Context, name string, req permitsRequest) (int, any) {
+	err := validateSemaphoreName(name)
+	if err == nil {
+		err = validatePermits(req.Permits)
+	}
+	if err == nil && !auth.FromContext(ctx).Allows(auth.Manage) {
+		err = fenceview.Errorf(fenceview.EFORBIDDEN, "admin only")
+	}
+	if err == nil {
+		err = seeSlots(ctx, name, int(req.Permits.Value))
+	}
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	sem, err := s.Service.SetPermits(ctx, name, int(req.Permits.Value))
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	return http.StatusOK, semaphoreWire(sem)
+}
+
+func (s *Server) handleSemaphore(w http.ResponseWriter, r *http.Request) {
+	status, body := s.semaphoreState(r.Context(), r.PathValue("name"))
+	writeJSON(w, status, body)
+}
+
+func (s *Server) semaphoreState(ctx context.Context, name string) (int, any) {
+	err := validateSemaphoreName(name)
+	if err == nil {
+		// Slot 0 first, so a key that may not see the semaphore does not
+		// learn whether it exists.
+		err = seeResource(ctx, fenceview.SlotID(name, 0))
+	}
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	sem, err := s.Service.Semaphore(name)
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	n := sem.Permits
+	for _, h := range sem.Held { // slots above a lowered count, still held
+		n = max(n, h.Slot+1)
+	}
+	if err := seeSlots(ctx, name, n); err != nil {
+		return s.errorBody(ctx, err)
+	}
+	return http.StatusOK, semaphoreWire(sem)
+}
+
+type semaphoreBody struct {
+	Name    string     `json:"name"`
+	Permits int        `json:"permits"`
+	Held    []slotBody `json:"held"`
+	Free    int        `json:"free"`
+	Waiters int        `json:"waiters"`
+}
+
+type slotBody struct {
+	Slot       int      `json:"slot"`
+	ResourceID string   `json:"resourceId"`
+	Holder     string   `json:"holder"`
+	Token      int64    `json:"token"`
+	ExpiresAt  wireTime `json:"expiresAt"`
+}
+
+func semaphoreWire(sem fenceview.Semaphore) semaphoreBody {
+	held := make([]slotBody, 0, len(sem.Held))
+	for _, h := range sem.Held {
+		held = append(held, slotBody{Slot: h.Slot, ResourceID: h.ResourceID, Holder: h.Holder, Token: h.Token, ExpiresAt: wireTime(h.ExpiresAt)})
+	}
+	return semaphoreBody{Name: sem.Name, Permits: sem.Permits, Held: held, Free: sem.Free, Waiters: sem.Waiters}
+}
+
+// Multi-locks.
+
+type lockAllRequest struct {
+	Resources   *[]string `json:"resources"`
+	Holder      *string   `json:"holder"`
+	LeaseMs     jsonInt   `json:"leaseMs"`
+	WaitMs      jsonInt   `json:"waitMs"`
+	LockDelayMs jsonInt   `json:"lockDelayMs"`
+}
+
+func (req lockAllRequest) wait() time.Duration { return millis(req.WaitMs) }
+
+func (req lockAllRequest) validate(ctx context.Context) error {
+	if err := validateResourceList(ctx, req.Resources); err != nil {
+		return err
+	}
+	if err := requiredID("holder", req.Holder); err != nil {
+		return err
+	}
+	if err := validateLease(req.LeaseMs); err != nil {
+		return err
+	}
+	return validateTimes(req.WaitMs, req.LockDelayMs)
+}
+
+func (s *Server) acquireAll(ctx context.Context, _ string, req lockAllRequest) (int, any) {
+	start := time.Now()
+	if err := req.validate(ctx); err != nil {
+		return s.errorBody(ctx, err)
+	}
+	grants, err := s.Service.AcquireAll(ctx, fenceview.AcquireAllRequest{ResourceIDs: *req.Resources, Holder: *req.Holder,
+		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	s.observeGrant(issuer.KindMulti, start)
+	out := make([]grantBody, 0, len(grants))
+	for _, g := range grants {
+		out = append(out, grantWire(g))
+	}
+	return http.StatusOK, map[string]any{"grants": out}
+}
+
+func (s *Server) releaseAll(ctx context.Context, _ string, req lockAllRequest) (int, any) {
+	err := validateResourceList(ctx, req.Resources)
+	if err == nil {
+		err = requiredID("holder", req.Holder)
+	}
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	rel, err := s.Service.ReleaseAll(ctx, *req.Resources, *req.Holder)
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	return http.StatusOK, map[string]any{"released": nonNil(rel.Released), "notHeld": nonNil(rel.NotHeld)}
+}
+
+// nonNil is ids, or an empty list: a JSON array either way, never null.
+func nonNil(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
+}
+
+// Elections.
+
+type electionRequest struct {
+	Candidate *string `json:"candidate"`
+	Value     *string `json:"value"`
+	LeaseMs   jsonInt `json:"leaseMs"`
+	WaitMs    jsonInt `json:"waitMs"`
+}
+
+func (req electionRequest) wait() time.Duration { return millis(req.WaitMs) }
+
+// validate checks the election's name (its lock's resource id, within the
+// caller's prefixes) and the fields every election request has.
+func (req electionRequest) validate(ctx context.Context, name string) error {
+	if err := guard.ValidateResourceID(name); err != nil {
+		return fenceview.Errorf(fenceview.EINVALID, "election name: %v", err)
+	}
+	if err := seeResource(ctx, name); err != nil {
+		return err
+	}
+	if err := requiredID("candidate", req.Candidate); err != nil {
+		return err
+	}
+	if req.Value != nil && len(*req.Value) > fenceview.MaxElectionValue {
+		return fenceview.Errorf(fenceview.EINVALID, "value is at most %d bytes", fenceview.MaxElectionValue)
+	}
+	if err := validateLease(req.LeaseMs); err != nil {
+		return err
+	}
+	return validateTimes(req.WaitMs, jsonInt{})
+}
+
+type leaderBody struct {
+	Candidate string   `json:"candidate"`
+	Value     string   `json:"value"`
+	Term      int64    `json:"term"`
+	Since     wireTime `json:"since"`
+	ExpiresAt wireTime `json:"expiresAt"`
+}
+
+func leaderWire(l fenceview.Leader) leaderBody {
+	return leaderBody{Candidate: l.Candidate, Value: l.Value, Term: l.Term, Since: wireTime(l.Since), ExpiresAt: wireTime(l.ExpiresAt)}
+}
+
+// electedBody answers a campaign and a renewal: the leader and the grant's
+// token envelope, whose token is the term.
+type electedBody struct {
+	Name    string      `json:"name"`
+	Leader  leaderBody  `json:"leader"`
+	Fencing fencingBody `json:"fencing"`
+}
+
+func electedWire(name string, l fenceview.Leader, g fenceview.Grant) electedBody {
+	return electedBody{Name: name, Leader: leaderWire(l), Fencing: grantWire(g).Fencing}
+}
+
+func (s *Server) campaign(ctx context.Context, name string, req electionRequest) (int, any) {
+	start := time.Now()
+	if err := req.validate(ctx, name); err != nil {
+		return s.errorBody(ctx, err)
+	}
+	var value string
+	if req.Value != nil {
+		value = *req.Value
+	}
+	l, g, err := s.Service.Campaign(ctx, fenceview.CampaignRequest{Election: name, Candidate: *req.Candidate, Value: value,
+		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs)})
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	s.observeGrant(issuer.KindElection, start)
+	return http.StatusOK, electedWire(name, l, g)
+}
+
+func (s *Server) proclaim(ctx context.Context, name string, req electionRequest) (int, any) {
+	err := req.validate(ctx, name)
+	if err == nil && req.Value == nil {
+		err = fenceview.Errorf(fenceview.EINVALID, `field "value" (a string) is required`)
+	}
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	l, err := s.Service.Proclaim(ctx, name, *req.Candidate, *req.Value)
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	return http.StatusOK, map[string]any{"name": name, "leader": leaderWire(l)}
+}
+
+func (s *Server) resign(ctx context.Context, name string, req electionRequest) (int, any) {
+	if err := req.validate(ctx, name); err != nil {
+		return s.errorBody(ctx, err)
+	}
+	if err := s.Service.Resign(ctx, name, *req.Candidate); err != nil {
+		return s.errorBody(ctx, err)
+	}
+	return http.StatusOK, map[string]any{"name": name, "resigned": true}
+}
+
+func (s *Server) renewLeadership(ctx context.Context, name string, req electionRequest) (int, any) {
+	if err := req.validate(ctx, name); err != nil {
+		return s.errorBody(ctx, err)
+	}
+	l, g, err := s.Service.RenewLeadership(ctx, name, *req.Candidate, millis(req.LeaseMs))
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	return http.StatusOK, electedWire(name, l, g)
+}
+
+func (s *Server) handleElection(w http.ResponseWriter, r *http.Request) {
+	status, body := s.electionState(r.Context(), r.PathValue("name"))
+	writeJSON(w, status, body)
+}
+
+func (s *Server) electionState(ctx context.Context, name string) (int, any) {
+	if err := guard.ValidateResourceID(name); err != nil {
+		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "election name: %v", err))
+	}
+	if err := seeResource(ctx, name); err != nil {
+		return s.errorBody(ctx, err)
+	}
+	l, err := s.Service.Leader(name)
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	var leader any // null: nobody leads
+	if l != nil {
+		leader = leaderWire(*l)
+	}
+	return http.StatusOK, map[string]any{"name": name, "leader": leader}
+}
+
+// observeGrant tells the metrics of a grant of kind, asked for at start.
+func (s *Server) observeGrant(kind issuer.Kind, start time.Time) {
+	if s.ObserveGrant != nil {
+		s.ObserveGrant(kind, time.Since(start))
+	}
+}

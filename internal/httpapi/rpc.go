@@ -1,0 +1,669 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/auth"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
+)
+
+// The RPC stream (GET /v1/rpc, a websocket) carries the lock operations and
+// fenced writes of many callers over one connection. An HTTP/1.1 request
+// costs a round trip of parsing and syscalls per call; here requests and
+// answers are batched per message, so a busy connection spends its time on
+// the work itself. Answers are exactly what the JSON API answers.
+//
+// A message holds one or more requests, one JSON object per line:
+//
+//	{"id":7,"op":"acquire","resource":"r","holder":"a","leaseMs":30000,"waitMs":0}
+//	{"id":8,"op":"fence","resource":"r","token":12}
+//
+// op is acquire, renew, release, fence or lock, or one of contract v3's
+// (primitiveOps: semaphore-acquire, acquire-all, campaign...), whose
+// fields are the JSON API's ({name} of the route included). Answers come
+// back as they are ready, in any order, batched the same way:
+//
+//	{"id":7,"status":200,"body":{...the JSON API's answer...}}
+//
+// A connection costs a fixed budget, whatever its client does: a reader, a
+// writer, at most rpcWorkers workers and rpcMaxWaiting waiting acquires,
+// one request line buffered at a time, and at most rpcAnswerQueue answers
+// waiting for the writer. A client that sends faster than it is served is
+// not read until a worker is free (TCP pushes back); a client that does not
+// read its answers is closed once rpcAnswerQueue of them wait, as gorilla's
+// chat example drops a client whose send buffer is full: nothing is
+// buffered on its behalf.
+const (
+	rpcMaxMessage  = 1 << 20                  // bytes in one message from a client
+	rpcMaxLine     = fenceview.MaxRequestBody // bytes in one request line, as in one JSON body
+	rpcWorkers     = 64                       // requests of one connection served at once, waiting acquires aside
+	rpcAnswerQueue = 256                      // answers of one connection waiting for its writer
+	rpcIdleWorkers = 8                        // workers of one connection kept waiting for requests
+	// rpcKeyInFlight bounds the requests of one key served at once over
+	// all its RPC connections (waiting acquires aside): a key cannot
+	// multiply its share of the server by opening more connections.
+	rpcKeyInFlight = 128
+)
+
+type rpcRequest struct {
+	ID       uint64  `json:"id"`
+	Op       string  `json:"op"`
+	Resource string  `json:"resource"`
+	Holder   *string `json:"holder"`
+	LeaseMs  jsonInt `json:"leaseMs"`
+	WaitMs   jsonInt `json:"waitMs"`
+	Token    jsonInt `json:"token"`
+	Issuer   string  `json:"issuer"`
+	Scope    string  `json:"scope"`
+	Source   string  `json:"source"`
+	// Signature of the token, as in the JSON fence body.
+	Signature string `json:"signature"`
+	Mode      string `json:"mode"` // of a fence, as in the JSON fence body
+
+	// Contract v3's primitives: the JSON API's path {name} and body fields.
+	LockDelayMs jsonInt   `json:"lockDelayMs"`
+	Name        string    `json:"name"`
+	Permits     jsonInt   `json:"permits"`
+	Slot        jsonInt   `json:"slot"`
+	Resources   *[]string `json:"resources"`
+	Candidate   *string   `json:"candidate"`
+	Value       *string   `json:"value"`
+}
+
+// waits reports whether req may wait for a lock (an acquire of any kind
+// with waitMs > 0): it then holds a goroutine of its own, not a worker,
+// and counts against rpcMaxWaiting.
+func (req *rpcRequest) waits() bool {
+	switch req.Op {
+	case "acquire", "semaphore-acquire", "acquire-all", "campaign":
+		return req.WaitMs.Value > 0
+	}
+	return false
+}
+
+type rpcAnswer struct {
+	ID     uint64 `json:"id"`
+	Status int    `json:"status"`
+	Body   any    `json:"body"`
+}
+
+var rpcUpgrader = websocket.Upgrader{
+	ReadBufferSize:  16 << 10,
+	WriteBufferSize: 16 << 10,
+	Error:           upgrader.Error,
+}
+
+func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
+	if !websocket.IsWebSocketUpgrade(r) {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
+		return
+	}
+	release, ok := s.openWebsocket(w, r)
+	if !ok {
+		return
+	}
+	defer release()
+	conn, err := rpcUpgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if !s.hold(conn) {
+		return
+	}
+	defer s.drop(conn)
+	c := &rpcConn{
+		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r),
+		wake: make(chan struct{}, 1), work: make(chan rpcRequest),
+	}
+	c.out.conn = conn
+	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
+		c.slots = s.keySlots.open(c.p.KeyID)
+		defer s.keySlots.close(c.p.KeyID)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	defer c.cancel()
+	writerDone := make(chan struct{})
+	go c.writer(writerDone)
+	c.read()
+	// The client is gone: waiting acquires give up, the rest finish (their
+	// changes are committed whether or not anyone reads the answer).
+	c.cancel()
+	close(c.work)
+	c.inflight.Wait()
+	c.qmu.Lock()
+	c.closing = true // the writer sends what is pending, then ends
+	c.qmu.Unlock()
+	c.wakeWriter()
+	<-writerDone
+}
+
+// rpcConn is one RPC connection: its reader (read, the handler's own
+// goroutine), its writer, and the workers the reader starts, at most
+// rpcWorkers, which live as long as the connection.
+type rpcConn struct {
+	s      *Server
+	conn   *websocket.Conn
+	p      *auth.Principal
+	source string
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    rpcOut
+	work   chan rpcRequest // to an idle worker; unbuffered
+	req    rpcRequest      // the reader's decoding target (take)
+	inline []byte          // the reader's answer buffer (take)
+
+	// Answers waiting for the writer, encoded straight into one buffer
+	// (reply): no buffer and no channel send per answer. The writer takes
+	// the buffer whole and leaves its last one in its place.
+	qmu      sync.Mutex
+	pending  []byte        // answers, one per line
+	npending int           // answers in pending, at most rpcAnswerQueue
+	closing  bool          // no answer comes after pending: the writer ends
+	wake     chan struct{} // to the writer: pending is not empty (or closing)
+	workers  atomic.Int64  // running: started by the reader, at most rpcWorkers
+	idle     atomic.Int64  // workers waiting for a request
+	slots    chan struct{} // the key's requests in flight (rpcKeyInFlight); nil with auth off
+
+	inflight sync.WaitGroup
+	busy     atomic.Int64 // requests handed to workers or waiting, not yet answered
+	waiting  atomic.Int64 // acquires with waitMs > 0
+	dropped  atomic.Bool  // closed for not reading its answers
+}
+
+// read takes requests until the client leaves or the connection is
+// closed. A message's lines are read one at a time into a buffer of
+// rpcMaxLine bytes: a long message costs no more than a short one.
+func (c *rpcConn) read() {
+	conn := c.conn
+	conn.SetReadLimit(rpcMaxMessage)
+	conn.SetReadDeadline(time.Now().Add(pongWait))
+	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	var lines *bufio.Reader
+	for {
+		_, mr, err := conn.NextReader()
+		if err != nil {
+			return
+		}
+		conn.SetReadDeadline(time.Now().Add(pongWait))
+		if lines == nil {
+			lines = bufio.NewReaderSize(mr, rpcMaxLine)
+		} else {
+			lines.Reset(mr)
+		}
+		first := true
+		for {
+			line, err := lines.ReadSlice('\n')
+			if err == bufio.ErrBufferFull {
+				c.queue(appendRPCAnswer(nil, 0, http.StatusRequestEntityTooLarge,
+					map[string]any{"error": fmt.Sprintf("a request line is at most %d bytes", rpcMaxLine)}))
+				for err == bufio.ErrBufferFull { // the rest of the line
+					_, err = lines.ReadSlice('\n')
+				}
+				first = false
+				if err == nil {
+					continue
+				}
+				line = nil
+			}
+			if err != nil && err != io.EOF {
+				return // over rpcMaxMessage, or the connection failed
+			}
+			if len(bytes.TrimSpace(line)) > 0 {
+				// A lone request: the message's only line, with no newline.
+				c.take(bytes.TrimSuffix(line, []byte{'\n'}), first && err == io.EOF)
+				first = false
+			}
+			if err == io.EOF {
+				break
+			}
+		}
+	}
+}
+
+// take decodes and serves one request line: here when it is the message's
+// only one and cannot wait, else by a worker.
+func (c *rpcConn) take(line []byte, single bool) {
+	// Decoded into the reader's own request, then copied: a request
+	// decoded in a local would escape to the heap, one per request.
+	if err := decodeRPCRequest(line, &c.req); err != nil {
+		req := &c.req
+		c.queue(appendRPCAnswer(nil, req.ID, http.StatusBadRequest,
+			map[string]any{"error": "invalid request: " + describeJSONError(err)}))
+		return
+	}
+	req := c.req
+	if req.waits() {
+		if c.waiting.Add(1) > rpcMaxWaiting {
+			c.waiting.Add(-1)
+			c.queue(appendRPCAnswer(nil, req.ID, http.StatusTooManyRequests, map[string]any{
+				"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)}))
+			return
+		}
+		// A waiting acquire holds its own goroutine (bounded above, and
+		// by the server's --max-waiters), so a wait never takes a worker.
+		// A lock's acquire keeps only what it needs.
+		if req.Op == "acquire" {
+			req = rpcRequest{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+		}
+		c.busy.Add(1)
+		c.inflight.Add(1)
+		go func() {
+			defer c.inflight.Done()
+			defer c.waiting.Add(-1)
+			c.serve(req)
+		}()
+		return
+	}
+	c.takeSlot() // the key at its share: this connection is not read until a request of the key is done
+	if single && c.busy.Load() == 0 {
+		// The connection's only request, and one that cannot wait
+		// long: serve it here, and answer it here unless the writer is
+		// busy. One client calling one request at a time (Redis's usual
+		// caller) saves two goroutine hand-offs per call.
+		status, body := c.answer(req)
+		c.freeSlot()
+		c.qmu.Lock()
+		idle := c.npending == 0
+		c.qmu.Unlock()
+		if idle && c.out.mu.TryLock() {
+			c.inline = appendRPCAnswer(c.inline[:0], req.ID, status, body)
+			c.out.send(c.inline)
+			c.out.mu.Unlock()
+			if cap(c.inline) > wire.MaxBatch {
+				c.inline = nil // a rare huge answer's buffer is not kept
+			}
+		} else {
+			c.reply(req.ID, status, body)
+		}
+		return
+	}
+	c.busy.Add(1)
+	select {
+	case c.work <- req: // an idle worker takes it
+		return
+	default:
+	}
+	if c.workers.Load() < rpcWorkers { // only the reader starts workers
+		c.workers.Add(1)
+		c.inflight.Add(1)
+		go c.worker(req)
+		return
+	}
+	c.work <- req // every worker busy: the reader waits, and so does the client
+}
+
+// worker serves req, then the next requests, until the connection ends or
+// rpcIdleWorkers others already wait. Workers outlive their requests: a
+// goroutine per request would start each on a small stack and grow it (a
+// grant's path is deep), about 5% of the server's CPU under load.
+func (c *rpcConn) worker(req rpcRequest) {
+	defer c.inflight.Done()
+	defer c.workers.Add(-1)
+	for {
+		c.serve(req)
+		if c.idle.Add(1) > rpcIdleWorkers {
+			c.idle.Add(-1)
+			return
+		}
+		next, ok := <-c.work
+		c.idle.Add(-1)
+		if !ok {
+			return
+		}
+		req = next
+	}
+}
+
+func (c *rpcConn) serve(req rpcRequest) {
+	status, body := c.answer(req)
+	c.busy.Add(-1)
+	if !req.waits() {
+		c.freeSlot()
+	}
+	c.reply(req.ID, status, body)
+}
+
+func (c *rpcConn) takeSlot() {
+	if c.slots != nil {
+		c.slots <- struct{}{}
+	}
+}
+
+func (c *rpcConn) freeSlot() {
+	if c.slots != nil {
+		<-c.slots
+	}
+}
+
+// keySlots holds, per key with an RPC connection open, the semaphore of
+// its requests in flight, shared by all its connections.
+type keySlots struct {
+	mu   sync.Mutex
+	keys map[string]*keySlot
+}
+
+type keySlot struct {
+	sem   chan struct{}
+	conns int
+}
+
+// open returns key id's semaphore for one more connection; close when it
+// ends.
+func (k *keySlots) open(id string) chan struct{} {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.keys == nil {
+		k.keys = map[string]*keySlot{}
+	}
+	ks := k.keys[id]
+	if ks == nil {
+		ks = &keySlot{sem: make(chan struct{}, rpcKeyInFlight)}
+		k.keys[id] = ks
+	}
+	ks.conns++
+	return ks.sem
+}
+
+func (k *keySlots) close(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if ks := k.keys[id]; ks != nil {
+		if ks.conns--; ks.conns == 0 {
+			delete(k.keys, id)
+		}
+	}
+}
+
+// answer applies one request, unless the caller's key was revoked or its
+// session ended since the connection opened: a message already read stops
+// being applied at the revocation.
+func (c *rpcConn) answer(req rpcRequest) (status int, body any) {
+	if !c.s.ops.enter(c.p) {
+		return http.StatusUnauthorized, map[string]any{"error": "key revoked or session ended"}
+	}
+	status, body = c.s.dispatchRPC(c.ctx, req, c.source)
+	c.s.ops.leave(c.p)
+	return status, body
+}
+
+// reply hands the answer to request id to the writer without waiting,
+// encoding it straight into the pending answers. When rpcAnswerQueue
+// answers already wait, the client has stopped reading: it is closed, and
+// its reader stops.
+func (c *rpcConn) reply(id uint64, status int, body any) {
+	c.qmu.Lock()
+	if c.npending >= rpcAnswerQueue {
+		c.qmu.Unlock()
+		c.drop()
+		return
+	}
+	if len(c.pending) > 0 {
+		c.pending = append(c.pending, '\n')
+	}
+	c.pending = appendRPCAnswer(c.pending, id, status, body)
+	c.npending++
+	c.qmu.Unlock()
+	c.wakeWriter()
+}
+
+// queue hands an answer already encoded to the writer, as reply does.
+func (c *rpcConn) queue(a []byte) {
+	c.qmu.Lock()
+	if c.npending >= rpcAnswerQueue {
+		c.qmu.Unlock()
+		c.drop()
+		return
+	}
+	if len(c.pending) > 0 {
+		c.pending = append(c.pending, '\n')
+	}
+	c.pending = append(c.pending, a...)
+	c.npending++
+	c.qmu.Unlock()
+	c.wakeWriter()
+}
+
+func (c *rpcConn) wakeWriter() {
+	select {
+	case c.wake <- struct{}{}:
+	default: // already woken: it will take this answer too
+	}
+}
+
+// drop closes a connection whose client does not read its answers.
+func (c *rpcConn) drop() {
+	if c.dropped.CompareAndSwap(false, true) {
+		c.conn.Close()
+	}
+}
+
+// dispatchRPC runs one request through the same code as the JSON API;
+// origin (rpc:<host>) is the connection's source when auth is off.
+func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string) (int, any) {
+	if op, ok := primitiveOps[req.Op]; ok {
+		p := auth.FromContext(ctx)
+		if !p.Allows(op.action) {
+			return s.errorBody(ctx, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
+		}
+		return op.serve(s, ctx, req)
+	}
+	if err := guard.ValidateResourceID(req.Resource); err != nil {
+		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "%v", err))
+	}
+	if err := rpcAllowed(ctx, req); err != nil {
+		return s.errorBody(ctx, err)
+	}
+	switch req.Op {
+	case "acquire", "renew", "release":
+		lr := lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+		if err := lr.validate(); err != nil {
+			return s.errorBody(ctx, err)
+		}
+		switch req.Op {
+		case "acquire":
+			return s.acquire(ctx, req.Resource, lr)
+		case "renew":
+			return s.renew(ctx, req.Resource, lr)
+		default:
+			return s.release(ctx, req.Resource, lr)
+		}
+	case "fence":
+		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, Mode: req.Mode, origin: origin}
+		if req.Holder != nil {
+			fr.Holder = *req.Holder
+		}
+		return s.fence(ctx, req.Resource, fr)
+	case "lock":
+		ls, err := s.Service.Lock(req.Resource)
+		if err != nil {
+			return s.errorBody(ctx, err)
+		}
+		return http.StatusOK, lockWire(ls)
+	}
+	return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be acquire, renew, release, fence, lock, "+
+		"semaphore-acquire, semaphore-release, semaphore-permits, semaphore, acquire-all, release-all, "+
+		"campaign, proclaim, resign, election-renew or election"))
+}
+
+// primitiveOps are the RPC stream's ops of contract v3: each is the JSON
+// API's route of the same action, its {name} and body fields read from
+// the request line. Each op checks the caller's prefixes for every lock it
+// touches, as the route does.
+var primitiveOps = map[string]struct {
+	action auth.Action
+	serve  func(s *Server, ctx context.Context, req rpcRequest) (int, any)
+}{
+	"semaphore-acquire": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.semaphoreAcquire(ctx, req.Name, req.semaphoreRequest())
+	}},
+	"semaphore-release": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.semaphoreRelease(ctx, req.Name, req.semaphoreRequest())
+	}},
+	"semaphore-permits": {auth.Manage, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.semaphorePermits(ctx, req.Name, permitsRequest{Permits: req.Permits})
+	}},
+	"semaphore": {auth.Read, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.semaphoreState(ctx, req.Name)
+	}},
+	"acquire-all": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.acquireAll(ctx, "", req.lockAllRequest())
+	}},
+	"release-all": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.releaseAll(ctx, "", req.lockAllRequest())
+	}},
+	"campaign": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.campaign(ctx, req.Name, req.electionRequest())
+	}},
+	"proclaim": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.proclaim(ctx, req.Name, req.electionRequest())
+	}},
+	"resign": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.resign(ctx, req.Name, req.electionRequest())
+	}},
+	"election-renew": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.renewLeadership(ctx, req.Name, req.electionRequest())
+	}},
+	"election": {auth.Read, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+		return s.electionState(ctx, req.Name)
+	}},
+}
+
+func (req rpcRequest) semaphoreRequest() semaphoreRequest {
+	return semaphoreRequest{Holder: req.Holder, Permits: req.Permits, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs, Slot: req.Slot}
+}
+
+func (req rpcRequest) lockAllRequest() lockAllRequest {
+	return lockAllRequest{Resources: req.Resources, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+}
+
+func (req rpcRequest) electionRequest() electionRequest {
+	return electionRequest{Candidate: req.Candidate, Value: req.Value, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
+}
+
+// rpcAllowed applies the caller's role and prefixes to one request, as
+// admit and pathResource do for the JSON API.
+func rpcAllowed(ctx context.Context, req rpcRequest) error {
+	action := auth.Lock
+	switch req.Op {
+	case "fence":
+		action = auth.Fence
+	case "lock":
+		action = auth.Read
+	}
+	p := auth.FromContext(ctx)
+	if !p.Allows(action) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
+	}
+	return seeResource(ctx, req.Resource)
+}
+
+// rpcOut is a connection's write side. The writer goroutine sends the
+// answers of requests served by workers; a request served inline
+// (handleRPC) may send its own. After a failed write nothing more is sent.
+type rpcOut struct {
+	conn   *websocket.Conn
+	mu     sync.Mutex // one writer at a time, as websocket.Conn requires
+	broken bool
+}
+
+// send writes msg as one message. o.mu must be held.
+func (o *rpcOut) send(msg []byte) {
+	if o.broken {
+		return
+	}
+	o.conn.SetWriteDeadline(time.Now().Add(writeWait))
+	if o.conn.WriteMessage(websocket.TextMessage, msg) != nil {
+		o.broken = true
+		o.conn.Close() // a client that does not read is gone: stop reading its requests too
+	}
+}
+
+// sendLines writes answers, one per line, in messages of at most
+// wire.MaxBatch bytes (a single longer answer goes alone). o.mu must be
+// held.
+func (o *rpcOut) sendLines(lines []byte) {
+	for len(lines) > 0 {
+		msg := lines
+		lines = nil
+		if len(msg) > wire.MaxBatch {
+			i := bytes.LastIndexByte(msg[:wire.MaxBatch+1], '\n')
+			if i < 0 {
+				i = bytes.IndexByte(msg, '\n')
+			}
+			if i >= 0 {
+				msg, lines = msg[:i], msg[i+1:]
+			}
+		}
+		o.send(msg)
+	}
+}
+
+// writer sends the answers of requests served by workers, every answer
+// ready at the time as one message, keeps the connection alive with pings,
+// and ends the connection when the caller's key is revoked or its session
+// ends: the reader then stops taking requests, and waiting acquires give up.
+func (c *rpcConn) writer(done chan<- struct{}) {
+	defer close(done)
+	out := &c.out
+	ping := time.NewTicker(pingPeriod)
+	defer ping.Stop()
+	revoked, ended := c.p.Revoked(), c.p.Ended()
+	var batch []byte
+	for {
+		select {
+		case <-c.wake:
+			// The answers of one commit come back together: let their
+			// goroutines queue them, and send them as one message.
+			runtime.Gosched()
+			c.qmu.Lock()
+			batch, c.pending = c.pending, batch[:0]
+			c.npending = 0
+			closing := c.closing
+			c.qmu.Unlock()
+			if len(batch) > 0 {
+				out.mu.Lock()
+				out.sendLines(batch)
+				out.mu.Unlock()
+			}
+			if cap(batch) > 4*wire.MaxBatch {
+				batch = nil // a burst's buffer is not kept
+			}
+			if closing {
+				return
+			}
+		case <-ping.C:
+			out.mu.Lock()
+			if !out.broken {
+				out.broken = out.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil
+			}
+			out.mu.Unlock()
+		case <-revoked:
+			c.end()
+			revoked, ended = nil, nil
+		case <-ended:
+			c.end()
+			revoked, ended = nil, nil
+		}
+	}
+}
+
+// end closes a connection whose credential is gone, saying why.
+func (c *rpcConn) end() {
+	c.cancel()
+	closeRevoked(c.conn, nil)
+	c.conn.Close()
+}

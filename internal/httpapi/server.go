@@ -1,0 +1,286 @@
+// Package httpapi serves fenceview's JSON API and event stream.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/auth"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/wasm/modules"
+)
+
+// History is the part of the durable record the API reads directly.
+type History interface {
+	Rejections(ctx context.Context, f fenceview.RejectionFilter) ([]fenceview.Event, error)
+	EventsAfter(ctx context.Context, after int64, resourceID string, limit int) ([]fenceview.Event, error)
+	Ping(ctx context.Context) error
+}
+
+// Service is the lock service the API serves (*issuer.Service implements
+// it): the calls the routes make, and nothing else.
+type Service interface {
+	Acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error)
+	Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error)
+	Release(ctx context.Context, resourceID, holder string) (int, error)
+	ForceExpire(ctx context.Context, resourceID string) error
+	ResetCounter(ctx context.Context, resourceID string, floor int64) (fenceview.Resource, error)
+	Fence(ctx context.Context, f fenceview.Fence) (guard.Decision, error)
+	Report(ctx context.Context, reports []fenceview.Report) (int, error)
+	Lock(resourceID string) (fenceview.LockState, error)
+	Resource(resourceID string) (fenceview.Resource, error)
+	LockTimes(resourceID string) issuer.LockTimes // GET /v1/resources/{resource}'s times
+	Resources() []fenceview.Resource
+	ResourcePage(prefix, after string, limit int, scope issuer.Scope) ([]fenceview.Resource, bool)
+	Recover(ctx context.Context, resourceID string, to int64) (fenceview.Resource, error)
+	Subscribe(resourceID string, buffer int) *issuer.Subscription
+	Unsubscribe(sub *issuer.Subscription)
+	Metrics() issuer.Metrics
+	Issuer() string
+
+	// Contract v3's primitives, each made of lock resources.
+	AcquirePermit(ctx context.Context, req fenceview.PermitRequest) (fenceview.Grant, error)
+	ReleasePermit(ctx context.Context, name, holder string, slot int) (int, error)
+	SetPermits(ctx context.Context, name string, permits int) (fenceview.Semaphore, error)
+	Semaphore(name string) (fenceview.Semaphore, error)
+	AcquireAll(ctx context.Context, req fenceview.AcquireAllRequest) ([]fenceview.Grant, error)
+	ReleaseAll(ctx context.Context, resourceIDs []string, holder string) (fenceview.Released, error)
+	Campaign(ctx context.Context, req fenceview.CampaignRequest) (fenceview.Leader, fenceview.Grant, error)
+	Proclaim(ctx context.Context, election, candidate, value string) (fenceview.Leader, error)
+	Resign(ctx context.Context, election, candidate string) error
+	RenewLeadership(ctx context.Context, election, candidate string, lease time.Duration) (fenceview.Leader, fenceview.Grant, error)
+	Leader(election string) (*fenceview.Leader, error)
+}
+
+var _ Service = (*issuer.Service)(nil)
+
+// Server is the HTTP face of a lock service.
+type Server struct {
+	Service    Service
+	History    History
+	AdminToken string // when set and Auth is nil, auth is on with this token alone
+	Logger     *slog.Logger
+	// Metrics serves GET /metrics; StreamLag is told how long each burst of
+	// events waited before going out to a stream client. Both optional.
+	Metrics   http.Handler
+	StreamLag func(time.Duration)
+	// ObserveGrant, optional, is told of every grant of a lock, a
+	// semaphore's slot, a multi-lock or an election answered over the
+	// JSON API or the RPC stream, and how long it took from the request,
+	// waiting for the lock included.
+	ObserveGrant func(kind issuer.Kind, took time.Duration)
+	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
+	SigningKeys SigningKeys
+	// MaxWebsockets caps the open event streams and RPC connections
+	// together (default DefaultMaxWebsockets).
+	MaxWebsockets int
+	// RequestTimeout is the http.Server's read and write timeout; a
+	// waiting acquire gets its wait on top. Zero: none.
+	RequestTimeout time.Duration
+	// FenceMode is the least mode of every fence (fenceview.FenceModeMark
+	// or empty: each request's own; FenceModeCurrent: all current).
+	FenceMode string
+
+	websockets wsCount
+	ops        opGate   // RPC operations being applied, per key (revoke.go)
+	keySlots   keySlots // RPC requests in flight, per key (rpc.go)
+
+	// Access control (access.go): nil Auth and no AdminToken is auth off.
+	Auth     Credentials
+	Sessions SessionStore
+	Throttle *auth.Throttle // bad credentials per client address; nil: none
+	// ClientAddr is the address a request comes from, for the throttle
+	// (a cluster node's: the client a follower forwarded for); nil:
+	// RemoteAddr.
+	ClientAddr   func(*http.Request) string
+	AllowedHosts *HostList // with auth off, the Host names answered; nil: any
+
+	mux *http.ServeMux
+	adminState
+}
+
+// New returns a server with every API route registered. More routes (the
+// dashboard, the WebAssembly module) may be added with Handle before use.
+func New(svc Service, history History, logger *slog.Logger) *Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{Service: svc, History: history, Logger: logger, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /v1/locks/{resource}/acquire", s.lockHandler((*Server).acquire))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.lockHandler((*Server).renew))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.lockHandler((*Server).release))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/expire", s.handleExpire)
+	s.mux.HandleFunc("POST /v1/locks/{resource}/reset", s.handleReset)
+	s.mux.HandleFunc("POST /v1/locks/{resource}/recover", s.handleRecover)
+	s.mux.HandleFunc("GET /v1/locks/{resource}", s.handleLock)
+	s.registerPrimitives()
+	s.mux.HandleFunc("POST /v1/fence/{resource}", s.handleFence)
+	s.mux.HandleFunc("POST /v1/decisions", s.handleDecisions)
+	s.mux.HandleFunc("GET /v1/resources", s.handleResources)
+	s.mux.HandleFunc("GET /v1/resources/{resource}", s.handleResource)
+	s.mux.HandleFunc("GET /v1/rejections", s.handleRejections)
+	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
+	s.mux.HandleFunc("GET /v1/rpc", s.handleRPC)
+	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
+	for _, m := range modules.All() {
+		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
+	}
+	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
+	s.registerSigning()
+	s.registerKeys()
+	s.mux.HandleFunc("/", s.handleNoRoute)
+	return s
+}
+
+// Handle registers an extra route.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.Logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINTERNAL, "internal error"))
+		}
+	}()
+	r, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// handleNoRoute answers every path no route matched: 405 when another method
+// would have matched, 404 otherwise, both as JSON.
+func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method " + r.Method + " not allowed; use " + strings.Join(allow, " or ")})
+		return
+	}
+	body := map[string]any{"error": "no such route: " + r.Method + " " + r.URL.Path}
+	if hint := escapeHint(r.Method, r.URL.Path); hint != "" {
+		body["error"] = "no such route: " + r.Method + " " + r.URL.Path + "; a resource id with a slash is escaped in the path"
+		body["hint"] = r.Method + " " + hint
+	}
+	writeJSON(w, http.StatusNotFound, body)
+}
+
+// escapeHint is the path a request most likely meant when it put a
+// resource id with a slash into the path unescaped (/v1/locks/orders/2/acquire
+// for /v1/locks/orders%2F2/acquire), or "" when it does not look like one.
+// Ids are not read from the rest of the path instead: a route's shape would
+// then depend on the id (is "orders/acquire" an id, or an id and a verb?).
+func escapeHint(method, path string) string {
+	var prefix, id, suffix string
+	// The routes of an id, and the verbs that may follow it.
+	for _, route := range []struct {
+		method, prefix string
+		verbs          []string
+	}{
+		{http.MethodPost, "/v1/locks/", []string{"acquire", "renew", "release", "expire", "reset", "recover"}},
+		{http.MethodGet, "/v1/locks/", nil},
+		{http.MethodPost, "/v1/fence/", nil}, {http.MethodGet, "/v1/resources/", nil},
+		{http.MethodPost, "/v1/semaphores/", []string{"acquire", "release"}},
+		{http.MethodGet, "/v1/semaphores/", nil}, {http.MethodPut, "/v1/semaphores/", nil},
+		{http.MethodPost, "/v1/elections/", []string{"campaign", "proclaim", "resign", "renew"}},
+		{http.MethodGet, "/v1/elections/", nil},
+	} {
+		rest, ok := strings.CutPrefix(path, route.prefix)
+		if !ok || method != route.method {
+			continue
+		}
+		prefix, id = route.prefix, rest
+		if route.verbs != nil {
+			i := strings.LastIndexByte(id, '/')
+			if i < 0 || !slices.Contains(route.verbs, id[i+1:]) {
+				return ""
+			}
+			id, suffix = id[:i], id[i:]
+		}
+	}
+	if !strings.Contains(id, "/") || guard.ValidateResourceID(id) != nil {
+		return ""
+	}
+	return prefix + url.PathEscape(id) + suffix
+}
+
+// requireAdmin checks, again, what admit checked by the route: the caller
+// may manage the server.
+func (s *Server) requireAdmin(r *http.Request) error {
+	if !auth.FromContext(r.Context()).Allows(auth.Manage) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "admin only")
+	}
+	return nil
+}
+
+// statusOf maps error codes to HTTP statuses, in one place.
+func statusOf(code string) int {
+	switch code {
+	case fenceview.EINVALID:
+		return http.StatusBadRequest
+	case fenceview.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case fenceview.EFORBIDDEN:
+		return http.StatusForbidden
+	case fenceview.ENOTFOUND:
+		return http.StatusNotFound
+	case fenceview.ECONFLICT:
+		return http.StatusConflict
+	case fenceview.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge
+	case fenceview.ELIMIT:
+		return http.StatusTooManyRequests
+	case fenceview.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// writeError writes err as a JSON body {"error": message, ...fields}.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if fenceview.ErrorCode(err) == fenceview.EUNAUTHORIZED {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="fenceview"`)
+	}
+	status, body := s.errorBody(r.Context(), err)
+	writeJSON(w, status, body)
+}
+
+// errorBody is the status and JSON body of err. Only internal errors are
+// logged: the others are the client's business.
+func (s *Server) errorBody(ctx context.Context, err error) (int, map[string]any) {
+	code := fenceview.ErrorCode(err)
+	if code == fenceview.EINTERNAL || code == fenceview.EUNAVAILABLE {
+		s.Logger.ErrorContext(ctx, "request failed", "err", err)
+	}
+	body := map[string]any{}
+	if e, ok := err.(*fenceview.Error); ok {
+		for k, v := range e.Fields {
+			body[k] = wireValue(v)
+		}
+	}
+	body["error"] = fenceview.ErrorMessage(err)
+	return statusOf(code), body
+}

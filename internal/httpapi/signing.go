@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/signing"
+)
+
+// HeaderSignature carries a token's signature beside X-Fencing-Token.
+const HeaderSignature = "X-Fencing-Signature"
+
+// maxSignatureLen bounds a signature field; a real one is 86 bytes.
+const maxSignatureLen = 200
+
+var errTwoSignatures = fenceview.Errorf(fenceview.EINVALID, "more than one "+HeaderSignature+" header")
+
+// SigningKeys is what the API needs of the issuer's keys (*signing.Keyring).
+type SigningKeys interface {
+	Keys() []signing.Key
+	Rotate(ctx context.Context) (signing.Key, error)
+	Remove(ctx context.Context, id string) error
+}
+
+func (s *Server) registerSigning() {
+	s.mux.HandleFunc("GET /v1/signing-keys", s.handleSigningKeys)
+	s.mux.HandleFunc("POST /v1/signing-keys", s.handleRotateSigningKey)
+	s.mux.HandleFunc("DELETE /v1/signing-keys/{keyId}", s.handleRemoveSigningKey)
+}
+
+// signingKeyBody is a public key as /v1/signing-keys lists it. There is no
+// field for a private key: the wire form cannot leak one.
+type signingKeyBody struct {
+	KeyID     string   `json:"keyId"`
+	Alg       string   `json:"alg"`
+	PublicKey string   `json:"publicKey"`
+	CreatedAt wireTime `json:"createdAt"`
+	Active    bool     `json:"active"`
+}
+
+func signingKeyWire(k signing.Key) signingKeyBody {
+	return signingKeyBody{KeyID: k.ID, Alg: signing.Alg, PublicKey: signing.EncodePublicKey(k.Public),
+		CreatedAt: wireTime(k.CreatedAt), Active: k.Active}
+}
+
+var errNoSigning = fenceview.Errorf(fenceview.ENOTFOUND, "this server does not sign tokens")
+
+// handleSigningKeys lists the public keys (public: guards fetch them).
+func (s *Server) handleSigningKeys(w http.ResponseWriter, r *http.Request) {
+	if s.SigningKeys == nil {
+		s.writeError(w, r, errNoSigning)
+		return
+	}
+	keys := s.SigningKeys.Keys()
+	out := make([]signingKeyBody, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, signingKeyWire(k))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"issuer": s.Service.Issuer(), "keys": out})
+}
+
+// handleRotateSigningKey creates a new active key (admin).
+func (s *Server) handleRotateSigningKey(w http.ResponseWriter, r *http.Request) {
+	if err := s.requireAdmin(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.SigningKeys == nil {
+		s.writeError(w, r, errNoSigning)
+		return
+	}
+	k, err := s.SigningKeys.Rotate(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.Logger.Info("signing key rotated", "keyId", k.ID)
+	writeJSON(w, http.StatusCreated, signingKeyWire(k))
+}
+
+// handleRemoveSigningKey removes an inactive key (admin): its grants stop
+// verifying.
+func (s *Server) handleRemoveSigningKey(w http.ResponseWriter, r *http.Request) {
+	if err := s.requireAdmin(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.SigningKeys == nil {
+		s.writeError(w, r, errNoSigning)
+		return
+	}
+	id := r.PathValue("keyId")
+	if len(id) > 64 {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "key id over 64 bytes"))
+		return
+	}
+	if err := s.SigningKeys.Remove(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.Logger.Info("signing key removed", "keyId", id)
+	writeJSON(w, http.StatusOK, map[string]any{"keyId": id, "removed": true})
+}
+
+// signature is the fence request's signature: the header, the body, or
+// both when they agree.
+func (req fenceRequest) signature() (string, error) {
+	sig := req.Signature
+	if req.sigHeader != nil {
+		if sig != "" && sig != *req.sigHeader {
+			return "", fenceview.Errorf(fenceview.EINVALID, HeaderSignature+" header and body signature differ")
+		}
+		sig = *req.sigHeader
+	}
+	if len(sig) > maxSignatureLen {
+		return "", fenceview.Errorf(fenceview.EINVALID, "signature over %d bytes", maxSignatureLen)
+	}
+	return sig, nil
+}

@@ -1,0 +1,375 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/issuer"
+)
+
+// wireTime is a time as the API writes it: null when zero.
+type wireTime time.Time
+
+func (t wireTime) MarshalJSON() ([]byte, error) { return t.appendJSON(nil), nil }
+
+// wireString is a string that is null when empty.
+type wireString string
+
+func (s wireString) MarshalJSON() ([]byte, error) {
+	if s == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(s))
+}
+
+// wireValue converts domain values in error fields to their wire form,
+// inside the lists and objects of contract v3's refusals too (a
+// multi-lock's held locks, a campaign's leader).
+func wireValue(v any) any {
+	switch v := v.(type) {
+	case time.Time:
+		return wireTime(v)
+	case fenceview.Leader:
+		return leaderWire(v)
+	case *fenceview.Leader:
+		if v == nil {
+			return nil
+		}
+		return leaderWire(*v)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = wireValue(e)
+		}
+		return out
+	case []map[string]any:
+		out := make([]map[string]any, len(v))
+		for i, e := range v {
+			out[i] = wireValue(e).(map[string]any)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = wireValue(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// jsonInt is an integer field that must be a JSON integer: not a string, not
+// a fraction, not an exponent. Absent and null leave Set false.
+type jsonInt struct {
+	Set   bool
+	Value int64
+}
+
+func (n *jsonInt) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	for i, c := range b {
+		if (c < '0' || c > '9') && !(i == 0 && c == '-' && len(b) > 1) {
+			return errNotInteger
+		}
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return errNotInteger
+	}
+	n.Set, n.Value = true, v
+	return nil
+}
+
+var errNotInteger = errors.New("not an integer in range")
+
+// decode reads one JSON object from the body into v. An empty body is an
+// error unless allowEmpty; trailing data is an error; unknown fields are
+// ignored.
+func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, allowEmpty bool) error {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	// A declared length within the limit is already enforced by the server;
+	// anything else is cut at the limit (and the connection then closed).
+	var body io.Reader = r.Body
+	if r.ContentLength < 0 || r.ContentLength > limit {
+		body = http.MaxBytesReader(w, r.Body, limit)
+	}
+	if _, err := buf.ReadFrom(body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fenceview.Errorf(fenceview.ETOOLARGE, "request body over %d bytes", limit)
+		}
+		return fenceview.Errorf(fenceview.EINVALID, "reading request body: %v", err)
+	}
+	return decodeBody(buf.Bytes(), v, allowEmpty)
+}
+
+// decodeBody is decode once the body is read. Nothing in v refers to b.
+func decodeBody(b []byte, v any, allowEmpty bool) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return fenceview.Errorf(fenceview.EINVALID, "a JSON object body is required")
+	}
+	if pb, ok := v.(plainBody); ok && pb.decodePlain(b) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(v); err != nil {
+		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: %s", describeJSONError(err))
+	}
+	if dec.More() {
+		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: data after the object")
+	}
+	return nil
+}
+
+// Request bodies and answers are read and built in pooled buffers: the
+// busiest routes then allocate only what they keep.
+// An answer is appended to a buffer's spare capacity (AvailableBuffer).
+var bufferPool = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 1024)) }}
+
+func getBuffer() *bytes.Buffer { return bufferPool.Get().(*bytes.Buffer) }
+
+func putBuffer(b *bytes.Buffer) {
+	if b.Cap() > 64<<10 { // a rare large report: let it go
+		return
+	}
+	b.Reset()
+	bufferPool.Put(b)
+}
+
+func describeJSONError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		if typeErr.Field != "" {
+			return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+		}
+		return fmt.Sprintf("expected a JSON object, not %s", typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("syntax error at byte %d", syntaxErr.Offset)
+	case errors.Is(err, errNotInteger):
+		return "a token, leaseMs, waitMs, lockDelayMs, permits or slot must be a JSON integer"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected end of body"
+	}
+	return err.Error()
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "int64", "int", "int32":
+		return "an integer"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return k
+}
+
+// The headers of every JSON answer, shared: assigning a slice allocates
+// nothing, and net/http only reads them.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+)
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	buf := getBuffer()
+	defer putBuffer(buf)
+	b, ok := appendBody(buf.AvailableBuffer(), v)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+		}
+	}
+	b = append(b, '\n')
+	h := w.Header()
+	h["Content-Type"] = headerJSON
+	h["Cache-Control"] = headerNoStore
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// Wire forms of the domain types.
+
+type grantBody struct {
+	ResourceID string      `json:"resourceId"`
+	Holder     string      `json:"holder"`
+	HoldCount  int         `json:"holdCount"`
+	ExpiresAt  wireTime    `json:"expiresAt"`
+	LeaseMs    int64       `json:"leaseMs"`
+	Fencing    fencingBody `json:"fencing"`
+}
+
+type fencingBody struct {
+	Token    int64    `json:"token"`
+	Issuer   string   `json:"issuer"`
+	Scope    string   `json:"scope"`
+	IssuedAt wireTime `json:"issuedAt"`
+	// The issuer's Ed25519 signature of "fenceview/v1 <resource> <token>"
+	// and the id of the key that made it (contract v2, signed tokens).
+	KeyID     string `json:"keyId,omitempty"`
+	Signature string `json:"signature,omitempty"`
+}
+
+func grantWire(g fenceview.Grant) grantBody {
+	return grantBody{
+		ResourceID: g.ResourceID, Holder: g.Holder, HoldCount: g.HoldCount,
+		ExpiresAt: wireTime(g.ExpiresAt), LeaseMs: g.LeaseMs,
+		Fencing: fencingBody{Token: g.Fencing.Token, Issuer: g.Fencing.Issuer, Scope: g.Fencing.Scope, IssuedAt: wireTime(g.Fencing.IssuedAt),
+			KeyID: g.Fencing.KeyID, Signature: g.Fencing.Signature},
+	}
+}
+
+type lockBody struct {
+	ResourceID  string     `json:"resourceId"`
+	Locked      bool       `json:"locked"`
+	Holder      wireString `json:"holder"`
+	HoldCount   int        `json:"holdCount"`
+	Token       int64      `json:"token"`
+	ExpiresAt   wireTime   `json:"expiresAt"`
+	RemainingMs int64      `json:"remainingMs"`
+	LeaseMs     int64      `json:"leaseMs"`
+	Waiters     int        `json:"waiters"`
+	// AvailableAt is when a running lock-delay ends; null when none runs.
+	AvailableAt wireTime `json:"availableAt"`
+}
+
+type resourceBody struct {
+	ResourceID      string     `json:"resourceId"`
+	HighWaterMark   int64      `json:"highWaterMark"`
+	LastToken       int64      `json:"lastToken"`
+	Holder          wireString `json:"holder"`
+	HoldCount       int        `json:"holdCount"`
+	ExpiresAt       wireTime   `json:"expiresAt"`
+	Accepted        int64      `json:"accepted"`
+	Rejected        int64      `json:"rejected"`
+	LastRejectionAt wireTime   `json:"lastRejectionAt"`
+	CounterAlarm    int64      `json:"counterAlarm"`
+	// Contract v3, present only when set: the current grant's lock-delay,
+	// when a running one ends, a semaphore's permits (on its slot 0), and
+	// an election's flag and leader value.
+	LockDelayMs int64     `json:"lockDelayMs,omitempty"`
+	AvailableAt *wireTime `json:"availableAt,omitempty"`
+	Permits     int       `json:"permits,omitempty"`
+	Election    bool      `json:"election,omitempty"`
+	Value       *string   `json:"value,omitempty"`
+	// Times, on GET /v1/resources/{resource} only: its recent grants'
+	// waits and holds (issuer.LockTimes) and the acquires waiting now.
+	Times *timesBody `json:"times,omitempty"`
+}
+
+type timesBody struct {
+	Waiters int           `json:"waiters"`
+	Wait    durationsBody `json:"wait"`
+	Hold    durationsBody `json:"hold"`
+}
+
+// durationsBody is a window of durations in milliseconds (fractions for
+// sub-millisecond waits).
+type durationsBody struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50Ms"`
+	P99   float64 `json:"p99Ms"`
+	Max   float64 `json:"maxMs"`
+}
+
+func (s *Server) timesWire(resourceID string) *timesBody {
+	t := s.Service.LockTimes(resourceID)
+	lock, _ := s.Service.Lock(resourceID) // valid: the resource was just read
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	window := func(d issuer.DurationStats) durationsBody {
+		return durationsBody{Count: d.Count, P50: ms(d.P50), P99: ms(d.P99), Max: ms(d.Max)}
+	}
+	return &timesBody{Waiters: lock.Waiters, Wait: window(t.Waits), Hold: window(t.Holds)}
+}
+
+func resourceWire(r fenceview.Resource) resourceBody {
+	b := resourceBody{
+		ResourceID: r.ResourceID, HighWaterMark: r.HighWaterMark, LastToken: r.LastToken,
+		Holder: wireString(r.Holder), HoldCount: r.HoldCount, ExpiresAt: wireTime(r.ExpiresAt),
+		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: wireTime(r.LastRejectionAt),
+		CounterAlarm: r.CounterAlarm,
+		LockDelayMs:  r.LockDelayMs, Permits: r.Permits, Election: r.Election,
+	}
+	if !r.AvailableAt.IsZero() {
+		at := wireTime(r.AvailableAt)
+		b.AvailableAt = &at
+	}
+	if r.Election {
+		b.Value = &r.Value
+	}
+	return b
+}
+
+type rejectionBody struct {
+	ID         int64    `json:"id"`
+	ResourceID string   `json:"resourceId"`
+	Presented  int64    `json:"presented"`
+	Required   int64    `json:"required"`
+	Reason     string   `json:"reason"`
+	Source     string   `json:"source"`
+	Holder     string   `json:"holder,omitempty"`
+	At         wireTime `json:"at"`
+}
+
+// EventBody is an event as the stream sends it: one JSON object per message.
+type EventBody struct {
+	Seq        int64    `json:"seq"`
+	Type       string   `json:"type"`
+	ResourceID string   `json:"resourceId"`
+	Token      int64    `json:"token,omitempty"`
+	Holder     string   `json:"holder,omitempty"`
+	Presented  *int64   `json:"presented,omitempty"`
+	Required   *int64   `json:"required,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	Source     string   `json:"source,omitempty"`
+	At         wireTime `json:"at"`
+	// Value: an election's leader value, on its grants and proclaims.
+	Value *string `json:"value,omitempty"`
+	// LockDelayMs: the lock-delay an expire starts.
+	LockDelayMs int64 `json:"lockDelayMs,omitempty"`
+	// Permits: a semaphore's new permits, on a permits event (its slot 0).
+	Permits int `json:"permits,omitempty"`
+}
+
+// EventWire converts an event to its stream form. A rejection always carries
+// presented and required, even when required is 0.
+func EventWire(e fenceview.Event) EventBody {
+	b := EventBody{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
+		Reason: e.Reason, Source: e.Source, At: wireTime(e.At)}
+	switch e.Type {
+	case fenceview.EventReject:
+		b.Presented, b.Required = &e.Presented, &e.Required
+	case fenceview.EventAlarm, fenceview.EventReset:
+		b.Required = &e.Required
+	case fenceview.EventRecover:
+		b.Presented, b.Required = &e.Presented, &e.Required
+	}
+	if e.Value != "" || e.Type == fenceview.EventProclaim { // a proclaim's value is news even when empty
+		b.Value = &e.Value
+	}
+	b.LockDelayMs, b.Permits = e.LockDelayMs, e.Permits
+	return b
+}

@@ -1,0 +1,204 @@
+package issuer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/sqlite"
+)
+
+// gatedStore holds each Apply until the test lets it through, and tells
+// the test how many events each one carried.
+type gatedStore struct {
+	*sqlite.DB
+	applying chan int      // the events of an Apply that started
+	proceed  chan struct{} // lets one Apply go on
+}
+
+func (g *gatedStore) Apply(ctx context.Context, rows []*fenceview.Resource, events []fenceview.Event) error {
+	g.applying <- len(events)
+	<-g.proceed
+	return g.DB.Apply(ctx, rows, events)
+}
+
+// A caller that finds no commit running commits its own change; changes
+// made meanwhile wait for it, then go to the committer together as one
+// group, and all are answered. Close waits for a caller still committing
+// and for the group it handed over.
+func TestCallerCommitsAloneThenHandsOver(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "fenceview.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	store := &gatedStore{DB: db, applying: make(chan int), proceed: make(chan struct{})}
+	s := New(store, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
+
+	fence := func(id string, errs chan<- error) {
+		_, err := s.Fence(ctx, fenceview.Fence{ResourceID: id, Token: guard.Token{Token: 1}})
+		errs <- err
+	}
+	first := make(chan error, 1)
+	go fence("a", first)
+	if n := <-store.applying; n != 1 {
+		t.Fatalf("the first commit carries %d events, want its caller's 1", n)
+	}
+	// The first caller is committing: these queue behind it.
+	rest := make(chan error, 3)
+	var queued sync.WaitGroup
+	for i := range 3 {
+		queued.Add(1)
+		go func() { defer queued.Done(); fence(fmt.Sprintf("b%d", i), rest) }()
+	}
+	waitQueued(t, s, 3)
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+
+	store.proceed <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if n := <-store.applying; n != 3 {
+		t.Fatalf("the changes queued meanwhile were committed as a group of %d events, want 3", n)
+	}
+	select {
+	case <-closed:
+		t.Fatal("Close returned with a group in flight")
+	default:
+	}
+	store.proceed <- struct{}{}
+	queued.Wait()
+	for range 3 {
+		if err := <-rest; err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-closed
+	if got := s.LastSeq(); got != 4 {
+		t.Fatalf("last seq %d, want 4", got)
+	}
+}
+
+// waitQueued waits until n batches wait for the committer.
+func waitQueued(t *testing.T, s *Service, n int) {
+	t.Helper()
+	for {
+		s.mu.Lock()
+		q := len(s.queue)
+		s.mu.Unlock()
+		if q == n {
+			return
+		}
+		if q > n {
+			t.Fatalf("%d batches queued, want %d", q, n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// failingStore holds each Apply until the test lets it through, then fails
+// it as a full disk would.
+type failingStore struct {
+	applying chan struct{}
+	proceed  chan struct{}
+}
+
+func (f *failingStore) Apply(context.Context, []*fenceview.Resource, []fenceview.Event) error {
+	f.applying <- struct{}{}
+	<-f.proceed
+	return fmt.Errorf("disk full")
+}
+
+// Readers see committed state only: a grant applied in memory whose commit
+// is still running, and then fails, is never seen, by the lock's state,
+// a resource page, the totals or a semaphore's state. (A leader killed
+// mid-commit in cluster mode had readers see a slot held that the next
+// leader never had.)
+func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
+	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
+	committed := fenceview.Resource{ResourceID: "jobs#0", LastToken: 4, Permits: 2}
+	s := New(store, []*fenceview.Resource{&committed}, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
+	defer s.Close()
+	release := sync.OnceFunc(func() { close(store.proceed) })
+	defer release() // before Close, which waits for the commit, should a check fail
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.AcquirePermit(ctx, fenceview.PermitRequest{Semaphore: "jobs", Holder: "a", Permits: 2, Lease: time.Minute})
+		errc <- err
+	}()
+	<-store.applying // applied in memory, not yet durable
+	check := func(when string) {
+		t.Helper()
+		if ls, _ := s.Lock("jobs#0"); ls.Locked || ls.Token != 4 {
+			t.Fatalf("%s: the lock reads %+v", when, ls)
+		}
+		if sem, err := s.Semaphore("jobs"); err != nil || len(sem.Held) != 0 || sem.Free != 2 {
+			t.Fatalf("%s: the semaphore reads %+v %v", when, sem, err)
+		}
+		if _, held, _, _ := s.Totals(Scope{}); held != 0 {
+			t.Fatalf("%s: %d held in the totals", when, held)
+		}
+		page, _ := s.ResourcePage("", "", 10, Scope{})
+		if len(page) != 1 || page[0].Holder != "" {
+			t.Fatalf("%s: the page reads %+v", when, page)
+		}
+	}
+	check("during the commit")
+	release()
+	if err := <-errc; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
+		t.Fatalf("the acquire whose commit failed: %v", err)
+	}
+	check("after the commit failed")
+}
+
+// A refusal decided on a grant still being committed waits for that
+// commit: answered "lock held" once it is durable, errUnavailable if it
+// failed (the grant it named never happened).
+func TestRefusalWaitsForTheGrantItNames(t *testing.T) {
+	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
+	s := New(store, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
+	defer s.Close()
+	release := sync.OnceFunc(func() { close(store.proceed) })
+	defer release()
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute})
+		first <- err
+	}()
+	<-store.applying
+	settling := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.settlingHook = func() { settling <- struct{}{} }
+	s.mu.Unlock()
+	refused := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute})
+		refused <- err
+	}()
+	select {
+	case err := <-refused:
+		t.Fatalf("refused before the grant it names was durable: %v", err)
+	case <-settling: // the refusal waits for the grant's commit
+	}
+	select {
+	case err := <-refused:
+		t.Fatalf("answered while the grant it names is still being committed: %v", err)
+	default:
+	}
+	release()
+	if err := <-first; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
+		t.Fatalf("the grant whose commit failed: %v", err)
+	}
+	if err := <-refused; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
+		t.Fatalf("the refusal naming a grant that failed: %v, want unavailable", err)
+	}
+}
