@@ -24,8 +24,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/web"
 )

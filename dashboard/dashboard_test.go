@@ -15,8 +15,8 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/sqlite"

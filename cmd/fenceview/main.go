@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/cluster"
 	"github.com/fenceview/fenceview/internal/httpapi"
-	"github.com/fenceview/fenceview/internal/clock"
-	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/sqlite"
 )
 

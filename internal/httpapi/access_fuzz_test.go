@@ -12,9 +12,9 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/telemetry"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/sqlite"
+	"github.com/fenceview/fenceview/internal/telemetry"
 )
 
 // The credential and routing layer under any request: method, path,

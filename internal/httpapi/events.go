@@ -15,8 +15,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/issuer"
 )
 

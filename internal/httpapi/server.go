@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/wasm/modules"
 )

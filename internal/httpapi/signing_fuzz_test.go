@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/internal/signedtest"
 	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/signedtest"
 	"github.com/fenceview/fenceview/internal/sqlite"
 )
 

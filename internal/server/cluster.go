@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/cluster"
-	"github.com/fenceview/fenceview/dashboard"
 	"github.com/fenceview/fenceview/internal/httpapi"
-	"github.com/fenceview/fenceview/internal/telemetry"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/signing"
 	"github.com/fenceview/fenceview/internal/sqlite"
+	"github.com/fenceview/fenceview/internal/telemetry"
 )
 
 // ClusterConfig is cluster mode's part of Config.

@@ -15,16 +15,16 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/cluster"
 	"github.com/fenceview/fenceview/dashboard"
-	"github.com/fenceview/fenceview/internal/httpapi"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/cluster"
 	"github.com/fenceview/fenceview/internal/demo"
-	"github.com/fenceview/fenceview/internal/telemetry"
+	"github.com/fenceview/fenceview/internal/httpapi"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/signing"
 	"github.com/fenceview/fenceview/internal/sqlite"
+	"github.com/fenceview/fenceview/internal/telemetry"
 )
 
 // Config says where and how to serve.
