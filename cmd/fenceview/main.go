@@ -103,6 +103,7 @@ type Main struct {
 	// empty: keys kept in the database, the first made on first start.
 	SigningKey        string
 	RequireSignatures bool
+	Signing           string // --signing: on (every grant signed) or off
 	FenceMode         string // --fence-mode: mark (the rule) or current
 
 	// Cluster mode (see package cluster): on when Etcd is set.
@@ -144,6 +145,7 @@ func NewMain() *Main {
 		EtcdPrefix:  cluster.DefaultPrefix,
 		ElectionTTL: 5 * time.Second,
 		FenceMode:   fenceview.FenceModeMark,
+		Signing:     "on",
 		Clock:       clock.Real{},
 		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
 		LogOutput:   os.Stderr,
@@ -180,6 +182,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.TLSClientCA, "tls-client-ca", m.TLSClientCA, "also require client certificates signed by this CA (PEM)")
 	fs.StringVar(&m.SigningKey, "signing-key", m.SigningKey, "PEM Ed25519 private key (PKCS #8) to sign grants with (default: keys kept in the database, rotated with POST /v1/signing-keys)")
 	fs.BoolVar(&m.RequireSignatures, "require-signatures", m.RequireSignatures, "the server's own fence (/v1/fence) refuses tokens without a valid signature (reason bad-signature)")
+	fs.StringVar(&m.Signing, "signing", m.Signing, "on: sign every grant; off: issue grants without a signature, for guards that never verify one (about a third less CPU per grant; keys are still published, so tokens signed before stay verifiable)")
 	fs.StringVar(&m.FenceMode, "fence-mode", m.FenceMode, "mode of the server's own fence (/v1/fence): mark, the rule, or current: also refuse a token below the last one issued (superseded), whatever the request asks")
 	fs.BoolVar(&m.DashboardAdmin, "dashboard-admin", m.DashboardAdmin, "with auth off, also show force-expire and reset on the dashboard's resource pages (with --admin-token, admin sessions always see them)")
 	fs.BoolVar(&m.Demo, "demo", m.Demo, "also run simulated clients, so the dashboard has something to show (database fenceview-demo.db unless --db is given)")
@@ -235,6 +238,12 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.FenceMode, err = fenceview.ParseFenceMode(m.FenceMode); err != nil {
 		return fmt.Errorf("--fence-mode: %s", fenceview.ErrorMessage(err))
 	}
+	switch {
+	case m.Signing != "on" && m.Signing != "off":
+		return fmt.Errorf("--signing must be on or off, not %q", m.Signing)
+	case m.Signing == "off" && m.RequireSignatures:
+		return fmt.Errorf("--signing=off with --require-signatures would refuse every token this server issues")
+	}
 	if m.History.MaxAge < 0 || m.History.MaxEvents < 0 {
 		return fmt.Errorf("--history-retention and --history-max-events must not be negative (0 keeps every event)")
 	}
@@ -258,7 +267,7 @@ func (m *Main) Run(ctx context.Context) error {
 	srv, err := server.Start(ctx, server.Config{
 		Addr: m.Addr, DBPath: m.DBPath, Issuer: m.Issuer, AdminToken: m.AdminToken,
 		Demo: m.Demo, DashboardAdmin: m.DashboardAdmin, Clock: m.Clock, Logger: m.Logger, AccessLog: m.accessLogger(), Access: m.Access,
-		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures, FenceMode: m.FenceMode,
+		SigningKeyFile: m.SigningKey, RequireSignatures: m.RequireSignatures, UnsignedGrants: m.Signing == "off", FenceMode: m.FenceMode,
 		Cluster: server.ClusterConfig{
 			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,
 		},

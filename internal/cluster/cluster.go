@@ -73,6 +73,9 @@ type Config struct {
 	// given; otherwise the keys are the cluster's, kept in etcd.
 	SigningKeys       *signing.Keyring
 	RequireSignatures bool
+	// UnsignedGrants: the leader issues grants without a signature
+	// (--signing=off); the keys are still kept and published.
+	UnsignedGrants bool
 	// MaxResources and MaxWaiters bound each term's service as they bound a
 	// single server's (0: the issuer's defaults).
 	MaxResources, MaxWaiters int
@@ -379,8 +382,12 @@ func (n *Node) lead(ctx context.Context, el *concurrency.Election) error {
 			return fmt.Errorf("loading the signing keys: %w", err)
 		}
 	}
+	var signer issuer.Signer = keyring
+	if n.cfg.UnsignedGrants {
+		signer = nil
+	}
 	svc := issuer.New(st, resources, seq, issuer.Config{Issuer: n.issuer, Clock: n.cfg.Clock, Logger: n.cfg.Logger,
-		Signer: keyring, Verifier: keyring.Verifier(), RequireSignatures: n.cfg.RequireSignatures,
+		Signer: signer, Verifier: keyring.Verifier(), RequireSignatures: n.cfg.RequireSignatures,
 		MaxResources: n.cfg.MaxResources, MaxWaiters: n.cfg.MaxWaiters})
 	// Reads of the history wait until it holds every event published when
 	// they began.

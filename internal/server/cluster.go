@@ -50,7 +50,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		Endpoints: cfg.Cluster.Etcd, Prefix: cfg.Cluster.Prefix, Advertise: advertise,
 		ElectionTTL: cfg.Cluster.ElectionTTL, Issuer: cfg.Issuer, History: s.DB,
 		Clock: cfg.Clock, Logger: cfg.Logger,
-		SigningKeys: s.Keys, RequireSignatures: cfg.RequireSignatures,
+		SigningKeys: s.Keys, RequireSignatures: cfg.RequireSignatures, UnsignedGrants: cfg.UnsignedGrants,
 		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters, RequestTimeout: cfg.RequestTimeout,
 		// API keys are the cluster's, kept in etcd; dashboard sessions stay
 		// this node's (in memory), the admin token is whatever each node is given.

@@ -42,6 +42,11 @@ type Config struct {
 	// refuses unsigned tokens (bad-signature).
 	SigningKeyFile    string
 	RequireSignatures bool
+	// UnsignedGrants issues grants without a signature (--signing=off), for
+	// deployments whose guards never verify one: signing is about a third
+	// of a grant's CPU. The keys are still kept and published, so tokens
+	// signed before stay verifiable.
+	UnsignedGrants bool
 	// FenceMode is the least mode of the server's fence (--fence-mode):
 	// empty or fenceview.FenceModeMark, or fenceview.FenceModeCurrent.
 	FenceMode string
@@ -123,9 +128,16 @@ func (s *Server) SetAdminToken(token string) error {
 	return s.Credentials.SetAdminToken(token)
 }
 
+// ErrUnsignedRequired is Start's refusal of a server that would issue
+// unsigned grants and refuse them at its own fence.
+var ErrUnsignedRequired = errors.New("--signing=off with --require-signatures would refuse every token this server issues")
+
 // Start opens the database, starts the lock service and serves HTTP in the
 // background. It returns once the server is listening.
 func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if cfg.UnsignedGrants && cfg.RequireSignatures {
+		return nil, ErrUnsignedRequired
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
@@ -175,7 +187,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
-		Signer: s.Keys, Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures, Observer: s.Metrics,
+		Signer: signer(s.Keys, cfg.UnsignedGrants), Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures, Observer: s.Metrics,
 		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters}); err != nil {
 		return nil, err
 	}
@@ -250,6 +262,14 @@ func firstStart(cfg Config) func(context.Context, *sqlite.DB) error {
 		_, err := db.Issuer(ctx, cfg.Issuer)
 		return err
 	}
+}
+
+// signer is what signs grants: the keyring, or nothing with --signing=off.
+func signer(keys *signing.Keyring, unsigned bool) issuer.Signer {
+	if unsigned {
+		return nil
+	}
+	return keys
 }
 
 // URL is the base URL the server answers on, e.g. http://127.0.0.1:8080.
