@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
 func startServer(t *testing.T) string {
@@ -208,7 +209,7 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{"extra"},
 	} {
 		err := run(context.Background(), args, io.Discard)
-		if !errors.As(err, new(usageError)) {
+		if !errors.As(err, new(cmdmain.UsageError)) {
 			t.Errorf("run(%q) = %v, want a usage error", args, err)
 		}
 	}

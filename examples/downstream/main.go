@@ -21,8 +21,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,18 +29,13 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "downstream:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("downstream", run) }
 
 // service is the downstream inventory service.
 type service struct {
@@ -72,32 +65,25 @@ func (s *service) handleStock(w http.ResponseWriter, r *http.Request) {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("downstream", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server := story.ServerFlags(fs)
 	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
-	}
-	fv, err := client.New(*server, client.WithKey(*apiKey))
+	fv, closeAll, err := server.Connect(ctx)
 	if err != nil {
 		return err
 	}
+	defer closeAll()
 
 	// The downstream service: marks in SQLite, the middleware in front.
-	dir, err := os.MkdirTemp("", "downstream-")
+	var dbPath string
+	remove, err := story.Scratch(&dbPath, "downstream-", "marks.db")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "marks.db")+"?_busy_timeout=5000&_journal_mode=WAL")
+	defer remove()
+	db, err := sql.Open("sqlite3", "file:"+dbPath+"?_busy_timeout=5000&_journal_mode=WAL")
 	if err != nil {
 		return err
 	}

@@ -20,31 +20,22 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
 
-	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "pausedclient:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("pausedclient", run) }
 
 // run plays the story and returns an error if it did not end with A's
 // write refused and B's write in the row.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pausedclient", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server := story.ServerFlags(fs)
 	dbPath := fs.String("db", "", "SQLite file holding the inventory (default: a temporary file)")
 	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
 	resource := fs.String("resource", "inventory:42", "the lock's resource id")
@@ -52,22 +43,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
+	c, closeAll, err := server.Connect(ctx)
+	if err != nil {
+		return err
 	}
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "pausedclient-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "inventory.db")
+	defer closeAll()
+	remove, err := story.Scratch(dbPath, "pausedclient-", "inventory.db")
+	if err != nil {
+		return err
 	}
+	defer remove()
 	db, err := openInventory(ctx, *dbPath)
 	if err != nil {
 		return err
@@ -78,28 +63,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	c, err := client.New(*server, client.WithKey(*apiKey))
+	// A locks and stalls past its lease; B locks with a newer token.
+	race, err := story.Pause(ctx, c, *resource, *lease, ", read stock 10, will write 9", stdout)
 	if err != nil {
 		return err
 	}
-	a := c.Mutex(*resource, "client-a")
-	b := c.Mutex(*resource, "client-b")
-
-	// A takes the lock with a fixed lease: it is about to stall, and a
-	// stalled process renews nothing.
-	tokenA, err := a.TryLock(ctx, 0, *lease)
-	if err != nil {
-		return fmt.Errorf("A: %w", err)
-	}
-	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v), read stock 10, will write 9\n", *resource, tokenA, *lease)
-	fmt.Fprintln(stdout, "A pauses...")
-
-	// B waits on the server until A's lease runs out.
-	tokenB, err := b.Lock(ctx)
-	if err != nil {
-		return fmt.Errorf("B: %w", err)
-	}
-	fmt.Fprintf(stdout, "A's lease ran out; B locked %s with token %d\n", *resource, tokenB)
+	a, b, tokenA, tokenB := race.A, race.B, race.TokenA, race.TokenB
 	d, err := inventory.Update(ctx, db, 42, tokenB, sqlguard.Set("stock", 7))
 	if err != nil {
 		return fmt.Errorf("B's write: %w", err)

@@ -21,31 +21,24 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/redisguard"
 	"github.com/fenceview/fenceview/guard/redisguard/goredis"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "redisinventory:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("redisinventory", run) }
 
 // run plays the story and returns an error unless A's write was refused,
 // B's values are in Redis and the refusal was reported.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("redisinventory", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server := story.ServerFlags(fs)
 	addr := fs.String("redis", "", "Redis address, host:port (required)")
 	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
 	resource := fs.String("resource", "inventory:42", "the lock's resource id, also the Redis hash tag")
@@ -55,15 +48,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if *addr == "" {
 		return errors.New("-redis is required (a Redis or Valkey server to write to)")
 	}
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
-	}
-
 	rdb := redis.NewClient(&redis.Options{Addr: *addr})
 	defer rdb.Close()
 	// A fresh namespace per run, so earlier runs' marks do not refuse this
@@ -73,27 +57,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	c, err := client.New(*server, client.WithKey(*apiKey))
+	c, closeAll, err := server.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	a := c.Mutex(*resource, "client-a")
-	b := c.Mutex(*resource, "client-b")
-
-	tokenA, err := a.TryLock(ctx, 0, *lease)
+	defer closeAll()
+	// A locks and stalls past its lease; B locks with a newer token.
+	race, err := story.Pause(ctx, c, *resource, *lease, ", will write stock 9", stdout)
 	if err != nil {
-		return fmt.Errorf("A: %w", err)
+		return err
 	}
-	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v), will write stock 9\n", *resource, tokenA, *lease)
-	fmt.Fprintln(stdout, "A pauses...")
-
-	// B waits on the server until A's lease runs out.
-	tokenB, err := b.Lock(ctx)
-	if err != nil {
-		return fmt.Errorf("B: %w", err)
-	}
-	fmt.Fprintf(stdout, "A's lease ran out; B locked %s with token %d\n", *resource, tokenB)
+	a, b, tokenA, tokenB := race.A, race.B, race.TokenA, race.TokenB
 	d, err := g.Write(ctx, *resource, tokenB, redisguard.Set("stock", "7"), redisguard.Set("reserved", "3"))
 	if err != nil {
 		return fmt.Errorf("B's write: %w", err)

@@ -16,48 +16,39 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "sqlreport:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("sqlreport", run) }
 
 // source names this guard in the server's history.
 const source = "sqlguard:inventory"
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sqlreport", flag.ContinueOnError)
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server := story.ServerFlags(fs)
 	resource := fs.String("resource", fmt.Sprintf("inventory:%d", time.Now().UnixNano()), "the lock's resource id (default: a new one per run)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
-	}
-	dir, err := os.MkdirTemp("", "sqlreport-")
+	c, closeAll, err := server.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "inventory.db")+"?_busy_timeout=5000&_journal_mode=WAL")
+	defer closeAll()
+	var dbPath string
+	remove, err := story.Scratch(&dbPath, "sqlreport-", "inventory.db")
+	if err != nil {
+		return err
+	}
+	defer remove()
+	db, err := sql.Open("sqlite3", "file:"+dbPath+"?_busy_timeout=5000&_journal_mode=WAL")
 	if err != nil {
 		return err
 	}
@@ -71,11 +62,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := client.New(*server)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
 
 	// write is a guarded UPDATE whose decision, either way, goes to the
 	// server. A report that fails to send does not undo the write: the

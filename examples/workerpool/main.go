@@ -24,24 +24,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "workerpool:", err)
-		os.Exit(1)
-	}
-}
+func main() { story.Main("workerpool", run) }
 
 // worker is one process of the pool: its own client (its own holder id
 // and watchdog) and the permit it holds.
@@ -55,8 +48,7 @@ type worker struct {
 // partition written by its current owner and the stalled worker refused.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("workerpool", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server := story.ServerFlags(fs)
 	dbPath := fs.String("db", "", "SQLite file holding the partitions (default: a temporary file)")
 	workers := fs.Int("workers", 4, "workers, and partitions (3..1024)")
 	stallLease := fs.Duration("stall-lease", 500*time.Millisecond, "the lease of the worker that stalls; it stalls longer than this")
@@ -69,22 +61,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	const stalled = 2 // the worker that stalls, and its partition
 
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
+	stop, err := server.Start(ctx)
+	if err != nil {
+		return err
 	}
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "workerpool-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "jobs.db")
+	defer stop()
+	remove, err := story.Scratch(dbPath, "workerpool-", "jobs.db")
+	if err != nil {
+		return err
 	}
+	defer remove()
 	db, err := openPartitions(ctx, *dbPath, *workers)
 	if err != nil {
 		return err
@@ -101,7 +87,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	newWorker := func(name string, opts ...client.Option) (*worker, error) {
-		c, err := client.New(*server, append([]client.Option{client.WithKey(*apiKey), client.WithHolder(name)}, opts...)...)
+		c, err := client.New(server.URL, append([]client.Option{client.WithKey(server.Key), client.WithHolder(name)}, opts...)...)
 		return &worker{name: name, c: c}, err
 	}
 	pool := make([]*worker, *workers)
