@@ -8,7 +8,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
@@ -288,15 +287,7 @@ public final class FencedMultiLock implements Lock {
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
-        CompletableFuture<Map<String, Long>> f = acquire(me(), -1, -1, null);
-        try {
-            f.get();
-        } catch (InterruptedException e) {
-            f.cancel(false);
-            throw e;
-        } catch (ExecutionException e) {
-            throw FenceviewClient.rethrow(e.getCause());
-        }
+        Waiting.interruptibly(acquire(me(), -1, -1, null));
     }
 
     @Override
