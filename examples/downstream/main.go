@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -26,9 +25,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
@@ -65,8 +63,7 @@ func (s *service) handleStock(w http.ResponseWriter, r *http.Request) {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("downstream", flag.ContinueOnError)
-	server := story.ServerFlags(fs)
-	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
+	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,7 +80,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer remove()
-	db, err := sql.Open("sqlite3", "file:"+dbPath+"?_busy_timeout=5000&_journal_mode=WAL")
+	db, err := sqlitedb.Open(ctx, dbPath, "")
 	if err != nil {
 		return err
 	}
@@ -143,9 +140,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b))), nil
 	}
 
-	const resource = "inventory:42"
+	resource := paused.Resource
 	a, b := fv.Mutex(resource, "client-a"), fv.Mutex(resource, "client-b")
-	tokenA, err := a.TryLock(ctx, 0, *lease)
+	tokenA, err := a.TryLock(ctx, 0, paused.Lease)
 	if err != nil {
 		return fmt.Errorf("A: %w", err)
 	}

@@ -37,9 +37,8 @@ import (
 	"syscall"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
@@ -298,23 +297,18 @@ func (c *child) stop() {
 	}
 }
 
+// openDB opens the row's file; the story (create) makes the row, with no
+// primary yet.
 func openDB(ctx context.Context, path string, create bool) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000&_journal_mode=WAL")
-	if err != nil {
-		return nil, err
-	}
+	schema := ""
 	if create {
-		_, err = db.ExecContext(ctx, `
+		schema = `
 			CREATE TABLE IF NOT EXISTS cluster_primary (
 				id          INTEGER PRIMARY KEY,
 				node        TEXT   NOT NULL,
 				fence_token BIGINT NOT NULL DEFAULT 0
 			);
-			INSERT OR REPLACE INTO cluster_primary (id, node, fence_token) VALUES (1, '', 0);`)
+			INSERT OR REPLACE INTO cluster_primary (id, node, fence_token) VALUES (1, '', 0);`
 	}
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return sqlitedb.Open(ctx, path, schema)
 }

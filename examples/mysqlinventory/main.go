@@ -25,7 +25,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	_ "github.com/go-sql-driver/mysql"
 
@@ -41,10 +40,8 @@ func main() { story.Main("mysqlinventory", run) }
 // B's write is in the row and the refusal was reported.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("mysqlinventory", flag.ContinueOnError)
-	server := story.ServerFlags(fs)
+	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
 	dsn := fs.String("dsn", "", "go-sql-driver/mysql DSN with clientFoundRows=true (required)")
-	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
-	resource := fs.String("resource", "inventory:42", "the lock's resource id")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -82,7 +79,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer closeAll()
 	// A locks and stalls past its lease; B locks with a newer token.
-	race, err := story.Pause(ctx, c, *resource, *lease, ", will write stock 9", stdout)
+	race, err := story.Pause(ctx, c, paused, ", will write stock 9", stdout)
 	if err != nil {
 		return err
 	}
@@ -107,11 +104,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("A's write: %w", err)
 	}
 	var refused *guard.RefusalError
-	if !errors.As(d.Err(*resource), &refused) {
+	if !errors.As(d.Err(paused.Resource), &refused) {
 		return fmt.Errorf("A's stale write was accepted: %+v", d)
 	}
 	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", refused.Reason, refused.Presented, refused.Required)
-	n, err := c.Report(ctx, client.Report{Resource: *resource, Decision: d, Source: "inventory-mysql"})
+	n, err := c.Report(ctx, client.Report{Resource: paused.Resource, Decision: d, Source: "inventory-mysql"})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

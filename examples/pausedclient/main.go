@@ -15,15 +15,12 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
@@ -35,10 +32,8 @@ func main() { story.Main("pausedclient", run) }
 // write refused and B's write in the row.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pausedclient", flag.ContinueOnError)
-	server := story.ServerFlags(fs)
+	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
 	dbPath := fs.String("db", "", "SQLite file holding the inventory (default: a temporary file)")
-	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
-	resource := fs.String("resource", "inventory:42", "the lock's resource id")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,7 +48,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer remove()
-	db, err := openInventory(ctx, *dbPath)
+	db, err := sqlitedb.Open(ctx, *dbPath, inventorySchema)
 	if err != nil {
 		return err
 	}
@@ -64,7 +59,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	// A locks and stalls past its lease; B locks with a newer token.
-	race, err := story.Pause(ctx, c, *resource, *lease, ", read stock 10, will write 9", stdout)
+	race, err := story.Pause(ctx, c, paused, ", read stock 10, will write 9", stdout)
 	if err != nil {
 		return err
 	}
@@ -90,7 +85,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("A's write: %w", err)
 	}
 	var stale *guard.RefusalError
-	if !errors.As(d.Err(*resource), &stale) {
+	if !errors.As(d.Err(paused.Resource), &stale) {
 		return fmt.Errorf("A's stale write was accepted: %+v", d)
 	}
 	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", stale.Reason, stale.Presented, stale.Required)
@@ -106,21 +101,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func openInventory(ctx context.Context, path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000&_journal_mode=WAL")
-	if err != nil {
-		return nil, err
-	}
-	_, err = db.ExecContext(ctx, `
-		CREATE TABLE IF NOT EXISTS inventory (
-			product_id  INTEGER PRIMARY KEY,
-			stock       INTEGER NOT NULL,
-			fence_token BIGINT  NOT NULL DEFAULT 0
-		);
-		INSERT OR REPLACE INTO inventory (product_id, stock, fence_token) VALUES (42, 10, 0);`)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
+// inventorySchema is the guarded row: product 42, stock 10, no token yet.
+const inventorySchema = `
+	CREATE TABLE IF NOT EXISTS inventory (
+		product_id  INTEGER PRIMARY KEY,
+		stock       INTEGER NOT NULL,
+		fence_token BIGINT  NOT NULL DEFAULT 0
+	);
+	INSERT OR REPLACE INTO inventory (product_id, stock, fence_token) VALUES (42, 10, 0);`

@@ -12,15 +12,13 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
@@ -48,16 +46,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer remove()
-	db, err := sql.Open("sqlite3", "file:"+dbPath+"?_busy_timeout=5000&_journal_mode=WAL")
+	db, err := sqlitedb.Open(ctx, dbPath, `
+		CREATE TABLE inventory (product_id INTEGER PRIMARY KEY, stock INTEGER NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0);
+		INSERT INTO inventory VALUES (42, 10, 0);`)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if _, err := db.ExecContext(ctx, `
-		CREATE TABLE inventory (product_id INTEGER PRIMARY KEY, stock INTEGER NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0);
-		INSERT INTO inventory VALUES (42, 10, 0);`); err != nil {
-		return err
-	}
 	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
 	if err != nil {
 		return err

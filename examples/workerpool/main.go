@@ -26,9 +26,8 @@ import (
 	"io"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
@@ -190,19 +189,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 func openPartitions(ctx context.Context, path string, n int) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000&_journal_mode=WAL")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := db.ExecContext(ctx, `
+	db, err := sqlitedb.Open(ctx, path, `
 		CREATE TABLE IF NOT EXISTS partitions (
 			partition_id INTEGER PRIMARY KEY,
 			done_by      TEXT    NOT NULL DEFAULT '',
 			note         TEXT    NOT NULL DEFAULT '',
 			fence_token  BIGINT  NOT NULL DEFAULT 0
 		);
-		DELETE FROM partitions;`); err != nil {
-		db.Close()
+		DELETE FROM partitions;`)
+	if err != nil {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {

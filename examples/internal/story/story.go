@@ -81,17 +81,33 @@ func Scratch(path *string, prefix, name string) (remove func(), err error) {
 	return func() { os.RemoveAll(dir) }, nil
 }
 
+// Paused is the flags of the paused-client story: -lease, A's lease,
+// which A stalls past, and -resource, the lock both clients take.
+type Paused struct {
+	Lease    time.Duration
+	Resource string
+}
+
+// PausedFlags registers -lease and -resource on fs.
+func PausedFlags(fs *flag.FlagSet) *Paused {
+	p := &Paused{}
+	fs.DurationVar(&p.Lease, "lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
+	fs.StringVar(&p.Resource, "resource", "inventory:42", "the lock's resource id")
+	return p
+}
+
 // Pause is the paused-client story's opening, told on stdout: A locks
-// resource with a fixed lease (it is about to stall, and a stalled
+// p.Resource with a fixed lease, p.Lease (it is about to stall, and a stalled
 // process renews nothing) and pauses; B waits on the server until A's
 // lease runs out, and locks. plan ends A's line (", will write stock 9").
-func Pause(ctx context.Context, c *client.Client, resource string, lease time.Duration, plan string, stdout io.Writer) (*Race, error) {
+func Pause(ctx context.Context, c *client.Client, p *Paused, plan string, stdout io.Writer) (*Race, error) {
+	resource := p.Resource
 	r := &Race{A: c.Mutex(resource, "client-a"), B: c.Mutex(resource, "client-b")}
 	var err error
-	if r.TokenA, err = r.A.TryLock(ctx, 0, lease); err != nil {
+	if r.TokenA, err = r.A.TryLock(ctx, 0, p.Lease); err != nil {
 		return nil, fmt.Errorf("A: %w", err)
 	}
-	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v)%s\n", resource, r.TokenA, lease, plan)
+	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v)%s\n", resource, r.TokenA, p.Lease, plan)
 	fmt.Fprintln(stdout, "A pauses...")
 	if r.TokenB, err = r.B.Lock(ctx); err != nil {
 		return nil, fmt.Errorf("B: %w", err)
