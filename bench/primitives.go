@@ -298,14 +298,38 @@ func (f *fenceviewPrimitives) multiCycle(prefix, holder string, n int) primitive
 	}
 }
 
-// sequentialCycle takes the same 4 locks one acquire at a time, in a
-// global order (so that clients cannot deadlock), giving back what it
-// took when one is held, then releases each.
+// sequentialCycle takes the same 4 locks as multiCycle one acquire at a
+// time (see oneAtATime).
 func (f *fenceviewPrimitives) sequentialCycle(prefix, holder string, n int) primitiveCycle {
-	release := func(ctx context.Context, ids []string) error {
+	return oneAtATime(prefix, n, func(ctx context.Context, id string) (bool, error) {
+		var g grantAnswer
+		status, err := f.post(ctx, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, &g)
+		switch {
+		case err != nil:
+			return false, err
+		case status == 409:
+			return true, nil
+		case status != 200:
+			return false, fmt.Errorf("acquire %s: %d", id, status)
+		}
+		return false, nil
+	}, func(ctx context.Context, id string) error {
+		if status, err := f.post(ctx, "/v1/locks/"+id+"/release", map[string]any{"holder": holder}, nil); err != nil || status != 200 {
+			return fmt.Errorf("release %s: %d %v", id, status, err)
+		}
+		return nil
+	})
+}
+
+// oneAtATime is a cycle that takes 4 locks one acquire at a time, in a
+// global order (so that clients cannot deadlock), giving back what it
+// took when one is held, then releases each. acquire says whether the
+// lock was held by another.
+func oneAtATime(prefix string, n int, acquire func(ctx context.Context, id string) (held bool, err error), release func(ctx context.Context, id string) error) primitiveCycle {
+	releaseAll := func(ctx context.Context, ids []string) error {
 		for _, id := range ids {
-			if status, err := f.post(ctx, "/v1/locks/"+id+"/release", map[string]any{"holder": holder}, nil); err != nil || status != 200 {
-				return fmt.Errorf("release %s: %d %v", id, status, err)
+			if err := release(ctx, id); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -314,18 +338,15 @@ func (f *fenceviewPrimitives) sequentialCycle(prefix, holder string, n int) prim
 		ids := fourOf(rng, prefix, n)
 		slices.Sort(ids)
 		for i, id := range ids {
-			var g grantAnswer
-			status, err := f.post(ctx, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, &g)
-			switch {
-			case err != nil:
+			held, err := acquire(ctx, id)
+			if err != nil {
 				return false, err
-			case status == 409:
-				return true, release(ctx, ids[:i])
-			case status != 200:
-				return false, fmt.Errorf("acquire %s: %d", id, status)
+			}
+			if held {
+				return true, releaseAll(ctx, ids[:i])
 			}
 		}
-		return false, release(ctx, ids)
+		return false, releaseAll(ctx, ids)
 	}
 }
 
@@ -381,26 +402,13 @@ func redisSemaphoreCycle(rdb *redis.Client, name, holder string, permits int) pr
 // redis.go: RedissonMultiLock takes its locks one after the other.
 func redisSequentialCycle(rdb *redis.Client, prefix, holder string, n int) primitiveCycle {
 	keys := func(id string) []string { t := "{" + id + "}"; return []string{t + ":lock", t + ":token"} }
-	release := func(ctx context.Context, ids []string) error {
-		for _, id := range ids {
-			if r, err := releaseScript.EvalSha(ctx, rdb, keys(id)[:1], holder).Int64(); err != nil || r < 0 {
-				return fmt.Errorf("release %s: %d %v", id, r, err)
-			}
+	return oneAtATime(prefix, n, func(ctx context.Context, id string) (bool, error) {
+		tok, err := acquireScript.EvalSha(ctx, rdb, keys(id), holder, "30000").Int64()
+		return err == nil && tok == 0, err
+	}, func(ctx context.Context, id string) error {
+		if r, err := releaseScript.EvalSha(ctx, rdb, keys(id)[:1], holder).Int64(); err != nil || r < 0 {
+			return fmt.Errorf("release %s: %d %v", id, r, err)
 		}
 		return nil
-	}
-	return func(ctx context.Context, rng *rand.Rand) (bool, error) {
-		ids := fourOf(rng, prefix, n)
-		slices.Sort(ids)
-		for i, id := range ids {
-			tok, err := acquireScript.EvalSha(ctx, rdb, keys(id), holder, "30000").Int64()
-			if err != nil {
-				return false, err
-			}
-			if tok == 0 {
-				return true, release(ctx, ids[:i])
-			}
-		}
-		return false, release(ctx, ids)
-	}
+	})
 }

@@ -100,9 +100,7 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 			pause(ctx)
 			return
 		}
-		defer c.Close()
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
+		defer closeWhenDone(ctx, c)()
 		count.Add(1)
 		if kind == 1 {
 			c.SetReadDeadline(time.Time{})
@@ -131,9 +129,7 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 			pause(ctx)
 			return
 		}
-		defer c.Close()
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
+		defer closeWhenDone(ctx, c)()
 		br := bufio.NewReader(c)
 		for ctx.Err() == nil {
 			method := fmt.Sprintf("M%x", rng.Uint64())
@@ -178,6 +174,16 @@ func hammer(ctx context.Context, hc *http.Client, count *atomic.Int64, next func
 		io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		count.Add(1)
+	}
+}
+
+// closeWhenDone closes c once ctx is done, ending a blocked read or
+// write; the func it returns stops that and closes c.
+func closeWhenDone(ctx context.Context, c io.Closer) func() {
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	return func() {
+		stop()
+		c.Close()
 	}
 }
 
