@@ -248,20 +248,34 @@ func (f *fenceviewPrimitives) semaphoreCycle(name, holder string, permits, waitM
 func (f *fenceviewPrimitives) lockCycle(prefix, holder string, n int) primitiveCycle {
 	return func(ctx context.Context, rng *rand.Rand) (bool, error) {
 		id := prefix + strconv.Itoa(rng.IntN(n))
-		status, err := f.post(ctx, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, nil)
-		switch {
-		case err != nil:
-			return false, err
-		case status == 409:
-			return true, nil
-		case status != 200:
-			return false, fmt.Errorf("acquire %s: %d", id, status)
+		if held, err := f.acquire(ctx, id, holder, nil); held || err != nil {
+			return held, err
 		}
-		if status, err = f.post(ctx, "/v1/locks/"+id+"/release", map[string]any{"holder": holder}, nil); err != nil || status != 200 {
-			return false, fmt.Errorf("release %s: %d %v", id, status, err)
-		}
-		return false, nil
+		return false, f.release(ctx, id, holder)
 	}
+}
+
+// acquire takes lock id for holder, decoding the grant into grant unless
+// it is nil; held says another holder has the lock.
+func (f *fenceviewPrimitives) acquire(ctx context.Context, id, holder string, grant any) (held bool, err error) {
+	status, err := f.post(ctx, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, grant)
+	switch {
+	case err != nil:
+		return false, err
+	case status == 409:
+		return true, nil
+	case status != 200:
+		return false, fmt.Errorf("acquire %s: %d", id, status)
+	}
+	return false, nil
+}
+
+// release gives lock id back.
+func (f *fenceviewPrimitives) release(ctx context.Context, id, holder string) error {
+	if status, err := f.post(ctx, "/v1/locks/"+id+"/release", map[string]any{"holder": holder}, nil); err != nil || status != 200 {
+		return fmt.Errorf("release %s: %d %v", id, status, err)
+	}
+	return nil
 }
 
 // fourOf picks 4 distinct resources of n.
@@ -303,21 +317,9 @@ func (f *fenceviewPrimitives) multiCycle(prefix, holder string, n int) primitive
 func (f *fenceviewPrimitives) sequentialCycle(prefix, holder string, n int) primitiveCycle {
 	return oneAtATime(prefix, n, func(ctx context.Context, id string) (bool, error) {
 		var g grantAnswer
-		status, err := f.post(ctx, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, &g)
-		switch {
-		case err != nil:
-			return false, err
-		case status == 409:
-			return true, nil
-		case status != 200:
-			return false, fmt.Errorf("acquire %s: %d", id, status)
-		}
-		return false, nil
+		return f.acquire(ctx, id, holder, &g)
 	}, func(ctx context.Context, id string) error {
-		if status, err := f.post(ctx, "/v1/locks/"+id+"/release", map[string]any{"holder": holder}, nil); err != nil || status != 200 {
-			return fmt.Errorf("release %s: %d %v", id, status, err)
-		}
-		return nil
+		return f.release(ctx, id, holder)
 	})
 }
 
