@@ -227,19 +227,11 @@ type grantAnswer struct {
 func (f *fenceviewPrimitives) semaphoreCycle(name, holder string, permits, waitMs int) primitiveCycle {
 	return func(ctx context.Context, _ *rand.Rand) (bool, error) {
 		var g grantAnswer
-		status, err := f.post(ctx, "/v1/semaphores/"+name+"/acquire", map[string]any{"holder": holder, "permits": permits, "waitMs": waitMs}, &g)
-		switch {
-		case err != nil:
-			return false, err
-		case status == 409:
-			return true, nil
-		case status != 200:
-			return false, fmt.Errorf("semaphore acquire: %d", status)
+		held, err := f.take(ctx, "semaphore acquire", "/v1/semaphores/"+name+"/acquire", map[string]any{"holder": holder, "permits": permits, "waitMs": waitMs}, &g)
+		if held || err != nil {
+			return held, err
 		}
-		if status, err = f.post(ctx, "/v1/semaphores/"+name+"/release", map[string]any{"holder": holder, "slot": g.Slot}, nil); err != nil || status != 200 {
-			return false, fmt.Errorf("semaphore release: %d %v", status, err)
-		}
-		return false, nil
+		return false, f.giveBack(ctx, "semaphore release", "/v1/semaphores/"+name+"/release", map[string]any{"holder": holder, "slot": g.Slot})
 	}
 }
 
@@ -258,22 +250,33 @@ func (f *fenceviewPrimitives) lockCycle(prefix, holder string, n int) primitiveC
 // acquire takes lock id for holder, decoding the grant into grant unless
 // it is nil; held says another holder has the lock.
 func (f *fenceviewPrimitives) acquire(ctx context.Context, id, holder string, grant any) (held bool, err error) {
-	status, err := f.post(ctx, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, grant)
+	return f.take(ctx, "acquire "+id, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, grant)
+}
+
+// release gives lock id back.
+func (f *fenceviewPrimitives) release(ctx context.Context, id, holder string) error {
+	return f.giveBack(ctx, "release "+id, "/v1/locks/"+id+"/release", map[string]any{"holder": holder})
+}
+
+// take posts an acquire of what, decoding the grant into grant unless it
+// is nil; held is the server's 409 (held by another, no permit free).
+func (f *fenceviewPrimitives) take(ctx context.Context, what, path string, body map[string]any, grant any) (held bool, err error) {
+	status, err := f.post(ctx, path, body, grant)
 	switch {
 	case err != nil:
 		return false, err
 	case status == 409:
 		return true, nil
 	case status != 200:
-		return false, fmt.Errorf("acquire %s: %d", id, status)
+		return false, fmt.Errorf("%s: %d", what, status)
 	}
 	return false, nil
 }
 
-// release gives lock id back.
-func (f *fenceviewPrimitives) release(ctx context.Context, id, holder string) error {
-	if status, err := f.post(ctx, "/v1/locks/"+id+"/release", map[string]any{"holder": holder}, nil); err != nil || status != 200 {
-		return fmt.Errorf("release %s: %d %v", id, status, err)
+// giveBack posts a release of what, which must succeed.
+func (f *fenceviewPrimitives) giveBack(ctx context.Context, what, path string, body map[string]any) error {
+	if status, err := f.post(ctx, path, body, nil); err != nil || status != 200 {
+		return fmt.Errorf("%s: %d %v", what, status, err)
 	}
 	return nil
 }
@@ -296,19 +299,14 @@ func (f *fenceviewPrimitives) multiCycle(prefix, holder string, n int) primitive
 	return func(ctx context.Context, rng *rand.Rand) (bool, error) {
 		ids := fourOf(rng, prefix, n)
 		var g struct{ Grants []grantAnswer }
-		status, err := f.post(ctx, "/v1/locks/acquire-all", map[string]any{"resources": ids, "holder": holder}, &g)
-		switch {
-		case err != nil:
-			return false, err
-		case status == 409:
-			return true, nil
-		case status != 200 || len(g.Grants) != 4:
-			return false, fmt.Errorf("acquire-all: %d, %d grants", status, len(g.Grants))
+		held, err := f.take(ctx, "acquire-all", "/v1/locks/acquire-all", map[string]any{"resources": ids, "holder": holder}, &g)
+		if held || err != nil {
+			return held, err
 		}
-		if status, err = f.post(ctx, "/v1/locks/release-all", map[string]any{"resources": ids, "holder": holder}, nil); err != nil || status != 200 {
-			return false, fmt.Errorf("release-all: %d %v", status, err)
+		if len(g.Grants) != 4 {
+			return false, fmt.Errorf("acquire-all: %d grants", len(g.Grants))
 		}
-		return false, nil
+		return false, f.giveBack(ctx, "release-all", "/v1/locks/release-all", map[string]any{"resources": ids, "holder": holder})
 	}
 }
 
