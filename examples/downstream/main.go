@@ -74,17 +74,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	defer closeAll()
 
 	// The downstream service: marks in SQLite, the middleware in front.
-	var dbPath string
-	remove, err := story.Scratch(&dbPath, "downstream-", "marks.db")
+	var dbPath string // a temporary file
+	db, closeDB, err := sqlitedb.Open(ctx, &dbPath, "")
 	if err != nil {
 		return err
 	}
-	defer remove()
-	db, err := sqlitedb.Open(ctx, dbPath, "")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer closeDB()
 	marks, err := sqlguard.NewMarks(db, sqlguard.SQLite, "fence_marks")
 	if err != nil {
 		return err

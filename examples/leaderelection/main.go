@@ -100,11 +100,11 @@ func primaryTable() *sqlguard.Table {
 
 // candidate is A: elected, then a follower of commands.
 func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) error {
-	db, err := openDB(ctx, f.db, false)
+	db, closeDB, err := openDB(ctx, &f.db, false)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closeDB()
 	c, err := client.New(f.server.URL, client.WithKey(f.server.Key), client.WithHolder(f.candidate), client.WithLease(f.lease))
 	if err != nil {
 		return err
@@ -148,16 +148,11 @@ func tell(ctx context.Context, f flags, stdout io.Writer) error {
 		return err
 	}
 	defer stop()
-	remove, err := story.Scratch(&f.db, "leaderelection-", "cluster.db")
+	db, closeDB, err := openDB(ctx, &f.db, true)
 	if err != nil {
 		return err
 	}
-	defer remove()
-	db, err := openDB(ctx, f.db, true)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer closeDB()
 
 	a, err := startCandidate(ctx, f)
 	if err != nil {
@@ -297,9 +292,9 @@ func (c *child) stop() {
 	}
 }
 
-// openDB opens the row's file; the story (create) makes the row, with no
-// primary yet.
-func openDB(ctx context.Context, path string, create bool) (*sql.DB, error) {
+// openDB opens the row's file (see sqlitedb.Open); the story (create)
+// makes the row, with no primary yet.
+func openDB(ctx context.Context, path *string, create bool) (*sql.DB, func(), error) {
 	schema := ""
 	if create {
 		schema = `

@@ -43,16 +43,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeAll()
-	remove, err := story.Scratch(dbPath, "pausedclient-", "inventory.db")
+	db, closeDB, err := sqlitedb.Open(ctx, dbPath, inventorySchema)
 	if err != nil {
 		return err
 	}
-	defer remove()
-	db, err := sqlitedb.Open(ctx, *dbPath, inventorySchema)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer closeDB()
 	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
 	if err != nil {
 		return err

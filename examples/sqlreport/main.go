@@ -40,19 +40,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeAll()
-	var dbPath string
-	remove, err := story.Scratch(&dbPath, "sqlreport-", "inventory.db")
-	if err != nil {
-		return err
-	}
-	defer remove()
-	db, err := sqlitedb.Open(ctx, dbPath, `
+	var dbPath string // a temporary file
+	db, closeDB, err := sqlitedb.Open(ctx, &dbPath, `
 		CREATE TABLE inventory (product_id INTEGER PRIMARY KEY, stock INTEGER NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0);
 		INSERT INTO inventory VALUES (42, 10, 0);`)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closeDB()
 	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
 	if err != nil {
 		return err

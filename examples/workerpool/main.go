@@ -65,16 +65,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer stop()
-	remove, err := story.Scratch(dbPath, "workerpool-", "jobs.db")
+	db, closeDB, err := openPartitions(ctx, dbPath, *workers)
 	if err != nil {
 		return err
 	}
-	defer remove()
-	db, err := openPartitions(ctx, *dbPath, *workers)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer closeDB()
 	partitions, err := sqlguard.NewTable(sqlguard.SQLite, "partitions", "partition_id")
 	if err != nil {
 		return err
@@ -188,8 +183,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return rows.Err()
 }
 
-func openPartitions(ctx context.Context, path string, n int) (*sql.DB, error) {
-	db, err := sqlitedb.Open(ctx, path, `
+// openPartitions opens the jobs' file (see sqlitedb.Open) with n
+// partitions, none done yet.
+func openPartitions(ctx context.Context, path *string, n int) (*sql.DB, func(), error) {
+	db, closeDB, err := sqlitedb.Open(ctx, path, `
 		CREATE TABLE IF NOT EXISTS partitions (
 			partition_id INTEGER PRIMARY KEY,
 			done_by      TEXT    NOT NULL DEFAULT '',
@@ -198,13 +195,13 @@ func openPartitions(ctx context.Context, path string, n int) (*sql.DB, error) {
 		);
 		DELETE FROM partitions;`)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := 0; i < n; i++ {
 		if _, err := db.ExecContext(ctx, `INSERT INTO partitions (partition_id) VALUES (?)`, i); err != nil {
-			db.Close()
-			return nil, err
+			closeDB()
+			return nil, nil, err
 		}
 	}
-	return db, nil
+	return db, closeDB, nil
 }

@@ -1,9 +1,9 @@
 // Package story is what every example does around the story it tells: run
 // from main with a context that Ctrl-C cancels, the -server and -key flags,
-// a fenceview server started in process when no -server is given, a
-// scratch directory, and the opening of the paused-client story (A locks
-// with a short lease and stalls; B waits the lease out and locks). What an
-// example teaches stays in its own main.go.
+// a fenceview server started in process when no -server is given, and the
+// opening of the paused-client story (A locks with a short lease and
+// stalls; B waits the lease out and locks). What an example teaches stays
+// in its own main.go.
 package story
 
 import (
@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/fenceview/fenceview/client"
@@ -65,20 +64,6 @@ func (s *Server) Connect(ctx context.Context) (c *client.Client, closeAll func()
 		return nil, nil, err
 	}
 	return c, func() { c.Close(); stop() }, nil
-}
-
-// Scratch sets *path to name in a new temporary directory unless it is
-// already set (a -db flag, say). remove deletes that directory.
-func Scratch(path *string, prefix, name string) (remove func(), err error) {
-	if *path != "" {
-		return func() {}, nil
-	}
-	dir, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		return nil, err
-	}
-	*path = filepath.Join(dir, name)
-	return func() { os.RemoveAll(dir) }, nil
 }
 
 // Paused is the flags of the paused-client story: -lease, A's lease,

@@ -221,9 +221,7 @@ public final class FencedLock implements Lock {
 
     /** Records a grant: a new hold with its watchdog, or one more re-entrant grant. */
     private long granted(long threadId, String holder, Map<String, Object> body, long lease, boolean renewing, long sent) {
-        Map<String, Object> f = Json.obj(body, "fencing");
-        FencingToken t = new FencingToken(resource, Json.lng(f, "token"), Json.str(f, "signature"), Json.str(f, "keyId"),
-                Json.str(f, "issuer"), Json.str(f, "scope"));
+        FencingToken t = FencingToken.ofGrant(resource, body);
         long ms = Json.lng(body, "leaseMs");
         long leaseMs = ms > 0 ? ms : lease;
         Hold.Key key = new Hold.Key(resource, threadId);
@@ -237,11 +235,7 @@ public final class FencedLock implements Lock {
         });
         h.granted(t, (int) Json.lng(body, "holdCount"));
         if (created[0] != null) {
-            if (c.isClosed()) {
-                h.lose("the client was closed", null);
-            } else {
-                h.start(sent);
-            }
+            h.begin(sent);
         }
         return t.number();
     }

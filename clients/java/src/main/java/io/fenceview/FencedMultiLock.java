@@ -142,10 +142,8 @@ public final class FencedMultiLock implements Lock {
         for (Object o : grants) {
             @SuppressWarnings("unchecked")
             Map<String, Object> g = (Map<String, Object>) o;
-            Map<String, Object> f = Json.obj(g, "fencing");
             String r = Json.str(g, "resourceId");
-            tokens.put(r, new FencingToken(r, Json.lng(f, "token"), Json.str(f, "signature"), Json.str(f, "keyId"),
-                    Json.str(f, "issuer"), Json.str(f, "scope")));
+            tokens.put(r, FencingToken.ofGrant(r, g));
             ms = Json.lng(g, "leaseMs");
         }
         long leaseMs = ms > 0 ? ms : lease;
@@ -160,11 +158,7 @@ public final class FencedMultiLock implements Lock {
         h.tokens = Collections.unmodifiableMap(tokens);
         h.granted(tokens.get(resources.get(0)), created[0] != null ? 1 : h.count() + 1);
         if (created[0] != null) {
-            if (c.isClosed()) {
-                h.lose("the client was closed", null);
-            } else {
-                h.start(sent);
-            }
+            h.begin(sent);
         }
         Map<String, Long> out = new LinkedHashMap<>();
         tokens.forEach((r, t) -> out.put(r, t.number()));
