@@ -31,9 +31,10 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() { story.Main("downstream", run) }
+func main() { cmdmain.Main("downstream", run) }
 
 // service is the downstream inventory service.
 type service struct {

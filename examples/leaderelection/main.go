@@ -42,10 +42,11 @@ import (
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
 func main() {
-	story.Main("leaderelection", func(ctx context.Context, args []string, stdout io.Writer) error {
+	cmdmain.Main("leaderelection", func(ctx context.Context, args []string, stdout io.Writer) error {
 		return run(ctx, args, os.Stdin, stdout)
 	})
 }

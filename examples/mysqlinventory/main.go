@@ -32,9 +32,10 @@ import (
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() { story.Main("mysqlinventory", run) }
+func main() { cmdmain.Main("mysqlinventory", run) }
 
 // run plays the story and returns an error unless A's write was refused,
 // B's write is in the row and the refusal was reported.

@@ -24,9 +24,10 @@ import (
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() { story.Main("pausedclient", run) }
+func main() { cmdmain.Main("pausedclient", run) }
 
 // run plays the story and returns an error if it did not end with A's
 // write refused and B's write in the row.

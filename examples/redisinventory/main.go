@@ -30,9 +30,10 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/redisguard"
 	"github.com/fenceview/fenceview/guard/redisguard/goredis"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() { story.Main("redisinventory", run) }
+func main() { cmdmain.Main("redisinventory", run) }
 
 // run plays the story and returns an error unless A's write was refused,
 // B's values are in Redis and the refusal was reported.

@@ -21,9 +21,10 @@ import (
 	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() { story.Main("sqlreport", run) }
+func main() { cmdmain.Main("sqlreport", run) }
 
 // source names this guard in the server's history.
 const source = "sqlguard:inventory"

@@ -31,9 +31,10 @@ import (
 	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() { story.Main("workerpool", run) }
+func main() { cmdmain.Main("workerpool", run) }
 
 // worker is one process of the pool: its own client (its own holder id
 // and watchdog) and the permit it holds.

@@ -1,9 +1,8 @@
-// Package story is what every example does around the story it tells: run
-// from main with a context that Ctrl-C cancels, the -server and -key flags,
-// a fenceview server started in process when no -server is given, and the
-// opening of the paused-client story (A locks with a short lease and
-// stalls; B waits the lease out and locks). What an example teaches stays
-// in its own main.go.
+// Package story is what every client example does around the story it
+// tells: the -server and -key flags, a fenceview server started in
+// process when no -server is given, and the opening of the paused-client
+// story (A locks with a short lease and stalls; B waits the lease out and
+// locks). What an example teaches stays in its own main.go.
 package story
 
 import (
@@ -16,13 +15,7 @@ import (
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
-	"github.com/fenceview/fenceview/internal/cmdmain"
 )
-
-// Main runs an example's run for the command line: see cmdmain.Main.
-func Main(name string, run func(ctx context.Context, args []string, stdout io.Writer) error) {
-	cmdmain.Main(name, run)
-}
 
 // Server is the fenceview server an example talks to: -server and -key.
 type Server struct {
