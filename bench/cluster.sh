@@ -22,18 +22,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# A free loopback port: one nothing answers on.
-free_port() {
-	local p
-	for p in $(shuf -i 20000-60000 -n 100); do
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return
-		fi
-	done
-	echo "bench: no free port" >&2
-	return 1
-}
+source "$here/ports.sh" # free_port
+
 wait_for() { # url
 	for _ in $(seq 1 300); do
 		curl -fsS -o /dev/null "$1" 2>/dev/null && return 0

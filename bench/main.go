@@ -16,23 +16,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/fenceview/fenceview/internal/cmdmain"
 	"github.com/fenceview/fenceview/internal/load"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdmain.Main("bench", run) }
 
 // target is one system under test.
 type target struct {

@@ -3,102 +3,21 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/fenceview/fenceview/internal/dbtest"
 	"github.com/fenceview/fenceview/internal/load"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
+// startRedis runs a throwaway Redis on loopback (internal/dbtest: skipped
+// when none is installed, failed under CI) and returns its address.
+func startRedis(t *testing.T) string { return dbtest.Redis(t).Addr }
 
-// startRedis runs a throwaway redis-server on loopback, or skips.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil || testing.Short() {
-		t.Skip("redis-server not installed (or -short)")
-	}
-	port := freePort(t)
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", t.TempDir(),
-		"--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	for i := 0; rdb.Ping(context.Background()).Err() != nil; i++ {
-		if i == 100 {
-			t.Fatal("redis-server did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return addr
-}
-
-// startPostgres runs a throwaway cluster on loopback (as the postgres user
-// when root: PostgreSQL refuses to run as root), or skips.
+// startPostgres runs a throwaway PostgreSQL cluster on loopback, as
+// startRedis does, and returns its connection string.
 func startPostgres(t *testing.T) string {
-	t.Helper()
-	pgbin := ""
-	if p, err := exec.LookPath("initdb"); err == nil {
-		pgbin = filepath.Dir(p)
-	} else if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(m) > 0 {
-		pgbin = filepath.Dir(m[len(m)-1])
-	}
-	if pgbin == "" || testing.Short() {
-		t.Skip("PostgreSQL not installed (or -short)")
-	}
-	dir, err := os.MkdirTemp("", "fenceview-bench-pg-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	var prefix []string
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Skip("root without a postgres user")
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-		prefix = []string{"runuser", "-u", "postgres", "--"}
-	}
-	run := func(args ...string) {
-		t.Helper()
-		args = append(prefix, args...)
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-	}
-	data := filepath.Join(dir, "data")
-	port := freePort(t)
-	run(filepath.Join(pgbin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust", "--no-sync")
-	run(filepath.Join(pgbin, "pg_ctl"), "-D", data, "-w", "-l", filepath.Join(dir, "log"),
-		"-o", fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c fsync=off", port, dir), "start")
-	t.Cleanup(func() { run(filepath.Join(pgbin, "pg_ctl"), "-D", data, "-m", "immediate", "stop") })
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable", port)
+	return "postgres://postgres@" + dbtest.PostgreSQL(t).Addr + "/postgres?sslmode=disable"
 }
 
 // Every peer's lock is re-entrant by holder with a new token per grant,

@@ -83,7 +83,7 @@ func (d *pgDriver) Prepare(ctx context.Context, s load.Setup) error {
 }
 
 func (d *pgDriver) NewClient(id int, holder string) (load.Client, error) {
-	return &pgClient{d: d, holder: holder, value: int64(id) << 40}, nil
+	return &pgClient{d: d, writer: newWriter(id, holder)}, nil
 }
 
 func (d *pgDriver) Close() error {
@@ -94,10 +94,8 @@ func (d *pgDriver) Close() error {
 }
 
 type pgClient struct {
-	d      *pgDriver
-	holder string
-	value  int64 // the data of its fenced writes: value+n, new every write
-	n      int64
+	d *pgDriver
+	writer
 }
 
 func (c *pgClient) Acquire(ctx context.Context, r int) (int64, error) {
@@ -118,7 +116,6 @@ func (c *pgClient) Release(ctx context.Context, r int) error {
 }
 
 func (c *pgClient) Fence(ctx context.Context, r int, token int64) (bool, error) {
-	c.n++
-	tag, err := c.d.pool.Exec(ctx, pgFence, c.d.resources[r], token, c.value+c.n)
+	tag, err := c.d.pool.Exec(ctx, pgFence, c.d.resources[r], token, c.next())
 	return err == nil && tag.RowsAffected() == 1, err
 }

@@ -227,19 +227,11 @@ type grantAnswer struct {
 func (f *fenceviewPrimitives) semaphoreCycle(name, holder string, permits, waitMs int) primitiveCycle {
 	return func(ctx context.Context, _ *rand.Rand) (bool, error) {
 		var g grantAnswer
-		status, err := f.post(ctx, "/v1/semaphores/"+name+"/acquire", map[string]any{"holder": holder, "permits": permits, "waitMs": waitMs}, &g)
-		switch {
-		case err != nil:
-			return false, err
-		case status == 409:
-			return true, nil
-		case status != 200:
-			return false, fmt.Errorf("semaphore acquire: %d", status)
+		held, err := f.take(ctx, "semaphore acquire", "/v1/semaphores/"+name+"/acquire", map[string]any{"holder": holder, "permits": permits, "waitMs": waitMs}, &g)
+		if held || err != nil {
+			return held, err
 		}
-		if status, err = f.post(ctx, "/v1/semaphores/"+name+"/release", map[string]any{"holder": holder, "slot": g.Slot}, nil); err != nil || status != 200 {
-			return false, fmt.Errorf("semaphore release: %d %v", status, err)
-		}
-		return false, nil
+		return false, f.giveBack(ctx, "semaphore release", "/v1/semaphores/"+name+"/release", map[string]any{"holder": holder, "slot": g.Slot})
 	}
 }
 
@@ -248,20 +240,45 @@ func (f *fenceviewPrimitives) semaphoreCycle(name, holder string, permits, waitM
 func (f *fenceviewPrimitives) lockCycle(prefix, holder string, n int) primitiveCycle {
 	return func(ctx context.Context, rng *rand.Rand) (bool, error) {
 		id := prefix + strconv.Itoa(rng.IntN(n))
-		status, err := f.post(ctx, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, nil)
-		switch {
-		case err != nil:
-			return false, err
-		case status == 409:
-			return true, nil
-		case status != 200:
-			return false, fmt.Errorf("acquire %s: %d", id, status)
+		if held, err := f.acquire(ctx, id, holder, nil); held || err != nil {
+			return held, err
 		}
-		if status, err = f.post(ctx, "/v1/locks/"+id+"/release", map[string]any{"holder": holder}, nil); err != nil || status != 200 {
-			return false, fmt.Errorf("release %s: %d %v", id, status, err)
-		}
-		return false, nil
+		return false, f.release(ctx, id, holder)
 	}
+}
+
+// acquire takes lock id for holder, decoding the grant into grant unless
+// it is nil; held says another holder has the lock.
+func (f *fenceviewPrimitives) acquire(ctx context.Context, id, holder string, grant any) (held bool, err error) {
+	return f.take(ctx, "acquire "+id, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, grant)
+}
+
+// release gives lock id back.
+func (f *fenceviewPrimitives) release(ctx context.Context, id, holder string) error {
+	return f.giveBack(ctx, "release "+id, "/v1/locks/"+id+"/release", map[string]any{"holder": holder})
+}
+
+// take posts an acquire of what, decoding the grant into grant unless it
+// is nil; held is the server's 409 (held by another, no permit free).
+func (f *fenceviewPrimitives) take(ctx context.Context, what, path string, body map[string]any, grant any) (held bool, err error) {
+	status, err := f.post(ctx, path, body, grant)
+	switch {
+	case err != nil:
+		return false, err
+	case status == 409:
+		return true, nil
+	case status != 200:
+		return false, fmt.Errorf("%s: %d", what, status)
+	}
+	return false, nil
+}
+
+// giveBack posts a release of what, which must succeed.
+func (f *fenceviewPrimitives) giveBack(ctx context.Context, what, path string, body map[string]any) error {
+	if status, err := f.post(ctx, path, body, nil); err != nil || status != 200 {
+		return fmt.Errorf("%s: %d %v", what, status, err)
+	}
+	return nil
 }
 
 // fourOf picks 4 distinct resources of n.
@@ -282,30 +299,37 @@ func (f *fenceviewPrimitives) multiCycle(prefix, holder string, n int) primitive
 	return func(ctx context.Context, rng *rand.Rand) (bool, error) {
 		ids := fourOf(rng, prefix, n)
 		var g struct{ Grants []grantAnswer }
-		status, err := f.post(ctx, "/v1/locks/acquire-all", map[string]any{"resources": ids, "holder": holder}, &g)
-		switch {
-		case err != nil:
-			return false, err
-		case status == 409:
-			return true, nil
-		case status != 200 || len(g.Grants) != 4:
-			return false, fmt.Errorf("acquire-all: %d, %d grants", status, len(g.Grants))
+		held, err := f.take(ctx, "acquire-all", "/v1/locks/acquire-all", map[string]any{"resources": ids, "holder": holder}, &g)
+		if held || err != nil {
+			return held, err
 		}
-		if status, err = f.post(ctx, "/v1/locks/release-all", map[string]any{"resources": ids, "holder": holder}, nil); err != nil || status != 200 {
-			return false, fmt.Errorf("release-all: %d %v", status, err)
+		if len(g.Grants) != 4 {
+			return false, fmt.Errorf("acquire-all: %d grants", len(g.Grants))
 		}
-		return false, nil
+		return false, f.giveBack(ctx, "release-all", "/v1/locks/release-all", map[string]any{"resources": ids, "holder": holder})
 	}
 }
 
-// sequentialCycle takes the same 4 locks one acquire at a time, in a
-// global order (so that clients cannot deadlock), giving back what it
-// took when one is held, then releases each.
+// sequentialCycle takes the same 4 locks as multiCycle one acquire at a
+// time (see oneAtATime).
 func (f *fenceviewPrimitives) sequentialCycle(prefix, holder string, n int) primitiveCycle {
-	release := func(ctx context.Context, ids []string) error {
+	return oneAtATime(prefix, n, func(ctx context.Context, id string) (bool, error) {
+		var g grantAnswer
+		return f.acquire(ctx, id, holder, &g)
+	}, func(ctx context.Context, id string) error {
+		return f.release(ctx, id, holder)
+	})
+}
+
+// oneAtATime is a cycle that takes 4 locks one acquire at a time, in a
+// global order (so that clients cannot deadlock), giving back what it
+// took when one is held, then releases each. acquire says whether the
+// lock was held by another.
+func oneAtATime(prefix string, n int, acquire func(ctx context.Context, id string) (held bool, err error), release func(ctx context.Context, id string) error) primitiveCycle {
+	releaseAll := func(ctx context.Context, ids []string) error {
 		for _, id := range ids {
-			if status, err := f.post(ctx, "/v1/locks/"+id+"/release", map[string]any{"holder": holder}, nil); err != nil || status != 200 {
-				return fmt.Errorf("release %s: %d %v", id, status, err)
+			if err := release(ctx, id); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -314,18 +338,15 @@ func (f *fenceviewPrimitives) sequentialCycle(prefix, holder string, n int) prim
 		ids := fourOf(rng, prefix, n)
 		slices.Sort(ids)
 		for i, id := range ids {
-			var g grantAnswer
-			status, err := f.post(ctx, "/v1/locks/"+id+"/acquire", map[string]any{"holder": holder}, &g)
-			switch {
-			case err != nil:
+			held, err := acquire(ctx, id)
+			if err != nil {
 				return false, err
-			case status == 409:
-				return true, release(ctx, ids[:i])
-			case status != 200:
-				return false, fmt.Errorf("acquire %s: %d", id, status)
+			}
+			if held {
+				return true, releaseAll(ctx, ids[:i])
 			}
 		}
-		return false, release(ctx, ids)
+		return false, releaseAll(ctx, ids)
 	}
 }
 
@@ -381,26 +402,13 @@ func redisSemaphoreCycle(rdb *redis.Client, name, holder string, permits int) pr
 // redis.go: RedissonMultiLock takes its locks one after the other.
 func redisSequentialCycle(rdb *redis.Client, prefix, holder string, n int) primitiveCycle {
 	keys := func(id string) []string { t := "{" + id + "}"; return []string{t + ":lock", t + ":token"} }
-	release := func(ctx context.Context, ids []string) error {
-		for _, id := range ids {
-			if r, err := releaseScript.EvalSha(ctx, rdb, keys(id)[:1], holder).Int64(); err != nil || r < 0 {
-				return fmt.Errorf("release %s: %d %v", id, r, err)
-			}
+	return oneAtATime(prefix, n, func(ctx context.Context, id string) (bool, error) {
+		tok, err := acquireScript.EvalSha(ctx, rdb, keys(id), holder, "30000").Int64()
+		return err == nil && tok == 0, err
+	}, func(ctx context.Context, id string) error {
+		if r, err := releaseScript.EvalSha(ctx, rdb, keys(id)[:1], holder).Int64(); err != nil || r < 0 {
+			return fmt.Errorf("release %s: %d %v", id, r, err)
 		}
 		return nil
-	}
-	return func(ctx context.Context, rng *rand.Rand) (bool, error) {
-		ids := fourOf(rng, prefix, n)
-		slices.Sort(ids)
-		for i, id := range ids {
-			tok, err := acquireScript.EvalSha(ctx, rdb, keys(id), holder, "30000").Int64()
-			if err != nil {
-				return false, err
-			}
-			if tok == 0 {
-				return true, release(ctx, ids[:i])
-			}
-		}
-		return false, release(ctx, ids)
-	}
+	})
 }

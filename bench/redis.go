@@ -90,7 +90,7 @@ func (d *redisDriver) Prepare(ctx context.Context, s load.Setup) error {
 }
 
 func (d *redisDriver) NewClient(id int, holder string) (load.Client, error) {
-	return &redisClient{d: d, holder: holder, value: int64(id) << 40}, nil
+	return &redisClient{d: d, writer: newWriter(id, holder)}, nil
 }
 
 func (d *redisDriver) Close() error {
@@ -101,10 +101,8 @@ func (d *redisDriver) Close() error {
 }
 
 type redisClient struct {
-	d      *redisDriver
-	holder string
-	value  int64 // the data of its fenced writes: value+n, new every write
-	n      int64
+	d *redisDriver
+	writer
 }
 
 func (c *redisClient) Acquire(ctx context.Context, r int) (int64, error) {
@@ -133,7 +131,6 @@ func (c *redisClient) Release(ctx context.Context, r int) error {
 
 func (c *redisClient) Fence(ctx context.Context, r int, token int64) (bool, error) {
 	k := &c.d.keys[r]
-	c.n++
-	ok, err := fenceScript.EvalSha(ctx, c.d.rdb, k[2:], token, c.value+c.n).Int64()
+	ok, err := fenceScript.EvalSha(ctx, c.d.rdb, k[2:], token, c.next()).Int64()
 	return ok == 1, err
 }

@@ -106,7 +106,7 @@ func (d *sqliteDriver) Prepare(ctx context.Context, s load.Setup) error {
 }
 
 func (d *sqliteDriver) NewClient(id int, holder string) (load.Client, error) {
-	return &sqliteClient{d: d, holder: holder, value: int64(id) << 40}, nil
+	return &sqliteClient{d: d, writer: newWriter(id, holder)}, nil
 }
 
 func (d *sqliteDriver) Close() error {
@@ -117,12 +117,8 @@ func (d *sqliteDriver) Close() error {
 }
 
 type sqliteClient struct {
-	d      *sqliteDriver
-	holder string
-	// The data of its fenced writes, new every write: SQLite skips writing
-	// (and syncing) a row updated to identical content.
-	value int64
-	n     int64
+	d *sqliteDriver
+	writer
 }
 
 func nowMs() int64 { return time.Now().UnixMilli() }
@@ -148,8 +144,7 @@ func (c *sqliteClient) Release(ctx context.Context, r int) error {
 }
 
 func (c *sqliteClient) Fence(ctx context.Context, r int, token int64) (bool, error) {
-	c.n++
-	res, err := c.d.fence.ExecContext(ctx, c.d.resources[r], token, c.value+c.n)
+	res, err := c.d.fence.ExecContext(ctx, c.d.resources[r], token, c.next())
 	if err != nil {
 		return false, err
 	}

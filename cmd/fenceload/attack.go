@@ -100,9 +100,7 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 			pause(ctx)
 			return
 		}
-		defer c.Close()
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
+		defer closeWhenDone(ctx, c)()
 		count.Add(1)
 		if kind == 1 {
 			c.SetReadDeadline(time.Time{})
@@ -120,27 +118,18 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 		}
 	case 2:
 		hc := &http.Client{Timeout: 10 * time.Second, Transport: a.transport()}
-		for ctx.Err() == nil {
+		hammer(ctx, hc, count, func() *http.Request {
 			req, _ := http.NewRequestWithContext(ctx, "POST", a.url+"/v1/locks/attack/acquire", strings.NewReader(`{"holder":"x"}`))
 			req.Header.Set("Authorization", fmt.Sprintf("Bearer fv_%016x_%043d", rng.Uint64(), rng.Uint64()))
-			res, err := hc.Do(req)
-			if err != nil {
-				pause(ctx)
-				return
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			count.Add(1)
-		}
+			return req
+		})
 	case 3:
 		c, err := a.dialer.DialContext(ctx, "tcp", host)
 		if err != nil {
 			pause(ctx)
 			return
 		}
-		defer c.Close()
-		stop := context.AfterFunc(ctx, func() { c.Close() })
-		defer stop()
+		defer closeWhenDone(ctx, c)()
 		br := bufio.NewReader(c)
 		for ctx.Err() == nil {
 			method := fmt.Sprintf("M%x", rng.Uint64())
@@ -160,7 +149,7 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 		}
 	case 4:
 		hc := &http.Client{Timeout: 10 * time.Second, Transport: a.transport(), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		for ctx.Err() == nil {
+		hammer(ctx, hc, count, func() *http.Request {
 			secret := a.viewerKey
 			if secret == "" || rng.IntN(2) == 0 {
 				secret = fmt.Sprintf("fv_%016x_%043d", rng.Uint64(), rng.Uint64())
@@ -168,15 +157,33 @@ func (a *attack) once(ctx context.Context, kind int, host string, rng *rand.Rand
 			req, _ := http.NewRequestWithContext(ctx, "POST", a.url+"/login", strings.NewReader(neturl.Values{"key": {secret}}.Encode()))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.Header.Set("Origin", a.url)
-			res, err := hc.Do(req)
-			if err != nil {
-				pause(ctx)
-				return
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			count.Add(1)
+			return req
+		})
+	}
+}
+
+// hammer sends the requests next makes until ctx is done, counting the
+// answers; a request that fails pauses and returns, to connect again.
+func hammer(ctx context.Context, hc *http.Client, count *atomic.Int64, next func() *http.Request) {
+	for ctx.Err() == nil {
+		res, err := hc.Do(next())
+		if err != nil {
+			pause(ctx)
+			return
 		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		count.Add(1)
+	}
+}
+
+// closeWhenDone closes c once ctx is done, ending a blocked read or
+// write; the func it returns stops that and closes c.
+func closeWhenDone(ctx context.Context, c io.Closer) func() {
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	return func() {
+		stop()
+		c.Close()
 	}
 }
 

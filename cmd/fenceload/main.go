@@ -24,29 +24,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
+	"github.com/fenceview/fenceview/internal/cmdmain"
 	"github.com/fenceview/fenceview/internal/load"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-	case errors.As(err, new(usageError)):
-		fmt.Fprintln(os.Stderr, "fenceload:", err)
-		os.Exit(2)
-	case err != nil:
-		fmt.Fprintln(os.Stderr, "fenceload:", err)
-		os.Exit(1)
-	}
-}
-
-type usageError struct{ error }
+func main() { cmdmain.Main("fenceload", run) }
 
 // run is the whole command, so tests can run it against an in-process
 // server. It returns an error when the run failed its checks, after
@@ -79,20 +63,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usageError{err}
+		return cmdmain.Usage(err)
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return cmdmain.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
 	}
 	if *attackConns > 0 {
 		return runAttack(ctx, *url, *key, *viewerKey, *attackFrom, *attackConns, *duration, stdout)
 	}
 	mix, err := load.ParseMix(*mixFlag)
 	if err != nil {
-		return usageError{err}
+		return cmdmain.Usage(err)
 	}
 	if *clients < 1 || *resources < 1 || *duration <= 0 || *warmup < 0 || *serverPID < 0 {
-		return usageError{errors.New("-clients and -resources must be at least 1, -duration positive, -server-pid not negative")}
+		return cmdmain.Usage(errors.New("-clients and -resources must be at least 1, -duration positive, -server-pid not negative"))
 	}
 	if *prefix == "" {
 		var b [4]byte
@@ -115,7 +99,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		err = fmt.Errorf("-transport %q: want http, client or rpc", *transport)
 	}
 	if err != nil {
-		return usageError{err}
+		return cmdmain.Usage(err)
 	}
 	defer drv.Close()
 	rep, err := load.Run(ctx, load.Config{

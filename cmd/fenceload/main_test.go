@@ -19,23 +19,14 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
-
-func startServer(t *testing.T) string {
-	t.Helper()
-	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv.URL
-}
 
 // A short mixed run against the real server: every kind appears in the
 // JSON report with its rate and latencies, the checks pass, and every
 // stale write was refused.
 func TestRunWritesJSONReport(t *testing.T) {
-	base := startServer(t)
+	base := fenceviewtest.New(t).URL
 	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout bytes.Buffer
 	err := run(context.Background(), []string{
@@ -123,7 +114,7 @@ func TestRunWritesJSONReport(t *testing.T) {
 // the second grant of the one resource goes backwards, and the run fails
 // with the violation in its report.
 func TestRunFailsWhenTokensGoBackwards(t *testing.T) {
-	base, _ := url.Parse(startServer(t))
+	base, _ := url.Parse(fenceviewtest.New(t).URL)
 	token := regexp.MustCompile(`"token":\d+`)
 	proxy := httputil.NewSingleHostReverseProxy(base)
 	proxy.ModifyResponse = func(resp *http.Response) error {
@@ -171,7 +162,7 @@ func TestRunFailsWhenTokensGoBackwards(t *testing.T) {
 
 // The Go client's transports pass the same checks.
 func TestRunThroughTheGoClient(t *testing.T) {
-	base := startServer(t)
+	base := fenceviewtest.New(t).URL
 	for _, tr := range []string{"client", "rpc"} {
 		out := filepath.Join(t.TempDir(), tr+".json")
 		var stdout bytes.Buffer
@@ -208,7 +199,7 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{"extra"},
 	} {
 		err := run(context.Background(), args, io.Discard)
-		if !errors.As(err, new(usageError)) {
+		if !errors.As(err, new(cmdmain.UsageError)) {
 			t.Errorf("run(%q) = %v, want a usage error", args, err)
 		}
 	}

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -21,28 +20,21 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "downstream:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdmain.Main("downstream", run) }
 
 // service is the downstream inventory service.
 type service struct {
@@ -72,36 +64,23 @@ func (s *service) handleStock(w http.ResponseWriter, r *http.Request) {
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("downstream", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
-	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
+	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
-	}
-	fv, err := client.New(*server, client.WithKey(*apiKey))
+	fv, closeAll, err := server.Connect(ctx)
 	if err != nil {
 		return err
 	}
+	defer closeAll()
 
 	// The downstream service: marks in SQLite, the middleware in front.
-	dir, err := os.MkdirTemp("", "downstream-")
+	var dbPath string // a temporary file
+	db, closeDB, err := sqlitedb.Open(ctx, &dbPath, "")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "marks.db")+"?_busy_timeout=5000&_journal_mode=WAL")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer closeDB()
 	marks, err := sqlguard.NewMarks(db, sqlguard.SQLite, "fence_marks")
 	if err != nil {
 		return err
@@ -157,9 +136,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b))), nil
 	}
 
-	const resource = "inventory:42"
+	resource := paused.Resource
 	a, b := fv.Mutex(resource, "client-a"), fv.Mutex(resource, "client-b")
-	tokenA, err := a.TryLock(ctx, 0, *lease)
+	tokenA, err := a.TryLock(ctx, 0, paused.Lease)
 	if err != nil {
 		return fmt.Errorf("A: %w", err)
 	}

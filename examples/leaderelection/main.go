@@ -33,37 +33,35 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "leaderelection:", err)
-		os.Exit(1)
-	}
+	cmdmain.Main("leaderelection", func(ctx context.Context, args []string, stdout io.Writer) error {
+		return run(ctx, args, os.Stdin, stdout)
+	})
 }
 
 type flags struct {
-	role, server, key, db, election, candidate string
-	lease                                      time.Duration
+	role, db, election, candidate string
+	server                        *story.Server
+	lease                         time.Duration
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("leaderelection", flag.ContinueOnError)
 	var f flags
 	fs.StringVar(&f.role, "role", "story", "story (the whole story) or candidate (candidate A, driven by the story)")
-	fs.StringVar(&f.server, "server", "", "fenceview server URL (default: start one in-process)")
-	fs.StringVar(&f.key, "key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
+	f.server = story.ServerFlags(fs)
 	fs.StringVar(&f.db, "db", "", "SQLite file holding the row (default: a temporary file)")
 	fs.StringVar(&f.election, "election", "db-primary", "the election's name")
 	fs.StringVar(&f.candidate, "candidate", "node-a", "candidate id (-role candidate)")
@@ -75,7 +73,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "candidate":
 		return candidate(ctx, f, stdin, stdout)
 	case "story":
-		return story(ctx, f, stdout)
+		return tell(ctx, f, stdout)
 	}
 	return fmt.Errorf("-role %q: want story or candidate", f.role)
 }
@@ -103,12 +101,12 @@ func primaryTable() *sqlguard.Table {
 
 // candidate is A: elected, then a follower of commands.
 func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) error {
-	db, err := openDB(ctx, f.db, false)
+	db, closeDB, err := openDB(ctx, &f.db, false)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	c, err := client.New(f.server, client.WithKey(f.key), client.WithHolder(f.candidate), client.WithLease(f.lease))
+	defer closeDB()
+	c, err := client.New(f.server.URL, client.WithKey(f.server.Key), client.WithHolder(f.candidate), client.WithLease(f.lease))
 	if err != nil {
 		return err
 	}
@@ -143,30 +141,19 @@ func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) 
 	return in.Err()
 }
 
-// story runs the server (unless given), candidate A as a child process,
+// tell runs the server (unless given), candidate A as a child process,
 // and candidate B here, and checks the end state.
-func story(ctx context.Context, f flags, stdout io.Writer) error {
-	if f.server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		f.server = srv.URL
-	}
-	if f.db == "" {
-		dir, err := os.MkdirTemp("", "leaderelection-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		f.db = filepath.Join(dir, "cluster.db")
-	}
-	db, err := openDB(ctx, f.db, true)
+func tell(ctx context.Context, f flags, stdout io.Writer) error {
+	stop, err := f.server.Start(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer stop()
+	db, closeDB, err := openDB(ctx, &f.db, true)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
 
 	a, err := startCandidate(ctx, f)
 	if err != nil {
@@ -190,7 +177,7 @@ func story(ctx context.Context, f flags, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "A is frozen (SIGSTOP) past its lease of %v\n", f.lease)
 
 	// B campaigns: the server makes it wait until A's lease runs out.
-	c, err := client.New(f.server, client.WithKey(f.key), client.WithHolder("node-b"))
+	c, err := client.New(f.server.URL, client.WithKey(f.server.Key), client.WithHolder("node-b"))
 	if err != nil {
 		return err
 	}
@@ -254,9 +241,9 @@ func startCandidate(ctx context.Context, f flags) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, exe, "-role", "candidate", "-server", f.server, "-db", f.db,
+	cmd := exec.CommandContext(ctx, exe, "-role", "candidate", "-server", f.server.URL, "-db", f.db,
 		"-election", f.election, "-candidate", "node-a", "-lease", f.lease.String())
-	cmd.Env = append(os.Environ(), childEnv+"=1", "FENCEVIEW_KEY="+f.key)
+	cmd.Env = append(os.Environ(), childEnv+"=1", "FENCEVIEW_KEY="+f.server.Key)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -306,23 +293,18 @@ func (c *child) stop() {
 	}
 }
 
-func openDB(ctx context.Context, path string, create bool) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000&_journal_mode=WAL")
-	if err != nil {
-		return nil, err
-	}
+// openDB opens the row's file (see sqlitedb.Open); the story (create)
+// makes the row, with no primary yet.
+func openDB(ctx context.Context, path *string, create bool) (*sql.DB, func(), error) {
+	schema := ""
 	if create {
-		_, err = db.ExecContext(ctx, `
+		schema = `
 			CREATE TABLE IF NOT EXISTS cluster_primary (
 				id          INTEGER PRIMARY KEY,
 				node        TEXT   NOT NULL,
 				fence_token BIGINT NOT NULL DEFAULT 0
 			);
-			INSERT OR REPLACE INTO cluster_primary (id, node, fence_token) VALUES (1, '', 0);`)
+			INSERT OR REPLACE INTO cluster_primary (id, node, fence_token) VALUES (1, '', 0);`
 	}
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+	return sqlitedb.Open(ctx, path, schema)
 }

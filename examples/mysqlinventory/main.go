@@ -25,33 +25,24 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"time"
 
 	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "mysqlinventory:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdmain.Main("mysqlinventory", run) }
 
 // run plays the story and returns an error unless A's write was refused,
 // B's write is in the row and the refusal was reported.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("mysqlinventory", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
 	dsn := fs.String("dsn", "", "go-sql-driver/mysql DSN with clientFoundRows=true (required)")
-	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
-	resource := fs.String("resource", "inventory:42", "the lock's resource id")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,34 +74,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
-	}
-	c, err := client.New(*server, client.WithKey(*apiKey))
+	c, closeAll, err := server.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	a := c.Mutex(*resource, "client-a")
-	b := c.Mutex(*resource, "client-b")
-
-	tokenA, err := a.TryLock(ctx, 0, *lease)
+	defer closeAll()
+	// A locks and stalls past its lease; B locks with a newer token.
+	race, err := story.Pause(ctx, c, paused, ", will write stock 9", stdout)
 	if err != nil {
-		return fmt.Errorf("A: %w", err)
+		return err
 	}
-	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v), will write stock 9\n", *resource, tokenA, *lease)
-	fmt.Fprintln(stdout, "A pauses...")
-
-	tokenB, err := b.Lock(ctx)
-	if err != nil {
-		return fmt.Errorf("B: %w", err)
-	}
-	fmt.Fprintf(stdout, "A's lease ran out; B locked %s with token %d\n", *resource, tokenB)
+	a, b, tokenA, tokenB := race.A, race.B, race.TokenA, race.TokenB
 	for i := 0; i < 2; i++ {
 		d, err := inventory.Update(ctx, db, 42, tokenB, sqlguard.Set("stock", 7))
 		if err != nil {
@@ -131,11 +105,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("A's write: %w", err)
 	}
 	var refused *guard.RefusalError
-	if !errors.As(d.Err(*resource), &refused) {
+	if !errors.As(d.Err(paused.Resource), &refused) {
 		return fmt.Errorf("A's stale write was accepted: %+v", d)
 	}
 	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", refused.Reason, refused.Presented, refused.Required)
-	n, err := c.Report(ctx, client.Report{Resource: *resource, Decision: d, Source: "inventory-mysql"})
+	n, err := c.Report(ctx, client.Report{Resource: paused.Resource, Decision: d, Source: "inventory-mysql"})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

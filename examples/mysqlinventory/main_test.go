@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fenceview/fenceview/examples/internal/storytest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 	"github.com/fenceview/fenceview/internal/dbtest"
 )
@@ -29,28 +30,19 @@ func mariaDB(t *testing.T) *dbtest.Server {
 
 func TestPausedWriterRefusedByMariaDB(t *testing.T) {
 	srv := mariaDB(t)
-	var out bytes.Buffer
 	dsn := srv.MySQLDSN("shop", "clientFoundRows=true")
-	if err := run(context.Background(), []string{"-dsn", dsn, "-lease", "300ms"}, &out); err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
-	for _, want := range []string{
+	storytest.Run(t, run, []string{"-dsn", dsn, "-lease", "300ms"},
 		"A locked inventory:42 with token 1",
 		"B locked inventory:42 with token 2",
 		"B wrote stock 7 twice with token 2: both accepted",
 		"A's write refused: stale-token, token 1 < required 2",
 		"refusals reported to fenceview: 1",
 		"inventory 42: stock 7, fence_token 2",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 
 	// The same program with a DSN that lacks found rows stops before
 	// writing, and says why.
-	out.Reset()
-	err := run(context.Background(), []string{"-dsn", srv.MySQLDSN("shop", ""), "-lease", "300ms"}, &out)
+	err := run(context.Background(), []string{"-dsn", srv.MySQLDSN("shop", ""), "-lease", "300ms"}, &bytes.Buffer{})
 	if !errors.Is(err, sqlguard.ErrFoundRowsRequired) || !strings.Contains(err.Error(), "clientFoundRows=true") {
 		t.Fatalf("run without clientFoundRows = %v", err)
 	}

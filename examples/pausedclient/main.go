@@ -15,91 +15,51 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
-	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "pausedclient:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdmain.Main("pausedclient", run) }
 
 // run plays the story and returns an error if it did not end with A's
 // write refused and B's write in the row.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("pausedclient", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
 	dbPath := fs.String("db", "", "SQLite file holding the inventory (default: a temporary file)")
-	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
-	resource := fs.String("resource", "inventory:42", "the lock's resource id")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
-	}
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "pausedclient-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "inventory.db")
-	}
-	db, err := openInventory(ctx, *dbPath)
+	c, closeAll, err := server.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer closeAll()
+	db, closeDB, err := sqlitedb.Open(ctx, dbPath, inventorySchema)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
 	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
 	if err != nil {
 		return err
 	}
 
-	c, err := client.New(*server, client.WithKey(*apiKey))
+	// A locks and stalls past its lease; B locks with a newer token.
+	race, err := story.Pause(ctx, c, paused, ", read stock 10, will write 9", stdout)
 	if err != nil {
 		return err
 	}
-	a := c.Mutex(*resource, "client-a")
-	b := c.Mutex(*resource, "client-b")
-
-	// A takes the lock with a fixed lease: it is about to stall, and a
-	// stalled process renews nothing.
-	tokenA, err := a.TryLock(ctx, 0, *lease)
-	if err != nil {
-		return fmt.Errorf("A: %w", err)
-	}
-	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v), read stock 10, will write 9\n", *resource, tokenA, *lease)
-	fmt.Fprintln(stdout, "A pauses...")
-
-	// B waits on the server until A's lease runs out.
-	tokenB, err := b.Lock(ctx)
-	if err != nil {
-		return fmt.Errorf("B: %w", err)
-	}
-	fmt.Fprintf(stdout, "A's lease ran out; B locked %s with token %d\n", *resource, tokenB)
+	a, b, tokenA, tokenB := race.A, race.B, race.TokenA, race.TokenB
 	d, err := inventory.Update(ctx, db, 42, tokenB, sqlguard.Set("stock", 7))
 	if err != nil {
 		return fmt.Errorf("B's write: %w", err)
@@ -121,7 +81,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("A's write: %w", err)
 	}
 	var stale *guard.RefusalError
-	if !errors.As(d.Err(*resource), &stale) {
+	if !errors.As(d.Err(paused.Resource), &stale) {
 		return fmt.Errorf("A's stale write was accepted: %+v", d)
 	}
 	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", stale.Reason, stale.Presented, stale.Required)
@@ -137,21 +97,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-func openInventory(ctx context.Context, path string) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000&_journal_mode=WAL")
-	if err != nil {
-		return nil, err
-	}
-	_, err = db.ExecContext(ctx, `
-		CREATE TABLE IF NOT EXISTS inventory (
-			product_id  INTEGER PRIMARY KEY,
-			stock       INTEGER NOT NULL,
-			fence_token BIGINT  NOT NULL DEFAULT 0
-		);
-		INSERT OR REPLACE INTO inventory (product_id, stock, fence_token) VALUES (42, 10, 0);`)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
-}
+// inventorySchema is the guarded row: product 42, stock 10, no token yet.
+const inventorySchema = `
+	CREATE TABLE IF NOT EXISTS inventory (
+		product_id  INTEGER PRIMARY KEY,
+		stock       INTEGER NOT NULL,
+		fence_token BIGINT  NOT NULL DEFAULT 0
+	);
+	INSERT OR REPLACE INTO inventory (product_id, stock, fence_token) VALUES (42, 10, 0);`

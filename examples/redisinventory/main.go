@@ -21,49 +21,32 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/redisguard"
 	"github.com/fenceview/fenceview/guard/redisguard/goredis"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "redisinventory:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdmain.Main("redisinventory", run) }
 
 // run plays the story and returns an error unless A's write was refused,
 // B's values are in Redis and the refusal was reported.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("redisinventory", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
 	addr := fs.String("redis", "", "Redis address, host:port (required)")
-	lease := fs.Duration("lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
-	resource := fs.String("resource", "inventory:42", "the lock's resource id, also the Redis hash tag")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *addr == "" {
 		return errors.New("-redis is required (a Redis or Valkey server to write to)")
 	}
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
-	}
-
 	rdb := redis.NewClient(&redis.Options{Addr: *addr})
 	defer rdb.Close()
 	// A fresh namespace per run, so earlier runs' marks do not refuse this
@@ -73,28 +56,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	c, err := client.New(*server, client.WithKey(*apiKey))
+	c, closeAll, err := server.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	a := c.Mutex(*resource, "client-a")
-	b := c.Mutex(*resource, "client-b")
-
-	tokenA, err := a.TryLock(ctx, 0, *lease)
+	defer closeAll()
+	// A locks and stalls past its lease; B locks with a newer token.
+	race, err := story.Pause(ctx, c, paused, ", will write stock 9", stdout)
 	if err != nil {
-		return fmt.Errorf("A: %w", err)
+		return err
 	}
-	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v), will write stock 9\n", *resource, tokenA, *lease)
-	fmt.Fprintln(stdout, "A pauses...")
-
-	// B waits on the server until A's lease runs out.
-	tokenB, err := b.Lock(ctx)
-	if err != nil {
-		return fmt.Errorf("B: %w", err)
-	}
-	fmt.Fprintf(stdout, "A's lease ran out; B locked %s with token %d\n", *resource, tokenB)
-	d, err := g.Write(ctx, *resource, tokenB, redisguard.Set("stock", "7"), redisguard.Set("reserved", "3"))
+	a, b, tokenA, tokenB := race.A, race.B, race.TokenA, race.TokenB
+	d, err := g.Write(ctx, paused.Resource, tokenB, redisguard.Set("stock", "7"), redisguard.Set("reserved", "3"))
 	if err != nil {
 		return fmt.Errorf("B's write: %w", err)
 	}
@@ -108,29 +81,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 
 	// A wakes up and writes without looking: Redis has to refuse it.
 	<-a.Done()
-	d, err = g.Write(ctx, *resource, tokenA, redisguard.Set("stock", "9"), redisguard.Set("reserved", "0"))
+	d, err = g.Write(ctx, paused.Resource, tokenA, redisguard.Set("stock", "9"), redisguard.Set("reserved", "0"))
 	if err != nil {
 		return fmt.Errorf("A's write: %w", err)
 	}
 	var refused *guard.RefusalError
-	if !errors.As(d.Err(*resource), &refused) {
+	if !errors.As(d.Err(paused.Resource), &refused) {
 		return fmt.Errorf("A's stale write was accepted: %+v", d)
 	}
 	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", refused.Reason, refused.Presented, refused.Required)
 
 	// Report it, as any guard that decides on its own does.
-	n, err := c.Report(ctx, client.Report{Resource: *resource, Decision: d, Source: "inventory-redis"})
+	n, err := c.Report(ctx, client.Report{Resource: paused.Resource, Decision: d, Source: "inventory-redis"})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	fmt.Fprintf(stdout, "refusals reported to fenceview: %d\n", n)
 
-	mark, vals, err := g.Read(ctx, *resource, "stock", "reserved")
+	mark, vals, err := g.Read(ctx, paused.Resource, "stock", "reserved")
 	if err != nil {
 		return err
 	}
-	stockKey, _ := g.Key(*resource, "stock")
-	fmt.Fprintf(stdout, "%s: stock %s, reserved %s, mark %d (key %s)\n", *resource, vals["stock"], vals["reserved"], mark, stockKey)
+	stockKey, _ := g.Key(paused.Resource, "stock")
+	fmt.Fprintf(stdout, "%s: stock %s, reserved %s, mark %d (key %s)\n", paused.Resource, vals["stock"], vals["reserved"], mark, stockKey)
 	if vals["stock"] != "7" || vals["reserved"] != "3" || mark != tokenB || refused.Required != tokenB || n != 1 {
 		return fmt.Errorf("unexpected end state: %v, mark %d, required %d, reported %d", vals, mark, refused.Required, n)
 	}

@@ -12,70 +12,47 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "sqlreport:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdmain.Main("sqlreport", run) }
 
 // source names this guard in the server's history.
 const source = "sqlguard:inventory"
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sqlreport", flag.ContinueOnError)
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server := story.ServerFlags(fs)
 	resource := fs.String("resource", fmt.Sprintf("inventory:%d", time.Now().UnixNano()), "the lock's resource id (default: a new one per run)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
-	}
-	dir, err := os.MkdirTemp("", "sqlreport-")
+	c, closeAll, err := server.Connect(ctx)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "inventory.db")+"?_busy_timeout=5000&_journal_mode=WAL")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, `
+	defer closeAll()
+	var dbPath string // a temporary file
+	db, closeDB, err := sqlitedb.Open(ctx, &dbPath, `
 		CREATE TABLE inventory (product_id INTEGER PRIMARY KEY, stock INTEGER NOT NULL, fence_token BIGINT NOT NULL DEFAULT 0);
-		INSERT INTO inventory VALUES (42, 10, 0);`); err != nil {
+		INSERT INTO inventory VALUES (42, 10, 0);`)
+	if err != nil {
 		return err
 	}
+	defer closeDB()
 	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
 	if err != nil {
 		return err
 	}
-	c, err := client.New(*server)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
 
 	// write is a guarded UPDATE whose decision, either way, goes to the
 	// server. A report that fails to send does not undo the write: the

@@ -24,25 +24,17 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 	"github.com/fenceview/fenceview/wasm"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "wasmplugin:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdmain.Main("wasmplugin", run) }
 
 // run serves until ctx is done, then saves its state, sends the decisions
 // still queued, and returns. It prints "listening on <url>" once it serves.

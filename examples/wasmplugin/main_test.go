@@ -15,18 +15,6 @@ import (
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 )
 
-// startFenceview starts the real fenceview server (SQLite store, lock
-// service, HTTP API) in-process on a temporary database.
-func startFenceview(t *testing.T) string {
-	t.Helper()
-	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv.URL
-}
-
 // plugin is a running wasmplugin.
 type plugin struct {
 	url  string
@@ -115,7 +103,7 @@ func (r reply) num(k string) int64 {
 // it, the refusal lands in fenceview's history, and it stays refused after
 // the plugin restarts, from its own state file or from the server.
 func TestStaleWriterRefusedAndReported(t *testing.T) {
-	fv := startFenceview(t)
+	fv := fenceviewtest.New(t).URL
 	acquire := func(holder string) int64 {
 		r := call(t, "POST", fv+"/v1/locks/orders/acquire", `{"holder":"`+holder+`","leaseMs":30000}`)
 		if r.status != 200 {

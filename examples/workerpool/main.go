@@ -24,24 +24,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/client"
-	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/examples/internal/sqlitedb"
+	"github.com/fenceview/fenceview/examples/internal/story"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "workerpool:", err)
-		os.Exit(1)
-	}
-}
+func main() { cmdmain.Main("workerpool", run) }
 
 // worker is one process of the pool: its own client (its own holder id
 // and watchdog) and the permit it holds.
@@ -55,8 +48,7 @@ type worker struct {
 // partition written by its current owner and the stalled worker refused.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("workerpool", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	server := fs.String("server", "", "fenceview server URL (default: start one in-process)")
+	server := story.ServerFlags(fs)
 	dbPath := fs.String("db", "", "SQLite file holding the partitions (default: a temporary file)")
 	workers := fs.Int("workers", 4, "workers, and partitions (3..1024)")
 	stallLease := fs.Duration("stall-lease", 500*time.Millisecond, "the lease of the worker that stalls; it stalls longer than this")
@@ -69,27 +61,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	const stalled = 2 // the worker that stalls, and its partition
 
-	if *server == "" {
-		srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		*server = srv.URL
-	}
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "workerpool-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "jobs.db")
-	}
-	db, err := openPartitions(ctx, *dbPath, *workers)
+	stop, err := server.Start(ctx)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer stop()
+	db, closeDB, err := openPartitions(ctx, dbPath, *workers)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
 	partitions, err := sqlguard.NewTable(sqlguard.SQLite, "partitions", "partition_id")
 	if err != nil {
 		return err
@@ -101,7 +82,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 
 	newWorker := func(name string, opts ...client.Option) (*worker, error) {
-		c, err := client.New(*server, append([]client.Option{client.WithKey(*apiKey), client.WithHolder(name)}, opts...)...)
+		c, err := client.New(server.URL, append([]client.Option{client.WithKey(server.Key), client.WithHolder(name)}, opts...)...)
 		return &worker{name: name, c: c}, err
 	}
 	pool := make([]*worker, *workers)
@@ -203,27 +184,25 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return rows.Err()
 }
 
-func openPartitions(ctx context.Context, path string, n int) (*sql.DB, error) {
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=5000&_journal_mode=WAL")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := db.ExecContext(ctx, `
+// openPartitions opens the jobs' file (see sqlitedb.Open) with n
+// partitions, none done yet.
+func openPartitions(ctx context.Context, path *string, n int) (*sql.DB, func(), error) {
+	db, closeDB, err := sqlitedb.Open(ctx, path, `
 		CREATE TABLE IF NOT EXISTS partitions (
 			partition_id INTEGER PRIMARY KEY,
 			done_by      TEXT    NOT NULL DEFAULT '',
 			note         TEXT    NOT NULL DEFAULT '',
 			fence_token  BIGINT  NOT NULL DEFAULT 0
 		);
-		DELETE FROM partitions;`); err != nil {
-		db.Close()
-		return nil, err
+		DELETE FROM partitions;`)
+	if err != nil {
+		return nil, nil, err
 	}
 	for i := 0; i < n; i++ {
 		if _, err := db.ExecContext(ctx, `INSERT INTO partitions (partition_id) VALUES (?)`, i); err != nil {
-			db.Close()
-			return nil, err
+			closeDB()
+			return nil, nil, err
 		}
 	}
-	return db, nil
+	return db, closeDB, nil
 }

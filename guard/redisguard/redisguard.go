@@ -45,6 +45,7 @@ package redisguard
 import (
 	"context"
 	"crypto/sha1"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -99,45 +100,24 @@ const MarkName = "fence_token"
 // sign, no leading zero, at most 19 digits), so comparing lengths and then
 // digits compares the numbers exactly. A mark that is not such a string was
 // written by someone else; the script refuses to guess and fails.
-var writeScript = newScript(`
-local function token(s)
-  return type(s) == 'string' and #s <= 19 and string.find(s, '^[1-9][0-9]*$') ~= nil
-end
-local function less(a, b)
-  if #a ~= #b then return #a < #b end
-  for i = 1, #a do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return false
-end
-local tok = ARGV[1]
-if not token(tok) then return redis.error_reply('ERR fenceview: invalid token') end
-if #KEYS ~= #ARGV then return redis.error_reply('ERR fenceview: keys and values differ in number') end
-local mark = redis.call('GET', KEYS[1])
-if mark then
-  if not token(mark) then
-    return redis.error_reply('ERR fenceview: the mark at ' .. KEYS[1] .. ' is not a fencing token')
-  end
-  if less(tok, mark) then return {'refused', mark} end
-else
-  mark = '0'
-end
-redis.call('SET', KEYS[1], tok)
-for i = 2, #KEYS do redis.call('SET', KEYS[i], ARGV[i]) end
-return {'accepted', mark}
-`)
+//
+// The Node package (clients/js) ships these same two files, so Go and Node
+// writers share one cached script on the server. Their bytes, the leading
+// newline too, are the scripts' SHA-1s, which servers and older writers
+// already know: keep them.
+//
+//go:embed write.lua
+var writeLua string
+
+var writeScript = newScript(writeLua)
 
 // The read: the mark ("0" when none), then a flag ("1" present, "0"
 // absent) and the value for each of KEYS[2..n], all from one moment.
-var readScript = newScript(`
-local out = {redis.call('GET', KEYS[1]) or '0'}
-for i = 2, #KEYS do
-  local v = redis.call('GET', KEYS[i])
-  if v then out[#out + 1] = '1'; out[#out + 1] = v else out[#out + 1] = '0'; out[#out + 1] = '' end
-end
-return out
-`)
+//
+//go:embed read.lua
+var readLua string
+
+var readScript = newScript(readLua)
 
 // Value is one key written by a fenced write. Build it with Set.
 type Value struct {

@@ -6,6 +6,7 @@
 //   {inventory:42}:stock         the value named "stock"
 
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { badSignature, verified, type Checker } from './guard.js';
 import { InvalidInputError, REASON_STALE, toToken, validateResourceId, type Decision } from './token.js';
 import type { Verifier } from './verifier.js';
@@ -20,50 +21,17 @@ export interface RedisScripting {
   eval(script: string, numKeys: number, ...args: string[]): Promise<unknown>;
 }
 
-// The write: KEYS[1] the mark, KEYS[2..n] the values' keys; ARGV[1] the
-// token, ARGV[2..n] the values. Tokens are compared as canonical decimal
-// strings (length, then digits): Lua's numbers are doubles, which cannot
-// tell 2^53 from 2^53+1. This text is byte for byte the Go guard's, so both
-// share one cached script on the server.
-const WRITE_SCRIPT = `
-local function token(s)
-  return type(s) == 'string' and #s <= 19 and string.find(s, '^[1-9][0-9]*$') ~= nil
-end
-local function less(a, b)
-  if #a ~= #b then return #a < #b end
-  for i = 1, #a do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then return x < y end
-  end
-  return false
-end
-local tok = ARGV[1]
-if not token(tok) then return redis.error_reply('ERR fenceview: invalid token') end
-if #KEYS ~= #ARGV then return redis.error_reply('ERR fenceview: keys and values differ in number') end
-local mark = redis.call('GET', KEYS[1])
-if mark then
-  if not token(mark) then
-    return redis.error_reply('ERR fenceview: the mark at ' .. KEYS[1] .. ' is not a fencing token')
-  end
-  if less(tok, mark) then return {'refused', mark} end
-else
-  mark = '0'
-end
-redis.call('SET', KEYS[1], tok)
-for i = 2, #KEYS do redis.call('SET', KEYS[i], ARGV[i]) end
-return {'accepted', mark}
-`;
-
-// The read: the mark ("0" when none), then a flag and the value of each of
-// KEYS[2..n], all from one moment.
-const READ_SCRIPT = `
-local out = {redis.call('GET', KEYS[1]) or '0'}
-for i = 2, #KEYS do
-  local v = redis.call('GET', KEYS[i])
-  if v then out[#out + 1] = '1'; out[#out + 1] = v else out[#out + 1] = '0'; out[#out + 1] = '' end
-end
-return out
-`;
+// The scripts are the Go guard's own files (guard/redisguard/*.lua), which
+// the build copies into dist/redisguard/: the same bytes, so Go and Node
+// writers share one cached script on the server. The write: KEYS[1] the
+// mark, KEYS[2..n] the values' keys; ARGV[1] the token, ARGV[2..n] the
+// values; tokens are compared as canonical decimal strings (Lua's numbers
+// are doubles, which cannot tell 2^53 from 2^53+1). The read: the mark ("0"
+// when none), then a flag and the value of each of KEYS[2..n], all from one
+// moment.
+const script = (name: string) => readFileSync(new URL(`./redisguard/${name}`, import.meta.url), 'utf8');
+const WRITE_SCRIPT = script('write.lua');
+const READ_SCRIPT = script('read.lua');
 
 const sha1 = (s: string) => createHash('sha1').update(s).digest('hex');
 const WRITE_SHA = sha1(WRITE_SCRIPT);

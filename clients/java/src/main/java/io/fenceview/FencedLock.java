@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
@@ -76,7 +75,7 @@ public final class FencedLock implements Lock {
      */
     public FencingToken tryAcquire(long waitTime, long leaseTime, TimeUnit unit) {
         FenceviewClient.Answer[] refusal = new FenceviewClient.Answer[1];
-        Long t = tryAwait(acquire(me(), waitMs(waitTime, unit), lease(leaseTime, unit), refusal));
+        Long t = Waiting.tryAwait(acquire(me(), Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit), refusal));
         if (t == null) {
             if (refusal[0] == null) {
                 throw new FenceviewException(0, "fenceview: acquire " + resource + " gave up");
@@ -89,16 +88,6 @@ public final class FencedLock implements Lock {
     /** The resource id (Redisson's {@code getName()}). */
     public String getName() {
         return resource;
-    }
-
-    /** An explicit lease in ms (at least 1), or -1 (the watchdog) for a lease time of 0 or less. */
-    private static long lease(long leaseTime, TimeUnit unit) {
-        return leaseTime <= 0 ? -1 : Math.max(1, unit.toMillis(leaseTime));
-    }
-
-    /** A wait in ms; 0 or less means do not wait, as {@link Lock#tryLock(long, TimeUnit)} says. */
-    private static long waitMs(long waitTime, TimeUnit unit) {
-        return Math.max(0, unit.toMillis(waitTime));
     }
 
     private static long me() {
@@ -114,17 +103,17 @@ public final class FencedLock implements Lock {
 
     /** Blocks until granted, for a fixed lease (not renewed), and returns the token. */
     public Long lockAndGetToken(long leaseTime, TimeUnit unit) {
-        return FenceviewClient.await(acquire(me(), -1, lease(leaseTime, unit)));
+        return FenceviewClient.await(acquire(me(), -1, Waiting.lease(leaseTime, unit)));
     }
 
     /** Takes the lock if it is free now; the token, or null when it is held. */
     public Long tryLockAndGetToken() {
-        return tryAwait(acquire(me(), 0, -1));
+        return Waiting.tryAwait(acquire(me(), 0, -1));
     }
 
     /** Waits up to waitTime for the lock; the token, or null when it stayed held. */
     public Long tryLockAndGetToken(long waitTime, TimeUnit unit) {
-        return tryAwait(acquire(me(), waitMs(waitTime, unit), -1));
+        return Waiting.tryAwait(acquire(me(), Waiting.waitMs(waitTime, unit), -1));
     }
 
     /**
@@ -132,31 +121,7 @@ public final class FencedLock implements Lock {
      * watchdog); the token, or null when it stayed held.
      */
     public Long tryLockAndGetToken(long waitTime, long leaseTime, TimeUnit unit) {
-        return tryAwait(acquire(me(), waitMs(waitTime, unit), lease(leaseTime, unit)));
-    }
-
-    /** An interrupted wait gives up (null) and keeps the thread's interrupt status. */
-    private static Long tryAwait(CompletableFuture<Long> f) {
-        try {
-            return f.get();
-        } catch (InterruptedException e) {
-            f.cancel(false);
-            Thread.currentThread().interrupt();
-            return null;
-        } catch (ExecutionException e) {
-            throw FenceviewClient.rethrow(e.getCause());
-        }
-    }
-
-    private static Long interruptibly(CompletableFuture<Long> f) throws InterruptedException {
-        try {
-            return f.get();
-        } catch (InterruptedException e) {
-            f.cancel(false);
-            throw e;
-        } catch (ExecutionException e) {
-            throw FenceviewClient.rethrow(e.getCause());
-        }
+        return Waiting.tryAwait(acquire(me(), Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit)));
     }
 
     @Override
@@ -171,7 +136,7 @@ public final class FencedLock implements Lock {
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
-        interruptibly(acquire(me(), -1, -1));
+        Waiting.interruptibly(acquire(me(), -1, -1));
     }
 
     @Override
@@ -181,12 +146,12 @@ public final class FencedLock implements Lock {
 
     @Override
     public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-        return interruptibly(acquire(me(), waitMs(time, unit), -1)) != null;
+        return Waiting.interruptibly(acquire(me(), Waiting.waitMs(time, unit), -1)) != null;
     }
 
     /** Redisson's {@code tryLock(waitTime, leaseTime, unit)}; leaseTime -1 for the watchdog. */
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        return interruptibly(acquire(me(), waitMs(waitTime, unit), lease(leaseTime, unit))) != null;
+        return Waiting.interruptibly(acquire(me(), Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit))) != null;
     }
 
     public CompletableFuture<Long> lockAndGetTokenAsync() {
@@ -199,7 +164,7 @@ public final class FencedLock implements Lock {
     }
 
     public CompletableFuture<Long> lockAndGetTokenAsync(long leaseTime, TimeUnit unit) {
-        return acquire(me(), -1, lease(leaseTime, unit));
+        return acquire(me(), -1, Waiting.lease(leaseTime, unit));
     }
 
     public CompletableFuture<Long> tryLockAndGetTokenAsync() {
@@ -207,7 +172,7 @@ public final class FencedLock implements Lock {
     }
 
     public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, TimeUnit unit) {
-        return acquire(me(), waitMs(waitTime, unit), -1);
+        return acquire(me(), Waiting.waitMs(waitTime, unit), -1);
     }
 
     public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, long leaseTime, TimeUnit unit) {
@@ -216,7 +181,7 @@ public final class FencedLock implements Lock {
 
     /** The same for the thread threadId, whose id the async unlock must then be given. */
     public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, long leaseTime, TimeUnit unit, long threadId) {
-        return acquire(threadId, waitMs(waitTime, unit), lease(leaseTime, unit));
+        return acquire(threadId, Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit));
     }
 
     /**
@@ -231,67 +196,21 @@ public final class FencedLock implements Lock {
 
     /** The same, keeping the last refusal in refusal[0] when refusal is not null. */
     private CompletableFuture<Long> acquire(long threadId, long waitMs, long leaseMs, FenceviewClient.Answer[] refusal) {
-        if (waitMs < -1) {
-            throw new IllegalArgumentException("fenceview: negative wait " + waitMs + " ms");
-        }
         boolean renewing = leaseMs < 0;
         long lease = renewing ? c.watchdogTimeout().toMillis() : leaseMs;
-        long deadline = waitMs < 0 ? 0 : System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
-        CompletableFuture<Long> out = new CompletableFuture<>();
-        attempt(out, threadId, waitMs < 0, deadline, lease, renewing, refusal);
-        return out;
-    }
-
-    private void attempt(CompletableFuture<Long> out, long threadId, boolean forever, long deadline, long lease, boolean renewing,
-            FenceviewClient.Answer[] refusal) {
-        if (out.isDone()) {
-            return;
-        }
-        long chunk = MAX_WAIT_CHUNK_MS;
-        if (!forever) {
-            chunk = Math.min(chunk, Math.max(TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()), 0));
-        }
         String holder = c.holderId(threadId);
-        Map<String, Object> in = new LinkedHashMap<>();
-        in.put("holder", holder);
-        in.put("leaseMs", lease);
-        in.put("waitMs", chunk);
-        if (lockDelayMs > 0) {
-            in.put("lockDelayMs", lockDelayMs);
-        }
-        long sent = System.nanoTime();
-        long wait = chunk;
-        c.call("POST", FenceviewClient.lockPath(resource, "acquire"), in, c.requestTimeout().plusMillis(chunk))
-                .whenComplete((a, err) -> {
-                    if (err != null) {
-                        out.completeExceptionally(FenceviewClient.unwrap(err));
-                        return;
-                    }
-                    try {
-                        if (a.ok()) {
-                            if (out.isCancelled()) {
-                                // Nobody will unlock a grant its asker gave up on.
-                                releaseQuietly(holder);
-                                return;
-                            }
-                            long token = granted(threadId, holder, a.body, lease, renewing, sent);
-                            if (!out.complete(token)) {
-                                unlockAsync(threadId);
-                            }
-                        } else if (a.status == 409 && (forever || (wait > 0 && deadline - System.nanoTime() > 0))) {
-                            attempt(out, threadId, forever, deadline, lease, renewing, refusal);
-                        } else if (a.status == 409) {
-                            if (refusal != null) {
-                                refusal[0] = a;
-                            }
-                            out.complete(null);
-                        } else {
-                            out.completeExceptionally(a.failure("acquire " + resource));
-                        }
-                    } catch (RuntimeException e) {
-                        out.completeExceptionally(e);
-                    }
-                });
+        return Waiting.run(c, "acquire " + resource, waitMs, chunk -> {
+            Map<String, Object> in = new LinkedHashMap<>();
+            in.put("holder", holder);
+            in.put("leaseMs", lease);
+            in.put("waitMs", chunk);
+            if (lockDelayMs > 0) {
+                in.put("lockDelayMs", lockDelayMs);
+            }
+            return c.call("POST", FenceviewClient.lockPath(resource, "acquire"), in, c.requestTimeout().plusMillis(chunk));
+        }, (a, sent) -> granted(threadId, holder, a.body, lease, renewing, sent),
+                // Nobody will unlock a grant its asker gave up on.
+                a -> releaseQuietly(holder), token -> unlockAsync(threadId), refusal, a -> true);
     }
 
     private void releaseQuietly(String holder) {
@@ -302,9 +221,7 @@ public final class FencedLock implements Lock {
 
     /** Records a grant: a new hold with its watchdog, or one more re-entrant grant. */
     private long granted(long threadId, String holder, Map<String, Object> body, long lease, boolean renewing, long sent) {
-        Map<String, Object> f = Json.obj(body, "fencing");
-        FencingToken t = new FencingToken(resource, Json.lng(f, "token"), Json.str(f, "signature"), Json.str(f, "keyId"),
-                Json.str(f, "issuer"), Json.str(f, "scope"));
+        FencingToken t = FencingToken.ofGrant(resource, body);
         long ms = Json.lng(body, "leaseMs");
         long leaseMs = ms > 0 ? ms : lease;
         Hold.Key key = new Hold.Key(resource, threadId);
@@ -318,11 +235,7 @@ public final class FencedLock implements Lock {
         });
         h.granted(t, (int) Json.lng(body, "holdCount"));
         if (created[0] != null) {
-            if (c.isClosed()) {
-                h.lose("the client was closed", null);
-            } else {
-                h.start(sent);
-            }
+            h.begin(sent);
         }
         return t.number();
     }

@@ -8,7 +8,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
@@ -143,10 +142,8 @@ public final class FencedMultiLock implements Lock {
         for (Object o : grants) {
             @SuppressWarnings("unchecked")
             Map<String, Object> g = (Map<String, Object>) o;
-            Map<String, Object> f = Json.obj(g, "fencing");
             String r = Json.str(g, "resourceId");
-            tokens.put(r, new FencingToken(r, Json.lng(f, "token"), Json.str(f, "signature"), Json.str(f, "keyId"),
-                    Json.str(f, "issuer"), Json.str(f, "scope")));
+            tokens.put(r, FencingToken.ofGrant(r, g));
             ms = Json.lng(g, "leaseMs");
         }
         long leaseMs = ms > 0 ? ms : lease;
@@ -161,11 +158,7 @@ public final class FencedMultiLock implements Lock {
         h.tokens = Collections.unmodifiableMap(tokens);
         h.granted(tokens.get(resources.get(0)), created[0] != null ? 1 : h.count() + 1);
         if (created[0] != null) {
-            if (c.isClosed()) {
-                h.lose("the client was closed", null);
-            } else {
-                h.start(sent);
-            }
+            h.begin(sent);
         }
         Map<String, Long> out = new LinkedHashMap<>();
         tokens.forEach((r, t) -> out.put(r, t.number()));
@@ -288,15 +281,7 @@ public final class FencedMultiLock implements Lock {
 
     @Override
     public void lockInterruptibly() throws InterruptedException {
-        CompletableFuture<Map<String, Long>> f = acquire(me(), -1, -1, null);
-        try {
-            f.get();
-        } catch (InterruptedException e) {
-            f.cancel(false);
-            throw e;
-        } catch (ExecutionException e) {
-            throw FenceviewClient.rethrow(e.getCause());
-        }
+        Waiting.interruptibly(acquire(me(), -1, -1, null));
     }
 
     @Override

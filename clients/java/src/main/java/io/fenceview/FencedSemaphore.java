@@ -133,18 +133,12 @@ public final class FencedSemaphore {
     private Permit granted(FenceviewClient.Answer a, String holder, long lease, boolean renewing, long sent) {
         int slot = (int) Json.lng(a.body, "slot");
         String resource = Json.str(a.body, "resourceId");
-        Map<String, Object> f = Json.obj(a.body, "fencing");
-        FencingToken t = new FencingToken(resource, Json.lng(f, "token"), Json.str(f, "signature"), Json.str(f, "keyId"),
-                Json.str(f, "issuer"), Json.str(f, "scope"));
+        FencingToken t = FencingToken.ofGrant(resource, a.body);
         long ms = Json.lng(a.body, "leaseMs");
         Hold h = new Hold(c, new Hold.Key(resource, 0, "permit"), holder, ms > 0 ? ms : lease, renewing);
         h.granted(t, 1);
         c.holds.put(h.key, h);
-        if (c.isClosed()) {
-            h.lose("the client was closed", null);
-        } else {
-            h.start(sent);
-        }
+        h.begin(sent);
         return new Permit(this, slot, h);
     }
 

@@ -1,6 +1,7 @@
 package io.fenceview;
 
 import java.net.http.HttpRequest;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -29,6 +30,13 @@ public final class FencingToken {
         this.keyId = keyId == null ? "" : keyId;
         this.issuer = issuer == null ? "" : issuer;
         this.scope = scope == null ? "" : scope;
+    }
+
+    /** The token of a grant of resource: the grant's "fencing" object. */
+    static FencingToken ofGrant(String resource, Map<String, Object> grant) {
+        Map<String, Object> f = Json.obj(grant, "fencing");
+        return new FencingToken(resource, Json.lng(f, "token"), Json.str(f, "signature"), Json.str(f, "keyId"),
+                Json.str(f, "issuer"), Json.str(f, "scope"));
     }
 
     public String resource() {

@@ -82,6 +82,18 @@ final class Hold {
         count = holdCount;
     }
 
+    /**
+     * Starts a new hold whose grant was asked for at sentNanos, or loses it at once
+     * when its client was closed meanwhile (no watchdog would ever stop).
+     */
+    void begin(long sentNanos) {
+        if (c.isClosed()) {
+            lose("the client was closed", null);
+        } else {
+            start(sentNanos);
+        }
+    }
+
     /** Starts the watchdog of a new hold whose grant was asked for at sentNanos. */
     synchronized void start(long sentNanos) {
         leaseEnd = sentNanos + TimeUnit.MILLISECONDS.toNanos(leaseMs);

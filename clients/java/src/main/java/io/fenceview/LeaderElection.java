@@ -107,9 +107,7 @@ public final class LeaderElection {
 
     private long elected(FenceviewClient.Answer a, long lease, boolean renewing, long sent) {
         Leader l = Leader.of(Json.obj(a.body, "leader"));
-        Map<String, Object> f = Json.obj(a.body, "fencing");
-        FencingToken t = new FencingToken(name, Json.lng(f, "token"), Json.str(f, "signature"), Json.str(f, "keyId"),
-                Json.str(f, "issuer"), Json.str(f, "scope"));
+        FencingToken t = FencingToken.ofGrant(name, a.body);
         Hold[] created = new Hold[1];
         Hold h = c.holds.compute(key(), (k, old) -> {
             if (old != null && !old.ended) {
@@ -125,11 +123,7 @@ public final class LeaderElection {
         });
         h.granted(t, 1);
         if (created[0] != null) {
-            if (c.isClosed()) {
-                h.lose("the client was closed", null);
-            } else {
-                h.start(sent);
-            }
+            h.begin(sent);
         }
         return l.term();
     }

@@ -27,18 +27,29 @@ final class Waiting {
     static <T> CompletableFuture<T> run(FenceviewClient c, String what, long waitMs, LongFunction<CompletableFuture<FenceviewClient.Answer>> ask,
             Granted<T> granted, Consumer<FenceviewClient.Answer> late, FenceviewClient.Answer[] refusal,
             java.util.function.Predicate<FenceviewClient.Answer> busy) {
+        return run(c, what, waitMs, ask, granted, late, null, refusal, busy);
+    }
+
+    /**
+     * The same, but a grant already recorded by granted when the future turns out
+     * cancelled is handed to undo (with the result), not to late: a re-entrant lock
+     * gives back one grant, not the whole hold.
+     */
+    static <T> CompletableFuture<T> run(FenceviewClient c, String what, long waitMs, LongFunction<CompletableFuture<FenceviewClient.Answer>> ask,
+            Granted<T> granted, Consumer<FenceviewClient.Answer> late, Consumer<T> undo, FenceviewClient.Answer[] refusal,
+            java.util.function.Predicate<FenceviewClient.Answer> busy) {
         if (waitMs < -1) {
             throw new IllegalArgumentException("fenceview: negative wait " + waitMs + " ms");
         }
         long deadline = waitMs < 0 ? 0 : System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
         CompletableFuture<T> out = new CompletableFuture<>();
-        attempt(c, what, out, waitMs < 0, deadline, ask, granted, late, refusal, busy);
+        attempt(c, what, out, waitMs < 0, deadline, ask, granted, late, undo, refusal, busy);
         return out;
     }
 
     private static <T> void attempt(FenceviewClient c, String what, CompletableFuture<T> out, boolean forever, long deadline,
             LongFunction<CompletableFuture<FenceviewClient.Answer>> ask, Granted<T> granted, Consumer<FenceviewClient.Answer> late,
-            FenceviewClient.Answer[] refusal, java.util.function.Predicate<FenceviewClient.Answer> busy) {
+            Consumer<T> undo, FenceviewClient.Answer[] refusal, java.util.function.Predicate<FenceviewClient.Answer> busy) {
         if (out.isDone()) {
             return;
         }
@@ -61,10 +72,14 @@ final class Waiting {
                     }
                     T result = granted.apply(a, sent);
                     if (!out.complete(result)) {
-                        late.accept(a);
+                        if (undo != null) {
+                            undo.accept(result);
+                        } else {
+                            late.accept(a);
+                        }
                     }
                 } else if (a.status == 409 && busy.test(a) && (forever || (wait > 0 && deadline - System.nanoTime() > 0))) {
-                    attempt(c, what, out, forever, deadline, ask, granted, late, refusal, busy);
+                    attempt(c, what, out, forever, deadline, ask, granted, late, undo, refusal, busy);
                 } else if (a.status == 409 && busy.test(a)) {
                     if (refusal != null) {
                         refusal[0] = a;
@@ -77,6 +92,18 @@ final class Waiting {
                 out.completeExceptionally(e);
             }
         });
+    }
+
+    /** A blocking wait that an interrupt ends, giving up the wait (a late grant is given back). */
+    static <T> T interruptibly(CompletableFuture<T> f) throws InterruptedException {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            f.cancel(false);
+            throw e;
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw FenceviewClient.rethrow(e.getCause());
+        }
     }
 
     /** A blocking try: the result, or null when refused or interrupted (the interrupt kept). */

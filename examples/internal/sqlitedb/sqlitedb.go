@@ -1,0 +1,40 @@
+// Package sqlitedb opens the SQLite files the examples keep their guarded
+// rows in.
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+
+	_ "github.com/mattn/go-sqlite3"
+)
+
+// Open opens the SQLite file at *path, first setting *path to a file in a
+// new temporary directory when it is empty (no -db flag given). The file
+// is in WAL mode and waits out a busy writer (the examples write from
+// several goroutines or processes); schema, unless empty, runs on it.
+// closeAll closes the database and removes the temporary directory.
+func Open(ctx context.Context, path *string, schema string) (db *sql.DB, closeAll func(), err error) {
+	remove := func() {}
+	if *path == "" {
+		dir, err := os.MkdirTemp("", "fenceview-example-")
+		if err != nil {
+			return nil, nil, err
+		}
+		remove = func() { os.RemoveAll(dir) }
+		*path = filepath.Join(dir, "example.db")
+	}
+	db, err = sql.Open("sqlite3", "file:"+*path+"?_busy_timeout=5000&_journal_mode=WAL")
+	if err == nil && schema != "" {
+		if _, err = db.ExecContext(ctx, schema); err != nil {
+			db.Close()
+		}
+	}
+	if err != nil {
+		remove()
+		return nil, nil, err
+	}
+	return db, func() { db.Close(); remove() }, nil
+}
