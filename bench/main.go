@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	rounds := fs.Int("rounds", 1, "rounds; each cell reports the median and the spread")
 	single := fs.Bool("single", true, "also run every workload with 1 client")
 	jsonOut := fs.String("json", "", "write every measurement as JSON to this file")
+	fvUnsigned := fs.String("fenceview-unsigned", "", "a second fenceview started with --signing=off, base URL: its RPC stream is a row of its own (empty: skip)")
+	fvUnsignedKey := fs.String("fenceview-unsigned-key", os.Getenv("FENCEVIEW_UNSIGNED_KEY"), "API key (role client) of -fenceview-unsigned (env FENCEVIEW_UNSIGNED_KEY)")
+	fvUnsignedPID := fs.Int("fenceview-unsigned-pid", 0, "the process id of -fenceview-unsigned: adds its CPU time per operation")
 	fvPID := fs.Int("fenceview-pid", 0, "fenceview's process id: adds its CPU time per operation (Linux)")
 	redisPID := fs.Int("redis-pid", 0, "the process id of -redis: adds its CPU time per operation")
 	redisAOFPID := fs.Int("redis-aof-pid", 0, "the process id of -redis-aof: adds its CPU time per operation")
@@ -97,6 +100,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			r.Key = *fvKey
 			targets = append(targets, target{"fenceview (RPC stream)", "yes", r, *fvPID})
 		}
+	}
+	if *fvUnsigned != "" {
+		r, err := load.NewGoClient(*fvUnsigned, true)
+		if err != nil {
+			return err
+		}
+		r.Key = *fvUnsignedKey
+		targets = append(targets, target{"fenceview (RPC stream, --signing=off)", "yes", r, *fvUnsignedPID})
 	}
 	for _, c := range []struct{ label, url string }{
 		{"fenceview cluster, leader", *fvCluster},

@@ -137,9 +137,22 @@ FENCEVIEW_KEY=$("$tmp/fenceview" keys create --server "http://127.0.0.1:$fv_port
 [ -n "$FENCEVIEW_KEY" ] || { echo "bench: could not create a client key" >&2; exit 1; }
 export FENCEVIEW_KEY
 
+echo "== starting a second fenceview with --signing=off (grants without a signature)"
+un_port=$(free_port)
+mkdir -p "$tmp/fenceview-unsigned"
+"$tmp/fenceview" -addr "127.0.0.1:$un_port" -db "$tmp/fenceview-unsigned/fenceview.db" -signing off 2>"$tmp/fenceview-unsigned.log" &
+un_pid=$!
+pids+=($un_pid)
+wait_for "fenceview --signing=off" curl -fsS "http://127.0.0.1:$un_port/healthz"
+FENCEVIEW_UNSIGNED_KEY=$("$tmp/fenceview" keys create --server "http://127.0.0.1:$un_port" --name bench --role client --json |
+	sed -n 's/.*"secret":"\([^"]*\)".*/\1/p')
+[ -n "$FENCEVIEW_UNSIGNED_KEY" ] || { echo "bench: could not create a client key" >&2; exit 1; }
+export FENCEVIEW_UNSIGNED_KEY
+
 echo "== $(nproc) CPUs, $(uname -sr), go $(go env GOVERSION), $(redis-server --version | cut -d' ' -f1-3)"
 "$tmp/bench" \
 	-fenceview "http://127.0.0.1:$fv_port" -fenceview-pid "$fv_pid" \
+	-fenceview-unsigned "http://127.0.0.1:$un_port" -fenceview-unsigned-pid "$un_pid" \
 	-redis "127.0.0.1:$redis_port" -redis-pid "$redis_pid" \
 	-redis-aof "127.0.0.1:$aof_port" -redis-aof-pid "$aof_pid" \
 	-postgres "host=127.0.0.1 port=$pg_port user=postgres dbname=postgres sslmode=disable" \
