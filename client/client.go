@@ -228,7 +228,9 @@ func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *u
 	}
 	defer done()
 	var b []byte
-	if in != nil {
+	if raw, ok := in.(json.RawMessage); ok { // already encoded (wire.AppendRequest)
+		b = raw
+	} else if in != nil {
 		if b, err = json.Marshal(in); err != nil {
 			return err
 		}
@@ -309,33 +311,24 @@ func apiError(status int, raw []byte, kind409 error) *APIError {
 	return ae
 }
 
-// grantBody is a grant (acquire, renew) on the wire.
-type grantBody struct {
-	ResourceID string      `json:"resourceId"`
-	Holder     string      `json:"holder"`
-	HoldCount  int         `json:"holdCount"`
-	ExpiresAt  time.Time   `json:"expiresAt"`
-	LeaseMs    int64       `json:"leaseMs"`
-	Fencing    guard.Token `json:"fencing"`
-}
-
-func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait, lockDelay time.Duration) (grantBody, error) {
-	var g grantBody
-	err := c.exchange(ctx, "acquire", resource,
-		rpcRequest{Holder: holder, LeaseMs: lease.Milliseconds(), WaitMs: wait.Milliseconds(), LockDelayMs: lockDelay.Milliseconds()}, &g,
+func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait, lockDelay time.Duration) (wire.Grant, error) {
+	var g wire.Grant
+	err := c.exchange(ctx, wire.OpAcquire, resource,
+		wire.Request{Holder: wire.StringOf(holder), LeaseMs: wire.IntOf(lease.Milliseconds()), WaitMs: wire.IntOf(wait.Milliseconds()),
+			LockDelayMs: wire.IntOf(lockDelay.Milliseconds())}, &g,
 		conflictOf(resource, 0, nil))
 	return g, err
 }
 
-func (c *Client) renew(ctx context.Context, resource, holder string) (grantBody, error) {
-	var g grantBody
-	err := c.exchange(ctx, "renew", resource, rpcRequest{Holder: holder}, &g, kind409(ErrNotHeld))
+func (c *Client) renew(ctx context.Context, resource, holder string) (wire.Grant, error) {
+	var g wire.Grant
+	err := c.exchange(ctx, wire.OpRenew, resource, wire.Request{Holder: wire.StringOf(holder)}, &g, kind409(ErrNotHeld))
 	return g, err
 }
 
 func (c *Client) release(ctx context.Context, resource, holder string) (int, error) {
-	var b releaseBody
-	err := c.exchange(ctx, "release", resource, rpcRequest{Holder: holder}, &b, kind409(ErrNotOwner))
+	var b wire.Released
+	err := c.exchange(ctx, wire.OpRelease, resource, wire.Request{Holder: wire.StringOf(holder)}, &b, kind409(ErrNotOwner))
 	return b.HoldCount, err
 }
 
@@ -448,9 +441,9 @@ func (c *Client) fence(ctx context.Context, resource string, t guard.Token, mode
 	if err := guard.ValidateToken(t.Token); err != nil {
 		return Fenced{}, invalid(err)
 	}
-	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode}
-	var out fencedBody
-	err := c.exchange(ctx, "fence", resource, in, &out,
+	in := wire.Request{Token: wire.IntOf(t.Token), Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode}
+	var out wire.FenceAccepted
+	err := c.exchange(ctx, wire.OpFence, resource, in, &out,
 		func(status int, raw []byte, h http.Header) error {
 			if status != http.StatusConflict {
 				return nil

@@ -18,6 +18,14 @@ import (
 
 // fakeRPCServer answers every fence request of a message in one message,
 // last first, and hands the test each message's request lines.
+// rpcRequest is the part of a request line these tests read, decoded with
+// encoding/json: what the client sends, whatever its codec.
+type rpcRequest struct {
+	ID       uint64 `json:"id"`
+	Resource string `json:"resource"`
+	Token    int64  `json:"token"`
+}
+
 func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
 	ch := make(chan []string, 1024)
 	up := websocket.Upgrader{}

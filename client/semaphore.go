@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Bounds of contract v3 the client checks before sending (the server's
@@ -117,7 +118,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, wait time.Duration) (*Permit
 
 // permitBody is a semaphore's grant on the wire: a lock grant of the slot.
 type permitBody struct {
-	grantBody
+	wire.Grant
 	Semaphore string `json:"semaphore"`
 	Slot      int    `json:"slot"`
 }
@@ -144,7 +145,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait time.Duration) (*Permit, e
 	if g.LeaseMs > 0 {
 		lease = time.Duration(g.LeaseMs) * time.Millisecond
 	}
-	p := &Permit{s: s, slot: g.Slot, resource: g.ResourceID, holder: s.c.holder, fencing: g.Fencing}
+	p := &Permit{s: s, slot: g.Slot, resource: g.ResourceID, holder: s.c.holder, fencing: g.Fencing.GuardToken()}
 	p.h = s.c.newHold(&p.mu, lease, true, sent, p.renewOnce, nil)
 	return p, nil
 }
