@@ -200,16 +200,16 @@ type Rejection struct {
 // Event is an event as the stream (GET /v1/events) sends it: one JSON
 // object per message.
 type Event struct {
-	Seq        int64   `json:"seq"`
-	Type       string  `json:"type"`
-	ResourceID string  `json:"resourceId"`
-	Token      int64   `json:"token,omitempty"`
-	Holder     string  `json:"holder,omitempty"`
-	Presented  *int64  `json:"presented,omitempty"`
-	Required   *int64  `json:"required,omitempty"`
-	Reason     string  `json:"reason,omitempty"`
-	Source     string  `json:"source,omitempty"`
-	At         Time    `json:"at"`
+	Seq        int64  `json:"seq"`
+	Type       string `json:"type"`
+	ResourceID string `json:"resourceId"`
+	Token      int64  `json:"token,omitempty"`
+	Holder     string `json:"holder,omitempty"`
+	Presented  *int64 `json:"presented,omitempty"`
+	Required   *int64 `json:"required,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Source     string `json:"source,omitempty"`
+	At         Time   `json:"at"`
 	// Value: an election's leader value, on its grants and proclaims.
 	Value *string `json:"value,omitempty"`
 	// LockDelayMs: the lock-delay an expire starts.
