@@ -362,29 +362,13 @@ func (c *Client) State(ctx context.Context, resource string) (State, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
 		return State{}, invalid(err)
 	}
-	var b struct {
-		ResourceID  string     `json:"resourceId"`
-		Locked      bool       `json:"locked"`
-		Holder      *string    `json:"holder"`
-		HoldCount   int        `json:"holdCount"`
-		Token       int64      `json:"token"`
-		ExpiresAt   *time.Time `json:"expiresAt"`
-		RemainingMs int64      `json:"remainingMs"`
-		LeaseMs     int64      `json:"leaseMs"`
-		Waiters     int        `json:"waiters"`
-	}
+	var b wire.Lock
 	if err := c.call(ctx, http.MethodGet, c.endpoint("locks", resource, ""), nil, nil, &b, nil); err != nil {
 		return State{}, err
 	}
-	s := State{Resource: b.ResourceID, Locked: b.Locked, HoldCount: b.HoldCount, Token: b.Token,
-		Remaining: time.Duration(b.RemainingMs) * time.Millisecond, Lease: time.Duration(b.LeaseMs) * time.Millisecond, Waiters: b.Waiters}
-	if b.Holder != nil {
-		s.Holder = *b.Holder
-	}
-	if b.ExpiresAt != nil {
-		s.ExpiresAt = *b.ExpiresAt
-	}
-	return s, nil
+	return State{Resource: b.ResourceID, Locked: b.Locked, Holder: string(b.Holder), HoldCount: b.HoldCount, Token: b.Token,
+		ExpiresAt: time.Time(b.ExpiresAt), Remaining: time.Duration(b.RemainingMs) * time.Millisecond,
+		Lease: time.Duration(b.LeaseMs) * time.Millisecond, Waiters: b.Waiters}, nil
 }
 
 // ForceExpire frees the lock on resource whoever holds it (Redisson's

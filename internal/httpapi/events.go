@@ -45,6 +45,16 @@ var upgrader = websocket.Upgrader{
 	},
 }
 
+// acceptWebsocket refuses a request that is not a websocket upgrade and
+// takes a place in the server's websocket budget; release gives it back.
+func (s *Server) acceptWebsocket(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if !websocket.IsWebSocketUpgrade(r) {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
+		return nil, false
+	}
+	return s.openWebsocket(w, r)
+}
+
 // handleEvents streams committed events over a websocket, one JSON object
 // per message. With ?since=<seq> the stored events after seq come first.
 // As in gorilla's chat example, the handler only parses, subscribes and
@@ -55,12 +65,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
-		return
-	}
-
-	release, ok := s.openWebsocket(w, r)
+	release, ok := s.acceptWebsocket(w, r)
 	if !ok {
 		return
 	}

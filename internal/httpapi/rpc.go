@@ -67,11 +67,7 @@ var rpcUpgrader = websocket.Upgrader{
 // handleRPC upgrades the request and runs the connection until its client
 // leaves, within the server's websocket budget.
 func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
-	if !websocket.IsWebSocketUpgrade(r) {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
-		return
-	}
-	release, ok := s.openWebsocket(w, r)
+	release, ok := s.acceptWebsocket(w, r)
 	if !ok {
 		return
 	}
