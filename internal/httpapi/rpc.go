@@ -97,8 +97,8 @@ type rpcConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	out    rpcOut
-	work   chan rpcRequest // to an idle worker; unbuffered
-	req    rpcRequest      // the reader's decoding target (take)
+	work   chan wire.Request // to an idle worker; unbuffered
+	req    wire.Request      // the reader's decoding target (take)
 	inline []byte          // the reader's answer buffer (serveInline)
 
 	// Answers waiting for the writer, encoded straight into one buffer
@@ -124,7 +124,7 @@ type rpcConn struct {
 func (s *Server) newRPCConn(conn *websocket.Conn, r *http.Request) *rpcConn {
 	c := &rpcConn{
 		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r),
-		wake: make(chan struct{}, 1), work: make(chan rpcRequest),
+		wake: make(chan struct{}, 1), work: make(chan wire.Request),
 	}
 	c.out.conn = conn
 	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
@@ -257,7 +257,7 @@ func (c *rpcConn) take(line []byte, single bool) {
 // serveWaiting serves an acquire that may wait in a goroutine of its own
 // (bounded by rpcMaxWaiting, and by the server's --max-waiters), so a
 // wait never takes a worker.
-func (c *rpcConn) serveWaiting(req rpcRequest) {
+func (c *rpcConn) serveWaiting(req wire.Request) {
 	if c.waiting.Add(1) > rpcMaxWaiting {
 		c.waiting.Add(-1)
 		c.reply(req.ID, http.StatusTooManyRequests, map[string]any{
@@ -266,7 +266,7 @@ func (c *rpcConn) serveWaiting(req rpcRequest) {
 	}
 	// A lock's acquire keeps only what it needs.
 	if req.Op == wire.OpAcquire {
-		req = rpcRequest{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+		req = wire.Request{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
 	}
 	c.busy.Add(1)
 	c.inflight.Add(1)
@@ -281,7 +281,7 @@ func (c *rpcConn) serveWaiting(req rpcRequest) {
 // long, on the reader's goroutine, and answers it here unless the writer
 // is busy. One client calling one request at a time (Redis's usual
 // caller) saves two goroutine hand-offs per call.
-func (c *rpcConn) serveInline(req rpcRequest) {
+func (c *rpcConn) serveInline(req wire.Request) {
 	status, body := c.answer(req)
 	c.freeSlot()
 	c.qmu.Lock()
@@ -302,7 +302,7 @@ func (c *rpcConn) serveInline(req rpcRequest) {
 // handOff gives req to an idle worker, else to a new one while fewer than
 // rpcWorkers run, else waits for one: the reader waits, and so does the
 // client.
-func (c *rpcConn) handOff(req rpcRequest) {
+func (c *rpcConn) handOff(req wire.Request) {
 	select {
 	case c.work <- req:
 		return
@@ -321,7 +321,7 @@ func (c *rpcConn) handOff(req rpcRequest) {
 // rpcIdleWorkers others already wait. Workers outlive their requests: a
 // goroutine per request would start each on a small stack and grow it (a
 // grant's path is deep), about 5% of the server's CPU under load.
-func (c *rpcConn) worker(req rpcRequest) {
+func (c *rpcConn) worker(req wire.Request) {
 	defer c.inflight.Done()
 	defer c.workers.Add(-1)
 	for {
@@ -339,7 +339,7 @@ func (c *rpcConn) worker(req rpcRequest) {
 	}
 }
 
-func (c *rpcConn) serve(req rpcRequest) {
+func (c *rpcConn) serve(req wire.Request) {
 	status, body := c.answer(req)
 	c.busy.Add(-1)
 	if !req.Waits() {
@@ -402,7 +402,7 @@ func (k *keySlots) close(id string) {
 // answer applies one request, unless the caller's key was revoked or its
 // session ended since the connection opened: a message already read stops
 // being applied at the revocation.
-func (c *rpcConn) answer(req rpcRequest) (status int, body any) {
+func (c *rpcConn) answer(req wire.Request) (status int, body any) {
 	if !c.s.ops.enter(c.p) {
 		return http.StatusUnauthorized, map[string]any{"error": "key revoked or session ended"}
 	}
@@ -447,7 +447,7 @@ func (c *rpcConn) drop() {
 
 // dispatchRPC runs one request through the same code as the JSON API;
 // origin (rpc:<host>) is the connection's source when auth is off.
-func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string) (int, any) {
+func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin string) (int, any) {
 	if op, ok := primitiveOps[req.Op]; ok {
 		p := auth.FromContext(ctx)
 		if !p.Allows(op.action) {
@@ -499,58 +499,58 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string)
 // touches, as the route does.
 var primitiveOps = map[string]struct {
 	action auth.Action
-	serve  func(s *Server, ctx context.Context, req rpcRequest) (int, any)
+	serve  func(s *Server, ctx context.Context, req wire.Request) (int, any)
 }{
-	wire.OpSemaphoreAcquire: {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpSemaphoreAcquire: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.semaphoreAcquire(ctx, req.Name, semaphoreRequestOf(req))
 	}},
-	wire.OpSemaphoreRelease: {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpSemaphoreRelease: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.semaphoreRelease(ctx, req.Name, semaphoreRequestOf(req))
 	}},
-	wire.OpSemaphorePermits: {auth.Manage, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpSemaphorePermits: {auth.Manage, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.semaphorePermits(ctx, req.Name, permitsRequest{Permits: req.Permits})
 	}},
-	wire.OpSemaphore: {auth.Read, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpSemaphore: {auth.Read, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.semaphoreState(ctx, req.Name)
 	}},
-	wire.OpAcquireAll: {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpAcquireAll: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.acquireAll(ctx, "", lockAllRequestOf(req))
 	}},
-	wire.OpReleaseAll: {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpReleaseAll: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.releaseAll(ctx, "", lockAllRequestOf(req))
 	}},
-	wire.OpCampaign: {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpCampaign: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.campaign(ctx, req.Name, electionRequestOf(req))
 	}},
-	wire.OpProclaim: {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpProclaim: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.proclaim(ctx, req.Name, electionRequestOf(req))
 	}},
-	wire.OpResign: {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpResign: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.resign(ctx, req.Name, electionRequestOf(req))
 	}},
-	wire.OpElectionRenew: {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpElectionRenew: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.renewLeadership(ctx, req.Name, electionRequestOf(req))
 	}},
-	wire.OpElection: {auth.Read, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpElection: {auth.Read, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.electionState(ctx, req.Name)
 	}},
 }
 
-func semaphoreRequestOf(req rpcRequest) semaphoreRequest {
+func semaphoreRequestOf(req wire.Request) semaphoreRequest {
 	return semaphoreRequest{Holder: req.Holder, Permits: req.Permits, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs, Slot: req.Slot}
 }
 
-func lockAllRequestOf(req rpcRequest) lockAllRequest {
+func lockAllRequestOf(req wire.Request) lockAllRequest {
 	return lockAllRequest{Resources: req.Resources, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
 }
 
-func electionRequestOf(req rpcRequest) electionRequest {
+func electionRequestOf(req wire.Request) electionRequest {
 	return electionRequest{Candidate: req.Candidate, Value: req.Value, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
 }
 
 // rpcAllowed applies the caller's role and prefixes to one request, as
 // admit and pathResource do for the JSON API.
-func rpcAllowed(ctx context.Context, req rpcRequest) error {
+func rpcAllowed(ctx context.Context, req wire.Request) error {
 	action := auth.Lock
 	switch req.Op {
 	case wire.OpFence:

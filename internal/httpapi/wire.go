@@ -15,7 +15,7 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// The wire's types under the names the handlers use.
+// The wire's types under the names the JSON API's handlers use.
 type (
 	wireTime          = wire.Time
 	wireString        = wire.NullString
@@ -26,10 +26,7 @@ type (
 	fenceAcceptedBody = wire.FenceAccepted
 	lockBody          = wire.Lock
 	resourceBody      = wire.Resource
-	timesBody         = wire.Times
-	durationsBody     = wire.Durations
 	rejectionBody     = wire.Rejection
-	rpcRequest        = wire.Request
 )
 
 // wireValue converts domain values in error fields to their wire form,
@@ -196,14 +193,14 @@ func grantWire(g fenceview.Grant) grantBody {
 	}
 }
 
-func (s *Server) timesWire(resourceID string) *timesBody {
+func (s *Server) timesWire(resourceID string) *wire.Times {
 	t := s.Service.LockTimes(resourceID)
 	lock, _ := s.Service.Lock(resourceID) // valid: the resource was just read
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	window := func(d issuer.DurationStats) durationsBody {
-		return durationsBody{Count: d.Count, P50: ms(d.P50), P99: ms(d.P99), Max: ms(d.Max)}
+	window := func(d issuer.DurationStats) wire.Durations {
+		return wire.Durations{Count: d.Count, P50: ms(d.P50), P99: ms(d.P99), Max: ms(d.Max)}
 	}
-	return &timesBody{Waiters: lock.Waiters, Wait: window(t.Waits), Hold: window(t.Holds)}
+	return &wire.Times{Waiters: lock.Waiters, Wait: window(t.Waits), Hold: window(t.Holds)}
 }
 
 func resourceWire(r fenceview.Resource) resourceBody {
@@ -224,13 +221,10 @@ func resourceWire(r fenceview.Resource) resourceBody {
 	return b
 }
 
-// EventBody is an event as the stream sends it: one JSON object per message.
-type EventBody = wire.Event
-
 // EventWire converts an event to its stream form. A rejection always carries
 // presented and required, even when required is 0.
-func EventWire(e fenceview.Event) EventBody {
-	b := EventBody{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
+func EventWire(e fenceview.Event) wire.Event {
+	b := wire.Event{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
 		Reason: e.Reason, Source: e.Source, At: wireTime(e.At)}
 	switch e.Type {
 	case fenceview.EventReject:

@@ -32,15 +32,7 @@ func (r *reader) object(field func(key []byte) bool) bool {
 // objectValue reads one object at i, as object, leaving the reader after it.
 func (r *reader) objectValue(field func(key []byte) bool) bool {
 	r.space()
-	if !r.next('{') {
-		return false
-	}
-	r.space()
-	if r.next('}') {
-		return true
-	}
-	for {
-		r.space()
+	return r.next('{') && r.items('}', func() bool {
 		key, ok := r.key()
 		if !ok {
 			return false
@@ -50,13 +42,27 @@ func (r *reader) objectValue(field func(key []byte) bool) bool {
 			return false
 		}
 		r.space()
-		if !field(key) {
+		return field(key)
+	})
+}
+
+// items reads the items of an object or an array, the opening brace or
+// bracket read, up to and including end: item reads each (the reader then
+// at it) or reports false.
+func (r *reader) items(end byte, item func() bool) bool {
+	r.space()
+	if r.next(end) {
+		return true
+	}
+	for {
+		r.space()
+		if !item() {
 			return false
 		}
 		r.space()
 		switch {
 		case r.next(','):
-		case r.next('}'):
+		case r.next(end):
 			return true
 		default:
 			return false
@@ -133,32 +139,16 @@ func (r *reader) string(dst *string) bool {
 
 // strings reads an array of strings (as str), never nil.
 func (r *reader) strings(dst *[]string) bool {
-	if !r.next('[') {
-		return false
-	}
 	list := []string{}
-	r.space()
-	if r.next(']') {
-		*dst = list
-		return true
-	}
-	for {
-		r.space()
+	ok := r.next('[') && r.items(']', func() bool {
 		s, ok := r.str()
-		if !ok {
-			return false
-		}
 		list = append(list, string(s))
-		r.space()
-		switch {
-		case r.next(','):
-		case r.next(']'):
-			*dst = list
-			return true
-		default:
-			return false
-		}
+		return ok
+	})
+	if ok {
+		*dst = list
 	}
+	return ok
 }
 
 // digits reads the digits of a JSON integer (no leading zero), at most 18
@@ -290,24 +280,7 @@ func (r *reader) value(depth int) bool {
 		return r.objectValue(func([]byte) bool { return r.value(depth + 1) })
 	case '[':
 		r.i++
-		r.space()
-		if r.next(']') {
-			return true
-		}
-		for {
-			r.space()
-			if !r.value(depth + 1) {
-				return false
-			}
-			r.space()
-			switch {
-			case r.next(','):
-			case r.next(']'):
-				return true
-			default:
-				return false
-			}
-		}
+		return r.items(']', func() bool { return r.value(depth + 1) })
 	}
 	return r.scalar()
 }
