@@ -99,7 +99,7 @@ type rpcConn struct {
 	out    rpcOut
 	work   chan wire.Request // to an idle worker; unbuffered
 	req    wire.Request      // the reader's decoding target (take)
-	inline []byte          // the reader's answer buffer (serveInline)
+	inline []byte            // the reader's answer buffer (serveInline)
 
 	// Answers waiting for the writer, encoded straight into one buffer
 	// (reply): no buffer and no channel send per answer. The writer takes
