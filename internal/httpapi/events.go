@@ -55,6 +55,20 @@ func (s *Server) acceptWebsocket(w http.ResponseWriter, r *http.Request) (releas
 	return s.openWebsocket(w, r)
 }
 
+// track counts the upgraded conn among the server's websockets (which
+// CloseWebsockets closes) unless the server is closing them; untrack
+// forgets and closes it.
+func (s *Server) track(conn *websocket.Conn) (untrack func(), ok bool) {
+	if !s.hold(conn) {
+		conn.Close()
+		return nil, false
+	}
+	return func() {
+		s.drop(conn)
+		conn.Close()
+	}, true
+}
+
 // handleEvents streams committed events over a websocket, one JSON object
 // per message. With ?since=<seq> the stored events after seq come first.
 // As in gorilla's chat example, the handler only parses, subscribes and
@@ -82,11 +96,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader has answered
 	}
-	defer conn.Close()
-	if !s.hold(conn) {
+	untrack, ok := s.track(conn)
+	if !ok {
 		return
 	}
-	defer s.drop(conn)
+	defer untrack()
 	st := &eventStream{
 		conn: conn, out: hj.conn, sub: sub, p: auth.FromContext(r.Context()),
 		resource: resource, last: since, lag: s.StreamLag,

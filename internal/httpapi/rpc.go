@@ -74,13 +74,13 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	conn, err := rpcUpgrader.Upgrade(w, r, nil)
 	if err != nil {
+		return // the upgrader has answered
+	}
+	untrack, ok := s.track(conn)
+	if !ok {
 		return
 	}
-	defer conn.Close()
-	if !s.hold(conn) {
-		return
-	}
-	defer s.drop(conn)
+	defer untrack()
 	c := s.newRPCConn(conn, r)
 	defer c.close()
 	c.run()
