@@ -336,7 +336,7 @@ func (s *rpcSession) flush() error {
 	}
 	s.mu.Unlock()
 	for msg, rest := s.wbuf, []byte(nil); len(msg) > 0; msg = rest {
-		msg, rest = splitBatch(msg)
+		msg, rest = wire.SplitBatch(msg)
 		s.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if err := s.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
 			return fmt.Errorf("fenceview: rpc stream: %w", err)
@@ -346,22 +346,6 @@ func (s *rpcSession) flush() error {
 		s.wbuf = nil // a burst's buffer is not kept
 	}
 	return nil
-}
-
-// splitBatch cuts lines at a line end so that msg stays within
-// wire.MaxBatch bytes, unless its first line alone is longer.
-func splitBatch(lines []byte) (msg, rest []byte) {
-	if len(lines) <= wire.MaxBatch {
-		return lines, nil
-	}
-	i := bytes.LastIndexByte(lines[:wire.MaxBatch+1], '\n')
-	if i < 0 {
-		i = bytes.IndexByte(lines, '\n')
-		if i < 0 {
-			return lines, nil
-		}
-	}
-	return lines[:i], lines[i+1:]
 }
 
 func (s *rpcSession) readLoop() {

@@ -590,18 +590,8 @@ func (o *rpcOut) send(msg []byte) {
 // wire.MaxBatch bytes (a single longer answer goes alone). o.mu must be
 // held.
 func (o *rpcOut) sendLines(lines []byte) {
-	for len(lines) > 0 {
-		msg := lines
-		lines = nil
-		if len(msg) > wire.MaxBatch {
-			i := bytes.LastIndexByte(msg[:wire.MaxBatch+1], '\n')
-			if i < 0 {
-				i = bytes.IndexByte(msg, '\n')
-			}
-			if i >= 0 {
-				msg, lines = msg[:i], msg[i+1:]
-			}
-		}
+	for msg, rest := lines, []byte(nil); len(msg) > 0; msg = rest {
+		msg, rest = wire.SplitBatch(msg)
 		o.send(msg)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/fenceview/fenceview/api"
+	"github.com/fenceview/fenceview/guard/httpguard"
 )
 
 // jsonFields returns the JSON names of t's fields and, of those, the ones
@@ -49,12 +50,12 @@ func TestBodiesMatchOpenAPI(t *testing.T) {
 		}
 		return ref.Value
 	}
-	// answer is the schema of operation id's 200 answer.
-	answer := func(id string) *openapi3.Schema {
+	// answer is the schema of operation id's answer with status.
+	answer := func(id string, status int) *openapi3.Schema {
 		for _, item := range doc.Paths.Map() {
 			for _, op := range item.Operations() {
 				if op.OperationID == id {
-					return op.Responses.Status(200).Value.Content.Get("application/json").Schema.Value
+					return op.Responses.Status(status).Value.Content.Get("application/json").Schema.Value
 				}
 			}
 		}
@@ -75,8 +76,11 @@ func TestBodiesMatchOpenAPI(t *testing.T) {
 		{Durations{}, "DurationWindow", schema("DurationWindow"), true},
 		{Rejection{}, "Rejection", schema("Rejection"), true},
 		{Event{}, "Event", schema("Event"), true},
-		{Released{}, "release's answer", answer("release"), true},
-		{FenceAccepted{}, "fence's answer", answer("fence"), true},
+		{Released{}, "release's answer", answer("release", 200), true},
+		{FenceAccepted{}, "fence's answer", answer("fence", 200), true},
+		// The refusal is guard/httpguard's: resources write it without
+		// the server.
+		{httpguard.Refusal{}, "fence's refusal", answer("fence", 409), true},
 		{Request{}, "RpcRequest", schema("RpcRequest"), false},
 		{Answer{}, "RpcAnswer", schema("RpcAnswer"), true},
 	} {

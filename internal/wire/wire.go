@@ -4,9 +4,12 @@
 // The codec writes what encoding/json writes and reads what it reads,
 // byte for byte, without reflection on the busiest paths; the fuzz tests
 // hold it to encoding/json, and TestBodiesMatchOpenAPI to api/openapi.yaml.
+// The one body not here is a fenced write's refusal, httpguard.Refusal:
+// resources write it with guard/httpguard, without the server.
 package wire
 
 import (
+	"bytes"
 	"io"
 	"time"
 )
@@ -19,26 +22,24 @@ const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
 // MaxBatch bounds the bytes a writer gathers into one message; a longer
-// queue goes out in several.
+// queue goes out in several (SplitBatch).
 const MaxBatch = 64 << 10
 
-// Batch returns buf (reused) holding first and then every item already
-// waiting on more, one per line, up to MaxBatch bytes. It never blocks; a
-// closed more ends the batch.
-func Batch(buf, first []byte, more <-chan []byte) []byte {
-	buf = append(buf[:0], first...)
-	for len(buf) < MaxBatch {
-		select {
-		case b, ok := <-more:
-			if !ok {
-				return buf
-			}
-			buf = append(append(buf, '\n'), b...)
-		default:
-			return buf
+// SplitBatch cuts lines (one message's worth, one per line) at a line
+// end so that msg stays within MaxBatch bytes, unless its first line alone
+// is longer; rest is what is left for the next message.
+func SplitBatch(lines []byte) (msg, rest []byte) {
+	if len(lines) <= MaxBatch {
+		return lines, nil
+	}
+	i := bytes.LastIndexByte(lines[:MaxBatch+1], '\n')
+	if i < 0 {
+		i = bytes.IndexByte(lines, '\n')
+		if i < 0 {
+			return lines, nil
 		}
 	}
-	return buf
+	return lines[:i], lines[i+1:]
 }
 
 // ReadAll appends what r holds to buf[:0] and returns it: a message read
