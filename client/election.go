@@ -112,19 +112,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (int64, error) {
 	if err := validateValue(value); err != nil {
 		return 0, err
 	}
-	for {
-		wait := waitChunk(ctx)
-		term, err := e.campaign(ctx, value, max(wait, 0))
-		if err == nil {
-			return term, nil
-		}
-		if !(errors.Is(err, ErrHeld) || errors.Is(err, ErrLockDelay)) || wait <= 0 {
-			return 0, err
-		}
-		if ctx.Err() != nil {
-			return 0, fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-	}
+	return inChunks(ctx, func(ctx context.Context, wait time.Duration) (int64, error) { return e.campaign(ctx, value, wait) }, ErrHeld)
 }
 
 func (e *Election) campaign(ctx context.Context, value string, wait time.Duration) (int64, error) {

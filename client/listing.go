@@ -83,22 +83,33 @@ func (c *Client) Resources(ctx context.Context, q ResourceQuery) (ResourcePage, 
 // AllResources walks every page of Resources. It stops at the first error,
 // which it yields.
 func (c *Client) AllResources(ctx context.Context, q ResourceQuery) iter.Seq2[Resource, error] {
-	return func(yield func(Resource, error) bool) {
+	return allPages(q.Cursor, func(cursor string) ([]Resource, string, error) {
+		q.Cursor = cursor
+		p, err := c.Resources(ctx, q)
+		return p.Resources, p.Next, err
+	})
+}
+
+// allPages walks the pages page returns from cursor on, until a page with
+// no next cursor (or the same one), yielding the first error.
+func allPages[T any](cursor string, page func(cursor string) ([]T, string, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		for {
-			p, err := c.Resources(ctx, q)
+			items, next, err := page(cursor)
 			if err != nil {
-				yield(Resource{}, err)
+				var zero T
+				yield(zero, err)
 				return
 			}
-			for _, r := range p.Resources {
-				if !yield(r, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if p.Next == "" || p.Next == q.Cursor {
+			if next == "" || next == cursor {
 				return
 			}
-			q.Cursor = p.Next
+			cursor = next
 		}
 	}
 }
@@ -186,24 +197,11 @@ func (c *Client) Rejections(ctx context.Context, q RejectionQuery) (RejectionPag
 
 // AllRejections walks every page of Rejections, newest first.
 func (c *Client) AllRejections(ctx context.Context, q RejectionQuery) iter.Seq2[Rejection, error] {
-	return func(yield func(Rejection, error) bool) {
-		for {
-			p, err := c.Rejections(ctx, q)
-			if err != nil {
-				yield(Rejection{}, err)
-				return
-			}
-			for _, r := range p.Rejections {
-				if !yield(r, nil) {
-					return
-				}
-			}
-			if p.Next == "" || p.Next == q.Cursor {
-				return
-			}
-			q.Cursor = p.Next
-		}
-	}
+	return allPages(q.Cursor, func(cursor string) ([]Rejection, string, error) {
+		q.Cursor = cursor
+		p, err := c.Rejections(ctx, q)
+		return p.Rejections, p.Next, err
+	})
 }
 
 // ResetResult is a resource's counter after Reset.

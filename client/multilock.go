@@ -72,19 +72,7 @@ func (m *MultiLock) Lock(ctx context.Context) (*Locks, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	for {
-		wait := waitChunk(ctx)
-		l, err := m.acquire(ctx, max(wait, 0))
-		if err == nil {
-			return l, nil
-		}
-		if !(errors.Is(err, ErrHeld) || errors.Is(err, ErrLockDelay)) || wait <= 0 {
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-	}
+	return inChunks(ctx, m.acquire, ErrHeld)
 }
 
 // TryLock asks for every lock at once, waiting on the server up to wait

@@ -55,10 +55,13 @@ func (s *Server) acceptWebsocket(w http.ResponseWriter, r *http.Request) (releas
 	return s.openWebsocket(w, r)
 }
 
-// track counts the upgraded conn among the server's websockets (which
-// CloseWebsockets closes) unless the server is closing them; untrack
-// forgets and closes it.
-func (s *Server) track(conn *websocket.Conn) (untrack func(), ok bool) {
+// track takes an upgrade's result: unless it failed (the upgrader has
+// answered) or the server is closing its websockets, conn counts among
+// them (CloseWebsockets closes it), and untrack forgets and closes it.
+func (s *Server) track(conn *websocket.Conn, upgradeErr error) (untrack func(), ok bool) {
+	if upgradeErr != nil {
+		return nil, false
+	}
 	if !s.hold(conn) {
 		conn.Close()
 		return nil, false
@@ -93,10 +96,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if hj.conn != nil {
 		hj.conn.Flush() // the handshake, or the refusal
 	}
-	if err != nil {
-		return // the upgrader has answered
-	}
-	untrack, ok := s.track(conn)
+	untrack, ok := s.track(conn, err)
 	if !ok {
 		return
 	}

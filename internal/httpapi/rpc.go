@@ -73,10 +73,7 @@ func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	conn, err := rpcUpgrader.Upgrade(w, r, nil)
-	if err != nil {
-		return // the upgrader has answered
-	}
-	untrack, ok := s.track(conn)
+	untrack, ok := s.track(conn, err)
 	if !ok {
 		return
 	}
