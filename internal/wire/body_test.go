@@ -8,17 +8,18 @@ import (
 	"time"
 )
 
-// comparable writes v with times as RFC 3339 with nanoseconds and their
-// offset, so that two decodings compare by instant and offset.
+// comparable writes v with its times as RFC 3339 with nanoseconds and
+// offset, so that two decodings compare by instant and offset (the
+// locations of two parsed times are never the same pointer).
 func comparable(v any) string {
-	s := fmt.Sprintf("%+v", v)
-	switch v := v.(type) {
-	case *Grant:
-		g := *v
-		g.ExpiresAt, g.Fencing.IssuedAt = Time{}, Time{}
-		s = fmt.Sprintf("%+v %s %s", g, time.Time(v.ExpiresAt).Format(time.RFC3339Nano), time.Time(v.Fencing.IssuedAt).Format(time.RFC3339Nano))
+	g, ok := v.(*Grant)
+	if !ok {
+		return fmt.Sprintf("%+v", v)
 	}
-	return s
+	at := func(t Time) string { return time.Time(t).Format(time.RFC3339Nano) }
+	c := *g
+	c.ExpiresAt, c.Fencing.IssuedAt = Time{}, Time{}
+	return fmt.Sprintf("%+v %s %s", c, at(g.ExpiresAt), at(g.Fencing.IssuedAt))
 }
 
 // checkAnswerBody decodes body into each answer type a client reads on
