@@ -248,9 +248,16 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 	defer ping.Stop()
 	hold := time.NewTimer(streamHold)
 	defer hold.Stop()
+	var holding <-chan time.Time // after a burst: only the end of the hold, or of the stream, is heard
 	for {
+		events, lost, pings := sub.Events(), sub.Lost(), ping.C
+		if holding != nil {
+			events, lost, pings = nil, nil, nil
+		}
 		select {
-		case batch := <-sub.Events():
+		case <-holding:
+			holding = nil
+		case batch := <-events:
 			if st.p.Gone() { // revoked while a burst was on its way
 				closeRevoked(conn, out)
 				return
@@ -285,25 +292,15 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 				return
 			}
 			hold.Reset(streamHold)
-			select {
-			case <-hold.C:
-			case <-gone:
-				return
-			case <-st.p.Revoked():
-				closeRevoked(conn, out)
-				return
-			case <-st.p.Ended():
-				closeRevoked(conn, out)
-				return
-			}
-		case <-sub.Lost():
+			holding = hold.C
+		case <-lost:
 			out.Flush()
 			conn.WriteControl(websocket.CloseMessage,
 				websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "fell behind; reconnect with ?since=<last seq>"),
 				time.Now().Add(writeWait))
 			out.Flush()
 			return
-		case <-ping.C:
+		case <-pings:
 			err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait))
 			if err != nil || out.Flush() != nil {
 				return
