@@ -1,6 +1,7 @@
-// Package wire is fenceview's wire: every body and message of the JSON
-// API and of the RPC stream (GET /v1/rpc), the RPC stream's ops and line
-// framing, the time layout of every JSON time, and the codec both ends use.
+// Package wire is fenceview's wire: every message of the RPC stream
+// (GET /v1/rpc), its ops and line framing, the bodies of the JSON API's
+// locks, grants, fenced writes, resources, rejections and events, the time
+// layout of every JSON time, and the codec both ends use.
 // The codec writes what encoding/json writes and reads what it reads,
 // byte for byte, without reflection on the busiest paths; the fuzz tests
 // hold it to encoding/json, and TestBodiesMatchOpenAPI to api/openapi.yaml.
