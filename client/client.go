@@ -228,7 +228,9 @@ func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *u
 	}
 	defer done()
 	var b []byte
-	if in != nil {
+	if raw, ok := in.(json.RawMessage); ok { // already encoded (wire.AppendRequest)
+		b = raw
+	} else if in != nil {
 		if b, err = json.Marshal(in); err != nil {
 			return err
 		}
@@ -309,33 +311,24 @@ func apiError(status int, raw []byte, kind409 error) *APIError {
 	return ae
 }
 
-// grantBody is a grant (acquire, renew) on the wire.
-type grantBody struct {
-	ResourceID string      `json:"resourceId"`
-	Holder     string      `json:"holder"`
-	HoldCount  int         `json:"holdCount"`
-	ExpiresAt  time.Time   `json:"expiresAt"`
-	LeaseMs    int64       `json:"leaseMs"`
-	Fencing    guard.Token `json:"fencing"`
-}
-
-func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait, lockDelay time.Duration) (grantBody, error) {
-	var g grantBody
-	err := c.exchange(ctx, "acquire", resource,
-		rpcRequest{Holder: holder, LeaseMs: lease.Milliseconds(), WaitMs: wait.Milliseconds(), LockDelayMs: lockDelay.Milliseconds()}, &g,
+func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait, lockDelay time.Duration) (wire.Grant, error) {
+	var g wire.Grant
+	err := c.exchange(ctx, wire.OpAcquire, resource,
+		wire.Request{Holder: wire.StringOf(holder), LeaseMs: wire.IntOf(lease.Milliseconds()), WaitMs: wire.IntOf(wait.Milliseconds()),
+			LockDelayMs: wire.IntOf(lockDelay.Milliseconds())}, &g,
 		conflictOf(resource, 0, nil))
 	return g, err
 }
 
-func (c *Client) renew(ctx context.Context, resource, holder string) (grantBody, error) {
-	var g grantBody
-	err := c.exchange(ctx, "renew", resource, rpcRequest{Holder: holder}, &g, kind409(ErrNotHeld))
+func (c *Client) renew(ctx context.Context, resource, holder string) (wire.Grant, error) {
+	var g wire.Grant
+	err := c.exchange(ctx, wire.OpRenew, resource, wire.Request{Holder: wire.StringOf(holder)}, &g, kind409(ErrNotHeld))
 	return g, err
 }
 
 func (c *Client) release(ctx context.Context, resource, holder string) (int, error) {
-	var b releaseBody
-	err := c.exchange(ctx, "release", resource, rpcRequest{Holder: holder}, &b, kind409(ErrNotOwner))
+	var b wire.Released
+	err := c.exchange(ctx, wire.OpRelease, resource, wire.Request{Holder: wire.StringOf(holder)}, &b, kind409(ErrNotOwner))
 	return b.HoldCount, err
 }
 
@@ -369,29 +362,13 @@ func (c *Client) State(ctx context.Context, resource string) (State, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
 		return State{}, invalid(err)
 	}
-	var b struct {
-		ResourceID  string     `json:"resourceId"`
-		Locked      bool       `json:"locked"`
-		Holder      *string    `json:"holder"`
-		HoldCount   int        `json:"holdCount"`
-		Token       int64      `json:"token"`
-		ExpiresAt   *time.Time `json:"expiresAt"`
-		RemainingMs int64      `json:"remainingMs"`
-		LeaseMs     int64      `json:"leaseMs"`
-		Waiters     int        `json:"waiters"`
-	}
+	var b wire.Lock
 	if err := c.call(ctx, http.MethodGet, c.endpoint("locks", resource, ""), nil, nil, &b, nil); err != nil {
 		return State{}, err
 	}
-	s := State{Resource: b.ResourceID, Locked: b.Locked, HoldCount: b.HoldCount, Token: b.Token,
-		Remaining: time.Duration(b.RemainingMs) * time.Millisecond, Lease: time.Duration(b.LeaseMs) * time.Millisecond, Waiters: b.Waiters}
-	if b.Holder != nil {
-		s.Holder = *b.Holder
-	}
-	if b.ExpiresAt != nil {
-		s.ExpiresAt = *b.ExpiresAt
-	}
-	return s, nil
+	return State{Resource: b.ResourceID, Locked: b.Locked, Holder: string(b.Holder), HoldCount: b.HoldCount, Token: b.Token,
+		ExpiresAt: time.Time(b.ExpiresAt), Remaining: time.Duration(b.RemainingMs) * time.Millisecond,
+		Lease: time.Duration(b.LeaseMs) * time.Millisecond, Waiters: b.Waiters}, nil
 }
 
 // ForceExpire frees the lock on resource whoever holds it (Redisson's
@@ -448,9 +425,9 @@ func (c *Client) fence(ctx context.Context, resource string, t guard.Token, mode
 	if err := guard.ValidateToken(t.Token); err != nil {
 		return Fenced{}, invalid(err)
 	}
-	in := rpcRequest{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode}
-	var out fencedBody
-	err := c.exchange(ctx, "fence", resource, in, &out,
+	in := wire.Request{Token: wire.IntOf(t.Token), Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode}
+	var out wire.FenceAccepted
+	err := c.exchange(ctx, wire.OpFence, resource, in, &out,
 		func(status int, raw []byte, h http.Header) error {
 			if status != http.StatusConflict {
 				return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // maxElectionValue bounds a leader's value (fenceview.MaxElectionValue).
@@ -111,19 +112,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (int64, error) {
 	if err := validateValue(value); err != nil {
 		return 0, err
 	}
-	for {
-		wait := waitChunk(ctx)
-		term, err := e.campaign(ctx, value, max(wait, 0))
-		if err == nil {
-			return term, nil
-		}
-		if !(errors.Is(err, ErrHeld) || errors.Is(err, ErrLockDelay)) || wait <= 0 {
-			return 0, err
-		}
-		if ctx.Err() != nil {
-			return 0, fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-	}
+	return inChunks(ctx, func(ctx context.Context, wait time.Duration) (int64, error) { return e.campaign(ctx, value, wait) }, ErrHeld)
 }
 
 func (e *Election) campaign(ctx context.Context, value string, wait time.Duration) (int64, error) {
@@ -334,17 +323,6 @@ type observer struct {
 	seq  int64
 }
 
-// eventBody is one event of the stream, the members an observer reads.
-type eventBody struct {
-	Seq        int64     `json:"seq"`
-	Type       string    `json:"type"`
-	ResourceID string    `json:"resourceId"`
-	Token      int64     `json:"token"`
-	Holder     string    `json:"holder"`
-	Value      string    `json:"value"`
-	At         time.Time `json:"at"`
-}
-
 func (o *observer) run() {
 	backoff := 100 * time.Millisecond
 	for o.ctx.Err() == nil {
@@ -410,7 +388,7 @@ func (o *observer) follow() error {
 	}
 	read := false
 	for {
-		var ev eventBody
+		var ev wire.Event
 		if err := readEvent(ws, &ev); err != nil {
 			if read {
 				return nil
@@ -433,19 +411,23 @@ func (o *observer) follow() error {
 // apply returns the leader after ev and whether it is a change. Events
 // older than what the observer knows (its first answer may be newer than
 // the first events of the stream) are no change.
-func (o *observer) apply(ev eventBody) (Leader, bool) {
+func (o *observer) apply(ev wire.Event) (Leader, bool) {
 	cur := o.cur
+	var value string
+	if ev.Value != nil {
+		value = *ev.Value
+	}
 	switch ev.Type {
 	case "grant":
 		if ev.Token > cur.Term {
-			return Leader{Candidate: ev.Holder, Value: ev.Value, Term: ev.Token, Since: ev.At}, true
+			return Leader{Candidate: ev.Holder, Value: value, Term: ev.Token, Since: time.Time(ev.At)}, true
 		}
 	case "proclaim":
 		if ev.Token > cur.Term {
-			return Leader{Candidate: ev.Holder, Value: ev.Value, Term: ev.Token, Since: ev.At}, true
+			return Leader{Candidate: ev.Holder, Value: value, Term: ev.Token, Since: time.Time(ev.At)}, true
 		}
-		if ev.Token == cur.Term && ev.Value != cur.Value {
-			cur.Value = ev.Value
+		if ev.Token == cur.Term && value != cur.Value {
+			cur.Value = value
 			return cur, true
 		}
 	case "release", "expire":
@@ -475,12 +457,12 @@ func (o *observer) send(l Leader) bool {
 // included, before the observer reopens it.
 const streamIdle = 2 * time.Minute
 
-func readEvent(ws *websocket.Conn, ev *eventBody) error {
+func readEvent(ws *websocket.Conn, ev *wire.Event) error {
 	_, msg, err := ws.ReadMessage()
 	if err != nil {
 		return err
 	}
 	ws.SetReadDeadline(time.Now().Add(streamIdle))
-	*ev = eventBody{}
+	*ev = wire.Event{}
 	return json.Unmarshal(msg, ev)
 }

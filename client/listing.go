@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Resource is what the server knows of one resource: its token counter,
@@ -27,32 +28,10 @@ type Resource struct {
 	CounterAlarm    int64 // the mark that raised the counter alarm; 0 when none
 }
 
-type resourceWire struct {
-	ResourceID      string     `json:"resourceId"`
-	HighWaterMark   int64      `json:"highWaterMark"`
-	LastToken       int64      `json:"lastToken"`
-	Holder          *string    `json:"holder"`
-	HoldCount       int        `json:"holdCount"`
-	ExpiresAt       *time.Time `json:"expiresAt"`
-	Accepted        int64      `json:"accepted"`
-	Rejected        int64      `json:"rejected"`
-	LastRejectionAt *time.Time `json:"lastRejectionAt"`
-	CounterAlarm    int64      `json:"counterAlarm"`
-}
-
-func (w resourceWire) resource() Resource {
-	r := Resource{Resource: w.ResourceID, HighWaterMark: w.HighWaterMark, LastToken: w.LastToken, HoldCount: w.HoldCount,
-		Accepted: w.Accepted, Rejected: w.Rejected, CounterAlarm: w.CounterAlarm}
-	if w.Holder != nil {
-		r.Holder = *w.Holder
-	}
-	if w.ExpiresAt != nil {
-		r.ExpiresAt = *w.ExpiresAt
-	}
-	if w.LastRejectionAt != nil {
-		r.LastRejectionAt = *w.LastRejectionAt
-	}
-	return r
+func resourceOf(w wire.Resource) Resource {
+	return Resource{Resource: w.ResourceID, HighWaterMark: w.HighWaterMark, LastToken: w.LastToken, Holder: string(w.Holder),
+		HoldCount: w.HoldCount, ExpiresAt: time.Time(w.ExpiresAt), Accepted: w.Accepted, Rejected: w.Rejected,
+		LastRejectionAt: time.Time(w.LastRejectionAt), CounterAlarm: w.CounterAlarm}
 }
 
 // ResourceQuery selects a page of resources.
@@ -85,15 +64,15 @@ func (c *Client) Resources(ctx context.Context, q ResourceQuery) (ResourcePage, 
 		v.Set("cursor", q.Cursor)
 	}
 	var out struct {
-		Resources []resourceWire `json:"resources"`
-		Next      *string        `json:"next"`
+		Resources []wire.Resource `json:"resources"`
+		Next      *string         `json:"next"`
 	}
 	if err := c.call(ctx, http.MethodGet, c.pathQuery("/v1/resources", v), nil, nil, &out, nil); err != nil {
 		return ResourcePage{}, err
 	}
 	p := ResourcePage{Resources: make([]Resource, 0, len(out.Resources))}
 	for _, w := range out.Resources {
-		p.Resources = append(p.Resources, w.resource())
+		p.Resources = append(p.Resources, resourceOf(w))
 	}
 	if out.Next != nil {
 		p.Next = *out.Next
@@ -104,22 +83,33 @@ func (c *Client) Resources(ctx context.Context, q ResourceQuery) (ResourcePage, 
 // AllResources walks every page of Resources. It stops at the first error,
 // which it yields.
 func (c *Client) AllResources(ctx context.Context, q ResourceQuery) iter.Seq2[Resource, error] {
-	return func(yield func(Resource, error) bool) {
+	return allPages(q.Cursor, func(cursor string) ([]Resource, string, error) {
+		q.Cursor = cursor
+		p, err := c.Resources(ctx, q)
+		return p.Resources, p.Next, err
+	})
+}
+
+// allPages walks the pages page returns from cursor on, until a page with
+// no next cursor (or the same one), yielding the first error.
+func allPages[T any](cursor string, page func(cursor string) ([]T, string, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		for {
-			p, err := c.Resources(ctx, q)
+			items, next, err := page(cursor)
 			if err != nil {
-				yield(Resource{}, err)
+				var zero T
+				yield(zero, err)
 				return
 			}
-			for _, r := range p.Resources {
-				if !yield(r, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if p.Next == "" || p.Next == q.Cursor {
+			if next == "" || next == cursor {
 				return
 			}
-			q.Cursor = p.Next
+			cursor = next
 		}
 	}
 }
@@ -130,11 +120,11 @@ func (c *Client) Resource(ctx context.Context, resource string) (Resource, error
 	if err := guard.ValidateResourceID(resource); err != nil {
 		return Resource{}, invalid(err)
 	}
-	var w resourceWire
+	var w wire.Resource
 	if err := c.call(ctx, http.MethodGet, c.endpoint("resources", resource, ""), nil, nil, &w, nil); err != nil {
 		return Resource{}, err
 	}
-	return w.resource(), nil
+	return resourceOf(w), nil
 }
 
 // Rejection is one refused write from the server's history.
@@ -188,17 +178,8 @@ func (c *Client) Rejections(ctx context.Context, q RejectionQuery) (RejectionPag
 		v.Set("cursor", q.Cursor)
 	}
 	var out struct {
-		Rejections []struct {
-			ID         int64     `json:"id"`
-			ResourceID string    `json:"resourceId"`
-			Presented  int64     `json:"presented"`
-			Required   int64     `json:"required"`
-			Reason     string    `json:"reason"`
-			Source     string    `json:"source"`
-			Holder     string    `json:"holder"`
-			At         time.Time `json:"at"`
-		} `json:"rejections"`
-		Next *string `json:"next"`
+		Rejections []wire.Rejection `json:"rejections"`
+		Next       *string          `json:"next"`
 	}
 	if err := c.call(ctx, http.MethodGet, c.pathQuery("/v1/rejections", v), nil, nil, &out, nil); err != nil {
 		return RejectionPage{}, err
@@ -206,7 +187,7 @@ func (c *Client) Rejections(ctx context.Context, q RejectionQuery) (RejectionPag
 	p := RejectionPage{Rejections: make([]Rejection, 0, len(out.Rejections))}
 	for _, r := range out.Rejections {
 		p.Rejections = append(p.Rejections, Rejection{ID: r.ID, Resource: r.ResourceID, Presented: r.Presented, Required: r.Required,
-			Reason: r.Reason, Source: r.Source, Holder: r.Holder, At: r.At})
+			Reason: r.Reason, Source: r.Source, Holder: r.Holder, At: time.Time(r.At)})
 	}
 	if out.Next != nil {
 		p.Next = *out.Next
@@ -216,24 +197,11 @@ func (c *Client) Rejections(ctx context.Context, q RejectionQuery) (RejectionPag
 
 // AllRejections walks every page of Rejections, newest first.
 func (c *Client) AllRejections(ctx context.Context, q RejectionQuery) iter.Seq2[Rejection, error] {
-	return func(yield func(Rejection, error) bool) {
-		for {
-			p, err := c.Rejections(ctx, q)
-			if err != nil {
-				yield(Rejection{}, err)
-				return
-			}
-			for _, r := range p.Rejections {
-				if !yield(r, nil) {
-					return
-				}
-			}
-			if p.Next == "" || p.Next == q.Cursor {
-				return
-			}
-			q.Cursor = p.Next
-		}
-	}
+	return allPages(q.Cursor, func(cursor string) ([]Rejection, string, error) {
+		q.Cursor = cursor
+		p, err := c.Rejections(ctx, q)
+		return p.Rejections, p.Next, err
+	})
 }
 
 // ResetResult is a resource's counter after Reset.

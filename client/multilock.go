@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // maxLockAll is the most locks one multi-lock takes (fenceview.MaxLockAll).
@@ -71,19 +72,7 @@ func (m *MultiLock) Lock(ctx context.Context) (*Locks, error) {
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
-	for {
-		wait := waitChunk(ctx)
-		l, err := m.acquire(ctx, max(wait, 0))
-		if err == nil {
-			return l, nil
-		}
-		if !(errors.Is(err, ErrHeld) || errors.Is(err, ErrLockDelay)) || wait <= 0 {
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-	}
+	return inChunks(ctx, m.acquire, ErrHeld)
 }
 
 // TryLock asks for every lock at once, waiting on the server up to wait
@@ -108,7 +97,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (*Locks, er
 		LockDelayMs int64    `json:"lockDelayMs,omitempty"`
 	}{m.resources, m.holder, m.c.lease.Milliseconds(), wait.Milliseconds(), m.lockDelay.Milliseconds()}
 	var out struct {
-		Grants []grantBody `json:"grants"`
+		Grants []wire.Grant `json:"grants"`
 	}
 	sent := m.c.clock.Now()
 	err := m.c.call(ctx, http.MethodPost, m.c.path("/v1/locks/acquire-all"), nil, in, &out, conflictOf("", 0, nil))
@@ -124,7 +113,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (*Locks, er
 		if g.ResourceID != m.resources[i] || g.Fencing.Token <= 0 {
 			return nil, fmt.Errorf("fenceview: acquire-all grant %d is for %q with token %d, asked %q", i, g.ResourceID, g.Fencing.Token, m.resources[i])
 		}
-		l.fencing[g.ResourceID] = g.Fencing
+		l.fencing[g.ResourceID] = g.Fencing.GuardToken()
 		if g.LeaseMs > 0 {
 			lease = min(lease, time.Duration(g.LeaseMs)*time.Millisecond)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // maxWaitChunk bounds one server-side wait of a blocking Lock: long enough
@@ -162,7 +163,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (int64, 
 
 // granted records a grant: a new hold with its watchdog, or one more
 // re-entrant grant of the current hold.
-func (m *Mutex) granted(g grantBody, lease time.Duration, renew bool, sent time.Time) int64 {
+func (m *Mutex) granted(g wire.Grant, lease time.Duration, renew bool, sent time.Time) int64 {
 	if g.LeaseMs > 0 {
 		lease = time.Duration(g.LeaseMs) * time.Millisecond
 	}
@@ -173,7 +174,7 @@ func (m *Mutex) granted(g grantBody, lease time.Duration, renew bool, sent time.
 		h = m.c.newHold(&m.mu, lease, renew, sent, m.renewOnce, m.event)
 		m.hold = h
 	}
-	h.token, h.fencing, h.count = g.Fencing.Token, g.Fencing, g.HoldCount
+	h.token, h.fencing, h.count = g.Fencing.Token, g.Fencing.GuardToken(), g.HoldCount
 	return g.Fencing.Token
 }
 

@@ -28,40 +28,17 @@ import (
 // like an HTTP request cut off, the server may or may not have done it.
 func WithRPC() Option { return func(c *Client) { c.rpc = &rpcPool{} } }
 
-// rpcRequest is one call; for HTTP the same struct is the body (id, op and
-// resource left empty).
-type rpcRequest struct {
-	ID       uint64 `json:"id,omitempty"`
-	Op       string `json:"op,omitempty"`
-	Resource string `json:"resource,omitempty"`
-	Holder   string `json:"holder,omitempty"`
-	LeaseMs  int64  `json:"leaseMs,omitempty"`
-	WaitMs   int64  `json:"waitMs,omitempty"`
-	// LockDelayMs of an acquire (contract v3's lock-delay).
-	LockDelayMs int64  `json:"lockDelayMs,omitempty"`
-	Token       int64  `json:"token,omitempty"`
-	Issuer      string `json:"issuer,omitempty"`
-	Scope       string `json:"scope,omitempty"`
-	// Signature of Token, for a server with --require-signatures.
-	Signature string `json:"signature,omitempty"`
-	Mode      string `json:"mode,omitempty"` // of a fence: "current", or empty for the rule
-}
-
-type rpcAnswer struct {
-	ID     uint64          `json:"id"`
-	Status int             `json:"status"`
-	Body   json.RawMessage `json:"body"`
-}
-
 // exchange makes one lock or fence call, over the RPC stream when the
-// client has one, else over HTTP.
-func (c *Client) exchange(ctx context.Context, op, resource string, req rpcRequest, out any, errFor func(int, []byte, http.Header) error) error {
+// client has one, else over HTTP, where req (id, op and resource left out)
+// is the body.
+func (c *Client) exchange(ctx context.Context, op, resource string, req wire.Request, out any, errFor func(int, []byte, http.Header) error) error {
 	if c.rpc == nil {
 		kind, action := "locks", op
-		if op == "fence" {
+		if op == wire.OpFence {
 			kind, action = "fence", ""
 		}
-		return c.call(ctx, http.MethodPost, c.endpoint(kind, resource, action), nil, req, out, errFor)
+		body := json.RawMessage(wire.AppendRequest(nil, &req))
+		return c.call(ctx, http.MethodPost, c.endpoint(kind, resource, action), nil, body, out, errFor)
 	}
 	req.Op, req.Resource = op, resource
 	if err := c.life.enter(); err != nil {
@@ -85,7 +62,7 @@ func (c *Client) exchange(ctx context.Context, op, resource string, req rpcReque
 		return apiError(a.Status, a.Body, nil)
 	}
 	if out != nil {
-		if err := decodeAnswerBody(a.Body, out); err != nil {
+		if err := wire.DecodeBody(a.Body, out); err != nil {
 			return fmt.Errorf("fenceview: decoding answer: %w", err)
 		}
 	}
@@ -176,7 +153,7 @@ type rpcSession struct {
 
 	mu      sync.Mutex
 	next    uint64
-	pending map[uint64]chan rpcAnswer
+	pending map[uint64]chan wire.Answer
 	// out holds the requests not yet written, one per line: callers
 	// encode into it and the writer takes all of it at once, so one
 	// message (one syscall) carries every call made meanwhile.
@@ -197,7 +174,7 @@ type rpcSession struct {
 const maxQueued = 4 * wire.MaxBatch
 
 func newRPCSession(ws *websocket.Conn, hooks rpcHooks) *rpcSession {
-	s := &rpcSession{ws: ws, kick: make(chan struct{}, 1), dead: make(chan struct{}), pending: make(map[uint64]chan rpcAnswer), hooks: hooks}
+	s := &rpcSession{ws: ws, kick: make(chan struct{}, 1), dead: make(chan struct{}), pending: make(map[uint64]chan wire.Answer), hooks: hooks}
 	ws.SetReadLimit(16 << 20)
 	s.loops.Add(2)
 	go func() { defer s.loops.Done(); s.readLoop() }()
@@ -233,12 +210,12 @@ func (s *rpcSession) deadErr() error {
 
 // answerChans recycles the channels of calls that got their answer: the
 // reader sends on one exactly once and then forgets it.
-var answerChans = sync.Pool{New: func() any { return make(chan rpcAnswer, 1) }}
+var answerChans = sync.Pool{New: func() any { return make(chan wire.Answer, 1) }}
 
 // call sends req and waits for its answer, giving up (with
 // context.Canceled, as a context Close cancels would) when closing is
 // closed.
-func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req rpcRequest) (rpcAnswer, error) {
+func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req wire.Request) (wire.Answer, error) {
 	s.mu.Lock()
 	for s.err == nil && len(s.out) >= maxQueued {
 		if s.drained == nil {
@@ -250,15 +227,15 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req rpcR
 		case <-drained:
 		case <-s.dead:
 		case <-ctx.Done():
-			return rpcAnswer{}, ctx.Err()
+			return wire.Answer{}, ctx.Err()
 		case <-closing:
-			return rpcAnswer{}, context.Canceled
+			return wire.Answer{}, context.Canceled
 		}
 		s.mu.Lock()
 	}
 	if s.err != nil {
 		s.mu.Unlock()
-		return rpcAnswer{}, s.err
+		return wire.Answer{}, s.err
 	}
 	s.next++
 	req.ID = s.next
@@ -266,13 +243,8 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req rpcR
 	if queued > 0 {
 		s.out = append(s.out, '\n')
 	}
-	var err error
-	if s.out, err = appendRPCRequest(s.out, &req); err != nil {
-		s.out = s.out[:queued]
-		s.mu.Unlock()
-		return rpcAnswer{}, err
-	}
-	ch := answerChans.Get().(chan rpcAnswer)
+	s.out = wire.AppendRequest(s.out, &req)
+	ch := answerChans.Get().(chan wire.Answer)
 	s.pending[req.ID] = ch
 	alone := len(s.pending) == 1 && s.hooks.take == nil
 	s.mu.Unlock()
@@ -306,13 +278,13 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req rpcR
 		answerChans.Put(ch)
 		return a, nil
 	case <-s.dead:
-		return rpcAnswer{}, s.deadErr()
+		return wire.Answer{}, s.deadErr()
 	case <-ctx.Done():
 		s.forget(req.ID)
-		return rpcAnswer{}, ctx.Err()
+		return wire.Answer{}, ctx.Err()
 	case <-closing:
 		s.forget(req.ID)
-		return rpcAnswer{}, context.Canceled
+		return wire.Answer{}, context.Canceled
 	}
 }
 
@@ -364,7 +336,7 @@ func (s *rpcSession) flush() error {
 	}
 	s.mu.Unlock()
 	for msg, rest := s.wbuf, []byte(nil); len(msg) > 0; msg = rest {
-		msg, rest = splitBatch(msg)
+		msg, rest = wire.SplitBatch(msg)
 		s.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		if err := s.ws.WriteMessage(websocket.TextMessage, msg); err != nil {
 			return fmt.Errorf("fenceview: rpc stream: %w", err)
@@ -374,22 +346,6 @@ func (s *rpcSession) flush() error {
 		s.wbuf = nil // a burst's buffer is not kept
 	}
 	return nil
-}
-
-// splitBatch cuts lines at a line end so that msg stays within
-// wire.MaxBatch bytes, unless its first line alone is longer.
-func splitBatch(lines []byte) (msg, rest []byte) {
-	if len(lines) <= wire.MaxBatch {
-		return lines, nil
-	}
-	i := bytes.LastIndexByte(lines[:wire.MaxBatch+1], '\n')
-	if i < 0 {
-		i = bytes.IndexByte(lines, '\n')
-		if i < 0 {
-			return lines, nil
-		}
-	}
-	return lines[:i], lines[i+1:]
 }
 
 func (s *rpcSession) readLoop() {
@@ -410,8 +366,8 @@ func (s *rpcSession) readLoop() {
 		msg = bytes.Clone(msg)
 		bad := false
 		wire.Lines(msg, func(line []byte) bool {
-			var a rpcAnswer
-			if err := decodeRPCAnswer(line, &a); err != nil {
+			var a wire.Answer
+			if err := wire.DecodeAnswer(line, &a); err != nil {
 				s.fail(fmt.Errorf("fenceview: rpc stream: bad answer: %w", err))
 				bad = true
 				return false

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,14 @@ import (
 
 // fakeRPCServer answers every fence request of a message in one message,
 // last first, and hands the test each message's request lines.
+// rpcRequest is the part of a request line these tests read, decoded with
+// encoding/json: what the client sends, whatever its codec.
+type rpcRequest struct {
+	ID       uint64 `json:"id"`
+	Resource string `json:"resource"`
+	Token    int64  `json:"token"`
+}
+
 func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
 	ch := make(chan []string, 1024)
 	up := websocket.Upgrader{}
@@ -125,33 +132,6 @@ func TestRPCLongQueueSplitsAtLines(t *testing.T) {
 	}
 	if count < 2 || total != n {
 		t.Fatalf("%d lines in %d messages, want %d in several", total, count, n)
-	}
-}
-
-func TestSplitBatch(t *testing.T) {
-	long := bytes.Repeat([]byte("x"), wire.MaxBatch+10)
-	line := bytes.Repeat([]byte("y"), 1000)
-	var many []byte
-	for range 200 {
-		many = append(append(many, line...), '\n')
-	}
-	many = many[:len(many)-1]
-	for _, in := range [][]byte{
-		[]byte("a"), many, long,
-		append(append(append([]byte{}, long...), '\n'), "b"...),
-		append(append([]byte("b\n"), long...), "\nc"...),
-	} {
-		var got [][]byte
-		for msg, rest := in, []byte(nil); len(msg) > 0; msg = rest {
-			msg, rest = splitBatch(msg)
-			if len(msg) > wire.MaxBatch && bytes.IndexByte(msg, '\n') >= 0 {
-				t.Fatalf("a message of %d bytes with several lines", len(msg))
-			}
-			got = append(got, msg)
-		}
-		if !bytes.Equal(bytes.Join(got, []byte("\n")), in) {
-			t.Fatalf("split of %d bytes does not join back", len(in))
-		}
 	}
 }
 

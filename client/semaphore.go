@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Bounds of contract v3 the client checks before sending (the server's
@@ -87,19 +88,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	for {
-		wait := waitChunk(ctx)
-		p, err := s.acquire(ctx, max(wait, 0))
-		if err == nil {
-			return p, nil
-		}
-		if !(errors.Is(err, ErrNoPermit) || errors.Is(err, ErrLockDelay)) || wait <= 0 {
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
-		}
-	}
+	return inChunks(ctx, s.acquire, ErrNoPermit)
 }
 
 // TryAcquire asks for a permit, waiting on the server up to wait (0: do not
@@ -117,7 +106,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, wait time.Duration) (*Permit
 
 // permitBody is a semaphore's grant on the wire: a lock grant of the slot.
 type permitBody struct {
-	grantBody
+	wire.Grant
 	Semaphore string `json:"semaphore"`
 	Slot      int    `json:"slot"`
 }
@@ -144,13 +133,33 @@ func (s *Semaphore) acquire(ctx context.Context, wait time.Duration) (*Permit, e
 	if g.LeaseMs > 0 {
 		lease = time.Duration(g.LeaseMs) * time.Millisecond
 	}
-	p := &Permit{s: s, slot: g.Slot, resource: g.ResourceID, holder: s.c.holder, fencing: g.Fencing}
+	p := &Permit{s: s, slot: g.Slot, resource: g.ResourceID, holder: s.c.holder, fencing: g.Fencing.GuardToken()}
 	p.h = s.c.newHold(&p.mu, lease, true, sent, p.renewOnce, nil)
 	return p, nil
 }
 
 // slotID is the lock resource of a semaphore's slot ("jobs#3").
 func slotID(name string, slot int) string { return fmt.Sprintf("%s#%d", name, slot) }
+
+// inChunks calls acquire, waiting on the server in chunks (waitChunk),
+// until it succeeds, fails otherwise than busy or ErrLockDelay (the wait's
+// end), or ctx is done: what a blocking call does.
+func inChunks[T any](ctx context.Context, acquire func(context.Context, time.Duration) (T, error), busy error) (T, error) {
+	for {
+		wait := waitChunk(ctx)
+		v, err := acquire(ctx, max(wait, 0))
+		if err == nil {
+			return v, nil
+		}
+		var zero T
+		if !(errors.Is(err, busy) || errors.Is(err, ErrLockDelay)) || wait <= 0 {
+			return zero, err
+		}
+		if ctx.Err() != nil {
+			return zero, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		}
+	}
+}
 
 // waitChunk is the server-side wait of one request of a blocking call:
 // up to maxWaitChunk, and when ctx has a deadline, ending a little before

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/wire"
 )
 
 var bodySeeds = []string{
@@ -97,76 +95,9 @@ func FuzzPlainBodies(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) { checkBody(t, b) })
 }
 
-var answerStrings = []string{"", "r", "order:42", `a"b\c`, "<script>&", "\x00\x01\b\f\n\r\t\x1f\x7f", "é ✓ 😀",
-	"\xff\xfe", "a\u2028b\u2029c", "bad \xed\xa0\x80 surrogate", "\xf4\x90\x80\x80"}
-
-// checkAnswers holds appendBody to json.Marshal, byte for byte.
-func checkAnswers(t *testing.T, s1, s2 string, n int64, sec int64) {
-	at := wireTime(time.Unix(sec, n%1e9))
-	if n%3 == 0 {
-		at = wireTime{}
-	}
-	bodies := []any{
-		releasedBody{ResourceID: s1, HoldCount: int(n), Released: n%2 == 0},
-		fenceAcceptedBody{Accepted: n%2 == 1, IdempotencyKey: s2, Token: n},
-		grantBody{ResourceID: s1, Holder: s2, HoldCount: int(n), ExpiresAt: at, LeaseMs: -n,
-			Fencing: fencingBody{Token: n, Issuer: s2, Scope: s1, IssuedAt: at, KeyID: s2, Signature: s1}},
-		grantBody{ResourceID: s2, Holder: s1, Fencing: fencingBody{IssuedAt: wireTime(time.Time(at).In(time.FixedZone("x", 3600)))}},
-		// The RPC stream marshals these answers with encoding/json: what
-		// the map answers were, it stays.
-	}
-	// wireTime writes times as they always were (json.Marshal calls it).
-	want := "null"
-	if !time.Time(at).IsZero() {
-		want = `"` + wire.FormatTime(time.Time(at)) + `"`
-	}
-	if got := string(at.appendJSON(nil)); got != want {
-		t.Fatalf("time %v: %s, want %s", time.Time(at), got, want)
-	}
-	for _, v := range bodies {
-		want, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, ok := appendBody([]byte("prefix"), v)
-		if !ok || string(got) != "prefix"+string(want) {
-			t.Fatalf("%#v:\n got %s\nwant %s", v, got, want)
-		}
-	}
-	released, _ := json.Marshal(map[string]any{"resourceId": s1, "holdCount": int(n), "released": true})
-	accepted, _ := json.Marshal(map[string]any{"accepted": true, "token": n, "idempotencyKey": s2})
-	for v, want := range map[any][]byte{
-		releasedBody{ResourceID: s1, HoldCount: int(n), Released: true}: released,
-		fenceAcceptedBody{Accepted: true, Token: n, IdempotencyKey: s2}: accepted,
-	} {
-		if got, _ := json.Marshal(v); !bytes.Equal(got, want) {
-			t.Fatalf("%#v: %s, the map answer was %s", v, got, want)
-		}
-	}
-}
-
-func TestAnswersEncodeLikeEncodingJSON(t *testing.T) {
-	for i, s := range answerStrings {
-		checkAnswers(t, s, answerStrings[(i+1)%len(answerStrings)], int64(i*7919-20000), int64(i)*1e9)
-	}
-	checkAnswers(t, "r", "h", 1<<62, 253402300799) // the year 9999
-	if _, ok := appendBody(nil, map[string]any{}); ok {
-		t.Fatal("appendBody took a map")
-	}
-}
-
-func FuzzAnswers(f *testing.F) {
-	for i, s := range answerStrings {
-		f.Add(s, answerStrings[(i+3)%len(answerStrings)], int64(i), int64(i)*86400)
-	}
-	f.Fuzz(func(t *testing.T, s1, s2 string, n, sec int64) {
-		checkAnswers(t, s1, s2, n, sec)
-	})
-}
-
-// The plain paths against encoding/json on what clients send and get:
+// The plain path against encoding/json on what clients send:
 //
-//	go test ./httpapi -run '^$' -bench 'LockBody|GrantAnswer' -benchmem
+//	go test ./internal/httpapi -run '^$' -bench LockBody -benchmem
 func BenchmarkLockBody(b *testing.B) {
 	body := []byte(bodySeeds[0])
 	b.Run("plain", func(b *testing.B) {
@@ -181,26 +112,6 @@ func BenchmarkLockBody(b *testing.B) {
 		for b.Loop() {
 			var req lockRequest
 			if err := decodeBodyJSON(body, &req, false); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
-
-func BenchmarkGrantAnswer(b *testing.B) {
-	at := wireTime(time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC))
-	g := grantBody{ResourceID: "bench-17", Holder: "client-a", HoldCount: 1, ExpiresAt: at, LeaseMs: 30000,
-		Fencing: fencingBody{Token: 123456, Issuer: "fenceview-0123456789abcdef", Scope: "resource:bench-17", IssuedAt: at,
-			KeyID: "k1", Signature: "MEUCIQDx0c7xq1pC2v6eYzD0w4mT8hV3bX9l0k2aJfQm4v5p7wIgS0b3Yy8n1r9u6t2e4w8q0z7x5c3v1b9n7m5k3j1h2g0"}}
-	b.Run("plain", func(b *testing.B) {
-		buf := make([]byte, 0, 1024)
-		for b.Loop() {
-			buf, _ = appendBody(buf[:0], g)
-		}
-	})
-	b.Run("encoding-json", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := json.Marshal(g); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -45,6 +45,33 @@ var upgrader = websocket.Upgrader{
 	},
 }
 
+// acceptWebsocket refuses a request that is not a websocket upgrade and
+// takes a place in the server's websocket budget; release gives it back.
+func (s *Server) acceptWebsocket(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if !websocket.IsWebSocketUpgrade(r) {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
+		return nil, false
+	}
+	return s.openWebsocket(w, r)
+}
+
+// track takes an upgrade's result: unless it failed (the upgrader has
+// answered) or the server is closing its websockets, conn counts among
+// them (CloseWebsockets closes it), and untrack forgets and closes it.
+func (s *Server) track(conn *websocket.Conn, upgradeErr error) (untrack func(), ok bool) {
+	if upgradeErr != nil {
+		return nil, false
+	}
+	if !s.hold(conn) {
+		conn.Close()
+		return nil, false
+	}
+	return func() {
+		s.drop(conn)
+		conn.Close()
+	}, true
+}
+
 // handleEvents streams committed events over a websocket, one JSON object
 // per message. With ?since=<seq> the stored events after seq come first.
 // As in gorilla's chat example, the handler only parses, subscribes and
@@ -55,12 +82,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
-		return
-	}
-
-	release, ok := s.openWebsocket(w, r)
+	release, ok := s.acceptWebsocket(w, r)
 	if !ok {
 		return
 	}
@@ -74,14 +96,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if hj.conn != nil {
 		hj.conn.Flush() // the handshake, or the refusal
 	}
-	if err != nil {
-		return // the upgrader has answered
-	}
-	defer conn.Close()
-	if !s.hold(conn) {
+	untrack, ok := s.track(conn, err)
+	if !ok {
 		return
 	}
-	defer s.drop(conn)
+	defer untrack()
 	st := &eventStream{
 		conn: conn, out: hj.conn, sub: sub, p: auth.FromContext(r.Context()),
 		resource: resource, last: since, lag: s.StreamLag,
@@ -229,9 +248,16 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 	defer ping.Stop()
 	hold := time.NewTimer(streamHold)
 	defer hold.Stop()
+	var holding <-chan time.Time // after a burst: only the end of the hold, or of the stream, is heard
 	for {
+		events, lost, pings := sub.Events(), sub.Lost(), ping.C
+		if holding != nil {
+			events, lost, pings = nil, nil, nil
+		}
 		select {
-		case batch := <-sub.Events():
+		case <-holding:
+			holding = nil
+		case batch := <-events:
 			if st.p.Gone() { // revoked while a burst was on its way
 				closeRevoked(conn, out)
 				return
@@ -266,25 +292,15 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 				return
 			}
 			hold.Reset(streamHold)
-			select {
-			case <-hold.C:
-			case <-gone:
-				return
-			case <-st.p.Revoked():
-				closeRevoked(conn, out)
-				return
-			case <-st.p.Ended():
-				closeRevoked(conn, out)
-				return
-			}
-		case <-sub.Lost():
+			holding = hold.C
+		case <-lost:
 			out.Flush()
 			conn.WriteControl(websocket.CloseMessage,
 				websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "fell behind; reconnect with ?since=<last seq>"),
 				time.Now().Add(writeWait))
 			out.Flush()
 			return
-		case <-ping.C:
+		case <-pings:
 			err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait))
 			if err != nil || out.Flush() != nil {
 				return

@@ -58,97 +58,29 @@ const (
 	rpcKeyInFlight = 128
 )
 
-type rpcRequest struct {
-	ID       uint64  `json:"id"`
-	Op       string  `json:"op"`
-	Resource string  `json:"resource"`
-	Holder   *string `json:"holder"`
-	LeaseMs  jsonInt `json:"leaseMs"`
-	WaitMs   jsonInt `json:"waitMs"`
-	Token    jsonInt `json:"token"`
-	Issuer   string  `json:"issuer"`
-	Scope    string  `json:"scope"`
-	Source   string  `json:"source"`
-	// Signature of the token, as in the JSON fence body.
-	Signature string `json:"signature"`
-	Mode      string `json:"mode"` // of a fence, as in the JSON fence body
-
-	// Contract v3's primitives: the JSON API's path {name} and body fields.
-	LockDelayMs jsonInt   `json:"lockDelayMs"`
-	Name        string    `json:"name"`
-	Permits     jsonInt   `json:"permits"`
-	Slot        jsonInt   `json:"slot"`
-	Resources   *[]string `json:"resources"`
-	Candidate   *string   `json:"candidate"`
-	Value       *string   `json:"value"`
-}
-
-// waits reports whether req may wait for a lock (an acquire of any kind
-// with waitMs > 0): it then holds a goroutine of its own, not a worker,
-// and counts against rpcMaxWaiting.
-func (req *rpcRequest) waits() bool {
-	switch req.Op {
-	case "acquire", "semaphore-acquire", "acquire-all", "campaign":
-		return req.WaitMs.Value > 0
-	}
-	return false
-}
-
-type rpcAnswer struct {
-	ID     uint64 `json:"id"`
-	Status int    `json:"status"`
-	Body   any    `json:"body"`
-}
-
 var rpcUpgrader = websocket.Upgrader{
 	ReadBufferSize:  16 << 10,
 	WriteBufferSize: 16 << 10,
 	Error:           upgrader.Error,
 }
 
+// handleRPC upgrades the request and runs the connection until its client
+// leaves, within the server's websocket budget.
 func (s *Server) handleRPC(w http.ResponseWriter, r *http.Request) {
-	if !websocket.IsWebSocketUpgrade(r) {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "this route speaks websocket only"))
-		return
-	}
-	release, ok := s.openWebsocket(w, r)
+	release, ok := s.acceptWebsocket(w, r)
 	if !ok {
 		return
 	}
 	defer release()
 	conn, err := rpcUpgrader.Upgrade(w, r, nil)
-	if err != nil {
+	untrack, ok := s.track(conn, err)
+	if !ok {
 		return
 	}
-	defer conn.Close()
-	if !s.hold(conn) {
-		return
-	}
-	defer s.drop(conn)
-	c := &rpcConn{
-		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r),
-		wake: make(chan struct{}, 1), work: make(chan rpcRequest),
-	}
-	c.out.conn = conn
-	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
-		c.slots = s.keySlots.open(c.p.KeyID)
-		defer s.keySlots.close(c.p.KeyID)
-	}
-	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
-	defer c.cancel()
-	writerDone := make(chan struct{})
-	go c.writer(writerDone)
-	c.read()
-	// The client is gone: waiting acquires give up, the rest finish (their
-	// changes are committed whether or not anyone reads the answer).
-	c.cancel()
-	close(c.work)
-	c.inflight.Wait()
-	c.qmu.Lock()
-	c.closing = true // the writer sends what is pending, then ends
-	c.qmu.Unlock()
-	c.wakeWriter()
-	<-writerDone
+	defer untrack()
+	c := s.newRPCConn(conn, r)
+	defer c.close()
+	c.run()
 }
 
 // rpcConn is one RPC connection: its reader (read, the handler's own
@@ -162,9 +94,9 @@ type rpcConn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	out    rpcOut
-	work   chan rpcRequest // to an idle worker; unbuffered
-	req    rpcRequest      // the reader's decoding target (take)
-	inline []byte          // the reader's answer buffer (take)
+	work   chan wire.Request // to an idle worker; unbuffered
+	req    wire.Request      // the reader's decoding target (take)
+	inline []byte            // the reader's answer buffer (serveInline)
 
 	// Answers waiting for the writer, encoded straight into one buffer
 	// (reply): no buffer and no channel send per answer. The writer takes
@@ -182,6 +114,51 @@ type rpcConn struct {
 	busy     atomic.Int64 // requests handed to workers or waiting, not yet answered
 	waiting  atomic.Int64 // acquires with waitMs > 0
 	dropped  atomic.Bool  // closed for not reading its answers
+}
+
+// newRPCConn is the connection of the upgraded request r, with its
+// caller's share of the key's requests in flight; close releases it.
+func (s *Server) newRPCConn(conn *websocket.Conn, r *http.Request) *rpcConn {
+	c := &rpcConn{
+		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r),
+		wake: make(chan struct{}, 1), work: make(chan wire.Request),
+	}
+	c.out.conn = conn
+	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
+		c.slots = s.keySlots.open(c.p.KeyID)
+	}
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	return c
+}
+
+func (c *rpcConn) close() {
+	c.cancel()
+	if c.slots != nil {
+		c.s.keySlots.close(c.p.KeyID)
+	}
+}
+
+// run serves the connection: the writer in its own goroutine, the reader
+// in this one, until the client leaves.
+func (c *rpcConn) run() {
+	writerDone := make(chan struct{})
+	go c.writer(writerDone)
+	c.read()
+	c.shutdown(writerDone)
+}
+
+// shutdown ends a connection whose client is gone: waiting acquires give
+// up, the rest finish (their changes are committed whether or not anyone
+// reads the answer), and the writer sends what is pending, then ends.
+func (c *rpcConn) shutdown(writerDone <-chan struct{}) {
+	c.cancel()
+	close(c.work)
+	c.inflight.Wait()
+	c.qmu.Lock()
+	c.closing = true
+	c.qmu.Unlock()
+	c.wakeWriter()
+	<-writerDone
 }
 
 // read takes requests until the client leaves or the connection is
@@ -204,96 +181,127 @@ func (c *rpcConn) read() {
 		} else {
 			lines.Reset(mr)
 		}
-		first := true
-		for {
-			line, err := lines.ReadSlice('\n')
-			if err == bufio.ErrBufferFull {
-				c.queue(appendRPCAnswer(nil, 0, http.StatusRequestEntityTooLarge,
-					map[string]any{"error": fmt.Sprintf("a request line is at most %d bytes", rpcMaxLine)}))
-				for err == bufio.ErrBufferFull { // the rest of the line
-					_, err = lines.ReadSlice('\n')
-				}
-				first = false
-				if err == nil {
-					continue
-				}
-				line = nil
-			}
-			if err != nil && err != io.EOF {
-				return // over rpcMaxMessage, or the connection failed
-			}
-			if len(bytes.TrimSpace(line)) > 0 {
-				// A lone request: the message's only line, with no newline.
-				c.take(bytes.TrimSuffix(line, []byte{'\n'}), first && err == io.EOF)
-				first = false
-			}
-			if err == io.EOF {
-				break
-			}
+		if !c.readMessage(lines) {
+			return
 		}
 	}
 }
 
-// take decodes and serves one request line: here when it is the message's
-// only one and cannot wait, else by a worker.
+// readMessage takes the request lines of one message, reporting false
+// when the connection failed or the message is over rpcMaxMessage.
+func (c *rpcConn) readMessage(lines *bufio.Reader) bool {
+	first := true
+	for {
+		line, err := lines.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			err = c.skipLongLine(lines)
+			first = false
+			if err == nil {
+				continue
+			}
+			line = nil
+		}
+		if err != nil && err != io.EOF {
+			return false
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			// A lone request: the message's only line, with no newline.
+			c.take(bytes.TrimSuffix(line, []byte{'\n'}), first && err == io.EOF)
+			first = false
+		}
+		if err == io.EOF {
+			return true
+		}
+	}
+}
+
+// skipLongLine answers a request line over rpcMaxLine and passes over the
+// rest of it, returning the error that ended it (nil at its newline).
+func (c *rpcConn) skipLongLine(lines *bufio.Reader) error {
+	c.reply(0, http.StatusRequestEntityTooLarge,
+		map[string]any{"error": fmt.Sprintf("a request line is at most %d bytes", rpcMaxLine)})
+	err := bufio.ErrBufferFull
+	for err == bufio.ErrBufferFull {
+		_, err = lines.ReadSlice('\n')
+	}
+	return err
+}
+
+// take decodes one request line and hands it on: a request that may wait
+// to its own goroutine, the message's only request served here, any other
+// to a worker.
 func (c *rpcConn) take(line []byte, single bool) {
 	// Decoded into the reader's own request, then copied: a request
 	// decoded in a local would escape to the heap, one per request.
-	if err := decodeRPCRequest(line, &c.req); err != nil {
-		req := &c.req
-		c.queue(appendRPCAnswer(nil, req.ID, http.StatusBadRequest,
-			map[string]any{"error": "invalid request: " + describeJSONError(err)}))
+	if err := wire.DecodeRequest(line, &c.req); err != nil {
+		c.reply(c.req.ID, http.StatusBadRequest, map[string]any{"error": "invalid request: " + describeJSONError(err)})
 		return
 	}
 	req := c.req
-	if req.waits() {
-		if c.waiting.Add(1) > rpcMaxWaiting {
-			c.waiting.Add(-1)
-			c.queue(appendRPCAnswer(nil, req.ID, http.StatusTooManyRequests, map[string]any{
-				"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)}))
-			return
-		}
-		// A waiting acquire holds its own goroutine (bounded above, and
-		// by the server's --max-waiters), so a wait never takes a worker.
-		// A lock's acquire keeps only what it needs.
-		if req.Op == "acquire" {
-			req = rpcRequest{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
-		}
-		c.busy.Add(1)
-		c.inflight.Add(1)
-		go func() {
-			defer c.inflight.Done()
-			defer c.waiting.Add(-1)
-			c.serve(req)
-		}()
+	if req.Waits() {
+		c.serveWaiting(req)
 		return
 	}
 	c.takeSlot() // the key at its share: this connection is not read until a request of the key is done
 	if single && c.busy.Load() == 0 {
-		// The connection's only request, and one that cannot wait
-		// long: serve it here, and answer it here unless the writer is
-		// busy. One client calling one request at a time (Redis's usual
-		// caller) saves two goroutine hand-offs per call.
-		status, body := c.answer(req)
-		c.freeSlot()
-		c.qmu.Lock()
-		idle := c.npending == 0
-		c.qmu.Unlock()
-		if idle && c.out.mu.TryLock() {
-			c.inline = appendRPCAnswer(c.inline[:0], req.ID, status, body)
-			c.out.send(c.inline)
-			c.out.mu.Unlock()
-			if cap(c.inline) > wire.MaxBatch {
-				c.inline = nil // a rare huge answer's buffer is not kept
-			}
-		} else {
-			c.reply(req.ID, status, body)
-		}
+		c.serveInline(req)
 		return
 	}
 	c.busy.Add(1)
+	c.handOff(req)
+}
+
+// serveWaiting serves an acquire that may wait in a goroutine of its own
+// (bounded by rpcMaxWaiting, and by the server's --max-waiters), so a
+// wait never takes a worker.
+func (c *rpcConn) serveWaiting(req wire.Request) {
+	if c.waiting.Add(1) > rpcMaxWaiting {
+		c.waiting.Add(-1)
+		c.reply(req.ID, http.StatusTooManyRequests, map[string]any{
+			"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)})
+		return
+	}
+	// A lock's acquire keeps only what it needs.
+	if req.Op == wire.OpAcquire {
+		req = wire.Request{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+	}
+	c.busy.Add(1)
+	c.inflight.Add(1)
+	go func() {
+		defer c.inflight.Done()
+		defer c.waiting.Add(-1)
+		c.serve(req)
+	}()
+}
+
+// serveInline serves the connection's only request, one that cannot wait
+// long, on the reader's goroutine, and answers it here unless the writer
+// is busy. One client calling one request at a time (Redis's usual
+// caller) saves two goroutine hand-offs per call.
+func (c *rpcConn) serveInline(req wire.Request) {
+	status, body := c.answer(req)
+	c.freeSlot()
+	c.qmu.Lock()
+	idle := c.npending == 0
+	c.qmu.Unlock()
+	if !idle || !c.out.mu.TryLock() {
+		c.reply(req.ID, status, body)
+		return
+	}
+	c.inline = wire.AppendAnswer(c.inline[:0], req.ID, status, body)
+	c.out.send(c.inline)
+	c.out.mu.Unlock()
+	if cap(c.inline) > wire.MaxBatch {
+		c.inline = nil // a rare huge answer's buffer is not kept
+	}
+}
+
+// handOff gives req to an idle worker, else to a new one while fewer than
+// rpcWorkers run, else waits for one: the reader waits, and so does the
+// client.
+func (c *rpcConn) handOff(req wire.Request) {
 	select {
-	case c.work <- req: // an idle worker takes it
+	case c.work <- req:
 		return
 	default:
 	}
@@ -303,14 +311,14 @@ func (c *rpcConn) take(line []byte, single bool) {
 		go c.worker(req)
 		return
 	}
-	c.work <- req // every worker busy: the reader waits, and so does the client
+	c.work <- req
 }
 
 // worker serves req, then the next requests, until the connection ends or
 // rpcIdleWorkers others already wait. Workers outlive their requests: a
 // goroutine per request would start each on a small stack and grow it (a
 // grant's path is deep), about 5% of the server's CPU under load.
-func (c *rpcConn) worker(req rpcRequest) {
+func (c *rpcConn) worker(req wire.Request) {
 	defer c.inflight.Done()
 	defer c.workers.Add(-1)
 	for {
@@ -328,10 +336,10 @@ func (c *rpcConn) worker(req rpcRequest) {
 	}
 }
 
-func (c *rpcConn) serve(req rpcRequest) {
+func (c *rpcConn) serve(req wire.Request) {
 	status, body := c.answer(req)
 	c.busy.Add(-1)
-	if !req.waits() {
+	if !req.Waits() {
 		c.freeSlot()
 	}
 	c.reply(req.ID, status, body)
@@ -391,7 +399,7 @@ func (k *keySlots) close(id string) {
 // answer applies one request, unless the caller's key was revoked or its
 // session ended since the connection opened: a message already read stops
 // being applied at the revocation.
-func (c *rpcConn) answer(req rpcRequest) (status int, body any) {
+func (c *rpcConn) answer(req wire.Request) (status int, body any) {
 	if !c.s.ops.enter(c.p) {
 		return http.StatusUnauthorized, map[string]any{"error": "key revoked or session ended"}
 	}
@@ -414,24 +422,7 @@ func (c *rpcConn) reply(id uint64, status int, body any) {
 	if len(c.pending) > 0 {
 		c.pending = append(c.pending, '\n')
 	}
-	c.pending = appendRPCAnswer(c.pending, id, status, body)
-	c.npending++
-	c.qmu.Unlock()
-	c.wakeWriter()
-}
-
-// queue hands an answer already encoded to the writer, as reply does.
-func (c *rpcConn) queue(a []byte) {
-	c.qmu.Lock()
-	if c.npending >= rpcAnswerQueue {
-		c.qmu.Unlock()
-		c.drop()
-		return
-	}
-	if len(c.pending) > 0 {
-		c.pending = append(c.pending, '\n')
-	}
-	c.pending = append(c.pending, a...)
+	c.pending = wire.AppendAnswer(c.pending, id, status, body)
 	c.npending++
 	c.qmu.Unlock()
 	c.wakeWriter()
@@ -453,7 +444,7 @@ func (c *rpcConn) drop() {
 
 // dispatchRPC runs one request through the same code as the JSON API;
 // origin (rpc:<host>) is the connection's source when auth is off.
-func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string) (int, any) {
+func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin string) (int, any) {
 	if op, ok := primitiveOps[req.Op]; ok {
 		p := auth.FromContext(ctx)
 		if !p.Allows(op.action) {
@@ -468,26 +459,26 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string)
 		return s.errorBody(ctx, err)
 	}
 	switch req.Op {
-	case "acquire", "renew", "release":
+	case wire.OpAcquire, wire.OpRenew, wire.OpRelease:
 		lr := lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
 		if err := lr.validate(); err != nil {
 			return s.errorBody(ctx, err)
 		}
 		switch req.Op {
-		case "acquire":
+		case wire.OpAcquire:
 			return s.acquire(ctx, req.Resource, lr)
-		case "renew":
+		case wire.OpRenew:
 			return s.renew(ctx, req.Resource, lr)
 		default:
 			return s.release(ctx, req.Resource, lr)
 		}
-	case "fence":
+	case wire.OpFence:
 		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, Mode: req.Mode, origin: origin}
 		if req.Holder != nil {
 			fr.Holder = *req.Holder
 		}
 		return s.fence(ctx, req.Resource, fr)
-	case "lock":
+	case wire.OpLock:
 		ls, err := s.Service.Lock(req.Resource)
 		if err != nil {
 			return s.errorBody(ctx, err)
@@ -505,63 +496,63 @@ func (s *Server) dispatchRPC(ctx context.Context, req rpcRequest, origin string)
 // touches, as the route does.
 var primitiveOps = map[string]struct {
 	action auth.Action
-	serve  func(s *Server, ctx context.Context, req rpcRequest) (int, any)
+	serve  func(s *Server, ctx context.Context, req wire.Request) (int, any)
 }{
-	"semaphore-acquire": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
-		return s.semaphoreAcquire(ctx, req.Name, req.semaphoreRequest())
+	wire.OpSemaphoreAcquire: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
+		return s.semaphoreAcquire(ctx, req.Name, semaphoreRequestOf(req))
 	}},
-	"semaphore-release": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
-		return s.semaphoreRelease(ctx, req.Name, req.semaphoreRequest())
+	wire.OpSemaphoreRelease: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
+		return s.semaphoreRelease(ctx, req.Name, semaphoreRequestOf(req))
 	}},
-	"semaphore-permits": {auth.Manage, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpSemaphorePermits: {auth.Manage, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.semaphorePermits(ctx, req.Name, permitsRequest{Permits: req.Permits})
 	}},
-	"semaphore": {auth.Read, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpSemaphore: {auth.Read, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.semaphoreState(ctx, req.Name)
 	}},
-	"acquire-all": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
-		return s.acquireAll(ctx, "", req.lockAllRequest())
+	wire.OpAcquireAll: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
+		return s.acquireAll(ctx, "", lockAllRequestOf(req))
 	}},
-	"release-all": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
-		return s.releaseAll(ctx, "", req.lockAllRequest())
+	wire.OpReleaseAll: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
+		return s.releaseAll(ctx, "", lockAllRequestOf(req))
 	}},
-	"campaign": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
-		return s.campaign(ctx, req.Name, req.electionRequest())
+	wire.OpCampaign: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
+		return s.campaign(ctx, req.Name, electionRequestOf(req))
 	}},
-	"proclaim": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
-		return s.proclaim(ctx, req.Name, req.electionRequest())
+	wire.OpProclaim: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
+		return s.proclaim(ctx, req.Name, electionRequestOf(req))
 	}},
-	"resign": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
-		return s.resign(ctx, req.Name, req.electionRequest())
+	wire.OpResign: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
+		return s.resign(ctx, req.Name, electionRequestOf(req))
 	}},
-	"election-renew": {auth.Lock, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
-		return s.renewLeadership(ctx, req.Name, req.electionRequest())
+	wire.OpElectionRenew: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
+		return s.renewLeadership(ctx, req.Name, electionRequestOf(req))
 	}},
-	"election": {auth.Read, func(s *Server, ctx context.Context, req rpcRequest) (int, any) {
+	wire.OpElection: {auth.Read, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
 		return s.electionState(ctx, req.Name)
 	}},
 }
 
-func (req rpcRequest) semaphoreRequest() semaphoreRequest {
+func semaphoreRequestOf(req wire.Request) semaphoreRequest {
 	return semaphoreRequest{Holder: req.Holder, Permits: req.Permits, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs, Slot: req.Slot}
 }
 
-func (req rpcRequest) lockAllRequest() lockAllRequest {
+func lockAllRequestOf(req wire.Request) lockAllRequest {
 	return lockAllRequest{Resources: req.Resources, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
 }
 
-func (req rpcRequest) electionRequest() electionRequest {
+func electionRequestOf(req wire.Request) electionRequest {
 	return electionRequest{Candidate: req.Candidate, Value: req.Value, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
 }
 
 // rpcAllowed applies the caller's role and prefixes to one request, as
 // admit and pathResource do for the JSON API.
-func rpcAllowed(ctx context.Context, req rpcRequest) error {
+func rpcAllowed(ctx context.Context, req wire.Request) error {
 	action := auth.Lock
 	switch req.Op {
-	case "fence":
+	case wire.OpFence:
 		action = auth.Fence
-	case "lock":
+	case wire.OpLock:
 		action = auth.Read
 	}
 	p := auth.FromContext(ctx)
@@ -596,18 +587,8 @@ func (o *rpcOut) send(msg []byte) {
 // wire.MaxBatch bytes (a single longer answer goes alone). o.mu must be
 // held.
 func (o *rpcOut) sendLines(lines []byte) {
-	for len(lines) > 0 {
-		msg := lines
-		lines = nil
-		if len(msg) > wire.MaxBatch {
-			i := bytes.LastIndexByte(msg[:wire.MaxBatch+1], '\n')
-			if i < 0 {
-				i = bytes.IndexByte(msg, '\n')
-			}
-			if i >= 0 {
-				msg, lines = msg[:i], msg[i+1:]
-			}
-		}
+	for msg, rest := lines, []byte(nil); len(msg) > 0; msg = rest {
+		msg, rest = wire.SplitBatch(msg)
 		o.send(msg)
 	}
 }
@@ -618,7 +599,6 @@ func (o *rpcOut) sendLines(lines []byte) {
 // ends: the reader then stops taking requests, and waiting acquires give up.
 func (c *rpcConn) writer(done chan<- struct{}) {
 	defer close(done)
-	out := &c.out
 	ping := time.NewTicker(pingPeriod)
 	defer ping.Stop()
 	revoked, ended := c.p.Revoked(), c.p.Ended()
@@ -626,31 +606,12 @@ func (c *rpcConn) writer(done chan<- struct{}) {
 	for {
 		select {
 		case <-c.wake:
-			// The answers of one commit come back together: let their
-			// goroutines queue them, and send them as one message.
-			runtime.Gosched()
-			c.qmu.Lock()
-			batch, c.pending = c.pending, batch[:0]
-			c.npending = 0
-			closing := c.closing
-			c.qmu.Unlock()
-			if len(batch) > 0 {
-				out.mu.Lock()
-				out.sendLines(batch)
-				out.mu.Unlock()
-			}
-			if cap(batch) > 4*wire.MaxBatch {
-				batch = nil // a burst's buffer is not kept
-			}
-			if closing {
+			var closing bool
+			if batch, closing = c.flush(batch); closing {
 				return
 			}
 		case <-ping.C:
-			out.mu.Lock()
-			if !out.broken {
-				out.broken = out.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil
-			}
-			out.mu.Unlock()
+			c.out.ping()
 		case <-revoked:
 			c.end()
 			revoked, ended = nil, nil
@@ -658,6 +619,38 @@ func (c *rpcConn) writer(done chan<- struct{}) {
 			c.end()
 			revoked, ended = nil, nil
 		}
+	}
+}
+
+// flush sends every pending answer, taking them in exchange for batch (the
+// buffer of the last flush), and reports whether the connection is
+// closing: nothing comes after these.
+func (c *rpcConn) flush(batch []byte) ([]byte, bool) {
+	// The answers of one commit come back together: let their goroutines
+	// queue them, and send them as one message.
+	runtime.Gosched()
+	c.qmu.Lock()
+	batch, c.pending = c.pending, batch[:0]
+	c.npending = 0
+	closing := c.closing
+	c.qmu.Unlock()
+	if len(batch) > 0 {
+		c.out.mu.Lock()
+		c.out.sendLines(batch)
+		c.out.mu.Unlock()
+	}
+	if cap(batch) > 4*wire.MaxBatch {
+		batch = nil // a burst's buffer is not kept
+	}
+	return batch, closing
+}
+
+// ping keeps the connection alive (and finds a dead one).
+func (o *rpcOut) ping() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.broken {
+		o.broken = o.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)) != nil
 	}
 }
 

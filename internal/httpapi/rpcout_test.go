@@ -19,10 +19,10 @@ import (
 func TestRPCPendingAnswersSplitAtLines(t *testing.T) {
 	var lines [][]byte
 	for i := range 300 { // of ~450 bytes each: two MaxBatch and some
-		lines = append(lines, appendRPCAnswer(nil, uint64(i+1), http.StatusOK,
+		lines = append(lines, wire.AppendAnswer(nil, uint64(i+1), http.StatusOK,
 			map[string]any{"error": fmt.Sprintf("%d %s", i, strings.Repeat("x", 400))}))
 	}
-	lines = append(lines, appendRPCAnswer(nil, 999, http.StatusOK, map[string]any{"error": strings.Repeat("y", wire.MaxBatch+10)}))
+	lines = append(lines, wire.AppendAnswer(nil, 999, http.StatusOK, map[string]any{"error": strings.Repeat("y", wire.MaxBatch+10)}))
 	all := bytes.Join(lines, []byte{'\n'})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := rpcUpgrader.Upgrade(w, r, nil)

@@ -7,28 +7,27 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// wireTime is a time as the API writes it: null when zero.
-type wireTime time.Time
-
-func (t wireTime) MarshalJSON() ([]byte, error) { return t.appendJSON(nil), nil }
-
-// wireString is a string that is null when empty.
-type wireString string
-
-func (s wireString) MarshalJSON() ([]byte, error) {
-	if s == "" {
-		return []byte("null"), nil
-	}
-	return json.Marshal(string(s))
-}
+// The wire's types under the names the JSON API's handlers use.
+type (
+	wireTime          = wire.Time
+	wireString        = wire.NullString
+	jsonInt           = wire.Int
+	grantBody         = wire.Grant
+	fencingBody       = wire.Fencing
+	releasedBody      = wire.Released
+	fenceAcceptedBody = wire.FenceAccepted
+	lockBody          = wire.Lock
+	resourceBody      = wire.Resource
+	rejectionBody     = wire.Rejection
+)
 
 // wireValue converts domain values in error fields to their wire form,
 // inside the lists and objects of contract v3's refusals too (a
@@ -66,32 +65,6 @@ func wireValue(v any) any {
 		return v
 	}
 }
-
-// jsonInt is an integer field that must be a JSON integer: not a string, not
-// a fraction, not an exponent. Absent and null leave Set false.
-type jsonInt struct {
-	Set   bool
-	Value int64
-}
-
-func (n *jsonInt) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	for i, c := range b {
-		if (c < '0' || c > '9') && !(i == 0 && c == '-' && len(b) > 1) {
-			return errNotInteger
-		}
-	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil {
-		return errNotInteger
-	}
-	n.Set, n.Value = true, v
-	return nil
-}
-
-var errNotInteger = errors.New("not an integer in range")
 
 // decode reads one JSON object from the body into v. An empty body is an
 // error unless allowEmpty; trailing data is an error; unknown fields are
@@ -162,7 +135,7 @@ func describeJSONError(err error) string {
 		return fmt.Sprintf("expected a JSON object, not %s", typeErr.Value)
 	case errors.As(err, &syntaxErr):
 		return fmt.Sprintf("syntax error at byte %d", syntaxErr.Offset)
-	case errors.Is(err, errNotInteger):
+	case errors.Is(err, wire.ErrNotInteger):
 		return "a token, leaseMs, waitMs, lockDelayMs, permits or slot must be a JSON integer"
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "unexpected end of body"
@@ -196,7 +169,7 @@ var (
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := getBuffer()
 	defer putBuffer(buf)
-	b, ok := appendBody(buf.AvailableBuffer(), v)
+	b, ok := wire.AppendBody(buf.AvailableBuffer(), v)
 	if !ok {
 		var err error
 		if b, err = json.Marshal(v); err != nil {
@@ -213,96 +186,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // Wire forms of the domain types.
 
-type grantBody struct {
-	ResourceID string      `json:"resourceId"`
-	Holder     string      `json:"holder"`
-	HoldCount  int         `json:"holdCount"`
-	ExpiresAt  wireTime    `json:"expiresAt"`
-	LeaseMs    int64       `json:"leaseMs"`
-	Fencing    fencingBody `json:"fencing"`
-}
-
-type fencingBody struct {
-	Token    int64    `json:"token"`
-	Issuer   string   `json:"issuer"`
-	Scope    string   `json:"scope"`
-	IssuedAt wireTime `json:"issuedAt"`
-	// The issuer's Ed25519 signature of "fenceview/v1 <resource> <token>"
-	// and the id of the key that made it (contract v2, signed tokens).
-	KeyID     string `json:"keyId,omitempty"`
-	Signature string `json:"signature,omitempty"`
-}
-
 func grantWire(g fenceview.Grant) grantBody {
 	return grantBody{
 		ResourceID: g.ResourceID, Holder: g.Holder, HoldCount: g.HoldCount,
-		ExpiresAt: wireTime(g.ExpiresAt), LeaseMs: g.LeaseMs,
-		Fencing: fencingBody{Token: g.Fencing.Token, Issuer: g.Fencing.Issuer, Scope: g.Fencing.Scope, IssuedAt: wireTime(g.Fencing.IssuedAt),
-			KeyID: g.Fencing.KeyID, Signature: g.Fencing.Signature},
+		ExpiresAt: wireTime(g.ExpiresAt), LeaseMs: g.LeaseMs, Fencing: wire.FencingOf(g.Fencing),
 	}
 }
 
-type lockBody struct {
-	ResourceID  string     `json:"resourceId"`
-	Locked      bool       `json:"locked"`
-	Holder      wireString `json:"holder"`
-	HoldCount   int        `json:"holdCount"`
-	Token       int64      `json:"token"`
-	ExpiresAt   wireTime   `json:"expiresAt"`
-	RemainingMs int64      `json:"remainingMs"`
-	LeaseMs     int64      `json:"leaseMs"`
-	Waiters     int        `json:"waiters"`
-	// AvailableAt is when a running lock-delay ends; null when none runs.
-	AvailableAt wireTime `json:"availableAt"`
-}
-
-type resourceBody struct {
-	ResourceID      string     `json:"resourceId"`
-	HighWaterMark   int64      `json:"highWaterMark"`
-	LastToken       int64      `json:"lastToken"`
-	Holder          wireString `json:"holder"`
-	HoldCount       int        `json:"holdCount"`
-	ExpiresAt       wireTime   `json:"expiresAt"`
-	Accepted        int64      `json:"accepted"`
-	Rejected        int64      `json:"rejected"`
-	LastRejectionAt wireTime   `json:"lastRejectionAt"`
-	CounterAlarm    int64      `json:"counterAlarm"`
-	// Contract v3, present only when set: the current grant's lock-delay,
-	// when a running one ends, a semaphore's permits (on its slot 0), and
-	// an election's flag and leader value.
-	LockDelayMs int64     `json:"lockDelayMs,omitempty"`
-	AvailableAt *wireTime `json:"availableAt,omitempty"`
-	Permits     int       `json:"permits,omitempty"`
-	Election    bool      `json:"election,omitempty"`
-	Value       *string   `json:"value,omitempty"`
-	// Times, on GET /v1/resources/{resource} only: its recent grants'
-	// waits and holds (issuer.LockTimes) and the acquires waiting now.
-	Times *timesBody `json:"times,omitempty"`
-}
-
-type timesBody struct {
-	Waiters int           `json:"waiters"`
-	Wait    durationsBody `json:"wait"`
-	Hold    durationsBody `json:"hold"`
-}
-
-// durationsBody is a window of durations in milliseconds (fractions for
-// sub-millisecond waits).
-type durationsBody struct {
-	Count int     `json:"count"`
-	P50   float64 `json:"p50Ms"`
-	P99   float64 `json:"p99Ms"`
-	Max   float64 `json:"maxMs"`
-}
-
-func (s *Server) timesWire(resourceID string) *timesBody {
+func (s *Server) timesWire(resourceID string) *wire.Times {
 	t := s.Service.LockTimes(resourceID)
 	lock, _ := s.Service.Lock(resourceID) // valid: the resource was just read
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	window := func(d issuer.DurationStats) durationsBody {
-		return durationsBody{Count: d.Count, P50: ms(d.P50), P99: ms(d.P99), Max: ms(d.Max)}
+	window := func(d issuer.DurationStats) wire.Durations {
+		return wire.Durations{Count: d.Count, P50: ms(d.P50), P99: ms(d.P99), Max: ms(d.Max)}
 	}
-	return &timesBody{Waiters: lock.Waiters, Wait: window(t.Waits), Hold: window(t.Holds)}
+	return &wire.Times{Waiters: lock.Waiters, Wait: window(t.Waits), Hold: window(t.Holds)}
 }
 
 func resourceWire(r fenceview.Resource) resourceBody {
@@ -323,41 +221,10 @@ func resourceWire(r fenceview.Resource) resourceBody {
 	return b
 }
 
-type rejectionBody struct {
-	ID         int64    `json:"id"`
-	ResourceID string   `json:"resourceId"`
-	Presented  int64    `json:"presented"`
-	Required   int64    `json:"required"`
-	Reason     string   `json:"reason"`
-	Source     string   `json:"source"`
-	Holder     string   `json:"holder,omitempty"`
-	At         wireTime `json:"at"`
-}
-
-// EventBody is an event as the stream sends it: one JSON object per message.
-type EventBody struct {
-	Seq        int64    `json:"seq"`
-	Type       string   `json:"type"`
-	ResourceID string   `json:"resourceId"`
-	Token      int64    `json:"token,omitempty"`
-	Holder     string   `json:"holder,omitempty"`
-	Presented  *int64   `json:"presented,omitempty"`
-	Required   *int64   `json:"required,omitempty"`
-	Reason     string   `json:"reason,omitempty"`
-	Source     string   `json:"source,omitempty"`
-	At         wireTime `json:"at"`
-	// Value: an election's leader value, on its grants and proclaims.
-	Value *string `json:"value,omitempty"`
-	// LockDelayMs: the lock-delay an expire starts.
-	LockDelayMs int64 `json:"lockDelayMs,omitempty"`
-	// Permits: a semaphore's new permits, on a permits event (its slot 0).
-	Permits int `json:"permits,omitempty"`
-}
-
 // EventWire converts an event to its stream form. A rejection always carries
 // presented and required, even when required is 0.
-func EventWire(e fenceview.Event) EventBody {
-	b := EventBody{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
+func EventWire(e fenceview.Event) wire.Event {
+	b := wire.Event{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
 		Reason: e.Reason, Source: e.Source, At: wireTime(e.At)}
 	switch e.Type {
 	case fenceview.EventReject:

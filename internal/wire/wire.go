@@ -1,7 +1,12 @@
-// Package wire holds the pieces of fenceview's wire format that more than
-// one end speaks: the time layout of every JSON time and the line framing
-// of the RPC stream (GET /v1/rpc), where one websocket message carries
-// several JSON objects, one per line.
+// Package wire is fenceview's wire: every message of the RPC stream
+// (GET /v1/rpc), its ops and line framing, the bodies of the JSON API's
+// locks, grants, fenced writes, resources, rejections and events, the time
+// layout of every JSON time, and the codec both ends use.
+// The codec writes what encoding/json writes and reads what it reads,
+// byte for byte, without reflection on the busiest paths; the fuzz tests
+// hold it to encoding/json, and TestBodiesMatchOpenAPI to api/openapi.yaml.
+// The one body not here is a fenced write's refusal, httpguard.Refusal:
+// resources write it with guard/httpguard, without the server.
 package wire
 
 import (
@@ -18,45 +23,24 @@ const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
 // MaxBatch bounds the bytes a writer gathers into one message; a longer
-// queue goes out in several.
+// queue goes out in several (SplitBatch).
 const MaxBatch = 64 << 10
 
-// Lines calls fn with each non-blank line of msg, in order, until fn
-// returns false.
-func Lines(msg []byte, fn func(line []byte) bool) {
-	for len(msg) > 0 {
-		var line []byte
-		if i := bytes.IndexByte(msg, '\n'); i >= 0 {
-			line, msg = msg[:i], msg[i+1:]
-		} else {
-			line, msg = msg, nil
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		if !fn(line) {
-			return
+// SplitBatch cuts lines (one message's worth, one per line) at a line
+// end so that msg stays within MaxBatch bytes, unless its first line alone
+// is longer; rest is what is left for the next message.
+func SplitBatch(lines []byte) (msg, rest []byte) {
+	if len(lines) <= MaxBatch {
+		return lines, nil
+	}
+	i := bytes.LastIndexByte(lines[:MaxBatch+1], '\n')
+	if i < 0 {
+		i = bytes.IndexByte(lines, '\n')
+		if i < 0 {
+			return lines, nil
 		}
 	}
-}
-
-// Batch returns buf (reused) holding first and then every item already
-// waiting on more, one per line, up to MaxBatch bytes. It never blocks; a
-// closed more ends the batch.
-func Batch(buf, first []byte, more <-chan []byte) []byte {
-	buf = append(buf[:0], first...)
-	for len(buf) < MaxBatch {
-		select {
-		case b, ok := <-more:
-			if !ok {
-				return buf
-			}
-			buf = append(append(buf, '\n'), b...)
-		default:
-			return buf
-		}
-	}
-	return buf
+	return lines[:i], lines[i+1:]
 }
 
 // ReadAll appends what r holds to buf[:0] and returns it: a message read

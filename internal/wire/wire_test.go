@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"testing"
@@ -16,25 +17,32 @@ func TestLinesSkipBlankAndStopWhenAsked(t *testing.T) {
 	}
 }
 
-func TestBatchTakesWhatWaitsAndStopsAtTheBound(t *testing.T) {
-	more := make(chan []byte, 3)
-	more <- []byte("b")
-	more <- []byte("c")
-	if got := string(Batch(nil, []byte("a"), more)); got != "a\nb\nc" {
-		t.Fatalf("batch = %q", got)
+// SplitBatch cuts at line ends only, within MaxBatch unless one line
+// alone is longer, and loses nothing.
+func TestSplitBatch(t *testing.T) {
+	long := bytes.Repeat([]byte("x"), MaxBatch+10)
+	line := bytes.Repeat([]byte("y"), 1000)
+	var many []byte
+	for range 200 {
+		many = append(append(many, line...), '\n')
 	}
-	big := make([]byte, MaxBatch)
-	more <- []byte("next")
-	if got := Batch(nil, big, more); len(got) != MaxBatch {
-		t.Fatalf("batch over the bound: %d bytes", len(got))
-	}
-	if len(more) != 1 {
-		t.Fatal("an item past the bound was taken")
-	}
-	close(more)
-	<-more
-	if got := string(Batch(nil, []byte("z"), more)); got != "z" {
-		t.Fatalf("batch on a closed queue = %q", got)
+	many = many[:len(many)-1]
+	for _, in := range [][]byte{
+		[]byte("a"), many, long,
+		append(append(append([]byte{}, long...), '\n'), "b"...),
+		append(append([]byte("b\n"), long...), "\nc"...),
+	} {
+		var got [][]byte
+		for msg, rest := in, []byte(nil); len(msg) > 0; msg = rest {
+			msg, rest = SplitBatch(msg)
+			if len(msg) > MaxBatch && bytes.IndexByte(msg, '\n') >= 0 {
+				t.Fatalf("a message of %d bytes with several lines", len(msg))
+			}
+			got = append(got, msg)
+		}
+		if !bytes.Equal(bytes.Join(got, []byte("\n")), in) {
+			t.Fatalf("split of %d bytes does not join back", len(in))
+		}
 	}
 }
 

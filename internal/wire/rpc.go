@@ -1,0 +1,353 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// The RPC stream (GET /v1/rpc): a client's message holds requests, one
+// JSON object per line; the server's holds answers, {"id","status","body"}
+// a line, the body being what the JSON API would answer.
+
+// The ops of the RPC stream.
+const (
+	OpAcquire = "acquire"
+	OpRenew   = "renew"
+	OpRelease = "release"
+	OpFence   = "fence"
+	OpLock    = "lock"
+
+	// Contract v3's primitives: the JSON API's routes of the same names.
+	OpSemaphoreAcquire = "semaphore-acquire"
+	OpSemaphoreRelease = "semaphore-release"
+	OpSemaphorePermits = "semaphore-permits"
+	OpSemaphore        = "semaphore"
+	OpAcquireAll       = "acquire-all"
+	OpReleaseAll       = "release-all"
+	OpCampaign         = "campaign"
+	OpProclaim         = "proclaim"
+	OpResign           = "resign"
+	OpElectionRenew    = "election-renew"
+	OpElection         = "election"
+)
+
+// Request is one request line. A client's lock and fence calls over HTTP
+// send the same object as their body, id, op and resource left out. What
+// is unset (zero, nil, an Int not Set) is not written.
+type Request struct {
+	ID       uint64  `json:"id,omitempty"`
+	Op       string  `json:"op,omitempty"`
+	Resource string  `json:"resource,omitempty"`
+	Holder   *string `json:"holder,omitempty"`
+	LeaseMs  Int     `json:"leaseMs,omitzero"`
+	WaitMs   Int     `json:"waitMs,omitzero"`
+	// LockDelayMs of an acquire (contract v3's lock-delay).
+	LockDelayMs Int    `json:"lockDelayMs,omitzero"`
+	Token       Int    `json:"token,omitzero"`
+	Issuer      string `json:"issuer,omitempty"`
+	Scope       string `json:"scope,omitempty"`
+	Source      string `json:"source,omitempty"`
+	// Signature of Token, for a server with --require-signatures.
+	Signature string `json:"signature,omitempty"`
+	Mode      string `json:"mode,omitempty"` // of a fence: "current", or empty for the rule
+
+	// Contract v3's primitives: the JSON API's path {name} and body fields.
+	Name      string    `json:"name,omitempty"`
+	Permits   Int       `json:"permits,omitzero"`
+	Slot      Int       `json:"slot,omitzero"`
+	Resources *[]string `json:"resources,omitempty"`
+	Candidate *string   `json:"candidate,omitempty"`
+	Value     *string   `json:"value,omitempty"`
+}
+
+// Waits reports whether req may wait for a lock: an acquire of any kind
+// with waitMs > 0.
+func (req *Request) Waits() bool {
+	switch req.Op {
+	case OpAcquire, OpSemaphoreAcquire, OpAcquireAll, OpCampaign:
+		return req.WaitMs.Value > 0
+	}
+	return false
+}
+
+// AppendRequest appends what json.Marshal(req) writes.
+func AppendRequest(dst []byte, req *Request) []byte {
+	start := len(dst)
+	dst = append(dst, '{')
+	key := func(k string) {
+		if len(dst) > start+1 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, k...)
+	}
+	str := func(k, v string) {
+		if v != "" {
+			key(k)
+			dst = AppendString(dst, v)
+		}
+	}
+	ptr := func(k string, v *string) {
+		if v != nil {
+			key(k)
+			dst = AppendString(dst, *v)
+		}
+	}
+	num := func(k string, n Int) {
+		if n.Set {
+			key(k)
+			dst = strconv.AppendInt(dst, n.Value, 10)
+		}
+	}
+	if req.ID != 0 {
+		key(`"id":`)
+		dst = strconv.AppendUint(dst, req.ID, 10)
+	}
+	str(`"op":`, req.Op)
+	str(`"resource":`, req.Resource)
+	ptr(`"holder":`, req.Holder)
+	num(`"leaseMs":`, req.LeaseMs)
+	num(`"waitMs":`, req.WaitMs)
+	num(`"lockDelayMs":`, req.LockDelayMs)
+	num(`"token":`, req.Token)
+	str(`"issuer":`, req.Issuer)
+	str(`"scope":`, req.Scope)
+	str(`"source":`, req.Source)
+	str(`"signature":`, req.Signature)
+	str(`"mode":`, req.Mode)
+	str(`"name":`, req.Name)
+	num(`"permits":`, req.Permits)
+	num(`"slot":`, req.Slot)
+	if req.Resources != nil {
+		key(`"resources":`)
+		if *req.Resources == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = append(dst, '[')
+			for i, s := range *req.Resources {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				dst = AppendString(dst, s)
+			}
+			dst = append(dst, ']')
+		}
+	}
+	ptr(`"candidate":`, req.Candidate)
+	ptr(`"value":`, req.Value)
+	return append(dst, '}')
+}
+
+// DecodeRequest fills req from line as json.Unmarshal would.
+func DecodeRequest(line []byte, req *Request) error {
+	if req.decodePlain(line) {
+		return nil
+	}
+	*req = Request{}
+	return json.Unmarshal(line, req)
+}
+
+// decodePlain reads line into req, reporting false (req then holds
+// anything) when line is not in the plain shape. Unknown keys, and keys
+// cased otherwise, are left to encoding/json.
+func (req *Request) decodePlain(line []byte) bool {
+	*req = Request{}
+	r := reader{b: line}
+	return r.object(func(key []byte) bool {
+		switch string(key) {
+		case "id":
+			return r.uint64(&req.ID)
+		case "op":
+			v, ok := r.str()
+			req.Op = opName(v)
+			return ok
+		case "resource":
+			return r.string(&req.Resource)
+		case "holder":
+			return r.stringPtr(&req.Holder)
+		case "leaseMs":
+			return r.jsonInt(&req.LeaseMs)
+		case "waitMs":
+			return r.jsonInt(&req.WaitMs)
+		case "lockDelayMs":
+			return r.jsonInt(&req.LockDelayMs)
+		case "token":
+			return r.jsonInt(&req.Token)
+		case "issuer":
+			return r.string(&req.Issuer)
+		case "scope":
+			return r.string(&req.Scope)
+		case "source":
+			return r.string(&req.Source)
+		case "signature":
+			return r.string(&req.Signature)
+		case "mode":
+			return r.string(&req.Mode)
+		case "name":
+			return r.string(&req.Name)
+		case "permits":
+			return r.jsonInt(&req.Permits)
+		case "slot":
+			return r.jsonInt(&req.Slot)
+		case "resources":
+			var list []string
+			if !r.strings(&list) {
+				return false
+			}
+			req.Resources = &list
+			return true
+		case "candidate":
+			return r.stringPtr(&req.Candidate)
+		case "value":
+			return r.stringPtr(&req.Value)
+		}
+		return false
+	})
+}
+
+func (r *reader) stringPtr(dst **string) bool {
+	var s string
+	if !r.string(&s) {
+		return false
+	}
+	*dst = &s
+	return true
+}
+
+// opName returns the op's name without allocating for the busiest ones.
+func opName(v []byte) string {
+	for _, op := range [...]string{OpAcquire, OpRelease, OpFence, OpRenew, OpLock} {
+		if string(v) == op {
+			return op
+		}
+	}
+	return string(v)
+}
+
+// Answer is one answer line as a client reads it; Body is the JSON API's
+// answer.
+type Answer struct {
+	ID     uint64          `json:"id"`
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// AppendAnswer appends the answer line json.Marshal writes for
+// {"id":id,"status":status,"body":body}. The bodies of the hot path
+// (AppendBody's and flat error maps) are written without reflection;
+// a body encoding/json cannot write becomes the internal-error answer.
+func AppendAnswer(dst []byte, id uint64, status int, body any) []byte {
+	if dst == nil {
+		dst = make([]byte, 0, 384) // a grant's line, with room for a signature
+	}
+	start := len(dst)
+	dst = append(dst, `{"id":`...)
+	dst = strconv.AppendUint(dst, id, 10)
+	dst = append(dst, `,"status":`...)
+	dst = strconv.AppendInt(dst, int64(status), 10)
+	dst = append(dst, `,"body":`...)
+	if out, ok := appendFastBody(dst, body); ok {
+		return append(out, '}')
+	}
+	bb, err := json.Marshal(body)
+	if err != nil {
+		return AppendAnswer(dst[:start], id, http.StatusInternalServerError, map[string]any{"error": "internal error"})
+	}
+	dst = append(dst, bb...)
+	return append(dst, '}')
+}
+
+// appendFastBody appends what json.Marshal(body) writes, or reports false
+// (dst then holds anything after its length) for a body it does not know.
+func appendFastBody(dst []byte, body any) ([]byte, bool) {
+	if out, ok := AppendBody(dst, body); ok {
+		return out, true
+	}
+	if m, ok := body.(map[string]any); ok {
+		return appendFlatMap(dst, m)
+	}
+	return dst, false
+}
+
+// appendFlatMap writes a map of at most 8 strings, integers and booleans
+// (an error body), keys sorted as encoding/json sorts them.
+func appendFlatMap(dst []byte, m map[string]any) ([]byte, bool) {
+	var arr [8]string
+	if len(m) > len(arr) {
+		return dst, false
+	}
+	keys := arr[:0]
+	for k := range m {
+		i := len(keys)
+		keys = append(keys, k)
+		for ; i > 0 && keys[i-1] > k; i-- {
+			keys[i] = keys[i-1]
+		}
+		keys[i] = k
+	}
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(AppendString(dst, k), ':')
+		switch v := m[k].(type) {
+		case string:
+			dst = AppendString(dst, v)
+		case int:
+			dst = strconv.AppendInt(dst, int64(v), 10)
+		case int64:
+			dst = strconv.AppendInt(dst, v, 10)
+		case bool:
+			dst = strconv.AppendBool(dst, v)
+		default:
+			return dst, false
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// DecodeAnswer reads one answer line; Body aliases line.
+func DecodeAnswer(line []byte, a *Answer) error {
+	if a.decodePlain(line) {
+		return nil
+	}
+	*a = Answer{}
+	return json.Unmarshal(line, a)
+}
+
+// decodePlain reads the server's own layout, {"id":N,"status":S,"body":...}.
+func (a *Answer) decodePlain(b []byte) bool {
+	r := reader{b: b}
+	var id, status uint64
+	if !r.lit(`{"id":`) || !r.uint64(&id) || !r.lit(`,"status":`) || !r.uint64(&status) || status > 999 ||
+		!r.lit(`,"body":`) || len(b) < r.i+2 || b[len(b)-1] != '}' {
+		return false
+	}
+	body := b[r.i : len(b)-1]
+	if isSpace(body[0]) || isSpace(body[len(body)-1]) || !(validPlain(body) || json.Valid(body)) {
+		return false
+	}
+	a.ID, a.Status, a.Body = id, int(status), body
+	return true
+}
+
+// Lines calls fn with each non-blank line of msg, in order, until fn
+// returns false.
+func Lines(msg []byte, fn func(line []byte) bool) {
+	for len(msg) > 0 {
+		var line []byte
+		if i := bytes.IndexByte(msg, '\n'); i >= 0 {
+			line, msg = msg[:i], msg[i+1:]
+		} else {
+			line, msg = msg, nil
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if !fn(line) {
+			return
+		}
+	}
+}
