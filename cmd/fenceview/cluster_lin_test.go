@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,8 +60,7 @@ func TestClusterLinearizability(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		i := nodes.leader()
-		nodes.procs[i].signal(syscall.SIGKILL)
-		<-nodes.procs[i].done
+		nodes.procs[i].Kill()
 		kills.Add(1)
 		nodes.start(i)
 	}

@@ -7,7 +7,6 @@ package main
 
 import (
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"time"
 
@@ -65,8 +64,7 @@ func TestClusterPrimitivesLinearizability(t *testing.T) {
 				}
 			}
 			i := nodes.leader()
-			nodes.procs[i].signal(syscall.SIGKILL)
-			<-nodes.procs[i].done
+			nodes.procs[i].Kill()
 			kills++
 			nodes.start(i)
 		}

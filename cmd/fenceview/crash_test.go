@@ -9,9 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // The crash harness: many clients grant, fence and release over many
@@ -35,16 +36,15 @@ func TestCrashHarness(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "fenceview.db")
 	load := newCrashLoad()
 	for cycle := 0; cycle <= cycles; cycle++ {
-		p := startProcess(t, db)
-		if err := load.check(t, p.url); err != nil {
+		p := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
+		if err := load.check(t, p.URL); err != nil {
 			t.Fatalf("after kill %d: %v", cycle, err)
 		}
 		if cycle == cycles {
 			break
 		}
-		load.run(p.url, rng.Uint64(), 1+rng.IntN(300), func() {
-			p.signal(syscall.SIGKILL)
-			<-p.done
+		load.run(p.URL, rng.Uint64(), 1+rng.IntN(300), func() {
+			p.Kill()
 		})
 	}
 	t.Logf("%d acknowledged grants and accepted writes checked across %d kills", load.acknowledged, cycles)

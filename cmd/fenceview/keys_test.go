@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // `fenceview keys` manages the keys of a running server with the admin
@@ -69,7 +71,7 @@ func TestKeysCommand(t *testing.T) {
 // exit status 2, naming --admin-token, before it opens anything.
 func TestRefusesOpenAddressWithoutAdminToken(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "f.db")
-	cmd := exec.Command(serverBinary(t), "--addr", "0.0.0.0:0", "--db", db)
+	cmd := exec.Command(servertest.Binary(t), "--addr", "0.0.0.0:0", "--db", db)
 	cmd.Env = append(os.Environ(), "FENCEVIEW_ADMIN_TOKEN=")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError

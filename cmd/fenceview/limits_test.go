@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // Issue 11: a second fenceview on the same --db started, and the first
@@ -20,20 +22,20 @@ import (
 // starts.
 func TestSecondServerOnTheSameDatabaseRefusesToStart(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "fenceview.db")
-	first := startProcess(t, db)
-	cmd := exec.Command(serverBinary(t), "--addr", "127.0.0.1:0", "--db", db)
+	first := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
+	cmd := exec.Command(servertest.Binary(t), "--addr", "127.0.0.1:0", "--db", db)
 	out, err := cmd.CombinedOutput() // it exits on its own: a hang here is the bug
 	if err == nil || !strings.Contains(string(out), "another fenceview is already serving") || !strings.Contains(string(out), db) {
 		t.Fatalf("second server: err %v, output:\n%s", err, out)
 	}
-	res, err := http.Get(first.url + "/healthz")
+	res, err := http.Get(first.URL + "/healthz")
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("first server after the second's attempt: %v %v", res, err)
 	}
 	res.Body.Close()
-	first.signal(15)
-	<-first.done
-	startProcess(t, db) // the lock went with the process
+	first.Signal(15)
+	<-first.Done
+	servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db}) // the lock went with the process
 }
 
 // Issue 11: 100,000 resources could be created and never deleted. A
