@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/fenceview/fenceview/internal/clock"
@@ -24,11 +25,10 @@ import (
 
 // Server is a fenceview server running in this process.
 type Server struct {
-	*server.Server
-	URL    string        // http://127.0.0.1:port (https with TLS)
-	DBPath string        // its SQLite file
-	Clock  *clock.Fake   // the default fake clock; nil when the config gave another
-	Config server.Config // what it was started with, defaults filled in
+	*server.Server               // URL() is where it answers
+	DBPath         string        // its SQLite file
+	Clock          *clock.Fake   // the default fake clock; nil when the config gave another
+	Config         server.Config // what it was started with, defaults filled in
 }
 
 // Defaults fills in what cfg leaves zero with the tests' defaults: any
@@ -74,7 +74,7 @@ func TryStart(t testing.TB, cfg server.Config) (*Server, error) {
 	}
 	t.Cleanup(func() { srv.Close() })
 	fc, _ := cfg.Clock.(*clock.Fake)
-	return &Server{Server: srv, URL: srv.URL(), DBPath: cfg.DBPath, Clock: fc, Config: cfg}, nil
+	return &Server{Server: srv, DBPath: cfg.DBPath, Clock: fc, Config: cfg}, nil
 }
 
 // NewRequest builds a request to url: body is nil (none), a string (sent
@@ -142,4 +142,24 @@ func Do(t testing.TB, hc *http.Client, req *http.Request) Answer {
 		}
 	}
 	return a
+}
+
+// LogBuffer collects a server's log (slog.NewTextHandler(buf, nil)) for a
+// test to read while the server writes it.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is the log so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
