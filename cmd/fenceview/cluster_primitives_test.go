@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/proof"
 )
 
@@ -32,12 +31,8 @@ func TestClusterPrimitivesLinearizability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	ops := envInt(t, "FENCEVIEW_LIN_OPS", 400)
-	seed := uint64(envInt(t, "FENCEVIEW_LIN_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d operations per history, FENCEVIEW_LIN_SEED=%d", ops, seed)
-	etcd := etcdtest.Start(t, 1)
-	nodes := startClusterNodes(t, etcd, 3)
-	nodes.leader()
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	nodes := startLeadingCluster(t)
 
 	run := func(t *testing.T, seed uint64, clients int, client func(tg *primTarget, c int, rng *rand.Rand)) *primTarget {
 		rng := rand.New(rand.NewPCG(seed, 0))

@@ -58,6 +58,15 @@ func (c *clusterNodes) start(i int) {
 	c.mu.Unlock()
 }
 
+// startLeadingCluster starts three nodes on one etcd member and returns
+// once one of them leads.
+func startLeadingCluster(t *testing.T) *clusterNodes {
+	t.Helper()
+	nodes := startClusterNodes(t, etcdtest.Start(t, 1), 3)
+	nodes.leader()
+	return nodes
+}
+
 func joinList(l []string) string {
 	out := ""
 	for i, s := range l {
@@ -133,9 +142,7 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	kills := envInt(t, "FENCEVIEW_CLUSTER_KILLS", 6)
-	seed := uint64(envInt(t, "FENCEVIEW_CRASH_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d kills, FENCEVIEW_CRASH_SEED=%d", kills, seed)
+	kills, seed := sizeAndSeed(t, "FENCEVIEW_CLUSTER_KILLS", 6, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	etcd := etcdtest.Start(t, 3)
 	nodes := startClusterNodes(t, etcd, 3)

@@ -32,25 +32,12 @@ func TestCrashMultiLockCommits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	cycles := envInt(t, "FENCEVIEW_CRASH_CYCLES", 20)
-	seed := uint64(envInt(t, "FENCEVIEW_CRASH_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d cycles, FENCEVIEW_CRASH_SEED=%d", cycles, seed)
+	cycles, seed := sizeAndSeed(t, "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
-	db := filepath.Join(t.TempDir(), "fenceview.db")
 	load := &multiCrashLoad{sets: map[string]*sentSet{}}
-	var p *servertest.Process
-	for cycle := 0; cycle <= cycles; cycle++ {
-		p = servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
-		if err := load.check(p.URL); err != nil {
-			t.Fatalf("after kill %d: %v", cycle, err)
-		}
-		if cycle == cycles {
-			break
-		}
-		load.run(p.URL, rng.Uint64(), 1+rng.IntN(100), func() {
-			p.Kill()
-		})
-	}
+	p := crashCycles(t, cycles, load.check, func(url string, kill func()) {
+		load.run(url, rng.Uint64(), 1+rng.IntN(100), kill)
+	})
 	if load.acked == 0 || load.partialOutcomes == 0 {
 		t.Fatalf("%d multi-locks acknowledged, %d sent without an answer: the kills did not land during commits", load.acked, load.partialOutcomes)
 	}

@@ -38,9 +38,7 @@ func TestLinearizability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs real processes")
 	}
-	ops := envInt(t, "FENCEVIEW_LIN_OPS", 400)
-	seed := uint64(envInt(t, "FENCEVIEW_LIN_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d operations per history, FENCEVIEW_LIN_SEED=%d", ops, seed)
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 
 	srv := servertest.StartProcess(t, servertest.ProcessOptions{})
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}

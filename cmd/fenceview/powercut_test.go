@@ -31,9 +31,7 @@ func TestPowerCutHarness(t *testing.T) {
 		t.Skip("builds and kills real processes")
 	}
 	powercut.Require(t)
-	cycles := envInt(t, "FENCEVIEW_POWERCUT_CYCLES", 10)
-	seed := uint64(envInt(t, "FENCEVIEW_POWERCUT_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d cycles, FENCEVIEW_POWERCUT_SEED=%d", cycles, seed)
+	cycles, seed := sizeAndSeed(t, "FENCEVIEW_POWERCUT_CYCLES", 10, "FENCEVIEW_POWERCUT_SEED")
 	h := newPowerCuts(t, servertest.Binary(t))
 	start := time.Now()
 	if cycle, err := h.run(cycles, rand.New(rand.NewPCG(seed, seed))); err != nil {
@@ -57,8 +55,7 @@ func TestPowerCutHarnessCatchesSynchronousNormal(t *testing.T) {
 	// Each cut loses the commits since the last checkpoint: the first
 	// almost always finds some; ten in a row finding none is a blind
 	// harness.
-	seed := uint64(envInt(t, "FENCEVIEW_POWERCUT_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("FENCEVIEW_POWERCUT_SEED=%d", seed)
+	seed := envSeed(t, "FENCEVIEW_POWERCUT_SEED")
 	cycle, err := h.run(10, rand.New(rand.NewPCG(seed, seed)))
 	if err == nil {
 		t.Fatalf("10 power cuts of a synchronous=NORMAL server, %d acknowledged operations, and nothing lost: the harness cannot see a lost commit", h.load.acknowledged)

@@ -37,9 +37,7 @@ func TestPrimitivesLinearizability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a real process")
 	}
-	ops := envInt(t, "FENCEVIEW_LIN_OPS", 400)
-	seed := uint64(envInt(t, "FENCEVIEW_LIN_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d operations per history, FENCEVIEW_LIN_SEED=%d", ops, seed)
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 	srv := servertest.StartProcess(t, servertest.ProcessOptions{})
 	newTarget := func() *primTarget {
 		return &primTarget{rec: proof.NewRecorder(), via: func() string { return srv.URL }, hc: linHC}
