@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,9 +23,8 @@ import (
 func TestSecondServerOnTheSameDatabaseRefusesToStart(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "fenceview.db")
 	first := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
-	cmd := exec.Command(servertest.Binary(t), "--addr", "127.0.0.1:0", "--db", db)
-	out, err := cmd.CombinedOutput() // it exits on its own: a hang here is the bug
-	if err == nil || !strings.Contains(string(out), "another fenceview is already serving") || !strings.Contains(string(out), db) {
+	second, err := servertest.LaunchProcess(t, servertest.ProcessOptions{DBPath: db}) // it exits on its own: a hang here is the bug
+	if out := second.Log(); err == nil || !strings.Contains(out, "another fenceview is already serving") || !strings.Contains(out, db) {
 		t.Fatalf("second server: err %v, output:\n%s", err, out)
 	}
 	res, err := http.Get(first.URL + "/healthz")
@@ -33,7 +32,7 @@ func TestSecondServerOnTheSameDatabaseRefusesToStart(t *testing.T) {
 		t.Fatalf("first server after the second's attempt: %v %v", res, err)
 	}
 	res.Body.Close()
-	first.Signal(15)
+	first.Signal(syscall.SIGTERM)
 	<-first.Done
 	servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db}) // the lock went with the process
 }

@@ -22,8 +22,10 @@ type ProcessOptions struct {
 	DBPath string
 	// AdminToken, when set, is passed as --admin-token.
 	AdminToken string
-	// Args are further flags.
+	// Args are further flags; a flag given again here wins (--addr too).
 	Args []string
+	// Env is added to the test's environment.
+	Env []string
 }
 
 // Process is a fenceview server running as its own OS process.
@@ -38,6 +40,7 @@ type Process struct {
 	t    testing.TB
 	opts ProcessOptions
 	cmd  *exec.Cmd
+	log  LogBuffer
 }
 
 var readyLine = regexp.MustCompile(`url=(http://\S+)/`)
@@ -70,6 +73,9 @@ func LaunchProcess(t testing.TB, opts ProcessOptions) (*Process, error) {
 		args = append(args, "--admin-token", opts.AdminToken)
 	}
 	cmd := exec.Command(opts.Binary, append(args, opts.Args...)...)
+	if opts.Env != nil {
+		cmd.Env = append(os.Environ(), opts.Env...)
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +90,7 @@ func LaunchProcess(t testing.TB, opts ProcessOptions) (*Process, error) {
 		defer close(logged)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			p.log.Write(append(sc.Bytes(), '\n'))
 			if readyLine.MatchString(sc.Text()) {
 				select {
 				case lines <- sc.Text():
@@ -108,6 +115,10 @@ func LaunchProcess(t testing.TB, opts ProcessOptions) (*Process, error) {
 		}
 	}
 }
+
+// Log is what the process has written to its standard error so far: all
+// of it once Done is closed.
+func (p *Process) Log() string { return p.log.String() }
 
 // Signal sends sig to the process (a real signal: SIGKILL is a crash).
 func (p *Process) Signal(sig syscall.Signal) {
