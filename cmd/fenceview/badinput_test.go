@@ -8,9 +8,7 @@ import (
 // Every route answers bad input with a 4xx and a JSON error, and changes
 // nothing: the resources and the last event number are the same after.
 func TestBadInputChangesNothing(t *testing.T) {
-	s := startServer(t, func(m *Main) { m.AdminToken = "admin" })
-	s.acquire("held", "owner", 60000)
-	s.fence("held", 1)
+	s := startWithHeldLock(t)
 
 	long := strings.Repeat("r", 161)
 	longHolder := strings.Repeat("h", 81)
@@ -98,6 +96,16 @@ func TestBadInputChangesNothing(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) { wantRefusal(t, s.do(c.method, c.path, c.body, c.header...), c.status) })
 		}
 	})
+}
+
+// startWithHeldLock starts a server with the admin token "admin" and
+// something for bad input to spoil: a lock "held", fenced once.
+func startWithHeldLock(t *testing.T) *testServer {
+	t.Helper()
+	s := startServer(t, func(m *Main) { m.AdminToken = "admin" })
+	s.acquire("held", "owner", 60000)
+	s.fence("held", 1)
+	return s
 }
 
 // wantRefusal checks the answer to a bad request: status, with a JSON

@@ -51,9 +51,7 @@ func bearer(secret string) []string { return []string{"Authorization", "Bearer "
 // Bad input to every new route is a 4xx with a JSON error, and changes
 // nothing: not one event, not one resource.
 func TestPrimitivesBadInputChangesNothing(t *testing.T) {
-	s := startServer(t, func(m *Main) { m.AdminToken = "admin" })
-	s.acquire("held", "owner", 60000)
-	s.fence("held", 1)
+	s := startWithHeldLock(t)
 
 	name151 := strings.Repeat("n", 151)
 	value4097 := strings.Repeat("v", 4097)
