@@ -44,19 +44,16 @@ func TestLogFlagsRefuseNonsense(t *testing.T) {
 // line, --log-level debug lets debug through, and --access-log writes a
 // line per answered request with its route pattern and status.
 func TestJSONLogAndAccessLog(t *testing.T) {
-	m := NewMain()
 	var logs servertest.LogBuffer
-	m.LogOutput = &logs
-	db := filepath.Join(t.TempDir(), "f.db")
-	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", db, "--log-format", "json", "--log-level", "warn", "--access-log"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	doRequest(t, "GET", m.URL()+"/v1/locks/"+url.PathEscape("orders/7"), nil)
-	doRequest(t, "POST", m.URL()+"/v1/locks/x/acquire", `{"holder":""}`)
-	if err := m.Close(); err != nil { // waits for every handler, so every line is written
+	s := startServer(t, func(m *Main) {
+		m.LogOutput = &logs
+		if err := m.ParseFlags([]string{"--log-format", "json", "--log-level", "warn", "--access-log"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s.do("GET", "/v1/locks/"+url.PathEscape("orders/7"), nil)
+	s.do("POST", "/v1/locks/x/acquire", `{"holder":""}`)
+	if err := s.Close(); err != nil { // waits for every handler, so every line is written
 		t.Fatal(err)
 	}
 	var access []map[string]any
