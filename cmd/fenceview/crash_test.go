@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,9 +42,8 @@ func TestCrashHarness(t *testing.T) {
 // random instant). It returns the last process, still running.
 func crashCycles(t *testing.T, cycles int, check func(url string) error, run func(url string, kill func())) *servertest.Process {
 	t.Helper()
-	db := filepath.Join(t.TempDir(), "fenceview.db")
+	p := servertest.StartProcess(t, servertest.ProcessOptions{})
 	for cycle := 0; ; cycle++ {
-		p := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
 		if err := check(p.URL); err != nil {
 			t.Fatalf("after kill %d: %v", cycle, err)
 		}
@@ -53,6 +51,7 @@ func crashCycles(t *testing.T, cycles int, check func(url string) error, run fun
 			return p
 		}
 		run(p.URL, p.Kill)
+		p = p.Restart()
 	}
 }
 
