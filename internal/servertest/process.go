@@ -3,6 +3,7 @@ package servertest
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,17 +31,14 @@ type ProcessOptions struct {
 
 // Process is a fenceview server running as its own OS process.
 type Process struct {
+	*Command
 	URL        string // http://127.0.0.1:port
 	Ready      string // the line it logged when it was ready
 	DBPath     string
 	AdminToken string
-	// Done is closed once the process has exited and its log is read.
-	Done <-chan struct{}
 
 	t    testing.TB
 	opts ProcessOptions
-	cmd  *exec.Cmd
-	log  LogBuffer
 }
 
 var readyLine = regexp.MustCompile(`url=(http://\S+)/`)
@@ -76,66 +74,18 @@ func LaunchProcess(t testing.TB, opts ProcessOptions) (*Process, error) {
 	if opts.Env != nil {
 		cmd.Env = append(os.Environ(), opts.Env...)
 	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done, logged := make(chan struct{}), make(chan struct{})
-	p := &Process{DBPath: opts.DBPath, AdminToken: opts.AdminToken, Done: done, t: t, opts: opts, cmd: cmd}
-	lines := make(chan string, 1)
-	go func() {
-		defer close(logged)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			p.log.Write(append(sc.Bytes(), '\n'))
-			if readyLine.MatchString(sc.Text()) {
-				select {
-				case lines <- sc.Text():
-				default:
-				}
-			}
+	c, ready, err := StartCommand(t, cmd, func(line string) string {
+		if readyLine.MatchString(line) {
+			return line
 		}
-	}()
-	go func() { <-logged; cmd.Wait(); close(done) }()
-	t.Cleanup(func() { p.Signal(syscall.SIGKILL); <-done })
-	select {
-	case p.Ready = <-lines:
-		p.URL = readyLine.FindStringSubmatch(p.Ready)[1]
-		return p, nil
-	case <-done:
-		select {
-		case p.Ready = <-lines: // ready, then gone at once
-			p.URL = readyLine.FindStringSubmatch(p.Ready)[1]
-			return p, fmt.Errorf("fenceview exited just after it was ready")
-		default:
-			return p, fmt.Errorf("fenceview exited before it was ready")
-		}
+		return ""
+	})
+	p := &Process{Command: c, Ready: ready, DBPath: opts.DBPath, AdminToken: opts.AdminToken, t: t, opts: opts}
+	if ready != "" {
+		p.URL = readyLine.FindStringSubmatch(ready)[1]
 	}
+	return p, err
 }
-
-// Log is what the process has written to its standard error so far: all
-// of it once Done is closed.
-func (p *Process) Log() string { return p.log.String() }
-
-// Signal sends sig to the process (a real signal: SIGKILL is a crash).
-func (p *Process) Signal(sig syscall.Signal) {
-	if p.cmd.Process != nil {
-		p.cmd.Process.Signal(sig)
-	}
-}
-
-// Kill kills the process (SIGKILL) and waits until it is gone.
-func (p *Process) Kill() {
-	p.Signal(syscall.SIGKILL)
-	<-p.Done
-}
-
-// ExitCode is the process's exit code once Done is closed (-1 when a
-// signal ended it).
-func (p *Process) ExitCode() int { return p.cmd.ProcessState.ExitCode() }
 
 // Restart kills the process, if it still runs, and starts the same
 // command again on the same database; the restarted process answers on a
@@ -145,6 +95,84 @@ func (p *Process) Restart() *Process {
 	p.Kill()
 	return StartProcess(p.t, p.opts)
 }
+
+// Command is a program a test runs in a process group of its own.
+type Command struct {
+	Cmd *exec.Cmd
+	// Done is closed once the command has exited and its output is read.
+	Done <-chan struct{}
+	log  LogBuffer
+}
+
+// StartCommand starts cmd in a process group of its own, killed (the
+// whole group: `go run` and scripts have children) when the test ends, and
+// reads its output, standard output and error together. It returns once
+// ready gives a line of that output a value other than "", with that
+// value; or with an error when the command exits first (with the value
+// too if the command was ready and then gone at once).
+func StartCommand(t testing.TB, cmd *exec.Cmd, ready func(line string) string) (*Command, string, error) {
+	t.Helper()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done, read := make(chan struct{}), make(chan struct{})
+	c := &Command{Cmd: cmd, Done: done}
+	go func() { cmd.Wait(); pw.Close(); <-read; close(done) }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	})
+	found := make(chan string, 1)
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			c.log.Write(append(sc.Bytes(), '\n'))
+			if v := ready(sc.Text()); v != "" {
+				select {
+				case found <- v:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, pr) // a line too long for the scanner must not block the command
+	}()
+	select {
+	case v := <-found:
+		return c, v, nil
+	case <-done:
+		select {
+		case v := <-found: // ready, then gone at once
+			return c, v, fmt.Errorf("%s exited just after it was ready", filepath.Base(cmd.Path))
+		default:
+			return c, "", fmt.Errorf("%s exited before it was ready", filepath.Base(cmd.Path))
+		}
+	}
+}
+
+// Log is what the command has written so far: all of it once Done is
+// closed.
+func (c *Command) Log() string { return c.log.String() }
+
+// Signal sends sig to the command (a real signal: SIGKILL is a crash).
+func (c *Command) Signal(sig syscall.Signal) {
+	if c.Cmd.Process != nil {
+		c.Cmd.Process.Signal(sig)
+	}
+}
+
+// Kill kills the command (SIGKILL) and waits until it is gone.
+func (c *Command) Kill() {
+	c.Signal(syscall.SIGKILL)
+	<-c.Done
+}
+
+// ExitCode is the command's exit code once Done is closed (-1 when a
+// signal ended it).
+func (c *Command) ExitCode() int { return c.Cmd.ProcessState.ExitCode() }
 
 // Binary builds the fenceview command from this tree, once per test run.
 func Binary(t testing.TB) string {
