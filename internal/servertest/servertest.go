@@ -25,10 +25,9 @@ import (
 
 // Server is a fenceview server running in this process.
 type Server struct {
-	*server.Server               // URL() is where it answers
-	DBPath         string        // its SQLite file
-	Clock          *clock.Fake   // the default fake clock; nil when the config gave another
-	Config         server.Config // what it was started with, defaults filled in
+	*server.Server             // URL() is where it answers
+	DBPath         string      // its SQLite file
+	Clock          *clock.Fake // its clock when that is fake, as by default; nil for another
 }
 
 // Defaults fills in what cfg leaves zero with the tests' defaults: any
@@ -74,7 +73,7 @@ func TryStart(t testing.TB, cfg server.Config) (*Server, error) {
 	}
 	t.Cleanup(func() { srv.Close() })
 	fc, _ := cfg.Clock.(*clock.Fake)
-	return &Server{Server: srv, DBPath: cfg.DBPath, Clock: fc, Config: cfg}, nil
+	return &Server{Server: srv, DBPath: cfg.DBPath, Clock: fc}, nil
 }
 
 // NewRequest builds a request to url: body is nil (none), a string (sent
