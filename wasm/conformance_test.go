@@ -235,16 +235,56 @@ func markOutcome(v int64, err error) outcome {
 // runner runs one case on a fresh guard.
 type runner func(t *testing.T, c confCase) []outcome
 
+// steps is what a runner drives step by step, H its handle type: the
+// native guard.Guard, a bare ledger.Ledger (bareLedger) or this package's
+// Guard.
+type steps[H any] interface {
+	Check(id string, token int64) (guard.Decision, error)
+	Handle(id string) (H, error)
+	CheckHandle(h H, token int64) (guard.Decision, error)
+	Seed(id string, token int64) (int64, error)
+	HighWater(id string) (int64, error)
+	CheckSignedBytes(id string, token int64, sig []byte) (guard.Decision, error)
+}
+
 // nativeGuard is what the native runners drive: guard.Guard, or a bare
 // ledger.Ledger seen through guard's types (bareLedger).
 type nativeGuard interface {
-	Check(id string, token int64) (guard.Decision, error)
-	Handle(id string) (guard.Handle, error)
-	CheckHandle(h guard.Handle, token int64) (guard.Decision, error)
-	Seed(id string, token int64) (int64, error)
-	HighWater(id string) (int64, error)
+	steps[guard.Handle]
 	Trust(key []byte) error
-	CheckSignedBytes(id string, token int64, sig []byte) (guard.Decision, error)
+}
+
+// runSteps runs the steps of c on g, which trusts keys by trust; without
+// handles, check_handle steps go by id (the reference).
+func runSteps[H any](g steps[H], handles bool, trust func(key []byte) error, c confCase) []outcome {
+	var out []outcome
+	for _, s := range c.Steps {
+		id := string(s.ID)
+		switch s.Op {
+		case "check":
+			out = append(out, decisionOutcome(g.Check(id, s.Token)))
+		case "check_handle":
+			if !handles {
+				out = append(out, decisionOutcome(g.Check(id, s.Token)))
+				continue
+			}
+			h, err := g.Handle(id)
+			if err != nil {
+				out = append(out, outcome{Code: codeOf(err)})
+				continue
+			}
+			out = append(out, decisionOutcome(g.CheckHandle(h, s.Token)))
+		case "seed":
+			out = append(out, markOutcome(g.Seed(id, s.Token)))
+		case "high_water":
+			out = append(out, markOutcome(g.HighWater(id)))
+		case "trust":
+			out = append(out, markOutcome(0, trust(s.Key)))
+		case "check_signed":
+			out = append(out, decisionOutcome(g.CheckSignedBytes(id, s.Token, s.Sig)))
+		}
+	}
+	return out
 }
 
 // bareLedger is a ledger.Ledger with keys of its own (Trust), as the
@@ -287,34 +327,7 @@ func runLedger(t *testing.T, c confCase) []outcome {
 func runOn(handles bool, fresh func() nativeGuard) runner {
 	return func(t *testing.T, c confCase) []outcome {
 		g := fresh()
-		var out []outcome
-		for _, s := range c.Steps {
-			id := string(s.ID)
-			switch s.Op {
-			case "check":
-				out = append(out, decisionOutcome(g.Check(id, s.Token)))
-			case "check_handle":
-				if !handles {
-					out = append(out, decisionOutcome(g.Check(id, s.Token)))
-					continue
-				}
-				h, err := g.Handle(id)
-				if err != nil {
-					out = append(out, outcome{Code: codeOf(err)})
-					continue
-				}
-				out = append(out, decisionOutcome(g.CheckHandle(h, s.Token)))
-			case "seed":
-				out = append(out, markOutcome(g.Seed(id, s.Token)))
-			case "high_water":
-				out = append(out, markOutcome(g.HighWater(id)))
-			case "trust":
-				out = append(out, markOutcome(0, g.Trust(s.Key)))
-			case "check_signed":
-				out = append(out, decisionOutcome(g.CheckSignedBytes(id, s.Token, s.Sig)))
-			}
-		}
-		return out
+		return runSteps(g, handles, g.Trust, c)
 	}
 }
 
@@ -328,39 +341,26 @@ func runHost(shards int, batch bool) runner {
 			t.Fatal(err)
 		}
 		defer g.Close(ctx)
-		var out []outcome
-		for _, s := range c.Steps {
-			id := string(s.ID)
-			switch s.Op {
-			case "check":
-				out = append(out, decisionOutcome(g.Check(id, s.Token)))
-			case "check_handle":
-				h, err := g.Handle(id)
-				if err != nil {
-					out = append(out, outcome{Code: codeOf(err)})
-					continue
-				}
-				if batch {
-					b := []BatchCheck{{Handle: h, Token: s.Token}}
-					if err := g.CheckBatch(b); err != nil {
-						t.Fatal(err)
-					}
-					out = append(out, decisionOutcome(b[0].Decision, b[0].Err))
-					continue
-				}
-				out = append(out, decisionOutcome(g.CheckHandle(h, s.Token)))
-			case "seed":
-				out = append(out, markOutcome(g.Seed(id, s.Token)))
-			case "high_water":
-				out = append(out, markOutcome(g.HighWater(id)))
-			case "trust":
-				out = append(out, markOutcome(0, g.TrustKey(s.Key)))
-			case "check_signed":
-				out = append(out, decisionOutcome(g.CheckSignedBytes(id, s.Token, s.Sig)))
-			}
+		var on steps[Handle] = g
+		if batch {
+			on = batchChecks{g, t}
 		}
-		return out
+		return runSteps(on, true, g.TrustKey, c)
 	}
+}
+
+// batchChecks is a Guard whose checks by handle go through CheckBatch.
+type batchChecks struct {
+	*Guard
+	t *testing.T
+}
+
+func (b batchChecks) CheckHandle(h Handle, token int64) (guard.Decision, error) {
+	checks := []BatchCheck{{Handle: h, Token: token}}
+	if err := b.CheckBatch(checks); err != nil {
+		b.t.Fatal(err)
+	}
+	return checks[0].Decision, checks[0].Err
 }
 
 //go:embed testdata/conformance.js

@@ -31,9 +31,11 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
 	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // Where Debian's packages put the jars (dpkg -L junit5 libpostgresql-jdbc-java
@@ -210,14 +212,7 @@ func startTLS(t *testing.T) (url, caFile string) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.Start(context.Background(), server.Config{
-		Addr: "127.0.0.1:0", DBPath: filepath.Join(dir, "tls.db"),
-		Access: server.Access{TLSCert: caFile, TLSKey: keyFile},
-	})
-	if err != nil {
-		t.Fatalf("TLS server: %v", err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := servertest.Start(t, server.Config{Clock: clock.Real{}, Access: server.Access{TLSCert: caFile, TLSKey: keyFile}})
 	if !strings.HasPrefix(srv.URL(), "https://") {
 		t.Fatalf("TLS server URL %s", srv.URL())
 	}
@@ -231,7 +226,7 @@ func startTLS(t *testing.T) (url, caFile string) {
 func startCluster(t *testing.T) (leader, follower, control string) {
 	t.Helper()
 	etcd := etcdtest.Start(t, 1)
-	nodes := map[string]*server.Server{}
+	nodes := map[string]*servertest.Server{}
 	var mu sync.Mutex
 	stop := func(u string) bool {
 		mu.Lock()
@@ -245,13 +240,10 @@ func startCluster(t *testing.T) (leader, follower, control string) {
 	}
 	var urls []string
 	for i := 0; i < 2; i++ {
-		n, err := server.Start(context.Background(), server.Config{
-			Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), fmt.Sprintf("node%d.db", i)),
+		n := servertest.Start(t, server.Config{
+			Clock:   clock.Real{},
 			Cluster: server.ClusterConfig{Etcd: etcd.Endpoints(), Prefix: "/javatest/", ElectionTTL: time.Second},
 		})
-		if err != nil {
-			t.Fatalf("cluster node %d: %v", i, err)
-		}
 		nodes[n.URL()] = n
 		urls = append(urls, n.URL())
 		t.Cleanup(func() { stop(n.URL()) })

@@ -8,9 +8,7 @@ import (
 // Every route answers bad input with a 4xx and a JSON error, and changes
 // nothing: the resources and the last event number are the same after.
 func TestBadInputChangesNothing(t *testing.T) {
-	s := startServer(t, func(m *Main) { m.AdminToken = "admin" })
-	s.acquire("held", "owner", 60000)
-	s.fence("held", 1)
+	s := startWithHeldLock(t)
 
 	long := strings.Repeat("r", 161)
 	longHolder := strings.Repeat("h", 81)
@@ -93,18 +91,41 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"wrong method on fence", "PUT", "/v1/fence/r", nil, nil, 405},
 	}
 
-	before := snapshot(s)
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := s.do(c.method, c.path, c.body, c.header...)
-			if r.Status != c.status {
-				t.Errorf("status %d, want %d: %s", r.Status, c.status, r.Raw)
-			}
-			if msg, _ := r.Body["error"].(string); msg == "" {
-				t.Errorf("no JSON error in %q", r.Raw)
-			}
-		})
+	changesNothing(t, s, func() {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) { wantRefusal(t, s.do(c.method, c.path, c.body, c.header...), c.status) })
+		}
+	})
+}
+
+// startWithHeldLock starts a server with the admin token "admin" and
+// something for bad input to spoil: a lock "held", fenced once.
+func startWithHeldLock(t *testing.T) *testServer {
+	t.Helper()
+	s := startServer(t, func(m *Main) { m.AdminToken = "admin" })
+	s.acquire("held", "owner", 60000)
+	s.fence("held", 1)
+	return s
+}
+
+// wantRefusal checks the answer to a bad request: status, with a JSON
+// error.
+func wantRefusal(t *testing.T, r response, status int) {
+	t.Helper()
+	if r.Status != status {
+		t.Errorf("status %d, want %d: %s", r.Status, status, r.Raw)
 	}
+	if msg, _ := r.Body["error"].(string); msg == "" {
+		t.Errorf("no JSON error in %q", r.Raw)
+	}
+}
+
+// changesNothing runs send, the bad requests of a test, and fails the
+// test if they changed anything a snapshot sees.
+func changesNothing(t *testing.T, s *testServer, send func()) {
+	t.Helper()
+	before := snapshot(s)
+	send()
 	if after := snapshot(s); after != before {
 		t.Fatalf("state changed:\nbefore %s\nafter  %s", before, after)
 	}

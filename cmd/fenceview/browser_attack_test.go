@@ -69,7 +69,8 @@ func TestCrossOriginPageChangesNothing(t *testing.T) {
 // With auth on, the dashboard in a real browser: the login form, the live
 // feed over the session cookie, the key's resources only, and logout.
 func TestDashboardLoginInBrowser(t *testing.T) {
-	ctx := browser(t)
+	p := newPage(t)
+	ctx := p.ctx
 	s := startServer(t, func(m *Main) { m.AdminToken = "adm" })
 	key := s.do("POST", "/v1/auth/keys", map[string]any{"name": "team-a", "role": "viewer", "resources": []string{"team-a/"}})
 	secret, _ := key.Body["secret"].(string)
@@ -78,13 +79,7 @@ func TestDashboardLoginInBrowser(t *testing.T) {
 	}
 	s.acquire("team-a/orders", "worker-a", 60000)
 	s.acquire("team-b/payroll", "worker-b", 60000)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	do("log in",
+	p.do("log in",
 		chromedp.Navigate(s.URL()+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="login"]`)),
 		chromedp.SendKeys(chromedp.CSS(`#key`), secret),
@@ -94,7 +89,7 @@ func TestDashboardLoginInBrowser(t *testing.T) {
 	)
 	s.acquire("team-b/payroll-2", "worker-b", 60000)
 	s.acquire("team-a/invoices", "worker-a", 60000)
-	do("see the own team's grant live, not the other's",
+	p.do("see the own team's grant live, not the other's",
 		waitJS(`[...document.querySelectorAll('[data-testid="feed-item"]')].some(li => li.dataset.resource === "team-a/invoices")`),
 	)
 	body, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.textContent + document.cookie`))
@@ -104,7 +99,7 @@ func TestDashboardLoginInBrowser(t *testing.T) {
 	if strings.Contains(body, "team-b") || strings.Contains(body, "payroll") || strings.Contains(body, secret) || strings.Contains(body, "fenceview_session") {
 		t.Fatal("the page shows another team's resources, the key, or a script-readable session cookie")
 	}
-	do("log out",
+	p.do("log out",
 		chromedp.Click(chromedp.CSS(`[data-testid="logout"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="login"]`)),
 		chromedp.Navigate(s.URL()+"/rejections"),

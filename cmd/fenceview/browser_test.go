@@ -94,25 +94,12 @@ func rowOf(id string) string {
 // without a reload, links lead to the resource page, and the page fits a
 // phone.
 func TestDashboardInBrowser(t *testing.T) {
-	ctx := browser(t)
+	p := newPage(t)
+	ctx := p.ctx
 	s := startServer(t)
 	seedStory(s)
 
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	eval := func(expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-		if err != nil {
-			t.Fatalf("evaluating %s: %v", expr, err)
-		}
-		return v
-	}
-	do("open the overview",
+	p.do("open the overview",
 		chromedp.EmulateViewport(1280, 860),
 		chromedp.Navigate(s.URL()+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="resources"]`)),
@@ -134,27 +121,27 @@ func TestDashboardInBrowser(t *testing.T) {
 		return `[...document.querySelectorAll('[data-testid="feed-item"]')].some(li => li.dataset.type === ` +
 			jsString(typ) + ` && li.dataset.resource === ` + jsString(id) + ` && li.querySelector("a.res").textContent === ` + jsString(id) + `)`
 	}
-	do("see the grant and the stale write live",
+	p.do("see the grant and the stale write live",
 		waitJS(feedHas("grant")),
 		waitJS(feedHas("reject")),
 		waitJS(`[...document.querySelectorAll('[data-testid="refusal"] a.res')].some(a => a.textContent === `+jsString(id)+`)`),
 		// The table gains the new resource once its state is fetched.
 		waitJS(rowOf(id)+`?.querySelector('[data-col="holder"]').textContent === "worker-2"`),
 	)
-	if eval(`window.__sameDocument`) != "yes" {
+	if p.str(`window.__sameDocument`) != "yes" {
 		t.Fatal("the page reloaded to show the events")
 	}
-	reject := eval(`[...document.querySelectorAll('[data-testid="feed-item"]')].find(li => li.dataset.type === "reject").textContent`)
+	reject := p.str(`[...document.querySelectorAll('[data-testid="feed-item"]')].find(li => li.dataset.type === "reject").textContent`)
 	for _, want := range []string{"stale", "token " + itoa(old) + " refused (stale-token)", "needs ≥ " + itoa(fresh)} {
 		if !strings.Contains(reject, want) {
 			t.Errorf("stale write shown as %q, want %q in it", reject, want)
 		}
 	}
-	if href := eval(rowOf(id) + `.querySelector("a").getAttribute("href")`); href != "/resources/"+url.PathEscape(id) {
+	if href := p.str(rowOf(id) + `.querySelector("a").getAttribute("href")`); href != "/resources/"+url.PathEscape(id) {
 		t.Errorf("new row links to %q", href)
 	}
 
-	do("let the arrival highlight fade, scroll to the top",
+	p.do("let the arrival highlight fade, scroll to the top",
 		waitJS(`document.getAnimations().every(a => a.playState === "finished")`),
 		js(`window.scrollTo(0, 0)`))
 	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
@@ -164,42 +151,42 @@ func TestDashboardInBrowser(t *testing.T) {
 	saveScreenshot(t, shot)
 
 	// A phone: nothing wider than the screen.
-	do("phone width",
+	p.do("phone width",
 		chromedp.EmulateViewport(390, 844),
 		waitJS(`window.innerWidth === 390`),
 	)
-	if fits := eval(`String(document.documentElement.scrollWidth <= window.innerWidth)`); fits != "true" {
+	if fits := p.str(`String(document.documentElement.scrollWidth <= window.innerWidth)`); fits != "true" {
 		t.Error("the overview is wider than a 390 px phone screen")
 	}
-	do("back to desktop width", chromedp.EmulateViewport(1280, 860))
+	p.do("back to desktop width", chromedp.EmulateViewport(1280, 860))
 
 	// Ids reach the page as text, never as markup.
 	hostile := `<img src=x onerror="document.body.dataset.pwned=1">`
 	s.acquire(hostile, "<b>h</b>", 1000)
-	do("show a hostile id as text",
+	p.do("show a hostile id as text",
 		waitJS(`[...document.querySelectorAll('[data-testid="feed-item"] a.res')].some(a => a.textContent === `+jsString(hostile)+`)`),
 		waitJS(rowOf(hostile)+`?.querySelector('[data-col="holder"]').textContent === "<b>h</b>"`),
 	)
-	if n := eval(`String(document.querySelectorAll("main img, main b").length) + (document.body.dataset.pwned || "")`); n != "0" {
+	if n := p.str(`String(document.querySelectorAll("main img, main b").length) + (document.body.dataset.pwned || "")`); n != "0" {
 		t.Fatalf("markup from an id was parsed: %q", n)
 	}
 
 	// Follow the new row's link, with a real click.
-	do("follow the link to the resource page",
+	p.do("follow the link to the resource page",
 		js(rowOf(id)+`.querySelector("a").setAttribute("data-target", "yes")`),
 		chromedp.Click(chromedp.CSS(`a[data-target="yes"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="lock-state"]`)),
 		waitJS(`document.body.dataset.live === "open"`),
 	)
-	if heading := eval(`document.querySelector('[data-testid="resource-id"]').textContent`); heading != id {
+	if heading := p.str(`document.querySelector('[data-testid="resource-id"]').textContent`); heading != id {
 		t.Fatalf("resource page heading %q, want %q", heading, id)
 	}
-	if path := eval(`location.pathname`); path != "/resources/"+url.PathEscape(id) {
+	if path := p.str(`location.pathname`); path != "/resources/"+url.PathEscape(id) {
 		t.Fatalf("resource page at %q", path)
 	}
 	// The resource page is live too: a new write lands in its history.
 	s.fence(id, fresh)
-	do("see a write on the resource page live",
+	p.do("see a write on the resource page live",
 		waitJS(`document.querySelector('[data-testid="history-row"]').dataset.type === "accept" && `+
 			`document.querySelectorAll('[data-testid="history-row"][data-type="accept"]').length === 2`),
 		waitJS(`document.querySelector('[data-field="accepted"]').textContent === "2"`),

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // `fenceview --help` lists every command, and each command has its own
@@ -19,7 +21,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the command")
 	}
-	bin := serverBinary(t)
+	bin := servertest.Binary(t)
 	out, err := exec.Command(bin, "--help").CombinedOutput()
 	if err != nil {
 		t.Fatalf("fenceview --help: %v\n%s", err, out)

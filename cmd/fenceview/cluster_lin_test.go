@@ -16,13 +16,11 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/proof"
 )
 
@@ -38,12 +36,8 @@ func TestClusterLinearizability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	ops := envInt(t, "FENCEVIEW_LIN_OPS", 400)
-	seed := uint64(envInt(t, "FENCEVIEW_LIN_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d operations, FENCEVIEW_LIN_SEED=%d", ops, seed)
-	etcd := etcdtest.Start(t, 1)
-	nodes := startClusterNodes(t, etcd, 3)
-	nodes.leader()
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	nodes := startLeadingCluster(t)
 
 	rec := proof.NewRecorder()
 	var unknown, kills atomic.Int64
@@ -61,8 +55,7 @@ func TestClusterLinearizability(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		i := nodes.leader()
-		nodes.procs[i].signal(syscall.SIGKILL)
-		<-nodes.procs[i].done
+		nodes.procs[i].Kill()
 		kills.Add(1)
 		nodes.start(i)
 	}

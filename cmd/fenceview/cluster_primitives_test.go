@@ -7,11 +7,9 @@ package main
 
 import (
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/proof"
 )
 
@@ -33,12 +31,8 @@ func TestClusterPrimitivesLinearizability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	ops := envInt(t, "FENCEVIEW_LIN_OPS", 400)
-	seed := uint64(envInt(t, "FENCEVIEW_LIN_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d operations per history, FENCEVIEW_LIN_SEED=%d", ops, seed)
-	etcd := etcdtest.Start(t, 1)
-	nodes := startClusterNodes(t, etcd, 3)
-	nodes.leader()
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	nodes := startLeadingCluster(t)
 
 	run := func(t *testing.T, seed uint64, clients int, client func(tg *primTarget, c int, rng *rand.Rand)) *primTarget {
 		rng := rand.New(rand.NewPCG(seed, 0))
@@ -65,8 +59,7 @@ func TestClusterPrimitivesLinearizability(t *testing.T) {
 				}
 			}
 			i := nodes.leader()
-			nodes.procs[i].signal(syscall.SIGKILL)
-			<-nodes.procs[i].done
+			nodes.procs[i].Kill()
 			kills++
 			nodes.start(i)
 		}

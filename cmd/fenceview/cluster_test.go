@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
+	"github.com/fenceview/fenceview/internal/servertest"
 	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
@@ -34,7 +35,7 @@ type clusterNodes struct {
 	dbs    []string
 
 	mu    sync.Mutex
-	procs []*process
+	procs []*servertest.Process
 }
 
 func startClusterNodes(t *testing.T, etcd *etcdtest.Cluster, n int) *clusterNodes {
@@ -51,10 +52,19 @@ func startClusterNodes(t *testing.T, etcd *etcdtest.Cluster, n int) *clusterNode
 // start (re)starts node i on its own database file.
 func (c *clusterNodes) start(i int) {
 	c.t.Helper()
-	p := startProcess(c.t, c.dbs[i], "--etcd", joinList(c.etcd.AllEndpoints()), "--etcd-prefix", c.prefix, "--election-ttl", "1s")
+	p := servertest.StartProcess(c.t, servertest.ProcessOptions{DBPath: c.dbs[i], Args: []string{"--etcd", joinList(c.etcd.AllEndpoints()), "--etcd-prefix", c.prefix, "--election-ttl", "1s"}})
 	c.mu.Lock()
 	c.procs[i] = p
 	c.mu.Unlock()
+}
+
+// startLeadingCluster starts three nodes on one etcd member and returns
+// once one of them leads.
+func startLeadingCluster(t *testing.T) *clusterNodes {
+	t.Helper()
+	nodes := startClusterNodes(t, etcdtest.Start(t, 1), 3)
+	nodes.leader()
+	return nodes
 }
 
 func joinList(l []string) string {
@@ -75,9 +85,9 @@ func (c *clusterNodes) urls() []string {
 	var out []string
 	for _, p := range c.procs {
 		select {
-		case <-p.done:
+		case <-p.Done:
 		default:
-			out = append(out, p.url)
+			out = append(out, p.URL)
 		}
 	}
 	return out
@@ -97,7 +107,7 @@ func (c *clusterNodes) leader() int {
 			l, _ := r.Body["leader"].(map[string]any)
 			c.mu.Lock()
 			for i, p := range c.procs {
-				if l != nil && l["url"] == p.url {
+				if l != nil && l["url"] == p.URL {
 					c.mu.Unlock()
 					return i
 				}
@@ -132,9 +142,7 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	kills := envInt(t, "FENCEVIEW_CLUSTER_KILLS", 6)
-	seed := uint64(envInt(t, "FENCEVIEW_CRASH_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d kills, FENCEVIEW_CRASH_SEED=%d", kills, seed)
+	kills, seed := sizeAndSeed(t, "FENCEVIEW_CLUSTER_KILLS", 6, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	etcd := etcdtest.Start(t, 3)
 	nodes := startClusterNodes(t, etcd, 3)
@@ -228,8 +236,7 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 		p := nodes.procs[i]
 		nodes.mu.Unlock()
 		killed := time.Now()
-		p.signal(syscall.SIGKILL)
-		<-p.done
+		p.Kill()
 		// Failover: until a grant is acknowledged by the next leader.
 		for n := 0; ; n++ {
 			urls := nodes.urls()
@@ -249,8 +256,7 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 
 	// Every node at once.
 	for i := range nodes.procs {
-		nodes.procs[i].signal(syscall.SIGKILL)
-		<-nodes.procs[i].done
+		nodes.procs[i].Kill()
 	}
 	for i := range nodes.procs {
 		nodes.start(i)
@@ -277,8 +283,8 @@ func TestClusterKillLeaderUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	var histories [][]string
 	for i := range nodes.procs {
-		nodes.procs[i].signal(syscall.SIGTERM)
-		<-nodes.procs[i].done
+		nodes.procs[i].Signal(syscall.SIGTERM)
+		<-nodes.procs[i].Done
 		db, err := sqlite.Open(ctx, nodes.dbs[i])
 		if err != nil {
 			t.Fatal(err)
@@ -357,17 +363,17 @@ func TestClusterPausedLeaderCommitsNothing(t *testing.T) {
 	nodes := startClusterNodes(t, etcd, 2)
 	i := nodes.leader()
 	old, next := nodes.procs[i], nodes.procs[1-i]
-	g := retry503(t, "POST", old.url+"/v1/locks/r/acquire", map[string]any{"holder": "a", "leaseMs": 60000})
+	g := retry503(t, "POST", old.URL+"/v1/locks/r/acquire", map[string]any{"holder": "a", "leaseMs": 60000})
 	if g.Status != 200 {
 		t.Fatalf("acquire: %d %v", g.Status, g.Body)
 	}
 	t1 := tokenOf(g)
 
-	old.signal(syscall.SIGSTOP)
+	old.Signal(syscall.SIGSTOP)
 	resumed := false
 	defer func() {
 		if !resumed {
-			old.signal(syscall.SIGCONT)
+			old.Signal(syscall.SIGCONT)
 		}
 	}()
 	// The other node takes over and moves on: r to b (a newer token, then
@@ -375,8 +381,8 @@ func TestClusterPausedLeaderCommitsNothing(t *testing.T) {
 	// (Ask only the other node: the paused one would hold the question.)
 	deadline := time.Now().Add(hangGuard)
 	for {
-		r, err := getJSON(next.url + "/v1/cluster")
-		if l, _ := r.Body["leader"].(map[string]any); err == nil && l["url"] == next.url {
+		r, err := getJSON(next.URL + "/v1/cluster")
+		if l, _ := r.Body["leader"].(map[string]any); err == nil && l["url"] == next.URL {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -384,16 +390,16 @@ func TestClusterPausedLeaderCommitsNothing(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	retry503(t, "POST", next.url+"/v1/locks/r/expire", nil)
-	g2 := retry503(t, "POST", next.url+"/v1/locks/r/acquire", map[string]any{"holder": "b", "leaseMs": 60000})
+	retry503(t, "POST", next.URL+"/v1/locks/r/expire", nil)
+	g2 := retry503(t, "POST", next.URL+"/v1/locks/r/acquire", map[string]any{"holder": "b", "leaseMs": 60000})
 	t2 := tokenOf(g2)
 	if g2.Status != 200 || t2 <= t1 {
 		t.Fatalf("grant at the new leader: %d %v, previous token %d", g2.Status, g2.Body, t1)
 	}
-	if f := retry503(t, "POST", next.url+"/v1/fence/r", map[string]any{"token": t2}); f.Status != 200 {
+	if f := retry503(t, "POST", next.URL+"/v1/fence/r", map[string]any{"token": t2}); f.Status != 200 {
 		t.Fatalf("fence at the new leader: %d %v", f.Status, f.Body)
 	}
-	gp := retry503(t, "POST", next.url+"/v1/locks/p/acquire", map[string]any{"holder": "c", "leaseMs": 60000})
+	gp := retry503(t, "POST", next.URL+"/v1/locks/p/acquire", map[string]any{"holder": "c", "leaseMs": 60000})
 	if gp.Status != 200 {
 		t.Fatalf("p at the new leader: %d %v", gp.Status, gp.Body)
 	}
@@ -406,7 +412,7 @@ func TestClusterPausedLeaderCommitsNothing(t *testing.T) {
 	send := func(method, path, body string) chan result {
 		ch := make(chan result, 1)
 		go func() {
-			req, _ := http.NewRequest(method, old.url+path, stringsReader(body))
+			req, _ := http.NewRequest(method, old.URL+path, stringsReader(body))
 			resp, err := clusterHC.Do(req)
 			if err != nil {
 				ch <- result{err: err}
@@ -419,7 +425,7 @@ func TestClusterPausedLeaderCommitsNothing(t *testing.T) {
 	grabP := send("POST", "/v1/locks/p/acquire", `{"holder":"stale","leaseMs":60000}`)
 	writeR := send("POST", "/v1/fence/r", fmt.Sprintf(`{"token":%d}`, t1))
 	readP := send("GET", "/v1/locks/p", "")
-	old.signal(syscall.SIGCONT)
+	old.Signal(syscall.SIGCONT)
 	resumed = true
 
 	a1, a2, a3 := <-grabP, <-writeR, <-readP
@@ -434,20 +440,20 @@ func TestClusterPausedLeaderCommitsNothing(t *testing.T) {
 		t.Fatalf("the deposed leader answered a stale read of p: %+v", a3)
 	}
 	// The new leader's state is untouched.
-	if l := retry503(t, "GET", next.url+"/v1/locks/p", nil); l.Body["holder"] != "c" || l.num("token") != tokenOf(gp) {
+	if l := retry503(t, "GET", next.URL+"/v1/locks/p", nil); l.Body["holder"] != "c" || l.num("token") != tokenOf(gp) {
 		t.Fatalf("p after the deposed leader resumed: %v", l.Body)
 	}
-	if r := retry503(t, "GET", next.url+"/v1/resources/r", nil); r.num("highWaterMark") != t2 || r.num("lastToken") != t2 {
+	if r := retry503(t, "GET", next.URL+"/v1/resources/r", nil); r.num("highWaterMark") != t2 || r.num("lastToken") != t2 {
 		t.Fatalf("r after the deposed leader resumed: %v", r.Body)
 	}
 	// And the old leader follows.
 	var last response
 	for deadline = time.Now().Add(hangGuard); time.Now().Before(deadline); {
-		r, err := getJSON(old.url + "/v1/cluster")
+		r, err := getJSON(old.URL + "/v1/cluster")
 		if err == nil && r.Status == 200 {
 			last = r
 			if self, _ := r.Body["self"].(map[string]any); self["role"] == "follower" {
-				if l, _ := r.Body["leader"].(map[string]any); l["url"] == next.url {
+				if l, _ := r.Body["leader"].(map[string]any); l["url"] == next.URL {
 					return
 				}
 			}

@@ -8,11 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview/internal/proof"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // SIGKILL during a stream of multi-lock commits: clients take sets of
@@ -32,30 +32,16 @@ func TestCrashMultiLockCommits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	cycles := envInt(t, "FENCEVIEW_CRASH_CYCLES", 20)
-	seed := uint64(envInt(t, "FENCEVIEW_CRASH_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d cycles, FENCEVIEW_CRASH_SEED=%d", cycles, seed)
+	cycles, seed := sizeAndSeed(t, "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
-	db := filepath.Join(t.TempDir(), "fenceview.db")
 	load := &multiCrashLoad{sets: map[string]*sentSet{}}
-	var p *process
-	for cycle := 0; cycle <= cycles; cycle++ {
-		p = startProcess(t, db)
-		if err := load.check(p.url); err != nil {
-			t.Fatalf("after kill %d: %v", cycle, err)
-		}
-		if cycle == cycles {
-			break
-		}
-		load.run(p.url, rng.Uint64(), 1+rng.IntN(100), func() {
-			p.signal(syscall.SIGKILL)
-			<-p.done
-		})
-	}
+	p := crashCycles(t, cycles, load.check, func(url string, kill func()) {
+		load.run(url, rng.Uint64(), 1+rng.IntN(100), kill)
+	})
 	if load.acked == 0 || load.partialOutcomes == 0 {
 		t.Fatalf("%d multi-locks acknowledged, %d sent without an answer: the kills did not land during commits", load.acked, load.partialOutcomes)
 	}
-	if err := load.checkHistory(t, p.url); err != nil {
+	if err := load.checkHistory(t, p.URL); err != nil {
 		t.Fatalf("the stored history: %v", err)
 	}
 	t.Logf("%d multi-locks acknowledged, %d cut off by a kill, all or nothing across %d kills", load.acked, load.partialOutcomes, cycles)
@@ -285,7 +271,7 @@ func TestCrashKeepsLockDelay(t *testing.T) {
 		t.Skip("builds and kills real processes")
 	}
 	db := filepath.Join(t.TempDir(), "fenceview.db")
-	p := startProcess(t, db)
+	p := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
 	acquire := func(url, res, holder string, leaseMs int) response {
 		t.Helper()
 		r, err := postJSON(linHC, url+"/v1/locks/"+res+"/acquire", fmt.Sprintf(`{"holder":%q,"leaseMs":%d,"lockDelayMs":60000}`, holder, leaseMs))
@@ -315,19 +301,19 @@ func TestCrashKeepsLockDelay(t *testing.T) {
 		t.Fatalf("%s never entered its lock-delay", res)
 		return ""
 	}
-	if r := acquire(p.url, "delayed", "vanished", 1); r.Status != 200 {
+	if r := acquire(p.URL, "delayed", "vanished", 1); r.Status != 200 {
 		t.Fatalf("acquire: %d %v", r.Status, r.Body)
 	}
-	if r := acquire(p.url, "released", "tidy", 60000); r.Status != 200 {
+	if r := acquire(p.URL, "released", "tidy", 60000); r.Status != 200 {
 		t.Fatalf("acquire: %d %v", r.Status, r.Body)
 	}
-	if r, _ := postJSON(linHC, p.url+"/v1/locks/released/release", `{"holder":"tidy"}`); r.Status != 200 {
+	if r, _ := postJSON(linHC, p.URL+"/v1/locks/released/release", `{"holder":"tidy"}`); r.Status != 200 {
 		t.Fatalf("release: %d %v", r.Status, r.Body)
 	}
-	before := waitAvailableAt(p.url, "delayed")
+	before := waitAvailableAt(p.URL, "delayed")
 	// The second lease runs out at once, and is killed with it, most
 	// likely before the server records the expiry.
-	downLease := acquire(p.url, "down", "vanished", 1)
+	downLease := acquire(p.URL, "down", "vanished", 1)
 	if downLease.Status != 200 {
 		t.Fatalf("acquire: %d %v", downLease.Status, downLease.Body)
 	}
@@ -335,24 +321,23 @@ func TestCrashKeepsLockDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.signal(syscall.SIGKILL)
-	<-p.done
+	p.Kill()
 
-	p = startProcess(t, db)
-	if after, _ := lockState(p.url, "delayed").Body["availableAt"].(string); after != before {
+	p = servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
+	if after, _ := lockState(p.URL, "delayed").Body["availableAt"].(string); after != before {
 		t.Fatalf("availableAt %q before the kill, %q after", before, after)
 	}
 	for _, who := range []string{"someone", "vanished"} {
-		r := acquire(p.url, "delayed", who, 1000)
+		r := acquire(p.URL, "delayed", who, 1000)
 		if r.Status != 409 || r.Body["error"] != "lock delay" || r.Body["availableAt"] != before {
 			t.Fatalf("acquire by %s in the delay after the restart: %d %v", who, r.Status, r.Body)
 		}
 	}
 	wantDown := expiresAt.Add(time.Minute).UTC().Format("2006-01-02T15:04:05.000Z")
-	if got := waitAvailableAt(p.url, "down"); got != wantDown {
+	if got := waitAvailableAt(p.URL, "down"); got != wantDown {
 		t.Fatalf("a lease that ran out before the kill: availableAt %s after the restart, want its end plus the delay %s", got, wantDown)
 	}
-	if r := acquire(p.url, "released", "next", 1000); r.Status != 200 {
+	if r := acquire(p.URL, "released", "next", 1000); r.Status != 200 {
 		t.Fatalf("a lock released before the kill: %d %v", r.Status, r.Body)
 	}
 }

@@ -5,13 +5,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // The crash harness: many clients grant, fence and release over many
@@ -27,27 +27,32 @@ func TestCrashHarness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills real processes")
 	}
-	cycles := envInt(t, "FENCEVIEW_CRASH_CYCLES", 20)
-	seed := uint64(envInt(t, "FENCEVIEW_CRASH_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d cycles, FENCEVIEW_CRASH_SEED=%d", cycles, seed)
+	cycles, seed := sizeAndSeed(t, "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
-
-	db := filepath.Join(t.TempDir(), "fenceview.db")
 	load := newCrashLoad()
-	for cycle := 0; cycle <= cycles; cycle++ {
-		p := startProcess(t, db)
-		if err := load.check(t, p.url); err != nil {
+	crashCycles(t, cycles, func(url string) error { return load.check(t, url) }, func(url string, kill func()) {
+		load.run(url, rng.Uint64(), 1+rng.IntN(300), kill)
+	})
+	t.Logf("%d acknowledged grants and accepted writes checked across %d kills", load.acknowledged, cycles)
+}
+
+// crashCycles starts the server cycles+1 times on one database: after
+// every start the load's promises must hold (check), and every start but
+// the last is SIGKILLed during a run of the load (run calls kill at a
+// random instant). It returns the last process, still running.
+func crashCycles(t *testing.T, cycles int, check func(url string) error, run func(url string, kill func())) *servertest.Process {
+	t.Helper()
+	p := servertest.StartProcess(t, servertest.ProcessOptions{})
+	for cycle := 0; ; cycle++ {
+		if err := check(p.URL); err != nil {
 			t.Fatalf("after kill %d: %v", cycle, err)
 		}
 		if cycle == cycles {
-			break
+			return p
 		}
-		load.run(p.url, rng.Uint64(), 1+rng.IntN(300), func() {
-			p.signal(syscall.SIGKILL)
-			<-p.done
-		})
+		run(p.URL, p.Kill)
+		p = p.Restart()
 	}
-	t.Logf("%d acknowledged grants and accepted writes checked across %d kills", load.acknowledged, cycles)
 }
 
 // crashLoad is the harness's load and what its clients were told: the
@@ -161,6 +166,26 @@ func postJSON(client *http.Client, url, body string) (response, error) {
 		return response{}, err
 	}
 	return decodeResponse(resp), nil
+}
+
+// sizeAndSeed reads a randomized harness's size from sizeVar (default def)
+// and its seed from seedVar (default from the clock), and logs both: a
+// failing run is replayed by setting them.
+func sizeAndSeed(t *testing.T, sizeVar string, def int, seedVar string) (int, uint64) {
+	t.Helper()
+	n := envInt(t, sizeVar, def)
+	seed := envSeed(t, seedVar)
+	t.Logf("%s=%d", sizeVar, n)
+	return n, seed
+}
+
+// envSeed reads a harness's seed from name (default from the clock) and
+// logs it.
+func envSeed(t *testing.T, name string) uint64 {
+	t.Helper()
+	seed := uint64(envInt(t, name, int(time.Now().UnixNano()&0xffffffff)))
+	t.Logf("%s=%d", name, seed)
+	return seed
 }
 
 func envInt(t *testing.T, name string, def int) int {

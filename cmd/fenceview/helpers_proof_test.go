@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // Helpers of the pause and linearizability tests: helper programs run as
@@ -56,7 +58,7 @@ func startHolder(t *testing.T, server, plugin, resource, holder string, lease ti
 		args = append(args, "--plugin", plugin)
 	}
 	h := &holderProc{t: t, name: holder, replies: make(chan holderReply, 16), done: make(chan struct{})}
-	h.cmd = exec.Command(buildTool(t, "github.com/fenceview/fenceview/internal/proof/holder"), args...)
+	h.cmd = exec.Command(servertest.Build(t, "github.com/fenceview/fenceview/internal/proof/holder"), args...)
 	h.cmd.Stderr = &syncWriter{w: &h.stderr}
 	stdout, err := h.cmd.StdoutPipe()
 	if err != nil {
@@ -145,42 +147,18 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // to the fenceview server at server, and returns its URL.
 func startPluginProcess(t *testing.T, server string) string {
 	t.Helper()
-	cmd := exec.Command(buildTool(t, "github.com/fenceview/fenceview/examples/wasmplugin"),
+	cmd := exec.Command(servertest.Build(t, "github.com/fenceview/fenceview/examples/wasmplugin"),
 		"--addr", "127.0.0.1:0", "--state", filepath.Join(t.TempDir(), "state.json"), "--fenceview", server)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &syncWriter{w: &stderr}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urls := make(chan string, 1)
-	done := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
-				urls <- u
-			}
+	c, url, err := servertest.StartCommand(t, cmd, func(line string) string {
+		if url, ok := strings.CutPrefix(line, "listening on "); ok {
+			return url
 		}
-		cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		<-done
+		return ""
 	})
-	select {
-	case u := <-urls:
-		return u
-	case <-done:
-		t.Fatalf("wasmplugin exited before serving: %s", stderr.String())
-	case <-time.After(hangGuard):
-		t.Fatal("wasmplugin did not start serving")
+	if err != nil {
+		t.Fatalf("wasmplugin: %v: %s", err, c.Log())
 	}
-	return ""
+	return url
 }
 
 // dialStream connects to the event stream of the server at base, sending

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // `fenceview keys` manages the keys of a running server with the admin
@@ -69,12 +69,9 @@ func TestKeysCommand(t *testing.T) {
 // exit status 2, naming --admin-token, before it opens anything.
 func TestRefusesOpenAddressWithoutAdminToken(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "f.db")
-	cmd := exec.Command(serverBinary(t), "--addr", "0.0.0.0:0", "--db", db)
-	cmd.Env = append(os.Environ(), "FENCEVIEW_ADMIN_TOKEN=")
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), "--admin-token") {
-		t.Fatalf("exit %v: %s", err, out)
+	p, err := servertest.LaunchProcess(t, servertest.ProcessOptions{DBPath: db, Args: []string{"--addr", "0.0.0.0:0"}, Env: []string{"FENCEVIEW_ADMIN_TOKEN="}})
+	if err == nil || p.ExitCode() != 2 || !strings.Contains(p.Log(), "--admin-token") {
+		t.Fatalf("exit %v (%d): %s", err, p.ExitCode(), p.Log())
 	}
 	if _, err := os.Stat(db); err == nil {
 		t.Fatal("the refused start created the database")

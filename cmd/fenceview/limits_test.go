@@ -4,14 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // Issue 11: a second fenceview on the same --db started, and the first
@@ -20,20 +22,19 @@ import (
 // starts.
 func TestSecondServerOnTheSameDatabaseRefusesToStart(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "fenceview.db")
-	first := startProcess(t, db)
-	cmd := exec.Command(serverBinary(t), "--addr", "127.0.0.1:0", "--db", db)
-	out, err := cmd.CombinedOutput() // it exits on its own: a hang here is the bug
-	if err == nil || !strings.Contains(string(out), "another fenceview is already serving") || !strings.Contains(string(out), db) {
+	first := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
+	second, err := servertest.LaunchProcess(t, servertest.ProcessOptions{DBPath: db}) // it exits on its own: a hang here is the bug
+	if out := second.Log(); err == nil || !strings.Contains(out, "another fenceview is already serving") || !strings.Contains(out, db) {
 		t.Fatalf("second server: err %v, output:\n%s", err, out)
 	}
-	res, err := http.Get(first.url + "/healthz")
+	res, err := http.Get(first.URL + "/healthz")
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("first server after the second's attempt: %v %v", res, err)
 	}
 	res.Body.Close()
-	first.signal(15)
-	<-first.done
-	startProcess(t, db) // the lock went with the process
+	first.Signal(syscall.SIGTERM)
+	<-first.Done
+	servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db}) // the lock went with the process
 }
 
 // Issue 11: 100,000 resources could be created and never deleted. A

@@ -19,6 +19,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fenceview/fenceview/internal/proof"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // Linearizability: concurrent clients take short leases and write with
@@ -37,23 +38,21 @@ func TestLinearizability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs real processes")
 	}
-	ops := envInt(t, "FENCEVIEW_LIN_OPS", 400)
-	seed := uint64(envInt(t, "FENCEVIEW_LIN_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d operations per history, FENCEVIEW_LIN_SEED=%d", ops, seed)
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 
-	srv := startProcess(t, filepath.Join(t.TempDir(), "fenceview.db"))
+	srv := servertest.StartProcess(t, servertest.ProcessOptions{})
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}
 
 	t.Run("server", func(t *testing.T) {
 		target := &linTarget{
-			server: srv.url, hc: hc, model: proof.FenceModel, grants: true, prefix: "lin-server-",
+			server: srv.URL, hc: hc, model: proof.FenceModel, grants: true, prefix: "lin-server-",
 			write: func(res string, token int64, _ string) (proof.Output, error) {
-				req, _ := http.NewRequest("POST", srv.url+"/v1/fence/"+res, nil)
+				req, _ := http.NewRequest("POST", srv.URL+"/v1/fence/"+res, nil)
 				req.Header.Set("X-Fencing-Token", strconv.FormatInt(token, 10))
 				return writeOutcome(hc, req)
 			},
 			read: func(res string) (proof.Output, error) {
-				resp, err := hc.Get(srv.url + "/v1/resources/" + res)
+				resp, err := hc.Get(srv.URL + "/v1/resources/" + res)
 				if err != nil {
 					return proof.Output{}, err
 				}
@@ -75,9 +74,9 @@ func TestLinearizability(t *testing.T) {
 	})
 
 	t.Run("wasm plugin", func(t *testing.T) {
-		plugin := startPluginProcess(t, srv.url)
+		plugin := startPluginProcess(t, srv.URL)
 		target := &linTarget{
-			server: srv.url, hc: hc, model: proof.KVModel, prefix: "lin-plugin-",
+			server: srv.URL, hc: hc, model: proof.KVModel, prefix: "lin-plugin-",
 			write: func(res string, token int64, value string) (proof.Output, error) {
 				req, _ := http.NewRequest("PUT", plugin+"/kv/"+res, strings.NewReader(value))
 				req.Header.Set("X-Fencing-Token", strconv.FormatInt(token, 10))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // response is a decoded JSON answer.
@@ -40,36 +41,10 @@ func (s *testServer) do(method, path string, body any, header ...string) respons
 
 func doRequest(t testing.TB, method, url string, body any, header ...string) response {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	checkAgainstSpec(t, req, res, raw)
-	out := response{Status: res.StatusCode, Header: res.Header, Raw: raw}
-	if ct := res.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
-		if err := json.Unmarshal(raw, &out.Body); err != nil {
-			t.Fatalf("%s %s: invalid JSON %q: %v", method, url, raw, err)
-		}
-	}
-	return out
+	req := servertest.NewRequest(t, method, url, body, header...)
+	a := servertest.Do(t, nil, req)
+	checkAgainstSpec(t, req, a.Response, a.Raw)
+	return response{Status: a.Status, Header: a.Header, Body: a.Body, Raw: a.Raw}
 }
 
 func (s *testServer) acquire(res, holder string, leaseMs int) response {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // Every file the server and `fenceview backup` create is readable by its
@@ -23,15 +25,15 @@ func TestServerFilesArePrivate(t *testing.T) {
 			defer syscall.Umask(old)
 			dir := t.TempDir()
 			db := filepath.Join(dir, "fenceview.db")
-			p := startProcess(t, db)
+			p := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
 			for i := range 20 {
-				r := doRequest(t, "POST", fmt.Sprintf("%s/v1/locks/r-%d/acquire", p.url, i), map[string]any{"holder": "a"})
+				r := doRequest(t, "POST", fmt.Sprintf("%s/v1/locks/r-%d/acquire", p.URL, i), map[string]any{"holder": "a"})
 				if r.Status != 200 {
 					t.Fatalf("acquire: %d %s", r.Status, r.Raw)
 				}
 			}
 			backup := filepath.Join(dir, "copy.db")
-			if out, err := exec.Command(serverBinary(t), "backup", "--db", db, "--out", backup).CombinedOutput(); err != nil {
+			if out, err := exec.Command(servertest.Binary(t), "backup", "--db", db, "--out", backup).CombinedOutput(); err != nil {
 				t.Fatalf("fenceview backup: %v\n%s", err, out)
 			}
 			entries, err := os.ReadDir(dir)
@@ -54,8 +56,8 @@ func TestServerFilesArePrivate(t *testing.T) {
 					t.Errorf("no %s in the database's directory (found %v)", name, seen)
 				}
 			}
-			p.signal(syscall.SIGTERM)
-			<-p.done
+			p.Signal(syscall.SIGTERM)
+			<-p.Done
 		})
 	}
 }

@@ -19,7 +19,8 @@ import (
 // docs/dashboard-oncall.png, docs/dashboard-metrics.png and
 // docs/dashboard-rejections.png.
 func TestOnCallDashboardInBrowser(t *testing.T) {
-	ctx := browser(t)
+	p := newPage(t)
+	ctx := p.ctx
 	s := startServer(t, func(m *Main) { m.DashboardAdmin = true })
 	seedStory(s)
 	for i := range 60 {
@@ -37,49 +38,35 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 		s.clock.Advance(20 * time.Second)
 	}
 
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	eval := func(expr string) string {
-		t.Helper()
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
-		if err != nil {
-			t.Fatalf("evaluating %s: %v", expr, err)
-		}
-		return v
-	}
 	rows := `[...document.querySelectorAll('[data-testid="resource-row"]')].map(r => r.dataset.resource)`
 
-	do("open the overview",
+	p.do("open the overview",
 		chromedp.EmulateViewport(1280, 1000),
 		chromedp.Navigate(s.URL()+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="resources"]`)),
 		waitAcross(`document.body.dataset.live === "open"`),
 	)
-	if n := eval(`String(` + rows + `.length)`); n != "50" {
+	if n := p.str(`String(` + rows + `.length)`); n != "50" {
 		t.Fatalf("first page has %s rows, want 50", n)
 	}
 
-	do("search by prefix",
+	p.do("search by prefix",
 		chromedp.SendKeys(chromedp.CSS(`#q`), "fleet/1"),
 		chromedp.Click(chromedp.CSS(`[data-testid="search"] button`)),
 		waitAcross(`location.search.includes("q=fleet%2F1")`),
 		waitAcross(rows+`.length === 10 && `+rows+`.every(id => id.startsWith("fleet/1"))`),
 	)
 
-	do("sort by refusals, most first",
+	p.do("sort by refusals, most first",
 		chromedp.Click(chromedp.CSS(`[data-testid="sort-rejected"]`)),
 		waitAcross(`location.search.includes("sort=rejected")`),
 		waitAcross(`document.querySelector('[data-testid="sort-rejected"]').closest("th").getAttribute("aria-sort") === "descending"`),
 	)
-	if first := eval(rows + `[0]`); first != "fleet/14" {
+	if first := p.str(rows + `[0]`); first != "fleet/14" {
 		t.Fatalf("most refused of fleet/1x: %q, want fleet/14", first)
 	}
 
-	do("page through every resource in id order",
+	p.do("page through every resource in id order",
 		chromedp.Navigate(s.URL()+"/"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="page-next"]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="page-next"]`)),
@@ -89,7 +76,7 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 		waitAcross(`!location.search.includes("after=")`),
 	)
 
-	do("a week of rates",
+	p.do("a week of rates",
 		chromedp.Click(chromedp.CSS(`[data-testid="range-week"]`)),
 		waitAcross(`document.querySelector('[data-testid="rates"]').dataset.range === "week"`),
 		waitAcross(`document.querySelector(".rate-chart .line-grants").getAttribute("points").trim().split(" ").length === 84`),
@@ -98,15 +85,15 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 
 	// Live: a new resource that belongs on this page appears without a reload.
 	s.acquire("fleet/1a", "node-9", 60000)
-	do("a new row arrives live on a search page",
+	p.do("a new row arrives live on a search page",
 		chromedp.Navigate(s.URL()+"/?q=fleet%2F1"),
 		waitAcross(`document.body.dataset.live === "open"`),
 	)
 	s.acquire("fleet/1b", "node-9", 60000)
-	do("see it", waitAcross(rows+`.includes("fleet/1b")`))
+	p.do("see it", waitAcross(rows+`.includes("fleet/1b")`))
 
 	// One time format: local time and how long ago; the exact UTC on hover.
-	tm := eval(`(() => { const t = document.querySelector('[data-testid="feed-item"] time'); return t.textContent + "|" + t.title })()`)
+	tm := p.str(`(() => { const t = document.querySelector('[data-testid="feed-item"] time'); return t.textContent + "|" + t.title })()`)
 	if !strings.Contains(tm, "ago") || !strings.HasSuffix(tm, " UTC") {
 		t.Errorf("a feed time reads %q", tm)
 	}
@@ -117,13 +104,13 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 	}
 	saveDoc(t, "dashboard-oncall.png", shot)
 
-	do("follow a holder",
+	p.do("follow a holder",
 		chromedp.Click(chromedp.CSS(`[data-resource="fleet/1b"] [data-testid="holder-link"]`)),
 		waitAcross(`location.pathname === "/holders/node-9"`),
 		waitAcross(`[...document.querySelectorAll('[data-testid="holder-row"]')].map(r => r.dataset.resource).join(" ") === "fleet/1a fleet/1b"`),
 	)
 
-	do("admin actions on the resource page: cancel, then force-expire",
+	p.do("admin actions on the resource page: cancel, then force-expire",
 		chromedp.Navigate(s.URL()+"/resources/fleet%2F1a"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-expire"]`)),
 		waitAcross(`document.body.dataset.live === "open"`),
@@ -135,7 +122,7 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 	if st := s.do("GET", "/v1/locks/fleet%2F1a", nil); st.Body["locked"] != true {
 		t.Fatalf("cancel expired the lock: %s", st.Raw)
 	}
-	do("confirm the force-expire",
+	p.do("confirm the force-expire",
 		chromedp.Click(chromedp.CSS(`[data-testid="action-expire"]`)),
 		waitAcross(`document.querySelector('[data-testid="confirm-dialog"]').open`),
 		chromedp.Click(chromedp.CSS(`[data-testid="confirm-ok"]`)),
@@ -145,7 +132,7 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 	if st := s.do("GET", "/v1/locks/fleet%2F1a", nil); st.Body["locked"] != false {
 		t.Fatalf("the lock is still held after force-expire: %s", st.Raw)
 	}
-	do("reset the counter",
+	p.do("reset the counter",
 		chromedp.SetValue(chromedp.CSS(`#reset-floor`), "100"),
 		chromedp.Click(chromedp.CSS(`[data-testid="action-reset"] button`)),
 		waitAcross(`document.querySelector('[data-testid="confirm-dialog"]').open`),
@@ -157,13 +144,13 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 		t.Fatalf("grant after the reset: token %d, want 101", tokenOf(g))
 	}
 
-	do("the metrics page",
+	p.do("the metrics page",
 		chromedp.Click(chromedp.CSS(`nav a[href="/status"]`)),
 		waitAcross(`location.pathname === "/status"`),
 		waitAcross(`document.querySelector('[data-metric="fenceview_grants_total"] .value') !== null`),
 		waitAcross(`document.querySelector('[data-metric="fenceview_http_request_duration_seconds"] .value').textContent.includes("p99")`),
 	)
-	if held := eval(`document.querySelector('[data-field="held"]').textContent`); held == "0" {
+	if held := p.str(`document.querySelector('[data-field="held"]').textContent`); held == "0" {
 		t.Error("the metrics page says no lock is held")
 	}
 	shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100))
@@ -172,7 +159,7 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 	}
 	saveDoc(t, "dashboard-metrics.png", shot)
 
-	do("filter rejections with the choice lists",
+	p.do("filter rejections with the choice lists",
 		chromedp.Navigate(s.URL()+"/rejections"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="reason-choice"]`)),
 		waitAcross(`[...document.querySelectorAll('[data-testid="source-choice"] option')].some(o => o.textContent === "plugin:cache (9)")`),

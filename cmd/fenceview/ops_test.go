@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceview/fenceview/internal/servertest"
 	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
@@ -39,41 +40,20 @@ func TestLogFlagsRefuseNonsense(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink the server's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestJSONLogAndAccessLog: --log-format json gives one JSON object per
 // line, --log-level debug lets debug through, and --access-log writes a
 // line per answered request with its route pattern and status.
 func TestJSONLogAndAccessLog(t *testing.T) {
-	m := NewMain()
-	var logs lockedBuffer
-	m.LogOutput = &logs
-	db := filepath.Join(t.TempDir(), "f.db")
-	if err := m.ParseFlags([]string{"--addr", "127.0.0.1:0", "--db", db, "--log-format", "json", "--log-level", "warn", "--access-log"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	doRequest(t, "GET", m.URL()+"/v1/locks/"+url.PathEscape("orders/7"), nil)
-	doRequest(t, "POST", m.URL()+"/v1/locks/x/acquire", `{"holder":""}`)
-	if err := m.Close(); err != nil { // waits for every handler, so every line is written
+	var logs servertest.LogBuffer
+	s := startServer(t, func(m *Main) {
+		m.LogOutput = &logs
+		if err := m.ParseFlags([]string{"--log-format", "json", "--log-level", "warn", "--access-log"}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	s.do("GET", "/v1/locks/"+url.PathEscape("orders/7"), nil)
+	s.do("POST", "/v1/locks/x/acquire", `{"holder":""}`)
+	if err := s.Close(); err != nil { // waits for every handler, so every line is written
 		t.Fatal(err)
 	}
 	var access []map[string]any

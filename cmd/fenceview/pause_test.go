@@ -3,11 +3,12 @@ package main
 import (
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // The pause, for real: holder A (its own process, the Go client's
@@ -32,18 +33,18 @@ func pauseForReal(t *testing.T, viaPlugin bool) {
 	// up on a busy machine; the test waits on events, not on this number.
 	const lease = 1500 * time.Millisecond
 
-	buildTool(t, "github.com/fenceview/fenceview/internal/proof/holder") // before the clock starts
-	srv := startProcess(t, filepath.Join(t.TempDir(), "fenceview.db"))
-	events := dialStream(t, srv.url, "?resource="+res, nil)
+	servertest.Build(t, "github.com/fenceview/fenceview/internal/proof/holder") // before the clock starts
+	srv := servertest.StartProcess(t, servertest.ProcessOptions{})
+	events := dialStream(t, srv.URL, "?resource="+res, nil)
 	var plugin string
 	wantSource := "holder:holder-a"
 	if viaPlugin {
-		plugin = startPluginProcess(t, srv.url)
+		plugin = startPluginProcess(t, srv.URL)
 		wantSource = "wasm:wasmplugin"
 	}
 	started := time.Now()
 
-	a := startHolder(t, srv.url, plugin, res, "holder-a", lease)
+	a := startHolder(t, srv.URL, plugin, res, "holder-a", lease)
 	tokA := a.expect("locked").Token
 	if r := a.do("write from-a-1", "wrote"); r.Status != 200 {
 		t.Fatalf("A's first write: %+v", r)
@@ -58,11 +59,11 @@ func pauseForReal(t *testing.T, viaPlugin bool) {
 	a.signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	exp := events.waitFor("A's lease to expire", func(e event) bool { return e.Type == "expire" })
-	if lock := doRequest(t, "GET", srv.url+"/v1/locks/"+res, nil); lock.Body["locked"] != false {
+	if lock := doRequest(t, "GET", srv.URL+"/v1/locks/"+res, nil); lock.Body["locked"] != false {
 		t.Fatalf("after the expire event (%+v) the lock is %s", exp, lock.Raw)
 	}
 
-	b := startHolder(t, srv.url, plugin, res, "holder-b", lease)
+	b := startHolder(t, srv.URL, plugin, res, "holder-b", lease)
 	tokB := b.expect("locked").Token
 	if tokB <= tokA {
 		t.Fatalf("B's token %d is not above A's %d", tokB, tokA)
@@ -86,7 +87,7 @@ func pauseForReal(t *testing.T, viaPlugin bool) {
 		t.Fatalf("reject event = %+v (presented %v, required %v), want %d refused for %d from %s",
 			rej, deref(rej.Presented), deref(rej.Required), tokA, tokB, wantSource)
 	}
-	hist := doRequest(t, "GET", srv.url+"/v1/rejections?resource="+res, nil)
+	hist := doRequest(t, "GET", srv.URL+"/v1/rejections?resource="+res, nil)
 	rows, _ := hist.Body["rejections"].([]any)
 	if hist.Status != 200 || len(rows) != 1 {
 		t.Fatalf("rejection history: %d %s", hist.Status, hist.Raw)
@@ -108,13 +109,13 @@ func pauseForReal(t *testing.T, viaPlugin bool) {
 		if string(raw) != "from-b" {
 			t.Fatalf("value after the late write = %q, want from-b", raw)
 		}
-	} else if s := doRequest(t, "GET", srv.url+"/v1/resources/"+res, nil); s.num("highWaterMark") != tokB {
+	} else if s := doRequest(t, "GET", srv.URL+"/v1/resources/"+res, nil); s.num("highWaterMark") != tokB {
 		t.Fatalf("high-water mark after the late write: %s", s.Raw)
 	}
 	if lost := a.do("wait-lost", "lost"); !strings.Contains(lost.Cause, "lease lost") {
 		t.Fatalf("A's watchdog ended the hold with %q", lost.Cause)
 	}
-	if lock := doRequest(t, "GET", srv.url+"/v1/locks/"+res, nil); lock.Body["holder"] != "holder-b" || lock.num("token") != tokB {
+	if lock := doRequest(t, "GET", srv.URL+"/v1/locks/"+res, nil); lock.Body["holder"] != "holder-b" || lock.num("token") != tokB {
 		t.Fatalf("lock after A resumed: %s", lock.Raw)
 	}
 	b.do("unlock", "unlocked")

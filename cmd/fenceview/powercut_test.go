@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview/internal/powercut"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // The power-cut harness: the crash harness's load and checks, with the
@@ -31,10 +31,8 @@ func TestPowerCutHarness(t *testing.T) {
 		t.Skip("builds and kills real processes")
 	}
 	powercut.Require(t)
-	cycles := envInt(t, "FENCEVIEW_POWERCUT_CYCLES", 10)
-	seed := uint64(envInt(t, "FENCEVIEW_POWERCUT_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d cycles, FENCEVIEW_POWERCUT_SEED=%d", cycles, seed)
-	h := newPowerCuts(t, serverBinary(t))
+	cycles, seed := sizeAndSeed(t, "FENCEVIEW_POWERCUT_CYCLES", 10, "FENCEVIEW_POWERCUT_SEED")
+	h := newPowerCuts(t, servertest.Binary(t))
 	start := time.Now()
 	if cycle, err := h.run(cycles, rand.New(rand.NewPCG(seed, seed))); err != nil {
 		t.Fatalf("after power cut %d: %v", cycle, err)
@@ -52,13 +50,12 @@ func TestPowerCutHarnessCatchesSynchronousNormal(t *testing.T) {
 		t.Skip("builds and kills real processes")
 	}
 	powercut.Require(t)
-	bin := buildTool(t, "github.com/fenceview/fenceview/cmd/fenceview", "-tags", "fenceview_unsafe_synchronous_normal")
+	bin := servertest.Build(t, "github.com/fenceview/fenceview/cmd/fenceview", "-tags", "fenceview_unsafe_synchronous_normal")
 	h := newPowerCuts(t, bin)
 	// Each cut loses the commits since the last checkpoint: the first
 	// almost always finds some; ten in a row finding none is a blind
 	// harness.
-	seed := uint64(envInt(t, "FENCEVIEW_POWERCUT_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("FENCEVIEW_POWERCUT_SEED=%d", seed)
+	seed := envSeed(t, "FENCEVIEW_POWERCUT_SEED")
 	cycle, err := h.run(10, rand.New(rand.NewPCG(seed, seed)))
 	if err == nil {
 		t.Fatalf("10 power cuts of a synchronous=NORMAL server, %d acknowledged operations, and nothing lost: the harness cannot see a lost commit", h.load.acknowledged)
@@ -100,11 +97,10 @@ func (h *powerCuts) mount(opts powercut.Options) {
 
 // cut cuts the power under the server p: nothing unsynced survives, and it
 // is killed, as the power would; then the mount goes.
-func (h *powerCuts) cut(p *process) {
+func (h *powerCuts) cut(p *servertest.Process) {
 	h.t.Helper()
 	h.fs.Cut()
-	p.signal(syscall.SIGKILL)
-	<-p.done
+	p.Kill()
 	if err := h.fs.Unmount(); err != nil {
 		h.t.Fatal(err)
 	}
@@ -118,18 +114,18 @@ func (h *powerCuts) cut(p *process) {
 func (h *powerCuts) run(cycles int, rng *rand.Rand) (int, error) {
 	for cycle := 0; cycle <= cycles; cycle++ {
 		h.mount(powercut.Options{})
-		p, err := launchProcess(h.t, h.bin, h.db())
+		p, err := servertest.LaunchProcess(h.t, servertest.ProcessOptions{Binary: h.bin, DBPath: h.db()})
 		if err != nil {
 			h.t.Fatalf("start after power cut %d: %v", cycle, err)
 		}
-		if err := h.load.check(h.t, p.url); err != nil {
+		if err := h.load.check(h.t, p.URL); err != nil {
 			return cycle, err
 		}
 		if cycle == cycles {
 			h.cut(p)
 			break
 		}
-		h.load.run(p.url, rng.Uint64(), 1+rng.IntN(h.requests), func() { h.cut(p) })
+		h.load.run(p.URL, rng.Uint64(), 1+rng.IntN(h.requests), func() { h.cut(p) })
 	}
 	return cycles, nil
 }
@@ -147,11 +143,11 @@ func TestPowerCutDuringFirstStart(t *testing.T) {
 		t.Skip("builds and kills real processes")
 	}
 	powercut.Require(t)
-	bin := serverBinary(t)
+	bin := servertest.Binary(t)
 
 	h := newPowerCuts(t, bin)
 	h.mount(powercut.Options{})
-	p, err := launchProcess(t, bin, h.db())
+	p, err := servertest.LaunchProcess(t, servertest.ProcessOptions{Binary: bin, DBPath: h.db()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +163,10 @@ func TestPowerCutDuringFirstStart(t *testing.T) {
 		at := 1 + i*syncs/max(points-1, 1)
 		h := newPowerCuts(t, bin)
 		h.mount(powercut.Options{CutAtSync: at})
-		first, err := launchProcess(t, bin, h.db())
+		first, err := servertest.LaunchProcess(t, servertest.ProcessOptions{Binary: bin, DBPath: h.db()})
 		var firstID serverIdentity
 		if err == nil {
-			firstID = identityOf(t, first.url)
+			firstID = identityOf(t, first.URL)
 		}
 		h.cut(first)
 
@@ -183,11 +179,11 @@ func TestPowerCutDuringFirstStart(t *testing.T) {
 		}
 
 		h.mount(powercut.Options{})
-		next, err := launchProcess(t, bin, h.db())
+		next, err := servertest.LaunchProcess(t, servertest.ProcessOptions{Binary: bin, DBPath: h.db()})
 		if err != nil {
 			t.Fatalf("cut at sync %d of %d: the next start: %v", at, syncs, err)
 		}
-		if got := identityOf(t, next.url); disk.exists && got != disk {
+		if got := identityOf(t, next.URL); disk.exists && got != disk {
 			t.Fatalf("cut at sync %d of %d: the disk held %v, the next start is %v", at, syncs, disk, got)
 		}
 		h.cut(next)

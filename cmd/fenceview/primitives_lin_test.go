@@ -17,6 +17,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fenceview/fenceview/internal/proof"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // Linearizability of contract v3's primitives through the real server, a
@@ -36,12 +37,10 @@ func TestPrimitivesLinearizability(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a real process")
 	}
-	ops := envInt(t, "FENCEVIEW_LIN_OPS", 400)
-	seed := uint64(envInt(t, "FENCEVIEW_LIN_SEED", int(time.Now().UnixNano()&0xffffffff)))
-	t.Logf("%d operations per history, FENCEVIEW_LIN_SEED=%d", ops, seed)
-	srv := startProcess(t, filepath.Join(t.TempDir(), "fenceview.db"))
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	srv := servertest.StartProcess(t, servertest.ProcessOptions{})
 	newTarget := func() *primTarget {
-		return &primTarget{rec: proof.NewRecorder(), via: func() string { return srv.url }, hc: linHC}
+		return &primTarget{rec: proof.NewRecorder(), via: func() string { return srv.URL }, hc: linHC}
 	}
 
 	t.Run("semaphore", func(t *testing.T) {
@@ -55,7 +54,7 @@ func TestPrimitivesLinearizability(t *testing.T) {
 
 	t.Run("multi-lock", func(t *testing.T) {
 		tg := newTarget()
-		log := recordStream(t, srv.url, "")
+		log := recordStream(t, srv.URL, "")
 		tg.runMulti(seed+1, ops)
 		// A last multi-lock over every lock, once all are free: when its
 		// grants are on the stream, so is everything before them.
@@ -80,11 +79,11 @@ func TestPrimitivesLinearizability(t *testing.T) {
 
 	t.Run("election", func(t *testing.T) {
 		tg := newTarget()
-		log := recordStream(t, srv.url, "?resource="+electionName)
+		log := recordStream(t, srv.URL, "?resource="+electionName)
 		tg.run(5, seed+2, func(c int, rng *rand.Rand) { tg.electionClient(c, rng, ops) })
 		// The last campaign, once everyone resigned, ends the stream.
 		call := tg.rec.Now()
-		r, err := postJSON(tg.hc, srv.url+"/v1/elections/"+electionName+"/campaign", `{"candidate":"sentinel","value":"last","leaseMs":60000,"waitMs":30000}`)
+		r, err := postJSON(tg.hc, srv.URL+"/v1/elections/"+electionName+"/campaign", `{"candidate":"sentinel","value":"last","leaseMs":60000,"waitMs":30000}`)
 		if err != nil || r.Status != 200 {
 			t.Fatalf("the last campaign: %v %d %v", err, r.Status, r.Body)
 		}

@@ -304,10 +304,7 @@ func TestLockDelay(t *testing.T) {
 // The RPC stream answers the new ops exactly as the JSON API answers
 // their routes.
 func TestRPCPrimitivesAnswerLikeTheJSONAPI(t *testing.T) {
-	_, keyPath := signingKeyFile(t)
-	sameIssuer := func(m *Main) { m.Issuer = "lock-service"; m.SigningKey = keyPath }
-	viaHTTP, viaRPC := startServer(t, sameIssuer), startServer(t, sameIssuer)
-	conn := viaRPC.rpc()
+	tw := startTwins(t)
 	script := []struct {
 		op, name, body string
 	}{
@@ -353,17 +350,13 @@ func TestRPCPrimitivesAnswerLikeTheJSONAPI(t *testing.T) {
 		if step.body != "" {
 			body = step.body
 		}
-		h := viaHTTP.do(route.method, path, body)
 		line := fmt.Sprintf(`{"id":%d,"op":%q,"name":%q`, i+1, step.op, step.name)
 		if rest := strings.TrimPrefix(step.body, "{"); rest != "" {
 			line += "," + rest
 		} else {
 			line += "}"
 		}
-		r := conn.send(line)[uint64(i+1)]
-		if r.Status != h.Status || !sameJSON(t, r.Body, h.Raw) {
-			t.Fatalf("step %d %s %s: HTTP %d %s\nRPC %d %s", i, step.op, step.body, h.Status, h.Raw, r.Status, r.Body)
-		}
+		tw.alike(i, step.op+" "+step.body, route.method, path, body, line)
 	}
 }
 

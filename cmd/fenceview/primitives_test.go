@@ -51,9 +51,7 @@ func bearer(secret string) []string { return []string{"Authorization", "Bearer "
 // Bad input to every new route is a 4xx with a JSON error, and changes
 // nothing: not one event, not one resource.
 func TestPrimitivesBadInputChangesNothing(t *testing.T) {
-	s := startServer(t, func(m *Main) { m.AdminToken = "admin" })
-	s.acquire("held", "owner", 60000)
-	s.fence("held", 1)
+	s := startWithHeldLock(t)
 
 	name151 := strings.Repeat("n", 151)
 	value4097 := strings.Repeat("v", 4097)
@@ -131,21 +129,11 @@ func TestPrimitivesBadInputChangesNothing(t *testing.T) {
 		{"acquire-all: PUT", "PUT", "/v1/locks/acquire-all", `{}`, 405},
 		{"elections: unknown verb", "POST", "/v1/elections/e/abdicate", `{"candidate":"c"}`, 404},
 	}
-	before := snapshot(s)
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := s.do(c.method, c.path, c.body)
-			if r.Status != c.status {
-				t.Errorf("status %d, want %d: %s", r.Status, c.status, r.Raw)
-			}
-			if msg, _ := r.Body["error"].(string); msg == "" {
-				t.Errorf("no JSON error in %q", r.Raw)
-			}
-		})
-	}
-	if after := snapshot(s); after != before {
-		t.Fatalf("state changed:\nbefore %s\nafter  %s", before, after)
-	}
+	changesNothing(t, s, func() {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) { wantRefusal(t, s.do(c.method, c.path, c.body), c.status) })
+		}
+	})
 }
 
 // The multi-lock routes have three segments and a lock's four, so a lock

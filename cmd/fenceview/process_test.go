@@ -3,9 +3,10 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // SIGTERM stops the server cleanly: it exits 0.
@@ -13,11 +14,11 @@ func TestSIGTERMStopsCleanly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a real process")
 	}
-	p := startProcess(t, filepath.Join(t.TempDir(), "f.db"))
-	doRequest(t, "POST", p.url+"/v1/locks/r/acquire", map[string]any{"holder": "a"})
-	p.signal(syscall.SIGTERM)
-	<-p.done
-	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+	p := servertest.StartProcess(t, servertest.ProcessOptions{})
+	doRequest(t, "POST", p.URL+"/v1/locks/r/acquire", map[string]any{"holder": "a"})
+	p.Signal(syscall.SIGTERM)
+	<-p.Done
+	if code := p.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM", code)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // The admin token is rotated without a restart: write the new one to
@@ -22,15 +24,15 @@ func TestSIGHUPRereadsTheAdminTokenFile(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(old+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startProcess(t, filepath.Join(dir, "f.db"), "--admin-token-file", tokenFile)
-	stream := dialStream(t, p.url, "", http.Header{"Authorization": {"Bearer " + old}})
-	if r := doRequest(t, "GET", p.url+"/v1/resources", nil, "Authorization", "Bearer "+old); r.Status != 200 {
+	p := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: filepath.Join(dir, "f.db"), Args: []string{"--admin-token-file", tokenFile}})
+	stream := dialStream(t, p.URL, "", http.Header{"Authorization": {"Bearer " + old}})
+	if r := doRequest(t, "GET", p.URL+"/v1/resources", nil, "Authorization", "Bearer "+old); r.Status != 200 {
 		t.Fatalf("the file's token: %d %s", r.Status, r.Raw)
 	}
 	if err := os.WriteFile(tokenFile, []byte(next+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p.signal(syscall.SIGHUP)
+	p.Signal(syscall.SIGHUP)
 	stream.conn.SetReadDeadline(time.Now().Add(hangGuard))
 	for {
 		_, _, err := stream.conn.ReadMessage()
@@ -43,14 +45,14 @@ func TestSIGHUPRereadsTheAdminTokenFile(t *testing.T) {
 		}
 		break
 	}
-	if r := doRequest(t, "GET", p.url+"/v1/resources", nil, "Authorization", "Bearer "+old); r.Status != 401 {
+	if r := doRequest(t, "GET", p.URL+"/v1/resources", nil, "Authorization", "Bearer "+old); r.Status != 401 {
 		t.Fatalf("the old token after SIGHUP: %d", r.Status)
 	}
-	if r := doRequest(t, "GET", p.url+"/v1/resources", nil, "Authorization", "Bearer "+next); r.Status != 200 {
+	if r := doRequest(t, "GET", p.URL+"/v1/resources", nil, "Authorization", "Bearer "+next); r.Status != 200 {
 		t.Fatalf("the new token after SIGHUP: %d %s", r.Status, r.Raw)
 	}
 	select {
-	case <-p.done:
+	case <-p.Done:
 		t.Fatal("SIGHUP ended the server")
 	default:
 	}

@@ -69,11 +69,7 @@ func (c *rpcConn) send(lines ...string) map[uint64]rpcAnswer {
 // of calls against two servers on the same fake clock gives the same
 // statuses and bodies.
 func TestRPCAnswersLikeTheJSONAPI(t *testing.T) {
-	// One issuer and one signing key, so both answer with the same bytes.
-	_, keyPath := signingKeyFile(t)
-	sameIssuer := func(m *Main) { m.Issuer = "lock-service"; m.SigningKey = keyPath }
-	viaHTTP, viaRPC := startServer(t, sameIssuer), startServer(t, sameIssuer)
-	conn := viaRPC.rpc()
+	tw := startTwins(t)
 	script := []struct {
 		op, resource, body string
 	}{
@@ -102,15 +98,39 @@ func TestRPCAnswersLikeTheJSONAPI(t *testing.T) {
 		if step.op == "fence" {
 			path = "/v1/fence/" + url.PathEscape(step.resource)
 		}
-		h := viaHTTP.do("POST", path, step.body)
 		line := fmt.Sprintf(`{"id":%d,"op":%q,"resource":%q,%s`, i+1, step.op, step.resource, strings.TrimPrefix(step.body, "{"))
 		if step.body == "{}" {
 			line = fmt.Sprintf(`{"id":%d,"op":%q,"resource":%q}`, i+1, step.op, step.resource)
 		}
-		r := conn.send(line)[uint64(i+1)]
-		if r.Status != h.Status || !sameJSON(t, r.Body, h.Raw) {
-			t.Fatalf("step %d %s %s: HTTP %d %s\nRPC %d %s", i, step.op, step.body, h.Status, h.Raw, r.Status, r.Body)
-		}
+		tw.alike(i, step.op+" "+step.body, "POST", path, step.body, line)
+	}
+}
+
+// twins are two servers of one issuer and one signing key, so that both
+// answer the same requests with the same bytes: one is asked over HTTP,
+// the other over its RPC stream.
+type twins struct {
+	t    *testing.T
+	http *testServer
+	rpc  *rpcConn
+}
+
+func startTwins(t *testing.T) twins {
+	t.Helper()
+	_, keyPath := signingKeyFile(t)
+	sameIssuer := func(m *Main) { m.Issuer = "lock-service"; m.SigningKey = keyPath }
+	viaHTTP, viaRPC := startServer(t, sameIssuer), startServer(t, sameIssuer)
+	return twins{t: t, http: viaHTTP, rpc: viaRPC.rpc()}
+}
+
+// alike sends step i over HTTP (method, path, body), then over RPC (line,
+// whose id is i+1), and fails unless both answer alike.
+func (tw twins) alike(i int, what, method, path string, body any, line string) {
+	tw.t.Helper()
+	h := tw.http.do(method, path, body)
+	r := tw.rpc.send(line)[uint64(i+1)]
+	if r.Status != h.Status || !sameJSON(tw.t, r.Body, h.Raw) {
+		tw.t.Fatalf("step %d %s: HTTP %d %s\nRPC %d %s", i, what, h.Status, h.Raw, r.Status, r.Body)
 	}
 }
 

@@ -3,11 +3,8 @@
 package cluster_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,33 +16,6 @@ import (
 
 const adminToken = "cluster-admin-token"
 
-func startAuthNode(t *testing.T, etcd []string, prefix, db string) *node {
-	t.Helper()
-	return startNodeWith(t, server.Config{DBPath: db, AdminToken: adminToken, Cluster: server.ClusterConfig{Etcd: etcd, Prefix: prefix}})
-}
-
-// callAs is call with a bearer credential.
-func callAs(t *testing.T, secret, method, url string, body any) answer {
-	t.Helper()
-	var rd io.Reader = http.NoBody
-	if body != nil {
-		rd = bytes.NewReader(must(json.Marshal(body)))
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	a := answer{Status: resp.StatusCode, Header: resp.Header}
-	json.NewDecoder(resp.Body).Decode(&a.Body)
-	return a
-}
-
 // The API keys are the cluster's: a key created through one node
 // authenticates at another, even after the node it was created at is gone,
 // and a revocation at one node makes every other refuse the key and end
@@ -56,16 +26,8 @@ func TestAPIKeysAreTheClusters(t *testing.T) {
 		t.Skip("starts etcd and two nodes")
 	}
 	etcd := etcdtest.Start(t, 1)
-	prefix := "/" + t.Name() + "/"
-	nodes := []*node{
-		startAuthNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "a.db")),
-		startAuthNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "b.db")),
-	}
-	a := leaderOf(t, nodes)
-	b := nodes[0]
-	if b == a {
-		b = nodes[1]
-	}
+	nodes := startNodesWith(t, etcd.Endpoints(), 2, server.Config{AdminToken: adminToken})
+	a, b := leaderAndFollower(t, nodes)
 	// The dashboard, asked at the follower, shows both nodes and the leader
 	// (once each node's membership record is in etcd: under load the
 	// follower's own can come a moment after the election).

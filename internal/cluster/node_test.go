@@ -21,9 +21,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/cluster"
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // hangGuard turns a wait that should end into a failure; it asserts nothing
@@ -32,7 +34,7 @@ const hangGuard = 60 * time.Second
 
 type node struct {
 	t   *testing.T
-	srv *server.Server
+	srv *servertest.Server
 	db  string
 }
 
@@ -41,20 +43,16 @@ func startNode(t *testing.T, etcd []string, prefix, db string) *node {
 	return startNodeWith(t, server.Config{DBPath: db, Cluster: server.ClusterConfig{Etcd: etcd, Prefix: prefix}})
 }
 
-// startNodeWith starts a node of cfg on 127.0.0.1:0, with a one-second
-// election TTL unless cfg says otherwise.
+// startNodeWith starts a node of cfg on 127.0.0.1:0 and the wall clock (the
+// cluster's leases are etcd's), with a one-second election TTL unless cfg
+// says otherwise.
 func startNodeWith(t *testing.T, cfg server.Config) *node {
 	t.Helper()
-	cfg.Addr = "127.0.0.1:0"
 	if cfg.Cluster.ElectionTTL == 0 {
 		cfg.Cluster.ElectionTTL = time.Second
 	}
-	srv, err := server.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &node{t: t, srv: srv, db: cfg.DBPath}
-	t.Cleanup(func() { n.close() })
+	cfg.Clock = clock.Real{}
+	n := &node{t: t, srv: servertest.Start(t, cfg), db: cfg.DBPath}
 	return n
 }
 
@@ -65,10 +63,18 @@ func (n *node) self() cluster.Member { return n.srv.Node.Self() }
 
 func startNodes(t *testing.T, etcd []string, count int) []*node {
 	t.Helper()
-	prefix := "/" + t.Name() + "/"
+	return startNodesWith(t, etcd, count, server.Config{})
+}
+
+// startNodesWith starts count nodes of cfg, each on its own database, in
+// a cluster of the test's own prefix.
+func startNodesWith(t *testing.T, etcd []string, count int, cfg server.Config) []*node {
+	t.Helper()
+	cfg.Cluster.Etcd, cfg.Cluster.Prefix = etcd, "/"+t.Name()+"/"
 	var out []*node
 	for i := 0; i < count; i++ {
-		out = append(out, startNode(t, etcd, prefix, filepath.Join(t.TempDir(), fmt.Sprintf("n%d.db", i))))
+		cfg.DBPath = filepath.Join(t.TempDir(), fmt.Sprintf("n%d.db", i))
+		out = append(out, startNodeWith(t, cfg))
 	}
 	return out
 }
@@ -113,6 +119,19 @@ func leaderOf(t *testing.T, nodes []*node) *node {
 	return leader
 }
 
+// leaderAndFollower waits for the leader of nodes and returns it and a
+// node that is not it.
+func leaderAndFollower(t *testing.T, nodes []*node) (leader, follower *node) {
+	t.Helper()
+	leader = leaderOf(t, nodes)
+	for _, n := range nodes {
+		if n != leader {
+			follower = n
+		}
+	}
+	return leader, follower
+}
+
 type answer struct {
 	Status int
 	Header http.Header
@@ -134,24 +153,18 @@ var hc = &http.Client{Timeout: hangGuard}
 
 func call(t *testing.T, method, url string, body any) answer {
 	t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		rd = bytes.NewReader(must(json.Marshal(body)))
-	} else {
-		rd = bytes.NewReader(nil)
+	return callAs(t, "", method, url, body)
+}
+
+// callAs is call with a bearer credential, unless secret is empty.
+func callAs(t *testing.T, secret, method, url string, body any) answer {
+	t.Helper()
+	var header []string
+	if secret != "" {
+		header = []string{"Authorization", "Bearer " + secret}
 	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	a := answer{Status: resp.StatusCode, Header: resp.Header}
-	json.NewDecoder(resp.Body).Decode(&a.Body)
-	return a
+	a := servertest.Do(t, hc, servertest.NewRequest(t, method, url, body, header...))
+	return answer{Status: a.Status, Header: a.Header, Body: a.Body}
 }
 
 func must[T any](v T, err error) T {
@@ -171,13 +184,7 @@ func TestTokensIncreaseAcrossLeaderChanges(t *testing.T) {
 	nodes := startNodes(t, etcd.Endpoints(), 3)
 	var last int64
 	for round := 0; round < 3; round++ {
-		leader := leaderOf(t, nodes)
-		var follower *node
-		for _, n := range nodes {
-			if n != leader {
-				follower = n
-			}
-		}
+		leader, follower := leaderAndFollower(t, nodes)
 		// A lease from the previous leader is still held, renewable here.
 		if round > 0 {
 			r := call(t, "POST", follower.url()+"/v1/locks/r/renew", map[string]any{"holder": "h"})
@@ -260,11 +267,7 @@ func TestClusterEndpoint(t *testing.T) {
 func TestWaitersAnsweredRetryableOnFailover(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
 	nodes := startNodes(t, etcd.Endpoints(), 2)
-	leader := leaderOf(t, nodes)
-	follower := nodes[0]
-	if follower == leader {
-		follower = nodes[1]
-	}
+	leader, follower := leaderAndFollower(t, nodes)
 	g := call(t, "POST", follower.url()+"/v1/locks/w/acquire", map[string]any{"holder": "a", "leaseMs": 60000})
 	if g.Status != 200 {
 		t.Fatalf("acquire: %d %v", g.Status, g.Body)

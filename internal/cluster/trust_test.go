@@ -31,11 +31,7 @@ import (
 // it needs a credential that may read, at the leader and at a follower.
 func TestClusterEndpointNeedsViewer(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
-	prefix := "/" + t.Name() + "/"
-	nodes := []*node{
-		startAuthNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "a.db")),
-		startAuthNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "b.db")),
-	}
+	nodes := startNodesWith(t, etcd.Endpoints(), 2, server.Config{AdminToken: adminToken})
 	leader := leaderOf(t, nodes)
 	made := callAs(t, adminToken, "POST", leader.url()+"/v1/auth/keys", map[string]any{"name": "v", "role": "viewer"})
 	viewer, _ := made.Body["secret"].(string)
@@ -132,19 +128,8 @@ func TestLoopGuardSurvivesConnectionHeader(t *testing.T) {
 // top of the timeout, through a follower too.
 func TestClusterNodeHasTheServersLimits(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
-	prefix := "/" + t.Name() + "/"
-	var nodes []*node
-	for i := 0; i < 2; i++ {
-		nodes = append(nodes, startNodeWith(t, server.Config{
-			DBPath: filepath.Join(t.TempDir(), fmt.Sprintf("n%d.db", i)), RequestTimeout: time.Second, MaxWebsockets: 1,
-			Cluster: server.ClusterConfig{Etcd: etcd.Endpoints(), Prefix: prefix},
-		}))
-	}
-	leader := leaderOf(t, nodes)
-	follower := nodes[0]
-	if follower == leader {
-		follower = nodes[1]
-	}
+	nodes := startNodesWith(t, etcd.Endpoints(), 2, server.Config{RequestTimeout: time.Second, MaxWebsockets: 1})
+	leader, follower := leaderAndFollower(t, nodes)
 
 	// A slow POST, unauthenticated: its body never comes; the node closes
 	// the connection (the old node kept it open for good).
@@ -237,16 +222,8 @@ func TestClusterNodeHasTheServersLimits(t *testing.T) {
 // its own address.
 func TestThrottleSeesClientsThroughAFollower(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
-	prefix := "/" + t.Name() + "/"
-	nodes := []*node{
-		startAuthNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "a.db")),
-		startAuthNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "b.db")),
-	}
-	leader := leaderOf(t, nodes)
-	follower := nodes[0]
-	if follower == leader {
-		follower = nodes[1]
-	}
+	nodes := startNodesWith(t, etcd.Endpoints(), 2, server.Config{AdminToken: adminToken})
+	leader, follower := leaderAndFollower(t, nodes)
 	made := callAs(t, adminToken, "POST", leader.url()+"/v1/auth/keys", map[string]any{"name": "v", "role": "viewer"})
 	viewer, _ := made.Body["secret"].(string)
 	from := func(ip string) *http.Client {

@@ -1,7 +1,6 @@
 package freshclone
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // hangGuard bounds a step that should take seconds; it is not a wait.
@@ -194,7 +195,7 @@ func TestReadmeClusterQuickStart(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	script.stop(t)
+	stop(t, script)
 	for _, addr := range append(nodes, ports[0]) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
@@ -203,62 +204,27 @@ func TestReadmeClusterQuickStart(t *testing.T) {
 	}
 }
 
-// proc is a command running in its own process group.
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when it has exited
-}
-
-// startGroup starts cmd in its own process group, killed (the whole
-// group) when the test ends, and returns once a line of its output
-// (stdout or stderr) gives ready something, failing if it exits first.
-func startGroup(t *testing.T, cmd *exec.Cmd, ready func(string) string) (*proc, string) {
+// startGroup starts cmd through servertest.StartCommand (in a process
+// group of its own, killed when the test ends) and returns once a line of
+// its output gives ready something, failing if it exits first.
+func startGroup(t *testing.T, cmd *exec.Cmd, ready func(string) string) (*servertest.Command, string) {
 	t.Helper()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	c, v, err := servertest.StartCommand(t, cmd, ready)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, c.Log())
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); pw.Close(); close(p.done) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			if v := ready(sc.Text()); v != "" {
-				select {
-				case found <- v:
-				default:
-				}
-			}
-		}
-		io.Copy(io.Discard, pr) // a line too long for the scanner must not block the command
-	}()
-	select {
-	case v := <-found:
-		return p, v
-	case <-p.done:
-		t.Fatalf("%s exited before it was ready", cmd)
-	case <-time.After(hangGuard):
-		t.Fatalf("%s was not ready within %s", cmd, hangGuard)
-	}
-	return nil, ""
+	return c, v
 }
 
 // stop sends SIGTERM to the command (not its group: a script stops its
 // own processes) and waits for it to exit.
-func (p *proc) stop(t *testing.T) {
+func stop(t *testing.T, c *servertest.Command) {
 	t.Helper()
-	p.cmd.Process.Signal(syscall.SIGTERM)
+	c.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-c.Done:
 	case <-time.After(hangGuard):
-		t.Fatalf("%s did not stop on SIGTERM", p.cmd)
+		t.Fatalf("%s did not stop on SIGTERM", c.Cmd)
 	}
 }
 

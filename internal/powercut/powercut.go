@@ -252,6 +252,22 @@ func (f *FS) live() syscall.Errno {
 	return 0
 }
 
+// attrs answers a Getattr (set nil) or a Setattr of a file or a
+// directory: under mu, EIO once the power is out, else set applied and the
+// node's attributes, by fill, in out.
+func (f *FS) attrs(out *fuse.AttrOut, set func(), fill func(*fuse.Attr)) syscall.Errno {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.live(); e != 0 {
+		return e
+	}
+	if set != nil {
+		set()
+	}
+	fill(&out.Attr)
+	return 0
+}
+
 // beginSync counts a sync and cuts the power if it is the one to cut at.
 // Called under mu.
 func (f *FS) beginSync() syscall.Errno {
@@ -285,32 +301,21 @@ func (fl *file) attr(out *fuse.Attr) {
 }
 
 func (fl *file) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fl.fsys.mu.Lock()
-	defer fl.fsys.mu.Unlock()
-	if e := fl.fsys.live(); e != 0 {
-		return e
-	}
-	fl.attr(&out.Attr)
-	return 0
+	return fl.fsys.attrs(out, nil, fl.attr)
 }
 
 func (fl *file) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	fl.fsys.mu.Lock()
-	defer fl.fsys.mu.Unlock()
-	if e := fl.fsys.live(); e != 0 {
-		return e
-	}
-	if size, ok := in.GetSize(); ok {
-		fl.resize(int64(size))
-	}
-	if mode, ok := in.GetMode(); ok {
-		fl.mode = mode & 0o7777
-	}
-	if mtime, ok := in.GetMTime(); ok {
-		fl.mtime = mtime
-	}
-	fl.attr(&out.Attr)
-	return 0
+	return fl.fsys.attrs(out, func() {
+		if size, ok := in.GetSize(); ok {
+			fl.resize(int64(size))
+		}
+		if mode, ok := in.GetMode(); ok {
+			fl.mode = mode & 0o7777
+		}
+		if mtime, ok := in.GetMTime(); ok {
+			fl.mtime = mtime
+		}
+	}, fl.attr)
 }
 
 // resize changes the file's length: the pages between the old and the new
@@ -481,26 +486,15 @@ func (d *dir) attr(out *fuse.Attr) {
 }
 
 func (d *dir) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	d.fsys.mu.Lock()
-	defer d.fsys.mu.Unlock()
-	if e := d.fsys.live(); e != 0 {
-		return e
-	}
-	d.attr(&out.Attr)
-	return 0
+	return d.fsys.attrs(out, nil, d.attr)
 }
 
 func (d *dir) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	d.fsys.mu.Lock()
-	defer d.fsys.mu.Unlock()
-	if e := d.fsys.live(); e != 0 {
-		return e
-	}
-	if mode, ok := in.GetMode(); ok {
-		d.mode = mode & 0o7777
-	}
-	d.attr(&out.Attr)
-	return 0
+	return d.fsys.attrs(out, func() {
+		if mode, ok := in.GetMode(); ok {
+			d.mode = mode & 0o7777
+		}
+	}, d.attr)
 }
 
 func (d *dir) Create(ctx context.Context, name string, flags, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {

@@ -8,9 +8,18 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// op builds an operation over [call, ret].
-func op(client int, in Input, call int64, out Output, ret int64) porcupine.Operation {
+// op builds an operation over [call, ret]: in and out are a model's
+// input and output (Input and Output, or Call and Result).
+func op(client int, in any, call int64, out any, ret int64) porcupine.Operation {
 	return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
+}
+
+// modelCase is a history and what porcupine must say of it under model.
+type modelCase struct {
+	name    string
+	model   porcupine.Model
+	history []porcupine.Operation
+	want    porcupine.CheckResult
 }
 
 func grant(r string) Input          { return Input{Resource: r, Kind: Grant} }
@@ -28,12 +37,7 @@ func stale(required int64) Output { return Output{Reason: ReasonStale, Required:
 func issued(t int64) Output       { return Output{Token: t} }
 
 func TestModels(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		model   porcupine.Model
-		history []porcupine.Operation
-		want    porcupine.CheckResult
-	}{
+	for _, tc := range []modelCase{
 		{
 			// The paused client's story, told truthfully.
 			name:  "stale write refused after a newer one",

@@ -1,18 +1,14 @@
-package server
+package server_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,28 +16,11 @@ import (
 
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 const admin = "admin-s3cret"
-
-func start(t *testing.T, cfg Config) *Server {
-	t.Helper()
-	if cfg.Addr == "" {
-		cfg.Addr = "127.0.0.1:0"
-	}
-	if cfg.DBPath == "" {
-		cfg.DBPath = filepath.Join(t.TempDir(), "f.db")
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.NewFake(clock.TestDate)
-	}
-	s, err := Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
 
 type answer struct {
 	Status int
@@ -54,45 +33,11 @@ type answer struct {
 // sends no Authorization header.
 func call(t *testing.T, hc *http.Client, method, u, cred string, body any, header ...string) answer {
 	t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, u, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if cred != "" {
-		req.Header.Set("Authorization", "Bearer "+cred)
+		header = append([]string{"Authorization", "Bearer " + cred}, header...)
 	}
-	for i := 0; i+1 < len(header); i += 2 {
-		if strings.EqualFold(header[i], "Host") {
-			req.Host = header[i+1]
-			continue
-		}
-		req.Header.Set(header[i], header[i+1])
-	}
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	res, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	a := answer{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
-	if strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(raw, &a.Body); err != nil {
-			t.Fatalf("%s %s: bad JSON %q", method, u, raw)
-		}
-	}
-	return a
+	a := servertest.Do(t, hc, servertest.NewRequest(t, method, u, body, header...))
+	return answer{Status: a.Status, Header: a.Header, Body: a.Body, Raw: string(a.Raw)}
 }
 
 func (a answer) wantError(t *testing.T, status int) {
@@ -106,7 +51,7 @@ func (a answer) wantError(t *testing.T, status int) {
 }
 
 // newKey makes a key with the admin token and returns its id and secret.
-func newKey(t *testing.T, s *Server, name, role string, prefixes ...string) (string, string) {
+func newKey(t *testing.T, s *servertest.Server, name, role string, prefixes ...string) (string, string) {
 	t.Helper()
 	body := map[string]any{"name": name, "role": role}
 	if len(prefixes) > 0 {
@@ -124,14 +69,14 @@ func acquireBody(holder string) map[string]any {
 }
 
 // seq is the last event number: it moves with every change.
-func seq(s *Server) int64 { return s.Service.LastSeq() }
+func seq(s *servertest.Server) int64 { return s.Service.LastSeq() }
 
 // Today's server let anyone who reached the port release anyone's lock and
 // report any decision. With an admin token, every route but the public ones
 // needs a credential, and each role may do its own part only.
 func TestRolesAndStatuses(t *testing.T) {
 	fc := clock.NewFake(clock.TestDate)
-	s := start(t, Config{AdminToken: admin, Clock: fc})
+	s := servertest.Start(t, server.Config{AdminToken: admin, Clock: fc})
 	_, viewer := newKey(t, s, "dash", "viewer")
 	_, cli := newKey(t, s, "worker", "client")
 	_, grd := newKey(t, s, "db-guard", "guard")
@@ -210,7 +155,7 @@ var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request
 
 // Secrets are shown once, kept only as hashes, and never listed.
 func TestKeySecretsAreShownOnceAndStoredHashed(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	id, secret := newKey(t, s, "worker", "client", "team-a/")
 	if !strings.HasPrefix(secret, "fv_"+id+"_") || len(secret) < 40 {
 		t.Fatalf("secret %q for id %s", secret, id)
@@ -225,14 +170,14 @@ func TestKeySecretsAreShownOnceAndStoredHashed(t *testing.T) {
 		t.Fatalf("key list: %s", a.Raw)
 	}
 	s.Close()
-	for _, f := range []string{"f.db", "f.db-wal"} {
-		b, _ := os.ReadFile(filepath.Join(filepath.Dir(s.DB.Path), f))
+	for _, f := range []string{s.DBPath, s.DBPath + "-wal"} {
+		b, _ := os.ReadFile(f)
 		if bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte(secret[len(secret)-43:])) {
 			t.Fatalf("%s holds the secret in clear", f)
 		}
 	}
 	// Bad key requests: 400, nothing made.
-	s2 := start(t, Config{AdminToken: admin})
+	s2 := servertest.Start(t, server.Config{AdminToken: admin})
 	for _, body := range []string{`{}`, `{"name":"x","role":"root"}`, `{"name":"","role":"viewer"}`, `{"name":"x","role":"viewer","resources":[""]}`,
 		`{"name":"a\u0000b","role":"viewer"}`, `{"name":"x","role":"viewer","resources":"team"}`} {
 		call(t, nil, "POST", s2.URL()+"/v1/auth/keys", admin, body).wantError(t, 400)
@@ -255,12 +200,14 @@ func dial(t *testing.T, u, cred string, header ...string) (*websocket.Conn, *htt
 	return websocket.DefaultDialer.Dial(u, h)
 }
 
-func wsURL(s *Server, path string) string { return "ws" + strings.TrimPrefix(s.URL(), "http") + path }
+func wsURL(s *servertest.Server, path string) string {
+	return "ws" + strings.TrimPrefix(s.URL(), "http") + path
+}
 
 // Revoking a key works at once: its requests get 401 and its open event
 // stream and RPC connection are closed.
 func TestRevocationIsImmediateOnOpenStreams(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	id, cli := newKey(t, s, "worker", "client")
 	events, _, err := dial(t, wsURL(s, "/v1/events"), cli)
 	if err != nil {
@@ -302,7 +249,7 @@ func TestRevocationIsImmediateOnOpenStreams(t *testing.T) {
 
 // A key limited to prefixes acts on, reads and sees only those resources.
 func TestResourcePrefixes(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	_, a := newKey(t, s, "team-a", "client", "team-a/")
 	_, g := newKey(t, s, "guard-a", "guard", "team-a/")
 	// History on both sides, made by the admin.
@@ -384,13 +331,13 @@ func TestResourcePrefixes(t *testing.T) {
 // or release it under the same holder name, before and after a restart.
 func TestLockOwnershipByKey(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "f.db")
-	s := start(t, Config{AdminToken: admin, DBPath: db})
+	s := servertest.Start(t, server.Config{AdminToken: admin, DBPath: db})
 	_, k1 := newKey(t, s, "one", "client")
 	_, k2 := newKey(t, s, "two", "client")
 	if a := call(t, nil, "POST", s.URL()+"/v1/locks/r/acquire", k1, acquireBody("shared-name")); a.Status != 200 {
 		t.Fatalf("acquire: %d %s", a.Status, a.Raw)
 	}
-	check := func(s *Server) {
+	check := func(s *servertest.Server) {
 		t.Helper()
 		before := seq(s)
 		for _, op := range []string{"renew", "release"} {
@@ -408,7 +355,7 @@ func TestLockOwnershipByKey(t *testing.T) {
 	}
 	check(s)
 	s.Close()
-	s = start(t, Config{AdminToken: admin, DBPath: db})
+	s = servertest.Start(t, server.Config{AdminToken: admin, DBPath: db})
 	check(s)
 	if a := call(t, nil, "POST", s.URL()+"/v1/locks/r/release", k1, map[string]any{"holder": "shared-name"}); a.Status != 200 {
 		t.Fatalf("owner release: %d %s", a.Status, a.Raw)
@@ -418,8 +365,8 @@ func TestLockOwnershipByKey(t *testing.T) {
 // Secrets never reach the log, whatever is done with them: made, used,
 // refused, revoked, logged in with.
 func TestSecretsStayOutOfTheLog(t *testing.T) {
-	var logbuf syncBuffer
-	s := start(t, Config{AdminToken: admin, Logger: slog.New(slog.NewTextHandler(&logbuf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	var logbuf servertest.LogBuffer
+	s := servertest.Start(t, server.Config{AdminToken: admin, Logger: slog.New(slog.NewTextHandler(&logbuf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	id, secret := newKey(t, s, "w", "client")
 	call(t, nil, "POST", s.URL()+"/v1/locks/r/acquire", secret, acquireBody("h"))
 	call(t, nil, "GET", s.URL()+"/v1/locks/r", secret+"x", nil)
@@ -436,21 +383,4 @@ func TestSecretsStayOutOfTheLog(t *testing.T) {
 			t.Fatalf("a secret in the log:\n%s", out)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"net"
@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // A web page in a browser on the same machine could change state with a
@@ -13,12 +16,12 @@ import (
 // everything under its own host name. Refused, auth on or off.
 func TestBrowserSafety(t *testing.T) {
 	for _, authOn := range []bool{false, true} {
-		cfg := Config{}
+		cfg := server.Config{}
 		cred := ""
 		if authOn {
 			cfg.AdminToken, cred = admin, admin
 		}
-		s := start(t, cfg)
+		s := servertest.Start(t, cfg)
 		u, _ := url.Parse(s.URL())
 		before := seq(s)
 		for _, h := range [][]string{
@@ -64,7 +67,7 @@ func TestBrowserSafety(t *testing.T) {
 // DNS rebinding: with auth off, a request for another host name is refused,
 // reads included; loopback names and --allowed-host pass.
 func TestHostCheckWithAuthOff(t *testing.T) {
-	s := start(t, Config{Access: Access{AllowedHosts: []string{"fenceview.internal", "other.example:9999"}}})
+	s := servertest.Start(t, server.Config{Access: server.Access{AllowedHosts: []string{"fenceview.internal", "other.example:9999"}}})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(s.URL(), "http://"))
 	for _, host := range []string{"evil.example:" + port, "evil.example", "127.0.0.1.evil.example:" + port, "localhost.evil.example", "other.example:" + port, "[::2]:" + port} {
 		for _, p := range []string{"/v1/resources", "/v1/locks/r", "/"} {
@@ -81,7 +84,7 @@ func TestHostCheckWithAuthOff(t *testing.T) {
 	}
 	// With auth on, the credential is the defence and any name is served
 	// (reverse proxies, DNS names).
-	s2 := start(t, Config{AdminToken: admin})
+	s2 := servertest.Start(t, server.Config{AdminToken: admin})
 	if a := call(t, nil, "GET", s2.URL()+"/v1/resources", admin, nil, "Host", "fenceview.example.com"); a.Status != 200 {
 		t.Fatalf("auth on, other host: %d", a.Status)
 	}
@@ -91,25 +94,25 @@ func TestHostCheckWithAuthOff(t *testing.T) {
 // told to be insecure.
 func TestRefusesOpenAddressWithoutToken(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0", ":0", "192.0.2.1:0"} {
-		if err := CheckAddr(addr, "", false); err == nil || !strings.Contains(err.Error(), "--admin-token") {
+		if err := server.CheckAddr(addr, "", false); err == nil || !strings.Contains(err.Error(), "--admin-token") {
 			t.Fatalf("%s: %v", addr, err)
 		}
-		if err := CheckAddr(addr, "t", false); err != nil {
+		if err := server.CheckAddr(addr, "t", false); err != nil {
 			t.Fatalf("%s with a token: %v", addr, err)
 		}
-		if err := CheckAddr(addr, "", true); err != nil {
+		if err := server.CheckAddr(addr, "", true); err != nil {
 			t.Fatalf("%s insecure: %v", addr, err)
 		}
 	}
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", "localhost:0", "127.0.0.2:8080"} {
-		if err := CheckAddr(addr, "", false); err != nil {
+		if err := server.CheckAddr(addr, "", false); err != nil {
 			t.Fatalf("%s: %v", addr, err)
 		}
 	}
-	if _, err := Start(t.Context(), Config{Addr: "0.0.0.0:0", DBPath: t.TempDir() + "/f.db"}); err == nil {
+	if _, err := servertest.TryStart(t, server.Config{Addr: "0.0.0.0:0"}); err == nil {
 		t.Fatal("Start served 0.0.0.0 without a token")
 	}
-	s := start(t, Config{Addr: "0.0.0.0:0", Access: Access{InsecureNoAuth: true}})
+	s := servertest.Start(t, server.Config{Addr: "0.0.0.0:0", Access: server.Access{InsecureNoAuth: true}})
 	if a := call(t, nil, "GET", s.URL()+"/healthz", "", nil); a.Status != http.StatusOK {
 		t.Fatalf("insecure start: %d", a.Status)
 	}

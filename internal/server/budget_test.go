@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // The documented budget of one RPC connection (docs/security.md, "Memory
@@ -27,7 +30,7 @@ func memInUse() uint64 {
 }
 
 func TestRPCConnectionMemoryBudget(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	_, cli := newKey(t, s, "busy", "client")
 	call(t, nil, "POST", s.URL()+"/v1/locks/held/acquire", admin, acquireBody("owner"))
 	const conns = 32 // 8,192 waiters, under the default --max-waiters

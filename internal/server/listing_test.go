@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/httpapi"
 	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // countingLists is the server's lock service, counting the ids a list
@@ -31,7 +33,7 @@ func (c countingLists) ResourcePage(prefix, after string, limit int, scope issue
 // GET /v1/resources with a key limited to a prefix visits that prefix's
 // resources, not the 2,000 of another team that sort before them.
 func TestPrefixLimitedListVisitsItsOwnPrefix(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	ctx := context.Background()
 	for batch := range 2 {
 		var reports []fenceview.Report

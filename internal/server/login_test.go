@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"io"
@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
-func form(t *testing.T, s *Server, path string, v url.Values, cookie *http.Cookie) *http.Response {
+func form(t *testing.T, s *servertest.Server, path string, v url.Values, cookie *http.Cookie) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("POST", s.URL()+path, strings.NewReader(v.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -27,7 +29,7 @@ func form(t *testing.T, s *Server, path string, v url.Values, cookie *http.Cooki
 	return res
 }
 
-func page(t *testing.T, s *Server, path string, cookie *http.Cookie) (int, string, string) {
+func page(t *testing.T, s *servertest.Server, path string, cookie *http.Cookie) (int, string, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", s.URL()+path, nil)
 	req.Header.Set("Accept", "text/html")
@@ -48,7 +50,7 @@ func page(t *testing.T, s *Server, path string, cookie *http.Cookie) (int, strin
 // show the key's resources only; logout and revocation end it.
 func TestDashboardLogin(t *testing.T) {
 	fc := clock.NewFake(clock.TestDate)
-	s := start(t, Config{AdminToken: admin, Clock: fc})
+	s := servertest.Start(t, server.Config{AdminToken: admin, Clock: fc})
 	id, viewer := newKey(t, s, "team-a viewer", "viewer", "team-a/")
 	for _, r := range []string{"team-a/x", "team-b/secret-project"} {
 		call(t, nil, "POST", s.URL()+"/v1/locks/"+url.PathEscape(r)+"/acquire", admin, acquireBody("holder-of-"+r))
@@ -127,7 +129,7 @@ func TestDashboardLogin(t *testing.T) {
 	}
 	// Under TLS the cookie is Secure.
 	p := newPKI(t)
-	ts := start(t, Config{AdminToken: admin, Access: Access{TLSCert: p.certFile, TLSKey: p.keyFile}})
+	ts := servertest.Start(t, server.Config{AdminToken: admin, Access: server.Access{TLSCert: p.certFile, TLSKey: p.keyFile}})
 	req, _ = http.NewRequest("POST", ts.URL()+"/login", strings.NewReader(url.Values{"key": {admin}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	hc := p.httpClient(false)

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"errors"
@@ -13,6 +13,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 const hangGuard = 30 * time.Second // bounds a wait for a condition; never a timing assertion
@@ -55,7 +57,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // revoke answers once the key's requests already past the check are done:
 // after the answer, nothing more of the key is committed.
 func TestRevokeStopsRPCMessagesAlreadyRead(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	id, cli := newKey(t, s, "worker", "client")
 	rpc, _, err := dial(t, wsURL(s, "/v1/rpc"), cli)
 	if err != nil {
@@ -102,7 +104,7 @@ func TestRevokeStopsRPCMessagesAlreadyRead(t *testing.T) {
 // event stream and the RPC stream alike; the key itself still works.
 func TestLogoutAndExpiryEndTheSessionsStreams(t *testing.T) {
 	fc := clock.NewFake(clock.TestDate)
-	s := start(t, Config{AdminToken: admin, Clock: fc})
+	s := servertest.Start(t, server.Config{AdminToken: admin, Clock: fc})
 	_, cli := newKey(t, s, "worker", "client")
 	login := func() *http.Cookie {
 		t.Helper()
@@ -137,7 +139,7 @@ func TestLogoutAndExpiryEndTheSessionsStreams(t *testing.T) {
 		t.Fatalf("the other session's stream: %s %v", m, err)
 	}
 	// Its session runs out: the sweeper ends it, and its stream with it.
-	fc.Advance(sessionTTL + sessionSweep)
+	fc.Advance(server.SessionTTL + server.SessionSweep)
 	if _, code := readUntilClose(t, other); code != websocket.ClosePolicyViolation {
 		t.Fatalf("stream of an expired session: close %d, want 1008", code)
 	}
@@ -149,7 +151,7 @@ func TestLogoutAndExpiryEndTheSessionsStreams(t *testing.T) {
 // The admin token is replaced without a restart: the old one gets 401 and
 // its open streams and dashboard sessions end; the new one works.
 func TestAdminTokenRotationEndsTheOldTokensStreams(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	events, _, err := dial(t, wsURL(s, "/v1/events"), admin)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +179,7 @@ func TestAdminTokenRotationEndsTheOldTokensStreams(t *testing.T) {
 // clients' /v1/rpc got 429. Keys that may not lock hold at most half of
 // --max-websockets together; clients keep the other half.
 func TestViewersCannotTakeClientsWebsockets(t *testing.T) {
-	s := start(t, Config{AdminToken: admin, MaxWebsockets: 4})
+	s := servertest.Start(t, server.Config{AdminToken: admin, MaxWebsockets: 4})
 	_, viewer := newKey(t, s, "nosy", "viewer", "nothing/")
 	_, cli := newKey(t, s, "worker", "client")
 	for i := range 2 {
@@ -208,7 +210,7 @@ func TestViewersCannotTakeClientsWebsockets(t *testing.T) {
 // whatever it sends, and once its answers queue is full it is closed, not
 // buffered for.
 func TestRPCClientThatDoesNotReadIsClosed(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	_, cli := newKey(t, s, "slow", "client")
 	before := goroutines()
 	const conns = 4
@@ -273,7 +275,7 @@ func goroutines() int {
 // a closed server's RPC handlers and their waiting acquires used to live
 // on (8,000 of them, seen by the next test). Close now ends them first.
 func TestCloseEndsWebsocketsAndTheirWaiters(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	call(t, nil, "POST", s.URL()+"/v1/locks/held/acquire", admin, acquireBody("owner"))
 	rpc, _, err := dial(t, wsURL(s, "/v1/rpc"), admin)
 	if err != nil {

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"database/sql"
@@ -18,84 +17,52 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 	"github.com/fenceview/fenceview/internal/signing"
 )
-
-const admin = "s3cret-admin"
-
-// lockedBuffer collects the server's log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // harness is a real server on 127.0.0.1:0 and a temp SQLite file, and every
 // answer it gave, to search for leaked secrets.
 type harness struct {
 	t       *testing.T
-	srv     *server.Server
-	log     *lockedBuffer
+	srv     *servertest.Server
+	log     *servertest.LogBuffer
 	answers bytes.Buffer
 }
 
-func start(t *testing.T, cfg server.Config) *harness {
+// startSigning starts a server on the wall clock with the admin token,
+// logging at debug level.
+func startSigning(t *testing.T, cfg server.Config) *harness {
 	t.Helper()
-	h := &harness{t: t, log: &lockedBuffer{}}
-	cfg.Addr = "127.0.0.1:0"
+	h := &harness{t: t, log: &servertest.LogBuffer{}}
 	cfg.AdminToken = admin
+	cfg.Clock = clock.Real{}
 	cfg.Logger = slog.New(slog.NewTextHandler(h.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := server.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.srv = srv
-	t.Cleanup(func() { srv.Close() })
+	h.srv = servertest.Start(t, cfg)
 	return h
 }
 
 // do sends a request and returns the status and JSON body.
 func (h *harness) do(method, path string, headers map[string]string, body any) (int, map[string]any) {
 	h.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, h.srv.URL()+path, rd)
+	var pairs []string
 	for k, v := range headers {
-		req.Header.Set(k, v)
+		pairs = append(pairs, k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	h.answers.Write(raw)
+	a := servertest.Do(h.t, nil, servertest.NewRequest(h.t, method, h.srv.URL()+path, body, pairs...))
+	h.answers.Write(a.Raw)
 	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		h.t.Fatalf("%s %s: %d %q", method, path, resp.StatusCode, raw)
+	if err := json.Unmarshal(a.Raw, &out); err != nil {
+		h.t.Fatalf("%s %s: %d %q", method, path, a.Status, a.Raw)
 	}
-	return resp.StatusCode, out
+	return a.Status, out
 }
 
 var adminAuth = map[string]string{"Authorization": "Bearer " + admin}
@@ -141,7 +108,7 @@ func token(f map[string]any) int64 { return int64(f["token"].(float64)) }
 // the keys, and no private key in any answer or log line.
 func TestSigningKeysLifecycle(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "fenceview.db")
-	h := start(t, server.Config{DBPath: dbPath, RequireSignatures: true})
+	h := startSigning(t, server.Config{DBPath: dbPath, RequireSignatures: true})
 
 	keys := h.keys()
 	if len(keys) != 1 || keys[0]["alg"] != "Ed25519" || keys[0]["active"] != true || len(keys[0]["publicKey"].(string)) != 43 {
@@ -247,7 +214,7 @@ func TestSigningKeysLifecycle(t *testing.T) {
 
 	// A restart keeps the keys: the new key still signs and verifies.
 	h.srv.Close()
-	h2 := start(t, server.Config{DBPath: dbPath, RequireSignatures: true})
+	h2 := startSigning(t, server.Config{DBPath: dbPath, RequireSignatures: true})
 	if keys := h2.keys(); len(keys) != 1 || keys[0]["keyId"] != rotated["keyId"] {
 		t.Fatalf("keys after restart: %v", keys)
 	}
@@ -323,7 +290,7 @@ func TestSigningKeyFromFile(t *testing.T) {
 	if err := os.WriteFile(keyPath, pemBytes, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := start(t, server.Config{DBPath: filepath.Join(t.TempDir(), "f.db"), SigningKeyFile: keyPath})
+	h := startSigning(t, server.Config{DBPath: filepath.Join(t.TempDir(), "f.db"), SigningKeyFile: keyPath})
 	keys := h.keys()
 	if len(keys) != 1 || keys[0]["keyId"] != signing.KeyID(priv.Public().(ed25519.PublicKey)) {
 		t.Fatalf("keys: %v", keys)
@@ -340,7 +307,7 @@ func TestSigningKeyFromFile(t *testing.T) {
 
 	bad := filepath.Join(t.TempDir(), "bad.pem")
 	os.WriteFile(bad, []byte("not a key"), 0o600)
-	if _, err := server.Start(context.Background(), server.Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "g.db"), SigningKeyFile: bad}); err == nil {
+	if _, err := servertest.TryStart(t, server.Config{SigningKeyFile: bad}); err == nil {
 		t.Fatal("started with a bad key file")
 	}
 }
@@ -365,7 +332,7 @@ func docBlock(t *testing.T, lang string) string {
 // does not. Node is required under CI (.ci/run installs it); Python's
 // cryptography is checked when present.
 func TestSignedGrantVerifiesInNodeAndPython(t *testing.T) {
-	h := start(t, server.Config{DBPath: filepath.Join(t.TempDir(), "f.db")})
+	h := startSigning(t, server.Config{DBPath: filepath.Join(t.TempDir(), "f.db")})
 	resource := "заказ 42 α" // UTF-8 and spaces: the message is bytes, as documented
 	code, g := h.do("POST", "/v1/locks/"+url.PathEscape(resource)+"/acquire", adminAuth, map[string]any{"holder": "a"})
 	if code != 200 {

@@ -1,15 +1,13 @@
-package server
+package server_test
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,17 +17,17 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 	"github.com/fenceview/fenceview/internal/telemetry"
 )
 
-func startTest(t *testing.T) *Server {
+// startTest starts a server on the wall clock: the metrics time what
+// really happens.
+func startTest(t *testing.T) *servertest.Server {
 	t.Helper()
-	s, err := Start(context.Background(), Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "f.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return servertest.Start(t, server.Config{Clock: clock.Real{}})
 }
 
 func post(t *testing.T, url, body string, header ...string) int {
@@ -257,11 +255,7 @@ func TestGrafanaDashboardQueriesExistingMetrics(t *testing.T) {
 // With auth on, requests are still counted by their route pattern: the
 // credential check must not hide the route from the instrumentation.
 func TestRequestMetricsNameRoutesWithAuthOn(t *testing.T) {
-	s, err := Start(context.Background(), Config{Addr: "127.0.0.1:0", DBPath: filepath.Join(t.TempDir(), "f.db"), AdminToken: "adm"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := servertest.Start(t, server.Config{AdminToken: "adm", Clock: clock.Real{}})
 	if code := post(t, s.URL()+"/v1/locks/orders/acquire", `{"holder":"a"}`, "Authorization", "Bearer adm"); code != 200 {
 		t.Fatalf("acquire: %d", code)
 	}
@@ -295,7 +289,7 @@ func TestRequestMetricsNameRoutesWithAuthOn(t *testing.T) {
 // to 656 KB. Every method outside the standard ones is now "OTHER", so
 // after the first the series stay the same in number and /metrics in size.
 func TestMadeUpMethodsDoNotGrowMetrics(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	send := func(method string) {
 		t.Helper()
 		c, err := net.Dial("tcp", strings.TrimPrefix(s.URL(), "http://"))

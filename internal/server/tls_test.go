@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 type pki struct {
@@ -97,7 +99,7 @@ func (p *pki) httpClient(withCert bool) *http.Client {
 // its RPC stream included.
 func TestTLS(t *testing.T) {
 	p := newPKI(t)
-	s := start(t, Config{AdminToken: admin, Access: Access{TLSCert: p.certFile, TLSKey: p.keyFile}})
+	s := servertest.Start(t, server.Config{AdminToken: admin, Access: server.Access{TLSCert: p.certFile, TLSKey: p.keyFile}})
 	if !strings.HasPrefix(s.URL(), "https://") {
 		t.Fatalf("URL %s", s.URL())
 	}
@@ -131,7 +133,7 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-func newKeyTLS(t *testing.T, s *Server, hc *http.Client) (string, string) {
+func newKeyTLS(t *testing.T, s *servertest.Server, hc *http.Client) (string, string) {
 	a := call(t, hc, "POST", s.URL()+"/v1/auth/keys", admin, map[string]any{"name": "w", "role": "client"})
 	if a.Status != 201 {
 		t.Fatalf("create key over https: %d %s", a.Status, a.Raw)
@@ -142,7 +144,7 @@ func newKeyTLS(t *testing.T, s *Server, hc *http.Client) (string, string) {
 // --tls-client-ca: no certificate signed by that CA, no connection.
 func TestTLSClientCertificates(t *testing.T) {
 	p := newPKI(t)
-	s := start(t, Config{AdminToken: admin, Access: Access{TLSCert: p.certFile, TLSKey: p.keyFile, TLSClientCA: p.caFile}})
+	s := servertest.Start(t, server.Config{AdminToken: admin, Access: server.Access{TLSCert: p.certFile, TLSKey: p.keyFile, TLSClientCA: p.caFile}})
 	req, _ := http.NewRequest("GET", s.URL()+"/healthz", nil)
 	if res, err := p.httpClient(false).Do(req); err == nil {
 		res.Body.Close()
@@ -156,8 +158,8 @@ func TestTLSClientCertificates(t *testing.T) {
 		t.Fatal("wss without a client certificate")
 	}
 	// Bad files: a clear error, no server.
-	for _, a := range []Access{{TLSCert: p.certFile}, {TLSCert: p.certFile, TLSKey: p.caFile}, {TLSCert: p.certFile, TLSKey: p.keyFile, TLSClientCA: p.keyFile}} {
-		if _, err := Start(t.Context(), Config{Addr: "127.0.0.1:0", DBPath: t.TempDir() + "/f.db", Access: a}); err == nil || !strings.Contains(err.Error(), "tls") {
+	for _, a := range []server.Access{{TLSCert: p.certFile}, {TLSCert: p.certFile, TLSKey: p.caFile}, {TLSCert: p.certFile, TLSKey: p.keyFile, TLSClientCA: p.keyFile}} {
+		if _, err := servertest.TryStart(t, server.Config{Access: a}); err == nil || !strings.Contains(err.Error(), "tls") {
 			t.Fatalf("%+v: %v", a, err)
 		}
 	}

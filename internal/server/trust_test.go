@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"io"
@@ -10,13 +10,15 @@ import (
 
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/clock"
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // A public route answers as nobody: the error page of a missing static file
 // fetched without a credential shows no resource, token or holder, though
 // an alarmed resource exists (it used to list every prefix's, as admin).
 func TestMissingStaticShowsNothingWithoutCredential(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	call(t, nil, "POST", s.URL()+"/v1/locks/secret-project%2Fdb/acquire", admin, acquireBody("holder-of-secret"))
 	a := call(t, nil, "POST", s.URL()+"/v1/decisions", admin, map[string]any{"decisions": []map[string]any{
 		{"resourceId": "secret-project/db", "token": 1, "accepted": false, "required": 77, "source": "db"},
@@ -51,7 +53,7 @@ func TestMissingStaticShowsNothingWithoutCredential(t *testing.T) {
 }
 
 // sessionOf logs in with secret and returns the session cookie.
-func sessionOf(t *testing.T, s *Server, secret string) *http.Cookie {
+func sessionOf(t *testing.T, s *servertest.Server, secret string) *http.Cookie {
 	t.Helper()
 	c := cookieOf(form(t, s, "/login", url.Values{"key": {secret}}, nil))
 	if c == nil {
@@ -75,7 +77,7 @@ func readAll(t *testing.T, res *http.Response) string {
 // (a right guess looks like a wrong one), until its budget refills.
 func TestBadCredentialsAreThrottled(t *testing.T) {
 	fc := clock.NewFake(clock.TestDate)
-	s := start(t, Config{AdminToken: admin, Clock: fc})
+	s := servertest.Start(t, server.Config{AdminToken: admin, Clock: fc})
 	_, viewer := newKey(t, s, "v", "viewer")
 	for i := 0; i < auth.FailureBurst; i++ {
 		call(t, nil, "GET", s.URL()+"/v1/resources", "guess-"+strconv.Itoa(i), nil).wantError(t, 401)
@@ -100,7 +102,7 @@ func TestBadCredentialsAreThrottled(t *testing.T) {
 // are bounded by its own key.
 func TestLoginStormLeavesAdminSession(t *testing.T) {
 	fc := clock.NewFake(clock.TestDate)
-	s := start(t, Config{AdminToken: admin, Clock: fc})
+	s := servertest.Start(t, server.Config{AdminToken: admin, Clock: fc})
 	viewerID, viewer := newKey(t, s, "v", "viewer")
 	adminCookie := sessionOf(t, s, admin)
 	fc.Advance(auth.LoginInterval) // the admin's login is this address's too
@@ -129,7 +131,7 @@ func TestLoginStormLeavesAdminSession(t *testing.T) {
 // prefixes gets 403 (it used to get the global counts), an unrestricted
 // viewer gets them.
 func TestMetricsNeedUnrestrictedViewer(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	_, limited := newKey(t, s, "team-a", "viewer", "team-a/")
 	_, viewer := newKey(t, s, "all", "viewer")
 	a := call(t, nil, "GET", s.URL()+"/metrics", limited, nil)
@@ -147,7 +149,7 @@ func TestMetricsNeedUnrestrictedViewer(t *testing.T) {
 // with and without --require-signatures.
 func TestGuardReportCannotExhaustAnUnusedID(t *testing.T) {
 	for _, require := range []bool{false, true} {
-		s := start(t, Config{AdminToken: admin, RequireSignatures: require})
+		s := servertest.Start(t, server.Config{AdminToken: admin, RequireSignatures: require})
 		_, grd := newKey(t, s, "g", "guard")
 		_, cli := newKey(t, s, "c", "client")
 		a := call(t, nil, "POST", s.URL()+"/v1/decisions", grd, `{"decisions":[

@@ -1,14 +1,17 @@
-package server
+package server_test
 
 import (
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // GET /v1/resources/{r} shows a resource's contract v3 state: the grant's
 // lock-delay, a semaphore's permits on its slot 0, an election's flag and
 // its leader's value; absent on a plain lock.
 func TestResourceShowsPrimitivesState(t *testing.T) {
-	s := start(t, Config{AdminToken: admin})
+	s := servertest.Start(t, server.Config{AdminToken: admin})
 	post := func(path string, body map[string]any) {
 		t.Helper()
 		if a := call(t, nil, "POST", s.URL()+path, admin, body); a.Status != 200 {
