@@ -13,14 +13,14 @@ import (
 // would refuse its own tokens does not start.
 func TestUnsignedGrants(t *testing.T) {
 	dbPath := filepath.Join(t.TempDir(), "fenceview.db")
-	signed := start(t, server.Config{DBPath: dbPath})
+	signed := startSigning(t, server.Config{DBPath: dbPath})
 	first := signed.grant("orders", "a")
 	if first["signature"] == nil {
 		t.Fatalf("a default server's grant is unsigned: %v", first)
 	}
 	signed.srv.Close()
 
-	h := start(t, server.Config{DBPath: dbPath, UnsignedGrants: true})
+	h := startSigning(t, server.Config{DBPath: dbPath, UnsignedGrants: true})
 	f := h.grant("orders2", "a")
 	if code, body := h.do("POST", "/v1/locks/orders2/release", adminAuth, map[string]any{"holder": "a", "token": token(f)}); code != 200 {
 		t.Fatalf("release: %d %v", code, body)
