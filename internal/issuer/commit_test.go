@@ -202,3 +202,52 @@ func TestRefusalWaitsForTheGrantItNames(t *testing.T) {
 		t.Fatalf("the refusal naming a grant that failed: %v, want unavailable", err)
 	}
 }
+
+// A wait that runs out is refused from the state of that moment, which may
+// hold a change still being committed: like an immediate refusal, it is
+// answered once that change is durable, and fails with it. (A multi-lock
+// refused after its wait, naming a lock whose grant then failed, let a
+// reader see that lock free after the refusal said it was held.)
+func TestRefusalAfterAWaitWaitsForTheGrantItNames(t *testing.T) {
+	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
+	fake := clock.NewFake(t0)
+	held := fenceview.Resource{ResourceID: "r", Holder: "a", Token: 1, LastToken: 1, HoldCount: 1,
+		LeaseMs: time.Hour.Milliseconds(), GrantedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+	s := New(store, []*fenceview.Resource{&held}, 0, Config{Issuer: "test-issuer", Clock: fake, SweepInterval: time.Hour})
+	defer s.Close()
+	release := sync.OnceFunc(func() { close(store.proceed) })
+	defer release()
+	queued := make(chan struct{})
+	s.mu.Lock()
+	s.queuedHook = func(string, string) { close(queued) }
+	s.mu.Unlock()
+	refused := make(chan error, 1)
+	go func() {
+		_, err := s.AcquireAll(ctx, fenceview.AcquireAllRequest{ResourceIDs: []string{"r", "q"}, Holder: "b", Lease: time.Minute, Wait: time.Second})
+		refused <- err
+	}()
+	<-queued
+	granted := make(chan error, 1)
+	go func() {
+		_, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "q", Holder: "c", Lease: time.Minute})
+		granted <- err
+	}()
+	<-store.applying // q's grant is applied in memory, not yet durable
+	settling := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.settlingHook = func() { settling <- struct{}{} }
+	s.mu.Unlock()
+	fake.Advance(time.Second) // b's wait runs out
+	select {
+	case err := <-refused:
+		t.Fatalf("refused after its wait before the grant it names was durable: %v", err)
+	case <-settling:
+	}
+	release()
+	if err := <-granted; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
+		t.Fatalf("the grant whose commit failed: %v", err)
+	}
+	if err := <-refused; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
+		t.Fatalf("the refusal naming a grant that failed: %v, want unavailable", err)
+	}
+}

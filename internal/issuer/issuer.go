@@ -398,7 +398,12 @@ func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Dur
 	s.mu.Lock()
 	if err, ok := dequeue(); ok {
 		s.unwait(wt)
-		s.mu.Unlock()
+		// The refusal is decided on the current state, which may hold
+		// changes still being committed: answer once they are durable,
+		// as an immediate refusal does (settleLocked).
+		if serr := s.settleLocked(); serr != nil {
+			return waitResult{}, serr
+		}
 		return waitResult{}, err
 	}
 	s.mu.Unlock()
