@@ -40,51 +40,7 @@ func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (
 		return fenceview.Leader{}, fenceview.Grant{}, err
 	}
 	b := s.begin()
-	if err := b.admit(name); err != nil {
-		s.mu.Unlock()
-		return fenceview.Leader{}, fenceview.Grant{}, err
-	}
-	w := b.get(name)
-	b.expireIfDue(w)
-	if w.res.Holder == candidate && w.res.Owner == g.owner {
-		b.proclaim(w, req.Value) // already leads: same term
-		r := w.res
-		if err := s.finish(b); err != nil {
-			return fenceview.Leader{}, fenceview.Grant{}, err
-		}
-		granted, err := s.sign(s.grantOf(&r))
-		return leaderOf(&r), granted, err
-	}
-	if b.vacant(w) {
-		granted, err := b.grant(w, g)
-		if err != nil {
-			s.mu.Unlock()
-			return fenceview.Leader{}, granted, err
-		}
-		r := w.res
-		b.presign = &granted
-		if err := s.finish(b); err != nil {
-			return fenceview.Leader{}, fenceview.Grant{}, err
-		}
-		granted, err = s.sign(granted)
-		return leaderOf(&r), granted, err
-	}
-	busy := leadHeldError(&w.res, b.now)
-	if err := b.mayWait(req.Wait, candidate); err != nil {
-		if err == errNoWait {
-			err = busy
-		}
-		return fenceview.Leader{}, fenceview.Grant{}, err
-	}
-	wt := &waiter{grantReq: g, result: make(chan waitResult, 1)}
-	w.waiters = append(w.waiters, wt)
-	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
-		st := s.resources[name]
-		if st == nil || !removeWaiter(&st.waiters, wt) {
-			return nil, false
-		}
-		return leadHeldError(st.res.Load(), s.clock.Now()), true
-	}, name, candidate)
+	r, err := s.conclude(ctx, b, b.campaign(name, req.Wait, g))
 	if err != nil {
 		return fenceview.Leader{}, fenceview.Grant{}, err
 	}
@@ -94,6 +50,25 @@ func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (
 	}
 	return fenceview.Leader{Candidate: candidate, Value: req.Value, Term: granted.Fencing.Token,
 		Since: granted.Fencing.IssuedAt, ExpiresAt: granted.ExpiresAt}, granted, nil
+}
+
+// campaign decides, under s.mu, a campaign by g for the election name: the
+// leader's proclaim (same term), the lock now (a new term), a refusal, or
+// a waiter queued on the lock.
+func (b *batch) campaign(name string, wait time.Duration, g grantReq) outcome {
+	if err := b.admit(name); err != nil {
+		return refused(err)
+	}
+	w := b.get(name)
+	b.expireIfDue(w)
+	if w.res.Holder == g.holder && w.res.Owner == g.owner {
+		b.proclaim(w, g.value) // already leads: same term
+		return outcome{commit: true, answer: waitResult{grant: b.s.grantOf(&w.res)}}
+	}
+	if b.vacant(w) {
+		return b.grantNow(w, g)
+	}
+	return b.queueOn(w, b.mayWait(wait, g, leadHeldError(&w.res, b.now)), leadHeldError)
 }
 
 // proclaim sets the leader's value, recording it when it changes.

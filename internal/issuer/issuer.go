@@ -280,114 +280,164 @@ func (s *Service) lockForChange() error {
 
 // acquire is Acquire before signing.
 func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error) {
-	resourceID, holder, lease, wait := req.ResourceID, req.Holder, req.Lease, req.Wait
-	if err := validateAcquire(resourceID, holder, lease, wait, req.LockDelay); err != nil {
+	if err := validateAcquire(req.ResourceID, req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
 		return fenceview.Grant{}, err
 	}
+	g := grantReq{holder: req.Holder, owner: ownerOf(ctx), leaseMs: req.Lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
 	if err := s.lockForChange(); err != nil {
 		return fenceview.Grant{}, err
 	}
-	owner := ownerOf(ctx)
 	b := s.begin()
-	if err := b.admit(resourceID); err != nil {
-		s.mu.Unlock()
-		return fenceview.Grant{}, err
+	r, err := s.conclude(ctx, b, b.acquireLock(req.ResourceID, req.Lease, req.Wait, g))
+	return r.grant, err
+}
+
+// acquireLock decides, under s.mu, an acquire of the lock id by g for
+// lease (0: the current lease's length for its holder, else the default):
+// a grant now (to a newcomer when the lock is vacant, or again to its
+// holder), a refusal, or a waiter queued on the lock.
+func (b *batch) acquireLock(id string, lease, wait time.Duration, g grantReq) outcome {
+	if err := b.admit(id); err != nil {
+		return refused(err)
 	}
-	w := b.get(resourceID)
+	w := b.get(id)
 	b.expireIfDue(w)
-	g := grantReq{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
-	if (w.res.Holder == holder && w.res.Owner == owner) || b.vacant(w) {
-		if w.res.Holder != holder {
-			if err := ValidateNewID(holder); err != nil {
-				s.mu.Unlock()
-				return fenceview.Grant{}, err
+	if (w.res.Holder == g.holder && w.res.Owner == g.owner) || b.vacant(w) {
+		if w.res.Holder != g.holder {
+			if err := ValidateNewID(g.holder); err != nil {
+				return refused(err)
 			}
 		}
-		if lease == 0 && w.res.Holder == holder && w.res.LeaseMs > 0 {
+		if lease == 0 && w.res.Holder == g.holder && w.res.LeaseMs > 0 {
 			g.leaseMs = w.res.LeaseMs // re-entrant: the current lease's length, as renew keeps it
 		} else if lease == 0 {
 			g.leaseMs = fenceview.DefaultLease.Milliseconds()
 		}
-		granted, err := b.grant(w, g)
-		if err != nil {
-			s.mu.Unlock()
-			return granted, err
-		}
-		b.presign = &granted // signed while the commit is in flight
-		err = s.finish(b)
-		return granted, err
-	}
-	busy := busyError(&w.res, b.now)
-	if err := b.mayWait(wait, holder); err != nil {
-		if err == errNoWait {
-			err = busy
-		}
-		return fenceview.Grant{}, err
+		return b.grantNow(w, g)
 	}
 	if lease == 0 {
 		g.leaseMs = fenceview.DefaultLease.Milliseconds()
 	}
-	wt := &waiter{grantReq: g, result: make(chan waitResult, 1)}
+	// Timed out, or the caller went away: either way the lock is still
+	// held by someone else, or in its delay.
+	return b.queueOn(w, b.mayWait(wait, g, busyError(&w.res, b.now)), busyError)
+}
+
+// queueOn queues o's waiter, if o waits, on the lock w. Giving up, it is
+// answered refusal(the lock as it is then).
+func (b *batch) queueOn(w *state, o outcome, refusal func(*fenceview.Resource, time.Time) error) outcome {
+	wt := o.waiter
+	if wt == nil {
+		return o
+	}
 	w.waiters = append(w.waiters, wt)
-	r, err := s.await(ctx, b, wt, wait, func() (error, bool) {
-		st := s.resources[resourceID]
+	s, id := b.s, w.res.ResourceID
+	o.queuedOn = id
+	o.dequeue = func() (error, bool) {
+		st := s.resources[id]
 		if st == nil || !removeWaiter(&st.waiters, wt) {
 			return nil, false
 		}
-		// Timed out, or the caller went away: either way the lock is
-		// still held by someone else, or in its delay.
-		return busyError(st.res.Load(), s.clock.Now()), true
-	}, resourceID, holder)
-	return r.grant, err
+		return refusal(st.res.Load(), s.clock.Now()), true
+	}
+	return o
 }
 
-// errNoWait is mayWait's answer to an acquire that asked not to wait.
-var errNoWait = fenceview.Errorf(fenceview.ECONFLICT, "no wait")
+// outcome is how a change decided under s.mu ends; conclude carries it
+// out. The deciding code never releases s.mu: conclude does, once.
+type outcome struct {
+	answer  waitResult // the grants made now, or the refusal
+	commit  bool       // commit the batch before answering; false drops it, changing nothing
+	presign bool       // sign answer.grant while its commit is in flight
+	// A request that waits: its waiter, already queued, how long it may
+	// wait, how to take it out of its queue when it gives up (see
+	// await), and the resource queuedHook names.
+	waiter   *waiter
+	wait     time.Duration
+	dequeue  func() (error, bool)
+	queuedOn string
+}
 
-// mayWait decides, under s.mu, whether a request that cannot be granted
-// now may wait for wait: errNoWait when it asked not to, a limit when the
-// server has too many waiting. On an error s.mu is released and b (an
-// expiry it recorded is still a change) committed.
-func (b *batch) mayWait(wait time.Duration, holder string) error {
+// refused drops the batch and answers err: nothing was changed.
+func refused(err error) outcome { return outcome{answer: waitResult{err: err}} }
+
+// refusedAfter answers err once what the batch recorded (an expiry is a
+// change) is durable.
+func refusedAfter(err error) outcome { return outcome{commit: true, answer: waitResult{err: err}} }
+
+// grantNow grants w to g in b: the caller's grant, signed with its commit.
+func (b *batch) grantNow(w *state, g grantReq) outcome {
+	granted, err := b.grant(w, g)
+	if err != nil {
+		return refused(err) // tokens exhausted: b is half made
+	}
+	return outcome{commit: true, presign: true, answer: waitResult{grant: granted}}
+}
+
+// conclude carries out o, the outcome of a change decided on b under s.mu,
+// and releases s.mu: it drops b and answers at once, commits b and answers
+// once it is durable, or commits b and waits for the queued waiter's
+// answer.
+func (s *Service) conclude(ctx context.Context, b *batch, o outcome) (waitResult, error) {
+	if o.waiter != nil {
+		return s.await(ctx, b, &o)
+	}
+	if !o.commit {
+		s.mu.Unlock()
+		return o.answer.result(true)
+	}
+	if o.presign {
+		b.presign = &o.answer.grant // signed while the commit is in flight
+	}
+	if err := s.finish(b); err != nil {
+		return waitResult{}, err
+	}
+	return o.answer.result(true)
+}
+
+// errWaitLimit is the refusal of a request that would wait while the
+// server has its limit of requests waiting.
+func (s *Service) errWaitLimit() error {
+	return fenceview.Errorf(fenceview.ELIMIT,
+		"%d acquires are already waiting, the server's limit; retry later, or acquire with waitMs 0", s.limits.MaxWaiters)
+}
+
+// mayWait decides, under s.mu, how a request for g that cannot be granted
+// now ends: refused with busy when it asked not to wait, refused when the
+// server has too many waiting (both once what b recorded is durable), or
+// a waiter, which the caller queues and completes (outcome).
+func (b *batch) mayWait(wait time.Duration, g grantReq, busy error) outcome {
 	s := b.s
 	if wait == 0 {
-		if err := s.finish(b); err != nil {
-			return err
-		}
-		return errNoWait
+		return refusedAfter(busy)
 	}
 	if s.waiting >= s.limits.MaxWaiters {
-		if err := s.finish(b); err != nil {
-			return err
-		}
-		return fenceview.Errorf(fenceview.ELIMIT,
-			"%d acquires are already waiting, the server's limit; retry later, or acquire with waitMs 0", s.limits.MaxWaiters)
+		return refusedAfter(s.errWaitLimit())
 	}
-	if err := ValidateNewID(holder); err != nil {
-		s.mu.Unlock()
-		return err
+	if err := ValidateNewID(g.holder); err != nil {
+		return refused(err)
 	}
-	return nil
+	return outcome{waiter: &waiter{grantReq: g, result: make(chan waitResult, 1)}, wait: wait}
 }
 
-// await counts wt, which the caller queued under s.mu, as waiting,
-// commits b and waits up to wait for wt's answer. When the wait or ctx
-// ends first, dequeue (under s.mu) takes wt out of its queue and says
-// what to answer; if wt was no longer queued, it was served while giving
-// up, and its answer is taken: dropping it would leave a lock held by
-// nobody who knows.
-func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Duration,
-	dequeue func() (error, bool), resourceID, holder string) (waitResult, error) {
+// await counts o.waiter, which the deciding code queued under s.mu, as
+// waiting, commits b and waits up to o.wait for the waiter's answer. When
+// the wait or ctx ends first, o.dequeue (under s.mu) takes the waiter out
+// of its queue and says what to answer; if it was no longer queued, it was
+// served while giving up, and its answer is taken: dropping it would leave
+// a lock held by nobody who knows.
+func (s *Service) await(ctx context.Context, b *batch, o *outcome) (waitResult, error) {
+	wt := o.waiter
 	wt.since = b.now // its wait, should it be granted, runs from here (holdtimes.go)
 	s.waiting++
 	s.waitingBy[wt.kind]++
-	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs
+	timer := s.clock.NewTimer(o.wait) // the wait starts now, not when this goroutine next runs
 	defer timer.Stop()
 	if err := s.finish(b); err != nil {
 		return waitResult{}, err
 	}
 	if s.queuedHook != nil {
-		s.queuedHook(resourceID, holder)
+		s.queuedHook(o.queuedOn, wt.holder)
 	}
 	select {
 	case r, ok := <-wt.result:
@@ -396,12 +446,14 @@ func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Dur
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	if err, ok := dequeue(); ok {
+	err, dequeued := o.dequeue()
+	if dequeued {
 		s.unwait(wt)
-		s.mu.Unlock()
-		return waitResult{}, err
 	}
 	s.mu.Unlock()
+	if dequeued {
+		return waitResult{}, err
+	}
 	r, ok := <-wt.result
 	return r.result(ok)
 }

@@ -3,6 +3,7 @@ package issuer
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
@@ -54,10 +55,17 @@ func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllReques
 		return nil, err
 	}
 	b := s.begin()
+	r, err := s.conclude(ctx, b, b.takeAll(ids, req.Wait, g))
+	return r.grants, err
+}
+
+// takeAll decides, under s.mu, a multi-lock of ids by g: every lock now, a
+// refusal, or a waiter queued on each of them, holding none.
+func (b *batch) takeAll(ids []string, wait time.Duration, g grantReq) outcome {
+	s := b.s
 	for _, id := range ids {
 		if err := b.admit(id); err != nil {
-			s.mu.Unlock()
-			return nil, err
+			return refused(err)
 		}
 	}
 	for _, id := range ids {
@@ -66,29 +74,25 @@ func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllReques
 	if b.takeable(ids, g) {
 		gs, err := b.grantAll(ids, g)
 		if err != nil {
-			s.mu.Unlock()
-			return nil, err
+			return refused(err)
 		}
-		return gs, s.finish(b)
+		return outcome{commit: true, answer: waitResult{grants: gs}}
 	}
-	busy := b.heldAllError(ids, g)
-	if err := b.mayWait(req.Wait, req.Holder); err != nil {
-		if err == errNoWait {
-			err = busy
+	o := b.mayWait(wait, g, b.heldAllError(ids, g))
+	if wt := o.waiter; wt != nil {
+		wt.ids = slices.Clone(ids)
+		for _, id := range ids {
+			s.multi[id] = append(s.multi[id], wt)
 		}
-		return nil, err
-	}
-	wt := &waiter{grantReq: g, ids: slices.Clone(ids), result: make(chan waitResult, 1)}
-	for _, id := range ids {
-		s.multi[id] = append(s.multi[id], wt)
-	}
-	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
-		if !s.dropMulti(wt) {
-			return nil, false
+		o.queuedOn = ids[0]
+		o.dequeue = func() (error, bool) {
+			if !s.dropMulti(wt) {
+				return nil, false
+			}
+			return s.begin().heldAllError(ids, g), true
 		}
-		return s.begin().heldAllError(ids, g), true
-	}, ids[0], req.Holder)
-	return r.grants, err
+	}
+	return o
 }
 
 // takeable reports whether every lock of ids can be granted to g now: free

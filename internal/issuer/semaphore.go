@@ -51,19 +51,26 @@ func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest
 		return fenceview.Grant{}, err
 	}
 	b := s.begin()
+	r, err := s.conclude(ctx, b, b.takePermit(req, g))
+	return r.grant, err
+}
+
+// takePermit decides, under s.mu, an acquire of a permit of req.Semaphore
+// by g: the lowest free slot now, a refusal, or a waiter queued on the
+// semaphore, first come first served.
+func (b *batch) takePermit(req fenceview.PermitRequest, g grantReq) outcome {
+	s, name := b.s, req.Semaphore
 	permits := b.permits(name)
 	if permits == 0 { // the first acquire of name
 		slot0 := fenceview.SlotID(name, 0)
 		if err := b.admit(slot0); err != nil {
-			s.mu.Unlock()
-			return fenceview.Grant{}, err
+			return refused(err)
 		}
 		b.get(slot0).res.Permits = req.Permits
 		permits = req.Permits
 	} else if permits != req.Permits {
-		s.mu.Unlock()
-		return fenceview.Grant{}, &fenceview.Error{Code: fenceview.ECONFLICT, Message: "permits mismatch",
-			Fields: map[string]any{"permits": permits}}
+		return refused(&fenceview.Error{Code: fenceview.ECONFLICT, Message: "permits mismatch",
+			Fields: map[string]any{"permits": permits}})
 	}
 	// Leases that ran out are recorded first: their slots go to the
 	// waiters already queued, before this newcomer.
@@ -75,37 +82,28 @@ func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest
 		}
 	}
 	if len(s.permitQ[name]) == 0 {
-		if w, err := b.freeSlot(name, permits); err != nil {
-			s.mu.Unlock()
-			return fenceview.Grant{}, err
-		} else if w != nil {
-			granted, err := b.grant(w, g)
-			if err != nil {
-				s.mu.Unlock()
-				return granted, err
+		w, err := b.freeSlot(name, permits)
+		if err != nil {
+			return refused(err)
+		}
+		if w != nil {
+			return b.grantNow(w, g)
+		}
+	}
+	o := b.mayWait(req.Wait, g, noPermitError(permits))
+	if wt := o.waiter; wt != nil {
+		s.permitQ[name] = append(s.permitQ[name], wt)
+		o.queuedOn = fenceview.SlotID(name, 0)
+		o.dequeue = func() (error, bool) {
+			q := s.permitQ[name]
+			if !removeWaiter(&q, wt) {
+				return nil, false
 			}
-			b.presign = &granted
-			err = s.finish(b)
-			return granted, err
+			s.setPermitQ(name, q)
+			return noPermitError(s.permitsOf(name)), true
 		}
 	}
-	if err := b.mayWait(req.Wait, req.Holder); err != nil {
-		if err == errNoWait {
-			err = noPermitError(permits)
-		}
-		return fenceview.Grant{}, err
-	}
-	wt := &waiter{grantReq: g, result: make(chan waitResult, 1)}
-	s.permitQ[name] = append(s.permitQ[name], wt)
-	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
-		q := s.permitQ[name]
-		if !removeWaiter(&q, wt) {
-			return nil, false
-		}
-		s.setPermitQ(name, q)
-		return noPermitError(s.permitsOf(name)), true
-	}, fenceview.SlotID(name, 0), req.Holder)
-	return r.grant, err
+	return o
 }
 
 // freeSlot returns the working copy of the lowest slot of name below
