@@ -105,7 +105,7 @@ type Service struct {
 	// counter alarm, ordered by id: readers walk clones of them, outside
 	// s.mu (see snapshot).
 	index, alarmIndex *btree.BTreeG[*known]
-	subs              map[*Subscription]struct{}
+	hub               hub // subscribers (stream.go)
 	closed            bool
 	queue             []*batch // applied in memory, waiting for the committer
 	// committing is set while a commit runs, in the committer or in a
@@ -182,7 +182,6 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		alarmIndex: newIndex(),
 		seq:        lastSeq,
 		published:  lastSeq,
-		subs:       make(map[*Subscription]struct{}),
 		metrics:    newCounters(),
 		kick:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
@@ -208,6 +207,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		}
 	}
 	s.settled.L = &s.mu
+	s.hub = newHub(lastSeq, &s.metrics.streamDropped)
 	s.signed = newSignedConfig(cfg)
 	go s.sweepLoop(cfg.SweepInterval)
 	go s.commitLoop()
@@ -255,11 +255,7 @@ func (s *Service) Close() {
 	s.callers.Wait() // they may hand the committer more work
 	close(s.stopCommit)
 	<-s.commitDone
-	s.mu.Lock()
-	for sub := range s.subs {
-		s.dropLocked(sub)
-	}
-	s.mu.Unlock()
+	s.hub.close()
 }
 
 var (
