@@ -383,7 +383,13 @@ func (s *Service) conclude(ctx context.Context, b *batch, o outcome) (waitResult
 		return o.answer.result(true)
 	}
 	if o.presign {
-		b.presign = &o.answer.grant // signed while the commit is in flight
+		g := new(fenceview.Grant) // signed in place while the commit is in flight
+		*g = o.answer.grant
+		b.presign = g
+		if err := s.finish(b); err != nil {
+			return waitResult{}, err
+		}
+		return waitResult{grant: *g}, nil
 	}
 	if err := s.finish(b); err != nil {
 		return waitResult{}, err

@@ -3,9 +3,7 @@ package issuer
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/benchenv"
 )
 
 // Grants beside readers: grants per second over FENCEVIEW_BENCH_RESOURCES
@@ -23,10 +22,7 @@ import (
 //
 //	go test ./issuer -run '^$' -bench GrantsBesideLists -benchtime 20000x
 func BenchmarkGrantsBesideLists(b *testing.B) {
-	n := 750_000
-	if v := os.Getenv("FENCEVIEW_BENCH_RESOURCES"); v != "" {
-		n, _ = strconv.Atoi(v)
-	}
+	n := benchenv.Int("FENCEVIEW_BENCH_RESOURCES", 750_000)
 	rows := make([]*fenceview.Resource, n)
 	for i := range rows {
 		rows[i] = &fenceview.Resource{ResourceID: benchID(i), LastToken: 1, Accepted: int64(i % 5)}

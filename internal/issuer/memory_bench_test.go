@@ -2,7 +2,6 @@ package issuer
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/benchenv"
 	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
@@ -20,10 +20,7 @@ import (
 //
 //	go test ./issuer -run '^$' -bench MillionResources -benchtime 1x
 func BenchmarkMillionResources(b *testing.B) {
-	n := 1_000_000
-	if v := os.Getenv("FENCEVIEW_BENCH_RESOURCES"); v != "" {
-		n, _ = strconv.Atoi(v)
-	}
+	n := benchenv.Int("FENCEVIEW_BENCH_RESOURCES", 1_000_000)
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "m.db"))
 	if err != nil {
@@ -34,7 +31,7 @@ func BenchmarkMillionResources(b *testing.B) {
 	for start := 0; start < n; start += 10000 {
 		var rows []*fenceview.Resource
 		for i := start; i < min(start+10000, n); i++ {
-			r := &fenceview.Resource{ResourceID: fmt.Sprintf("tenant-%d/orders/%d", i%97, i), LastToken: int64(i + 1), HighWaterMark: int64(i)}
+			r := &fenceview.Resource{ResourceID: benchID(i), LastToken: int64(i + 1), HighWaterMark: int64(i)}
 			if i%10 == 0 {
 				r.Holder, r.HoldCount, r.Token, r.ExpiresAt, r.LeaseMs = "worker-7", 1, r.LastToken, now.Add(time.Hour), 3600000
 			}

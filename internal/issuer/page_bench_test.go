@@ -2,7 +2,6 @@ package issuer
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ func BenchmarkResourcePage(b *testing.B) {
 	const n = 1_000_000
 	rows := make([]*fenceview.Resource, n)
 	for i := range rows {
-		rows[i] = &fenceview.Resource{ResourceID: fmt.Sprintf("tenant-%d/orders/%d", i%97, i), LastToken: 1}
+		rows[i] = &fenceview.Resource{ResourceID: benchID(i), LastToken: 1}
 	}
 	s := New(nopStore{}, rows, 0, Config{SweepInterval: time.Hour})
 	defer s.Close()

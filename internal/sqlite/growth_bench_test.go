@@ -3,8 +3,9 @@ package sqlite
 import (
 	"context"
 	"os"
-	"strconv"
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/benchenv"
 )
 
 // BenchmarkHistoryGrowth measures the database file's size per recorded
@@ -13,10 +14,7 @@ import (
 //
 //	FENCEVIEW_BENCH_ROWS=1000000 go test ./sqlite -run '^$' -bench HistoryGrowth -benchtime 1x
 func BenchmarkHistoryGrowth(b *testing.B) {
-	rows := 200_000
-	if v := os.Getenv("FENCEVIEW_BENCH_ROWS"); v != "" {
-		rows, _ = strconv.Atoi(v)
-	}
+	rows := benchenv.Int("FENCEVIEW_BENCH_ROWS", 200_000)
 	for i := 0; i < b.N; i++ {
 		db := historyDB(b, rows)
 		if _, err := db.write.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {

@@ -3,14 +3,13 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/benchenv"
 )
 
 // A rejection history of FENCEVIEW_BENCH_ROWS events (default 1,000,000; the
@@ -20,10 +19,7 @@ import (
 //
 //	FENCEVIEW_BENCH_ROWS=10000000 go test ./sqlite -run '^$' -bench Rejections -benchtime 200x
 func BenchmarkRejections(b *testing.B) {
-	rows := 1_000_000
-	if v := os.Getenv("FENCEVIEW_BENCH_ROWS"); v != "" {
-		rows, _ = strconv.Atoi(v)
-	}
+	rows := benchenv.Int("FENCEVIEW_BENCH_ROWS", 1_000_000)
 	ctx := context.Background()
 	db := historyDB(b, rows)
 	start := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
