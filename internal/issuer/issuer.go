@@ -263,28 +263,13 @@ var (
 	errUnavailable = fenceview.Errorf(fenceview.EUNAVAILABLE, "could not record the change durably; nothing was changed")
 )
 
-// lockForChange takes s.mu for a change, or explains why no change can be
-// made now. On success the caller must end with finish or s.mu.Unlock.
-func (s *Service) lockForChange() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return errClosed
-	}
-	return nil
-}
-
 // acquire is Acquire before signing.
 func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error) {
 	if err := validateAcquire(req.ResourceID, req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
 		return fenceview.Grant{}, err
 	}
 	g := grantReq{holder: req.Holder, owner: ownerOf(ctx), leaseMs: req.Lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Grant{}, err
-	}
-	b := s.begin()
-	r, err := s.conclude(ctx, b, b.acquireLock(req.ResourceID, req.Lease, req.Wait, g))
+	r, err := s.change(ctx, func(b *batch) outcome { return b.acquireLock(req.ResourceID, req.Lease, req.Wait, g) })
 	return r.grant, err
 }
 
@@ -314,174 +299,9 @@ func (b *batch) acquireLock(id string, lease, wait time.Duration, g grantReq) ou
 	if lease == 0 {
 		g.leaseMs = fenceview.DefaultLease.Milliseconds()
 	}
-	// Timed out, or the caller went away: either way the lock is still
-	// held by someone else, or in its delay.
+	// Giving up (timed out, or the caller went away), the waiter is told
+	// the lock is still held by someone else, or in its delay.
 	return b.queueOn(w, b.mayWait(wait, g, busyError(&w.res, b.now)), busyError)
-}
-
-// queueOn queues o's waiter, if o waits, on the lock w. Giving up, it is
-// answered refusal(the lock as it is then).
-func (b *batch) queueOn(w *state, o outcome, refusal func(*fenceview.Resource, time.Time) error) outcome {
-	wt := o.waiter
-	if wt == nil {
-		return o
-	}
-	w.waiters = append(w.waiters, wt)
-	s, id := b.s, w.res.ResourceID
-	o.queuedOn = id
-	o.dequeue = func() (error, bool) {
-		st := s.resources[id]
-		if st == nil || !removeWaiter(&st.waiters, wt) {
-			return nil, false
-		}
-		return refusal(st.res.Load(), s.clock.Now()), true
-	}
-	return o
-}
-
-// outcome is how a change decided under s.mu ends; conclude carries it
-// out. The deciding code never releases s.mu: conclude does, once.
-type outcome struct {
-	answer  waitResult // the grants made now, or the refusal
-	commit  bool       // commit the batch before answering; false drops it, changing nothing
-	presign bool       // sign answer.grant while its commit is in flight
-	// A request that waits: its waiter, already queued, how long it may
-	// wait, how to take it out of its queue when it gives up (see
-	// await), and the resource queuedHook names.
-	waiter   *waiter
-	wait     time.Duration
-	dequeue  func() (error, bool)
-	queuedOn string
-}
-
-// refused drops the batch and answers err: nothing was changed.
-func refused(err error) outcome { return outcome{answer: waitResult{err: err}} }
-
-// refusedAfter answers err once what the batch recorded (an expiry is a
-// change) is durable.
-func refusedAfter(err error) outcome { return outcome{commit: true, answer: waitResult{err: err}} }
-
-// grantNow grants w to g in b: the caller's grant, signed with its commit.
-func (b *batch) grantNow(w *state, g grantReq) outcome {
-	granted, err := b.grant(w, g)
-	if err != nil {
-		return refused(err) // tokens exhausted: b is half made
-	}
-	return outcome{commit: true, presign: true, answer: waitResult{grant: granted}}
-}
-
-// conclude carries out o, the outcome of a change decided on b under s.mu,
-// and releases s.mu: it drops b and answers at once, commits b and answers
-// once it is durable, or commits b and waits for the queued waiter's
-// answer.
-func (s *Service) conclude(ctx context.Context, b *batch, o outcome) (waitResult, error) {
-	if o.waiter != nil {
-		return s.await(ctx, b, &o)
-	}
-	if !o.commit {
-		s.mu.Unlock()
-		return o.answer.result(true)
-	}
-	if o.presign {
-		g := new(fenceview.Grant) // signed in place while the commit is in flight
-		*g = o.answer.grant
-		b.presign = g
-		if err := s.finish(b); err != nil {
-			return waitResult{}, err
-		}
-		return waitResult{grant: *g}, nil
-	}
-	if err := s.finish(b); err != nil {
-		return waitResult{}, err
-	}
-	return o.answer.result(true)
-}
-
-// errWaitLimit is the refusal of a request that would wait while the
-// server has its limit of requests waiting.
-func (s *Service) errWaitLimit() error {
-	return fenceview.Errorf(fenceview.ELIMIT,
-		"%d acquires are already waiting, the server's limit; retry later, or acquire with waitMs 0", s.limits.MaxWaiters)
-}
-
-// mayWait decides, under s.mu, how a request for g that cannot be granted
-// now ends: refused with busy when it asked not to wait, refused when the
-// server has too many waiting (both once what b recorded is durable), or
-// a waiter, which the caller queues and completes (outcome).
-func (b *batch) mayWait(wait time.Duration, g grantReq, busy error) outcome {
-	s := b.s
-	if wait == 0 {
-		return refusedAfter(busy)
-	}
-	if s.waiting >= s.limits.MaxWaiters {
-		return refusedAfter(s.errWaitLimit())
-	}
-	if err := ValidateNewID(g.holder); err != nil {
-		return refused(err)
-	}
-	return outcome{waiter: &waiter{grantReq: g, result: make(chan waitResult, 1)}, wait: wait}
-}
-
-// await counts o.waiter, which the deciding code queued under s.mu, as
-// waiting, commits b and waits up to o.wait for the waiter's answer. When
-// the wait or ctx ends first, o.dequeue (under s.mu) takes the waiter out
-// of its queue and says what to answer; if it was no longer queued, it was
-// served while giving up, and its answer is taken: dropping it would leave
-// a lock held by nobody who knows.
-func (s *Service) await(ctx context.Context, b *batch, o *outcome) (waitResult, error) {
-	wt := o.waiter
-	wt.since = b.now // its wait, should it be granted, runs from here (holdtimes.go)
-	s.waiting++
-	s.waitingBy[wt.kind]++
-	timer := s.clock.NewTimer(o.wait) // the wait starts now, not when this goroutine next runs
-	defer timer.Stop()
-	if err := s.finish(b); err != nil {
-		return waitResult{}, err
-	}
-	if s.queuedHook != nil {
-		s.queuedHook(o.queuedOn, wt.holder)
-	}
-	select {
-	case r, ok := <-wt.result:
-		return r.result(ok)
-	case <-timer.C():
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	err, dequeued := o.dequeue()
-	if dequeued {
-		s.unwait(wt)
-	}
-	s.mu.Unlock()
-	if dequeued {
-		return waitResult{}, err
-	}
-	r, ok := <-wt.result
-	return r.result(ok)
-}
-
-// unwait stops counting wt as waiting. s.mu must be held.
-func (s *Service) unwait(wt *waiter) {
-	s.waiting--
-	s.waitingBy[wt.kind]--
-}
-
-// removeWaiter takes wt out of q, reporting whether it was there.
-func removeWaiter(q *[]*waiter, wt *waiter) bool {
-	for i, x := range *q {
-		if x == wt {
-			*q = append((*q)[:i:i], (*q)[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-func (r waitResult) result(ok bool) (waitResult, error) {
-	if !ok {
-		return waitResult{}, errClosed
-	}
-	return r, r.err
 }
 
 // renew is Renew before signing.
@@ -492,20 +312,21 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
 		return fenceview.Grant{}, err // a zero lease means "the current one"
 	}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Grant{}, err
-	}
-	b := s.begin()
-	w := b.get(resourceID)
+	owner := ownerOf(ctx)
+	r, err := s.change(ctx, func(b *batch) outcome { return b.renew(resourceID, holder, owner, lease) })
+	return r.grant, err
+}
+
+// renew decides, under s.mu, a renewal of holder's lease on id: the grant
+// with its new expiry, or a refusal once expiries recorded are durable.
+func (b *batch) renew(id, holder, owner string, lease time.Duration) outcome {
+	w := b.get(id)
 	b.expireIfDue(w)
-	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
-		if err := s.finish(b); err != nil {
-			return fenceview.Grant{}, err
-		}
+	if w.res.Holder != holder || w.res.Owner != owner {
 		if w.res.Holder == holder {
-			return fenceview.Grant{}, errNotOwner
+			return refusedAfter(errNotOwner)
 		}
-		return fenceview.Grant{}, fenceview.Errorf(fenceview.ECONFLICT, "lock not held")
+		return refusedAfter(fenceview.Errorf(fenceview.ECONFLICT, "lock not held"))
 	}
 	leaseMs := w.res.LeaseMs
 	if lease > 0 {
@@ -513,12 +334,9 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	}
 	w.res.LeaseMs = leaseMs
 	w.res.ExpiresAt = b.now.Add(time.Duration(leaseMs) * time.Millisecond)
-	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: resourceID, Token: w.res.Token, Holder: holder})
+	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: id, Token: w.res.Token, Holder: holder})
 	b.renewals++
-	g := s.grantOf(&w.res)
-	b.presign = &g
-	err := s.finish(b)
-	return g, err
+	return outcome{commit: true, presign: true, answer: waitResult{grant: b.s.grantOf(&w.res)}}
 }
 
 // Release gives up one hold of holder on resourceID and returns the holds
@@ -530,20 +348,21 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 	if err := guard.ValidateHolderID(holder); err != nil {
 		return 0, invalid(err)
 	}
-	if err := s.lockForChange(); err != nil {
+	owner := ownerOf(ctx)
+	left := 0
+	_, err := s.change(ctx, func(b *batch) outcome {
+		w := b.get(resourceID)
+		b.expireIfDue(w)
+		if w.res.Holder != holder || w.res.Owner != owner {
+			return refusedAfter(errNotOwner)
+		}
+		left = b.release(w)
+		return committed()
+	})
+	if err != nil {
 		return 0, err
 	}
-	b := s.begin()
-	w := b.get(resourceID)
-	b.expireIfDue(w)
-	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
-		if err := s.finish(b); err != nil {
-			return 0, err
-		}
-		return 0, errNotOwner
-	}
-	left := b.release(w)
-	return left, s.finish(b)
+	return left, nil
 }
 
 // ForceExpire frees the lock on resourceID whatever its state (an admin's
@@ -552,25 +371,28 @@ func (s *Service) ForceExpire(ctx context.Context, resourceID string) error {
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return invalid(err)
 	}
-	if err := s.lockForChange(); err != nil {
-		return err
-	}
-	if _, ok := s.resources[resourceID]; !ok {
-		s.mu.Unlock()
-		return nil // nothing to expire; don't create a record for it
-	}
-	b := s.begin()
-	w := b.get(resourceID)
+	_, err := s.change(ctx, func(b *batch) outcome {
+		if _, ok := s.resources[resourceID]; !ok {
+			return refused(nil) // nothing to expire; don't create a record for it
+		}
+		b.forceExpire(b.get(resourceID))
+		return committed()
+	})
+	return err
+}
+
+// forceExpire frees w whatever its state, ending a lock-delay too, and
+// serves its first waiter.
+func (b *batch) forceExpire(w *state) {
 	if w.res.Holder != "" {
 		b.expire(w, "forced")
 	} else if b.delayed(w) {
 		// Forced during a lock-delay: the delay ends now.
 		w.res.AvailableAt = time.Time{}
-		b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: resourceID, Token: w.res.LastToken, Reason: "forced"})
+		b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: w.res.ResourceID, Token: w.res.LastToken, Reason: "forced"})
 		b.expiries++
 		b.handOff(w)
 	}
-	return s.finish(b)
 }
 
 // ResetCounter raises the token counter of resourceID to at least floor, so
@@ -586,21 +408,20 @@ func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int
 	if floor <= 0 || floor >= fenceview.MaxIssued {
 		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be an integer from 1 to %d", fenceview.MaxIssued-1)
 	}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Resource{}, err
-	}
-	b := s.begin()
-	if err := b.admit(resourceID); err != nil {
-		s.mu.Unlock()
-		return fenceview.Resource{}, err
-	}
-	w := b.get(resourceID)
-	w.res.LastToken = max(w.res.LastToken, floor)
-	w.res.CounterAlarm = 0
-	b.event(fenceview.Event{Type: fenceview.EventReset, ResourceID: resourceID, Token: w.res.LastToken, Required: floor, Source: "admin"})
-	b.resets++
-	view := s.view(w)
-	if err := s.finish(b); err != nil {
+	var view fenceview.Resource
+	_, err := s.change(ctx, func(b *batch) outcome {
+		if err := b.admit(resourceID); err != nil {
+			return refused(err)
+		}
+		w := b.get(resourceID)
+		w.res.LastToken = max(w.res.LastToken, floor)
+		w.res.CounterAlarm = 0
+		b.event(fenceview.Event{Type: fenceview.EventReset, ResourceID: resourceID, Token: w.res.LastToken, Required: floor, Source: "admin"})
+		b.resets++
+		view = s.view(w)
+		return committed()
+	})
+	if err != nil {
 		return fenceview.Resource{}, err
 	}
 	s.log.Info("token counter reset", "resource", resourceID, "floor", floor, "lastToken", view.LastToken)
@@ -633,34 +454,39 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 			return guard.Decision{}, err
 		}
 	}
-	if err := s.lockForChange(); err != nil {
-		return guard.Decision{}, err
-	}
-	b := s.begin()
-	if err := b.admit(f.ResourceID); err != nil {
-		s.mu.Unlock()
-		return guard.Decision{}, err
-	}
-	w := b.get(f.ResourceID)
-	b.expireIfDue(w)
-	token := f.Token.Token
 	var d guard.Decision
-	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
-		d = guard.Decision{Reason: reason, Presented: token, Required: w.res.HighWaterMark}
-	} else if !verified {
-		d = guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: w.res.HighWaterMark}
-	} else if w.res.LastToken > 0 && token > w.res.LastToken {
-		d = guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: w.res.HighWaterMark}
-	} else if mode == fenceview.FenceModeCurrent && token < w.res.LastToken {
-		d = guard.Decision{Reason: guard.ReasonSuperseded, Presented: token, Required: w.res.LastToken}
-	} else {
-		d = guard.Evaluate(w.res.HighWaterMark, token)
-	}
-	b.decide(w, d, f.Holder, f.Source, b.now, false, false)
-	if err := s.finish(b); err != nil {
+	_, err = s.change(ctx, func(b *batch) outcome {
+		if err := b.admit(f.ResourceID); err != nil {
+			return refused(err)
+		}
+		w := b.get(f.ResourceID)
+		b.expireIfDue(w)
+		d = s.fenceDecision(&w.res, f, mode, verified)
+		b.decide(w, d, f.Holder, f.Source, b.now, false, false)
+		return committed()
+	})
+	if err != nil {
 		return guard.Decision{}, err
 	}
 	return d, nil
+}
+
+// fenceDecision is the server's own guard: f's token against r, in mode,
+// verified saying whether its signature may be trusted.
+func (s *Service) fenceDecision(r *fenceview.Resource, f fenceview.Fence, mode string, verified bool) guard.Decision {
+	token := f.Token.Token
+	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
+		return guard.Decision{Reason: reason, Presented: token, Required: r.HighWaterMark}
+	}
+	switch {
+	case !verified:
+		return guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: r.HighWaterMark}
+	case r.LastToken > 0 && token > r.LastToken:
+		return guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: r.HighWaterMark}
+	case mode == fenceview.FenceModeCurrent && token < r.LastToken:
+		return guard.Decision{Reason: guard.ReasonSuperseded, Presented: token, Required: r.LastToken}
+	}
+	return guard.Evaluate(r.HighWaterMark, token)
 }
 
 // Report records decisions made by guards elsewhere (plugins). The whole
@@ -675,14 +501,18 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		}
 	}
 	reports = s.verifyReports(reports)
-	if err := s.lockForChange(); err != nil {
+	if _, err := s.change(ctx, func(b *batch) outcome { return b.report(reports) }); err != nil {
 		return 0, err
 	}
-	b := s.begin()
+	return len(reports), nil
+}
+
+// report records reports, validated, under s.mu: all of them, or none when
+// one names a resource that cannot be created.
+func (b *batch) report(reports []fenceview.Report) outcome {
 	for i, r := range reports {
 		if err := b.admit(r.ResourceID); err != nil {
-			s.mu.Unlock()
-			return 0, &fenceview.Error{Code: fenceview.ErrorCode(err), Message: fmt.Sprintf("decisions[%d]: %s", i, fenceview.ErrorMessage(err))}
+			return refused(&fenceview.Error{Code: fenceview.ErrorCode(err), Message: fmt.Sprintf("decisions[%d]: %s", i, fenceview.ErrorMessage(err))})
 		}
 	}
 	for _, r := range reports {
@@ -699,10 +529,7 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		}
 		b.decide(w, d, "", r.Source, at, r.Proven, true)
 	}
-	if err := s.finish(b); err != nil {
-		return 0, err
-	}
-	return len(reports), nil
+	return committed()
 }
 
 // Lock returns the state of the lock on resourceID. A lease that has run out
@@ -957,10 +784,19 @@ func (s *Service) sweepLoop(interval time.Duration) {
 
 // Sweep expires every lease that has run out, now.
 func (s *Service) Sweep(ctx context.Context) {
-	if err := s.lockForChange(); err != nil {
-		return
+	_, err := s.change(ctx, func(b *batch) outcome {
+		b.sweep()
+		return committed()
+	})
+	if err != nil && err != errClosed {
+		s.log.Error("recording lease expiries", "err", err)
 	}
-	b := s.begin()
+}
+
+// sweep records the expiry of every lease that ran out and hands on every
+// lock whose delay is over.
+func (b *batch) sweep() {
+	s := b.s
 	for id, st := range s.held {
 		if !st.res.Load().ExpiresAt.After(b.now) {
 			b.expireIfDue(b.get(id))
@@ -974,9 +810,6 @@ func (s *Service) Sweep(ctx context.Context) {
 			w.res.AvailableAt = time.Time{}
 			b.handOff(w)
 		}
-	}
-	if err := s.finish(b); err != nil {
-		s.log.Error("recording lease expiries", "err", err)
 	}
 }
 

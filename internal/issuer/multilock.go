@@ -51,11 +51,7 @@ func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllReques
 		lease = fenceview.DefaultLease
 	}
 	g := grantReq{kind: KindMulti, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
-	if err := s.lockForChange(); err != nil {
-		return nil, err
-	}
-	b := s.begin()
-	r, err := s.conclude(ctx, b, b.takeAll(ids, req.Wait, g))
+	r, err := s.change(ctx, func(b *batch) outcome { return b.takeAll(ids, req.Wait, g) })
 	return r.grants, err
 }
 
@@ -232,14 +228,24 @@ func (s *Service) ReleaseAll(ctx context.Context, resourceIDs []string, holder s
 	if err := guard.ValidateHolderID(holder); err != nil {
 		return fenceview.Released{}, invalid(err)
 	}
-	if err := s.lockForChange(); err != nil {
+	owner := ownerOf(ctx)
+	var out fenceview.Released
+	_, err := s.change(ctx, func(b *batch) outcome {
+		out = b.releaseAll(resourceIDs, holder, owner)
+		return committed()
+	})
+	if err != nil {
 		return fenceview.Released{}, err
 	}
-	owner := ownerOf(ctx)
-	b := s.begin()
+	return out, nil
+}
+
+// releaseAll gives up one hold of each of ids that holder holds (with
+// owner), under s.mu, and lists what it released and what was not held.
+func (b *batch) releaseAll(ids []string, holder, owner string) fenceview.Released {
 	out := fenceview.Released{Released: []string{}, NotHeld: []string{}}
-	for _, id := range resourceIDs {
-		if _, ok := s.resources[id]; !ok {
+	for _, id := range ids {
+		if _, ok := b.s.resources[id]; !ok {
 			out.NotHeld = append(out.NotHeld, id)
 			continue
 		}
@@ -252,10 +258,7 @@ func (s *Service) ReleaseAll(ctx context.Context, resourceIDs []string, holder s
 		b.release(w)
 		out.Released = append(out.Released, id)
 	}
-	if err := s.finish(b); err != nil {
-		return fenceview.Released{}, err
-	}
-	return out, nil
+	return out
 }
 
 // validateResourceList checks a multi-lock's list: 1 to MaxLockAll

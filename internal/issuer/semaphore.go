@@ -47,11 +47,7 @@ func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest
 		lease = fenceview.DefaultLease
 	}
 	g := grantReq{kind: KindPermit, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Grant{}, err
-	}
-	b := s.begin()
-	r, err := s.conclude(ctx, b, b.takePermit(req, g))
+	r, err := s.change(ctx, func(b *batch) outcome { return b.takePermit(req, g) })
 	return r.grant, err
 }
 
@@ -199,27 +195,28 @@ func (s *Service) SetPermits(ctx context.Context, name string, permits int) (fen
 	if err := validateSemaphore(name, permits); err != nil {
 		return fenceview.Semaphore{}, err
 	}
-	if err := s.lockForChange(); err != nil {
+	if _, err := s.change(ctx, func(b *batch) outcome { return b.setPermits(name, permits) }); err != nil {
 		return fenceview.Semaphore{}, err
 	}
-	b := s.begin()
+	return s.Semaphore(name)
+}
+
+// setPermits sets the permits of the semaphore name under s.mu and serves
+// its waiters from the slots that are free now.
+func (b *batch) setPermits(name string, permits int) outcome {
 	slot0 := fenceview.SlotID(name, 0)
 	if err := b.admit(slot0); err != nil {
-		s.mu.Unlock()
-		return fenceview.Semaphore{}, err
+		return refused(err)
 	}
 	b.get(slot0).res.Permits = permits
 	b.event(fenceview.Event{Type: fenceview.EventPermits, ResourceID: slot0, Permits: permits, Source: "admin"})
-	for len(s.permitQ[name]) > 0 {
+	for len(b.s.permitQ[name]) > 0 {
 		w, err := b.freeSlot(name, permits)
 		if err != nil || w == nil || !b.handOffPermit(w) {
 			break
 		}
 	}
-	if err := s.finish(b); err != nil {
-		return fenceview.Semaphore{}, err
-	}
-	return s.Semaphore(name)
+	return committed()
 }
 
 // Semaphore returns the state of the semaphore name: ENOTFOUND when no
