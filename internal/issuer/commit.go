@@ -132,7 +132,18 @@ func (s *Service) commitLoop() {
 				break
 			}
 			s.mu.Unlock()
-			s.commitGroup(group).deliver()
+			d := s.commitGroup(group)
+			if len(d.targets) == 0 {
+				d.deliver() // answers only
+				continue
+			}
+			// Delivered beside the next group's commit, as a caller
+			// that commits its own change does (finish).
+			s.delivering.Add(1)
+			go func() {
+				defer s.delivering.Done()
+				d.deliver()
+			}()
 		}
 		if stopping {
 			return

@@ -112,6 +112,7 @@ type Service struct {
 	// caller that found none running (finish).
 	committing bool
 	callers    sync.WaitGroup // callers committing their own change
+	delivering sync.WaitGroup // the committer's deliveries still running (commitLoop)
 	metrics    counters
 
 	kick       chan struct{} // wakes the committer
@@ -207,7 +208,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		}
 	}
 	s.settled.L = &s.mu
-	s.hub = newHub(lastSeq, &s.metrics.streamDropped)
+	s.hub.init(lastSeq, &s.metrics.streamDropped)
 	s.signed = newSignedConfig(cfg)
 	go s.sweepLoop(cfg.SweepInterval)
 	go s.commitLoop()
@@ -255,6 +256,7 @@ func (s *Service) Close() {
 	s.callers.Wait() // they may hand the committer more work
 	close(s.stopCommit)
 	<-s.commitDone
+	s.delivering.Wait()
 	s.hub.close()
 }
 

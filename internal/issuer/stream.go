@@ -41,8 +41,9 @@ const MaxBacklog = 1 << 20
 // durable history (the event stream's ?since=).
 type Subscription struct {
 	ResourceID string // "" for every resource
-	// Start is the sequence number of the last event committed before the
-	// subscription began; every later event is delivered on Events.
+	// Start is the sequence number of the last event handed out before
+	// the subscription began: every later event is delivered on Events,
+	// every earlier one is in the durable history.
 	Start   int64
 	events  chan []*Published
 	lost    chan struct{}
@@ -124,8 +125,9 @@ type pending struct {
 	delivering sync.Mutex
 }
 
-func newHub(lastSeq int64, dropped *atomic.Int64) hub {
-	return hub{subs: make(map[*Subscription]struct{}), planned: lastSeq, dropped: dropped}
+// init readies h for a service whose last event is lastSeq.
+func (h *hub) init(lastSeq int64, dropped *atomic.Int64) {
+	h.subs, h.planned, h.dropped = make(map[*Subscription]struct{}), lastSeq, dropped
 }
 
 func (h *hub) subscribe(sub *Subscription) {
