@@ -9,9 +9,11 @@ import (
 
 // change makes one change, the one place a change takes s.mu and gives it
 // back: decide works under s.mu on a new batch and says how the change
-// ends (an outcome: grant now, refuse, or wait), and conclude releases
-// s.mu, once, and carries that out. decide never releases s.mu. A closed
-// service refuses every change.
+// ends (an outcome: grant now, refuse, or wait), and change releases s.mu,
+// once, and carries that out: it drops the batch and answers at once,
+// commits it and answers once it is durable, or commits it and waits for
+// the queued waiter's answer. decide never releases s.mu. A closed service
+// refuses every change.
 func (s *Service) change(ctx context.Context, decide func(b *batch) outcome) (waitResult, error) {
 	s.mu.Lock()
 	b := s.begin()
@@ -19,24 +21,30 @@ func (s *Service) change(ctx context.Context, decide func(b *batch) outcome) (wa
 	if !s.closed {
 		o = decide(b)
 	}
-	return s.conclude(ctx, b, o)
+	switch {
+	case o.waiter != nil:
+		return s.await(ctx, b, o.waiter) // commits b, releasing s.mu
+	case !o.commit:
+		s.mu.Unlock()
+		return o.answer.result(true)
+	case o.presign:
+		b.presign = o.answer.grant // signed in place while the commit is in flight
+	}
+	if err := s.finish(b); err != nil {
+		return waitResult{}, err
+	}
+	return o.answer.result(true)
 }
 
 // committed commits the batch and answers nil once it is durable.
 func committed() outcome { return outcome{commit: true} }
 
-// outcome is how a change decided under s.mu ends (see conclude).
+// outcome is how a change decided under s.mu ends (see change).
 type outcome struct {
 	answer  waitResult // the grants made now, or the refusal
 	commit  bool       // commit the batch before answering; false drops it, changing nothing
 	presign bool       // sign answer.grant while its commit is in flight
-	// A request that waits: its waiter, already queued, how long it may
-	// wait, how to take it out of its queue when it gives up (see
-	// await), and the resource queuedHook names.
-	waiter   *waiter
-	wait     time.Duration
-	dequeue  func() (error, bool)
-	queuedOn string
+	waiter  *waiter    // a request that waits: its waiter, already queued (see await)
 }
 
 // refused drops the batch and answers err: nothing was changed.
@@ -52,7 +60,7 @@ func (b *batch) grantNow(w *state, g grantReq) outcome {
 	if err != nil {
 		return refused(err) // tokens exhausted: b is half made
 	}
-	return outcome{commit: true, presign: true, answer: waitResult{grant: granted}}
+	return outcome{commit: true, presign: true, answer: waitResult{grant: &granted}}
 }
 
 // queueOn queues o's waiter, if o waits, on the lock w. Giving up, it is
@@ -64,8 +72,8 @@ func (b *batch) queueOn(w *state, o outcome, refusal func(*fenceview.Resource, t
 	}
 	w.waiters = append(w.waiters, wt)
 	s, id := b.s, w.res.ResourceID
-	o.queuedOn = id
-	o.dequeue = func() (error, bool) {
+	wt.queuedOn = id
+	wt.dequeue = func() (error, bool) {
 		st := s.resources[id]
 		if st == nil || !removeWaiter(&st.waiters, wt) {
 			return nil, false
@@ -73,33 +81,6 @@ func (b *batch) queueOn(w *state, o outcome, refusal func(*fenceview.Resource, t
 		return refusal(st.res.Load(), s.clock.Now()), true
 	}
 	return o
-}
-
-// conclude carries out o, the outcome of a change decided on b under s.mu,
-// and releases s.mu: it drops b and answers at once, commits b and answers
-// once it is durable, or commits b and waits for the queued waiter's
-// answer.
-func (s *Service) conclude(ctx context.Context, b *batch, o outcome) (waitResult, error) {
-	if o.waiter != nil {
-		return s.await(ctx, b, &o)
-	}
-	if !o.commit {
-		s.mu.Unlock()
-		return o.answer.result(true)
-	}
-	if o.presign {
-		g := new(fenceview.Grant) // signed in place while the commit is in flight
-		*g = o.answer.grant
-		b.presign = g
-		if err := s.finish(b); err != nil {
-			return waitResult{}, err
-		}
-		return waitResult{grant: *g}, nil
-	}
-	if err := s.finish(b); err != nil {
-		return waitResult{}, err
-	}
-	return o.answer.result(true)
 }
 
 // mayWait decides, under s.mu, how a request for g that cannot be granted
@@ -118,27 +99,26 @@ func (b *batch) mayWait(wait time.Duration, g grantReq, busy error) outcome {
 	if err := ValidateNewID(g.holder); err != nil {
 		return refused(err)
 	}
-	return outcome{waiter: &waiter{grantReq: g, result: make(chan waitResult, 1)}, wait: wait}
+	return outcome{waiter: &waiter{grantReq: g, result: make(chan waitResult, 1), wait: wait}}
 }
 
-// await counts o.waiter, which the deciding code queued under s.mu, as
-// waiting, commits b and waits up to o.wait for the waiter's answer. When
-// the wait or ctx ends first, o.dequeue (under s.mu) takes the waiter out
-// of its queue and says what to answer; if it was no longer queued, it was
-// served while giving up, and its answer is taken: dropping it would leave
-// a lock held by nobody who knows.
-func (s *Service) await(ctx context.Context, b *batch, o *outcome) (waitResult, error) {
-	wt := o.waiter
+// await counts wt, which the deciding code queued under s.mu, as waiting,
+// commits b and waits up to wt.wait for wt's answer. When the wait or ctx
+// ends first, wt.dequeue (under s.mu) takes wt out of its queue and says
+// what to answer; if it was no longer queued, it was served while giving
+// up, and its answer is taken: dropping it would leave a lock held by
+// nobody who knows.
+func (s *Service) await(ctx context.Context, b *batch, wt *waiter) (waitResult, error) {
 	wt.since = b.now // its wait, should it be granted, runs from here (holdtimes.go)
 	s.waiting++
 	s.waitingBy[wt.kind]++
-	timer := s.clock.NewTimer(o.wait) // the wait starts now, not when this goroutine next runs
+	timer := s.clock.NewTimer(wt.wait) // the wait starts now, not when this goroutine next runs
 	defer timer.Stop()
 	if err := s.finish(b); err != nil {
 		return waitResult{}, err
 	}
 	if s.queuedHook != nil {
-		s.queuedHook(o.queuedOn, wt.holder)
+		s.queuedHook(wt.queuedOn, wt.holder)
 	}
 	select {
 	case r, ok := <-wt.result:
@@ -147,7 +127,7 @@ func (s *Service) await(ctx context.Context, b *batch, o *outcome) (waitResult, 
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	err, dequeued := o.dequeue()
+	err, dequeued := wt.dequeue()
 	if dequeued {
 		s.unwait(wt)
 	}
@@ -174,6 +154,14 @@ func removeWaiter(q *[]*waiter, wt *waiter) bool {
 		}
 	}
 	return false
+}
+
+// granted is r's grant, or none.
+func (r waitResult) granted() fenceview.Grant {
+	if r.grant == nil {
+		return fenceview.Grant{}
+	}
+	return *r.grant
 }
 
 func (r waitResult) result(ok bool) (waitResult, error) {

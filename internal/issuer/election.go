@@ -40,7 +40,7 @@ func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (
 	if err != nil {
 		return fenceview.Leader{}, fenceview.Grant{}, err
 	}
-	granted, err := s.sign(r.grant)
+	granted, err := s.sign(r.granted())
 	if err != nil {
 		return fenceview.Leader{}, fenceview.Grant{}, err
 	}
@@ -59,7 +59,8 @@ func (b *batch) campaign(name string, wait time.Duration, g grantReq) outcome {
 	b.expireIfDue(w)
 	if w.res.Holder == g.holder && w.res.Owner == g.owner {
 		b.proclaim(w, g.value) // already leads: same term
-		return outcome{commit: true, answer: waitResult{grant: b.s.grantOf(&w.res)}}
+		g := b.s.grantOf(&w.res)
+		return outcome{commit: true, answer: waitResult{grant: &g}}
 	}
 	if b.vacant(w) {
 		return b.grantNow(w, g)

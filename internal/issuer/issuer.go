@@ -140,10 +140,18 @@ type waiter struct {
 	grantReq
 	result chan waitResult // buffered; written once, or closed on shutdown
 	ids    []string        // a multi-lock's resources (multilock.go)
+	// How long it may wait, how to take it out of its queue when it gives
+	// up (await), and the resource queuedHook names.
+	wait     time.Duration
+	dequeue  func() (error, bool)
+	queuedOn string
 }
 
+// waitResult is what a change answers. The grant is a pointer so that the
+// answer stays small on the stack of every waiting acquire (frames hold
+// it at each level) and so the committer can sign it in place (presign).
 type waitResult struct {
-	grant  fenceview.Grant
+	grant  *fenceview.Grant
 	grants []fenceview.Grant // a multi-lock's
 	err    error
 }
@@ -272,7 +280,7 @@ func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fe
 	}
 	g := grantReq{holder: req.Holder, owner: ownerOf(ctx), leaseMs: req.Lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
 	r, err := s.change(ctx, func(b *batch) outcome { return b.acquireLock(req.ResourceID, req.Lease, req.Wait, g) })
-	return r.grant, err
+	return r.granted(), err
 }
 
 // acquireLock decides, under s.mu, an acquire of the lock id by g for
@@ -316,7 +324,7 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	}
 	owner := ownerOf(ctx)
 	r, err := s.change(ctx, func(b *batch) outcome { return b.renew(resourceID, holder, owner, lease) })
-	return r.grant, err
+	return r.granted(), err
 }
 
 // renew decides, under s.mu, a renewal of holder's lease on id: the grant
@@ -338,7 +346,8 @@ func (b *batch) renew(id, holder, owner string, lease time.Duration) outcome {
 	w.res.ExpiresAt = b.now.Add(time.Duration(leaseMs) * time.Millisecond)
 	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: id, Token: w.res.Token, Holder: holder})
 	b.renewals++
-	return outcome{commit: true, presign: true, answer: waitResult{grant: b.s.grantOf(&w.res)}}
+	g := b.s.grantOf(&w.res)
+	return outcome{commit: true, presign: true, answer: waitResult{grant: &g}}
 }
 
 // Release gives up one hold of holder on resourceID and returns the holds

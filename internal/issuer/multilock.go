@@ -80,8 +80,8 @@ func (b *batch) takeAll(ids []string, wait time.Duration, g grantReq) outcome {
 		for _, id := range ids {
 			s.multi[id] = append(s.multi[id], wt)
 		}
-		o.queuedOn = ids[0]
-		o.dequeue = func() (error, bool) {
+		wt.queuedOn = ids[0]
+		wt.dequeue = func() (error, bool) {
 			if !s.dropMulti(wt) {
 				return nil, false
 			}

@@ -48,7 +48,7 @@ func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest
 	}
 	g := grantReq{kind: KindPermit, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
 	r, err := s.change(ctx, func(b *batch) outcome { return b.takePermit(req, g) })
-	return r.grant, err
+	return r.granted(), err
 }
 
 // takePermit decides, under s.mu, an acquire of a permit of req.Semaphore
@@ -89,8 +89,8 @@ func (b *batch) takePermit(req fenceview.PermitRequest, g grantReq) outcome {
 	o := b.mayWait(req.Wait, g, noPermitError(permits))
 	if wt := o.waiter; wt != nil {
 		s.permitQ[name] = append(s.permitQ[name], wt)
-		o.queuedOn = fenceview.SlotID(name, 0)
-		o.dequeue = func() (error, bool) {
+		wt.queuedOn = fenceview.SlotID(name, 0)
+		wt.dequeue = func() (error, bool) {
 			q := s.permitQ[name]
 			if !removeWaiter(&q, wt) {
 				return nil, false
@@ -146,7 +146,7 @@ func (b *batch) handOffPermit(w *state) bool {
 	if err != nil {
 		return false // tokens of this slot exhausted: the waiter waits on
 	}
-	b.serve = append(b.serve, handoff{w: next, g: g})
+	b.serve = append(b.serve, handoff{w: next, g: &g})
 	return true
 }
 
