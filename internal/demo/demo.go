@@ -142,6 +142,28 @@ func (c *client) failed(what string, err error) {
 	}
 }
 
+// take acquires resource for holder (lease and wait as c.d scales them),
+// noting a failure; ok is false when there is no grant this round.
+func (c *client) take(resource, holder string, lease, wait time.Duration) (g fenceview.Grant, ok bool) {
+	g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: resource, Holder: holder, Lease: c.d(lease), Wait: c.d(wait)})
+	if err != nil {
+		c.failed("acquire", err)
+		return g, false
+	}
+	return g, true
+}
+
+// give releases resource, unless the demo is stopping: then it reports
+// false and the client ends.
+func (c *client) give(resource, holder string) bool {
+	if c.done() {
+		return false
+	}
+	_, err := c.l.Release(c.ctx, resource, holder)
+	c.failed("release", err)
+	return true
+}
+
 // write presents the grant's token with its signature, as a real client
 // does, so the demo also runs against --require-signatures.
 func (c *client) write(resource, holder string, f guard.Token) bool {
@@ -156,9 +178,8 @@ func (c *client) write(resource, holder string, f guard.Token) bool {
 // if needed), a few writes, a renewal, release.
 func (c *client) worker(resource, holder string) {
 	for c.sleep(1500 * time.Millisecond) {
-		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: resource, Holder: holder, Lease: c.d(10 * time.Second), Wait: c.d(15 * time.Second)})
-		if err != nil {
-			c.failed("acquire", err)
+		g, ok := c.take(resource, holder, 10*time.Second, 15*time.Second)
+		if !ok {
 			continue
 		}
 		writes := 2 + c.rnd.IntN(3)
@@ -169,11 +190,9 @@ func (c *client) worker(resource, holder string) {
 				c.failed("renew", err)
 			}
 		}
-		if c.done() {
+		if !c.give(resource, holder) {
 			return
 		}
-		_, err = c.l.Release(c.ctx, resource, holder)
-		c.failed("release", err)
 	}
 }
 
@@ -183,9 +202,8 @@ func (c *client) worker(resource, holder string) {
 func (c *client) paused(handover <-chan int64) {
 	const holder = "indexer-a"
 	for c.sleep(4 * time.Second) {
-		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: Inventory, Holder: holder, Lease: c.d(4 * time.Second), Wait: c.d(20 * time.Second)})
-		if err != nil {
-			c.failed("acquire", err)
+		g, ok := c.take(Inventory, holder, 4*time.Second, 20*time.Second)
+		if !ok {
 			continue
 		}
 		c.write(Inventory, holder, g.Fencing)
@@ -210,9 +228,8 @@ func (c *client) paused(handover <-chan int64) {
 func (c *client) standby(handover chan int64) {
 	const holder = "indexer-b"
 	for c.sleep(2 * time.Second) {
-		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: Inventory, Holder: holder, Lease: c.d(6 * time.Second), Wait: c.d(30 * time.Second)})
-		if err != nil {
-			c.failed("acquire", err)
+		g, ok := c.take(Inventory, holder, 6*time.Second, 30*time.Second)
+		if !ok {
 			continue
 		}
 		c.sleep(400 * time.Millisecond)
@@ -223,11 +240,9 @@ func (c *client) standby(handover chan int64) {
 		}
 		handover <- g.Fencing.Token // the only sender: never blocks
 		c.sleep(1500 * time.Millisecond)
-		if c.done() {
+		if !c.give(Inventory, holder) {
 			return
 		}
-		_, err = c.l.Release(c.ctx, Inventory, holder)
-		c.failed("release", err)
 		c.sleep(12 * time.Second)
 	}
 }
@@ -237,9 +252,8 @@ func (c *client) standby(handover chan int64) {
 func (c *client) scheduler() {
 	const holder = "scheduler"
 	for c.sleep(time.Second) {
-		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: Reports, Holder: holder, Lease: c.d(25 * time.Second), Wait: c.d(30 * time.Second)})
-		if err != nil {
-			c.failed("acquire", err)
+		g, ok := c.take(Reports, holder, 25*time.Second, 30*time.Second)
+		if !ok {
 			continue
 		}
 		for i := 0; i < 4 && c.sleep(9*time.Second); i++ {
@@ -247,11 +261,9 @@ func (c *client) scheduler() {
 			_, err := c.l.Renew(c.ctx, Reports, holder, 0)
 			c.failed("renew", err)
 		}
-		if c.done() {
+		if !c.give(Reports, holder) {
 			return
 		}
-		_, err = c.l.Release(c.ctx, Reports, holder)
-		c.failed("release", err)
 	}
 }
 
@@ -260,9 +272,8 @@ func (c *client) scheduler() {
 func (c *client) plugin() {
 	const holder = "ledger-writer"
 	for c.sleep(3 * time.Second) {
-		g, err := c.l.Acquire(c.ctx, fenceview.AcquireRequest{ResourceID: Ledger, Holder: holder, Lease: c.d(8 * time.Second), Wait: c.d(10 * time.Second)})
-		if err != nil {
-			c.failed("acquire", err)
+		g, ok := c.take(Ledger, holder, 8*time.Second, 10*time.Second)
+		if !ok {
 			continue
 		}
 		tok := g.Fencing.Token
@@ -271,13 +282,11 @@ func (c *client) plugin() {
 			reports = append(reports, fenceview.Report{ResourceID: Ledger, Token: tok - 1, Required: tok,
 				Reason: guard.ReasonStale, Source: "plugin:postgres-replica"})
 		}
-		_, err = c.l.Report(c.ctx, reports)
+		_, err := c.l.Report(c.ctx, reports)
 		c.failed("report", err)
 		c.sleep(2 * time.Second)
-		if c.done() {
+		if !c.give(Ledger, holder) {
 			return
 		}
-		_, err = c.l.Release(c.ctx, Ledger, holder)
-		c.failed("release", err)
 	}
 }

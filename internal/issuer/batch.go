@@ -37,7 +37,7 @@ type batch struct {
 
 type handoff struct {
 	w  *waiter
-	g  fenceview.Grant
+	g  *fenceview.Grant
 	gs []fenceview.Grant // a multi-lock's grants
 }
 
@@ -245,7 +245,7 @@ func (b *batch) handOff(w *state) {
 		if err != nil {
 			return // tokens exhausted: the waiter times out like any other
 		}
-		b.serve = append(b.serve, handoff{w: next, g: g})
+		b.serve = append(b.serve, handoff{w: next, g: &g})
 		return
 	}
 	if b.handOffPermit(w) {

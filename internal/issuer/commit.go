@@ -31,7 +31,7 @@ func (s *Service) finish(b *batch) error {
 	group := s.queue
 	s.queue = nil
 	s.mu.Unlock()
-	s.commitGroup(group)
+	d := s.commitGroup(group)
 	s.mu.Lock()
 	if len(s.queue) > 0 {
 		s.kick <- struct{}{} // the committer owns the next groups; never full (see commitLoop)
@@ -39,6 +39,7 @@ func (s *Service) finish(b *batch) error {
 		s.committing = false
 	}
 	s.mu.Unlock()
+	d.deliver() // while the next commit runs
 	return <-b.done
 }
 
@@ -131,7 +132,18 @@ func (s *Service) commitLoop() {
 				break
 			}
 			s.mu.Unlock()
-			s.commitGroup(group)
+			d := s.commitGroup(group)
+			if len(d.targets) == 0 {
+				d.deliver() // answers only
+				continue
+			}
+			// Delivered beside the next group's commit, as a caller
+			// that commits its own change does (finish).
+			s.delivering.Add(1)
+			go func() {
+				defer s.delivering.Done()
+				d.deliver()
+			}()
 		}
 		if stopping {
 			return
@@ -162,7 +174,27 @@ func (buf *commitBuf) put() {
 	commitBufs.Put(buf)
 }
 
-func (s *Service) commitGroup(group []*batch) {
+// delivery is what a commit leaves to do once the next one may start:
+// hand its events to subscribers, then answer its callers.
+type delivery struct {
+	hub     *hub
+	targets []*Subscription
+	answer  []*batch
+	err     error
+}
+
+func (d delivery) deliver() {
+	d.hub.deliver(d.targets)
+	for _, b := range d.answer {
+		b.done <- d.err
+	}
+}
+
+// commitGroup writes group durably and publishes it in memory, under s.mu:
+// what readers see, the waiters it served, the last sequence number
+// published. Its delivery (subscribers, then callers) is planned here, in
+// commit order, and done by the caller outside s.mu.
+func (s *Service) commitGroup(group []*batch) delivery {
 	buf := commitBufs.Get().(*commitBuf)
 	defer buf.put()
 	rows, events := buf.rows, buf.events
@@ -200,10 +232,7 @@ func (s *Service) commitGroup(group []*batch) {
 		s.lost = s.seq // every change in flight is undone
 		s.settled.Broadcast()
 		s.mu.Unlock()
-		for _, b := range failed {
-			b.done <- errUnavailable
-		}
-		return
+		return delivery{hub: &s.hub, answer: failed, err: errUnavailable}
 	}
 	for _, r := range rows {
 		// The latest copy of each resource in the group, never changed
@@ -222,12 +251,9 @@ func (s *Service) commitGroup(group []*batch) {
 		}
 		s.published = b.events[len(b.events)-1].Seq
 	}
-	s.publishLocked(events)
 	s.settled.Broadcast()
 	s.mu.Unlock()
-	for _, b := range group {
-		b.done <- nil
-	}
+	return delivery{hub: &s.hub, targets: s.hub.plan(events), answer: group}
 }
 
 // track keeps the sweep's sets in step with st's new value r. s.mu must

@@ -36,64 +36,36 @@ func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (
 		lease = fenceview.DefaultLease
 	}
 	g := grantReq{kind: KindElection, holder: candidate, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), election: true, value: req.Value}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Leader{}, fenceview.Grant{}, err
-	}
-	b := s.begin()
-	if err := b.admit(name); err != nil {
-		s.mu.Unlock()
-		return fenceview.Leader{}, fenceview.Grant{}, err
-	}
-	w := b.get(name)
-	b.expireIfDue(w)
-	if w.res.Holder == candidate && w.res.Owner == g.owner {
-		b.proclaim(w, req.Value) // already leads: same term
-		r := w.res
-		if err := s.finish(b); err != nil {
-			return fenceview.Leader{}, fenceview.Grant{}, err
-		}
-		granted, err := s.sign(s.grantOf(&r))
-		return leaderOf(&r), granted, err
-	}
-	if b.vacant(w) {
-		granted, err := b.grant(w, g)
-		if err != nil {
-			s.mu.Unlock()
-			return fenceview.Leader{}, granted, err
-		}
-		r := w.res
-		b.presign = &granted
-		if err := s.finish(b); err != nil {
-			return fenceview.Leader{}, fenceview.Grant{}, err
-		}
-		granted, err = s.sign(granted)
-		return leaderOf(&r), granted, err
-	}
-	busy := leadHeldError(&w.res, b.now)
-	if err := b.mayWait(req.Wait, candidate); err != nil {
-		if err == errNoWait {
-			err = busy
-		}
-		return fenceview.Leader{}, fenceview.Grant{}, err
-	}
-	wt := &waiter{grantReq: g, result: make(chan waitResult, 1)}
-	w.waiters = append(w.waiters, wt)
-	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
-		st := s.resources[name]
-		if st == nil || !removeWaiter(&st.waiters, wt) {
-			return nil, false
-		}
-		return leadHeldError(st.res.Load(), s.clock.Now()), true
-	}, name, candidate)
+	r, err := s.change(ctx, func(b *batch) outcome { return b.campaign(name, req.Wait, g) })
 	if err != nil {
 		return fenceview.Leader{}, fenceview.Grant{}, err
 	}
-	granted, err := s.sign(r.grant)
+	granted, err := s.sign(r.granted())
 	if err != nil {
 		return fenceview.Leader{}, fenceview.Grant{}, err
 	}
 	return fenceview.Leader{Candidate: candidate, Value: req.Value, Term: granted.Fencing.Token,
 		Since: granted.Fencing.IssuedAt, ExpiresAt: granted.ExpiresAt}, granted, nil
+}
+
+// campaign decides, under s.mu, a campaign by g for the election name: the
+// leader's proclaim (same term), the lock now (a new term), a refusal, or
+// a waiter queued on the lock.
+func (b *batch) campaign(name string, wait time.Duration, g grantReq) outcome {
+	if err := b.admit(name); err != nil {
+		return refused(err)
+	}
+	w := b.get(name)
+	b.expireIfDue(w)
+	if w.res.Holder == g.holder && w.res.Owner == g.owner {
+		b.proclaim(w, g.value) // already leads: same term
+		g := b.s.grantOf(&w.res)
+		return outcome{commit: true, answer: waitResult{grant: &g}}
+	}
+	if b.vacant(w) {
+		return b.grantNow(w, g)
+	}
+	return b.queueOn(w, b.mayWait(wait, g, leadHeldError(&w.res, b.now)), leadHeldError)
 }
 
 // proclaim sets the leader's value, recording it when it changes.
@@ -115,16 +87,15 @@ func (s *Service) Proclaim(ctx context.Context, election, candidate, value strin
 	if err := validateValue(value); err != nil {
 		return fenceview.Leader{}, err
 	}
-	w, b, err := s.leading(ctx, election, candidate)
+	var l fenceview.Leader
+	err := s.asLeader(ctx, election, candidate, func(b *batch, w *state) {
+		b.proclaim(w, value)
+		l = leaderOf(&w.res)
+	})
 	if err != nil {
 		return fenceview.Leader{}, err
 	}
-	b.proclaim(w, value)
-	r := w.res
-	if err := s.finish(b); err != nil {
-		return fenceview.Leader{}, err
-	}
-	return leaderOf(&r), nil
+	return l, nil
 }
 
 // Resign ends candidate's leadership of election (every hold released);
@@ -133,13 +104,10 @@ func (s *Service) Resign(ctx context.Context, election, candidate string) error 
 	if err := validateCandidate(election, candidate); err != nil {
 		return err
 	}
-	w, b, err := s.leading(ctx, election, candidate)
-	if err != nil {
-		return err
-	}
-	w.res.HoldCount = 1
-	b.release(w)
-	return s.finish(b)
+	return s.asLeader(ctx, election, candidate, func(b *batch, w *state) {
+		w.res.HoldCount = 1
+		b.release(w)
+	})
 }
 
 // RenewLeadership extends the leader's lease (lease 0: the current
@@ -151,7 +119,7 @@ func (s *Service) RenewLeadership(ctx context.Context, election, candidate strin
 	if lease < 0 || lease > fenceview.MaxLease {
 		return fenceview.Leader{}, fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
-	g, err := s.Renew(ctx, election, candidate, lease) // checks the holder and its key, as leading would
+	g, err := s.Renew(ctx, election, candidate, lease) // checks the holder and its key, as asLeader would
 	if err != nil {
 		if fenceview.ErrorCode(err) == fenceview.ECONFLICT {
 			return fenceview.Leader{}, fenceview.Grant{}, errNotLeader
@@ -165,27 +133,24 @@ func (s *Service) RenewLeadership(ctx context.Context, election, candidate strin
 	return *l, g, nil
 }
 
-// leading begins a change of election by its leader candidate: the lock
-// under s.mu and the batch, or errNotLeader (s.mu released, expiries
-// recorded).
-func (s *Service) leading(ctx context.Context, election, candidate string) (*state, *batch, error) {
-	if err := s.lockForChange(); err != nil {
-		return nil, nil, err
-	}
-	if _, ok := s.resources[election]; !ok {
-		s.mu.Unlock()
-		return nil, nil, errNotLeader
-	}
-	b := s.begin()
-	w := b.get(election)
-	b.expireIfDue(w)
-	if w.res.Holder != candidate || w.res.Owner != ownerOf(ctx) {
-		if err := s.finish(b); err != nil {
-			return nil, nil, err
+// asLeader makes a change of election by its leader candidate: act works,
+// under s.mu, on the election's lock. Anyone else is refused errNotLeader,
+// once the expiries recorded on the way are durable.
+func (s *Service) asLeader(ctx context.Context, election, candidate string, act func(b *batch, w *state)) error {
+	owner := ownerOf(ctx)
+	_, err := s.change(ctx, func(b *batch) outcome {
+		if _, ok := s.resources[election]; !ok {
+			return refused(errNotLeader)
 		}
-		return nil, nil, errNotLeader
-	}
-	return w, b, nil
+		w := b.get(election)
+		b.expireIfDue(w)
+		if w.res.Holder != candidate || w.res.Owner != owner {
+			return refusedAfter(errNotLeader)
+		}
+		act(b, w)
+		return committed()
+	})
+	return err
 }
 
 // Leader returns the leader of election, nil when nobody leads.

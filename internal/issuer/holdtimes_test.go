@@ -14,17 +14,7 @@ import (
 func TestLockTimesOfGrantsAndHolds(t *testing.T) {
 	h := newHarness(t)
 	acquire(t, h.Service, "r", "a", time.Minute)
-	queued := make(chan struct{}, 1)
-	h.queuedHook = func(string, string) { queued <- struct{}{} }
-	got := make(chan fenceview.Grant, 1)
-	go func() {
-		g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute, Wait: time.Hour})
-		if err != nil {
-			t.Error(err)
-		}
-		got <- g
-	}()
-	<-queued
+	got := h.queueAcquire(t, "r", "b")
 	h.clock.Advance(3 * time.Second)
 	if _, err := h.Release(ctx, "r", "a"); err != nil {
 		t.Fatal(err)

@@ -105,13 +105,14 @@ type Service struct {
 	// counter alarm, ordered by id: readers walk clones of them, outside
 	// s.mu (see snapshot).
 	index, alarmIndex *btree.BTreeG[*known]
-	subs              map[*Subscription]struct{}
+	hub               hub // subscribers (stream.go)
 	closed            bool
 	queue             []*batch // applied in memory, waiting for the committer
 	// committing is set while a commit runs, in the committer or in a
 	// caller that found none running (finish).
 	committing bool
 	callers    sync.WaitGroup // callers committing their own change
+	delivering sync.WaitGroup // the committer's deliveries still running (commitLoop)
 	metrics    counters
 
 	kick       chan struct{} // wakes the committer
@@ -139,10 +140,18 @@ type waiter struct {
 	grantReq
 	result chan waitResult // buffered; written once, or closed on shutdown
 	ids    []string        // a multi-lock's resources (multilock.go)
+	// How long it may wait, how to take it out of its queue when it gives
+	// up (await), and the resource queuedHook names.
+	wait     time.Duration
+	dequeue  func() (error, bool)
+	queuedOn string
 }
 
+// waitResult is what a change answers. The grant is a pointer so that the
+// answer stays small on the stack of every waiting acquire (frames hold
+// it at each level) and so the committer can sign it in place (presign).
 type waitResult struct {
-	grant  fenceview.Grant
+	grant  *fenceview.Grant
 	grants []fenceview.Grant // a multi-lock's
 	err    error
 }
@@ -182,7 +191,6 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		alarmIndex: newIndex(),
 		seq:        lastSeq,
 		published:  lastSeq,
-		subs:       make(map[*Subscription]struct{}),
 		metrics:    newCounters(),
 		kick:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
@@ -208,6 +216,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		}
 	}
 	s.settled.L = &s.mu
+	s.hub.init(lastSeq, &s.metrics.streamDropped)
 	s.signed = newSignedConfig(cfg)
 	go s.sweepLoop(cfg.SweepInterval)
 	go s.commitLoop()
@@ -255,11 +264,8 @@ func (s *Service) Close() {
 	s.callers.Wait() // they may hand the committer more work
 	close(s.stopCommit)
 	<-s.commitDone
-	s.mu.Lock()
-	for sub := range s.subs {
-		s.dropLocked(sub)
-	}
-	s.mu.Unlock()
+	s.delivering.Wait()
+	s.hub.close()
 }
 
 var (
@@ -267,172 +273,45 @@ var (
 	errUnavailable = fenceview.Errorf(fenceview.EUNAVAILABLE, "could not record the change durably; nothing was changed")
 )
 
-// lockForChange takes s.mu for a change, or explains why no change can be
-// made now. On success the caller must end with finish or s.mu.Unlock.
-func (s *Service) lockForChange() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return errClosed
-	}
-	return nil
-}
-
 // acquire is Acquire before signing.
 func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error) {
-	resourceID, holder, lease, wait := req.ResourceID, req.Holder, req.Lease, req.Wait
-	if err := validateAcquire(resourceID, holder, lease, wait, req.LockDelay); err != nil {
+	if err := validateAcquire(req.ResourceID, req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
 		return fenceview.Grant{}, err
 	}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Grant{}, err
+	g := grantReq{holder: req.Holder, owner: ownerOf(ctx), leaseMs: req.Lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
+	r, err := s.change(ctx, func(b *batch) outcome { return b.acquireLock(req.ResourceID, req.Lease, req.Wait, g) })
+	return r.granted(), err
+}
+
+// acquireLock decides, under s.mu, an acquire of the lock id by g for
+// lease (0: the current lease's length for its holder, else the default):
+// a grant now (to a newcomer when the lock is vacant, or again to its
+// holder), a refusal, or a waiter queued on the lock.
+func (b *batch) acquireLock(id string, lease, wait time.Duration, g grantReq) outcome {
+	if err := b.admit(id); err != nil {
+		return refused(err)
 	}
-	owner := ownerOf(ctx)
-	b := s.begin()
-	if err := b.admit(resourceID); err != nil {
-		s.mu.Unlock()
-		return fenceview.Grant{}, err
-	}
-	w := b.get(resourceID)
+	w := b.get(id)
 	b.expireIfDue(w)
-	g := grantReq{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
-	if (w.res.Holder == holder && w.res.Owner == owner) || b.vacant(w) {
-		if w.res.Holder != holder {
-			if err := ValidateNewID(holder); err != nil {
-				s.mu.Unlock()
-				return fenceview.Grant{}, err
+	if (w.res.Holder == g.holder && w.res.Owner == g.owner) || b.vacant(w) {
+		if w.res.Holder != g.holder {
+			if err := ValidateNewID(g.holder); err != nil {
+				return refused(err)
 			}
 		}
-		if lease == 0 && w.res.Holder == holder && w.res.LeaseMs > 0 {
+		if lease == 0 && w.res.Holder == g.holder && w.res.LeaseMs > 0 {
 			g.leaseMs = w.res.LeaseMs // re-entrant: the current lease's length, as renew keeps it
 		} else if lease == 0 {
 			g.leaseMs = fenceview.DefaultLease.Milliseconds()
 		}
-		granted, err := b.grant(w, g)
-		if err != nil {
-			s.mu.Unlock()
-			return granted, err
-		}
-		b.presign = &granted // signed while the commit is in flight
-		err = s.finish(b)
-		return granted, err
-	}
-	busy := busyError(&w.res, b.now)
-	if err := b.mayWait(wait, holder); err != nil {
-		if err == errNoWait {
-			err = busy
-		}
-		return fenceview.Grant{}, err
+		return b.grantNow(w, g)
 	}
 	if lease == 0 {
 		g.leaseMs = fenceview.DefaultLease.Milliseconds()
 	}
-	wt := &waiter{grantReq: g, result: make(chan waitResult, 1)}
-	w.waiters = append(w.waiters, wt)
-	r, err := s.await(ctx, b, wt, wait, func() (error, bool) {
-		st := s.resources[resourceID]
-		if st == nil || !removeWaiter(&st.waiters, wt) {
-			return nil, false
-		}
-		// Timed out, or the caller went away: either way the lock is
-		// still held by someone else, or in its delay.
-		return busyError(st.res.Load(), s.clock.Now()), true
-	}, resourceID, holder)
-	return r.grant, err
-}
-
-// errNoWait is mayWait's answer to an acquire that asked not to wait.
-var errNoWait = fenceview.Errorf(fenceview.ECONFLICT, "no wait")
-
-// mayWait decides, under s.mu, whether a request that cannot be granted
-// now may wait for wait: errNoWait when it asked not to, a limit when the
-// server has too many waiting. On an error s.mu is released and b (an
-// expiry it recorded is still a change) committed.
-func (b *batch) mayWait(wait time.Duration, holder string) error {
-	s := b.s
-	if wait == 0 {
-		if err := s.finish(b); err != nil {
-			return err
-		}
-		return errNoWait
-	}
-	if s.waiting >= s.limits.MaxWaiters {
-		if err := s.finish(b); err != nil {
-			return err
-		}
-		return fenceview.Errorf(fenceview.ELIMIT,
-			"%d acquires are already waiting, the server's limit; retry later, or acquire with waitMs 0", s.limits.MaxWaiters)
-	}
-	if err := ValidateNewID(holder); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	return nil
-}
-
-// await counts wt, which the caller queued under s.mu, as waiting,
-// commits b and waits up to wait for wt's answer. When the wait or ctx
-// ends first, dequeue (under s.mu) takes wt out of its queue and says
-// what to answer; if wt was no longer queued, it was served while giving
-// up, and its answer is taken: dropping it would leave a lock held by
-// nobody who knows.
-func (s *Service) await(ctx context.Context, b *batch, wt *waiter, wait time.Duration,
-	dequeue func() (error, bool), resourceID, holder string) (waitResult, error) {
-	wt.since = b.now // its wait, should it be granted, runs from here (holdtimes.go)
-	s.waiting++
-	s.waitingBy[wt.kind]++
-	timer := s.clock.NewTimer(wait) // the wait starts now, not when this goroutine next runs
-	defer timer.Stop()
-	if err := s.finish(b); err != nil {
-		return waitResult{}, err
-	}
-	if s.queuedHook != nil {
-		s.queuedHook(resourceID, holder)
-	}
-	select {
-	case r, ok := <-wt.result:
-		return r.result(ok)
-	case <-timer.C():
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	if err, ok := dequeue(); ok {
-		s.unwait(wt)
-		// The refusal is decided on the current state, which may hold
-		// changes still being committed: answer once they are durable,
-		// as an immediate refusal does (settleLocked).
-		if serr := s.settleLocked(); serr != nil {
-			return waitResult{}, serr
-		}
-		return waitResult{}, err
-	}
-	s.mu.Unlock()
-	r, ok := <-wt.result
-	return r.result(ok)
-}
-
-// unwait stops counting wt as waiting. s.mu must be held.
-func (s *Service) unwait(wt *waiter) {
-	s.waiting--
-	s.waitingBy[wt.kind]--
-}
-
-// removeWaiter takes wt out of q, reporting whether it was there.
-func removeWaiter(q *[]*waiter, wt *waiter) bool {
-	for i, x := range *q {
-		if x == wt {
-			*q = append((*q)[:i:i], (*q)[i+1:]...)
-			return true
-		}
-	}
-	return false
-}
-
-func (r waitResult) result(ok bool) (waitResult, error) {
-	if !ok {
-		return waitResult{}, errClosed
-	}
-	return r, r.err
+	// Giving up (timed out, or the caller went away), the waiter is told
+	// the lock is still held by someone else, or in its delay.
+	return b.queueOn(w, b.mayWait(wait, g, busyError(&w.res, b.now)), busyError)
 }
 
 // renew is Renew before signing.
@@ -443,20 +322,21 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
 		return fenceview.Grant{}, err // a zero lease means "the current one"
 	}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Grant{}, err
-	}
-	b := s.begin()
-	w := b.get(resourceID)
+	owner := ownerOf(ctx)
+	r, err := s.change(ctx, func(b *batch) outcome { return b.renew(resourceID, holder, owner, lease) })
+	return r.granted(), err
+}
+
+// renew decides, under s.mu, a renewal of holder's lease on id: the grant
+// with its new expiry, or a refusal once expiries recorded are durable.
+func (b *batch) renew(id, holder, owner string, lease time.Duration) outcome {
+	w := b.get(id)
 	b.expireIfDue(w)
-	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
-		if err := s.finish(b); err != nil {
-			return fenceview.Grant{}, err
-		}
+	if w.res.Holder != holder || w.res.Owner != owner {
 		if w.res.Holder == holder {
-			return fenceview.Grant{}, errNotOwner
+			return refusedAfter(errNotOwner)
 		}
-		return fenceview.Grant{}, fenceview.Errorf(fenceview.ECONFLICT, "lock not held")
+		return refusedAfter(fenceview.Errorf(fenceview.ECONFLICT, "lock not held"))
 	}
 	leaseMs := w.res.LeaseMs
 	if lease > 0 {
@@ -464,12 +344,10 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	}
 	w.res.LeaseMs = leaseMs
 	w.res.ExpiresAt = b.now.Add(time.Duration(leaseMs) * time.Millisecond)
-	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: resourceID, Token: w.res.Token, Holder: holder})
+	b.event(fenceview.Event{Type: fenceview.EventRenew, ResourceID: id, Token: w.res.Token, Holder: holder})
 	b.renewals++
-	g := s.grantOf(&w.res)
-	b.presign = &g
-	err := s.finish(b)
-	return g, err
+	g := b.s.grantOf(&w.res)
+	return outcome{commit: true, presign: true, answer: waitResult{grant: &g}}
 }
 
 // Release gives up one hold of holder on resourceID and returns the holds
@@ -481,20 +359,21 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 	if err := guard.ValidateHolderID(holder); err != nil {
 		return 0, invalid(err)
 	}
-	if err := s.lockForChange(); err != nil {
+	owner := ownerOf(ctx)
+	left := 0
+	_, err := s.change(ctx, func(b *batch) outcome {
+		w := b.get(resourceID)
+		b.expireIfDue(w)
+		if w.res.Holder != holder || w.res.Owner != owner {
+			return refusedAfter(errNotOwner)
+		}
+		left = b.release(w)
+		return committed()
+	})
+	if err != nil {
 		return 0, err
 	}
-	b := s.begin()
-	w := b.get(resourceID)
-	b.expireIfDue(w)
-	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
-		if err := s.finish(b); err != nil {
-			return 0, err
-		}
-		return 0, errNotOwner
-	}
-	left := b.release(w)
-	return left, s.finish(b)
+	return left, nil
 }
 
 // ForceExpire frees the lock on resourceID whatever its state (an admin's
@@ -503,25 +382,28 @@ func (s *Service) ForceExpire(ctx context.Context, resourceID string) error {
 	if err := guard.ValidateResourceID(resourceID); err != nil {
 		return invalid(err)
 	}
-	if err := s.lockForChange(); err != nil {
-		return err
-	}
-	if _, ok := s.resources[resourceID]; !ok {
-		s.mu.Unlock()
-		return nil // nothing to expire; don't create a record for it
-	}
-	b := s.begin()
-	w := b.get(resourceID)
+	_, err := s.change(ctx, func(b *batch) outcome {
+		if _, ok := s.resources[resourceID]; !ok {
+			return refused(nil) // nothing to expire; don't create a record for it
+		}
+		b.forceExpire(b.get(resourceID))
+		return committed()
+	})
+	return err
+}
+
+// forceExpire frees w whatever its state, ending a lock-delay too, and
+// serves its first waiter.
+func (b *batch) forceExpire(w *state) {
 	if w.res.Holder != "" {
 		b.expire(w, "forced")
 	} else if b.delayed(w) {
 		// Forced during a lock-delay: the delay ends now.
 		w.res.AvailableAt = time.Time{}
-		b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: resourceID, Token: w.res.LastToken, Reason: "forced"})
+		b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: w.res.ResourceID, Token: w.res.LastToken, Reason: "forced"})
 		b.expiries++
 		b.handOff(w)
 	}
-	return s.finish(b)
 }
 
 // ResetCounter raises the token counter of resourceID to at least floor, so
@@ -537,21 +419,20 @@ func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int
 	if floor <= 0 || floor >= fenceview.MaxIssued {
 		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "floor must be an integer from 1 to %d", fenceview.MaxIssued-1)
 	}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Resource{}, err
-	}
-	b := s.begin()
-	if err := b.admit(resourceID); err != nil {
-		s.mu.Unlock()
-		return fenceview.Resource{}, err
-	}
-	w := b.get(resourceID)
-	w.res.LastToken = max(w.res.LastToken, floor)
-	w.res.CounterAlarm = 0
-	b.event(fenceview.Event{Type: fenceview.EventReset, ResourceID: resourceID, Token: w.res.LastToken, Required: floor, Source: "admin"})
-	b.resets++
-	view := s.view(w)
-	if err := s.finish(b); err != nil {
+	var view fenceview.Resource
+	_, err := s.change(ctx, func(b *batch) outcome {
+		if err := b.admit(resourceID); err != nil {
+			return refused(err)
+		}
+		w := b.get(resourceID)
+		w.res.LastToken = max(w.res.LastToken, floor)
+		w.res.CounterAlarm = 0
+		b.event(fenceview.Event{Type: fenceview.EventReset, ResourceID: resourceID, Token: w.res.LastToken, Required: floor, Source: "admin"})
+		b.resets++
+		view = s.view(w)
+		return committed()
+	})
+	if err != nil {
 		return fenceview.Resource{}, err
 	}
 	s.log.Info("token counter reset", "resource", resourceID, "floor", floor, "lastToken", view.LastToken)
@@ -584,34 +465,39 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 			return guard.Decision{}, err
 		}
 	}
-	if err := s.lockForChange(); err != nil {
-		return guard.Decision{}, err
-	}
-	b := s.begin()
-	if err := b.admit(f.ResourceID); err != nil {
-		s.mu.Unlock()
-		return guard.Decision{}, err
-	}
-	w := b.get(f.ResourceID)
-	b.expireIfDue(w)
-	token := f.Token.Token
 	var d guard.Decision
-	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
-		d = guard.Decision{Reason: reason, Presented: token, Required: w.res.HighWaterMark}
-	} else if !verified {
-		d = guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: w.res.HighWaterMark}
-	} else if w.res.LastToken > 0 && token > w.res.LastToken {
-		d = guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: w.res.HighWaterMark}
-	} else if mode == fenceview.FenceModeCurrent && token < w.res.LastToken {
-		d = guard.Decision{Reason: guard.ReasonSuperseded, Presented: token, Required: w.res.LastToken}
-	} else {
-		d = guard.Evaluate(w.res.HighWaterMark, token)
-	}
-	b.decide(w, d, f.Holder, f.Source, b.now, false, false)
-	if err := s.finish(b); err != nil {
+	_, err = s.change(ctx, func(b *batch) outcome {
+		if err := b.admit(f.ResourceID); err != nil {
+			return refused(err)
+		}
+		w := b.get(f.ResourceID)
+		b.expireIfDue(w)
+		d = s.fenceDecision(&w.res, f, mode, verified)
+		b.decide(w, d, f.Holder, f.Source, b.now, false, false)
+		return committed()
+	})
+	if err != nil {
 		return guard.Decision{}, err
 	}
 	return d, nil
+}
+
+// fenceDecision is the server's own guard: f's token against r, in mode,
+// verified saying whether its signature may be trusted.
+func (s *Service) fenceDecision(r *fenceview.Resource, f fenceview.Fence, mode string, verified bool) guard.Decision {
+	token := f.Token.Token
+	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
+		return guard.Decision{Reason: reason, Presented: token, Required: r.HighWaterMark}
+	}
+	switch {
+	case !verified:
+		return guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: r.HighWaterMark}
+	case r.LastToken > 0 && token > r.LastToken:
+		return guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: r.HighWaterMark}
+	case mode == fenceview.FenceModeCurrent && token < r.LastToken:
+		return guard.Decision{Reason: guard.ReasonSuperseded, Presented: token, Required: r.LastToken}
+	}
+	return guard.Evaluate(r.HighWaterMark, token)
 }
 
 // Report records decisions made by guards elsewhere (plugins). The whole
@@ -626,14 +512,18 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		}
 	}
 	reports = s.verifyReports(reports)
-	if err := s.lockForChange(); err != nil {
+	if _, err := s.change(ctx, func(b *batch) outcome { return b.report(reports) }); err != nil {
 		return 0, err
 	}
-	b := s.begin()
+	return len(reports), nil
+}
+
+// report records reports, validated, under s.mu: all of them, or none when
+// one names a resource that cannot be created.
+func (b *batch) report(reports []fenceview.Report) outcome {
 	for i, r := range reports {
 		if err := b.admit(r.ResourceID); err != nil {
-			s.mu.Unlock()
-			return 0, &fenceview.Error{Code: fenceview.ErrorCode(err), Message: fmt.Sprintf("decisions[%d]: %s", i, fenceview.ErrorMessage(err))}
+			return refused(&fenceview.Error{Code: fenceview.ErrorCode(err), Message: fmt.Sprintf("decisions[%d]: %s", i, fenceview.ErrorMessage(err))})
 		}
 	}
 	for _, r := range reports {
@@ -650,10 +540,7 @@ func (s *Service) Report(ctx context.Context, reports []fenceview.Report) (int, 
 		}
 		b.decide(w, d, "", r.Source, at, r.Proven, true)
 	}
-	if err := s.finish(b); err != nil {
-		return 0, err
-	}
-	return len(reports), nil
+	return committed()
 }
 
 // Lock returns the state of the lock on resourceID. A lease that has run out
@@ -908,10 +795,19 @@ func (s *Service) sweepLoop(interval time.Duration) {
 
 // Sweep expires every lease that has run out, now.
 func (s *Service) Sweep(ctx context.Context) {
-	if err := s.lockForChange(); err != nil {
-		return
+	_, err := s.change(ctx, func(b *batch) outcome {
+		b.sweep()
+		return committed()
+	})
+	if err != nil && err != errClosed {
+		s.log.Error("recording lease expiries", "err", err)
 	}
-	b := s.begin()
+}
+
+// sweep records the expiry of every lease that ran out and hands on every
+// lock whose delay is over.
+func (b *batch) sweep() {
+	s := b.s
 	for id, st := range s.held {
 		if !st.res.Load().ExpiresAt.After(b.now) {
 			b.expireIfDue(b.get(id))
@@ -925,9 +821,6 @@ func (s *Service) Sweep(ctx context.Context) {
 			w.res.AvailableAt = time.Time{}
 			b.handOff(w)
 		}
-	}
-	if err := s.finish(b); err != nil {
-		s.log.Error("recording lease expiries", "err", err)
 	}
 }
 

@@ -59,6 +59,25 @@ func (h *harness) restart(t *testing.T) {
 
 var ctx = context.Background()
 
+// queueAcquire starts an acquire of res by holder for a minute's lease,
+// waiting up to an hour, and returns once it is queued: its grant arrives
+// on the channel.
+func (h *harness) queueAcquire(t *testing.T, res, holder string) <-chan fenceview.Grant {
+	t.Helper()
+	queued := make(chan struct{}, 1)
+	h.queuedHook = func(string, string) { queued <- struct{}{} }
+	got := make(chan fenceview.Grant, 1)
+	go func() {
+		g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: res, Holder: holder, Lease: time.Minute, Wait: time.Hour})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- g
+	}()
+	<-queued
+	return got
+}
+
 func acquire(t *testing.T, s *Service, res, holder string, lease time.Duration) fenceview.Grant {
 	t.Helper()
 	g, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: res, Holder: holder, Lease: lease, Wait: 0})
@@ -196,17 +215,7 @@ func TestWaitersWokenByReleaseFirstComeFirstServed(t *testing.T) {
 func TestWaiterWokenByExpiry(t *testing.T) {
 	h := newHarness(t)
 	acquire(t, h.Service, "r", "a", time.Second)
-	queued := make(chan struct{}, 1)
-	h.queuedHook = func(string, string) { queued <- struct{}{} }
-	got := make(chan fenceview.Grant, 1)
-	go func() {
-		g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute, Wait: time.Hour})
-		if err != nil {
-			t.Error(err)
-		}
-		got <- g
-	}()
-	<-queued
+	got := h.queueAcquire(t, "r", "b")
 	h.clock.Advance(2 * time.Second)
 	h.Sweep(ctx)
 	if g := <-got; g.Holder != "b" || !g.ExpiresAt.Equal(t0.Add(62*time.Second)) {

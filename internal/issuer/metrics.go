@@ -92,7 +92,7 @@ func (s *Service) Metrics() Metrics {
 		StreamDropped: s.metrics.streamDropped.Load(),
 		Waiters:       s.waiting,
 		Kinds:         make([]KindCount, kinds),
-		StreamClients: len(s.subs),
+		StreamClients: s.hub.count(),
 		Resources:     len(s.resources),
 		Held:          len(s.held),
 		LastSeq:       s.published,

@@ -3,6 +3,7 @@ package issuer
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
@@ -50,14 +51,17 @@ func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllReques
 		lease = fenceview.DefaultLease
 	}
 	g := grantReq{kind: KindMulti, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
-	if err := s.lockForChange(); err != nil {
-		return nil, err
-	}
-	b := s.begin()
+	r, err := s.change(ctx, func(b *batch) outcome { return b.takeAll(ids, req.Wait, g) })
+	return r.grants, err
+}
+
+// takeAll decides, under s.mu, a multi-lock of ids by g: every lock now, a
+// refusal, or a waiter queued on each of them, holding none.
+func (b *batch) takeAll(ids []string, wait time.Duration, g grantReq) outcome {
+	s := b.s
 	for _, id := range ids {
 		if err := b.admit(id); err != nil {
-			s.mu.Unlock()
-			return nil, err
+			return refused(err)
 		}
 	}
 	for _, id := range ids {
@@ -66,29 +70,25 @@ func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllReques
 	if b.takeable(ids, g) {
 		gs, err := b.grantAll(ids, g)
 		if err != nil {
-			s.mu.Unlock()
-			return nil, err
+			return refused(err)
 		}
-		return gs, s.finish(b)
+		return outcome{commit: true, answer: waitResult{grants: gs}}
 	}
-	busy := b.heldAllError(ids, g)
-	if err := b.mayWait(req.Wait, req.Holder); err != nil {
-		if err == errNoWait {
-			err = busy
+	o := b.mayWait(wait, g, b.heldAllError(ids, g))
+	if wt := o.waiter; wt != nil {
+		wt.ids = slices.Clone(ids)
+		for _, id := range ids {
+			s.multi[id] = append(s.multi[id], wt)
 		}
-		return nil, err
-	}
-	wt := &waiter{grantReq: g, ids: slices.Clone(ids), result: make(chan waitResult, 1)}
-	for _, id := range ids {
-		s.multi[id] = append(s.multi[id], wt)
-	}
-	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
-		if !s.dropMulti(wt) {
-			return nil, false
+		wt.queuedOn = ids[0]
+		wt.dequeue = func() (error, bool) {
+			if !s.dropMulti(wt) {
+				return nil, false
+			}
+			return s.begin().heldAllError(ids, g), true
 		}
-		return s.begin().heldAllError(ids, g), true
-	}, ids[0], req.Holder)
-	return r.grants, err
+	}
+	return o
 }
 
 // takeable reports whether every lock of ids can be granted to g now: free
@@ -228,14 +228,24 @@ func (s *Service) ReleaseAll(ctx context.Context, resourceIDs []string, holder s
 	if err := guard.ValidateHolderID(holder); err != nil {
 		return fenceview.Released{}, invalid(err)
 	}
-	if err := s.lockForChange(); err != nil {
+	owner := ownerOf(ctx)
+	var out fenceview.Released
+	_, err := s.change(ctx, func(b *batch) outcome {
+		out = b.releaseAll(resourceIDs, holder, owner)
+		return committed()
+	})
+	if err != nil {
 		return fenceview.Released{}, err
 	}
-	owner := ownerOf(ctx)
-	b := s.begin()
+	return out, nil
+}
+
+// releaseAll gives up one hold of each of ids that holder holds (with
+// owner), under s.mu, and lists what it released and what was not held.
+func (b *batch) releaseAll(ids []string, holder, owner string) fenceview.Released {
 	out := fenceview.Released{Released: []string{}, NotHeld: []string{}}
-	for _, id := range resourceIDs {
-		if _, ok := s.resources[id]; !ok {
+	for _, id := range ids {
+		if _, ok := b.s.resources[id]; !ok {
 			out.NotHeld = append(out.NotHeld, id)
 			continue
 		}
@@ -248,10 +258,7 @@ func (s *Service) ReleaseAll(ctx context.Context, resourceIDs []string, holder s
 		b.release(w)
 		out.Released = append(out.Released, id)
 	}
-	if err := s.finish(b); err != nil {
-		return fenceview.Released{}, err
-	}
-	return out, nil
+	return out
 }
 
 // validateResourceList checks a multi-lock's list: 1 to MaxLockAll

@@ -47,14 +47,22 @@ type result[T any] struct {
 	err error
 }
 
-func TestLockDelayKeepsAnUnreleasedLockFromEveryone(t *testing.T) {
-	h := newHarness(t)
-	g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Second, LockDelay: 10 * time.Second})
+// expireIntoDelay lets a's one-second lease on "r", with lock-delay
+// delay, run out and be swept: the delay starts.
+func (h *harness) expireIntoDelay(t *testing.T, delay time.Duration) fenceview.Grant {
+	t.Helper()
+	g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Second, LockDelay: delay})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Second)
 	h.Sweep(ctx)
+	return g
+}
+
+func TestLockDelayKeepsAnUnreleasedLockFromEveryone(t *testing.T) {
+	h := newHarness(t)
+	g := h.expireIntoDelay(t, 10*time.Second)
 	ends := g.ExpiresAt.Add(10 * time.Second)
 	for _, holder := range []string{"a", "b"} { // the old holder too
 		_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: holder, Lease: time.Minute})
@@ -121,14 +129,9 @@ func TestLockDelayEndsAtOnceOnReleaseOrForce(t *testing.T) {
 
 func TestLockDelaySurvivesARestart(t *testing.T) {
 	h := newHarness(t)
-	g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Second, LockDelay: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.clock.Advance(time.Second)
-	h.Sweep(ctx)
+	g := h.expireIntoDelay(t, 30*time.Second)
 	h.restart(t)
-	_, err = h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute})
+	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute})
 	conflict(t, err, "lock delay")
 	h.clock.Advance(30 * time.Second)
 	if g2 := acquire(t, h.Service, "r", "b", time.Minute); g2.Fencing.Token <= g.Fencing.Token {

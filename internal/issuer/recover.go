@@ -27,32 +27,31 @@ func (s *Service) Recover(ctx context.Context, resourceID string, to int64) (fen
 	if to < 0 || to >= fenceview.MaxIssued {
 		return fenceview.Resource{}, fenceview.Errorf(fenceview.EINVALID, "token must be an integer from 0 to %d", fenceview.MaxIssued-1)
 	}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Resource{}, err
-	}
-	if _, ok := s.resources[resourceID]; !ok {
-		s.mu.Unlock()
-		return fenceview.Resource{}, fenceview.Errorf(fenceview.ENOTFOUND, "no resource %q", resourceID)
-	}
-	b := s.begin()
-	w := b.get(resourceID)
-	b.expireIfDue(w)
-	r := &w.res
-	if r.Holder != "" && r.Token > to {
-		s.mu.Unlock()
-		return fenceview.Resource{}, &fenceview.Error{Code: fenceview.ECONFLICT,
-			Message: "the lock is held with a token above the one asked for; expire the lock first, or recover to at least its token",
-			Fields:  map[string]any{"holder": r.Holder, "token": r.Token}}
-	}
-	oldMark, oldLast := r.HighWaterMark, r.LastToken
-	r.LastToken = to
-	r.HighWaterMark = min(r.HighWaterMark, to)
-	r.CounterAlarm = 0
-	b.event(fenceview.Event{Type: fenceview.EventRecover, ResourceID: resourceID, Token: to,
-		Presented: oldMark, Required: oldLast, Source: "admin"})
-	b.resets++
-	view := s.view(w)
-	if err := s.finish(b); err != nil {
+	var view fenceview.Resource
+	var oldMark, oldLast int64
+	_, err := s.change(ctx, func(b *batch) outcome {
+		if _, ok := s.resources[resourceID]; !ok {
+			return refused(fenceview.Errorf(fenceview.ENOTFOUND, "no resource %q", resourceID))
+		}
+		w := b.get(resourceID)
+		b.expireIfDue(w)
+		r := &w.res
+		if r.Holder != "" && r.Token > to {
+			return refused(&fenceview.Error{Code: fenceview.ECONFLICT,
+				Message: "the lock is held with a token above the one asked for; expire the lock first, or recover to at least its token",
+				Fields:  map[string]any{"holder": r.Holder, "token": r.Token}})
+		}
+		oldMark, oldLast = r.HighWaterMark, r.LastToken
+		r.LastToken = to
+		r.HighWaterMark = min(r.HighWaterMark, to)
+		r.CounterAlarm = 0
+		b.event(fenceview.Event{Type: fenceview.EventRecover, ResourceID: resourceID, Token: to,
+			Presented: oldMark, Required: oldLast, Source: "admin"})
+		b.resets++
+		view = s.view(w)
+		return committed()
+	})
+	if err != nil {
 		return fenceview.Resource{}, err
 	}
 	s.log.Warn("resource recovered by an admin: counter and mark set back", "resource", resourceID,

@@ -3,13 +3,12 @@ package issuer
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/benchenv"
 )
 
 type noStore struct{}
@@ -85,10 +84,7 @@ func head(s []string) []string { return s[:min(len(s), 5)] }
 //
 //	go test ./issuer -run '^$' -bench SelectResources -benchtime 20x
 func BenchmarkSelectResources(b *testing.B) {
-	n := 1_000_000
-	if v := os.Getenv("FENCEVIEW_BENCH_RESOURCES"); v != "" {
-		n, _ = strconv.Atoi(v)
-	}
+	n := benchenv.Int("FENCEVIEW_BENCH_RESOURCES", 1_000_000)
 	s := selectService(b, n)
 	for _, c := range []struct {
 		name string

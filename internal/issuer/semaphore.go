@@ -47,23 +47,26 @@ func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest
 		lease = fenceview.DefaultLease
 	}
 	g := grantReq{kind: KindPermit, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
-	if err := s.lockForChange(); err != nil {
-		return fenceview.Grant{}, err
-	}
-	b := s.begin()
+	r, err := s.change(ctx, func(b *batch) outcome { return b.takePermit(req, g) })
+	return r.granted(), err
+}
+
+// takePermit decides, under s.mu, an acquire of a permit of req.Semaphore
+// by g: the lowest free slot now, a refusal, or a waiter queued on the
+// semaphore, first come first served.
+func (b *batch) takePermit(req fenceview.PermitRequest, g grantReq) outcome {
+	s, name := b.s, req.Semaphore
 	permits := b.permits(name)
 	if permits == 0 { // the first acquire of name
 		slot0 := fenceview.SlotID(name, 0)
 		if err := b.admit(slot0); err != nil {
-			s.mu.Unlock()
-			return fenceview.Grant{}, err
+			return refused(err)
 		}
 		b.get(slot0).res.Permits = req.Permits
 		permits = req.Permits
 	} else if permits != req.Permits {
-		s.mu.Unlock()
-		return fenceview.Grant{}, &fenceview.Error{Code: fenceview.ECONFLICT, Message: "permits mismatch",
-			Fields: map[string]any{"permits": permits}}
+		return refused(&fenceview.Error{Code: fenceview.ECONFLICT, Message: "permits mismatch",
+			Fields: map[string]any{"permits": permits}})
 	}
 	// Leases that ran out are recorded first: their slots go to the
 	// waiters already queued, before this newcomer.
@@ -75,37 +78,28 @@ func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest
 		}
 	}
 	if len(s.permitQ[name]) == 0 {
-		if w, err := b.freeSlot(name, permits); err != nil {
-			s.mu.Unlock()
-			return fenceview.Grant{}, err
-		} else if w != nil {
-			granted, err := b.grant(w, g)
-			if err != nil {
-				s.mu.Unlock()
-				return granted, err
+		w, err := b.freeSlot(name, permits)
+		if err != nil {
+			return refused(err)
+		}
+		if w != nil {
+			return b.grantNow(w, g)
+		}
+	}
+	o := b.mayWait(req.Wait, g, noPermitError(permits))
+	if wt := o.waiter; wt != nil {
+		s.permitQ[name] = append(s.permitQ[name], wt)
+		wt.queuedOn = fenceview.SlotID(name, 0)
+		wt.dequeue = func() (error, bool) {
+			q := s.permitQ[name]
+			if !removeWaiter(&q, wt) {
+				return nil, false
 			}
-			b.presign = &granted
-			err = s.finish(b)
-			return granted, err
+			s.setPermitQ(name, q)
+			return noPermitError(s.permitsOf(name)), true
 		}
 	}
-	if err := b.mayWait(req.Wait, req.Holder); err != nil {
-		if err == errNoWait {
-			err = noPermitError(permits)
-		}
-		return fenceview.Grant{}, err
-	}
-	wt := &waiter{grantReq: g, result: make(chan waitResult, 1)}
-	s.permitQ[name] = append(s.permitQ[name], wt)
-	r, err := s.await(ctx, b, wt, req.Wait, func() (error, bool) {
-		q := s.permitQ[name]
-		if !removeWaiter(&q, wt) {
-			return nil, false
-		}
-		s.setPermitQ(name, q)
-		return noPermitError(s.permitsOf(name)), true
-	}, fenceview.SlotID(name, 0), req.Holder)
-	return r.grant, err
+	return o
 }
 
 // freeSlot returns the working copy of the lowest slot of name below
@@ -152,7 +146,7 @@ func (b *batch) handOffPermit(w *state) bool {
 	if err != nil {
 		return false // tokens of this slot exhausted: the waiter waits on
 	}
-	b.serve = append(b.serve, handoff{w: next, g: g})
+	b.serve = append(b.serve, handoff{w: next, g: &g})
 	return true
 }
 
@@ -201,27 +195,28 @@ func (s *Service) SetPermits(ctx context.Context, name string, permits int) (fen
 	if err := validateSemaphore(name, permits); err != nil {
 		return fenceview.Semaphore{}, err
 	}
-	if err := s.lockForChange(); err != nil {
+	if _, err := s.change(ctx, func(b *batch) outcome { return b.setPermits(name, permits) }); err != nil {
 		return fenceview.Semaphore{}, err
 	}
-	b := s.begin()
+	return s.Semaphore(name)
+}
+
+// setPermits sets the permits of the semaphore name under s.mu and serves
+// its waiters from the slots that are free now.
+func (b *batch) setPermits(name string, permits int) outcome {
 	slot0 := fenceview.SlotID(name, 0)
 	if err := b.admit(slot0); err != nil {
-		s.mu.Unlock()
-		return fenceview.Semaphore{}, err
+		return refused(err)
 	}
 	b.get(slot0).res.Permits = permits
 	b.event(fenceview.Event{Type: fenceview.EventPermits, ResourceID: slot0, Permits: permits, Source: "admin"})
-	for len(s.permitQ[name]) > 0 {
+	for len(b.s.permitQ[name]) > 0 {
 		w, err := b.freeSlot(name, permits)
 		if err != nil || w == nil || !b.handOffPermit(w) {
 			break
 		}
 	}
-	if err := s.finish(b); err != nil {
-		return fenceview.Semaphore{}, err
-	}
-	return s.Semaphore(name)
+	return committed()
 }
 
 // Semaphore returns the state of the semaphore name: ENOTFOUND when no

@@ -41,12 +41,14 @@ const MaxBacklog = 1 << 20
 // durable history (the event stream's ?since=).
 type Subscription struct {
 	ResourceID string // "" for every resource
-	// Start is the sequence number of the last event committed before the
-	// subscription began; every later event is delivered on Events.
+	// Start is the sequence number of the last event handed out before
+	// the subscription began: every later event is delivered on Events,
+	// every earlier one is in the durable history.
 	Start   int64
 	events  chan []*Published
 	lost    chan struct{}
 	backlog atomic.Int64 // bytes delivered and not yet released
+	pending pending      // the hub's queue for it
 }
 
 // Release tells the subscription a batch received from Events is done
@@ -87,46 +89,117 @@ func (s *Service) Subscribe(resourceID string, buffer int) *Subscription {
 		buffer = 1
 	}
 	sub := &Subscription{ResourceID: resourceID, events: make(chan []*Published, buffer), lost: make(chan struct{})}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub.Start = s.published
-	if s.closed {
-		close(sub.lost)
-		return sub
-	}
-	s.subs[sub] = struct{}{}
+	s.hub.subscribe(sub)
 	return sub
 }
 
 // Unsubscribe ends a subscription.
-func (s *Service) Unsubscribe(sub *Subscription) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.subs[sub]; ok {
-		delete(s.subs, sub)
-	}
+func (s *Service) Unsubscribe(sub *Subscription) { s.hub.unsubscribe(sub) }
+
+// hub hands committed events to subscribers, in the shape of gorilla's
+// chat hub: it owns the subscriber set, each subscriber has a bounded
+// buffer (Events), and one that cannot take a batch is dropped rather than
+// waited for. It runs under its own lock, never the service's: the
+// committer plans each commit's delivery (plan, in commit order, before
+// the next commit may start) and delivers it (deliver) after releasing
+// s.mu, before answering the commit's callers, so a change is on every
+// subscription when it is answered.
+type hub struct {
+	mu      sync.Mutex
+	subs    map[*Subscription]struct{}
+	planned int64 // the last event planned for delivery: a new subscription's Start
+	closed  bool
+	dropped *atomic.Int64 // the service's count of subscribers dropped
+
+	// deliverHook, when set by tests, runs before each delivery to a
+	// subscriber, holding only that subscriber's delivery lock.
+	deliverHook func(*Subscription)
 }
 
-func (s *Service) dropLocked(sub *Subscription) {
-	if _, ok := s.subs[sub]; ok {
-		delete(s.subs, sub)
+// pending is a subscriber's batches planned and not yet delivered, in
+// commit order. deliver drains it under sub.delivering, so one goroutine
+// at a time delivers to a subscriber, in order, whichever commit planned
+// them.
+type pending struct {
+	queue      [][]*Published // guarded by hub.mu
+	delivering sync.Mutex
+}
+
+// init readies h for a service whose last event is lastSeq.
+func (h *hub) init(lastSeq int64, dropped *atomic.Int64) {
+	h.subs, h.planned, h.dropped = make(map[*Subscription]struct{}), lastSeq, dropped
+}
+
+func (h *hub) subscribe(sub *Subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	sub.Start = h.planned
+	if h.closed {
 		close(sub.lost)
-		s.metrics.streamDropped.Add(1)
+		return
+	}
+	h.subs[sub] = struct{}{}
+}
+
+func (h *hub) unsubscribe(sub *Subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, sub)
+	sub.pending.queue = nil
+}
+
+// count is the number of subscribers.
+func (h *hub) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+// dropLocked ends sub as fallen behind (or closed). h.mu must be held.
+func (h *hub) dropLocked(sub *Subscription) {
+	if _, ok := h.subs[sub]; ok {
+		delete(h.subs, sub)
+		sub.pending.queue = nil
+		close(sub.lost)
+		h.dropped.Add(1)
 	}
 }
 
-// publishLocked hands events to every subscriber, without blocking, as one
-// batch per subscriber.
-func (s *Service) publishLocked(events []fenceview.Event) {
-	if len(s.subs) == 0 || len(events) == 0 {
-		return
+func (h *hub) drop(sub *Subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.dropLocked(sub)
+}
+
+// close drops every subscriber; later ones are lost at once.
+func (h *hub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for sub := range h.subs {
+		h.dropLocked(sub)
+	}
+}
+
+// plan queues a commit's events for every subscriber that wants them, as
+// one batch per subscriber, and returns those subscribers, for deliver.
+// Commits call it one at a time, in commit order.
+func (h *hub) plan(events []fenceview.Event) (targets []*Subscription) {
+	if len(events) == 0 {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.planned = events[len(events)-1].Seq
+	if len(h.subs) == 0 {
+		return nil
 	}
 	all := make([]*Published, len(events))
 	now := time.Now()
 	for i, e := range events {
 		all[i] = &Published{Event: e, PublishedAt: now}
 	}
-	for sub := range s.subs {
+	for sub := range h.subs {
 		batch := all
 		if sub.ResourceID != "" {
 			batch = nil
@@ -139,16 +212,51 @@ func (s *Service) publishLocked(events []fenceview.Event) {
 				continue
 			}
 		}
-		size := batchBytes(batch)
-		if held := sub.backlog.Load(); held > 0 && held+size > MaxBacklog {
-			s.dropLocked(sub)
-			continue
+		sub.pending.queue = append(sub.pending.queue, batch)
+		targets = append(targets, sub)
+	}
+	return targets
+}
+
+// deliver hands each of targets its planned batches, without blocking,
+// and returns once they are on its Events (or it was dropped). Batches a
+// later commit planned meanwhile may go with them, in order: that
+// commit's deliver then finds them delivered.
+func (h *hub) deliver(targets []*Subscription) {
+	for _, sub := range targets {
+		sub.pending.delivering.Lock()
+		for {
+			h.mu.Lock()
+			q := sub.pending.queue
+			if len(q) == 0 {
+				h.mu.Unlock()
+				break
+			}
+			batch := q[0]
+			q[0] = nil
+			sub.pending.queue = q[1:]
+			h.mu.Unlock()
+			h.send(sub, batch)
 		}
-		sub.backlog.Add(size)
-		select {
-		case sub.events <- batch:
-		default:
-			s.dropLocked(sub)
-		}
+		sub.pending.delivering.Unlock()
+	}
+}
+
+// send puts batch on sub's Events, or drops sub: its buffer is full, or
+// it holds MaxBacklog bytes not yet released.
+func (h *hub) send(sub *Subscription, batch []*Published) {
+	if h.deliverHook != nil {
+		h.deliverHook(sub)
+	}
+	size := batchBytes(batch)
+	if held := sub.backlog.Load(); held > 0 && held+size > MaxBacklog {
+		h.drop(sub)
+		return
+	}
+	sub.backlog.Add(size)
+	select {
+	case sub.events <- batch:
+	default:
+		h.drop(sub)
 	}
 }

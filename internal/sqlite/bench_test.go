@@ -3,12 +3,14 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
+	"os"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/benchenv"
 )
 
 // One durable transaction with one resource row and one event: the cost of
@@ -19,11 +21,7 @@ func BenchmarkApply(b *testing.B) {
 	for _, perTx := range []int{1, 64} {
 		b.Run(fmt.Sprintf("changes=%d", perTx), func(b *testing.B) {
 			ctx := context.Background()
-			db, err := Open(ctx, filepath.Join(b.TempDir(), "b.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
+			db := openTemp(b)
 			now := time.Now()
 			var seq int64
 			b.ResetTimer()
@@ -55,4 +53,192 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// WAL frames (pages written) per durable commit of one grant: one existing
+// resource row changed and one event appended. Every frame is a page the
+// fsync has to carry, and B-tree work on the write path; the count does not
+// depend on the machine's load, unlike the time.
+//
+//	go test ./sqlite -run '^$' -bench Pages -benchmem
+func BenchmarkApplyPages(b *testing.B) {
+	// 1: one client, every change its own commit; 32: a group commit at
+	// 64 clients, changes spread over the resources.
+	for _, perTx := range []int{1, 32} {
+		b.Run(fmt.Sprintf("changes=%d", perTx), func(b *testing.B) {
+			ctx := context.Background()
+			db := openTemp(b)
+			now := time.Now()
+			var seq int64
+			commit := func(i int) {
+				rows := make([]*fenceview.Resource, perTx)
+				events := make([]fenceview.Event, perTx)
+				for j := range rows {
+					seq++
+					id := fmt.Sprintf("resource-%d", (i*perTx+j)*7919%1024)
+					rows[j] = &fenceview.Resource{ResourceID: id, LastToken: seq, Token: seq, Holder: "holder", HoldCount: 1, LeaseMs: 30000, GrantedAt: now, ExpiresAt: now}
+					events[j] = fenceview.Event{Seq: seq, Type: fenceview.EventGrant, ResourceID: id, Token: seq, Holder: "holder", At: now}
+				}
+				if err := db.Apply(ctx, rows, events); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for i := 0; i < 8192/perTx; i++ { // every resource exists, the history has some depth
+				commit(i)
+			}
+			db.walFrames(b)
+			frames := 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%20 == 19 {
+					frames += db.walFrames(b)
+				}
+				commit(i)
+			}
+			frames += db.walFrames(b)
+			b.ReportMetric(float64(frames)/float64(b.N), "pages/commit")
+		})
+	}
+}
+
+// walFrames returns the frames in the WAL and checkpoints it empty.
+func (db *DB) walFrames(b *testing.B) int {
+	var busy, log, done int
+	if err := db.write.QueryRow(`PRAGMA wal_checkpoint(PASSIVE)`).Scan(&busy, &log, &done); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.write.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		b.Fatal(err)
+	}
+	return log
+}
+
+// A rejection history of FENCEVIEW_BENCH_ROWS events (default 1,000,000; the
+// README's figure uses 10,000,000), a third of them rejections, over 10,000
+// resources, 8 sources and 4 reasons, spread over 30 days. Built once per
+// run in a temporary file.
+//
+//	FENCEVIEW_BENCH_ROWS=10000000 go test ./sqlite -run '^$' -bench Rejections -benchtime 200x
+func BenchmarkRejections(b *testing.B) {
+	rows := benchenv.Int("FENCEVIEW_BENCH_ROWS", 1_000_000)
+	ctx := context.Background()
+	db := historyDB(b, rows)
+	start := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC)
+	day := func(d int) time.Time { return start.Add(time.Duration(d) * 24 * time.Hour) }
+	filters := []struct {
+		name string
+		f    fenceview.RejectionFilter
+	}{
+		{"none", fenceview.RejectionFilter{}},
+		{"resource", fenceview.RejectionFilter{ResourceID: "res-4242"}},
+		{"reason", fenceview.RejectionFilter{Reason: "unissued-token"}},
+		{"source", fenceview.RejectionFilter{Source: "plugin-3"}},
+		{"since-until", fenceview.RejectionFilter{Since: day(10), Until: day(11)}},
+		{"old-day", fenceview.RejectionFilter{Since: day(1), Until: day(2)}},
+		{"resource+reason", fenceview.RejectionFilter{ResourceID: "res-4242", Reason: "stale-token"}},
+		{"reason+source+since", fenceview.RejectionFilter{Reason: "scope-mismatch", Source: "plugin-5", Since: day(20)}},
+		{"deep-cursor", fenceview.RejectionFilter{Before: fenceview.Cursor{At: start.Add(3 * 24 * time.Hour), Seq: int64(rows / 10)}}},
+	}
+	for _, fl := range filters {
+		b.Run(fl.name, func(b *testing.B) {
+			fl.f.Limit = 100
+			lat := make([]time.Duration, 0, b.N)
+			for i := 0; i < b.N; i++ {
+				t := time.Now()
+				got, err := db.Rejections(ctx, fl.f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(got) == 0 {
+					b.Fatalf("%s: no rows", fl.name)
+				}
+				lat = append(lat, time.Since(t))
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+func historyDB(b *testing.B, rows int) *DB {
+	b.Helper()
+	ctx := context.Background()
+	db := openTemp(b)
+	reasons := []string{"stale-token", "unissued-token", "foreign-issuer", "scope-mismatch"}
+	types := []string{"grant", "accept", "reject"}
+	start := time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	span := int64(30 * 24 * time.Hour / time.Millisecond)
+	// One big transaction through the write connection: fast to build.
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stmt, err := tx.Prepare(`INSERT INTO events (seq, type, resource_id, token, holder, presented, required, reason, source, at)
+		VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i <= rows; i++ {
+		typ := types[i%3]
+		reason, presented, required := "", int64(0), int64(0)
+		if typ == "reject" {
+			reason = reasons[(i/3)%len(reasons)]
+			presented, required = int64(i), int64(i+1)
+		}
+		at := start + span*int64(i)/int64(rows)
+		if _, err := stmt.Exec(i, typ, fmt.Sprintf("res-%d", i%10000), i, presented, required, reason,
+			fmt.Sprintf("plugin-%d", (i/7)%8), at); err != nil {
+			b.Fatal(err)
+		}
+	}
+	stmt.Close()
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	// Index and count them as the commits' folds would have.
+	if err := db.fold(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.write.ExecContext(ctx, `ANALYZE`); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// BenchmarkHistoryGrowth measures the database file's size per recorded
+// event (rows and their indexes), for capacity planning in
+// docs/operations.md: the history of BenchmarkRejections, checkpointed.
+//
+//	FENCEVIEW_BENCH_ROWS=1000000 go test ./sqlite -run '^$' -bench HistoryGrowth -benchtime 1x
+func BenchmarkHistoryGrowth(b *testing.B) {
+	rows := benchenv.Int("FENCEVIEW_BENCH_ROWS", 200_000)
+	for i := 0; i < b.N; i++ {
+		db := historyDB(b, rows)
+		if _, err := db.write.ExecContext(context.Background(), `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			b.Fatal(err)
+		}
+		st, err := os.Stat(db.Path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(st.Size())/float64(rows), "bytes/event")
+		b.ReportMetric(float64(st.Size())/float64(rows)*1e6/(1<<20), "MiB/million-events")
+	}
+}
+
+// A holder page's history when the holder has no events among the newest
+// 20,000 (the dashboard's window): the worst case, a read of the whole
+// window, whatever the history's size.
+//
+//	go test ./sqlite -run '^$' -bench HolderEvents -benchtime 200x
+func BenchmarkHolderEvents(b *testing.B) {
+	db := historyDB(b, 200_000)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		got, err := db.HolderEvents(ctx, "nobody", nil, 20_000, 50)
+		if err != nil || len(got) != 0 {
+			b.Fatal(got, err)
+		}
+	}
 }

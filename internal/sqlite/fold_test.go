@@ -181,11 +181,7 @@ func seqs(events []fenceview.Event) []int64 {
 // copy of the history) is indexed and counted like the others, once.
 func TestLateEventIsIndexedAndCounted(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "f.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTemp(t)
 	db.FoldEvery = 1
 	at := time.UnixMilli(1_700_000_000_000).UTC()
 	ev := func(seq int64) fenceview.Event {

@@ -3,14 +3,13 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/benchenv"
 	"github.com/fenceview/fenceview/internal/clock"
 )
 
@@ -213,15 +212,9 @@ func TestCommitGoesThroughWhileAPruneBatchIsPending(t *testing.T) {
 //
 //	go test ./sqlite -run '^$' -bench PruneBatch -benchtime 100x
 func BenchmarkPruneBatch(b *testing.B) {
-	rows := 200_000
-	if v := os.Getenv("FENCEVIEW_BENCH_ROWS"); v != "" {
-		rows, _ = strconv.Atoi(v)
-	}
+	rows := benchenv.Int("FENCEVIEW_BENCH_ROWS", 200_000)
 	db := historyDB(b, rows)
-	batch := DefaultPruneBatch
-	if v := os.Getenv("FENCEVIEW_BENCH_BATCH"); v != "" {
-		batch, _ = strconv.Atoi(v)
-	}
+	batch := benchenv.Int("FENCEVIEW_BENCH_BATCH", DefaultPruneBatch)
 	db.PruneBatch = batch
 	if b.N*batch > rows {
 		b.Fatalf("%d batches need more than %d events", b.N, rows)

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -50,18 +51,7 @@ func (db *DB) RejectionSources(ctx context.Context, limit int) ([]string, []int6
 	if err != nil {
 		return nil, nil, err
 	}
-	defer rows.Close()
-	var names []string
-	var counts []int64
-	for rows.Next() {
-		var s string
-		var n int64
-		if err := rows.Scan(&s, &n); err != nil {
-			return nil, nil, err
-		}
-		names, counts = append(names, s), append(counts, n)
-	}
-	return names, counts, rows.Err()
+	return scanCounts(rows)
 }
 
 // RejectionReasons returns every reason rejections were recorded with and
@@ -75,6 +65,11 @@ func (db *DB) RejectionReasons(ctx context.Context) ([]string, []int64, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return scanCounts(rows)
+}
+
+// scanCounts reads rows of (name, count) and closes them.
+func scanCounts(rows *sql.Rows) ([]string, []int64, error) {
 	defer rows.Close()
 	var names []string
 	var counts []int64

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -16,11 +15,7 @@ import (
 // integers, the zero time and millisecond times.
 func TestRowsRoundTripExactly(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "f.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTemp(t)
 	strs := []string{"", "plain", `q"u\o\"te`, "tab\there\nnl\x00nul", "\xff\xfe not utf-8 \xc3", "ünï😀", "null", "[1,2]"}
 	at := time.UnixMilli(1_700_000_123_456).UTC()
 	var rows []*fenceview.Resource

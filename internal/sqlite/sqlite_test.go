@@ -12,6 +12,17 @@ import (
 	"github.com/fenceview/fenceview"
 )
 
+// openTemp opens a database in a new temporary file, closed when tb ends.
+func openTemp(tb testing.TB) *DB {
+	tb.Helper()
+	db, err := Open(context.Background(), filepath.Join(tb.TempDir(), "test.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
 func TestMigrationsApplyOnceAndIssuerIsStable(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "f.db")
@@ -47,11 +58,7 @@ func TestMigrationsApplyOnceAndIssuerIsStable(t *testing.T) {
 // resource rows of its transaction with it.
 func TestApplyIsAtomic(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "f.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTemp(t)
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	r := &fenceview.Resource{ResourceID: "r", LastToken: 1, Token: 1, Holder: "a", HoldCount: 1, ExpiresAt: now}
 	e := fenceview.Event{Seq: 1, Type: fenceview.EventGrant, ResourceID: "r", Token: 1, Holder: "a", At: now}
@@ -77,11 +84,7 @@ func TestApplyIsAtomic(t *testing.T) {
 // rejections by reason, and a range selects whole minutes.
 func TestMinuteCounts(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "f.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openTemp(t)
 	t0 := time.Date(2026, 9, 24, 6, 14, 0, 0, time.UTC)
 	ev := func(seq int64, typ, reason string, at time.Time) fenceview.Event {
 		return fenceview.Event{Seq: seq, Type: typ, ResourceID: "r", Reason: reason, Source: "s", At: at}

@@ -52,6 +52,11 @@ type Metrics struct {
 // request or commit lives (an fsync is a few ms, a waiter up to minutes).
 var durationBuckets = prometheus.ExponentialBuckets(0.00025, 2, 16)
 
+// seconds is a histogram of durations in seconds (durationBuckets).
+func seconds(name, help string) prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: durationBuckets})
+}
+
 // New returns metrics with the Go and process collectors registered. Call
 // Watch once the service exists.
 func New() *Metrics {
@@ -61,34 +66,21 @@ func New() *Metrics {
 		Help:    "HTTP requests by route pattern, method and status, from the first byte read to the last written. Websocket upgrades are not included (their connections live for hours).",
 		Buckets: durationBuckets,
 	}, []string{"route", "method", "status"})
-	m.commit = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "fenceview_commit_duration_seconds",
-		Help:    "Group commits: the whole durable write of one group of changes (SQL statements and fsync).",
-		Buckets: durationBuckets,
-	})
+	m.commit = seconds("fenceview_commit_duration_seconds",
+		"Group commits: the whole durable write of one group of changes (SQL statements and fsync).")
 	m.commitChanges = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "fenceview_commit_changes",
 		Help:    "Changes (events) written by one group commit: how many requests share an fsync.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
 	})
-	m.commitFailed = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "fenceview_commit_failures_total",
-		Help: "Group commits that failed (disk full, I/O error); every change in them was refused with 503.",
-	})
-	m.fsync = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "fenceview_sqlite_commit_seconds",
-		Help:    "SQLite COMMIT of a group commit: with WAL and synchronous=FULL, the fsync of the WAL.",
-		Buckets: durationBuckets,
-	})
-	m.checkpoint = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "fenceview_sqlite_checkpoint_seconds",
-		Help:    "SQLite checkpoints, run beside the commits every 200 commits: the WAL copied into the database file and fsynced.",
-		Buckets: durationBuckets,
-	})
-	m.ckptFailed = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "fenceview_sqlite_checkpoint_failures_total",
-		Help: "SQLite checkpoints that failed; nothing is lost, but the WAL grows until one succeeds.",
-	})
+	m.commitFailed = prometheus.NewCounter(prometheus.CounterOpts{Name: "fenceview_commit_failures_total",
+		Help: "Group commits that failed (disk full, I/O error); every change in them was refused with 503."})
+	m.fsync = seconds("fenceview_sqlite_commit_seconds",
+		"SQLite COMMIT of a group commit: with WAL and synchronous=FULL, the fsync of the WAL.")
+	m.checkpoint = seconds("fenceview_sqlite_checkpoint_seconds",
+		"SQLite checkpoints, run beside the commits every 200 commits: the WAL copied into the database file and fsynced.")
+	m.ckptFailed = prometheus.NewCounter(prometheus.CounterOpts{Name: "fenceview_sqlite_checkpoint_failures_total",
+		Help: "SQLite checkpoints that failed; nothing is lost, but the WAL grows until one succeeds."})
 	m.walFrames = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "fenceview_sqlite_wal_frames",
 		Help: "Frames (pages) in the SQLite WAL at the last checkpoint: a WAL that keeps growing means checkpoints cannot finish (a long read holds them back).",
@@ -102,11 +94,8 @@ func New() *Metrics {
 	for _, k := range grantKinds { // every kind from the first scrape, so rates start at 0
 		m.grantWait.WithLabelValues(k.String())
 	}
-	m.streamLag = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "fenceview_stream_lag_seconds",
-		Help:    "Event stream lag: from an event's publication (its commit is durable) to its frame leaving for a websocket client.",
-		Buckets: durationBuckets,
-	})
+	m.streamLag = seconds("fenceview_stream_lag_seconds",
+		"Event stream lag: from an event's publication (its commit is durable) to its frame leaving for a websocket client.")
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
