@@ -9,7 +9,6 @@ package fenceview
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
@@ -176,17 +175,6 @@ func (c Cursor) String() string {
 		return ""
 	}
 	return strconv.FormatInt(c.At.UnixMilli(), 10) + "-" + strconv.FormatInt(c.Seq, 10)
-}
-
-// ParseCursor decodes a cursor written by Cursor.String.
-func ParseCursor(s string) (Cursor, error) {
-	ms, seq, ok := strings.Cut(s, "-")
-	at, err1 := strconv.ParseInt(ms, 10, 64)
-	n, err2 := strconv.ParseInt(seq, 10, 64)
-	if !ok || err1 != nil || err2 != nil || n < 1 || ms == "" || ms[0] == '+' || seq[0] == '+' {
-		return Cursor{}, Errorf(EINVALID, "cursor: use the next value of the previous page")
-	}
-	return Cursor{At: time.UnixMilli(at).UTC(), Seq: n}, nil
 }
 
 // Fence is a token presented to the server's own guard.

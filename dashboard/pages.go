@@ -402,7 +402,7 @@ func (h *Handler) parseFilter(ctx context.Context, q url.Values) (fenceview.Reje
 	if q.Get("limit") == "" {
 		q2.Set("limit", strconv.Itoa(h.PageSize))
 	}
-	f, err := fenceview.ParseRejectionFilter(q2)
+	f, err := request.RejectionFilter(q2)
 	// A key limited to some resources sees their rejections only.
 	f.Prefixes = auth.FromContext(ctx).Resources
 	return f, err

@@ -78,11 +78,11 @@ func (n *Node) extendDeadlines(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	if r.Method == http.MethodPost && mayWait(r.URL.Path) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, fenceview.MaxRequestBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, request.MaxBody))
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": fmt.Sprintf("request body over %d bytes", fenceview.MaxRequestBody)})
+				writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": fmt.Sprintf("request body over %d bytes", request.MaxBody)})
 			} else {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "reading request body: " + err.Error()})
 			}

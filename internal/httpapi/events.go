@@ -117,13 +117,8 @@ func parseEventsQuery(r *http.Request) (resource string, since int64, err error)
 			return "", 0, err
 		}
 	}
-	since = -1
-	if v := q.Get("since"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return "", 0, fenceview.Errorf(fenceview.EINVALID, "since: a non-negative event sequence number")
-		}
-		since = n
+	if since, err = request.Since(q); err != nil {
+		return "", 0, err
 	}
 	return resource, since, nil
 }

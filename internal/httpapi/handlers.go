@@ -39,7 +39,7 @@ func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockReque
 		return "", lockRequest{}, err
 	}
 	var req lockRequest
-	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+	if err := decode(w, r, &req, request.MaxBody, false); err != nil {
 		return "", req, err
 	}
 	return resource, req, req.validate()
@@ -155,7 +155,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req resetRequest
-	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+	if err := decode(w, r, &req, request.MaxBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -219,7 +219,7 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req fenceRequest
-	if err := decode(w, r, &req, fenceview.MaxRequestBody, true); err != nil {
+	if err := decode(w, r, &req, request.MaxBody, true); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -371,7 +371,7 @@ type decisionsRequest struct {
 
 func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	var req decisionsRequest
-	if err := decode(w, r, &req, fenceview.MaxReportBody, false); err != nil {
+	if err := decode(w, r, &req, request.MaxReportBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -443,7 +443,7 @@ func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
-	f, err := fenceview.ParseRejectionFilter(r.URL.Query())
+	f, err := request.RejectionFilter(r.URL.Query())
 	if err == nil && f.ResourceID != "" {
 		err = seeResource(r.Context(), f.ResourceID)
 	}

@@ -65,7 +65,7 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		Role      *string  `json:"role"`
 		Resources []string `json:"resources"`
 	}
-	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+	if err := decode(w, r, &req, request.MaxBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -44,7 +44,7 @@ type waiter interface{ wait() time.Duration }
 func bodyHandler[T any](s *Server, op func(*Server, context.Context, string, T) (int, any)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req T
-		if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+		if err := decode(w, r, &req, request.MaxBody, false); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

@@ -23,7 +23,7 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req recoverRequest
-	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+	if err := decode(w, r, &req, request.MaxBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

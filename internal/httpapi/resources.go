@@ -9,7 +9,7 @@ import (
 )
 
 func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
-	q, err := fenceview.ParseResourcePage(r.URL.Query())
+	q, err := request.ParseResourceList(r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -24,7 +24,7 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 	}
 	var next any
 	if more {
-		next = fenceview.ResourceCursor(page[len(page)-1].ResourceID)
+		next = request.ResourceCursor(page[len(page)-1].ResourceID)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"resources": out, "next": next})
 }

@@ -48,7 +48,7 @@ import (
 // buffered on its behalf.
 const (
 	rpcMaxMessage  = 1 << 20                  // bytes in one message from a client
-	rpcMaxLine     = fenceview.MaxRequestBody // bytes in one request line, as in one JSON body
+	rpcMaxLine     = request.MaxBody // bytes in one request line, as in one JSON body
 	rpcWorkers     = 64                       // requests of one connection served at once, waiting acquires aside
 	rpcAnswerQueue = 256                      // answers of one connection waiting for its writer
 	rpcIdleWorkers = 8                        // workers of one connection kept waiting for requests

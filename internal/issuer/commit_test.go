@@ -147,7 +147,7 @@ func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
 		if _, held, _, _ := s.Totals(Scope{}); held != 0 {
 			t.Fatalf("%s: %d held in the totals", when, held)
 		}
-		page, _ := s.ResourcePage("", "", 10, Scope{})
+		page, _ := s.ListResources("", "", 10, Scope{})
 		if len(page) != 1 || page[0].Holder != "" {
 			t.Fatalf("%s: the page reads %+v", when, page)
 		}

@@ -17,26 +17,6 @@ import (
 // with a million resources keeps a thousand rings (about a megabyte), not
 // a million, and a lock that went quiet is the one whose window nobody
 // needs. A resource pushed out starts a new window when it is next granted.
-const (
-	TimedResources = 1024
-	TimedSamples   = 64
-)
-
-// LockTimes is how long the recent grants of one lock waited and how long
-// they were held: the last TimedSamples of each, while the lock is among
-// the TimedResources most recently active.
-type LockTimes struct {
-	Waits, Holds DurationStats
-}
-
-// DurationStats summarises a window of durations. Count is the number of
-// samples in the window (at most TimedSamples), Total every one recorded
-// since the resource entered the window.
-type DurationStats struct {
-	Count         int
-	Total         int64
-	P50, P99, Max time.Duration
-}
 
 // LockTimes returns the wait and hold times of resourceID's recent grants
 // (zero when it has none in the window).
@@ -154,7 +134,7 @@ func (h *holdTimes) add(samples []timedSample) {
 		} else {
 			t.waits.add(s.d)
 		}
-		h.hist[s.kind][b2i(s.hold)].observe(s.d)
+		h.hist[s.kind][b2i(s.hold)].Observe(s.d)
 	}
 }
 
@@ -215,35 +195,6 @@ func b2i(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// HistogramBounds are the upper bounds, in seconds, of the aggregate wait
-// and hold histograms' buckets: a millisecond to a day (MaxLease).
-var HistogramBounds = [...]float64{0.001, 0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120, 600, 3600, 86400}
-
-// Histogram is a cumulative histogram of durations, in seconds, with the
-// buckets HistogramBounds (Buckets[i] counts samples <= HistogramBounds[i]).
-type Histogram struct {
-	Count   uint64
-	Sum     float64
-	Buckets [len(HistogramBounds)]uint64
-}
-
-func (h *Histogram) observe(d time.Duration) {
-	s := d.Seconds()
-	h.Count++
-	h.Sum += s
-	for i, b := range HistogramBounds {
-		if s <= b {
-			h.Buckets[i]++
-		}
-	}
-}
-
-// LockTimeHistograms are the waits and holds of every lock of one kind.
-type LockTimeHistograms struct {
-	Kind         string // Kind.String()
-	Waits, Holds Histogram
 }
 
 // LockTimeHistograms returns the aggregate wait and hold histograms, one

@@ -45,7 +45,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 	var visited int
 	scope := prefixScope(&visited, "tenant-42/")
 
-	page, more := s.ResourcePage("", "", 10, scope)
+	page, more := s.ListResources("", "", 10, scope)
 	if len(page) != 10 || !more || page[0].ResourceID != "tenant-42/r-0042" {
 		t.Fatalf("first page: %d resources, more=%v, first %v", len(page), more, page)
 	}
@@ -53,7 +53,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 		t.Errorf("a page of 10 visited %d entries, want at most 11", visited)
 	}
 	visited = 0
-	page, _ = s.ResourcePage("", page[9].ResourceID, 10, scope)
+	page, _ = s.ListResources("", page[9].ResourceID, 10, scope)
 	if len(page) != 10 || visited > 12 {
 		t.Errorf("the second page: %d resources, %d entries visited, want 10 and at most 12", len(page), visited)
 	}
@@ -84,7 +84,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 func TestGrantsProceedWhileAListIsMidScan(t *testing.T) {
 	ctx := context.Background()
 	readers := map[string]func(s *Service, sc Scope) int{
-		"ResourcePage": func(s *Service, sc Scope) int { p, _ := s.ResourcePage("", "", 1000, sc); return len(p) },
+		"ListResources": func(s *Service, sc Scope) int { p, _ := s.ListResources("", "", 1000, sc); return len(p) },
 		"SelectResources": func(s *Service, sc Scope) int {
 			return len(s.SelectResources(ResourceQuery{Sort: SortAccepted, Limit: 1000, Scope: sc}).Resources)
 		},
@@ -167,13 +167,13 @@ func TestScopeWalksWhatAFilterWould(t *testing.T) {
 		}
 		var want []string
 		for _, r := range all {
-			if strings.HasPrefix(r.ResourceID, c.prefix) && scope.sees(r.ResourceID) {
+			if strings.HasPrefix(r.ResourceID, c.prefix) && scope.Contains(r.ResourceID) {
 				want = append(want, r.ResourceID)
 			}
 		}
 		var got []string
 		for after := ""; ; {
-			page, more := s.ResourcePage(c.prefix, after, 7, scope)
+			page, more := s.ListResources(c.prefix, after, 7, scope)
 			for _, r := range page {
 				got = append(got, r.ResourceID)
 			}

@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/guard"
 )
 
 // Bounds on reported fields. Reasons and sources land in metrics labels,
@@ -123,26 +122,4 @@ func checkAt(at, now time.Time) error {
 		return fenceview.Errorf(fenceview.EINVALID, "at is more than %v in the past", MaxReportAge)
 	}
 	return nil
-}
-
-// KnownReasons are the documented refusal reasons: the ones the counters
-// (and so the metrics' reason label) keep apart. Any other reason (plugins
-// may report their own) is counted as OtherReason, so no client can grow
-// the counters or the metrics' series set.
-var KnownReasons = []string{
-	guard.ReasonStale, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch,
-	guard.ReasonUnissued, "bad-signature", guard.ReasonSuperseded,
-}
-
-// OtherReason counts every refusal whose reason is not in KnownReasons.
-const OtherReason = "other"
-
-// BoundReason is reason if it is known, OtherReason otherwise.
-func BoundReason(reason string) string {
-	for _, k := range KnownReasons {
-		if reason == k {
-			return reason
-		}
-	}
-	return OtherReason
 }

@@ -697,7 +697,7 @@ func (s *Service) Resource(resourceID string) (fenceview.Resource, error) {
 }
 
 // Resources returns every known resource, ordered by id. With many
-// resources, page them instead (ResourcePage).
+// resources, page them instead (ListResources).
 func (s *Service) Resources() []fenceview.Resource {
 	index, _ := s.snapshot()
 	now := s.clock.Now()
@@ -711,20 +711,20 @@ func (s *Service) Resources() []fenceview.Resource {
 	return out
 }
 
-// ResourcePage returns up to limit resources whose ids start with prefix,
+// ListResources returns up to limit resources whose ids start with prefix,
 // sort after the id after ("" for the first page) and that scope sees,
 // ordered by id, and whether more follow. It reads a snapshot, outside
 // the service's lock, and walks only the ranges of the index that prefix
 // and scope's prefixes allow: a page costs about a page, however many
 // resources there are, and a key limited to some prefixes pays for its
 // own resources only.
-func (s *Service) ResourcePage(prefix, after string, limit int, scope Scope) (page []fenceview.Resource, more bool) {
+func (s *Service) ListResources(prefix, after string, limit int, scope Scope) (page []fenceview.Resource, more bool) {
 	limit = max(limit, 1)
 	page = make([]fenceview.Resource, 0, min(limit, 128))
 	index, _ := s.snapshot()
 	now := s.clock.Now()
-	walk(index, scope.ranges(prefix), after, func(k *known) bool {
-		if k.id == after || !scope.sees(k.id) || k.read() == nil {
+	walk(index, scope.Ranges(prefix), after, func(k *known) bool {
+		if k.id == after || !scope.Contains(k.id) || k.read() == nil {
 			return true
 		}
 		if len(page) == limit {
@@ -743,9 +743,9 @@ func (s *Service) ResourcePage(prefix, after string, limit int, scope Scope) (pa
 func (s *Service) Totals(scope Scope) (resources, held int, accepted, rejected int64) {
 	index, _ := s.snapshot()
 	now := s.clock.Now()
-	walk(index, scope.ranges(""), "", func(k *known) bool {
+	walk(index, scope.Ranges(""), "", func(k *known) bool {
 		r := k.read()
-		if !scope.sees(k.id) || r == nil {
+		if !scope.Contains(k.id) || r == nil {
 			return true
 		}
 		resources++
@@ -766,8 +766,8 @@ func (s *Service) Alarmed(limit int, scope Scope) ([]fenceview.Resource, int) {
 	now := s.clock.Now()
 	var out []fenceview.Resource
 	n := 0
-	walk(alarmed, scope.ranges(""), "", func(k *known) bool {
-		if r := k.read(); r != nil && scope.sees(k.id) {
+	walk(alarmed, scope.Ranges(""), "", func(k *known) bool {
+		if r := k.read(); r != nil && scope.Contains(k.id) {
 			if n < limit {
 				out = append(out, viewAt(r, now))
 			}
@@ -926,15 +926,15 @@ func (s *Service) Sweep(ctx context.Context) {
 	}
 }
 
-// nextToken is the token the next grant takes: above every token issued and
-// every high-water mark recorded for the resource.
+// nextToken is the token the next grant takes (fenceview.NextToken), or
+// the conflict that says the resource's tokens are exhausted.
 func nextToken(r *fenceview.Resource) (int64, error) {
-	top := max(r.LastToken, r.HighWaterMark)
-	if top >= fenceview.MaxIssued {
+	next := fenceview.NextToken(*r)
+	if next == 0 {
 		return 0, &fenceview.Error{Code: fenceview.ECONFLICT,
 			Message: fmt.Sprintf("tokens for %q are exhausted (last token %d, high-water mark %d); an admin can bring it back with POST /v1/locks/{resource}/recover",
 				r.ResourceID, r.LastToken, r.HighWaterMark),
 			Fields: map[string]any{"lastToken": r.LastToken, "highWaterMark": r.HighWaterMark}}
 	}
-	return top + 1, nil
+	return next, nil
 }

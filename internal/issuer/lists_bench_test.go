@@ -82,7 +82,7 @@ func benchID(i int) string { return fmt.Sprintf("tenant-%d/orders/%d", i%97, i) 
 // viewerLists is what a viewer limited to prefix reads in one round.
 func viewerLists(s *Service, prefix string) {
 	scope := Scope{Prefixes: []string{prefix}, Sees: func(id string) bool { return strings.HasPrefix(id, prefix) }}
-	s.ResourcePage("", "", 100, scope)
+	s.ListResources("", "", 100, scope)
 	s.SelectResources(ResourceQuery{Sort: SortID, Limit: 50, Scope: scope})
 	s.Totals(scope)
 }

@@ -17,7 +17,7 @@ func (nopStore) Apply(context.Context, []*fenceview.Resource, []fenceview.Event)
 // A page of the resource list costs a page, not the whole list:
 //
 //	go test ./issuer -run '^$' -bench ResourcePage -benchtime 2000x
-func BenchmarkResourcePage(b *testing.B) {
+func BenchmarkListResources(b *testing.B) {
 	const n = 1_000_000
 	rows := make([]*fenceview.Resource, n)
 	for i := range rows {
@@ -30,7 +30,7 @@ func BenchmarkResourcePage(b *testing.B) {
 	b.ResetTimer()
 	after := ""
 	for i := 0; i < b.N; i++ {
-		page, more := s.ResourcePage("", after, 100, Scope{})
+		page, more := s.ListResources("", after, 100, Scope{})
 		if len(page) != 100 {
 			b.Fatalf("page of %d", len(page))
 		}

@@ -9,54 +9,6 @@ import (
 	"github.com/fenceview/fenceview"
 )
 
-// Sort orders of SelectResources.
-const (
-	SortID          = "id"
-	SortHWM         = "hwm"
-	SortLastToken   = "last"
-	SortHolder      = "holder"
-	SortAccepted    = "accepted"
-	SortRejected    = "rejected"
-	SortLastRefused = "lastRejection"
-)
-
-// SortKeys are the orders SelectResources knows.
-var SortKeys = []string{SortID, SortHWM, SortLastToken, SortHolder, SortAccepted, SortRejected, SortLastRefused}
-
-// ResourceQuery selects one page of resources: those whose id starts with
-// Prefix, in Sort order (Desc reverses it; ties go by id), after the
-// position After, at most Limit.
-type ResourceQuery struct {
-	Prefix string
-	Sort   string
-	Desc   bool
-	After  *ResourceKey
-	Limit  int
-	// Scope leaves out resources the reader may not see (a key limited
-	// to some prefixes); they are not counted in Matched either.
-	Scope Scope
-	// Where, when set, keeps only the resources it accepts; it reads the
-	// resource in place and must not keep it.
-	Where func(*fenceview.Resource) bool
-}
-
-// ResourceKey is a position in a sort order: the sort value of a resource
-// (Num for numeric orders, Str for textual ones) and its id.
-type ResourceKey struct {
-	Num int64
-	Str string
-	ID  string
-}
-
-// ResourcePage is a page of SelectResources: Next is the position to pass
-// as After for the following page, nil on the last; Matched counts every
-// resource the prefix matched.
-type ResourcePage struct {
-	Resources []fenceview.Resource
-	Next      *ResourceKey
-	Matched   int
-}
-
 // SelectResources answers a ResourceQuery in one pass over a snapshot of
 // the resources the query's prefix and scope allow, outside the service's
 // lock, keeping only the page in a heap: memory is the page's, time linear
@@ -80,9 +32,9 @@ func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
 	var page ResourcePage
 	index, _ := s.snapshot()
 	now := s.clock.Now()
-	walk(index, q.Scope.ranges(q.Prefix), "", func(kn *known) bool {
+	walk(index, q.Scope.Ranges(q.Prefix), "", func(kn *known) bool {
 		r := kn.read()
-		if r == nil || !q.Scope.sees(kn.id) || (q.Where != nil && !q.Where(r)) {
+		if r == nil || !q.Scope.Contains(kn.id) || (q.Where != nil && !q.Where(r)) {
 			return true
 		}
 		page.Matched++

@@ -1,29 +1,11 @@
 package issuer
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fenceview/fenceview"
 )
-
-// Published is an event as subscribers receive it. Every subscriber gets
-// the same *Published, so an encoding made once (Encoded) serves them all.
-type Published struct {
-	fenceview.Event
-	// PublishedAt is when the event's commit was published (wall clock,
-	// monotonic): how long it then waits for a client is the stream's lag.
-	PublishedAt time.Time
-	once        sync.Once
-	wire        []byte
-}
-
-// Encoded returns encode(p.Event), computed by the first caller only.
-func (p *Published) Encoded(encode func(fenceview.Event) []byte) []byte {
-	p.once.Do(func() { p.wire = encode(p.Event) })
-	return p.wire
-}
 
 // MaxBacklog bounds what one subscriber may hold delivered and not yet
 // Released, in bytes (an estimate of the events' memory, eventBytes): a
@@ -32,22 +14,21 @@ func (p *Published) Encoded(encode func(fenceview.Event) []byte) []byte {
 // holding nothing, however large.
 const MaxBacklog = 1 << 20
 
-// Subscription receives committed events as they happen, in batches: all
-// the events of one group commit that match arrive together, so a watcher
-// wakes once per commit, not once per event. A subscriber that falls behind
-// by more than its buffer of batches, or by more than MaxBacklog bytes not
-// yet Released, is dropped (Lost is closed): a slow reader must never stall
-// a grant, and never holds more than its bound. It can resume from the
-// durable history (the event stream's ?since=).
+// Subscription is the issuer's fenceview.Subscription. A subscriber that
+// falls behind by more than its buffer of batches, or by more than
+// MaxBacklog bytes not yet Released, is dropped (Lost is closed): a slow
+// reader must never stall a grant, and never holds more than its bound.
 type Subscription struct {
 	ResourceID string // "" for every resource
-	// Start is the sequence number of the last event committed before the
-	// subscription began; every later event is delivered on Events.
-	Start   int64
-	events  chan []*Published
-	lost    chan struct{}
-	backlog atomic.Int64 // bytes delivered and not yet released
+	start      int64
+	events     chan []*Published
+	lost       chan struct{}
+	backlog    atomic.Int64 // bytes delivered and not yet released
 }
+
+// Start is the sequence number of the last event committed before the
+// subscription began; every later event is delivered on Events.
+func (sub *Subscription) Start() int64 { return sub.start }
 
 // Release tells the subscription a batch received from Events is done
 // with, so its bytes leave the backlog. A reader that never releases is
@@ -82,14 +63,14 @@ func (sub *Subscription) Events() <-chan []*Published { return sub.events }
 func (sub *Subscription) Lost() <-chan struct{} { return sub.lost }
 
 // Subscribe starts a subscription to events of resourceID ("" for all).
-func (s *Service) Subscribe(resourceID string, buffer int) *Subscription {
+func (s *Service) Subscribe(resourceID string, buffer int) fenceview.Subscription {
 	if buffer < 1 {
 		buffer = 1
 	}
 	sub := &Subscription{ResourceID: resourceID, events: make(chan []*Published, buffer), lost: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sub.Start = s.published
+	sub.start = s.published
 	if s.closed {
 		close(sub.lost)
 		return sub
@@ -98,13 +79,12 @@ func (s *Service) Subscribe(resourceID string, buffer int) *Subscription {
 	return sub
 }
 
-// Unsubscribe ends a subscription.
-func (s *Service) Unsubscribe(sub *Subscription) {
+// Unsubscribe ends a subscription Subscribe returned.
+func (s *Service) Unsubscribe(sub fenceview.Subscription) {
+	mine, _ := sub.(*Subscription)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.subs[sub]; ok {
-		delete(s.subs, sub)
-	}
+	delete(s.subs, mine)
 }
 
 func (s *Service) dropLocked(sub *Subscription) {
