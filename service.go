@@ -12,7 +12,7 @@ import (
 // ones they call. internal/issuer implements every one of them (and
 // asserts it); the history is internal/sqlite's.
 
-// LockService grants, renews and ends leases on locks, and reads one lock.
+// LockService grants, renews and ends leases on locks.
 type LockService interface {
 	Acquire(ctx context.Context, req AcquireRequest) (Grant, error)
 	Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (Grant, error)
@@ -24,7 +24,6 @@ type LockService interface {
 	// Recover sets a poisoned or exhausted resource's counter and mark
 	// back to to (admin).
 	Recover(ctx context.Context, resourceID string, to int64) (Resource, error)
-	Lock(resourceID string) (LockState, error)
 	// Issuer is the id written into every token this authority issues.
 	Issuer() string
 }
@@ -35,15 +34,12 @@ type PrimitiveService interface {
 	AcquirePermit(ctx context.Context, req PermitRequest) (Grant, error)
 	ReleasePermit(ctx context.Context, name, holder string, slot int) (int, error)
 	SetPermits(ctx context.Context, name string, permits int) (Semaphore, error)
-	Semaphore(name string) (Semaphore, error)
 	AcquireAll(ctx context.Context, req AcquireAllRequest) ([]Grant, error)
 	ReleaseAll(ctx context.Context, resourceIDs []string, holder string) (Released, error)
 	Campaign(ctx context.Context, req CampaignRequest) (Leader, Grant, error)
 	Proclaim(ctx context.Context, election, candidate, value string) (Leader, error)
 	Resign(ctx context.Context, election, candidate string) error
 	RenewLeadership(ctx context.Context, election, candidate string, lease time.Duration) (Leader, Grant, error)
-	// Leader is nil when the election has none.
-	Leader(election string) (*Leader, error)
 }
 
 // FenceService decides fenced writes presented to the server's own guard
@@ -53,7 +49,8 @@ type FenceService interface {
 	Report(ctx context.Context, reports []Report) (int, error)
 }
 
-// ResourceService reads what the authority knows of its resources.
+// ResourceService reads what the authority knows of its resources, and of
+// the locks, semaphores and elections made of them.
 //
 // Two ways page through them: ListResources, by id, walks from the
 // cursor and costs about a page (the JSON API's list); SelectResources
@@ -61,6 +58,10 @@ type FenceService interface {
 // resource in scope (the dashboard's table).
 type ResourceService interface {
 	Resource(resourceID string) (Resource, error)
+	Lock(resourceID string) (LockState, error)
+	Semaphore(name string) (Semaphore, error)
+	// Leader is nil when the election has none.
+	Leader(election string) (*Leader, error)
 	// ListResources returns up to limit resources whose ids start with
 	// prefix, sort after the id after ("" for the first page) and that
 	// scope sees, by id, and whether more follow.

@@ -46,7 +46,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close(); db.Close() })
-	h := New(svc, db, fc.Now)
+	h := New(svc, svc, db, fc.Now)
 	mux := http.NewServeMux()
 	h.Register(mux)
 	return &env{t: t, svc: svc, db: db, clock: fc, h: h, mux: mux}

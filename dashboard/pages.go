@@ -12,7 +12,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 // Meta is what the page frame needs.
@@ -79,7 +79,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.TableError, status = err.Error(), http.StatusBadRequest
 		d.Table, after = TableQuery{Sort: "id", Range: t.Range}, nil
 	}
-	page := h.Select.SelectResources(issuer.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Scope: scopeOf(p)})
+	page := h.Locks.SelectResources(fenceview.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Scope: scopeOf(p)})
 	d.Matched = page.Matched
 	// The totals of every resource the principal sees, without listing
 	// them (a server may know a million); rates span every resource, so
@@ -222,23 +222,20 @@ type RejectionsData struct {
 	Sources   []Choice // the most frequent sources, with counts
 }
 
-// knownReasons are the documented refusal reasons, the issuer's list.
-var knownReasons = issuer.KnownReasons
-
 // choices fills the filter's choice lists: every reason recorded (and the
 // documented ones), the most frequent sources, the most refused resources.
 func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 	p := auth.FromContext(ctx)
-	if !p.Unrestricted() || h.Counts == nil {
+	if !p.Unrestricted() {
 		// Counts span every resource: a limited key gets the documented
 		// reasons and its own most refused resources, without counts.
-		for _, k := range knownReasons {
+		for _, k := range fenceview.KnownReasons {
 			d.Reasons = append(d.Reasons, Choice{k, -1})
 		}
 		d.Resources = h.mostRefused(p)
 		return nil
 	}
-	names, counts, err := h.Counts.RejectionReasons(ctx)
+	names, counts, err := h.History.RejectionReasons(ctx)
 	if err != nil {
 		return err
 	}
@@ -246,12 +243,12 @@ func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 	for i, n := range names {
 		d.Reasons, seen[n] = append(d.Reasons, Choice{n, counts[i]}), true
 	}
-	for _, k := range knownReasons {
+	for _, k := range fenceview.KnownReasons {
 		if !seen[k] {
 			d.Reasons = append(d.Reasons, Choice{k, 0})
 		}
 	}
-	if names, counts, err = h.Counts.RejectionSources(ctx, choicesMax); err != nil {
+	if names, counts, err = h.History.RejectionSources(ctx, choicesMax); err != nil {
 		return err
 	}
 	for i, n := range names {
@@ -263,7 +260,7 @@ func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 
 func (h *Handler) mostRefused(p *auth.Principal) []Choice {
 	var out []Choice
-	page := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortRejected, Desc: true, Limit: choicesMax, Scope: scopeOf(p)})
+	page := h.Locks.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: choicesMax, Scope: scopeOf(p)})
 	for _, r := range page.Resources {
 		if r.Rejected > 0 {
 			out = append(out, Choice{r.ResourceID, r.Rejected})
@@ -275,11 +272,11 @@ func (h *Handler) mostRefused(p *auth.Principal) []Choice {
 // scopeOf is what p may see, for the service's readers: its prefixes, so a
 // key limited to some resources walks only those; no filter at all when it
 // sees everything, so the common case pays nothing.
-func scopeOf(p *auth.Principal) issuer.Scope {
+func scopeOf(p *auth.Principal) fenceview.Scope {
 	if p.Unrestricted() {
-		return issuer.Scope{}
+		return fenceview.Scope{}
 	}
-	return issuer.Scope{Prefixes: p.Resources, Sees: p.Sees}
+	return fenceview.Scope{Prefixes: p.Resources, Sees: p.Sees}
 }
 
 func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {

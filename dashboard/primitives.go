@@ -9,7 +9,6 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // Semaphores and elections are made of ordinary locks (contract v3): a
@@ -198,7 +197,7 @@ func electionURL(name string) string {
 
 // TimesData is the wait and hold times card of a lock, slot or election.
 type TimesData struct {
-	issuer.LockTimes
+	fenceview.LockTimes
 	Waiters int
 }
 
@@ -226,9 +225,9 @@ func delayRemaining(l fenceview.LockState, r fenceview.Resource, now time.Time) 
 }
 
 // DurationStats is a window of wait or hold times.
-type DurationStats = issuer.DurationStats
+type DurationStats = fenceview.DurationStats
 
 const (
-	timedResources = issuer.TimedResources
-	timedSamples   = issuer.TimedSamples
+	timedResources = fenceview.TimedResources
+	timedSamples   = fenceview.TimedSamples
 )

@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 // forwardedHeader marks a request a follower forwarded, so that a node that

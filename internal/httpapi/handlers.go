@@ -10,7 +10,7 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 type lockRequest struct {
@@ -87,7 +87,7 @@ func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) 
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	s.observeGrant(issuer.KindLock, start)
+	s.observeGrant(fenceview.KindLock, start)
 	return http.StatusOK, grantWire(g)
 }
 

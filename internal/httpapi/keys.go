@@ -6,6 +6,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 func (s *Server) registerKeys() {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 type recoverRequest struct {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // wireTime is a time as the API writes it: null when zero.
@@ -276,7 +275,7 @@ type resourceBody struct {
 	Election    bool      `json:"election,omitempty"`
 	Value       *string   `json:"value,omitempty"`
 	// Times, on GET /v1/resources/{resource} only: its recent grants'
-	// waits and holds (issuer.LockTimes) and the acquires waiting now.
+	// waits and holds (fenceview.LockTimes) and the acquires waiting now.
 	Times *timesBody `json:"times,omitempty"`
 }
 
@@ -299,7 +298,7 @@ func (s *Server) timesWire(resourceID string) *timesBody {
 	t := s.Service.LockTimes(resourceID)
 	lock, _ := s.Service.Lock(resourceID) // valid: the resource was just read
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	window := func(d issuer.DurationStats) durationsBody {
+	window := func(d fenceview.DurationStats) durationsBody {
 		return durationsBody{Count: d.Count, P50: ms(d.P50), P99: ms(d.P99), Max: ms(d.Max)}
 	}
 	return &timesBody{Waiters: lock.Waiters, Wait: window(t.Waits), Hold: window(t.Holds)}

@@ -14,12 +14,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fenceview/fenceview"
 	"github.com/gorilla/websocket"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/fenceview/fenceview/internal/telemetry"
 )
 
 func startTest(t *testing.T) *Server {
@@ -169,8 +168,8 @@ func TestMetricsByTheLibrary(t *testing.T) {
 	for _, m := range fams["fenceview_fence_rejected_total"].Metric {
 		rejected[m.Label[0].GetValue()] = m.Counter.GetValue()
 	}
-	if len(rejected) != len(telemetry.KnownReasons)+1 {
-		t.Errorf("rejected series: %v, want the %d known reasons and other", rejected, len(telemetry.KnownReasons))
+	if len(rejected) != len(fenceview.KnownReasons)+1 {
+		t.Errorf("rejected series: %v, want the %d known reasons and other", rejected, len(fenceview.KnownReasons))
 	}
 	if rejected["stale-token"] != 1 || rejected["other"] != 40 {
 		t.Errorf("rejected: %v, want stale-token 1, other 40", rejected)
