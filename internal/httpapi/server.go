@@ -95,6 +95,10 @@ func New(svc fenceview.Services, history fenceview.HistoryService, logger *slog.
 	return s
 }
 
+// WriteJSON writes v as every answer of the API is written (JSON, not
+// cached); cluster mode's own routes answer through it too.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
+
 // Handle registers an extra route.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 

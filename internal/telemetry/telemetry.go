@@ -231,7 +231,7 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, sm := range serviceMetrics {
 		ch <- prometheus.MustNewConstMetric(sm.desc, sm.kind, sm.value(m))
 	}
-	for reason, n := range BoundReasons(m.Rejected) {
+	for reason, n := range boundReasons(m.Rejected) {
 		ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(n), reason)
 	}
 	for _, k := range m.Kinds {
@@ -240,10 +240,10 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// BoundReasons folds refusal counts into the known reasons plus "other".
+// boundReasons folds refusal counts into the known reasons plus "other".
 // The known reasons are always present (0 when none), so a rate over them
 // starts from the first scrape.
-func BoundReasons(counts []fenceview.ReasonCount) map[string]int64 {
+func boundReasons(counts []fenceview.ReasonCount) map[string]int64 {
 	out := make(map[string]int64, len(fenceview.KnownReasons)+1)
 	for _, r := range fenceview.KnownReasons {
 		out[r] = 0
