@@ -27,8 +27,8 @@ const (
 	// EventReset: an admin raised a resource's token counter to a floor.
 	EventReset = "reset"
 	// EventRecover: an admin set a poisoned or exhausted resource's counter
-	// and mark back (Token: the new counter; Presented, Required: the mark
-	// and counter it replaced).
+	// and mark back (Token: the new counter; Event.Replaced: the mark and
+	// counter it replaced).
 	EventRecover = "recover"
 )
 
@@ -61,7 +61,7 @@ type LockState struct {
 	Locked     bool
 	Holder     string
 	HoldCount  int
-	Token      int64 // last token issued, 0 if none
+	LastToken  int64 // the last token issued for the resource, 0 if none (Resource.Token is the current grant's)
 	ExpiresAt  time.Time
 	Remaining  time.Duration
 	LeaseMs    int64
@@ -109,17 +109,32 @@ type Event struct {
 	ResourceID string
 	Token      int64
 	Holder     string
-	Presented  int64
-	Required   int64
-	Reason     string
-	Source     string
-	At         time.Time
+	// Presented and Required are, on a reject, the token presented and
+	// the mark it needed. Three other types reuse the two numbers (the
+	// history's columns and the wire's names stay as they are): on an
+	// alarm Required is the last token issued, on a reset the floor asked
+	// for, and on a recover Presented and Required are the mark and the
+	// counter it replaced: read those with Replaced.
+	Presented int64
+	Required  int64
+	Reason    string
+	Source    string
+	At        time.Time
 	// Value is an election's leader value (proclaim, and an election's grant).
 	Value string
 	// LockDelayMs is the lock-delay an expire starts.
 	LockDelayMs int64
 	// Permits is a semaphore's permits, set by a permits event.
 	Permits int
+}
+
+// Replaced is what a recover event set back: the high-water mark and the
+// token counter before it (zero for other types).
+func (e Event) Replaced() (mark, counter int64) {
+	if e.Type != EventRecover {
+		return 0, 0
+	}
+	return e.Presented, e.Required
 }
 
 // Report is a fencing decision made elsewhere (a plugin's guard) and sent

@@ -191,7 +191,7 @@ func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
 func lockWire(ls fenceview.LockState) lockBody {
 	return lockBody{
 		ResourceID: ls.ResourceID, Locked: ls.Locked, Holder: wireString(ls.Holder), HoldCount: ls.HoldCount,
-		Token: ls.Token, ExpiresAt: wireTime(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
+		Token: ls.LastToken, ExpiresAt: wireTime(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
 		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters, AvailableAt: wireTime(ls.AvailableAt),
 	}
 }

@@ -69,7 +69,7 @@ func TestRPCAnswerEncodesLikeEncodingJSON(t *testing.T) {
 	bodies := []any{
 		nil,
 		map[string]any{"error": "invalid request: <x> & y", "code": "invalid"},
-		lockWire(fenceview.LockState{ResourceID: "r/1", Locked: true, Holder: "a", HoldCount: 1, Token: 7, ExpiresAt: now}),
+		lockWire(fenceview.LockState{ResourceID: "r/1", Locked: true, Holder: "a", HoldCount: 1, LastToken: 7, ExpiresAt: now}),
 		struct {
 			T wireTime   `json:"t"`
 			S wireString `json:"s"`

@@ -138,7 +138,7 @@ func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
 	<-store.applying // applied in memory, not yet durable
 	check := func(when string) {
 		t.Helper()
-		if ls, _ := s.Lock("jobs#0"); ls.Locked || ls.Token != 4 {
+		if ls, _ := s.Lock("jobs#0"); ls.Locked || ls.LastToken != 4 {
 			t.Fatalf("%s: the lock reads %+v", when, ls)
 		}
 		if sem, err := s.Semaphore("jobs"); err != nil || len(sem.Held) != 0 || sem.Free != 2 {

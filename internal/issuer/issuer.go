@@ -666,7 +666,7 @@ func (s *Service) Lock(resourceID string) (fenceview.LockState, error) {
 		return ls, nil
 	}
 	r := st.read()
-	ls.Token = r.LastToken
+	ls.LastToken = r.LastToken
 	ls.Waiters = len(st.waiters)
 	if r.AvailableAt.After(now) {
 		ls.AvailableAt = r.AvailableAt

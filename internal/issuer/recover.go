@@ -49,7 +49,7 @@ func (s *Service) Recover(ctx context.Context, resourceID string, to int64) (fen
 	r.HighWaterMark = min(r.HighWaterMark, to)
 	r.CounterAlarm = 0
 	b.event(fenceview.Event{Type: fenceview.EventRecover, ResourceID: resourceID, Token: to,
-		Presented: oldMark, Required: oldLast, Source: "admin"})
+		Presented: oldMark, Required: oldLast, Source: "admin"}) // what it replaced: Event.Replaced
 	b.resets++
 	view := s.view(w)
 	if err := s.finish(b); err != nil {
