@@ -76,7 +76,7 @@ type Resource struct {
 	HighWaterMark   int64
 	LastToken       int64
 	Holder          string
-	Owner           string // the key that holds the lock with auth on; never shown
+	OwnerKey        string // the id of the API key that took the lock (auth on): with Holder, who may renew and release; never shown
 	HoldCount       int
 	Token           int64 // token of the current grant, 0 when free
 	ExpiresAt       time.Time

@@ -150,7 +150,7 @@ func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
 	} else {
 		r.Holder, r.HoldCount = g.holder, 1
 	}
-	r.Owner = g.owner
+	r.OwnerKey = g.owner
 	r.LastToken, r.Token = token, token
 	r.LeaseMs = g.leaseMs
 	r.LockDelayMs = g.delayMs
@@ -172,7 +172,7 @@ func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
 func (b *batch) free(w *state) {
 	b.timeFree(w)
 	r := &w.res
-	r.Holder, r.Owner, r.HoldCount, r.Token = "", "", 0, 0
+	r.Holder, r.OwnerKey, r.HoldCount, r.Token = "", "", 0, 0
 	r.ExpiresAt, r.GrantedAt = time.Time{}, time.Time{}
 	r.LockDelayMs, r.Value = 0, ""
 }

@@ -46,7 +46,7 @@ func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (
 	}
 	w := b.get(name)
 	b.expireIfDue(w)
-	if w.res.Holder == candidate && w.res.Owner == g.owner {
+	if w.res.Holder == candidate && w.res.OwnerKey == g.owner {
 		b.proclaim(w, req.Value) // already leads: same term
 		r := w.res
 		if err := s.finish(b); err != nil {
@@ -179,7 +179,7 @@ func (s *Service) leading(ctx context.Context, election, candidate string) (*sta
 	b := s.begin()
 	w := b.get(election)
 	b.expireIfDue(w)
-	if w.res.Holder != candidate || w.res.Owner != ownerOf(ctx) {
+	if w.res.Holder != candidate || w.res.OwnerKey != ownerOf(ctx) {
 		if err := s.finish(b); err != nil {
 			return nil, nil, err
 		}

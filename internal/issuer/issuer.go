@@ -296,7 +296,7 @@ func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fe
 	w := b.get(resourceID)
 	b.expireIfDue(w)
 	g := grantReq{holder: holder, owner: owner, leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
-	if (w.res.Holder == holder && w.res.Owner == owner) || b.vacant(w) {
+	if (w.res.Holder == holder && w.res.OwnerKey == owner) || b.vacant(w) {
 		if w.res.Holder != holder {
 			if err := ValidateNewID(holder); err != nil {
 				s.mu.Unlock()
@@ -444,7 +444,7 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
-	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
+	if w.res.Holder != holder || w.res.OwnerKey != ownerOf(ctx) {
 		if err := s.finish(b); err != nil {
 			return fenceview.Grant{}, err
 		}
@@ -482,7 +482,7 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 	b := s.begin()
 	w := b.get(resourceID)
 	b.expireIfDue(w)
-	if w.res.Holder != holder || w.res.Owner != ownerOf(ctx) {
+	if w.res.Holder != holder || w.res.OwnerKey != ownerOf(ctx) {
 		if err := s.finish(b); err != nil {
 			return 0, err
 		}
