@@ -214,7 +214,7 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 	m.Names = h.keyNames(p)
 	// The alarmed resources only, from the issuer's set of them: no pass
 	// over every resource per page view.
-	m.Behind, _ = h.Locks.Alarmed(behindShown, scopeOf(p))
+	m.Behind, _ = h.Locks.Alarmed(behindShown, p.Scope())
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
 			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,

@@ -300,7 +300,7 @@ func (h *Handler) holder(w http.ResponseWriter, r *http.Request) {
 	d.Page = "holder"
 	now := h.Now()
 	p := h.Locks.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortHolder, After: &fenceview.ResourceKey{Str: holder}, Limit: holderRowsMax + 1,
-		Scope: scopeOf(auth.FromContext(r.Context()))})
+		Scope: auth.FromContext(r.Context()).Scope()})
 	for _, res := range p.Resources {
 		if res.Holder != holder {
 			break

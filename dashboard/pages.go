@@ -79,13 +79,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.TableError, status = err.Error(), http.StatusBadRequest
 		d.Table, after = TableQuery{Sort: "id", Range: t.Range}, nil
 	}
-	page := h.Locks.SelectResources(fenceview.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Scope: scopeOf(p)})
+	page := h.Locks.SelectResources(fenceview.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Scope: p.Scope()})
 	d.Matched = page.Matched
 	// The totals of every resource the principal sees, without listing
 	// them (a server may know a million); rates span every resource, so
 	// only an unrestricted principal gets them.
 	var held int
-	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(scopeOf(p))
+	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(p.Scope())
 	d.Held = int64(held)
 	for _, res := range page.Resources {
 		row := ResourceRow{Resource: res}
@@ -260,23 +260,13 @@ func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 
 func (h *Handler) mostRefused(p *auth.Principal) []Choice {
 	var out []Choice
-	page := h.Locks.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: choicesMax, Scope: scopeOf(p)})
+	page := h.Locks.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: choicesMax, Scope: p.Scope()})
 	for _, r := range page.Resources {
 		if r.Rejected > 0 {
 			out = append(out, Choice{r.ResourceID, r.Rejected})
 		}
 	}
 	return out
-}
-
-// scopeOf is what p may see, for the service's readers: its prefixes, so a
-// key limited to some resources walks only those; no filter at all when it
-// sees everything, so the common case pays nothing.
-func scopeOf(p *auth.Principal) fenceview.Scope {
-	if p.Unrestricted() {
-		return fenceview.Scope{}
-	}
-	return fenceview.Scope{Prefixes: p.Resources, Sees: p.Sees}
 }
 
 func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
@@ -17,7 +16,7 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 	p := auth.FromContext(r.Context())
 	// The key's prefixes, so a key limited to some resources walks only
 	// those; Sees still decides each id.
-	page, more := s.Service.ListResources(q.Prefix, q.After, q.Limit, fenceview.Scope{Prefixes: p.Resources, Sees: p.Sees})
+	page, more := s.Service.ListResources(q.Prefix, q.After, q.Limit, p.Scope())
 	out := make([]resourceBody, 0, len(page))
 	for _, res := range page {
 		out = append(out, resourceWire(res))

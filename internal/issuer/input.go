@@ -38,32 +38,6 @@ func ValidateReason(s string) error {
 	return nil
 }
 
-// ValidateSource accepts who decided: 1..MaxSourceLen bytes of ASCII
-// letters, digits and - _ . : / @ + # ~ % [ ], starting with a letter or
-// digit (so no spreadsheet reads it as a formula), e.g. api:10.0.0.7 or
-// plugin/orders-db.
-func ValidateSource(s string) error {
-	if s == "" || len(s) > fenceview.MaxSourceLen {
-		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", fenceview.MaxSourceLen)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || !isSourcePunct(c)) {
-			return fenceview.Errorf(fenceview.EINVALID, "source: ASCII letters, digits and -_.:/@+#~%%[], starting with a letter or digit (byte %d)", i)
-		}
-	}
-	return nil
-}
-
-func isSourcePunct(c byte) bool {
-	switch c {
-	case '-', '_', '.', ':', '/', '@', '+', '#', '~', '%', '[', ']':
-		return true
-	}
-	return false
-}
-
 // ValidateNewID refuses an id for a new resource or holder that cannot be
 // told apart from another on screen: every Unicode Default_Ignorable_Code_Point
 // (zero-width spaces and joiners, direction marks, variation selectors,

@@ -570,7 +570,7 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	}
 	verified := s.fenceVerified(f) // Ed25519 before the lock, not under it
 	if f.Source != "" {
-		if err := ValidateSource(f.Source); err != nil {
+		if err := fenceview.ValidateSource(f.Source); err != nil {
 			return guard.Decision{}, err
 		}
 	}
@@ -871,7 +871,7 @@ func validateReport(r fenceview.Report, now time.Time) error {
 	if r.Required < 0 {
 		return fenceview.Errorf(fenceview.EINVALID, "required must not be negative")
 	}
-	if err := ValidateSource(r.Source); err != nil {
+	if err := fenceview.ValidateSource(r.Source); err != nil {
 		return err
 	}
 	if r.Reason != "" {
