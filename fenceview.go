@@ -32,6 +32,10 @@ const (
 	EventRecover = "recover"
 )
 
+// ExpireForced is the Reason of an expire event an admin forced
+// (LockService.ForceExpire); a lease that ran out has none.
+const ExpireForced = "forced"
+
 // AlarmCounterBehind: a guard reported a mark above the last token this
 // server issued for the resource, so either its counter is behind the
 // tokens in use (a database restored from an older copy) or someone

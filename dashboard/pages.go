@@ -154,6 +154,35 @@ type ResourceData struct {
 	Slot      int
 }
 
+// resourceView is what a resource's page (and an election's) shows: the
+// resource, its lock, and its newest events, all as of the last durable
+// event, so the page and its live feed (which resumes after last) meet.
+type resourceView struct {
+	last   int64
+	res    fenceview.Resource
+	lock   fenceview.LockState
+	events []fenceview.Event
+}
+
+// readResource reads id's view; ENOTFOUND when the server knows no id.
+func (h *Handler) readResource(ctx context.Context, id string) (resourceView, error) {
+	v := resourceView{last: h.Locks.LastSeq()}
+	var err error
+	if v.res, err = h.Locks.Resource(id); err != nil {
+		return v, err
+	}
+	if v.lock, err = h.Locks.Lock(id); err != nil {
+		return v, err
+	}
+	events, err := h.History.ResourceEvents(ctx, id, h.HistorySize)
+	for _, e := range events {
+		if e.Seq <= v.last {
+			v.events = append(v.events, e)
+		}
+	}
+	return v, err
+}
+
 func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("resource")
 	if r.URL.Path == "/resource" {
@@ -168,8 +197,7 @@ func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 		h.forbidden(w, r)
 		return
 	}
-	last := h.Locks.LastSeq()
-	res, err := h.Locks.Resource(id)
+	v, err := h.readResource(r.Context(), id)
 	if fenceview.ErrorCode(err) == fenceview.ENOTFOUND {
 		h.errorPage(w, r, http.StatusNotFound, "No such resource",
 			"fenceview has issued no token and recorded no decision for “"+id+"”.")
@@ -178,23 +206,9 @@ func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	lock, err := h.Locks.Lock(id)
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	events, err := h.History.ResourceEvents(r.Context(), id, h.HistorySize)
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	d := ResourceData{Meta: h.meta(r.Context(), id, ""), Res: res, Lock: lock}
-	d.Page, d.LastSeq, d.Resource = "resource", last, id
-	for _, e := range events {
-		if e.Seq <= last {
-			d.History = append(d.History, e)
-		}
-	}
+	res, lock := v.res, v.lock
+	d := ResourceData{Meta: h.meta(r.Context(), id, ""), Res: res, Lock: lock, History: v.events}
+	d.Page, d.LastSeq, d.Resource = "resource", v.last, id
 	d.Chart = newChart(d.History, d.Names, res)
 	d.DelayMs = delayRemaining(lock, res, h.Now())
 	d.Times = TimesData{LockTimes: h.Locks.LockTimes(id), Waiters: lock.Waiters}

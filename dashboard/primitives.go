@@ -122,9 +122,8 @@ func (h *Handler) election(w http.ResponseWriter, r *http.Request) {
 		h.forbidden(w, r)
 		return
 	}
-	last := h.Locks.LastSeq()
-	res, err := h.Locks.Resource(name)
-	if fenceview.ErrorCode(err) == fenceview.ENOTFOUND || (err == nil && !res.Election) {
+	v, err := h.readResource(r.Context(), name)
+	if fenceview.ErrorCode(err) == fenceview.ENOTFOUND || (err == nil && !v.res.Election) {
 		h.errorPage(w, r, http.StatusNotFound, "No such election", "Nobody ever campaigned in “"+name+"”.")
 		return
 	} else if err != nil {
@@ -136,25 +135,12 @@ func (h *Handler) election(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	lock, err := h.Locks.Lock(name)
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	events, err := h.History.ResourceEvents(r.Context(), name, h.HistorySize)
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	d := ElectionData{Meta: h.meta(r.Context(), name, ""), Name: name, Leader: leader, Waiters: lock.Waiters}
-	d.Page, d.LastSeq, d.Resource = "election", last, name
+	d := ElectionData{Meta: h.meta(r.Context(), name, ""), Name: name, Leader: leader, Waiters: v.lock.Waiters}
+	d.Page, d.LastSeq, d.Resource = "election", v.last, name
 	if leader != nil {
 		d.RemainingMs = max(leader.ExpiresAt.Sub(h.Now()).Milliseconds(), 0)
 	}
-	for _, e := range events {
-		if e.Seq > last {
-			continue
-		}
+	for _, e := range v.events {
 		if what := termChange(e); what != "" {
 			d.Terms = append(d.Terms, TermEvent{e, what})
 		}
@@ -162,23 +148,22 @@ func (h *Handler) election(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, ElectionPage(d))
 }
 
+// termChanges name the election events that change its leader or value;
+// the others (renewals, fenced writes) have none.
+var termChanges = map[string]string{
+	fenceview.EventGrant:    "elected",
+	fenceview.EventProclaim: "proclaimed",
+	fenceview.EventRelease:  "resigned",
+	fenceview.EventExpire:   "lease ran out",
+}
+
 // termChange names an election event that changes its leader or value,
-// "" for the others (renewals, fenced writes).
+// "" for the others.
 func termChange(e fenceview.Event) string {
-	switch e.Type {
-	case fenceview.EventGrant:
-		return "elected"
-	case fenceview.EventProclaim:
-		return "proclaimed"
-	case fenceview.EventRelease:
-		return "resigned"
-	case fenceview.EventExpire:
-		if e.Reason == "forced" {
-			return "removed"
-		}
-		return "lease ran out"
+	if e.Type == fenceview.EventExpire && e.Reason == fenceview.ExpireForced {
+		return "removed"
 	}
-	return ""
+	return termChanges[e.Type]
 }
 
 func semaphoreURL(name string) string {

@@ -96,7 +96,7 @@ func detail(e fenceview.Event, n KeyNames) string {
 		return "token " + itoa(e.Token) + " released by " + e.Holder
 	case fenceview.EventExpire:
 		s := "token " + itoa(e.Token) + " of " + e.Holder
-		if e.Reason == "forced" {
+		if e.Reason == fenceview.ExpireForced {
 			return s + " force-expired"
 		}
 		if e.LockDelayMs > 0 {

@@ -89,8 +89,12 @@ func New(svc fenceview.Services, history fenceview.HistoryService, logger *slog.
 		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
 	}
 	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
-	s.registerSigning()
-	s.registerKeys()
+	s.mux.HandleFunc("GET /v1/signing-keys", s.handleSigningKeys)
+	s.mux.HandleFunc("POST /v1/signing-keys", s.handleRotateSigningKey)
+	s.mux.HandleFunc("DELETE /v1/signing-keys/{keyId}", s.handleRemoveSigningKey)
+	s.mux.HandleFunc("POST /v1/auth/keys", s.handleCreateKey)
+	s.mux.HandleFunc("GET /v1/auth/keys", s.handleKeys)
+	s.mux.HandleFunc("DELETE /v1/auth/keys/{id}", s.handleRevokeKey)
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }
@@ -194,28 +198,24 @@ func (s *Server) requireAdmin(r *http.Request) error {
 	return nil
 }
 
-// statusOf maps error codes to HTTP statuses, in one place.
+// statuses maps error codes to HTTP statuses, in one place; any other
+// code is a 500.
+var statuses = map[string]int{
+	fenceview.EINVALID:      http.StatusBadRequest,
+	fenceview.EUNAUTHORIZED: http.StatusUnauthorized,
+	fenceview.EFORBIDDEN:    http.StatusForbidden,
+	fenceview.ENOTFOUND:     http.StatusNotFound,
+	fenceview.ECONFLICT:     http.StatusConflict,
+	fenceview.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	fenceview.ELIMIT:        http.StatusTooManyRequests,
+	fenceview.EUNAVAILABLE:  http.StatusServiceUnavailable,
+}
+
 func statusOf(code string) int {
-	switch code {
-	case fenceview.EINVALID:
-		return http.StatusBadRequest
-	case fenceview.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case fenceview.EFORBIDDEN:
-		return http.StatusForbidden
-	case fenceview.ENOTFOUND:
-		return http.StatusNotFound
-	case fenceview.ECONFLICT:
-		return http.StatusConflict
-	case fenceview.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case fenceview.ELIMIT:
-		return http.StatusTooManyRequests
-	case fenceview.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
+	if status, ok := statuses[code]; ok {
+		return status
 	}
+	return http.StatusInternalServerError
 }
 
 // writeError writes err as a JSON body {"error": message, ...fields}.

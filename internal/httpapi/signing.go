@@ -23,12 +23,6 @@ type SigningKeys interface {
 	Remove(ctx context.Context, id string) error
 }
 
-func (s *Server) registerSigning() {
-	s.mux.HandleFunc("GET /v1/signing-keys", s.handleSigningKeys)
-	s.mux.HandleFunc("POST /v1/signing-keys", s.handleRotateSigningKey)
-	s.mux.HandleFunc("DELETE /v1/signing-keys/{keyId}", s.handleRemoveSigningKey)
-}
-
 // signingKeyBody is a public key as /v1/signing-keys lists it. There is no
 // field for a private key: the wire form cannot leak one.
 type signingKeyBody struct {
@@ -60,14 +54,23 @@ func (s *Server) handleSigningKeys(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"issuer": s.Service.Issuer(), "keys": out})
 }
 
+// signingAdmin checks an admin call on the signing keys: the caller manages
+// the server, and the server signs. False once the refusal is written.
+func (s *Server) signingAdmin(w http.ResponseWriter, r *http.Request) bool {
+	err := s.requireAdmin(r)
+	if err == nil && s.SigningKeys == nil {
+		err = errNoSigning
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return false
+	}
+	return true
+}
+
 // handleRotateSigningKey creates a new active key (admin).
 func (s *Server) handleRotateSigningKey(w http.ResponseWriter, r *http.Request) {
-	if err := s.requireAdmin(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if s.SigningKeys == nil {
-		s.writeError(w, r, errNoSigning)
+	if !s.signingAdmin(w, r) {
 		return
 	}
 	k, err := s.SigningKeys.Rotate(r.Context())
@@ -82,12 +85,7 @@ func (s *Server) handleRotateSigningKey(w http.ResponseWriter, r *http.Request) 
 // handleRemoveSigningKey removes an inactive key (admin): its grants stop
 // verifying.
 func (s *Server) handleRemoveSigningKey(w http.ResponseWriter, r *http.Request) {
-	if err := s.requireAdmin(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if s.SigningKeys == nil {
-		s.writeError(w, r, errNoSigning)
+	if !s.signingAdmin(w, r) {
 		return
 	}
 	id := r.PathValue("keyId")

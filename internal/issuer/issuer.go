@@ -508,11 +508,11 @@ func (s *Service) ForceExpire(ctx context.Context, resourceID string) error {
 	b := s.begin()
 	w := b.get(resourceID)
 	if w.res.Holder != "" {
-		b.expire(w, "forced")
+		b.expire(w, fenceview.ExpireForced)
 	} else if b.delayed(w) {
 		// Forced during a lock-delay: the delay ends now.
 		w.res.AvailableAt = time.Time{}
-		b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: resourceID, Token: w.res.LastToken, Reason: "forced"})
+		b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: resourceID, Token: w.res.LastToken, Reason: fenceview.ExpireForced})
 		b.expiries++
 		b.handOff(w)
 	}

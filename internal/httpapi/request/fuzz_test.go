@@ -9,10 +9,10 @@ import (
 	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
-// Any query either fails as EINVALID or names a page within bounds whose
-// cursor travels back to the same id.
-func FuzzResourcePage(f *testing.F) {
-	for _, q := range []string{"", "limit=5", "limit=1001", "prefix=job/&cursor=am9iLzE5OA", "cursor=AA", "cursor=!!", "limit=+5", "prefix=%00"} {
+// fuzzQuery fuzzes parse with URL queries from seeds on: every query url
+// can read either fails as EINVALID or is handed to check.
+func fuzzQuery[T any](f *testing.F, seeds []string, parse func(map[string][]string) (T, error), check func(t *testing.T, raw string, v T)) {
+	for _, q := range seeds {
 		f.Add(q)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -20,13 +20,22 @@ func FuzzResourcePage(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p, err := request.ParseResourceList(q)
+		v, err := parse(q)
 		if err != nil {
 			if fenceview.ErrorCode(err) != fenceview.EINVALID {
-				t.Fatalf("%q: %v", raw, err)
+				t.Fatalf("%q: error code %s: %v", raw, fenceview.ErrorCode(err), err)
 			}
 			return
 		}
+		check(t, raw, v)
+	})
+}
+
+// Any query either fails as EINVALID or names a page within bounds whose
+// cursor travels back to the same id.
+func FuzzResourcePage(f *testing.F) {
+	seeds := []string{"", "limit=5", "limit=1001", "prefix=job/&cursor=am9iLzE5OA", "cursor=AA", "cursor=!!", "limit=+5", "prefix=%00"}
+	fuzzQuery(f, seeds, request.ParseResourceList, func(t *testing.T, raw string, p request.ResourceList) {
 		if p.Limit < 1 || p.Limit > request.MaxPage {
 			t.Fatalf("%q: limit %d", raw, p.Limit)
 		}
@@ -45,24 +54,13 @@ func FuzzResourcePage(f *testing.F) {
 // The rejection history's query parameters: a clean 400 or a filter within
 // bounds, never a panic.
 func FuzzRejectionFilter(f *testing.F) {
-	f.Add("resource=r&reason=stale-token&source=p&since=2026-01-01T00:00:00Z&until=2026-02-01T00:00:00Z&limit=5&cursor=1758700000000-9")
-	f.Add("limit=0")
-	f.Add("cursor=-1&since=yesterday")
-	f.Add("resource=%FF")
-	f.Fuzz(func(t *testing.T, query string) {
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return
-		}
-		filter, err := request.RejectionFilter(q)
-		if err != nil {
-			if fenceview.ErrorCode(err) != fenceview.EINVALID {
-				t.Fatalf("%q: error code %s", query, fenceview.ErrorCode(err))
-			}
-			return
-		}
+	seeds := []string{
+		"resource=r&reason=stale-token&source=p&since=2026-01-01T00:00:00Z&until=2026-02-01T00:00:00Z&limit=5&cursor=1758700000000-9",
+		"limit=0", "cursor=-1&since=yesterday", "resource=%FF",
+	}
+	fuzzQuery(f, seeds, request.RejectionFilter, func(t *testing.T, raw string, filter fenceview.RejectionFilter) {
 		if filter.Limit < 1 || filter.Limit > 1000 || filter.Before.Seq < 0 {
-			t.Fatalf("%q: filter out of bounds: %+v", query, filter)
+			t.Fatalf("%q: filter out of bounds: %+v", raw, filter)
 		}
 	})
 }
