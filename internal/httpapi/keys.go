@@ -9,6 +9,12 @@ import (
 	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
+func (s *Server) registerKeys() {
+	s.mux.HandleFunc("POST /v1/auth/keys", s.handleCreateKey)
+	s.mux.HandleFunc("GET /v1/auth/keys", s.handleKeys)
+	s.mux.HandleFunc("DELETE /v1/auth/keys/{id}", s.handleRevokeKey)
+}
+
 type keyBody struct {
 	ID        string   `json:"id"`
 	Name      string   `json:"name"`

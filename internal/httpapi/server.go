@@ -89,12 +89,8 @@ func New(svc fenceview.Services, history fenceview.HistoryService, logger *slog.
 		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
 	}
 	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
-	s.mux.HandleFunc("GET /v1/signing-keys", s.handleSigningKeys)
-	s.mux.HandleFunc("POST /v1/signing-keys", s.handleRotateSigningKey)
-	s.mux.HandleFunc("DELETE /v1/signing-keys/{keyId}", s.handleRemoveSigningKey)
-	s.mux.HandleFunc("POST /v1/auth/keys", s.handleCreateKey)
-	s.mux.HandleFunc("GET /v1/auth/keys", s.handleKeys)
-	s.mux.HandleFunc("DELETE /v1/auth/keys/{id}", s.handleRevokeKey)
+	s.registerSigning()
+	s.registerKeys()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }

@@ -23,6 +23,12 @@ type SigningKeys interface {
 	Remove(ctx context.Context, id string) error
 }
 
+func (s *Server) registerSigning() {
+	s.mux.HandleFunc("GET /v1/signing-keys", s.handleSigningKeys)
+	s.mux.HandleFunc("POST /v1/signing-keys", s.handleRotateSigningKey)
+	s.mux.HandleFunc("DELETE /v1/signing-keys/{keyId}", s.handleRemoveSigningKey)
+}
+
 // signingKeyBody is a public key as /v1/signing-keys lists it. There is no
 // field for a private key: the wire form cannot leak one.
 type signingKeyBody struct {
