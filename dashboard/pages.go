@@ -154,6 +154,21 @@ type ResourceData struct {
 	Slot      int
 }
 
+// pageFor admits a page for one thing: a 400 page (title, text) unless
+// valid, a 403 unless the viewer may see the resource id seen. False once
+// answered.
+func (h *Handler) pageFor(w http.ResponseWriter, r *http.Request, valid bool, seen, title, text string) bool {
+	if !valid {
+		h.errorPage(w, r, http.StatusBadRequest, title, text)
+		return false
+	}
+	if !auth.FromContext(r.Context()).Sees(seen) {
+		h.forbidden(w, r)
+		return false
+	}
+	return true
+}
+
 // resourceView is what a resource's page (and an election's) shows: the
 // resource, its lock, and its newest events, all as of the last durable
 // event, so the page and its live feed (which resumes after last) meet.
@@ -188,13 +203,8 @@ func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/resource" {
 		id = r.URL.Query().Get("id")
 	}
-	if err := guard.ValidateResourceID(id); err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Not a resource id",
-			"A resource id is 1 to 160 bytes of UTF-8 without control characters.")
-		return
-	}
-	if !auth.FromContext(r.Context()).Sees(id) {
-		h.forbidden(w, r)
+	if !h.pageFor(w, r, guard.ValidateResourceID(id) == nil, id, "Not a resource id",
+		"A resource id is 1 to 160 bytes of UTF-8 without control characters.") {
 		return
 	}
 	v, err := h.readResource(r.Context(), id)

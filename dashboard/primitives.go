@@ -8,7 +8,6 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/internal/auth"
 )
 
 // Semaphores and elections are made of ordinary locks (contract v3): a
@@ -44,15 +43,11 @@ func nameOf(r *http.Request, single string) string {
 
 func (h *Handler) semaphore(w http.ResponseWriter, r *http.Request) {
 	name := nameOf(r, "/semaphore")
-	if guard.ValidateResourceID(name) != nil || len(name) > fenceview.MaxSemaphoreNameLen || strings.Contains(name, "#") {
-		h.errorPage(w, r, http.StatusBadRequest, "Not a semaphore name",
-			"A semaphore name is 1 to 150 bytes of UTF-8 without control characters or “#”.")
-		return
-	}
 	// Its slots are name#0, name#1, ...: a key sees the semaphore when it
 	// sees every slot, that is when one of its prefixes starts "name#".
-	if !auth.FromContext(r.Context()).Sees(name + "#") {
-		h.forbidden(w, r)
+	valid := guard.ValidateResourceID(name) == nil && len(name) <= fenceview.MaxSemaphoreNameLen && !strings.Contains(name, "#")
+	if !h.pageFor(w, r, valid, name+"#", "Not a semaphore name",
+		"A semaphore name is 1 to 150 bytes of UTF-8 without control characters or “#”.") {
 		return
 	}
 	last := h.Locks.LastSeq()
@@ -113,13 +108,8 @@ type TermEvent struct {
 
 func (h *Handler) election(w http.ResponseWriter, r *http.Request) {
 	name := nameOf(r, "/election")
-	if guard.ValidateResourceID(name) != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Not an election name",
-			"An election's name is a resource id: 1 to 160 bytes of UTF-8 without control characters.")
-		return
-	}
-	if !auth.FromContext(r.Context()).Sees(name) {
-		h.forbidden(w, r)
+	if !h.pageFor(w, r, guard.ValidateResourceID(name) == nil, name, "Not an election name",
+		"An election's name is a resource id: 1 to 160 bytes of UTF-8 without control characters.") {
 		return
 	}
 	v, err := h.readResource(r.Context(), name)
