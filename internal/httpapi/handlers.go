@@ -259,9 +259,9 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		}
 		req.sigHeader = &hv[0]
 	}
-	if hv := r.Header.Values(HeaderMode); len(hv) > 0 {
+	if hv := r.Header.Values(headerMode); len(hv) > 0 {
 		if len(hv) > 1 {
-			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "one %s header at most", HeaderMode))
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "one %s header at most", headerMode))
 			return
 		}
 		req.modeHeader = &hv[0]
@@ -340,8 +340,8 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 	}, nil
 }
 
-// HeaderMode asks the server's fence for a mode (fenceview.FenceModeCurrent).
-const HeaderMode = "X-Fencing-Mode"
+// headerMode asks the server's fence for a mode (fenceview.FenceModeCurrent).
+const headerMode = "X-Fencing-Mode"
 
 // mode is the fence's mode: the request's (header, body, or both when they
 // agree), made no weaker than the server's: on a server in mode current
@@ -354,13 +354,13 @@ func (req fenceRequest) mode(server string) (string, error) {
 	if req.modeHeader != nil {
 		h, err := fenceview.ParseFenceMode(*req.modeHeader)
 		if *req.modeHeader == "" {
-			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", HeaderMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
+			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", headerMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
 		}
 		if err != nil {
 			return "", err
 		}
 		if req.Mode != "" && h != m {
-			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", HeaderMode)
+			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", headerMode)
 		}
 		m = h
 	}
