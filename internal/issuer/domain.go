@@ -20,28 +20,8 @@ type (
 	Published          = fenceview.Published
 )
 
-const (
-	SortID          = fenceview.SortID
-	SortHWM         = fenceview.SortHWM
-	SortLastToken   = fenceview.SortLastToken
-	SortHolder      = fenceview.SortHolder
-	SortAccepted    = fenceview.SortAccepted
-	SortRejected    = fenceview.SortRejected
-	SortLastRefused = fenceview.SortLastRefused
-
-	KindLock     = fenceview.KindLock
-	KindPermit   = fenceview.KindPermit
-	KindMulti    = fenceview.KindMulti
-	KindElection = fenceview.KindElection
-	// kinds is the number of kinds, the length of per-kind arrays.
-	kinds = len(fenceview.Kinds)
-
-	TimedResources = fenceview.TimedResources
-	TimedSamples   = fenceview.TimedSamples
-)
-
-// SortKeys are the orders SelectResources knows.
-var SortKeys = fenceview.SortKeys
+// kinds is the number of kinds of grant, the length of per-kind arrays.
+const kinds = len(fenceview.Kinds)
 
 // The issuer implements every service of the lock authority.
 var (

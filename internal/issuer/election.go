@@ -35,7 +35,7 @@ func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (
 	if lease == 0 {
 		lease = fenceview.DefaultLease
 	}
-	g := grantReq{kind: KindElection, holder: candidate, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), election: true, value: req.Value}
+	g := grantReq{kind: fenceview.KindElection, holder: candidate, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), election: true, value: req.Value}
 	if err := s.lockForChange(); err != nil {
 		return fenceview.Leader{}, fenceview.Grant{}, err
 	}

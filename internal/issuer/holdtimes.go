@@ -12,8 +12,8 @@ import (
 // contention: how long the recent grants of a lock waited, how long its
 // holders kept it.
 //
-// Only the TimedResources most recently active resources are kept, each
-// with a fixed ring of its last TimedSamples waits and holds: a server
+// Only the fenceview.TimedResources most recently active resources are kept, each
+// with a fixed ring of its last fenceview.TimedSamples waits and holds: a server
 // with a million resources keeps a thousand rings (about a megabyte), not
 // a million, and a lock that went quiet is the one whose window nobody
 // needs. A resource pushed out starts a new window when it is next granted.
@@ -28,12 +28,12 @@ func (s *Service) LockTimes(resourceID string) LockTimes {
 // multi-lock's locks are ordinary locks once granted).
 func holdKind(r *fenceview.Resource) Kind {
 	if r.Election {
-		return KindElection
+		return fenceview.KindElection
 	}
 	if _, _, ok := fenceview.ParseSlotID(r.ResourceID); ok {
-		return KindPermit
+		return fenceview.KindPermit
 	}
-	return KindLock
+	return fenceview.KindLock
 }
 
 // timedSample is one wait (a grant) or hold (a release or expiry) a batch
@@ -77,7 +77,7 @@ type holdTimes struct {
 	mu         sync.Mutex
 	byID       map[string]*timedResource
 	head, tail *timedResource
-	limit      int // TimedResources; smaller in tests
+	limit      int // fenceview.TimedResources; smaller in tests
 	hist       [kinds][2]Histogram
 }
 
@@ -87,19 +87,19 @@ type timedResource struct {
 	prev, next   *timedResource
 }
 
-// ring is the last TimedSamples durations; n counts every one added.
+// ring is the last fenceview.TimedSamples durations; n counts every one added.
 type ring struct {
-	d [TimedSamples]time.Duration
+	d [fenceview.TimedSamples]time.Duration
 	n int64
 }
 
 func (r *ring) add(d time.Duration) {
-	r.d[r.n%TimedSamples] = d
+	r.d[r.n%fenceview.TimedSamples] = d
 	r.n++
 }
 
 func (r *ring) stats() DurationStats {
-	n := int(min(r.n, TimedSamples))
+	n := int(min(r.n, fenceview.TimedSamples))
 	if n == 0 {
 		return DurationStats{}
 	}

@@ -52,10 +52,10 @@ func TestLockTimesOfGrantsAndHolds(t *testing.T) {
 		t.Fatalf("unknown resource: %+v", lt)
 	}
 	hist := h.LockTimeHistograms()
-	if k := hist[KindLock]; k.Kind != "lock" || k.Waits.Count != 3 || k.Holds.Count != 3 || k.Holds.Sum != 6 {
+	if k := hist[fenceview.KindLock]; k.Kind != "lock" || k.Waits.Count != 3 || k.Holds.Count != 3 || k.Holds.Sum != 6 {
 		t.Fatalf("lock histograms = %+v", k)
 	}
-	if k := hist[KindPermit]; k.Waits.Count != 0 || k.Holds.Count != 0 {
+	if k := hist[fenceview.KindPermit]; k.Waits.Count != 0 || k.Holds.Count != 0 {
 		t.Fatalf("semaphore histograms counted plain locks: %+v", k)
 	}
 }
@@ -96,7 +96,7 @@ func TestHoldTimesWindowIsBounded(t *testing.T) {
 		ht.add([]timedSample{{id: "busy", d: time.Duration(i) * time.Millisecond, hold: true}})
 	}
 	got := ht.get("busy").Holds
-	want := DurationStats{Count: TimedSamples, Total: 1000, P50: 968 * time.Millisecond, P99: 1000 * time.Millisecond, Max: 1000 * time.Millisecond}
+	want := DurationStats{Count: fenceview.TimedSamples, Total: 1000, P50: 968 * time.Millisecond, P99: 1000 * time.Millisecond, Max: 1000 * time.Millisecond}
 	if got != want {
 		t.Fatalf("window = %+v, want %+v", got, want)
 	}
@@ -127,10 +127,10 @@ func TestHoldKind(t *testing.T) {
 		r    fenceview.Resource
 		kind Kind
 	}{
-		{fenceview.Resource{ResourceID: "orders"}, KindLock},
-		{fenceview.Resource{ResourceID: "jobs#3"}, KindPermit},
-		{fenceview.Resource{ResourceID: "jobs#x"}, KindLock},
-		{fenceview.Resource{ResourceID: "leader", Election: true}, KindElection},
+		{fenceview.Resource{ResourceID: "orders"}, fenceview.KindLock},
+		{fenceview.Resource{ResourceID: "jobs#3"}, fenceview.KindPermit},
+		{fenceview.Resource{ResourceID: "jobs#x"}, fenceview.KindLock},
+		{fenceview.Resource{ResourceID: "leader", Election: true}, fenceview.KindElection},
 	} {
 		if k := holdKind(&c.r); k != c.kind {
 			t.Errorf("holdKind(%+v) = %v, want %v", c.r, k, c.kind)
@@ -175,13 +175,13 @@ func TestLockTimesOfPermitsAndElections(t *testing.T) {
 		t.Fatal(err)
 	}
 	hist := h.LockTimeHistograms()
-	if k := hist[KindPermit]; k.Kind != "semaphore" || k.Waits.Count != 2 || k.Holds.Count != 1 || k.Waits.Sum != 4 {
+	if k := hist[fenceview.KindPermit]; k.Kind != "semaphore" || k.Waits.Count != 2 || k.Holds.Count != 1 || k.Waits.Sum != 4 {
 		t.Fatalf("semaphore histograms = %+v", k)
 	}
-	if k := hist[KindElection]; k.Kind != "election" || k.Waits.Count != 1 {
+	if k := hist[fenceview.KindElection]; k.Kind != "election" || k.Waits.Count != 1 {
 		t.Fatalf("election histograms = %+v", k)
 	}
-	if k := hist[KindLock]; k.Waits.Count != 0 {
+	if k := hist[fenceview.KindLock]; k.Waits.Count != 0 {
 		t.Fatalf("lock histograms counted other kinds: %+v", k)
 	}
 }
@@ -189,8 +189,8 @@ func TestLockTimesOfPermitsAndElections(t *testing.T) {
 // The cost of recording one grant's wait with the window full and every
 // sample a new resource (the worst case: an eviction each time).
 func BenchmarkHoldTimesAdd(b *testing.B) {
-	ht := newHoldTimes(TimedResources)
-	ids := make([]string, 4*TimedResources)
+	ht := newHoldTimes(fenceview.TimedResources)
+	ids := make([]string, 4*fenceview.TimedResources)
 	for i := range ids {
 		ids[i] = "r" + strconv.Itoa(i)
 	}

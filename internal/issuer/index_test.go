@@ -63,7 +63,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 		t.Errorf("totals: %d resources, %d accepted, %d entries visited; want 100, 100, 100", n, accepted, visited)
 	}
 	visited = 0
-	if p := s.SelectResources(ResourceQuery{Sort: SortRejected, Desc: true, Limit: 5, Scope: scope}); p.Matched != 100 || visited != 100 {
+	if p := s.SelectResources(ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: 5, Scope: scope}); p.Matched != 100 || visited != 100 {
 		t.Errorf("a table page: %d matched, %d entries visited; want 100, 100", p.Matched, visited)
 	}
 	visited = 0
@@ -86,7 +86,7 @@ func TestGrantsProceedWhileAListIsMidScan(t *testing.T) {
 	readers := map[string]func(s *Service, sc Scope) int{
 		"ListResources": func(s *Service, sc Scope) int { p, _ := s.ListResources("", "", 1000, sc); return len(p) },
 		"SelectResources": func(s *Service, sc Scope) int {
-			return len(s.SelectResources(ResourceQuery{Sort: SortAccepted, Limit: 1000, Scope: sc}).Resources)
+			return len(s.SelectResources(ResourceQuery{Sort: fenceview.SortAccepted, Limit: 1000, Scope: sc}).Resources)
 		},
 		"Totals":  func(s *Service, sc Scope) int { n, _, _, _ := s.Totals(sc); return n },
 		"Alarmed": func(s *Service, sc Scope) int { _, n := s.Alarmed(1000, sc); return n },

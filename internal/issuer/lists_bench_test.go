@@ -83,6 +83,6 @@ func benchID(i int) string { return fmt.Sprintf("tenant-%d/orders/%d", i%97, i) 
 func viewerLists(s *Service, prefix string) {
 	scope := Scope{Prefixes: []string{prefix}, Sees: func(id string) bool { return strings.HasPrefix(id, prefix) }}
 	s.ListResources("", "", 100, scope)
-	s.SelectResources(ResourceQuery{Sort: SortID, Limit: 50, Scope: scope})
+	s.SelectResources(ResourceQuery{Sort: fenceview.SortID, Limit: 50, Scope: scope})
 	s.Totals(scope)
 }

@@ -16,7 +16,7 @@ type counters struct {
 }
 
 func newCounters() counters {
-	return counters{rejected: make(map[string]int64), times: newHoldTimes(TimedResources)}
+	return counters{rejected: make(map[string]int64), times: newHoldTimes(fenceview.TimedResources)}
 }
 
 func (c *counters) add(b *batch) {

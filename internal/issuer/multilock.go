@@ -49,7 +49,7 @@ func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllReques
 	if lease == 0 {
 		lease = fenceview.DefaultLease
 	}
-	g := grantReq{kind: KindMulti, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
+	g := grantReq{kind: fenceview.KindMulti, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
 	if err := s.lockForChange(); err != nil {
 		return nil, err
 	}

@@ -85,30 +85,30 @@ func viewAt(res *fenceview.Resource, now time.Time) fenceview.Resource {
 // place (no copy per resource: a scan touches every one).
 func sortKey(sort string) func(*fenceview.Resource, time.Time) ResourceKey {
 	switch sort {
-	case SortHWM:
+	case fenceview.SortHWM:
 		return func(r *fenceview.Resource, now time.Time) ResourceKey {
 			return ResourceKey{Num: r.HighWaterMark, ID: r.ResourceID}
 		}
-	case SortLastToken:
+	case fenceview.SortLastToken:
 		return func(r *fenceview.Resource, now time.Time) ResourceKey {
 			return ResourceKey{Num: r.LastToken, ID: r.ResourceID}
 		}
-	case SortHolder:
+	case fenceview.SortHolder:
 		return func(r *fenceview.Resource, now time.Time) ResourceKey {
 			if r.Holder == "" || !r.ExpiresAt.After(now) {
 				return ResourceKey{ID: r.ResourceID}
 			}
 			return ResourceKey{Str: r.Holder, ID: r.ResourceID}
 		}
-	case SortAccepted:
+	case fenceview.SortAccepted:
 		return func(r *fenceview.Resource, now time.Time) ResourceKey {
 			return ResourceKey{Num: r.Accepted, ID: r.ResourceID}
 		}
-	case SortRejected:
+	case fenceview.SortRejected:
 		return func(r *fenceview.Resource, now time.Time) ResourceKey {
 			return ResourceKey{Num: r.Rejected, ID: r.ResourceID}
 		}
-	case SortLastRefused:
+	case fenceview.SortLastRefused:
 		return func(r *fenceview.Resource, now time.Time) ResourceKey {
 			var ms int64
 			if !r.LastRejectionAt.IsZero() {

@@ -34,7 +34,7 @@ func selectService(tb testing.TB, n int) *Service {
 // compares with sorting everything.
 func TestSelectResourcesPagesLikeASort(t *testing.T) {
 	s := selectService(t, 500)
-	for _, sort := range SortKeys {
+	for _, sort := range fenceview.SortKeys {
 		for _, desc := range []bool{false, true} {
 			for _, prefix := range []string{"", "tenant-3/", "nothing"} {
 				var want []string
@@ -94,9 +94,9 @@ func BenchmarkSelectResources(b *testing.B) {
 		name string
 		q    ResourceQuery
 	}{
-		{"id", ResourceQuery{Sort: SortID, Limit: 50}},
-		{"rejected-desc", ResourceQuery{Sort: SortRejected, Desc: true, Limit: 50}},
-		{"prefix", ResourceQuery{Prefix: "tenant-3/orders/0001", Sort: SortID, Limit: 50}},
+		{"id", ResourceQuery{Sort: fenceview.SortID, Limit: 50}},
+		{"rejected-desc", ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: 50}},
+		{"prefix", ResourceQuery{Prefix: "tenant-3/orders/0001", Sort: fenceview.SortID, Limit: 50}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
