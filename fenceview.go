@@ -1,9 +1,14 @@
 // Package fenceview holds the domain of the fenceview server: leases,
-// fencing tokens, high-water marks and the events that record them.
+// fencing tokens, high-water marks and the events that record them, and the
+// services the adapters consume (service.go): LockService, PrimitiveService,
+// FenceService, ResourceService, EventService, MetricsService and
+// HistoryService.
 //
-// Adapters live in subpackages named after what they adapt: sqlite (the
-// durable record), issuer (the lock authority), httpapi (the JSON API and
-// event stream). The resource-side rule itself is in guard, which has no
+// The machinery lives under internal/, each package named after what it
+// adapts: internal/issuer (the lock authority, implementing the services),
+// internal/sqlite (the durable record, the history), internal/httpapi (the
+// JSON API and event stream). Package server embeds all of it in a Go
+// program. The resource-side rule itself is in guard, which has no
 // dependencies so it can also be compiled to WebAssembly.
 package fenceview
 
