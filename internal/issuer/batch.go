@@ -122,7 +122,7 @@ func (b *batch) event(e fenceview.Event) {
 // grantReq is what a grant gives: to whom, for how long, and what an
 // election's grant sets.
 type grantReq struct {
-	kind     Kind
+	kind     fenceview.Kind
 	holder   string
 	owner    string // the caller's key with auth on
 	leaseMs  int64

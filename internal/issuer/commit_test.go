@@ -144,10 +144,10 @@ func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
 		if sem, err := s.Semaphore("jobs"); err != nil || len(sem.Held) != 0 || sem.Free != 2 {
 			t.Fatalf("%s: the semaphore reads %+v %v", when, sem, err)
 		}
-		if _, held, _, _ := s.Totals(Scope{}); held != 0 {
+		if _, held, _, _ := s.Totals(fenceview.Scope{}); held != 0 {
 			t.Fatalf("%s: %d held in the totals", when, held)
 		}
-		page, _ := s.ListResources("", "", 10, Scope{})
+		page, _ := s.ListResources("", "", 10, fenceview.Scope{})
 		if len(page) != 1 || page[0].Holder != "" {
 			t.Fatalf("%s: the page reads %+v", when, page)
 		}

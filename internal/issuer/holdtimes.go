@@ -20,13 +20,13 @@ import (
 
 // LockTimes returns the wait and hold times of resourceID's recent grants
 // (zero when it has none in the window).
-func (s *Service) LockTimes(resourceID string) LockTimes {
+func (s *Service) LockTimes(resourceID string) fenceview.LockTimes {
 	return s.metrics.times.get(resourceID)
 }
 
 // holdKind is the kind a hold counts under: what the lock is (a
 // multi-lock's locks are ordinary locks once granted).
-func holdKind(r *fenceview.Resource) Kind {
+func holdKind(r *fenceview.Resource) fenceview.Kind {
 	if r.Election {
 		return fenceview.KindElection
 	}
@@ -42,7 +42,7 @@ type timedSample struct {
 	id   string
 	d    time.Duration
 	hold bool
-	kind Kind
+	kind fenceview.Kind
 }
 
 // timeGrant notes a grant of w's lock and its wait: from a waiter's
@@ -78,7 +78,7 @@ type holdTimes struct {
 	byID       map[string]*timedResource
 	head, tail *timedResource
 	limit      int // fenceview.TimedResources; smaller in tests
-	hist       [kinds][2]Histogram
+	hist       [kinds][2]fenceview.Histogram
 }
 
 type timedResource struct {
@@ -98,15 +98,15 @@ func (r *ring) add(d time.Duration) {
 	r.n++
 }
 
-func (r *ring) stats() DurationStats {
+func (r *ring) stats() fenceview.DurationStats {
 	n := int(min(r.n, fenceview.TimedSamples))
 	if n == 0 {
-		return DurationStats{}
+		return fenceview.DurationStats{}
 	}
 	s := make([]time.Duration, n)
 	copy(s, r.d[:n])
 	slices.Sort(s)
-	return DurationStats{Count: n, Total: r.n, P50: rank(s, 50), P99: rank(s, 99), Max: s[n-1]}
+	return fenceview.DurationStats{Count: n, Total: r.n, P50: rank(s, 50), P99: rank(s, 99), Max: s[n-1]}
 }
 
 // rank is the nearest-rank percentile p of sorted s: the smallest sample
@@ -180,14 +180,14 @@ func (h *holdTimes) unlink(t *timedResource) {
 	t.prev, t.next = nil, nil
 }
 
-func (h *holdTimes) get(id string) LockTimes {
+func (h *holdTimes) get(id string) fenceview.LockTimes {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.byID[id]
 	if t == nil {
-		return LockTimes{}
+		return fenceview.LockTimes{}
 	}
-	return LockTimes{Waits: t.waits.stats(), Holds: t.holds.stats()}
+	return fenceview.LockTimes{Waits: t.waits.stats(), Holds: t.holds.stats()}
 }
 
 func b2i(b bool) int {
@@ -201,13 +201,13 @@ func b2i(b bool) int {
 // per kind, since the service started. Waits count by what was asked for
 // (a multi-lock's under multi), holds by what the lock is (lock,
 // semaphore or election).
-func (s *Service) LockTimeHistograms() []LockTimeHistograms {
+func (s *Service) LockTimeHistograms() []fenceview.LockTimeHistograms {
 	h := s.metrics.times
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]LockTimeHistograms, kinds)
+	out := make([]fenceview.LockTimeHistograms, kinds)
 	for k := range out {
-		out[k] = LockTimeHistograms{Kind: Kind(k).String(), Waits: h.hist[k][0], Holds: h.hist[k][1]}
+		out[k] = fenceview.LockTimeHistograms{Kind: fenceview.Kind(k).String(), Waits: h.hist[k][0], Holds: h.hist[k][1]}
 	}
 	return out
 }

@@ -41,14 +41,14 @@ func TestLockTimesOfGrantsAndHolds(t *testing.T) {
 	h.Sweep(ctx)
 
 	lt := h.LockTimes("r")
-	want := LockTimes{
-		Waits: DurationStats{Count: 3, Total: 3, P50: 0, P99: 3 * time.Second, Max: 3 * time.Second},
-		Holds: DurationStats{Count: 3, Total: 3, P50: 2 * time.Second, P99: 3 * time.Second, Max: 3 * time.Second},
+	want := fenceview.LockTimes{
+		Waits: fenceview.DurationStats{Count: 3, Total: 3, P50: 0, P99: 3 * time.Second, Max: 3 * time.Second},
+		Holds: fenceview.DurationStats{Count: 3, Total: 3, P50: 2 * time.Second, P99: 3 * time.Second, Max: 3 * time.Second},
 	}
 	if lt != want {
 		t.Fatalf("LockTimes = %+v, want %+v", lt, want)
 	}
-	if lt := h.LockTimes("never-seen"); lt != (LockTimes{}) {
+	if lt := h.LockTimes("never-seen"); lt != (fenceview.LockTimes{}) {
 		t.Fatalf("unknown resource: %+v", lt)
 	}
 	hist := h.LockTimeHistograms()
@@ -96,7 +96,7 @@ func TestHoldTimesWindowIsBounded(t *testing.T) {
 		ht.add([]timedSample{{id: "busy", d: time.Duration(i) * time.Millisecond, hold: true}})
 	}
 	got := ht.get("busy").Holds
-	want := DurationStats{Count: fenceview.TimedSamples, Total: 1000, P50: 968 * time.Millisecond, P99: 1000 * time.Millisecond, Max: 1000 * time.Millisecond}
+	want := fenceview.DurationStats{Count: fenceview.TimedSamples, Total: 1000, P50: 968 * time.Millisecond, P99: 1000 * time.Millisecond, Max: 1000 * time.Millisecond}
 	if got != want {
 		t.Fatalf("window = %+v, want %+v", got, want)
 	}
@@ -117,7 +117,7 @@ func TestRankIsNearestRank(t *testing.T) {
 	if rank(one, 50) != 7 || rank(one, 99) != 7 {
 		t.Fatal("one sample is every percentile")
 	}
-	if (&ring{}).stats() != (DurationStats{}) {
+	if (&ring{}).stats() != (fenceview.DurationStats{}) {
 		t.Fatal("an empty window has no stats")
 	}
 }
@@ -125,7 +125,7 @@ func TestRankIsNearestRank(t *testing.T) {
 func TestHoldKind(t *testing.T) {
 	for _, c := range []struct {
 		r    fenceview.Resource
-		kind Kind
+		kind fenceview.Kind
 	}{
 		{fenceview.Resource{ResourceID: "orders"}, fenceview.KindLock},
 		{fenceview.Resource{ResourceID: "jobs#3"}, fenceview.KindPermit},

@@ -55,7 +55,7 @@ func (s *Service) snapshot() (all, alarmed *btree.BTreeG[*known]) {
 }
 
 // walk calls fn, in id order, for each resource of index whose id starts
-// with one of ranges (as Scope.ranges gives them) and is at or after from,
+// with one of ranges (as fenceview.Scope.Ranges gives them) and is at or after from,
 // until fn returns false. It visits nothing outside the ranges.
 func walk(index *btree.BTreeG[*known], ranges []string, from string, fn func(*known) bool) {
 	for _, p := range ranges {

@@ -13,8 +13,8 @@ import (
 
 // prefixScope is a key limited to prefixes, as auth.Principal reads it,
 // counting every id the readers ask it about: each is an entry visited.
-func prefixScope(visited *int, prefixes ...string) Scope {
-	return Scope{Prefixes: prefixes, Sees: func(id string) bool {
+func prefixScope(visited *int, prefixes ...string) fenceview.Scope {
+	return fenceview.Scope{Prefixes: prefixes, Sees: func(id string) bool {
 		*visited++
 		for _, p := range prefixes {
 			if strings.HasPrefix(id, p) {
@@ -63,7 +63,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 		t.Errorf("totals: %d resources, %d accepted, %d entries visited; want 100, 100, 100", n, accepted, visited)
 	}
 	visited = 0
-	if p := s.SelectResources(ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: 5, Scope: scope}); p.Matched != 100 || visited != 100 {
+	if p := s.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: 5, Scope: scope}); p.Matched != 100 || visited != 100 {
 		t.Errorf("a table page: %d matched, %d entries visited; want 100, 100", p.Matched, visited)
 	}
 	visited = 0
@@ -72,7 +72,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 	}
 	// A query prefix inside the key's narrows the walk further.
 	visited = 0
-	if p := s.SelectResources(ResourceQuery{Prefix: "tenant-42/r-00", Limit: 5, Scope: scope}); p.Matched != 1 || visited != 1 {
+	if p := s.SelectResources(fenceview.ResourceQuery{Prefix: "tenant-42/r-00", Limit: 5, Scope: scope}); p.Matched != 1 || visited != 1 {
 		t.Errorf("a table page under tenant-42/r-00: %d matched, %d visited; want 1, 1", p.Matched, visited)
 	}
 }
@@ -83,19 +83,19 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 // goes on. The walk reads the snapshot it started from.
 func TestGrantsProceedWhileAListIsMidScan(t *testing.T) {
 	ctx := context.Background()
-	readers := map[string]func(s *Service, sc Scope) int{
-		"ListResources": func(s *Service, sc Scope) int { p, _ := s.ListResources("", "", 1000, sc); return len(p) },
-		"SelectResources": func(s *Service, sc Scope) int {
-			return len(s.SelectResources(ResourceQuery{Sort: fenceview.SortAccepted, Limit: 1000, Scope: sc}).Resources)
+	readers := map[string]func(s *Service, sc fenceview.Scope) int{
+		"ListResources": func(s *Service, sc fenceview.Scope) int { p, _ := s.ListResources("", "", 1000, sc); return len(p) },
+		"SelectResources": func(s *Service, sc fenceview.Scope) int {
+			return len(s.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortAccepted, Limit: 1000, Scope: sc}).Resources)
 		},
-		"Totals":  func(s *Service, sc Scope) int { n, _, _, _ := s.Totals(sc); return n },
-		"Alarmed": func(s *Service, sc Scope) int { _, n := s.Alarmed(1000, sc); return n },
+		"Totals":  func(s *Service, sc fenceview.Scope) int { n, _, _, _ := s.Totals(sc); return n },
+		"Alarmed": func(s *Service, sc fenceview.Scope) int { _, n := s.Alarmed(1000, sc); return n },
 	}
 	for name, read := range readers {
 		t.Run(name, func(t *testing.T) {
 			s := tenantService(t, 4, 50)
 			before := len(s.Resources())
-			alarmedBefore, _ := s.Alarmed(1000, Scope{})
+			alarmedBefore, _ := s.Alarmed(1000, fenceview.Scope{})
 			mid := 0
 			granted := 0
 			sees := func(id string) bool {
@@ -127,7 +127,7 @@ func TestGrantsProceedWhileAListIsMidScan(t *testing.T) {
 				granted = 20
 				return true
 			}
-			n := read(s, Scope{Sees: sees})
+			n := read(s, fenceview.Scope{Sees: sees})
 			if granted != 20 {
 				t.Fatalf("the grants did not run mid-scan (callback ran %d times)", mid)
 			}
@@ -163,7 +163,7 @@ func TestScopeWalksWhatAFilterWould(t *testing.T) {
 		var visited int
 		scope := prefixScope(&visited, c.prefixes...)
 		if len(c.prefixes) == 0 {
-			scope = Scope{}
+			scope = fenceview.Scope{}
 		}
 		var want []string
 		for _, r := range all {
@@ -185,7 +185,7 @@ func TestScopeWalksWhatAFilterWould(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("prefix %q within %q: pages give %v, a filter %v", c.prefix, c.prefixes, got, want)
 		}
-		if p := s.SelectResources(ResourceQuery{Prefix: c.prefix, Limit: 1000, Scope: scope}); p.Matched != len(want) {
+		if p := s.SelectResources(fenceview.ResourceQuery{Prefix: c.prefix, Limit: 1000, Scope: scope}); p.Matched != len(want) {
 			t.Errorf("prefix %q within %q: SelectResources matched %d, want %d", c.prefix, c.prefixes, p.Matched, len(want))
 		}
 	}

@@ -718,7 +718,7 @@ func (s *Service) Resources() []fenceview.Resource {
 // and scope's prefixes allow: a page costs about a page, however many
 // resources there are, and a key limited to some prefixes pays for its
 // own resources only.
-func (s *Service) ListResources(prefix, after string, limit int, scope Scope) (page []fenceview.Resource, more bool) {
+func (s *Service) ListResources(prefix, after string, limit int, scope fenceview.Scope) (page []fenceview.Resource, more bool) {
 	limit = max(limit, 1)
 	page = make([]fenceview.Resource, 0, min(limit, 128))
 	index, _ := s.snapshot()
@@ -740,7 +740,7 @@ func (s *Service) ListResources(prefix, after string, limit int, scope Scope) (p
 // Totals sums every resource scope sees: how many, how many held now, and
 // the fenced writes they accepted and refused. It counts a snapshot,
 // outside the service's lock, within scope's prefixes only.
-func (s *Service) Totals(scope Scope) (resources, held int, accepted, rejected int64) {
+func (s *Service) Totals(scope fenceview.Scope) (resources, held int, accepted, rejected int64) {
 	index, _ := s.snapshot()
 	now := s.clock.Now()
 	walk(index, scope.Ranges(""), "", func(k *known) bool {
@@ -761,7 +761,7 @@ func (s *Service) Totals(scope Scope) (resources, held int, accepted, rejected i
 
 // Alarmed returns up to limit resources whose counter alarm is raised,
 // ordered by id, and how many there are, from a snapshot.
-func (s *Service) Alarmed(limit int, scope Scope) ([]fenceview.Resource, int) {
+func (s *Service) Alarmed(limit int, scope fenceview.Scope) ([]fenceview.Resource, int) {
 	_, alarmed := s.snapshot()
 	now := s.clock.Now()
 	var out []fenceview.Resource

@@ -81,8 +81,8 @@ func benchID(i int) string { return fmt.Sprintf("tenant-%d/orders/%d", i%97, i) 
 
 // viewerLists is what a viewer limited to prefix reads in one round.
 func viewerLists(s *Service, prefix string) {
-	scope := Scope{Prefixes: []string{prefix}, Sees: func(id string) bool { return strings.HasPrefix(id, prefix) }}
+	scope := fenceview.Scope{Prefixes: []string{prefix}, Sees: func(id string) bool { return strings.HasPrefix(id, prefix) }}
 	s.ListResources("", "", 100, scope)
-	s.SelectResources(ResourceQuery{Sort: fenceview.SortID, Limit: 50, Scope: scope})
+	s.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortID, Limit: 50, Scope: scope})
 	s.Totals(scope)
 }

@@ -37,10 +37,10 @@ func (c *counters) add(b *batch) {
 }
 
 // Metrics returns a snapshot of the counters.
-func (s *Service) Metrics() Metrics {
+func (s *Service) Metrics() fenceview.Metrics {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := Metrics{
+	m := fenceview.Metrics{
 		Grants:        s.metrics.grants.Load(),
 		Renewals:      s.metrics.renewals.Load(),
 		Releases:      s.metrics.releases.Load(),
@@ -48,7 +48,7 @@ func (s *Service) Metrics() Metrics {
 		Accepted:      s.metrics.accepted.Load(),
 		StreamDropped: s.metrics.streamDropped.Load(),
 		Waiters:       s.waiting,
-		Kinds:         make([]KindCount, kinds),
+		Kinds:         make([]fenceview.KindCount, kinds),
 		StreamClients: len(s.subs),
 		Resources:     len(s.resources),
 		Held:          len(s.held),
@@ -58,10 +58,10 @@ func (s *Service) Metrics() Metrics {
 		Resets:        s.metrics.resets.Load(),
 	}
 	for k := range kinds {
-		m.Kinds[k] = KindCount{Kind: Kind(k), Grants: s.metrics.byKind[k].Load(), Waiters: s.waitingBy[k]}
+		m.Kinds[k] = fenceview.KindCount{Kind: fenceview.Kind(k), Grants: s.metrics.byKind[k].Load(), Waiters: s.waitingBy[k]}
 	}
 	for reason, n := range s.metrics.rejected {
-		m.Rejected = append(m.Rejected, ReasonCount{Reason: reason, Count: n})
+		m.Rejected = append(m.Rejected, fenceview.ReasonCount{Reason: reason, Count: n})
 	}
 	sort.Slice(m.Rejected, func(i, j int) bool { return m.Rejected[i].Reason < m.Rejected[j].Reason })
 	return m

@@ -16,7 +16,7 @@ func (nopStore) Apply(context.Context, []*fenceview.Resource, []fenceview.Event)
 
 // A page of the resource list costs a page, not the whole list:
 //
-//	go test ./issuer -run '^$' -bench ResourcePage -benchtime 2000x
+//	go test ./issuer -run '^$' -bench ListResources -benchtime 2000x
 func BenchmarkListResources(b *testing.B) {
 	const n = 1_000_000
 	rows := make([]*fenceview.Resource, n)
@@ -30,7 +30,7 @@ func BenchmarkListResources(b *testing.B) {
 	b.ResetTimer()
 	after := ""
 	for i := 0; i < b.N; i++ {
-		page, more := s.ListResources("", after, 100, Scope{})
+		page, more := s.ListResources("", after, 100, fenceview.Scope{})
 		if len(page) != 100 {
 			b.Fatalf("page of %d", len(page))
 		}

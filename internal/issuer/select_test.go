@@ -53,7 +53,7 @@ func TestSelectResourcesPagesLikeASort(t *testing.T) {
 					}
 				}
 				var got []string
-				q := ResourceQuery{Prefix: prefix, Sort: sort, Desc: desc, Limit: 17}
+				q := fenceview.ResourceQuery{Prefix: prefix, Sort: sort, Desc: desc, Limit: 17}
 				for pages := 0; ; pages++ {
 					p := s.SelectResources(q)
 					if p.Matched != len(want) {
@@ -92,11 +92,11 @@ func BenchmarkSelectResources(b *testing.B) {
 	s := selectService(b, n)
 	for _, c := range []struct {
 		name string
-		q    ResourceQuery
+		q    fenceview.ResourceQuery
 	}{
-		{"id", ResourceQuery{Sort: fenceview.SortID, Limit: 50}},
-		{"rejected-desc", ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: 50}},
-		{"prefix", ResourceQuery{Prefix: "tenant-3/orders/0001", Sort: fenceview.SortID, Limit: 50}},
+		{"id", fenceview.ResourceQuery{Sort: fenceview.SortID, Limit: 50}},
+		{"rejected-desc", fenceview.ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: 50}},
+		{"prefix", fenceview.ResourceQuery{Prefix: "tenant-3/orders/0001", Sort: fenceview.SortID, Limit: 50}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {

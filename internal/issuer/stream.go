@@ -21,7 +21,7 @@ const MaxBacklog = 1 << 20
 type Subscription struct {
 	ResourceID string // "" for every resource
 	start      int64
-	events     chan []*Published
+	events     chan []*fenceview.Published
 	lost       chan struct{}
 	backlog    atomic.Int64 // bytes delivered and not yet released
 }
@@ -33,7 +33,7 @@ func (sub *Subscription) Start() int64 { return sub.start }
 // Release tells the subscription a batch received from Events is done
 // with, so its bytes leave the backlog. A reader that never releases is
 // dropped once MaxBacklog bytes have been delivered to it.
-func (sub *Subscription) Release(batch []*Published) {
+func (sub *Subscription) Release(batch []*fenceview.Published) {
 	sub.backlog.Add(-batchBytes(batch))
 }
 
@@ -42,12 +42,12 @@ func (sub *Subscription) Backlog() int64 { return sub.backlog.Load() }
 
 // eventBytes estimates the memory one published event holds: the struct
 // with its strings, and its encoding, about the strings again.
-func eventBytes(p *Published) int64 {
+func eventBytes(p *fenceview.Published) int64 {
 	e := &p.Event
 	return 256 + 2*int64(len(e.Type)+len(e.ResourceID)+len(e.Holder)+len(e.Source)+len(e.Reason))
 }
 
-func batchBytes(batch []*Published) int64 {
+func batchBytes(batch []*fenceview.Published) int64 {
 	var n int64
 	for _, p := range batch {
 		n += eventBytes(p)
@@ -56,7 +56,7 @@ func batchBytes(batch []*Published) int64 {
 }
 
 // Events delivers batches of events, in sequence order.
-func (sub *Subscription) Events() <-chan []*Published { return sub.events }
+func (sub *Subscription) Events() <-chan []*fenceview.Published { return sub.events }
 
 // Lost is closed when the subscription was dropped for falling behind or
 // because the service closed.
@@ -67,7 +67,7 @@ func (s *Service) Subscribe(resourceID string, buffer int) fenceview.Subscriptio
 	if buffer < 1 {
 		buffer = 1
 	}
-	sub := &Subscription{ResourceID: resourceID, events: make(chan []*Published, buffer), lost: make(chan struct{})}
+	sub := &Subscription{ResourceID: resourceID, events: make(chan []*fenceview.Published, buffer), lost: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sub.start = s.published
@@ -101,10 +101,10 @@ func (s *Service) publishLocked(events []fenceview.Event) {
 	if len(s.subs) == 0 || len(events) == 0 {
 		return
 	}
-	all := make([]*Published, len(events))
+	all := make([]*fenceview.Published, len(events))
 	now := time.Now()
 	for i, e := range events {
-		all[i] = &Published{Event: e, PublishedAt: now}
+		all[i] = &fenceview.Published{Event: e, PublishedAt: now}
 	}
 	for sub := range s.subs {
 		batch := all
