@@ -6,10 +6,8 @@ package dashboard
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import (
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
-)
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
 
 // ClusterCard shows, in cluster mode, which node leads and every node that
 // runs, so on-call sees at once whether the cluster has a leader.

@@ -6,10 +6,8 @@ package dashboard
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import (
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
-)
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
 
 // LoginPage asks for a key. The key goes in a password field so browsers
 // neither show nor keep it in history; the page never echoes it back.

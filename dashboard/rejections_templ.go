@@ -6,11 +6,10 @@ package dashboard
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import (
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
-	"github.com/fenceview/fenceview"
-)
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
+import "github.com/fenceview/fenceview"
 
 // RejectionsPage is the rejection history: a filter form, a page of rows,
 // links to older pages and a CSV export of the same filter.

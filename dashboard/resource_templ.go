@@ -6,11 +6,10 @@ package dashboard
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import (
-	"github.com/a-h/templ"
-	templruntime "github.com/a-h/templ/runtime"
-	"github.com/fenceview/fenceview"
-)
+import "github.com/a-h/templ"
+import templruntime "github.com/a-h/templ/runtime"
+
+import "github.com/fenceview/fenceview"
 
 // ResourcePage is one resource: its lock, its tokens over time and its
 // recent history.
