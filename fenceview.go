@@ -1,15 +1,19 @@
 // Package fenceview holds the domain of the fenceview server: leases,
-// fencing tokens, high-water marks and the events that record them.
+// fencing tokens, high-water marks and the events that record them, and the
+// services the adapters consume (service.go): LockService, PrimitiveService,
+// FenceService, ResourceService, EventService, MetricsService and
+// HistoryService.
 //
-// Adapters live in subpackages named after what they adapt: sqlite (the
-// durable record), issuer (the lock authority), httpapi (the JSON API and
-// event stream). The resource-side rule itself is in guard, which has no
+// The machinery lives under internal/, each package named after what it
+// adapts: internal/issuer (the lock authority, implementing the services),
+// internal/sqlite (the durable record, the history), internal/httpapi (the
+// JSON API and event stream). Package server embeds all of it in a Go
+// program. The resource-side rule itself is in guard, which has no
 // dependencies so it can also be compiled to WebAssembly.
 package fenceview
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
@@ -28,10 +32,14 @@ const (
 	// EventReset: an admin raised a resource's token counter to a floor.
 	EventReset = "reset"
 	// EventRecover: an admin set a poisoned or exhausted resource's counter
-	// and mark back (Token: the new counter; Presented, Required: the mark
-	// and counter it replaced).
+	// and mark back (Token: the new counter; Event.Replaced: the mark and
+	// counter it replaced).
 	EventRecover = "recover"
 )
+
+// ExpireForced is the Reason of an expire event an admin forced
+// (LockService.ForceExpire); a lease that ran out has none.
+const ExpireForced = "forced"
 
 // AlarmCounterBehind: a guard reported a mark above the last token this
 // server issued for the resource, so either its counter is behind the
@@ -62,7 +70,7 @@ type LockState struct {
 	Locked     bool
 	Holder     string
 	HoldCount  int
-	Token      int64 // last token issued, 0 if none
+	LastToken  int64 // the last token issued for the resource, 0 if none (Resource.Token is the current grant's)
 	ExpiresAt  time.Time
 	Remaining  time.Duration
 	LeaseMs    int64
@@ -77,7 +85,7 @@ type Resource struct {
 	HighWaterMark   int64
 	LastToken       int64
 	Holder          string
-	Owner           string // the key that holds the lock with auth on; never shown
+	OwnerKey        string // the id of the API key that took the lock (auth on): with Holder, who may renew and release; never shown
 	HoldCount       int
 	Token           int64 // token of the current grant, 0 when free
 	ExpiresAt       time.Time
@@ -110,17 +118,32 @@ type Event struct {
 	ResourceID string
 	Token      int64
 	Holder     string
-	Presented  int64
-	Required   int64
-	Reason     string
-	Source     string
-	At         time.Time
+	// Presented and Required are, on a reject, the token presented and
+	// the mark it needed. Three other types reuse the two numbers (the
+	// history's columns and the wire's names stay as they are): on an
+	// alarm Required is the last token issued, on a reset the floor asked
+	// for, and on a recover Presented and Required are the mark and the
+	// counter it replaced: read those with Replaced.
+	Presented int64
+	Required  int64
+	Reason    string
+	Source    string
+	At        time.Time
 	// Value is an election's leader value (proclaim, and an election's grant).
 	Value string
 	// LockDelayMs is the lock-delay an expire starts.
 	LockDelayMs int64
 	// Permits is a semaphore's permits, set by a permits event.
 	Permits int
+}
+
+// Replaced is what a recover event set back: the high-water mark and the
+// token counter before it (zero for other types).
+func (e Event) Replaced() (mark, counter int64) {
+	if e.Type != EventRecover {
+		return 0, 0
+	}
+	return e.Presented, e.Required
 }
 
 // Report is a fencing decision made elsewhere (a plugin's guard) and sent
@@ -176,17 +199,6 @@ func (c Cursor) String() string {
 		return ""
 	}
 	return strconv.FormatInt(c.At.UnixMilli(), 10) + "-" + strconv.FormatInt(c.Seq, 10)
-}
-
-// ParseCursor decodes a cursor written by Cursor.String.
-func ParseCursor(s string) (Cursor, error) {
-	ms, seq, ok := strings.Cut(s, "-")
-	at, err1 := strconv.ParseInt(ms, 10, 64)
-	n, err2 := strconv.ParseInt(seq, 10, 64)
-	if !ok || err1 != nil || err2 != nil || n < 1 || ms == "" || ms[0] == '+' || seq[0] == '+' {
-		return Cursor{}, Errorf(EINVALID, "cursor: use the next value of the previous page")
-	}
-	return Cursor{At: time.UnixMilli(at).UTC(), Seq: n}, nil
 }
 
 // Fence is a token presented to the server's own guard.

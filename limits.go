@@ -18,16 +18,8 @@ const (
 	MaxReasonLen = 64
 	// MaxEnvelopeLen bounds a presented token's issuer and scope.
 	MaxEnvelopeLen = 200
-	// MaxPage is the most rejections one page of the history returns.
-	MaxPage = 1000
 	// MaxDecisions is the most decisions one report may carry.
 	MaxDecisions = 1000
-	// MaxRequestBody bounds a lock or fence request's body, in bytes.
-	MaxRequestBody = 64 << 10
-	// MaxReportBody bounds a report of decisions (a plugin's batch), in bytes.
-	MaxReportBody = 1 << 20
-	// DefaultPage is the page length of the history when none is asked for.
-	DefaultPage = 100
 	// MaxReportedMark is the highest mark a reported decision (a guard
 	// elsewhere) may set on a resource this server never issued a token
 	// for: 2^62, so that 2^62 grants remain above it. A report claiming

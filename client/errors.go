@@ -42,11 +42,6 @@ var (
 // refusals from the server, the HTTP guard's transport and the SQL guard.
 type RefusalError = guard.RefusalError
 
-// StaleTokenError is the former name of RefusalError.
-//
-// Deprecated: use RefusalError.
-type StaleTokenError = guard.RefusalError
-
 // HeldError is an acquire refused because another holder has the lock.
 // errors.Is(err, ErrHeld) is true for it.
 type HeldError struct {

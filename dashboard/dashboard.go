@@ -3,8 +3,9 @@
 // tokens, and the rejection history with filters and a CSV export.
 //
 // Pages are templ components rendered on the server; web/static's script
-// then keeps them live over the /v1/events websocket. The handlers depend on
-// two small interfaces, so tests can run them without a database.
+// then keeps them live over the /v1/events websocket. The handlers read
+// the lock authority through the domain's services (fenceview's
+// ResourceService, MetricsService and HistoryService).
 package dashboard
 
 import (
@@ -26,34 +27,8 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/web"
 )
-
-// Locks is the live state the dashboard reads (issuer.Service implements it).
-type Locks interface {
-	// ResourcePage is a page of resources by id (see issuer.Service).
-	ResourcePage(prefix, after string, limit int, scope issuer.Scope) ([]fenceview.Resource, bool)
-	// Alarmed is up to limit resources with a counter alarm, and how many.
-	Alarmed(limit int, scope issuer.Scope) ([]fenceview.Resource, int)
-	// Totals sums every resource scope sees, without listing them.
-	Totals(scope issuer.Scope) (resources, held int, accepted, rejected int64)
-	Resource(resourceID string) (fenceview.Resource, error)
-	Lock(resourceID string) (fenceview.LockState, error)
-	LastSeq() int64
-	// Semaphore and Leader read contract v3's semaphores and elections;
-	// LockTimes the wait and hold times of a lock's recent grants.
-	Semaphore(name string) (fenceview.Semaphore, error)
-	Leader(election string) (*fenceview.Leader, error)
-	LockTimes(resourceID string) issuer.LockTimes
-}
-
-// History is the durable record the dashboard reads (sqlite.DB implements it).
-type History interface {
-	Rejections(ctx context.Context, f fenceview.RejectionFilter) ([]fenceview.Event, error)
-	ResourceEvents(ctx context.Context, resourceID string, limit int) ([]fenceview.Event, error)
-	EventsAfter(ctx context.Context, after int64, resourceID string, limit int) ([]fenceview.Event, error)
-}
 
 // Router is where the dashboard registers its routes (httpapi.Server and
 // http.ServeMux both fit).
@@ -63,8 +38,9 @@ type Router interface {
 
 // Handler serves the dashboard pages.
 type Handler struct {
-	Locks   Locks
-	History History
+	Locks   fenceview.ResourceService
+	Metrics fenceview.MetricsService
+	History fenceview.HistoryService
 	Now     func() time.Time // the service's clock, for lease countdowns
 	Logger  *slog.Logger
 	// Sessions, when set, log people in with a key (login.go). ClientAddr
@@ -94,12 +70,8 @@ type Handler struct {
 	PageSize    int // rejections per page when no limit is given
 	CSVMax      int // rows in one CSV export
 
-	// Select and Counts page and count without reading everything; New
-	// takes them from locks and history when they provide them. Gatherer,
-	// when set, feeds the readable metrics page (a Prometheus registry).
-	Select   Selector
-	Counts   Counts
-	Holders  HolderHistory
+	// Gatherer, when set, feeds the readable metrics page (a Prometheus
+	// registry).
 	Gatherer prometheus.Gatherer
 
 	assets map[string]asset
@@ -111,13 +83,15 @@ type asset struct {
 	ctype string
 }
 
-// New returns a handler with the default settings.
-func New(locks Locks, history History, now func() time.Time) *Handler {
+// New returns a handler with the default settings over the lock
+// authority's live state (locks, metrics: internal/issuer) and its history
+// (internal/sqlite).
+func New(locks fenceview.ResourceService, metrics fenceview.MetricsService, history fenceview.HistoryService, now func() time.Time) *Handler {
 	if now == nil {
 		now = time.Now
 	}
 	h := &Handler{
-		Locks: locks, History: history, Now: now,
+		Locks: locks, Metrics: metrics, History: history, Now: now,
 		Logger:         slog.New(slog.DiscardHandler),
 		BurstThreshold: 5,
 		BurstWindow:    time.Minute,
@@ -128,9 +102,6 @@ func New(locks Locks, history History, now func() time.Time) *Handler {
 		CSVMax:         100_000,
 		assets:         map[string]asset{},
 	}
-	h.Select, _ = locks.(Selector)
-	h.Counts, _ = history.(Counts)
-	h.Holders, _ = history.(HolderHistory)
 	fs.WalkDir(web.Static, "static", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -243,7 +214,7 @@ func (h *Handler) meta(ctx context.Context, title, active string) Meta {
 	m.Names = h.keyNames(p)
 	// The alarmed resources only, from the issuer's set of them: no pass
 	// over every resource per page view.
-	m.Behind, _ = h.Locks.Alarmed(behindShown, scopeOf(p))
+	m.Behind, _ = h.Locks.Alarmed(behindShown, p.Scope())
 	if h.BurstThreshold > 0 && h.History != nil {
 		stale, err := h.History.Rejections(ctx, fenceview.RejectionFilter{
 			Reason: guard.ReasonStale, Since: h.Now().Add(-h.BurstWindow), Limit: h.BurstThreshold, Prefixes: p.Resources,

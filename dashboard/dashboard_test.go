@@ -46,7 +46,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close(); db.Close() })
-	h := New(svc, db, fc.Now)
+	h := New(svc, svc, db, fc.Now)
 	mux := http.NewServeMux()
 	h.Register(mux)
 	return &env{t: t, svc: svc, db: db, clock: fc, h: h, mux: mux}
@@ -123,7 +123,7 @@ func TestOverviewEscapesHostileIDs(t *testing.T) {
 	e := newEnv(t)
 	for _, id := range hostile {
 		tok := e.acquire(id, "<b>holder</b>", 30*time.Second)
-		e.fence(id, tok, "api:10.0.0.9") // sources have a markup-free charset (issuer.ValidateSource)
+		e.fence(id, tok, "api:10.0.0.9") // sources have a markup-free charset (fenceview.ValidateSource)
 	}
 	p := e.get("/")
 	if p.status != 200 {

@@ -1,22 +1,15 @@
 package dashboard
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 
-	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
 )
 
 // Keys lists the API keys, without secrets (auth.Keyring implements it).
 type Keys interface {
 	List() []auth.Key
-}
-
-// HolderHistory is a holder's recent events (sqlite.DB implements it).
-type HolderHistory interface {
-	HolderEvents(ctx context.Context, holder string, prefixes []string, scan, limit int) ([]fenceview.Event, error)
 }
 
 // KeyNames maps key ids to key names, for showing sources such as

@@ -16,23 +16,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
-	"github.com/fenceview/fenceview/internal/sqlite"
 )
-
-// Selector pages through resources without copying them all
-// (issuer.Service implements it).
-type Selector interface {
-	SelectResources(q issuer.ResourceQuery) issuer.ResourcePage
-	Metrics() issuer.Metrics
-}
-
-// Counts is the history's per-minute counts (sqlite.DB implements it).
-type Counts interface {
-	MinuteCounts(ctx context.Context, since, until time.Time) ([]sqlite.MinuteCount, error)
-	RejectionSources(ctx context.Context, limit int) ([]string, []int64, error)
-	RejectionReasons(ctx context.Context) ([]string, []int64, error)
-}
 
 // Choice is an option of a filter's choice list, with how many rows it has.
 type Choice struct {
@@ -119,10 +103,7 @@ func (h *Handler) rates(ctx context.Context, name string) (Rates, error) {
 	// complete minutes before it.
 	thisMinute := now.Truncate(time.Minute)
 	r.LastMinute = thisMinute.Add(-time.Minute)
-	if h.Counts == nil {
-		return r, nil
-	}
-	counts, err := h.Counts.MinuteCounts(ctx, start, end)
+	counts, err := h.History.MinuteCounts(ctx, start, end)
 	if err != nil {
 		return r, err
 	}
@@ -151,7 +132,7 @@ func (h *Handler) rates(ctx context.Context, name string) (Rates, error) {
 	for _, b := range r.Buckets {
 		r.Max = max(r.Max, b.Grants, b.Accepted, b.Refused)
 	}
-	recent, err := h.Counts.MinuteCounts(ctx, thisMinute.Add(-5*time.Minute), thisMinute)
+	recent, err := h.History.MinuteCounts(ctx, thisMinute.Add(-5*time.Minute), thisMinute)
 	if err != nil {
 		return r, err
 	}
@@ -180,33 +161,33 @@ type TableQuery struct {
 	Prefix string
 	Sort   string
 	Desc   bool
-	After  string // an encoded issuer.ResourceKey; "" for the first page
+	After  string // an encoded fenceview.ResourceKey; "" for the first page
 	Range  string
 }
 
-func parseTable(q url.Values) (TableQuery, *issuer.ResourceKey, error) {
+func parseTable(q url.Values) (TableQuery, *fenceview.ResourceKey, error) {
 	t := TableQuery{Prefix: q.Get("q"), Sort: q.Get("sort"), Desc: q.Get("dir") == "desc", After: q.Get("after"), Range: q.Get("range")}
 	if len(t.Prefix) > 160 {
 		return t, nil, fmt.Errorf("a search is at most 160 bytes")
 	}
 	if t.Sort == "" {
-		t.Sort = issuer.SortID
+		t.Sort = fenceview.SortID
 	}
-	if !slices.Contains(issuer.SortKeys, t.Sort) {
+	if !slices.Contains(fenceview.SortKeys, t.Sort) {
 		return t, nil, fmt.Errorf("unknown sort %q", t.Sort)
 	}
 	if t.After == "" {
 		return t, nil, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(t.After)
-	var k issuer.ResourceKey
+	var k fenceview.ResourceKey
 	if err != nil || len(raw) > 1024 || json.Unmarshal(raw, &k) != nil {
 		return t, nil, fmt.Errorf("a bad page position")
 	}
 	return t, &k, nil
 }
 
-func encodeKey(k issuer.ResourceKey) string {
+func encodeKey(k fenceview.ResourceKey) string {
 	b, _ := json.Marshal(k)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -219,7 +200,7 @@ func (t TableQuery) url(set func(*TableQuery)) string {
 	if c.Prefix != "" {
 		q.Set("q", c.Prefix)
 	}
-	if c.Sort != issuer.SortID {
+	if c.Sort != fenceview.SortID {
 		q.Set("sort", c.Sort)
 	}
 	if c.Desc {
@@ -244,7 +225,7 @@ func (t TableQuery) SortURL(col string) string {
 		c.Desc = c.Sort == col && !c.Desc
 		if c.Sort != col {
 			// Counts read best from the largest; ids and holders from A.
-			c.Desc = col != issuer.SortID && col != issuer.SortHolder
+			c.Desc = col != fenceview.SortID && col != fenceview.SortHolder
 		}
 		c.Sort, c.After = col, ""
 	})
@@ -318,8 +299,8 @@ func (h *Handler) holder(w http.ResponseWriter, r *http.Request) {
 	d := HolderData{Meta: h.meta(r.Context(), holder, ""), Holder: holder}
 	d.Page = "holder"
 	now := h.Now()
-	p := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortHolder, After: &issuer.ResourceKey{Str: holder}, Limit: holderRowsMax + 1,
-		Scope: scopeOf(auth.FromContext(r.Context()))})
+	p := h.Locks.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortHolder, After: &fenceview.ResourceKey{Str: holder}, Limit: holderRowsMax + 1,
+		Scope: auth.FromContext(r.Context()).Scope()})
 	for _, res := range p.Resources {
 		if res.Holder != holder {
 			break
@@ -329,17 +310,15 @@ func (h *Handler) holder(w http.ResponseWriter, r *http.Request) {
 	if len(d.Rows) > holderRowsMax {
 		d.Rows, d.Capped = d.Rows[:holderRowsMax], true
 	}
-	if h.Holders != nil {
-		events, err := h.Holders.HolderEvents(r.Context(), holder, auth.FromContext(r.Context()).Resources, holderScan, holderHistoryMax)
-		if err != nil {
-			h.serverError(w, r, err)
-			return
-		}
-		d.History = events
-		d.HistoryNote = "Its newest " + strconv.Itoa(holderHistoryMax) + " events among the last " + strconv.Itoa(holderScan) + " recorded, newest first."
-		if len(events) == 0 {
-			d.HistoryNote = "No events of this holder among the last " + strconv.Itoa(holderScan) + " recorded."
-		}
+	events, err := h.History.HolderEvents(r.Context(), holder, auth.FromContext(r.Context()).Resources, holderScan, holderHistoryMax)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	d.History = events
+	d.HistoryNote = "Its newest " + strconv.Itoa(holderHistoryMax) + " events among the last " + strconv.Itoa(holderScan) + " recorded, newest first."
+	if len(events) == 0 {
+		d.HistoryNote = "No events of this holder among the last " + strconv.Itoa(holderScan) + " recorded."
 	}
 	h.render(w, r, http.StatusOK, HolderPage(d))
 }
@@ -349,7 +328,7 @@ func holderURL(holder string) string { return "/holders/" + url.PathEscape(holde
 // MetricsData is the readable metrics page.
 type MetricsData struct {
 	Meta
-	M      issuer.Metrics
+	M      fenceview.Metrics
 	Rates  Rates
 	Series []MetricSeries // from the Prometheus registry, when there is one
 }
@@ -371,7 +350,7 @@ func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request) {
 		h.errorPage(w, r, http.StatusForbidden, "Not for this key", "The metrics count every resource; this key sees only some of them.")
 		return
 	}
-	d := MetricsData{Meta: h.meta(r.Context(), "Metrics", "metrics"), M: h.Select.Metrics()}
+	d := MetricsData{Meta: h.meta(r.Context(), "Metrics", "metrics"), M: h.Metrics.Metrics()}
 	d.Page = "metrics"
 	var err error
 	if d.Rates, err = h.rates(r.Context(), "hour"); err != nil {

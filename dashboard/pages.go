@@ -12,7 +12,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 // Meta is what the page frame needs.
@@ -79,13 +79,13 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		d.TableError, status = err.Error(), http.StatusBadRequest
 		d.Table, after = TableQuery{Sort: "id", Range: t.Range}, nil
 	}
-	page := h.Select.SelectResources(issuer.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Scope: scopeOf(p)})
+	page := h.Locks.SelectResources(fenceview.ResourceQuery{Prefix: d.Table.Prefix, Sort: d.Table.Sort, Desc: d.Table.Desc, After: after, Limit: h.TableSize, Scope: p.Scope()})
 	d.Matched = page.Matched
 	// The totals of every resource the principal sees, without listing
 	// them (a server may know a million); rates span every resource, so
 	// only an unrestricted principal gets them.
 	var held int
-	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(scopeOf(p))
+	d.Total, held, d.Accepted, d.Rejected = h.Locks.Totals(p.Scope())
 	d.Held = int64(held)
 	for _, res := range page.Resources {
 		row := ResourceRow{Resource: res}
@@ -154,22 +154,60 @@ type ResourceData struct {
 	Slot      int
 }
 
+// pageFor admits a page for one thing: a 400 page (title, text) unless
+// valid, a 403 unless the viewer may see the resource id seen. False once
+// answered.
+func (h *Handler) pageFor(w http.ResponseWriter, r *http.Request, valid bool, seen, title, text string) bool {
+	if !valid {
+		h.errorPage(w, r, http.StatusBadRequest, title, text)
+		return false
+	}
+	if !auth.FromContext(r.Context()).Sees(seen) {
+		h.forbidden(w, r)
+		return false
+	}
+	return true
+}
+
+// resourceView is what a resource's page (and an election's) shows: the
+// resource, its lock, and its newest events, all as of the last durable
+// event, so the page and its live feed (which resumes after last) meet.
+type resourceView struct {
+	last   int64
+	res    fenceview.Resource
+	lock   fenceview.LockState
+	events []fenceview.Event
+}
+
+// readResource reads id's view; ENOTFOUND when the server knows no id.
+func (h *Handler) readResource(ctx context.Context, id string) (resourceView, error) {
+	v := resourceView{last: h.Locks.LastSeq()}
+	var err error
+	if v.res, err = h.Locks.Resource(id); err != nil {
+		return v, err
+	}
+	if v.lock, err = h.Locks.Lock(id); err != nil {
+		return v, err
+	}
+	events, err := h.History.ResourceEvents(ctx, id, h.HistorySize)
+	for _, e := range events {
+		if e.Seq <= v.last {
+			v.events = append(v.events, e)
+		}
+	}
+	return v, err
+}
+
 func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("resource")
 	if r.URL.Path == "/resource" {
 		id = r.URL.Query().Get("id")
 	}
-	if err := guard.ValidateResourceID(id); err != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Not a resource id",
-			"A resource id is 1 to 160 bytes of UTF-8 without control characters.")
+	if !h.pageFor(w, r, guard.ValidateResourceID(id) == nil, id, "Not a resource id",
+		"A resource id is 1 to 160 bytes of UTF-8 without control characters.") {
 		return
 	}
-	if !auth.FromContext(r.Context()).Sees(id) {
-		h.forbidden(w, r)
-		return
-	}
-	last := h.Locks.LastSeq()
-	res, err := h.Locks.Resource(id)
+	v, err := h.readResource(r.Context(), id)
 	if fenceview.ErrorCode(err) == fenceview.ENOTFOUND {
 		h.errorPage(w, r, http.StatusNotFound, "No such resource",
 			"fenceview has issued no token and recorded no decision for “"+id+"”.")
@@ -178,23 +216,9 @@ func (h *Handler) resource(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	lock, err := h.Locks.Lock(id)
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	events, err := h.History.ResourceEvents(r.Context(), id, h.HistorySize)
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	d := ResourceData{Meta: h.meta(r.Context(), id, ""), Res: res, Lock: lock}
-	d.Page, d.LastSeq, d.Resource = "resource", last, id
-	for _, e := range events {
-		if e.Seq <= last {
-			d.History = append(d.History, e)
-		}
-	}
+	res, lock := v.res, v.lock
+	d := ResourceData{Meta: h.meta(r.Context(), id, ""), Res: res, Lock: lock, History: v.events}
+	d.Page, d.LastSeq, d.Resource = "resource", v.last, id
 	d.Chart = newChart(d.History, d.Names, res)
 	d.DelayMs = delayRemaining(lock, res, h.Now())
 	d.Times = TimesData{LockTimes: h.Locks.LockTimes(id), Waiters: lock.Waiters}
@@ -222,23 +246,20 @@ type RejectionsData struct {
 	Sources   []Choice // the most frequent sources, with counts
 }
 
-// knownReasons are the documented refusal reasons, the issuer's list.
-var knownReasons = issuer.KnownReasons
-
 // choices fills the filter's choice lists: every reason recorded (and the
 // documented ones), the most frequent sources, the most refused resources.
 func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 	p := auth.FromContext(ctx)
-	if !p.Unrestricted() || h.Counts == nil {
+	if !p.Unrestricted() {
 		// Counts span every resource: a limited key gets the documented
 		// reasons and its own most refused resources, without counts.
-		for _, k := range knownReasons {
+		for _, k := range fenceview.KnownReasons {
 			d.Reasons = append(d.Reasons, Choice{k, -1})
 		}
 		d.Resources = h.mostRefused(p)
 		return nil
 	}
-	names, counts, err := h.Counts.RejectionReasons(ctx)
+	names, counts, err := h.History.RejectionReasons(ctx)
 	if err != nil {
 		return err
 	}
@@ -246,12 +267,12 @@ func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 	for i, n := range names {
 		d.Reasons, seen[n] = append(d.Reasons, Choice{n, counts[i]}), true
 	}
-	for _, k := range knownReasons {
+	for _, k := range fenceview.KnownReasons {
 		if !seen[k] {
 			d.Reasons = append(d.Reasons, Choice{k, 0})
 		}
 	}
-	if names, counts, err = h.Counts.RejectionSources(ctx, choicesMax); err != nil {
+	if names, counts, err = h.History.RejectionSources(ctx, choicesMax); err != nil {
 		return err
 	}
 	for i, n := range names {
@@ -263,23 +284,13 @@ func (h *Handler) choices(ctx context.Context, d *RejectionsData) error {
 
 func (h *Handler) mostRefused(p *auth.Principal) []Choice {
 	var out []Choice
-	page := h.Select.SelectResources(issuer.ResourceQuery{Sort: issuer.SortRejected, Desc: true, Limit: choicesMax, Scope: scopeOf(p)})
+	page := h.Locks.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: choicesMax, Scope: p.Scope()})
 	for _, r := range page.Resources {
 		if r.Rejected > 0 {
 			out = append(out, Choice{r.ResourceID, r.Rejected})
 		}
 	}
 	return out
-}
-
-// scopeOf is what p may see, for the service's readers: its prefixes, so a
-// key limited to some resources walks only those; no filter at all when it
-// sees everything, so the common case pays nothing.
-func scopeOf(p *auth.Principal) issuer.Scope {
-	if p.Unrestricted() {
-		return issuer.Scope{}
-	}
-	return issuer.Scope{Prefixes: p.Resources, Sees: p.Sees}
 }
 
 func (h *Handler) rejections(w http.ResponseWriter, r *http.Request) {
@@ -402,7 +413,7 @@ func (h *Handler) parseFilter(ctx context.Context, q url.Values) (fenceview.Reje
 	if q.Get("limit") == "" {
 		q2.Set("limit", strconv.Itoa(h.PageSize))
 	}
-	f, err := fenceview.ParseRejectionFilter(q2)
+	f, err := request.RejectionFilter(q2)
 	// A key limited to some resources sees their rejections only.
 	f.Prefixes = auth.FromContext(ctx).Resources
 	return f, err

@@ -8,8 +8,6 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // Semaphores and elections are made of ordinary locks (contract v3): a
@@ -45,15 +43,11 @@ func nameOf(r *http.Request, single string) string {
 
 func (h *Handler) semaphore(w http.ResponseWriter, r *http.Request) {
 	name := nameOf(r, "/semaphore")
-	if guard.ValidateResourceID(name) != nil || len(name) > fenceview.MaxSemaphoreNameLen || strings.Contains(name, "#") {
-		h.errorPage(w, r, http.StatusBadRequest, "Not a semaphore name",
-			"A semaphore name is 1 to 150 bytes of UTF-8 without control characters or “#”.")
-		return
-	}
 	// Its slots are name#0, name#1, ...: a key sees the semaphore when it
 	// sees every slot, that is when one of its prefixes starts "name#".
-	if !auth.FromContext(r.Context()).Sees(name + "#") {
-		h.forbidden(w, r)
+	valid := guard.ValidateResourceID(name) == nil && len(name) <= fenceview.MaxSemaphoreNameLen && !strings.Contains(name, "#")
+	if !h.pageFor(w, r, valid, name+"#", "Not a semaphore name",
+		"A semaphore name is 1 to 150 bytes of UTF-8 without control characters or “#”.") {
 		return
 	}
 	last := h.Locks.LastSeq()
@@ -114,18 +108,12 @@ type TermEvent struct {
 
 func (h *Handler) election(w http.ResponseWriter, r *http.Request) {
 	name := nameOf(r, "/election")
-	if guard.ValidateResourceID(name) != nil {
-		h.errorPage(w, r, http.StatusBadRequest, "Not an election name",
-			"An election's name is a resource id: 1 to 160 bytes of UTF-8 without control characters.")
+	if !h.pageFor(w, r, guard.ValidateResourceID(name) == nil, name, "Not an election name",
+		"An election's name is a resource id: 1 to 160 bytes of UTF-8 without control characters.") {
 		return
 	}
-	if !auth.FromContext(r.Context()).Sees(name) {
-		h.forbidden(w, r)
-		return
-	}
-	last := h.Locks.LastSeq()
-	res, err := h.Locks.Resource(name)
-	if fenceview.ErrorCode(err) == fenceview.ENOTFOUND || (err == nil && !res.Election) {
+	v, err := h.readResource(r.Context(), name)
+	if fenceview.ErrorCode(err) == fenceview.ENOTFOUND || (err == nil && !v.res.Election) {
 		h.errorPage(w, r, http.StatusNotFound, "No such election", "Nobody ever campaigned in “"+name+"”.")
 		return
 	} else if err != nil {
@@ -137,25 +125,12 @@ func (h *Handler) election(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	lock, err := h.Locks.Lock(name)
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	events, err := h.History.ResourceEvents(r.Context(), name, h.HistorySize)
-	if err != nil {
-		h.serverError(w, r, err)
-		return
-	}
-	d := ElectionData{Meta: h.meta(r.Context(), name, ""), Name: name, Leader: leader, Waiters: lock.Waiters}
-	d.Page, d.LastSeq, d.Resource = "election", last, name
+	d := ElectionData{Meta: h.meta(r.Context(), name, ""), Name: name, Leader: leader, Waiters: v.lock.Waiters}
+	d.Page, d.LastSeq, d.Resource = "election", v.last, name
 	if leader != nil {
 		d.RemainingMs = max(leader.ExpiresAt.Sub(h.Now()).Milliseconds(), 0)
 	}
-	for _, e := range events {
-		if e.Seq > last {
-			continue
-		}
+	for _, e := range v.events {
 		if what := termChange(e); what != "" {
 			d.Terms = append(d.Terms, TermEvent{e, what})
 		}
@@ -163,23 +138,22 @@ func (h *Handler) election(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, ElectionPage(d))
 }
 
+// termChanges name the election events that change its leader or value;
+// the others (renewals, fenced writes) have none.
+var termChanges = map[string]string{
+	fenceview.EventGrant:    "elected",
+	fenceview.EventProclaim: "proclaimed",
+	fenceview.EventRelease:  "resigned",
+	fenceview.EventExpire:   "lease ran out",
+}
+
 // termChange names an election event that changes its leader or value,
-// "" for the others (renewals, fenced writes).
+// "" for the others.
 func termChange(e fenceview.Event) string {
-	switch e.Type {
-	case fenceview.EventGrant:
-		return "elected"
-	case fenceview.EventProclaim:
-		return "proclaimed"
-	case fenceview.EventRelease:
-		return "resigned"
-	case fenceview.EventExpire:
-		if e.Reason == "forced" {
-			return "removed"
-		}
-		return "lease ran out"
+	if e.Type == fenceview.EventExpire && e.Reason == fenceview.ExpireForced {
+		return "removed"
 	}
-	return ""
+	return termChanges[e.Type]
 }
 
 func semaphoreURL(name string) string {
@@ -198,7 +172,7 @@ func electionURL(name string) string {
 
 // TimesData is the wait and hold times card of a lock, slot or election.
 type TimesData struct {
-	issuer.LockTimes
+	fenceview.LockTimes
 	Waiters int
 }
 
@@ -226,9 +200,9 @@ func delayRemaining(l fenceview.LockState, r fenceview.Resource, now time.Time) 
 }
 
 // DurationStats is a window of wait or hold times.
-type DurationStats = issuer.DurationStats
+type DurationStats = fenceview.DurationStats
 
 const (
-	timedResources = issuer.TimedResources
-	timedSamples   = issuer.TimedSamples
+	timedResources = fenceview.TimedResources
+	timedSamples   = fenceview.TimedSamples
 )

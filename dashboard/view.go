@@ -96,7 +96,7 @@ func detail(e fenceview.Event, n KeyNames) string {
 		return "token " + itoa(e.Token) + " released by " + e.Holder
 	case fenceview.EventExpire:
 		s := "token " + itoa(e.Token) + " of " + e.Holder
-		if e.Reason == "forced" {
+		if e.Reason == fenceview.ExpireForced {
 			return s + " force-expired"
 		}
 		if e.LockDelayMs > 0 {
@@ -114,7 +114,8 @@ func detail(e fenceview.Event, n KeyNames) string {
 	case fenceview.EventReset:
 		return "token counter raised to " + itoa(e.Token) + " (floor " + itoa(e.Required) + ") by " + n.Source(e.Source)
 	case fenceview.EventRecover:
-		return "recovered by " + n.Source(e.Source) + ": counter " + itoa(e.Required) + " → " + itoa(e.Token) + ", mark " + itoa(e.Presented) + " → ≤ " + itoa(e.Token)
+		mark, counter := e.Replaced()
+		return "recovered by " + n.Source(e.Source) + ": counter " + itoa(counter) + " → " + itoa(e.Token) + ", mark " + itoa(mark) + " → ≤ " + itoa(e.Token)
 	}
 	return ""
 }

@@ -19,11 +19,6 @@ type RefusalError struct {
 	Required  int64
 }
 
-// StaleTokenError is the former name of RefusalError.
-//
-// Deprecated: use RefusalError; the type carries every refusal reason.
-type StaleTokenError = RefusalError
-
 func (e *RefusalError) Error() string {
 	reason := e.Reason
 	if reason == "" {

@@ -3,7 +3,7 @@
 // uses the client: the same issuer, store and HTTP API as the fenceview
 // command, not a mock.
 //
-//	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{FakeClock: true})
+//	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{FakeClock: true})
 //	defer srv.Close()
 //	c, _ := client.New(srv.URL, client.WithClock(srv.Clock()))
 //	// srv.Clock().Advance(d) moves leases on the server and the client's
@@ -25,8 +25,8 @@ import (
 	"github.com/fenceview/fenceview/internal/server"
 )
 
-// Options configures a test server.
-type Options struct {
+// Config configures a test server; the zero value is a working one.
+type Config struct {
 	// AdminToken, when set, is required by admin routes (force-expire).
 	AdminToken string
 	// FakeClock runs the server on a clock that moves only with
@@ -42,6 +42,11 @@ type Options struct {
 	RequireSignatures bool
 }
 
+// Options is the former name of Config.
+//
+// Deprecated: use Config.
+type Options = Config
+
 // Server is a running fenceview server.
 type Server struct {
 	URL    string // http://127.0.0.1:port
@@ -53,10 +58,10 @@ type Server struct {
 }
 
 // New starts a server for a test and closes it when the test ends; a
-// failure to start fails the test. Options are optional.
-func New(t testing.TB, opts ...Options) *Server {
+// failure to start fails the test. The Config is optional.
+func New(t testing.TB, opts ...Config) *Server {
 	t.Helper()
-	var o Options
+	var o Config
 	if len(opts) > 0 {
 		o = opts[0]
 	}
@@ -69,7 +74,7 @@ func New(t testing.TB, opts ...Options) *Server {
 }
 
 // Start starts a server and returns once it is listening.
-func Start(ctx context.Context, opts Options) (_ *Server, err error) {
+func Start(ctx context.Context, opts Config) (_ *Server, err error) {
 	s := &Server{DBPath: opts.DBPath}
 	defer func() {
 		if err != nil {
@@ -98,7 +103,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	return s, nil
 }
 
-// Clock returns the server's fake clock, nil unless Options.FakeClock.
+// Clock returns the server's fake clock, nil unless Config.FakeClock.
 func (s *Server) Clock() *Clock { return s.clock }
 
 // Close stops the server, closes the database and removes the temporary

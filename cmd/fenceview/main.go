@@ -213,7 +213,7 @@ func (m *Main) ParseFlags(args []string) error {
 		return err
 	}
 	if *version {
-		fmt.Fprintln(m.Stdout, "fenceview", Version())
+		fmt.Fprintln(m.Stdout, "fenceview", buildVersion())
 		return errVersion
 	}
 	if fs.NArg() > 0 {

@@ -15,6 +15,8 @@ import (
 	"context"
 	"strings"
 	"time"
+
+	"github.com/fenceview/fenceview"
 )
 
 // Role is what a key may do.
@@ -119,6 +121,16 @@ func (p *Principal) Sees(resourceID string) bool {
 
 // Unrestricted reports whether p sees every resource.
 func (p *Principal) Unrestricted() bool { return !p.nothing && len(p.Resources) == 0 }
+
+// Scope is what p may see, for the lock authority's readers: its prefixes,
+// so a key limited to some resources walks only those; no filter at all
+// when it sees everything, so the common case pays nothing.
+func (p *Principal) Scope() fenceview.Scope {
+	if p.Unrestricted() {
+		return fenceview.Scope{}
+	}
+	return fenceview.Scope{Prefixes: p.Resources, Sees: p.Sees}
+}
 
 // SeesNothing reports whether p sees no resource at all (Anonymous): its
 // empty Resources must then not be read as "every resource".

@@ -13,9 +13,9 @@ import (
 // dashboard's login and read by the API's access check.
 const SessionCookie = "fenceview_session"
 
-// DefaultSessionsPerKey bounds the sessions one key may hold: a person on a
+// defaultSessionsPerKey bounds the sessions one key may hold: a person on a
 // few browsers, or a team sharing a viewer key, many times over.
-const DefaultSessionsPerKey = 100
+const defaultSessionsPerKey = 100
 
 // Sessions are the dashboard's logins: server-side, bounded in number and
 // expiring. The cookie carries a random id; the table keeps only its hash
@@ -31,7 +31,7 @@ type Sessions struct {
 	ttl  time.Duration
 	max  int
 	// PerKey is the most sessions one key holds (default
-	// DefaultSessionsPerKey, at most the table's size). Throttle, when
+	// defaultSessionsPerKey, at most the table's size). Throttle, when
 	// set, limits logins per client address and per key.
 	PerKey   int
 	Throttle *Throttle
@@ -59,7 +59,7 @@ func NewSessions(keys *Keyring, max int, ttl time.Duration, now func() time.Time
 	if now == nil {
 		now = time.Now
 	}
-	return &Sessions{keys: keys, now: now, ttl: ttl, max: max, PerKey: DefaultSessionsPerKey,
+	return &Sessions{keys: keys, now: now, ttl: ttl, max: max, PerKey: defaultSessionsPerKey,
 		byID: map[[sha256.Size]byte]*session{}, order: list.New(), byKey: map[string]*list.List{}}
 }
 

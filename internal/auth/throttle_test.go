@@ -29,11 +29,11 @@ func TestSessionsOfOneKeyCannotEvictAnothers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := s.LenOf(flood.ID); got != DefaultSessionsPerKey {
-		t.Fatalf("flooding key holds %d sessions, want %d", got, DefaultSessionsPerKey)
+	if got := s.LenOf(flood.ID); got != defaultSessionsPerKey {
+		t.Fatalf("flooding key holds %d sessions, want %d", got, defaultSessionsPerKey)
 	}
-	if s.Len() != DefaultSessionsPerKey+2 {
-		t.Fatalf("%d sessions, want %d", s.Len(), DefaultSessionsPerKey+2)
+	if s.Len() != defaultSessionsPerKey+2 {
+		t.Fatalf("%d sessions, want %d", s.Len(), defaultSessionsPerKey+2)
 	}
 	if p, err := s.Principal(adminID); err != nil || p.Role != Admin {
 		t.Fatalf("admin's session after the flood: %v", err)

@@ -6,19 +6,16 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/fenceview/fenceview"
 )
 
-// Clock tells the time and makes timers.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
-
-// Timer is the part of *time.Timer the lock service uses.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-}
+// Clock and Timer are the domain's (fenceview.Clock): named here too so
+// the clocks below read as what they implement.
+type (
+	Clock = fenceview.Clock
+	Timer = fenceview.Timer
+)
 
 // Real is the wall clock.
 type Real struct{}

@@ -68,7 +68,7 @@ type Config struct {
 	// over the lock service and signing keys of that term. Reads of History
 	// must call sync first: the leader's copy runs a little behind its
 	// commits, and sync waits until it holds every event published.
-	Serve func(svc *issuer.Service, keys *signing.Keyring, sync func(context.Context) error) http.Handler
+	Serve func(svc fenceview.Services, keys *signing.Keyring, sync func(context.Context) error) http.Handler
 	// SigningKeys, when set, are fixed keys (from a file) every node is
 	// given; otherwise the keys are the cluster's, kept in etcd.
 	SigningKeys       *signing.Keyring
@@ -250,7 +250,7 @@ func (n *Node) Self() Member { return n.self }
 func (n *Node) Issuer() string { return n.issuer }
 
 // Service is the lock service while this node leads, nil otherwise.
-func (n *Node) Service() *issuer.Service {
+func (n *Node) Service() fenceview.Services {
 	if t := n.current.Load(); t != nil {
 		return t.svc
 	}

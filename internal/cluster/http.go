@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,8 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/httpapi"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 // forwardedHeader marks a request a follower forwarded, so that a node that
@@ -33,7 +34,7 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case n.cfg.Access != nil:
 			n.cfg.Access(http.HandlerFunc(n.serveCluster)).ServeHTTP(w, r)
 		case n.creds.Enabled():
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "a credential is required"})
+			httpapi.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": "a credential is required"})
 		default:
 			n.serveCluster(w, r)
 		}
@@ -78,13 +79,13 @@ func (n *Node) extendDeadlines(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	if r.Method == http.MethodPost && mayWait(r.URL.Path) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, fenceview.MaxRequestBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, request.MaxBody))
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": fmt.Sprintf("request body over %d bytes", fenceview.MaxRequestBody)})
+				httpapi.WriteJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": fmt.Sprintf("request body over %d bytes", request.MaxBody)})
 			} else {
-				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "reading request body: " + err.Error()})
+				httpapi.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": "reading request body: " + err.Error()})
 			}
 			return false
 		}
@@ -153,7 +154,7 @@ func (n *Node) proxy(base string) http.Handler {
 func (n *Node) serveCluster(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method " + r.Method + " not allowed; use GET"})
+		httpapi.WriteJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method " + r.Method + " not allowed; use GET"})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
@@ -163,19 +164,12 @@ func (n *Node) serveCluster(w http.ResponseWriter, r *http.Request) {
 		unavailable(w, "etcd did not answer; retry")
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	httpapi.WriteJSON(w, http.StatusOK, st)
 }
 
 func unavailable(w http.ResponseWriter, msg string) {
 	w.Header().Set("Retry-After", "1")
-	writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(body)
+	httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"error": msg})
 }
 
 // retryWriter adds Retry-After to the leader's own 503s (a term ending

@@ -24,7 +24,7 @@ const (
 	peerHeader   = "X-Fenceview-Peer"
 )
 
-func (k keys) peerSecret() string { return k.meta("peer-secret") }
+func (k keys) peerSecret() string { return k.prefix + "meta/peer-secret" }
 
 // settlePeerSecret reads the cluster's peer secret, making it if absent.
 func (n *Node) settlePeerSecret(ctx context.Context) error {

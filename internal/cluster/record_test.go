@@ -14,13 +14,13 @@ import (
 // change (a lock-delay, a semaphore's permits, a leader's value).
 func TestRecordsKeepEveryField(t *testing.T) {
 	at := time.UnixMilli(1_780_000_000_123).UTC()
-	r := fenceview.Resource{ResourceID: "jobs#0", HighWaterMark: 7, LastToken: 9, Holder: "h", Owner: "k",
+	r := fenceview.Resource{ResourceID: "jobs#0", HighWaterMark: 7, LastToken: 9, Holder: "h", OwnerKey: "k",
 		HoldCount: 2, Token: 9, ExpiresAt: at, GrantedAt: at.Add(-time.Second), LeaseMs: 1000, Accepted: 3, Rejected: 4,
 		LastRejectionAt: at, CounterAlarm: 11, LockDelayMs: 5000, AvailableAt: at.Add(time.Minute), Permits: 8,
 		Election: true, Value: "10.0.0.1"}
-	owner := r.Owner
+	owner := r.OwnerKey
 	got := roundTrip(t, recordOf(&r)).resource()
-	got.Owner = owner // the owner is kept apart (see recordOf)
+	got.OwnerKey = owner // the owner is kept apart (see recordOf)
 	if !reflect.DeepEqual(*got, r) {
 		t.Fatalf("resource record:\n got %+v\nwant %+v", *got, r)
 	}

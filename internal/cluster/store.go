@@ -17,6 +17,7 @@ import (
 // Keys under the prefix (default /fenceview/):
 //
 //	meta/issuer          the cluster's issuer id
+//	meta/peer-secret     proves a forwarded request's client address (peer.go)
 //	election/<lease>     concurrency.Election candidates; the oldest leads
 //	members/<id>         one per running node, bound to its session lease
 //	res/<resource id>    the resource's state (resourceRecord, JSON)
@@ -33,7 +34,6 @@ func (k keys) resource(id string) string { return k.resources() + id }
 func (k keys) seq() string               { return k.prefix + "seq" }
 func (k keys) log() string               { return k.prefix + "log/" }
 func (k keys) logAt(seq int64) string    { return fmt.Sprintf("%s%020d", k.log(), seq) }
-func (k keys) meta(name string) string   { return k.prefix + "meta/" + name }
 
 // Limits of one etcd transaction. etcd refuses more than --max-txn-ops (128
 // by default) operations and requests over --max-request-bytes (1.5 MiB);

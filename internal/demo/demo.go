@@ -17,13 +17,11 @@ import (
 	"github.com/fenceview/fenceview/guard"
 )
 
-// Locks is the lock service the clients call (issuer.Service implements it).
+// Locks is what the simulated clients call: the lock service, and the
+// fences their writes go through (issuer.Service implements both).
 type Locks interface {
-	Acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error)
-	Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error)
-	Release(ctx context.Context, resourceID, holder string) (int, error)
-	Fence(ctx context.Context, f fenceview.Fence) (guard.Decision, error)
-	Report(ctx context.Context, reports []fenceview.Report) (int, error)
+	fenceview.LockService
+	fenceview.FenceService
 }
 
 // Config tunes the simulation.

@@ -15,7 +15,6 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // Credentials is the credential logic the API consumes (auth.Keyring is
@@ -151,7 +150,7 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 
 // withPrincipal is r acting as p: every request the router sees carries one.
 func withPrincipal(r *http.Request, p *auth.Principal) *http.Request {
-	return r.WithContext(issuer.WithOwner(auth.NewContext(r.Context(), p), p.Owner()))
+	return r.WithContext(fenceview.WithOwnerKey(auth.NewContext(r.Context(), p), p.Owner()))
 }
 
 // isPage reports whether a route is one of the dashboard's HTML pages.

@@ -38,7 +38,7 @@ func FuzzAccess(f *testing.F) {
 	_, cli, _ := keys.Create(ctx, "c", auth.Client, []string{"a/"})
 	s := New(svc, db, nil)
 	s.Auth, s.Sessions = keys, auth.NewSessions(keys, 10, 3600e9, nil)
-	if _, err := svc.Acquire(issuer.WithOwner(ctx, "admin"), fenceview.AcquireRequest{ResourceID: "b/held", Holder: "owner", Lease: 3600e9, Wait: 0}); err != nil {
+	if _, err := svc.Acquire(fenceview.WithOwnerKey(ctx, "admin"), fenceview.AcquireRequest{ResourceID: "b/held", Holder: "owner", Lease: 3600e9, Wait: 0}); err != nil {
 		f.Fatal(err)
 	}
 	creds := []string{"", "Bearer " + viewer, "Bearer " + cli, "Bearer admin-token", "bearer " + cli, "Bearer " + cli[:len(cli)-1] + "x", "Basic admin-token"}

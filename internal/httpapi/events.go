@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 const (
@@ -108,7 +107,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 	gone := make(chan struct{})
 	go st.readPump(gone)
-	if since >= 0 && since < sub.Start {
+	if since >= 0 && since < sub.Start() {
 		if err := st.replay(r.Context(), s.History); err != nil {
 			if errors.Is(err, errStreamRevoked) {
 				closeRevoked(conn, hj.conn)
@@ -136,13 +135,8 @@ func parseEventsQuery(r *http.Request) (resource string, since int64, err error)
 			return "", 0, err
 		}
 	}
-	since = -1
-	if v := q.Get("since"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return "", 0, fenceview.Errorf(fenceview.EINVALID, "since: a non-negative event sequence number")
-		}
-		since = n
+	if since, err = request.Since(q); err != nil {
+		return "", 0, err
 	}
 	return resource, since, nil
 }
@@ -153,7 +147,7 @@ func parseEventsQuery(r *http.Request) (resource string, since int64, err error)
 type eventStream struct {
 	conn     *websocket.Conn
 	out      *batchedConn // frames collect here until Flush
-	sub      *issuer.Subscription
+	sub      fenceview.Subscription
 	p        *auth.Principal
 	resource string
 	last     int64               // the newest seq sent or passed over
@@ -203,7 +197,7 @@ func (st *eventStream) deadline() {
 // replay sends, a page at a time, the stored events after st.last up to
 // the subscription's start; the rest arrives live. It stops at the first
 // event after the caller's key is revoked or its session ends.
-func (st *eventStream) replay(ctx context.Context, h History) error {
+func (st *eventStream) replay(ctx context.Context, h fenceview.HistoryService) error {
 	for done := false; !done; {
 		if st.p.Gone() {
 			return errStreamRevoked
@@ -215,7 +209,7 @@ func (st *eventStream) replay(ctx context.Context, h History) error {
 		done = len(page) < replayPage
 		st.deadline()
 		for _, e := range page {
-			if e.Seq > st.sub.Start {
+			if e.Seq > st.sub.Start() {
 				done = true // the rest arrives live
 				break
 			}

@@ -102,31 +102,6 @@ func fmtPath(pattern, resource string) string {
 	return string(bytes.Replace([]byte(pattern), []byte("%s"), []byte(resource), 1))
 }
 
-// The rejection history's query parameters: a clean 400 or a filter within
-// bounds, never a panic.
-func FuzzRejectionFilter(f *testing.F) {
-	f.Add("resource=r&reason=stale-token&source=p&since=2026-01-01T00:00:00Z&until=2026-02-01T00:00:00Z&limit=5&cursor=1758700000000-9")
-	f.Add("limit=0")
-	f.Add("cursor=-1&since=yesterday")
-	f.Add("resource=%FF")
-	f.Fuzz(func(t *testing.T, query string) {
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return
-		}
-		filter, err := fenceview.ParseRejectionFilter(q)
-		if err != nil {
-			if fenceview.ErrorCode(err) != fenceview.EINVALID {
-				t.Fatalf("%q: error code %s", query, fenceview.ErrorCode(err))
-			}
-			return
-		}
-		if filter.Limit < 1 || filter.Limit > 1000 || filter.Before.Seq < 0 {
-			t.Fatalf("%q: filter out of bounds: %+v", query, filter)
-		}
-	})
-}
-
 // A JSON token is an integer in range or an error, and agrees with
 // encoding/json on every integer it accepts.
 func FuzzJSONInt(f *testing.F) {

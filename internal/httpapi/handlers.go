@@ -10,7 +10,7 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 type lockRequest struct {
@@ -32,6 +32,24 @@ func pathResource(r *http.Request) (string, error) {
 	return resource, seeResource(r.Context(), resource)
 }
 
+// resourceOf is the request's path resource, or false once its refusal is
+// written; admin also requires the caller to manage the server.
+func (s *Server) resourceOf(w http.ResponseWriter, r *http.Request, admin bool) (string, bool) {
+	var err error
+	if admin {
+		err = s.requireAdmin(r)
+	}
+	resource := ""
+	if err == nil {
+		resource, err = pathResource(r)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", false
+	}
+	return resource, true
+}
+
 // parseLockRequest reads the body of acquire, renew and release.
 func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockRequest, error) {
 	resource, err := pathResource(r)
@@ -39,7 +57,7 @@ func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockReque
 		return "", lockRequest{}, err
 	}
 	var req lockRequest
-	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+	if err := decode(w, r, &req, request.MaxBody, false); err != nil {
 		return "", req, err
 	}
 	return resource, req, req.validate()
@@ -87,7 +105,7 @@ func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) 
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	s.observeGrant(issuer.KindLock, start)
+	s.observeGrant(fenceview.KindLock, start)
 	return http.StatusOK, grantWire(g)
 }
 
@@ -122,13 +140,8 @@ func (s *Server) lockHandler(op func(*Server, context.Context, string, lockReque
 }
 
 func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
-	if err := s.requireAdmin(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	resource, err := pathResource(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	resource, ok := s.resourceOf(w, r, true)
+	if !ok {
 		return
 	}
 	if err := s.Service.ForceExpire(r.Context(), resource); err != nil {
@@ -138,46 +151,56 @@ func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"resourceId": resource, "expired": true})
 }
 
-type resetRequest struct {
-	Floor jsonInt `json:"floor"`
-}
-
 // handleReset raises a resource's token counter to a floor (admin): the
 // deliberate answer to a counter alarm.
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
-	if err := s.requireAdmin(r); err != nil {
+	var req struct {
+		Floor jsonInt `json:"floor"`
+	}
+	s.changeCounter(w, r, &req, &req.Floor, "reset", `field "floor" (a positive integer) is required`, s.Service.ResetCounter)
+}
+
+// handleRecover sets a poisoned or exhausted resource's counter and mark
+// back to a token the admin names (admin; see fenceview.LockService.Recover).
+func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Token jsonInt `json:"token"`
+	}
+	s.changeCounter(w, r, &req, &req.Token, "recovered",
+		`field "token" is required: the counter to start from, at least the highest token in use (the next grant takes token+1)`, s.Service.Recover)
+}
+
+// changeCounter is an admin's change to a resource's token counter: body
+// decoded into req, whose field n (required, else missing) apply takes;
+// the answer says done and where the counter now stands.
+func (s *Server) changeCounter(w http.ResponseWriter, r *http.Request, req any, n *jsonInt, done, missing string,
+	apply func(ctx context.Context, resourceID string, n int64) (fenceview.Resource, error)) {
+	resource, ok := s.resourceOf(w, r, true)
+	if !ok {
+		return
+	}
+	if err := decode(w, r, req, request.MaxBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	resource, err := pathResource(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	if !n.Set {
+		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "%s", missing))
 		return
 	}
-	var req resetRequest
-	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if !req.Floor.Set {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, `field "floor" (a positive integer) is required`))
-		return
-	}
-	res, err := s.Service.ResetCounter(r.Context(), resource, req.Floor.Value)
+	res, err := apply(r.Context(), resource, n.Value)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"resourceId": resource, "reset": true, "lastToken": res.LastToken, "highWaterMark": res.HighWaterMark,
+		"resourceId": resource, done: true, "lastToken": res.LastToken, "highWaterMark": res.HighWaterMark,
 		"nextToken": fenceview.NextToken(res),
 	})
 }
 
 func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
-	resource, err := pathResource(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	resource, ok := s.resourceOf(w, r, false)
+	if !ok {
 		return
 	}
 	ls, err := s.Service.Lock(resource)
@@ -191,7 +214,7 @@ func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
 func lockWire(ls fenceview.LockState) lockBody {
 	return lockBody{
 		ResourceID: ls.ResourceID, Locked: ls.Locked, Holder: wireString(ls.Holder), HoldCount: ls.HoldCount,
-		Token: ls.Token, ExpiresAt: wireTime(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
+		Token: ls.LastToken, ExpiresAt: wireTime(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
 		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters, AvailableAt: wireTime(ls.AvailableAt),
 	}
 }
@@ -213,13 +236,12 @@ type fenceRequest struct {
 }
 
 func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
-	resource, err := pathResource(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	resource, ok := s.resourceOf(w, r, false)
+	if !ok {
 		return
 	}
 	var req fenceRequest
-	if err := decode(w, r, &req, fenceview.MaxRequestBody, true); err != nil {
+	if err := decode(w, r, &req, request.MaxBody, true); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -237,9 +259,9 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		}
 		req.sigHeader = &hv[0]
 	}
-	if hv := r.Header.Values(HeaderMode); len(hv) > 0 {
+	if hv := r.Header.Values(headerMode); len(hv) > 0 {
 		if len(hv) > 1 {
-			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "one %s header at most", HeaderMode))
+			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "one %s header at most", headerMode))
 			return
 		}
 		req.modeHeader = &hv[0]
@@ -318,8 +340,8 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 	}, nil
 }
 
-// HeaderMode asks the server's fence for a mode (fenceview.FenceModeCurrent).
-const HeaderMode = "X-Fencing-Mode"
+// headerMode asks the server's fence for a mode (fenceview.FenceModeCurrent).
+const headerMode = "X-Fencing-Mode"
 
 // mode is the fence's mode: the request's (header, body, or both when they
 // agree), made no weaker than the server's: on a server in mode current
@@ -332,13 +354,13 @@ func (req fenceRequest) mode(server string) (string, error) {
 	if req.modeHeader != nil {
 		h, err := fenceview.ParseFenceMode(*req.modeHeader)
 		if *req.modeHeader == "" {
-			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", HeaderMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
+			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", headerMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
 		}
 		if err != nil {
 			return "", err
 		}
 		if req.Mode != "" && h != m {
-			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", HeaderMode)
+			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", headerMode)
 		}
 		m = h
 	}
@@ -371,7 +393,7 @@ type decisionsRequest struct {
 
 func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	var req decisionsRequest
-	if err := decode(w, r, &req, fenceview.MaxReportBody, false); err != nil {
+	if err := decode(w, r, &req, request.MaxReportBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -427,9 +449,8 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
-	resource, err := pathResource(r)
-	if err != nil {
-		s.writeError(w, r, err)
+	resource, ok := s.resourceOf(w, r, false)
+	if !ok {
 		return
 	}
 	res, err := s.Service.Resource(resource)
@@ -443,7 +464,7 @@ func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
-	f, err := fenceview.ParseRejectionFilter(r.URL.Query())
+	f, err := request.RejectionFilter(r.URL.Query())
 	if err == nil && f.ResourceID != "" {
 		err = seeResource(r.Context(), f.ResourceID)
 	}

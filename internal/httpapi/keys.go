@@ -6,6 +6,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 func (s *Server) registerKeys() {
@@ -65,7 +66,7 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		Role      *string  `json:"role"`
 		Resources []string `json:"resources"`
 	}
-	if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+	if err := decode(w, r, &req, request.MaxBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

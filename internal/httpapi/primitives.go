@@ -9,7 +9,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 // Contract v3's primitives over the JSON API: semaphores, multi-locks and
@@ -44,7 +44,7 @@ type waiter interface{ wait() time.Duration }
 func bodyHandler[T any](s *Server, op func(*Server, context.Context, string, T) (int, any)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req T
-		if err := decode(w, r, &req, fenceview.MaxRequestBody, false); err != nil {
+		if err := decode(w, r, &req, request.MaxBody, false); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -192,7 +192,7 @@ func (s *Server) semaphoreAcquire(ctx context.Context, name string, req semaphor
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	s.observeGrant(issuer.KindPermit, start)
+	s.observeGrant(fenceview.KindPermit, start)
 	_, slot, _ := fenceview.ParseSlotID(g.ResourceID)
 	return http.StatusOK, permitBody{grantBody: grantWire(g), Semaphore: name, Slot: slot}
 }
@@ -344,7 +344,7 @@ func (s *Server) acquireAll(ctx context.Context, _ string, req lockAllRequest) (
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	s.observeGrant(issuer.KindMulti, start)
+	s.observeGrant(fenceview.KindMulti, start)
 	out := make([]grantBody, 0, len(grants))
 	for _, g := range grants {
 		out = append(out, grantWire(g))
@@ -445,7 +445,7 @@ func (s *Server) campaign(ctx context.Context, name string, req electionRequest)
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	s.observeGrant(issuer.KindElection, start)
+	s.observeGrant(fenceview.KindElection, start)
 	return http.StatusOK, electedWire(name, l, g)
 }
 
@@ -509,7 +509,7 @@ func (s *Server) electionState(ctx context.Context, name string) (int, any) {
 }
 
 // observeGrant tells the metrics of a grant of kind, asked for at start.
-func (s *Server) observeGrant(kind issuer.Kind, start time.Time) {
+func (s *Server) observeGrant(kind fenceview.Kind, start time.Time) {
 	if s.ObserveGrant != nil {
 		s.ObserveGrant(kind, time.Since(start))
 	}

@@ -3,13 +3,12 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 )
 
 func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
-	q, err := fenceview.ParseResourcePage(r.URL.Query())
+	q, err := request.ParseResourceList(r.URL.Query())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -17,14 +16,14 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 	p := auth.FromContext(r.Context())
 	// The key's prefixes, so a key limited to some resources walks only
 	// those; Sees still decides each id.
-	page, more := s.Service.ResourcePage(q.Prefix, q.After, q.Limit, issuer.Scope{Prefixes: p.Resources, Sees: p.Sees})
+	page, more := s.Service.ListResources(q.Prefix, q.After, q.Limit, p.Scope())
 	out := make([]resourceBody, 0, len(page))
 	for _, res := range page {
 		out = append(out, resourceWire(res))
 	}
 	var next any
 	if more {
-		next = fenceview.ResourceCursor(page[len(page)-1].ResourceID)
+		next = request.ResourceCursor(page[len(page)-1].ResourceID)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"resources": out, "next": next})
 }

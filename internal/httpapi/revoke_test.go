@@ -19,14 +19,14 @@ import (
 // gatedHistory hands out replay pages one at a time: each EventsAfter
 // says it was asked, then waits to be let go.
 type gatedHistory struct {
-	History
+	fenceview.HistoryService
 	asked, proceed chan struct{}
 }
 
 func (g *gatedHistory) EventsAfter(ctx context.Context, after int64, resourceID string, limit int) ([]fenceview.Event, error) {
 	g.asked <- struct{}{}
 	<-g.proceed
-	return g.History.EventsAfter(ctx, after, resourceID, limit)
+	return g.HistoryService.EventsAfter(ctx, after, resourceID, limit)
 }
 
 // A replaying /v1/events?since= never looked at revocation (916 events/s
@@ -51,7 +51,7 @@ func TestRevocationStopsReplay(t *testing.T) {
 	if _, err := s.Service.Report(ctx, reports); err != nil {
 		t.Fatal(err)
 	}
-	gate := &gatedHistory{History: s.History, asked: make(chan struct{}, 8), proceed: make(chan struct{})}
+	gate := &gatedHistory{HistoryService: s.History, asked: make(chan struct{}, 8), proceed: make(chan struct{})}
 	s.History = gate
 	srv := httptest.NewServer(s)
 	defer srv.Close()

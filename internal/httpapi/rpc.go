@@ -17,6 +17,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
@@ -47,11 +48,11 @@ import (
 // chat example drops a client whose send buffer is full: nothing is
 // buffered on its behalf.
 const (
-	rpcMaxMessage  = 1 << 20                  // bytes in one message from a client
-	rpcMaxLine     = fenceview.MaxRequestBody // bytes in one request line, as in one JSON body
-	rpcWorkers     = 64                       // requests of one connection served at once, waiting acquires aside
-	rpcAnswerQueue = 256                      // answers of one connection waiting for its writer
-	rpcIdleWorkers = 8                        // workers of one connection kept waiting for requests
+	rpcMaxMessage  = 1 << 20         // bytes in one message from a client
+	rpcMaxLine     = request.MaxBody // bytes in one request line, as in one JSON body
+	rpcWorkers     = 64              // requests of one connection served at once, waiting acquires aside
+	rpcAnswerQueue = 256             // answers of one connection waiting for its writer
+	rpcIdleWorkers = 8               // workers of one connection kept waiting for requests
 	// rpcKeyInFlight bounds the requests of one key served at once over
 	// all its RPC connections (waiting acquires aside): a key cannot
 	// multiply its share of the server by opening more connections.

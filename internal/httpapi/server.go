@@ -13,58 +13,13 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/wasm/modules"
 )
 
-// History is the part of the durable record the API reads directly.
-type History interface {
-	Rejections(ctx context.Context, f fenceview.RejectionFilter) ([]fenceview.Event, error)
-	EventsAfter(ctx context.Context, after int64, resourceID string, limit int) ([]fenceview.Event, error)
-	Ping(ctx context.Context) error
-}
-
-// Service is the lock service the API serves (*issuer.Service implements
-// it): the calls the routes make, and nothing else.
-type Service interface {
-	Acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error)
-	Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error)
-	Release(ctx context.Context, resourceID, holder string) (int, error)
-	ForceExpire(ctx context.Context, resourceID string) error
-	ResetCounter(ctx context.Context, resourceID string, floor int64) (fenceview.Resource, error)
-	Fence(ctx context.Context, f fenceview.Fence) (guard.Decision, error)
-	Report(ctx context.Context, reports []fenceview.Report) (int, error)
-	Lock(resourceID string) (fenceview.LockState, error)
-	Resource(resourceID string) (fenceview.Resource, error)
-	LockTimes(resourceID string) issuer.LockTimes // GET /v1/resources/{resource}'s times
-	Resources() []fenceview.Resource
-	ResourcePage(prefix, after string, limit int, scope issuer.Scope) ([]fenceview.Resource, bool)
-	Recover(ctx context.Context, resourceID string, to int64) (fenceview.Resource, error)
-	Subscribe(resourceID string, buffer int) *issuer.Subscription
-	Unsubscribe(sub *issuer.Subscription)
-	Metrics() issuer.Metrics
-	Issuer() string
-
-	// Contract v3's primitives, each made of lock resources.
-	AcquirePermit(ctx context.Context, req fenceview.PermitRequest) (fenceview.Grant, error)
-	ReleasePermit(ctx context.Context, name, holder string, slot int) (int, error)
-	SetPermits(ctx context.Context, name string, permits int) (fenceview.Semaphore, error)
-	Semaphore(name string) (fenceview.Semaphore, error)
-	AcquireAll(ctx context.Context, req fenceview.AcquireAllRequest) ([]fenceview.Grant, error)
-	ReleaseAll(ctx context.Context, resourceIDs []string, holder string) (fenceview.Released, error)
-	Campaign(ctx context.Context, req fenceview.CampaignRequest) (fenceview.Leader, fenceview.Grant, error)
-	Proclaim(ctx context.Context, election, candidate, value string) (fenceview.Leader, error)
-	Resign(ctx context.Context, election, candidate string) error
-	RenewLeadership(ctx context.Context, election, candidate string, lease time.Duration) (fenceview.Leader, fenceview.Grant, error)
-	Leader(election string) (*fenceview.Leader, error)
-}
-
-var _ Service = (*issuer.Service)(nil)
-
 // Server is the HTTP face of a lock service.
 type Server struct {
-	Service    Service
-	History    History
+	Service    fenceview.Services
+	History    fenceview.HistoryService
 	AdminToken string // when set and Auth is nil, auth is on with this token alone
 	Logger     *slog.Logger
 	// Metrics serves GET /metrics; StreamLag is told how long each burst of
@@ -75,7 +30,7 @@ type Server struct {
 	// semaphore's slot, a multi-lock or an election answered over the
 	// JSON API or the RPC stream, and how long it took from the request,
 	// waiting for the lock included.
-	ObserveGrant func(kind issuer.Kind, took time.Duration)
+	ObserveGrant func(kind fenceview.Kind, took time.Duration)
 	// SigningKeys, when set, serves /v1/signing-keys (signing.go).
 	SigningKeys SigningKeys
 	// MaxWebsockets caps the open event streams and RPC connections
@@ -108,7 +63,7 @@ type Server struct {
 
 // New returns a server with every API route registered. More routes (the
 // dashboard, the WebAssembly module) may be added with Handle before use.
-func New(svc Service, history History, logger *slog.Logger) *Server {
+func New(svc fenceview.Services, history fenceview.HistoryService, logger *slog.Logger) *Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -139,6 +94,10 @@ func New(svc Service, history History, logger *slog.Logger) *Server {
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }
+
+// WriteJSON writes v as every answer of the API is written (JSON, not
+// cached); cluster mode's own routes answer through it too.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
 
 // Handle registers an extra route.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
@@ -235,28 +194,24 @@ func (s *Server) requireAdmin(r *http.Request) error {
 	return nil
 }
 
-// statusOf maps error codes to HTTP statuses, in one place.
+// statuses maps error codes to HTTP statuses, in one place; any other
+// code is a 500.
+var statuses = map[string]int{
+	fenceview.EINVALID:      http.StatusBadRequest,
+	fenceview.EUNAUTHORIZED: http.StatusUnauthorized,
+	fenceview.EFORBIDDEN:    http.StatusForbidden,
+	fenceview.ENOTFOUND:     http.StatusNotFound,
+	fenceview.ECONFLICT:     http.StatusConflict,
+	fenceview.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	fenceview.ELIMIT:        http.StatusTooManyRequests,
+	fenceview.EUNAVAILABLE:  http.StatusServiceUnavailable,
+}
+
 func statusOf(code string) int {
-	switch code {
-	case fenceview.EINVALID:
-		return http.StatusBadRequest
-	case fenceview.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case fenceview.EFORBIDDEN:
-		return http.StatusForbidden
-	case fenceview.ENOTFOUND:
-		return http.StatusNotFound
-	case fenceview.ECONFLICT:
-		return http.StatusConflict
-	case fenceview.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case fenceview.ELIMIT:
-		return http.StatusTooManyRequests
-	case fenceview.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
+	if status, ok := statuses[code]; ok {
+		return status
 	}
+	return http.StatusInternalServerError
 }
 
 // writeError writes err as a JSON body {"error": message, ...fields}.

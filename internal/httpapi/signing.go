@@ -60,14 +60,23 @@ func (s *Server) handleSigningKeys(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"issuer": s.Service.Issuer(), "keys": out})
 }
 
+// signingAdmin checks an admin call on the signing keys: the caller manages
+// the server, and the server signs. False once the refusal is written.
+func (s *Server) signingAdmin(w http.ResponseWriter, r *http.Request) bool {
+	err := s.requireAdmin(r)
+	if err == nil && s.SigningKeys == nil {
+		err = errNoSigning
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return false
+	}
+	return true
+}
+
 // handleRotateSigningKey creates a new active key (admin).
 func (s *Server) handleRotateSigningKey(w http.ResponseWriter, r *http.Request) {
-	if err := s.requireAdmin(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if s.SigningKeys == nil {
-		s.writeError(w, r, errNoSigning)
+	if !s.signingAdmin(w, r) {
 		return
 	}
 	k, err := s.SigningKeys.Rotate(r.Context())
@@ -82,12 +91,7 @@ func (s *Server) handleRotateSigningKey(w http.ResponseWriter, r *http.Request) 
 // handleRemoveSigningKey removes an inactive key (admin): its grants stop
 // verifying.
 func (s *Server) handleRemoveSigningKey(w http.ResponseWriter, r *http.Request) {
-	if err := s.requireAdmin(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if s.SigningKeys == nil {
-		s.writeError(w, r, errNoSigning)
+	if !s.signingAdmin(w, r) {
 		return
 	}
 	id := r.PathValue("keyId")

@@ -5,7 +5,6 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // attribute is the source recorded for a fence or a reported decision.
@@ -31,7 +30,7 @@ func attribute(ctx context.Context, fallback, given string) (string, error) {
 	if given == "" {
 		return base, nil
 	}
-	if err := issuer.ValidateSource(given); err != nil {
+	if err := fenceview.ValidateSource(given); err != nil {
 		return "", err
 	}
 	if max := fenceview.MaxSourceLen - len(base) - 1; len(given) > max {

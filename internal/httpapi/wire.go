@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
@@ -197,7 +196,7 @@ func (s *Server) timesWire(resourceID string) *wire.Times {
 	t := s.Service.LockTimes(resourceID)
 	lock, _ := s.Service.Lock(resourceID) // valid: the resource was just read
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	window := func(d issuer.DurationStats) wire.Durations {
+	window := func(d fenceview.DurationStats) wire.Durations {
 		return wire.Durations{Count: d.Count, P50: ms(d.P50), P99: ms(d.P99), Max: ms(d.Max)}
 	}
 	return &wire.Times{Waiters: lock.Waiters, Wait: window(t.Waits), Hold: window(t.Holds)}

@@ -122,7 +122,7 @@ func (b *batch) event(e fenceview.Event) {
 // grantReq is what a grant gives: to whom, for how long, and what an
 // election's grant sets.
 type grantReq struct {
-	kind     Kind
+	kind     fenceview.Kind
 	holder   string
 	owner    string // the caller's key with auth on
 	leaseMs  int64
@@ -150,7 +150,7 @@ func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
 	} else {
 		r.Holder, r.HoldCount = g.holder, 1
 	}
-	r.Owner = g.owner
+	r.OwnerKey = g.owner
 	r.LastToken, r.Token = token, token
 	r.LeaseMs = g.leaseMs
 	r.LockDelayMs = g.delayMs
@@ -172,7 +172,7 @@ func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
 func (b *batch) free(w *state) {
 	b.timeFree(w)
 	r := &w.res
-	r.Holder, r.Owner, r.HoldCount, r.Token = "", "", 0, 0
+	r.Holder, r.OwnerKey, r.HoldCount, r.Token = "", "", 0, 0
 	r.ExpiresAt, r.GrantedAt = time.Time{}, time.Time{}
 	r.LockDelayMs, r.Value = 0, ""
 }

@@ -75,7 +75,7 @@ func benchGrants(b *testing.B, subs int) {
 }
 
 // readAll reads and releases sub's events until it ends.
-func readAll(sub *Subscription) {
+func readAll(sub fenceview.Subscription) {
 	for {
 		select {
 		case batch := <-sub.Events():
@@ -233,9 +233,9 @@ func benchID(i int) string { return fmt.Sprintf("tenant-%d/orders/%d", i%97, i) 
 
 // viewerLists is what a viewer limited to prefix reads in one round.
 func viewerLists(s *Service, prefix string) {
-	scope := Scope{Prefixes: []string{prefix}, Sees: func(id string) bool { return strings.HasPrefix(id, prefix) }}
-	s.ResourcePage("", "", 100, scope)
-	s.SelectResources(ResourceQuery{Sort: SortID, Limit: 50, Scope: scope})
+	scope := fenceview.Scope{Prefixes: []string{prefix}, Sees: func(id string) bool { return strings.HasPrefix(id, prefix) }}
+	s.ListResources("", "", 100, scope)
+	s.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortID, Limit: 50, Scope: scope})
 	s.Totals(scope)
 }
 
@@ -245,7 +245,7 @@ func (nopStore) Apply(context.Context, []*fenceview.Resource, []fenceview.Event)
 
 // A page of the resource list costs a page, not the whole list:
 //
-//	go test ./issuer -run '^$' -bench ResourcePage -benchtime 2000x
+//	go test ./issuer -run '^$' -bench fenceview.ResourcePage -benchtime 2000x
 func BenchmarkResourcePage(b *testing.B) {
 	const n = 1_000_000
 	rows := make([]*fenceview.Resource, n)
@@ -259,7 +259,7 @@ func BenchmarkResourcePage(b *testing.B) {
 	b.ResetTimer()
 	after := ""
 	for i := 0; i < b.N; i++ {
-		page, more := s.ResourcePage("", after, 100, Scope{})
+		page, more := s.ListResources("", after, 100, fenceview.Scope{})
 		if len(page) != 100 {
 			b.Fatalf("page of %d", len(page))
 		}

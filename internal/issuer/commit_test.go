@@ -138,16 +138,16 @@ func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
 	<-store.applying // applied in memory, not yet durable
 	check := func(when string) {
 		t.Helper()
-		if ls, _ := s.Lock("jobs#0"); ls.Locked || ls.Token != 4 {
+		if ls, _ := s.Lock("jobs#0"); ls.Locked || ls.LastToken != 4 {
 			t.Fatalf("%s: the lock reads %+v", when, ls)
 		}
 		if sem, err := s.Semaphore("jobs"); err != nil || len(sem.Held) != 0 || sem.Free != 2 {
 			t.Fatalf("%s: the semaphore reads %+v %v", when, sem, err)
 		}
-		if _, held, _, _ := s.Totals(Scope{}); held != 0 {
+		if _, held, _, _ := s.Totals(fenceview.Scope{}); held != 0 {
 			t.Fatalf("%s: %d held in the totals", when, held)
 		}
-		page, _ := s.ResourcePage("", "", 10, Scope{})
+		page, _ := s.ListResources("", "", 10, fenceview.Scope{})
 		if len(page) != 1 || page[0].Holder != "" {
 			t.Fatalf("%s: the page reads %+v", when, page)
 		}

@@ -35,7 +35,7 @@ func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (
 	if lease == 0 {
 		lease = fenceview.DefaultLease
 	}
-	g := grantReq{kind: KindElection, holder: candidate, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), election: true, value: req.Value}
+	g := grantReq{kind: fenceview.KindElection, holder: candidate, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), election: true, value: req.Value}
 	r, err := s.change(ctx, func(b *batch) outcome { return b.campaign(name, req.Wait, g) })
 	if err != nil {
 		return fenceview.Leader{}, fenceview.Grant{}, err
@@ -57,7 +57,7 @@ func (b *batch) campaign(name string, wait time.Duration, g grantReq) outcome {
 	}
 	w := b.get(name)
 	b.expireIfDue(w)
-	if w.res.Holder == g.holder && w.res.Owner == g.owner {
+	if w.res.Holder == g.holder && w.res.OwnerKey == g.owner {
 		b.proclaim(w, g.value) // already leads: same term
 		g := b.s.grantOf(&w.res)
 		return outcome{commit: true, answer: waitResult{grant: &g}}
@@ -144,7 +144,7 @@ func (s *Service) asLeader(ctx context.Context, election, candidate string, act 
 		}
 		w := b.get(election)
 		b.expireIfDue(w)
-		if w.res.Holder != candidate || w.res.Owner != owner {
+		if w.res.Holder != candidate || w.res.OwnerKey != owner {
 			return refusedAfter(errNotLeader)
 		}
 		act(b, w)

@@ -92,10 +92,10 @@ func TestFanOutKeepsCommitOrderPerSubscriber(t *testing.T) {
 	}
 	wg.Wait()
 	last := h.LastSeq()
-	if want := all.Start + 2*clients*rounds; last != want {
+	if want := all.Start() + 2*clients*rounds; last != want {
 		t.Fatalf("last sequence number %d, want %d", last, want)
 	}
-	next := all.Start + 1
+	next := all.Start() + 1
 	for next <= last {
 		for _, p := range <-all.Events() {
 			if p.Seq != next {
@@ -114,7 +114,7 @@ func TestFanOutKeepsCommitOrderPerSubscriber(t *testing.T) {
 			n++
 		}
 	}
-	for _, sub := range []*Subscription{all, one} {
+	for _, sub := range []fenceview.Subscription{all, one} {
 		select {
 		case <-sub.Lost():
 			t.Fatal("a subscriber with room for every event was dropped")

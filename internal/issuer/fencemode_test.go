@@ -119,7 +119,7 @@ func TestReportedSupersededLeavesTheMark(t *testing.T) {
 
 // Superseded refusals are counted under their own reason, not as other.
 func TestSupersededIsAKnownReason(t *testing.T) {
-	if BoundReason(guard.ReasonSuperseded) != guard.ReasonSuperseded {
-		t.Fatalf("superseded counts as %q", BoundReason(guard.ReasonSuperseded))
+	if fenceview.BoundReason(guard.ReasonSuperseded) != guard.ReasonSuperseded {
+		t.Fatalf("superseded counts as %q", fenceview.BoundReason(guard.ReasonSuperseded))
 	}
 }

@@ -12,48 +12,28 @@ import (
 // contention: how long the recent grants of a lock waited, how long its
 // holders kept it.
 //
-// Only the TimedResources most recently active resources are kept, each
-// with a fixed ring of its last TimedSamples waits and holds: a server
+// Only the fenceview.TimedResources most recently active resources are kept, each
+// with a fixed ring of its last fenceview.TimedSamples waits and holds: a server
 // with a million resources keeps a thousand rings (about a megabyte), not
 // a million, and a lock that went quiet is the one whose window nobody
 // needs. A resource pushed out starts a new window when it is next granted.
-const (
-	TimedResources = 1024
-	TimedSamples   = 64
-)
-
-// LockTimes is how long the recent grants of one lock waited and how long
-// they were held: the last TimedSamples of each, while the lock is among
-// the TimedResources most recently active.
-type LockTimes struct {
-	Waits, Holds DurationStats
-}
-
-// DurationStats summarises a window of durations. Count is the number of
-// samples in the window (at most TimedSamples), Total every one recorded
-// since the resource entered the window.
-type DurationStats struct {
-	Count         int
-	Total         int64
-	P50, P99, Max time.Duration
-}
 
 // LockTimes returns the wait and hold times of resourceID's recent grants
 // (zero when it has none in the window).
-func (s *Service) LockTimes(resourceID string) LockTimes {
+func (s *Service) LockTimes(resourceID string) fenceview.LockTimes {
 	return s.metrics.times.get(resourceID)
 }
 
 // holdKind is the kind a hold counts under: what the lock is (a
 // multi-lock's locks are ordinary locks once granted).
-func holdKind(r *fenceview.Resource) Kind {
+func holdKind(r *fenceview.Resource) fenceview.Kind {
 	if r.Election {
-		return KindElection
+		return fenceview.KindElection
 	}
 	if _, _, ok := fenceview.ParseSlotID(r.ResourceID); ok {
-		return KindPermit
+		return fenceview.KindPermit
 	}
-	return KindLock
+	return fenceview.KindLock
 }
 
 // timedSample is one wait (a grant) or hold (a release or expiry) a batch
@@ -62,7 +42,7 @@ type timedSample struct {
 	id   string
 	d    time.Duration
 	hold bool
-	kind Kind
+	kind fenceview.Kind
 }
 
 // timeGrant notes a grant of w's lock and its wait: from a waiter's
@@ -97,8 +77,8 @@ type holdTimes struct {
 	mu         sync.Mutex
 	byID       map[string]*timedResource
 	head, tail *timedResource
-	limit      int // TimedResources; smaller in tests
-	hist       [kinds][2]Histogram
+	limit      int // fenceview.TimedResources; smaller in tests
+	hist       [kinds][2]fenceview.Histogram
 }
 
 type timedResource struct {
@@ -107,26 +87,26 @@ type timedResource struct {
 	prev, next   *timedResource
 }
 
-// ring is the last TimedSamples durations; n counts every one added.
+// ring is the last fenceview.TimedSamples durations; n counts every one added.
 type ring struct {
-	d [TimedSamples]time.Duration
+	d [fenceview.TimedSamples]time.Duration
 	n int64
 }
 
 func (r *ring) add(d time.Duration) {
-	r.d[r.n%TimedSamples] = d
+	r.d[r.n%fenceview.TimedSamples] = d
 	r.n++
 }
 
-func (r *ring) stats() DurationStats {
-	n := int(min(r.n, TimedSamples))
+func (r *ring) stats() fenceview.DurationStats {
+	n := int(min(r.n, fenceview.TimedSamples))
 	if n == 0 {
-		return DurationStats{}
+		return fenceview.DurationStats{}
 	}
 	s := make([]time.Duration, n)
 	copy(s, r.d[:n])
 	slices.Sort(s)
-	return DurationStats{Count: n, Total: r.n, P50: rank(s, 50), P99: rank(s, 99), Max: s[n-1]}
+	return fenceview.DurationStats{Count: n, Total: r.n, P50: rank(s, 50), P99: rank(s, 99), Max: s[n-1]}
 }
 
 // rank is the nearest-rank percentile p of sorted s: the smallest sample
@@ -154,7 +134,7 @@ func (h *holdTimes) add(samples []timedSample) {
 		} else {
 			t.waits.add(s.d)
 		}
-		h.hist[s.kind][b2i(s.hold)].observe(s.d)
+		h.hist[s.kind][b2i(s.hold)].Observe(s.d)
 	}
 }
 
@@ -200,14 +180,14 @@ func (h *holdTimes) unlink(t *timedResource) {
 	t.prev, t.next = nil, nil
 }
 
-func (h *holdTimes) get(id string) LockTimes {
+func (h *holdTimes) get(id string) fenceview.LockTimes {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.byID[id]
 	if t == nil {
-		return LockTimes{}
+		return fenceview.LockTimes{}
 	}
-	return LockTimes{Waits: t.waits.stats(), Holds: t.holds.stats()}
+	return fenceview.LockTimes{Waits: t.waits.stats(), Holds: t.holds.stats()}
 }
 
 func b2i(b bool) int {
@@ -217,46 +197,17 @@ func b2i(b bool) int {
 	return 0
 }
 
-// HistogramBounds are the upper bounds, in seconds, of the aggregate wait
-// and hold histograms' buckets: a millisecond to a day (MaxLease).
-var HistogramBounds = [...]float64{0.001, 0.005, 0.025, 0.1, 0.5, 1, 5, 30, 120, 600, 3600, 86400}
-
-// Histogram is a cumulative histogram of durations, in seconds, with the
-// buckets HistogramBounds (Buckets[i] counts samples <= HistogramBounds[i]).
-type Histogram struct {
-	Count   uint64
-	Sum     float64
-	Buckets [len(HistogramBounds)]uint64
-}
-
-func (h *Histogram) observe(d time.Duration) {
-	s := d.Seconds()
-	h.Count++
-	h.Sum += s
-	for i, b := range HistogramBounds {
-		if s <= b {
-			h.Buckets[i]++
-		}
-	}
-}
-
-// LockTimeHistograms are the waits and holds of every lock of one kind.
-type LockTimeHistograms struct {
-	Kind         string // Kind.String()
-	Waits, Holds Histogram
-}
-
 // LockTimeHistograms returns the aggregate wait and hold histograms, one
 // per kind, since the service started. Waits count by what was asked for
 // (a multi-lock's under multi), holds by what the lock is (lock,
 // semaphore or election).
-func (s *Service) LockTimeHistograms() []LockTimeHistograms {
+func (s *Service) LockTimeHistograms() []fenceview.LockTimeHistograms {
 	h := s.metrics.times
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]LockTimeHistograms, kinds)
+	out := make([]fenceview.LockTimeHistograms, kinds)
 	for k := range out {
-		out[k] = LockTimeHistograms{Kind: Kind(k).String(), Waits: h.hist[k][0], Holds: h.hist[k][1]}
+		out[k] = fenceview.LockTimeHistograms{Kind: fenceview.Kind(k).String(), Waits: h.hist[k][0], Holds: h.hist[k][1]}
 	}
 	return out
 }

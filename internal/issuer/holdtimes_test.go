@@ -31,21 +31,21 @@ func TestLockTimesOfGrantsAndHolds(t *testing.T) {
 	h.Sweep(ctx)
 
 	lt := h.LockTimes("r")
-	want := LockTimes{
-		Waits: DurationStats{Count: 3, Total: 3, P50: 0, P99: 3 * time.Second, Max: 3 * time.Second},
-		Holds: DurationStats{Count: 3, Total: 3, P50: 2 * time.Second, P99: 3 * time.Second, Max: 3 * time.Second},
+	want := fenceview.LockTimes{
+		Waits: fenceview.DurationStats{Count: 3, Total: 3, P50: 0, P99: 3 * time.Second, Max: 3 * time.Second},
+		Holds: fenceview.DurationStats{Count: 3, Total: 3, P50: 2 * time.Second, P99: 3 * time.Second, Max: 3 * time.Second},
 	}
 	if lt != want {
 		t.Fatalf("LockTimes = %+v, want %+v", lt, want)
 	}
-	if lt := h.LockTimes("never-seen"); lt != (LockTimes{}) {
+	if lt := h.LockTimes("never-seen"); lt != (fenceview.LockTimes{}) {
 		t.Fatalf("unknown resource: %+v", lt)
 	}
 	hist := h.LockTimeHistograms()
-	if k := hist[KindLock]; k.Kind != "lock" || k.Waits.Count != 3 || k.Holds.Count != 3 || k.Holds.Sum != 6 {
+	if k := hist[fenceview.KindLock]; k.Kind != "lock" || k.Waits.Count != 3 || k.Holds.Count != 3 || k.Holds.Sum != 6 {
 		t.Fatalf("lock histograms = %+v", k)
 	}
-	if k := hist[KindPermit]; k.Waits.Count != 0 || k.Holds.Count != 0 {
+	if k := hist[fenceview.KindPermit]; k.Waits.Count != 0 || k.Holds.Count != 0 {
 		t.Fatalf("semaphore histograms counted plain locks: %+v", k)
 	}
 }
@@ -86,7 +86,7 @@ func TestHoldTimesWindowIsBounded(t *testing.T) {
 		ht.add([]timedSample{{id: "busy", d: time.Duration(i) * time.Millisecond, hold: true}})
 	}
 	got := ht.get("busy").Holds
-	want := DurationStats{Count: TimedSamples, Total: 1000, P50: 968 * time.Millisecond, P99: 1000 * time.Millisecond, Max: 1000 * time.Millisecond}
+	want := fenceview.DurationStats{Count: fenceview.TimedSamples, Total: 1000, P50: 968 * time.Millisecond, P99: 1000 * time.Millisecond, Max: 1000 * time.Millisecond}
 	if got != want {
 		t.Fatalf("window = %+v, want %+v", got, want)
 	}
@@ -107,7 +107,7 @@ func TestRankIsNearestRank(t *testing.T) {
 	if rank(one, 50) != 7 || rank(one, 99) != 7 {
 		t.Fatal("one sample is every percentile")
 	}
-	if (&ring{}).stats() != (DurationStats{}) {
+	if (&ring{}).stats() != (fenceview.DurationStats{}) {
 		t.Fatal("an empty window has no stats")
 	}
 }
@@ -115,12 +115,12 @@ func TestRankIsNearestRank(t *testing.T) {
 func TestHoldKind(t *testing.T) {
 	for _, c := range []struct {
 		r    fenceview.Resource
-		kind Kind
+		kind fenceview.Kind
 	}{
-		{fenceview.Resource{ResourceID: "orders"}, KindLock},
-		{fenceview.Resource{ResourceID: "jobs#3"}, KindPermit},
-		{fenceview.Resource{ResourceID: "jobs#x"}, KindLock},
-		{fenceview.Resource{ResourceID: "leader", Election: true}, KindElection},
+		{fenceview.Resource{ResourceID: "orders"}, fenceview.KindLock},
+		{fenceview.Resource{ResourceID: "jobs#3"}, fenceview.KindPermit},
+		{fenceview.Resource{ResourceID: "jobs#x"}, fenceview.KindLock},
+		{fenceview.Resource{ResourceID: "leader", Election: true}, fenceview.KindElection},
 	} {
 		if k := holdKind(&c.r); k != c.kind {
 			t.Errorf("holdKind(%+v) = %v, want %v", c.r, k, c.kind)
@@ -165,13 +165,13 @@ func TestLockTimesOfPermitsAndElections(t *testing.T) {
 		t.Fatal(err)
 	}
 	hist := h.LockTimeHistograms()
-	if k := hist[KindPermit]; k.Kind != "semaphore" || k.Waits.Count != 2 || k.Holds.Count != 1 || k.Waits.Sum != 4 {
+	if k := hist[fenceview.KindPermit]; k.Kind != "semaphore" || k.Waits.Count != 2 || k.Holds.Count != 1 || k.Waits.Sum != 4 {
 		t.Fatalf("semaphore histograms = %+v", k)
 	}
-	if k := hist[KindElection]; k.Kind != "election" || k.Waits.Count != 1 {
+	if k := hist[fenceview.KindElection]; k.Kind != "election" || k.Waits.Count != 1 {
 		t.Fatalf("election histograms = %+v", k)
 	}
-	if k := hist[KindLock]; k.Waits.Count != 0 {
+	if k := hist[fenceview.KindLock]; k.Waits.Count != 0 {
 		t.Fatalf("lock histograms counted other kinds: %+v", k)
 	}
 }
@@ -179,8 +179,8 @@ func TestLockTimesOfPermitsAndElections(t *testing.T) {
 // The cost of recording one grant's wait with the window full and every
 // sample a new resource (the worst case: an eviction each time).
 func BenchmarkHoldTimesAdd(b *testing.B) {
-	ht := newHoldTimes(TimedResources)
-	ids := make([]string, 4*TimedResources)
+	ht := newHoldTimes(fenceview.TimedResources)
+	ids := make([]string, 4*fenceview.TimedResources)
 	for i := range ids {
 		ids[i] = "r" + strconv.Itoa(i)
 	}

@@ -1,7 +1,6 @@
 package issuer
 
 import (
-	"sort"
 	"strings"
 	"sync/atomic"
 
@@ -55,49 +54,8 @@ func (s *Service) snapshot() (all, alarmed *btree.BTreeG[*known]) {
 	return s.index.Clone(), s.alarmIndex.Clone()
 }
 
-// Scope is what a reader may see. Sees, when set, decides each id (nil:
-// every id). Prefixes, when not empty, are id prefixes outside of which
-// Sees accepts nothing (a key's resource prefixes): readers then walk only
-// those ranges of the index, so a key limited to a few prefixes pays for
-// what it may see, not for every resource. A prefix missing from the list
-// can only hide a resource, never show one Sees refuses.
-type Scope struct {
-	Prefixes []string
-	Sees     func(resourceID string) bool
-}
-
-func (sc Scope) sees(id string) bool { return sc.Sees == nil || sc.Sees(id) }
-
-// ranges are the id prefixes a walk for ids starting with prefix covers
-// within sc: sorted, none starting with another, so that their ranges of
-// the index are disjoint and come in id order.
-func (sc Scope) ranges(prefix string) []string {
-	if len(sc.Prefixes) == 0 {
-		return []string{prefix}
-	}
-	var out []string
-	for _, p := range sc.Prefixes {
-		switch {
-		case strings.HasPrefix(prefix, p):
-			out = append(out, prefix)
-		case strings.HasPrefix(p, prefix):
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	kept := out[:0]
-	for _, p := range out {
-		// Sorted, a prefix comes just before every id that starts with it.
-		if len(kept) > 0 && strings.HasPrefix(p, kept[len(kept)-1]) {
-			continue
-		}
-		kept = append(kept, p)
-	}
-	return kept
-}
-
 // walk calls fn, in id order, for each resource of index whose id starts
-// with one of ranges (as Scope.ranges gives them) and is at or after from,
+// with one of ranges (as fenceview.Scope.Ranges gives them) and is at or after from,
 // until fn returns false. It visits nothing outside the ranges.
 func walk(index *btree.BTreeG[*known], ranges []string, from string, fn func(*known) bool) {
 	for _, p := range ranges {

@@ -13,8 +13,8 @@ import (
 
 // prefixScope is a key limited to prefixes, as auth.Principal reads it,
 // counting every id the readers ask it about: each is an entry visited.
-func prefixScope(visited *int, prefixes ...string) Scope {
-	return Scope{Prefixes: prefixes, Sees: func(id string) bool {
+func prefixScope(visited *int, prefixes ...string) fenceview.Scope {
+	return fenceview.Scope{Prefixes: prefixes, Sees: func(id string) bool {
 		*visited++
 		for _, p := range prefixes {
 			if strings.HasPrefix(id, p) {
@@ -45,7 +45,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 	var visited int
 	scope := prefixScope(&visited, "tenant-42/")
 
-	page, more := s.ResourcePage("", "", 10, scope)
+	page, more := s.ListResources("", "", 10, scope)
 	if len(page) != 10 || !more || page[0].ResourceID != "tenant-42/r-0042" {
 		t.Fatalf("first page: %d resources, more=%v, first %v", len(page), more, page)
 	}
@@ -53,7 +53,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 		t.Errorf("a page of 10 visited %d entries, want at most 11", visited)
 	}
 	visited = 0
-	page, _ = s.ResourcePage("", page[9].ResourceID, 10, scope)
+	page, _ = s.ListResources("", page[9].ResourceID, 10, scope)
 	if len(page) != 10 || visited > 12 {
 		t.Errorf("the second page: %d resources, %d entries visited, want 10 and at most 12", len(page), visited)
 	}
@@ -63,7 +63,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 		t.Errorf("totals: %d resources, %d accepted, %d entries visited; want 100, 100, 100", n, accepted, visited)
 	}
 	visited = 0
-	if p := s.SelectResources(ResourceQuery{Sort: SortRejected, Desc: true, Limit: 5, Scope: scope}); p.Matched != 100 || visited != 100 {
+	if p := s.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: 5, Scope: scope}); p.Matched != 100 || visited != 100 {
 		t.Errorf("a table page: %d matched, %d entries visited; want 100, 100", p.Matched, visited)
 	}
 	visited = 0
@@ -72,7 +72,7 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 	}
 	// A query prefix inside the key's narrows the walk further.
 	visited = 0
-	if p := s.SelectResources(ResourceQuery{Prefix: "tenant-42/r-00", Limit: 5, Scope: scope}); p.Matched != 1 || visited != 1 {
+	if p := s.SelectResources(fenceview.ResourceQuery{Prefix: "tenant-42/r-00", Limit: 5, Scope: scope}); p.Matched != 1 || visited != 1 {
 		t.Errorf("a table page under tenant-42/r-00: %d matched, %d visited; want 1, 1", p.Matched, visited)
 	}
 }
@@ -83,19 +83,19 @@ func TestPrefixLimitedReadersVisitTheirOwnResources(t *testing.T) {
 // goes on. The walk reads the snapshot it started from.
 func TestGrantsProceedWhileAListIsMidScan(t *testing.T) {
 	ctx := context.Background()
-	readers := map[string]func(s *Service, sc Scope) int{
-		"ResourcePage": func(s *Service, sc Scope) int { p, _ := s.ResourcePage("", "", 1000, sc); return len(p) },
-		"SelectResources": func(s *Service, sc Scope) int {
-			return len(s.SelectResources(ResourceQuery{Sort: SortAccepted, Limit: 1000, Scope: sc}).Resources)
+	readers := map[string]func(s *Service, sc fenceview.Scope) int{
+		"ListResources": func(s *Service, sc fenceview.Scope) int { p, _ := s.ListResources("", "", 1000, sc); return len(p) },
+		"SelectResources": func(s *Service, sc fenceview.Scope) int {
+			return len(s.SelectResources(fenceview.ResourceQuery{Sort: fenceview.SortAccepted, Limit: 1000, Scope: sc}).Resources)
 		},
-		"Totals":  func(s *Service, sc Scope) int { n, _, _, _ := s.Totals(sc); return n },
-		"Alarmed": func(s *Service, sc Scope) int { _, n := s.Alarmed(1000, sc); return n },
+		"Totals":  func(s *Service, sc fenceview.Scope) int { n, _, _, _ := s.Totals(sc); return n },
+		"Alarmed": func(s *Service, sc fenceview.Scope) int { _, n := s.Alarmed(1000, sc); return n },
 	}
 	for name, read := range readers {
 		t.Run(name, func(t *testing.T) {
 			s := tenantService(t, 4, 50)
 			before := len(s.Resources())
-			alarmedBefore, _ := s.Alarmed(1000, Scope{})
+			alarmedBefore, _ := s.Alarmed(1000, fenceview.Scope{})
 			mid := 0
 			granted := 0
 			sees := func(id string) bool {
@@ -127,7 +127,7 @@ func TestGrantsProceedWhileAListIsMidScan(t *testing.T) {
 				granted = 20
 				return true
 			}
-			n := read(s, Scope{Sees: sees})
+			n := read(s, fenceview.Scope{Sees: sees})
 			if granted != 20 {
 				t.Fatalf("the grants did not run mid-scan (callback ran %d times)", mid)
 			}
@@ -163,17 +163,17 @@ func TestScopeWalksWhatAFilterWould(t *testing.T) {
 		var visited int
 		scope := prefixScope(&visited, c.prefixes...)
 		if len(c.prefixes) == 0 {
-			scope = Scope{}
+			scope = fenceview.Scope{}
 		}
 		var want []string
 		for _, r := range all {
-			if strings.HasPrefix(r.ResourceID, c.prefix) && scope.sees(r.ResourceID) {
+			if strings.HasPrefix(r.ResourceID, c.prefix) && scope.Contains(r.ResourceID) {
 				want = append(want, r.ResourceID)
 			}
 		}
 		var got []string
 		for after := ""; ; {
-			page, more := s.ResourcePage(c.prefix, after, 7, scope)
+			page, more := s.ListResources(c.prefix, after, 7, scope)
 			for _, r := range page {
 				got = append(got, r.ResourceID)
 			}
@@ -185,7 +185,7 @@ func TestScopeWalksWhatAFilterWould(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("prefix %q within %q: pages give %v, a filter %v", c.prefix, c.prefixes, got, want)
 		}
-		if p := s.SelectResources(ResourceQuery{Prefix: c.prefix, Limit: 1000, Scope: scope}); p.Matched != len(want) {
+		if p := s.SelectResources(fenceview.ResourceQuery{Prefix: c.prefix, Limit: 1000, Scope: scope}); p.Matched != len(want) {
 			t.Errorf("prefix %q within %q: SelectResources matched %d, want %d", c.prefix, c.prefixes, p.Matched, len(want))
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/guard"
 )
 
 // Bounds on reported fields. Reasons and sources land in metrics labels,
@@ -37,32 +36,6 @@ func ValidateReason(s string) error {
 		}
 	}
 	return nil
-}
-
-// ValidateSource accepts who decided: 1..MaxSourceLen bytes of ASCII
-// letters, digits and - _ . : / @ + # ~ % [ ], starting with a letter or
-// digit (so no spreadsheet reads it as a formula), e.g. api:10.0.0.7 or
-// plugin/orders-db.
-func ValidateSource(s string) error {
-	if s == "" || len(s) > fenceview.MaxSourceLen {
-		return fenceview.Errorf(fenceview.EINVALID, "source must be 1..%d bytes", fenceview.MaxSourceLen)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if !alnum && (i == 0 || !isSourcePunct(c)) {
-			return fenceview.Errorf(fenceview.EINVALID, "source: ASCII letters, digits and -_.:/@+#~%%[], starting with a letter or digit (byte %d)", i)
-		}
-	}
-	return nil
-}
-
-func isSourcePunct(c byte) bool {
-	switch c {
-	case '-', '_', '.', ':', '/', '@', '+', '#', '~', '%', '[', ']':
-		return true
-	}
-	return false
 }
 
 // ValidateNewID refuses an id for a new resource or holder that cannot be
@@ -123,26 +96,4 @@ func checkAt(at, now time.Time) error {
 		return fenceview.Errorf(fenceview.EINVALID, "at is more than %v in the past", MaxReportAge)
 	}
 	return nil
-}
-
-// KnownReasons are the documented refusal reasons: the ones the counters
-// (and so the metrics' reason label) keep apart. Any other reason (plugins
-// may report their own) is counted as OtherReason, so no client can grow
-// the counters or the metrics' series set.
-var KnownReasons = []string{
-	guard.ReasonStale, guard.ReasonForeignIssuer, guard.ReasonScopeMismatch,
-	guard.ReasonUnissued, "bad-signature", guard.ReasonSuperseded,
-}
-
-// OtherReason counts every refusal whose reason is not in KnownReasons.
-const OtherReason = "other"
-
-// BoundReason is reason if it is known, OtherReason otherwise.
-func BoundReason(reason string) string {
-	for _, k := range KnownReasons {
-		if reason == k {
-			return reason
-		}
-	}
-	return OtherReason
 }

@@ -25,7 +25,7 @@ func FuzzReportedFields(f *testing.F) {
 				t.Fatalf("reason %q accepted", s)
 			}
 		}
-		if ValidateSource(s) == nil {
+		if fenceview.ValidateSource(s) == nil {
 			if len(s) == 0 || len(s) > fenceview.MaxSourceLen || strings.IndexFunc(s, unsafe) >= 0 || strings.ContainsAny(s[:1], "+-@=") {
 				t.Fatalf("source %q accepted", s)
 			}

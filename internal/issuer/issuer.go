@@ -293,7 +293,7 @@ func (b *batch) acquireLock(id string, lease, wait time.Duration, g grantReq) ou
 	}
 	w := b.get(id)
 	b.expireIfDue(w)
-	if (w.res.Holder == g.holder && w.res.Owner == g.owner) || b.vacant(w) {
+	if (w.res.Holder == g.holder && w.res.OwnerKey == g.owner) || b.vacant(w) {
 		if w.res.Holder != g.holder {
 			if err := ValidateNewID(g.holder); err != nil {
 				return refused(err)
@@ -332,7 +332,7 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 func (b *batch) renew(id, holder, owner string, lease time.Duration) outcome {
 	w := b.get(id)
 	b.expireIfDue(w)
-	if w.res.Holder != holder || w.res.Owner != owner {
+	if w.res.Holder != holder || w.res.OwnerKey != owner {
 		if w.res.Holder == holder {
 			return refusedAfter(errNotOwner)
 		}
@@ -364,7 +364,7 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 	_, err := s.change(ctx, func(b *batch) outcome {
 		w := b.get(resourceID)
 		b.expireIfDue(w)
-		if w.res.Holder != holder || w.res.Owner != owner {
+		if w.res.Holder != holder || w.res.OwnerKey != owner {
 			return refusedAfter(errNotOwner)
 		}
 		left = b.release(w)
@@ -396,7 +396,7 @@ func (s *Service) ForceExpire(ctx context.Context, resourceID string) error {
 // serves its first waiter.
 func (b *batch) forceExpire(w *state) {
 	if w.res.Holder != "" {
-		b.expire(w, "forced")
+		b.expire(w, fenceview.ExpireForced)
 	} else if b.delayed(w) {
 		// Forced during a lock-delay: the delay ends now.
 		w.res.AvailableAt = time.Time{}
@@ -456,7 +456,7 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 	}
 	verified := s.fenceVerified(f) // Ed25519 before the lock, not under it
 	if f.Source != "" {
-		if err := ValidateSource(f.Source); err != nil {
+		if err := fenceview.ValidateSource(f.Source); err != nil {
 			return guard.Decision{}, err
 		}
 	}
@@ -558,7 +558,7 @@ func (s *Service) Lock(resourceID string) (fenceview.LockState, error) {
 		return ls, nil
 	}
 	r := st.read()
-	ls.Token = r.LastToken
+	ls.LastToken = r.LastToken
 	ls.Waiters = len(st.waiters)
 	if r.AvailableAt.After(now) {
 		ls.AvailableAt = r.AvailableAt
@@ -589,7 +589,7 @@ func (s *Service) Resource(resourceID string) (fenceview.Resource, error) {
 }
 
 // Resources returns every known resource, ordered by id. With many
-// resources, page them instead (ResourcePage).
+// resources, page them instead (ListResources).
 func (s *Service) Resources() []fenceview.Resource {
 	index, _ := s.snapshot()
 	now := s.clock.Now()
@@ -603,20 +603,20 @@ func (s *Service) Resources() []fenceview.Resource {
 	return out
 }
 
-// ResourcePage returns up to limit resources whose ids start with prefix,
+// ListResources returns up to limit resources whose ids start with prefix,
 // sort after the id after ("" for the first page) and that scope sees,
 // ordered by id, and whether more follow. It reads a snapshot, outside
 // the service's lock, and walks only the ranges of the index that prefix
 // and scope's prefixes allow: a page costs about a page, however many
 // resources there are, and a key limited to some prefixes pays for its
 // own resources only.
-func (s *Service) ResourcePage(prefix, after string, limit int, scope Scope) (page []fenceview.Resource, more bool) {
+func (s *Service) ListResources(prefix, after string, limit int, scope fenceview.Scope) (page []fenceview.Resource, more bool) {
 	limit = max(limit, 1)
 	page = make([]fenceview.Resource, 0, min(limit, 128))
 	index, _ := s.snapshot()
 	now := s.clock.Now()
-	walk(index, scope.ranges(prefix), after, func(k *known) bool {
-		if k.id == after || !scope.sees(k.id) || k.read() == nil {
+	walk(index, scope.Ranges(prefix), after, func(k *known) bool {
+		if k.id == after || !scope.Contains(k.id) || k.read() == nil {
 			return true
 		}
 		if len(page) == limit {
@@ -632,12 +632,12 @@ func (s *Service) ResourcePage(prefix, after string, limit int, scope Scope) (pa
 // Totals sums every resource scope sees: how many, how many held now, and
 // the fenced writes they accepted and refused. It counts a snapshot,
 // outside the service's lock, within scope's prefixes only.
-func (s *Service) Totals(scope Scope) (resources, held int, accepted, rejected int64) {
+func (s *Service) Totals(scope fenceview.Scope) (resources, held int, accepted, rejected int64) {
 	index, _ := s.snapshot()
 	now := s.clock.Now()
-	walk(index, scope.ranges(""), "", func(k *known) bool {
+	walk(index, scope.Ranges(""), "", func(k *known) bool {
 		r := k.read()
-		if !scope.sees(k.id) || r == nil {
+		if !scope.Contains(k.id) || r == nil {
 			return true
 		}
 		resources++
@@ -653,13 +653,13 @@ func (s *Service) Totals(scope Scope) (resources, held int, accepted, rejected i
 
 // Alarmed returns up to limit resources whose counter alarm is raised,
 // ordered by id, and how many there are, from a snapshot.
-func (s *Service) Alarmed(limit int, scope Scope) ([]fenceview.Resource, int) {
+func (s *Service) Alarmed(limit int, scope fenceview.Scope) ([]fenceview.Resource, int) {
 	_, alarmed := s.snapshot()
 	now := s.clock.Now()
 	var out []fenceview.Resource
 	n := 0
-	walk(alarmed, scope.ranges(""), "", func(k *known) bool {
-		if r := k.read(); r != nil && scope.sees(k.id) {
+	walk(alarmed, scope.Ranges(""), "", func(k *known) bool {
+		if r := k.read(); r != nil && scope.Contains(k.id) {
 			if n < limit {
 				out = append(out, viewAt(r, now))
 			}
@@ -763,7 +763,7 @@ func validateReport(r fenceview.Report, now time.Time) error {
 	if r.Required < 0 {
 		return fenceview.Errorf(fenceview.EINVALID, "required must not be negative")
 	}
-	if err := ValidateSource(r.Source); err != nil {
+	if err := fenceview.ValidateSource(r.Source); err != nil {
 		return err
 	}
 	if r.Reason != "" {
@@ -824,15 +824,15 @@ func (b *batch) sweep() {
 	}
 }
 
-// nextToken is the token the next grant takes: above every token issued and
-// every high-water mark recorded for the resource.
+// nextToken is the token the next grant takes (fenceview.NextToken), or
+// the conflict that says the resource's tokens are exhausted.
 func nextToken(r *fenceview.Resource) (int64, error) {
-	top := max(r.LastToken, r.HighWaterMark)
-	if top >= fenceview.MaxIssued {
+	next := fenceview.NextToken(*r)
+	if next == 0 {
 		return 0, &fenceview.Error{Code: fenceview.ECONFLICT,
 			Message: fmt.Sprintf("tokens for %q are exhausted (last token %d, high-water mark %d); an admin can bring it back with POST /v1/locks/{resource}/recover",
 				r.ResourceID, r.LastToken, r.HighWaterMark),
 			Fields: map[string]any{"lastToken": r.LastToken, "highWaterMark": r.HighWaterMark}}
 	}
-	return top + 1, nil
+	return next, nil
 }

@@ -107,7 +107,7 @@ func TestReentrantHoldCountsTakeNewTokens(t *testing.T) {
 			t.Fatalf("release = %d, %v; want %d", left, err, want)
 		}
 	}
-	if ls, _ := h.Lock("r"); ls.Locked || ls.Token != g2.Fencing.Token {
+	if ls, _ := h.Lock("r"); ls.Locked || ls.LastToken != g2.Fencing.Token {
 		t.Fatalf("after last release: %+v", ls)
 	}
 	if _, err := h.Release(ctx, "r", "a"); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
@@ -123,7 +123,7 @@ func TestOnlyTheOwnerMayReleaseOrRenew(t *testing.T) {
 	_, err = h.Renew(ctx, "r", "b", 0)
 	wantCode(t, err, fenceview.ECONFLICT)
 	ls, _ := h.Lock("r")
-	if !ls.Locked || ls.Holder != "a" || ls.HoldCount != 1 || ls.Token != g.Fencing.Token {
+	if !ls.Locked || ls.Holder != "a" || ls.HoldCount != 1 || ls.LastToken != g.Fencing.Token {
 		t.Fatalf("after refused release/renew the lock is %+v", ls)
 	}
 }

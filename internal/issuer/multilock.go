@@ -50,7 +50,7 @@ func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllReques
 	if lease == 0 {
 		lease = fenceview.DefaultLease
 	}
-	g := grantReq{kind: KindMulti, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
+	g := grantReq{kind: fenceview.KindMulti, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
 	r, err := s.change(ctx, func(b *batch) outcome { return b.takeAll(ids, req.Wait, g) })
 	return r.grants, err
 }
@@ -96,7 +96,7 @@ func (b *batch) takeAll(ids []string, wait time.Duration, g grantReq) outcome {
 func (b *batch) takeable(ids []string, g grantReq) bool {
 	for _, id := range ids {
 		w := b.get(id)
-		if !(b.vacant(w) || (w.res.Holder == g.holder && w.res.Owner == g.owner)) {
+		if !(b.vacant(w) || (w.res.Holder == g.holder && w.res.OwnerKey == g.owner)) {
 			return false
 		}
 	}
@@ -173,7 +173,7 @@ func (b *batch) takeableNoExpiry(ids []string, g grantReq) bool {
 			continue // never known: free
 		}
 		free := r.Holder == "" && waiting == 0 && !r.AvailableAt.After(b.now)
-		if !free && !(r.Holder == g.holder && r.Owner == g.owner) {
+		if !free && !(r.Holder == g.holder && r.OwnerKey == g.owner) {
 			return false
 		}
 	}
@@ -210,7 +210,7 @@ func (b *batch) heldAllError(ids []string, g grantReq) error {
 			continue
 		}
 		switch {
-		case r.Holder != "" && !(r.Holder == g.holder && r.Owner == g.owner):
+		case r.Holder != "" && !(r.Holder == g.holder && r.OwnerKey == g.owner):
 			held = append(held, map[string]any{"resourceId": id, "holder": r.Holder, "expiresAt": r.ExpiresAt})
 		case r.Holder == "" && r.AvailableAt.After(b.now):
 			held = append(held, map[string]any{"resourceId": id, "holder": nil, "availableAt": r.AvailableAt})
@@ -251,7 +251,7 @@ func (b *batch) releaseAll(ids []string, holder, owner string) fenceview.Release
 		}
 		w := b.get(id)
 		b.expireIfDue(w)
-		if w.res.Holder != holder || w.res.Owner != owner {
+		if w.res.Holder != holder || w.res.OwnerKey != owner {
 			out.NotHeld = append(out.NotHeld, id)
 			continue
 		}

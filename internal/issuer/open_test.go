@@ -42,7 +42,7 @@ func TestOpenResumesTheRecord(t *testing.T) {
 	if svc.LastSeq() != seq || seq == 0 {
 		t.Fatalf("last seq %d after reopening, want %d", svc.LastSeq(), seq)
 	}
-	if l, _ := svc.Lock("r"); !l.Locked || l.Token != g.Fencing.Token {
+	if l, _ := svc.Lock("r"); !l.Locked || l.LastToken != g.Fencing.Token {
 		t.Fatalf("lock after reopening = %+v, want held with token %d", l, g.Fencing.Token)
 	}
 }

@@ -265,7 +265,7 @@ func TestMultiLockIsAllOrNothing(t *testing.T) {
 		t.Fatalf("held: %v", held)
 	}
 	for _, id := range []string{"a", "c"} {
-		if ls, _ := h.Lock(id); ls.Locked || ls.Token != 0 {
+		if ls, _ := h.Lock(id); ls.Locked || ls.LastToken != 0 {
 			t.Fatalf("%s after a refused multi-lock: %+v", id, ls)
 		}
 	}

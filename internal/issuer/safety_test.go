@@ -145,7 +145,7 @@ func TestTokensNeverReachTheMaximumByCounting(t *testing.T) {
 	if !strings.Contains(err.Error(), "exhausted") || !strings.Contains(err.Error(), "/recover") {
 		t.Fatalf("exhausted error: %v", err)
 	}
-	if ls, _ := h.Lock("r"); ls.Token != fenceview.MaxIssued || ls.HoldCount != 1 {
+	if ls, _ := h.Lock("r"); ls.LastToken != fenceview.MaxIssued || ls.HoldCount != 1 {
 		t.Fatalf("lock after the refused grant: %+v", ls)
 	}
 }

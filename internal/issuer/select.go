@@ -9,65 +9,17 @@ import (
 	"github.com/fenceview/fenceview"
 )
 
-// Sort orders of SelectResources.
-const (
-	SortID          = "id"
-	SortHWM         = "hwm"
-	SortLastToken   = "last"
-	SortHolder      = "holder"
-	SortAccepted    = "accepted"
-	SortRejected    = "rejected"
-	SortLastRefused = "lastRejection"
-)
-
-// SortKeys are the orders SelectResources knows.
-var SortKeys = []string{SortID, SortHWM, SortLastToken, SortHolder, SortAccepted, SortRejected, SortLastRefused}
-
-// ResourceQuery selects one page of resources: those whose id starts with
-// Prefix, in Sort order (Desc reverses it; ties go by id), after the
-// position After, at most Limit.
-type ResourceQuery struct {
-	Prefix string
-	Sort   string
-	Desc   bool
-	After  *ResourceKey
-	Limit  int
-	// Scope leaves out resources the reader may not see (a key limited
-	// to some prefixes); they are not counted in Matched either.
-	Scope Scope
-	// Where, when set, keeps only the resources it accepts; it reads the
-	// resource in place and must not keep it.
-	Where func(*fenceview.Resource) bool
-}
-
-// ResourceKey is a position in a sort order: the sort value of a resource
-// (Num for numeric orders, Str for textual ones) and its id.
-type ResourceKey struct {
-	Num int64
-	Str string
-	ID  string
-}
-
-// ResourcePage is a page of SelectResources: Next is the position to pass
-// as After for the following page, nil on the last; Matched counts every
-// resource the prefix matched.
-type ResourcePage struct {
-	Resources []fenceview.Resource
-	Next      *ResourceKey
-	Matched   int
-}
-
-// SelectResources answers a ResourceQuery in one pass over a snapshot of
+// SelectResources answers a fenceview.ResourceQuery in one pass over a snapshot of
 // the resources the query's prefix and scope allow, outside the service's
 // lock, keeping only the page in a heap: memory is the page's, time linear
 // in the resources walked (see BenchmarkSelectResources), whatever the
 // page's depth.
-func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
+func (s *Service) SelectResources(q fenceview.ResourceQuery) fenceview.ResourcePage {
 	if q.Limit < 1 {
 		q.Limit = 50
 	}
 	keyOf := sortKey(q.Sort)
-	less := func(a, b ResourceKey) bool {
+	less := func(a, b fenceview.ResourceKey) bool {
 		c := compareKeys(a, b)
 		if q.Desc {
 			return c > 0
@@ -77,12 +29,12 @@ func (s *Service) SelectResources(q ResourceQuery) ResourcePage {
 	// A max-heap (in the page's order) of the best Limit+1 seen so far:
 	// the extra one says whether a next page exists.
 	h := &pageHeap{less: less}
-	var page ResourcePage
+	var page fenceview.ResourcePage
 	index, _ := s.snapshot()
 	now := s.clock.Now()
-	walk(index, q.Scope.ranges(q.Prefix), "", func(kn *known) bool {
+	walk(index, q.Scope.Ranges(q.Prefix), "", func(kn *known) bool {
 		r := kn.read()
-		if r == nil || !q.Scope.sees(kn.id) || (q.Where != nil && !q.Where(r)) {
+		if r == nil || !q.Scope.Contains(kn.id) || (q.Where != nil && !q.Where(r)) {
 			return true
 		}
 		page.Matched++
@@ -131,44 +83,46 @@ func viewAt(res *fenceview.Resource, now time.Time) fenceview.Resource {
 
 // sortKey returns the key function of an order. It reads the resource in
 // place (no copy per resource: a scan touches every one).
-func sortKey(sort string) func(*fenceview.Resource, time.Time) ResourceKey {
+func sortKey(sort string) func(*fenceview.Resource, time.Time) fenceview.ResourceKey {
 	switch sort {
-	case SortHWM:
-		return func(r *fenceview.Resource, now time.Time) ResourceKey {
-			return ResourceKey{Num: r.HighWaterMark, ID: r.ResourceID}
+	case fenceview.SortHWM:
+		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
+			return fenceview.ResourceKey{Num: r.HighWaterMark, ID: r.ResourceID}
 		}
-	case SortLastToken:
-		return func(r *fenceview.Resource, now time.Time) ResourceKey {
-			return ResourceKey{Num: r.LastToken, ID: r.ResourceID}
+	case fenceview.SortLastToken:
+		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
+			return fenceview.ResourceKey{Num: r.LastToken, ID: r.ResourceID}
 		}
-	case SortHolder:
-		return func(r *fenceview.Resource, now time.Time) ResourceKey {
+	case fenceview.SortHolder:
+		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
 			if r.Holder == "" || !r.ExpiresAt.After(now) {
-				return ResourceKey{ID: r.ResourceID}
+				return fenceview.ResourceKey{ID: r.ResourceID}
 			}
-			return ResourceKey{Str: r.Holder, ID: r.ResourceID}
+			return fenceview.ResourceKey{Str: r.Holder, ID: r.ResourceID}
 		}
-	case SortAccepted:
-		return func(r *fenceview.Resource, now time.Time) ResourceKey {
-			return ResourceKey{Num: r.Accepted, ID: r.ResourceID}
+	case fenceview.SortAccepted:
+		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
+			return fenceview.ResourceKey{Num: r.Accepted, ID: r.ResourceID}
 		}
-	case SortRejected:
-		return func(r *fenceview.Resource, now time.Time) ResourceKey {
-			return ResourceKey{Num: r.Rejected, ID: r.ResourceID}
+	case fenceview.SortRejected:
+		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
+			return fenceview.ResourceKey{Num: r.Rejected, ID: r.ResourceID}
 		}
-	case SortLastRefused:
-		return func(r *fenceview.Resource, now time.Time) ResourceKey {
+	case fenceview.SortLastRefused:
+		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
 			var ms int64
 			if !r.LastRejectionAt.IsZero() {
 				ms = r.LastRejectionAt.UnixMilli()
 			}
-			return ResourceKey{Num: ms, ID: r.ResourceID}
+			return fenceview.ResourceKey{Num: ms, ID: r.ResourceID}
 		}
 	}
-	return func(r *fenceview.Resource, now time.Time) ResourceKey { return ResourceKey{ID: r.ResourceID} }
+	return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
+		return fenceview.ResourceKey{ID: r.ResourceID}
+	}
 }
 
-func compareKeys(a, b ResourceKey) int {
+func compareKeys(a, b fenceview.ResourceKey) int {
 	switch {
 	case a.Num != b.Num:
 		if a.Num < b.Num {
@@ -182,7 +136,7 @@ func compareKeys(a, b ResourceKey) int {
 }
 
 type entry struct {
-	key ResourceKey
+	key fenceview.ResourceKey
 	r   *fenceview.Resource // the snapshot's copy, never changed
 	res fenceview.Resource
 }
@@ -190,7 +144,7 @@ type entry struct {
 // pageHeap keeps the worst entry of the page on top, to be replaced.
 type pageHeap struct {
 	items []entry
-	less  func(a, b ResourceKey) bool
+	less  func(a, b fenceview.ResourceKey) bool
 }
 
 func (h *pageHeap) Len() int           { return len(h.items) }

@@ -33,7 +33,7 @@ func selectService(tb testing.TB, n int) *Service {
 // compares with sorting everything.
 func TestSelectResourcesPagesLikeASort(t *testing.T) {
 	s := selectService(t, 500)
-	for _, sort := range SortKeys {
+	for _, sort := range fenceview.SortKeys {
 		for _, desc := range []bool{false, true} {
 			for _, prefix := range []string{"", "tenant-3/", "nothing"} {
 				var want []string
@@ -52,7 +52,7 @@ func TestSelectResourcesPagesLikeASort(t *testing.T) {
 					}
 				}
 				var got []string
-				q := ResourceQuery{Prefix: prefix, Sort: sort, Desc: desc, Limit: 17}
+				q := fenceview.ResourceQuery{Prefix: prefix, Sort: sort, Desc: desc, Limit: 17}
 				for pages := 0; ; pages++ {
 					p := s.SelectResources(q)
 					if p.Matched != len(want) {
@@ -88,11 +88,11 @@ func BenchmarkSelectResources(b *testing.B) {
 	s := selectService(b, n)
 	for _, c := range []struct {
 		name string
-		q    ResourceQuery
+		q    fenceview.ResourceQuery
 	}{
-		{"id", ResourceQuery{Sort: SortID, Limit: 50}},
-		{"rejected-desc", ResourceQuery{Sort: SortRejected, Desc: true, Limit: 50}},
-		{"prefix", ResourceQuery{Prefix: "tenant-3/orders/0001", Sort: SortID, Limit: 50}},
+		{"id", fenceview.ResourceQuery{Sort: fenceview.SortID, Limit: 50}},
+		{"rejected-desc", fenceview.ResourceQuery{Sort: fenceview.SortRejected, Desc: true, Limit: 50}},
+		{"prefix", fenceview.ResourceQuery{Prefix: "tenant-3/orders/0001", Sort: fenceview.SortID, Limit: 50}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {

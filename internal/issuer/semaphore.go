@@ -46,7 +46,7 @@ func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest
 	if lease == 0 {
 		lease = fenceview.DefaultLease
 	}
-	g := grantReq{kind: KindPermit, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
+	g := grantReq{kind: fenceview.KindPermit, holder: req.Holder, owner: ownerOf(ctx), leaseMs: lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
 	r, err := s.change(ctx, func(b *batch) outcome { return b.takePermit(req, g) })
 	return r.granted(), err
 }

@@ -8,23 +8,6 @@ import (
 	"github.com/fenceview/fenceview"
 )
 
-// Published is an event as subscribers receive it. Every subscriber gets
-// the same *Published, so an encoding made once (Encoded) serves them all.
-type Published struct {
-	fenceview.Event
-	// PublishedAt is when the event's commit was published (wall clock,
-	// monotonic): how long it then waits for a client is the stream's lag.
-	PublishedAt time.Time
-	once        sync.Once
-	wire        []byte
-}
-
-// Encoded returns encode(p.Event), computed by the first caller only.
-func (p *Published) Encoded(encode func(fenceview.Event) []byte) []byte {
-	p.once.Do(func() { p.wire = encode(p.Event) })
-	return p.wire
-}
-
 // MaxBacklog bounds what one subscriber may hold delivered and not yet
 // Released, in bytes (an estimate of the events' memory, eventBytes): a
 // slow reader pins at most this much of the history in memory, whatever
@@ -41,20 +24,22 @@ const MaxBacklog = 1 << 20
 // durable history (the event stream's ?since=).
 type Subscription struct {
 	ResourceID string // "" for every resource
-	// Start is the sequence number of the last event handed out before
-	// the subscription began: every later event is delivered on Events,
-	// every earlier one is in the durable history.
-	Start   int64
-	events  chan []*Published
-	lost    chan struct{}
-	backlog atomic.Int64 // bytes delivered and not yet released
-	pending pending      // the hub's queue for it
+	start      int64  // see Start
+	events     chan []*fenceview.Published
+	lost       chan struct{}
+	backlog    atomic.Int64 // bytes delivered and not yet released
+	pending    pending      // the hub's queue for it
 }
+
+// Start is the sequence number of the last event handed out before the
+// subscription began: every later event is delivered on Events, every
+// earlier one is in the durable history.
+func (sub *Subscription) Start() int64 { return sub.start }
 
 // Release tells the subscription a batch received from Events is done
 // with, so its bytes leave the backlog. A reader that never releases is
 // dropped once MaxBacklog bytes have been delivered to it.
-func (sub *Subscription) Release(batch []*Published) {
+func (sub *Subscription) Release(batch []*fenceview.Published) {
 	sub.backlog.Add(-batchBytes(batch))
 }
 
@@ -63,12 +48,12 @@ func (sub *Subscription) Backlog() int64 { return sub.backlog.Load() }
 
 // eventBytes estimates the memory one published event holds: the struct
 // with its strings, and its encoding, about the strings again.
-func eventBytes(p *Published) int64 {
+func eventBytes(p *fenceview.Published) int64 {
 	e := &p.Event
 	return 256 + 2*int64(len(e.Type)+len(e.ResourceID)+len(e.Holder)+len(e.Source)+len(e.Reason))
 }
 
-func batchBytes(batch []*Published) int64 {
+func batchBytes(batch []*fenceview.Published) int64 {
 	var n int64
 	for _, p := range batch {
 		n += eventBytes(p)
@@ -77,24 +62,28 @@ func batchBytes(batch []*Published) int64 {
 }
 
 // Events delivers batches of events, in sequence order.
-func (sub *Subscription) Events() <-chan []*Published { return sub.events }
+func (sub *Subscription) Events() <-chan []*fenceview.Published { return sub.events }
 
 // Lost is closed when the subscription was dropped for falling behind or
 // because the service closed.
 func (sub *Subscription) Lost() <-chan struct{} { return sub.lost }
 
 // Subscribe starts a subscription to events of resourceID ("" for all).
-func (s *Service) Subscribe(resourceID string, buffer int) *Subscription {
+func (s *Service) Subscribe(resourceID string, buffer int) fenceview.Subscription {
 	if buffer < 1 {
 		buffer = 1
 	}
-	sub := &Subscription{ResourceID: resourceID, events: make(chan []*Published, buffer), lost: make(chan struct{})}
+	sub := &Subscription{ResourceID: resourceID, events: make(chan []*fenceview.Published, buffer), lost: make(chan struct{})}
 	s.hub.subscribe(sub)
 	return sub
 }
 
 // Unsubscribe ends a subscription.
-func (s *Service) Unsubscribe(sub *Subscription) { s.hub.unsubscribe(sub) }
+func (s *Service) Unsubscribe(sub fenceview.Subscription) {
+	if mine, ok := sub.(*Subscription); ok {
+		s.hub.unsubscribe(mine)
+	}
+}
 
 // hub hands committed events to subscribers, in the shape of gorilla's
 // chat hub: it owns the subscriber set, each subscriber has a bounded
@@ -121,7 +110,7 @@ type hub struct {
 // at a time delivers to a subscriber, in order, whichever commit planned
 // them.
 type pending struct {
-	queue      [][]*Published // guarded by hub.mu
+	queue      [][]*fenceview.Published // guarded by hub.mu
 	delivering sync.Mutex
 }
 
@@ -133,7 +122,7 @@ func (h *hub) init(lastSeq int64, dropped *atomic.Int64) {
 func (h *hub) subscribe(sub *Subscription) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	sub.Start = h.planned
+	sub.start = h.planned
 	if h.closed {
 		close(sub.lost)
 		return
@@ -194,10 +183,10 @@ func (h *hub) plan(events []fenceview.Event) (targets []*Subscription) {
 	if len(h.subs) == 0 {
 		return nil
 	}
-	all := make([]*Published, len(events))
+	all := make([]*fenceview.Published, len(events))
 	now := time.Now()
 	for i, e := range events {
-		all[i] = &Published{Event: e, PublishedAt: now}
+		all[i] = &fenceview.Published{Event: e, PublishedAt: now}
 	}
 	for sub := range h.subs {
 		batch := all
@@ -244,7 +233,7 @@ func (h *hub) deliver(targets []*Subscription) {
 
 // send puts batch on sub's Events, or drops sub: its buffer is full, or
 // it holds MaxBacklog bytes not yet released.
-func (h *hub) send(sub *Subscription, batch []*Published) {
+func (h *hub) send(sub *Subscription, batch []*fenceview.Published) {
 	if h.deliverHook != nil {
 		h.deliverHook(sub)
 	}

@@ -15,8 +15,8 @@ import (
 // one that reads and releases keeps every event.
 func TestSlowSubscriberHoldsAtMostItsBacklog(t *testing.T) {
 	h := newHarness(t)
-	slow := h.Subscribe("", 1024) // room for every commit below, by count
-	reader := h.Subscribe("", 1024)
+	slow := h.Subscribe("", 1024).(*Subscription) // room for every commit below, by count
+	reader := h.Subscribe("", 1024).(*Subscription)
 	reason, source := strings.Repeat("r", fenceview.MaxReasonLen), strings.Repeat("s", fenceview.MaxSourceLen)
 	const commits, perCommit = 40, 100
 	var delivered int64 // bytes in slow's queue

@@ -39,9 +39,9 @@ type Access struct {
 	TLSCert, TLSKey, TLSClientCA string
 }
 
-// ErrNoAuth is Start's refusal to serve a non-loopback address without an
+// errNoAuth is Start's refusal to serve a non-loopback address without an
 // admin token.
-var ErrNoAuth = errors.New("refusing to listen beyond loopback without --admin-token (anyone who can reach the port could take and release every lock); set --admin-token or FENCEVIEW_ADMIN_TOKEN, or pass --insecure-no-auth")
+var errNoAuth = errors.New("refusing to listen beyond loopback without --admin-token (anyone who can reach the port could take and release every lock); set --admin-token or FENCEVIEW_ADMIN_TOKEN, or pass --insecure-no-auth")
 
 // CheckAddr refuses addr when it reaches beyond loopback and auth is off.
 // A host name counts as loopback only when every address it resolves to is.
@@ -57,21 +57,21 @@ func CheckAddr(addr, adminToken string, insecure bool) error {
 		return nil
 	}
 	if host == "" { // every interface
-		return ErrNoAuth
+		return errNoAuth
 	}
 	if ip := net.ParseIP(host); ip != nil {
 		if ip.IsLoopback() {
 			return nil
 		}
-		return ErrNoAuth
+		return errNoAuth
 	}
 	ips, err := net.LookupIP(host)
 	if err != nil || len(ips) == 0 {
-		return ErrNoAuth
+		return errNoAuth
 	}
 	for _, ip := range ips {
 		if !ip.IsLoopback() {
-			return ErrNoAuth
+			return errNoAuth
 		}
 	}
 	return nil

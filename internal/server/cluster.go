@@ -15,7 +15,6 @@ import (
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/cluster"
 	"github.com/fenceview/fenceview/internal/httpapi"
-	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/signing"
 	"github.com/fenceview/fenceview/internal/sqlite"
 	"github.com/fenceview/fenceview/internal/telemetry"
@@ -63,7 +62,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 		Access: func(h http.Handler) http.Handler {
 			return httpapi.Gate(s.Credentials, s.Sessions, s.Sessions.Throttle, auth.Read, h)
 		},
-		Serve: func(svc *issuer.Service, keys *signing.Keyring, sync func(context.Context) error) http.Handler {
+		Serve: func(svc fenceview.Services, keys *signing.Keyring, sync func(context.Context) error) http.Handler {
 			history := syncedHistory{DB: s.DB, sync: sync}
 			api := httpapi.New(svc, history, cfg.Logger)
 			api.SigningKeys = keys
@@ -80,7 +79,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			api.Metrics, api.StreamLag = s.Metrics.Handler(), s.Metrics.ObserveStreamLag
 			api.ObserveGrant = s.Metrics.ObserveGrant
 			s.Metrics.Watch(svc) // this term's service
-			dash := dashboard.New(svc, history, cfg.Clock.Now)
+			dash := dashboard.New(svc, svc, history, cfg.Clock.Now)
 			dash.Logger = cfg.Logger
 			dash.Sessions, dash.ClientAddr = s.Sessions, clientAddr
 			dash.Keys, dash.AdminWithoutAuth = s.Credentials, cfg.DashboardAdmin

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/httpapi"
-	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/servertest"
 )
@@ -17,17 +15,17 @@ import (
 // countingLists is the server's lock service, counting the ids a list
 // asks its scope about: the entries it visits.
 type countingLists struct {
-	httpapi.Service
+	fenceview.Services
 	visited *atomic.Int64
 }
 
-func (c countingLists) ResourcePage(prefix, after string, limit int, scope issuer.Scope) ([]fenceview.Resource, bool) {
+func (c countingLists) ListResources(prefix, after string, limit int, scope fenceview.Scope) ([]fenceview.Resource, bool) {
 	sees := scope.Sees
 	scope.Sees = func(id string) bool {
 		c.visited.Add(1)
 		return sees == nil || sees(id)
 	}
-	return c.Service.ResourcePage(prefix, after, limit, scope)
+	return c.Services.ListResources(prefix, after, limit, scope)
 }
 
 // GET /v1/resources with a key limited to a prefix visits that prefix's
@@ -49,7 +47,7 @@ func TestPrefixLimitedListVisitsItsOwnPrefix(t *testing.T) {
 	}
 	_, b := newKey(t, s, "team-b", "viewer", "team-b/")
 	var visited atomic.Int64
-	s.API.Service = countingLists{Service: s.API.Service, visited: &visited}
+	s.API.Service = countingLists{Services: s.API.Service, visited: &visited}
 
 	res := call(t, nil, "GET", s.URL()+"/v1/resources?limit=3", b, nil)
 	if res.Status != 200 || strings.Contains(res.Raw, "team-a") || strings.Count(res.Raw, `"resourceId"`) != 3 || res.Body["next"] == nil {

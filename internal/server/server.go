@@ -205,7 +205,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.Sessions = newSessions(s.Credentials, cfg)
 	s.API.Auth, s.API.Sessions, s.API.Throttle = s.Credentials, s.Sessions, s.Sessions.Throttle
-	dash := dashboard.New(s.Service, s.DB, cfg.Clock.Now)
+	dash := dashboard.New(s.Service, s.Service, s.DB, cfg.Clock.Now)
 	dash.Logger = cfg.Logger
 	dash.Sessions = s.Sessions
 	dash.Keys, dash.AdminWithoutAuth = s.Credentials, cfg.DashboardAdmin

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fenceview/fenceview"
 	"github.com/gorilla/websocket"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -20,7 +21,6 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/servertest"
-	"github.com/fenceview/fenceview/internal/telemetry"
 )
 
 // startTest starts a server on the wall clock: the metrics time what
@@ -167,8 +167,8 @@ func TestMetricsByTheLibrary(t *testing.T) {
 	for _, m := range fams["fenceview_fence_rejected_total"].Metric {
 		rejected[m.Label[0].GetValue()] = m.Counter.GetValue()
 	}
-	if len(rejected) != len(telemetry.KnownReasons)+1 {
-		t.Errorf("rejected series: %v, want the %d known reasons and other", rejected, len(telemetry.KnownReasons))
+	if len(rejected) != len(fenceview.KnownReasons)+1 {
+		t.Errorf("rejected series: %v, want the %d known reasons and other", rejected, len(fenceview.KnownReasons))
 	}
 	if rejected["stale-token"] != 1 || rejected["other"] != 40 {
 		t.Errorf("rejected: %v, want stale-token 1, other 40", rejected)

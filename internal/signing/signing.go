@@ -116,7 +116,7 @@ func FromFile(path string) (*Keyring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
-	priv, err := ParsePrivateKeyPEM(b)
+	priv, err := parsePrivateKeyPEM(b)
 	if err != nil {
 		return nil, fmt.Errorf("signing: %s: %w", path, err)
 	}
@@ -128,9 +128,9 @@ func FromFile(path string) (*Keyring, error) {
 	return k, k.set([]Key{key})
 }
 
-// ParsePrivateKeyPEM reads one PEM "PRIVATE KEY" block holding an Ed25519
+// parsePrivateKeyPEM reads one PEM "PRIVATE KEY" block holding an Ed25519
 // key in PKCS #8.
-func ParsePrivateKeyPEM(b []byte) (ed25519.PrivateKey, error) {
+func parsePrivateKeyPEM(b []byte) (ed25519.PrivateKey, error) {
 	block, _ := pem.Decode(b)
 	if block == nil || block.Type != "PRIVATE KEY" {
 		return nil, errors.New(`no PEM "PRIVATE KEY" block`)

@@ -192,7 +192,7 @@ func (st *applyStmts) logResource(ctx context.Context, r *fenceview.Resource) er
 	a[4].Value, a[5].Value, a[6].Value = int64(r.HoldCount), r.Token, r.LeaseMs
 	a[7].Value, a[8].Value = toMs(r.GrantedAt), toMs(r.ExpiresAt)
 	a[9].Value, a[10].Value, a[11].Value = r.Accepted, r.Rejected, toMs(r.LastRejectionAt)
-	a[12].Value, a[13].Value = r.CounterAlarm, r.Owner
+	a[12].Value, a[13].Value = r.CounterAlarm, r.OwnerKey
 	a[14].Value, a[15].Value, a[16].Value = r.LockDelayMs, toMs(r.AvailableAt), int64(r.Permits)
 	a[17].Value, a[18].Value = r.Election, r.Value
 	err := run(ctx, st.logStmt, a)

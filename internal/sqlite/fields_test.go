@@ -17,7 +17,7 @@ func TestEveryFieldIsKept(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "f.db")
 	at := time.UnixMilli(1_780_000_000_123).UTC()
-	r := fenceview.Resource{ResourceID: "jobs#0", HighWaterMark: 7, LastToken: 9, Holder: "h", Owner: "k",
+	r := fenceview.Resource{ResourceID: "jobs#0", HighWaterMark: 7, LastToken: 9, Holder: "h", OwnerKey: "k",
 		HoldCount: 2, Token: 9, ExpiresAt: at, GrantedAt: at.Add(-time.Second), LeaseMs: 1000, Accepted: 3, Rejected: 4,
 		LastRejectionAt: at, CounterAlarm: 11, LockDelayMs: 5000, AvailableAt: at.Add(time.Minute), Permits: 8,
 		Election: true, Value: "10.0.0.1"}

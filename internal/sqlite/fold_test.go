@@ -86,22 +86,24 @@ func TestFoldChangesNothingReadersSee(t *testing.T) {
 func checkReads(t *testing.T, db *DB, latest map[string]fenceview.Resource, history []fenceview.Event) {
 	t.Helper()
 	ctx := context.Background()
-	var minutes []MinuteCount
+	var minutes []fenceview.MinuteCount
 	reasons := map[string]int64{}
 	for _, e := range history {
-		c := MinuteCount{Minute: e.At.Truncate(time.Minute), Type: e.Type, N: 1}
+		c := fenceview.MinuteCount{Minute: e.At.Truncate(time.Minute), Type: e.Type, N: 1}
 		if e.Type == fenceview.EventReject {
 			c.Reason = e.Reason
 			reasons[e.Reason]++
 		}
-		i := slices.IndexFunc(minutes, func(m MinuteCount) bool { return m.Minute.Equal(c.Minute) && m.Type == c.Type && m.Reason == c.Reason })
+		i := slices.IndexFunc(minutes, func(m fenceview.MinuteCount) bool {
+			return m.Minute.Equal(c.Minute) && m.Type == c.Type && m.Reason == c.Reason
+		})
 		if i < 0 {
 			minutes = append(minutes, c)
 		} else {
 			minutes[i].N++
 		}
 	}
-	slices.SortFunc(minutes, func(a, b MinuteCount) int {
+	slices.SortFunc(minutes, func(a, b fenceview.MinuteCount) int {
 		return cmp.Or(a.Minute.Compare(b.Minute), cmp.Compare(a.Type, b.Type), cmp.Compare(a.Reason, b.Reason))
 	})
 	gotMinutes, err := db.MinuteCounts(ctx, history[0].At, history[len(history)-1].At.Add(time.Minute))

@@ -5,23 +5,12 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/clock"
 )
 
-// Retention bounds the history: events recorded (by their time) more than
-// MaxAge ago, and every event but the newest MaxEvents sequence numbers,
-// are pruned. Zero leaves that bound off; both zero keep everything.
-//
-// Pruning removes events, their per-resource index rows and, with MaxAge,
-// the per-minute counts older than MaxAge. It never touches resources or
-// resource_log: a resource's counter, mark, lock and alarm are state, not
-// history, and live as long as the database.
-type Retention struct {
-	MaxAge    time.Duration
-	MaxEvents int64
-}
-
-func (r Retention) enabled() bool { return r.MaxAge > 0 || r.MaxEvents > 0 }
+// Retention bounds the history (fenceview.Retention).
+type Retention = fenceview.Retention
 
 // Defaults of pruning.
 const (
@@ -43,7 +32,7 @@ type pruning struct {
 // at once, then every PruneEvery of clk, batch after batch until nothing
 // is left to prune (PruneOnce). Set ObservePrune and PruneBatch before calling it.
 func (db *DB) StartPruning(ret Retention, clk clock.Clock) {
-	if !ret.enabled() || db.prune.stop != nil {
+	if ret.KeepsAll() || db.prune.stop != nil {
 		return
 	}
 	db.prune = pruning{stop: make(chan struct{}), exited: make(chan struct{})}
@@ -106,7 +95,7 @@ func (db *DB) stopPruning() {
 // to folded_seq): the fold indexes and counts the ones after it, and must
 // find them.
 func (db *DB) PruneOnce(ctx context.Context, ret Retention, now time.Time) (int, error) {
-	if !ret.enabled() {
+	if ret.KeepsAll() {
 		return 0, nil
 	}
 	batch := int64(db.PruneBatch)

@@ -4,20 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"time"
-)
 
-// MinuteCount is how many events of a type (and, for rejections, a
-// reason) were recorded in one minute.
-type MinuteCount struct {
-	Minute time.Time
-	Type   string
-	Reason string
-	N      int64
-}
+	"github.com/fenceview/fenceview"
+)
 
 // MinuteCounts returns the per-minute counts from since (inclusive) to
 // until (exclusive), oldest first.
-func (db *DB) MinuteCounts(ctx context.Context, since, until time.Time) ([]MinuteCount, error) {
+func (db *DB) MinuteCounts(ctx context.Context, since, until time.Time) ([]fenceview.MinuteCount, error) {
 	// The folded counts, plus the events since the last fold counted now.
 	rows, err := db.read.QueryContext(ctx, `SELECT minute, type, reason, SUM(n) FROM (
 			SELECT minute, type, reason, n FROM event_minutes WHERE minute >= ?1 AND minute < ?2
@@ -29,9 +22,9 @@ func (db *DB) MinuteCounts(ctx context.Context, since, until time.Time) ([]Minut
 		return nil, err
 	}
 	defer rows.Close()
-	var out []MinuteCount
+	var out []fenceview.MinuteCount
 	for rows.Next() {
-		var c MinuteCount
+		var c fenceview.MinuteCount
 		var m int64
 		if err := rows.Scan(&m, &c.Type, &c.Reason, &c.N); err != nil {
 			return nil, err

@@ -24,7 +24,7 @@ func TestRowsRoundTripExactly(t *testing.T) {
 		id := "r" + s
 		r := &fenceview.Resource{ResourceID: id, LastToken: math.MaxInt64 - 1, HighWaterMark: int64(i), Holder: s,
 			HoldCount: i, Token: math.MaxInt64 - 1, LeaseMs: math.MaxInt64, Accepted: int64(i) << 40, Rejected: 0,
-			CounterAlarm: math.MaxInt64 - 1, Owner: s}
+			CounterAlarm: math.MaxInt64 - 1, OwnerKey: s}
 		if i%2 == 0 {
 			r.GrantedAt, r.ExpiresAt, r.LastRejectionAt = at, at.Add(time.Millisecond), at.Add(-time.Hour)
 		}

@@ -445,7 +445,7 @@ func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 		var r fenceview.Resource
 		var granted, expires, lastRej, available sql.NullInt64
 		if err := rows.Scan(&r.ResourceID, &r.LastToken, &r.HighWaterMark, &r.Holder, &r.HoldCount, &r.Token, &r.LeaseMs,
-			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej, &r.CounterAlarm, &r.Owner,
+			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej, &r.CounterAlarm, &r.OwnerKey,
 			&r.LockDelayMs, &available, &r.Permits, &r.Election, &r.Value); err != nil {
 			return nil, err
 		}

@@ -28,7 +28,7 @@ func Instrument(h http.Handler, m *Metrics, accessLog *slog.Logger) http.Handler
 			route = "unmatched"
 		}
 		if m != nil && !rec.hijacked {
-			m.observeRequest(route, MethodLabel(r.Method), status, d)
+			m.observeRequest(route, methodLabel(r.Method), status, d)
 		}
 		if accessLog != nil {
 			if rec.hijacked {
@@ -49,11 +49,11 @@ func Instrument(h http.Handler, m *Metrics, accessLog *slog.Logger) http.Handler
 	})
 }
 
-// MethodLabel is the method as a metric label: the standard methods
+// methodLabel is the method as a metric label: the standard methods
 // (RFC 9110, and PATCH) as themselves, anything else "OTHER". A method is
 // any token a client sends, up to the size of a request line: as a label,
 // each new one would be a new series kept for the life of the process.
-func MethodLabel(m string) string {
+func methodLabel(m string) string {
 	switch m {
 	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
 		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:

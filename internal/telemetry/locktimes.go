@@ -3,16 +3,15 @@ package telemetry
 import (
 	"sync/atomic"
 
+	"github.com/fenceview/fenceview"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 // lockTimesCollector exports the issuer's wait and hold histograms of
-// every grant, by kind (issuer.Kind): a bounded label, never a resource's
+// every grant, by kind (fenceview.Kind): a bounded label, never a resource's
 // name.
 type lockTimesCollector struct {
-	times atomic.Pointer[func() []issuer.LockTimeHistograms]
+	times atomic.Pointer[func() []fenceview.LockTimeHistograms]
 }
 
 var (
@@ -38,9 +37,9 @@ func (c *lockTimesCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func constHistogram(desc *prometheus.Desc, h issuer.Histogram, kind string) prometheus.Metric {
-	buckets := make(map[float64]uint64, len(issuer.HistogramBounds))
-	for i, b := range issuer.HistogramBounds {
+func constHistogram(desc *prometheus.Desc, h fenceview.Histogram, kind string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(fenceview.HistogramBounds))
+	for i, b := range fenceview.HistogramBounds {
 		buckets[b] = h.Buckets[i]
 	}
 	return prometheus.MustNewConstHistogram(desc, h.Count, h.Sum, buckets, kind)

@@ -1,7 +1,7 @@
 // Package telemetry is how fenceview is watched from outside: its
 // Prometheus metrics (client_golang, one registry) and its access log.
 //
-// The lock service keeps its own counters (issuer.Metrics) because the
+// The lock service keeps its own counters (fenceview.Metrics) because the
 // dashboard reads them too; a collector turns each scrape's snapshot into
 // the metrics of the same names fenceview has always exported. Timings the
 // service cannot know by itself (requests, commits, fsyncs, the event
@@ -15,18 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fenceview/fenceview"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/fenceview/fenceview/internal/issuer"
 )
-
-// KnownReasons and OtherReason are the issuer's: its counters already fold
-// every undocumented reason into OtherReason (one bound, one list).
-var KnownReasons = issuer.KnownReasons
-
-const OtherReason = issuer.OtherReason
 
 // Metrics holds the registry and the histograms fed by hooks.
 type Metrics struct {
@@ -108,7 +101,7 @@ func New() *Metrics {
 // Watch exports the service's counters and gauges. It may be called
 // again with a new service (a cluster node's next term as leader): the
 // metrics then follow that one.
-func (m *Metrics) Watch(svc *issuer.Service) {
+func (m *Metrics) Watch(svc fenceview.MetricsService) {
 	m.watchOnce.Do(func() { m.Registry.MustRegister(&m.service, &m.lockTimes) })
 	snapshot := svc.Metrics
 	m.service.snapshot.Store(&snapshot)
@@ -121,7 +114,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
 }
 
-// ObserveCommit records one group commit (issuer.CommitObserver).
+// ObserveCommit records one group commit (the issuer's CommitObserver).
 func (m *Metrics) ObserveCommit(d time.Duration, changes int, err error) {
 	if err != nil {
 		m.commitFailed.Inc()
@@ -148,12 +141,12 @@ func (m *Metrics) ObserveCheckpoint(d time.Duration, walFrames int, err error) {
 // to the longest wait an acquire may ask for (5 minutes).
 var waitBuckets = prometheus.ExponentialBuckets(0.001, 4, 10)
 
-// grantKinds are the kind label's values, the issuer's closed set.
-var grantKinds = []issuer.Kind{issuer.KindLock, issuer.KindPermit, issuer.KindMulti, issuer.KindElection}
+// grantKinds are the kind label's values: every fenceview.Kind.
+var grantKinds = fenceview.Kinds
 
 // ObserveGrant records one grant of kind and how long it took, waiting
 // included (httpapi's Server.ObserveGrant).
-func (m *Metrics) ObserveGrant(kind issuer.Kind, took time.Duration) {
+func (m *Metrics) ObserveGrant(kind fenceview.Kind, took time.Duration) {
 	m.grantWait.WithLabelValues(kind.String()).Observe(took.Seconds())
 }
 
@@ -164,18 +157,16 @@ func (m *Metrics) observeRequest(route, method string, status int, d time.Durati
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Observe(d.Seconds())
 }
 
-var _ issuer.CommitObserver = (*Metrics)(nil)
-
-// serviceCollector turns issuer.Metrics snapshots into const metrics,
+// serviceCollector turns fenceview.Metrics snapshots into const metrics,
 // under the names fenceview exported before client_golang.
 type serviceCollector struct {
-	snapshot atomic.Pointer[func() issuer.Metrics]
+	snapshot atomic.Pointer[func() fenceview.Metrics]
 }
 
 type serviceMetric struct {
 	desc  *prometheus.Desc
 	kind  prometheus.ValueType
-	value func(issuer.Metrics) float64
+	value func(fenceview.Metrics) float64
 }
 
 var (
@@ -186,29 +177,29 @@ var (
 	rejectedDesc = prometheus.NewDesc("fenceview_fence_rejected_total",
 		"Fenced writes refused, by reason (reasons outside the documented set count as \"other\").", []string{"reason"}, nil)
 	serviceMetrics = []serviceMetric{
-		counter("fenceview_grants_total", "Lock grants, re-entrant ones and hand-offs to waiters included.", func(m issuer.Metrics) int64 { return m.Grants }),
-		counter("fenceview_renewals_total", "Lease renewals.", func(m issuer.Metrics) int64 { return m.Renewals }),
-		counter("fenceview_releases_total", "Releases by the lock holder.", func(m issuer.Metrics) int64 { return m.Releases }),
-		counter("fenceview_expiries_total", "Leases that ran out or were force-expired.", func(m issuer.Metrics) int64 { return m.Expiries }),
-		counter("fenceview_fence_accepted_total", "Fenced writes accepted (server guard and plugin reports).", func(m issuer.Metrics) int64 { return m.Accepted }),
-		gauge("fenceview_waiters", "Acquire requests waiting for a lock.", func(m issuer.Metrics) int64 { return int64(m.Waiters) }),
-		gauge("fenceview_stream_clients", "Connected event stream clients.", func(m issuer.Metrics) int64 { return int64(m.StreamClients) }),
-		counter("fenceview_stream_dropped_total", "Stream clients dropped for falling behind.", func(m issuer.Metrics) int64 { return m.StreamDropped }),
-		gauge("fenceview_resources", "Resources known to the server.", func(m issuer.Metrics) int64 { return int64(m.Resources) }),
-		gauge("fenceview_locks_held", "Locks currently held.", func(m issuer.Metrics) int64 { return int64(m.Held) }),
-		gauge("fenceview_counter_alarms", "Resources whose token counter is behind a recorded high-water mark, until reset.", func(m issuer.Metrics) int64 { return int64(m.CounterAlarms) }),
-		counter("fenceview_counter_alarms_total", "Counter-behind alarms raised.", func(m issuer.Metrics) int64 { return m.AlarmsRaised }),
-		counter("fenceview_counter_resets_total", "Token counters reset by an admin.", func(m issuer.Metrics) int64 { return m.Resets }),
-		gauge("fenceview_last_event_seq", "Sequence number of the last recorded event.", func(m issuer.Metrics) int64 { return m.LastSeq }),
+		counter("fenceview_grants_total", "Lock grants, re-entrant ones and hand-offs to waiters included.", func(m fenceview.Metrics) int64 { return m.Grants }),
+		counter("fenceview_renewals_total", "Lease renewals.", func(m fenceview.Metrics) int64 { return m.Renewals }),
+		counter("fenceview_releases_total", "Releases by the lock holder.", func(m fenceview.Metrics) int64 { return m.Releases }),
+		counter("fenceview_expiries_total", "Leases that ran out or were force-expired.", func(m fenceview.Metrics) int64 { return m.Expiries }),
+		counter("fenceview_fence_accepted_total", "Fenced writes accepted (server guard and plugin reports).", func(m fenceview.Metrics) int64 { return m.Accepted }),
+		gauge("fenceview_waiters", "Acquire requests waiting for a lock.", func(m fenceview.Metrics) int64 { return int64(m.Waiters) }),
+		gauge("fenceview_stream_clients", "Connected event stream clients.", func(m fenceview.Metrics) int64 { return int64(m.StreamClients) }),
+		counter("fenceview_stream_dropped_total", "Stream clients dropped for falling behind.", func(m fenceview.Metrics) int64 { return m.StreamDropped }),
+		gauge("fenceview_resources", "Resources known to the server.", func(m fenceview.Metrics) int64 { return int64(m.Resources) }),
+		gauge("fenceview_locks_held", "Locks currently held.", func(m fenceview.Metrics) int64 { return int64(m.Held) }),
+		gauge("fenceview_counter_alarms", "Resources whose token counter is behind a recorded high-water mark, until reset.", func(m fenceview.Metrics) int64 { return int64(m.CounterAlarms) }),
+		counter("fenceview_counter_alarms_total", "Counter-behind alarms raised.", func(m fenceview.Metrics) int64 { return m.AlarmsRaised }),
+		counter("fenceview_counter_resets_total", "Token counters reset by an admin.", func(m fenceview.Metrics) int64 { return m.Resets }),
+		gauge("fenceview_last_event_seq", "Sequence number of the last recorded event.", func(m fenceview.Metrics) int64 { return m.LastSeq }),
 	}
 )
 
-func counter(name, help string, v func(issuer.Metrics) int64) serviceMetric {
-	return serviceMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, func(m issuer.Metrics) float64 { return float64(v(m)) }}
+func counter(name, help string, v func(fenceview.Metrics) int64) serviceMetric {
+	return serviceMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, func(m fenceview.Metrics) float64 { return float64(v(m)) }}
 }
 
-func gauge(name, help string, v func(issuer.Metrics) int64) serviceMetric {
-	return serviceMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, func(m issuer.Metrics) float64 { return float64(v(m)) }}
+func gauge(name, help string, v func(fenceview.Metrics) int64) serviceMetric {
+	return serviceMetric{prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, func(m fenceview.Metrics) float64 { return float64(v(m)) }}
 }
 
 func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -229,7 +220,7 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, sm := range serviceMetrics {
 		ch <- prometheus.MustNewConstMetric(sm.desc, sm.kind, sm.value(m))
 	}
-	for reason, n := range BoundReasons(m.Rejected) {
+	for reason, n := range boundReasons(m.Rejected) {
 		ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(n), reason)
 	}
 	for _, k := range m.Kinds {
@@ -238,20 +229,20 @@ func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// BoundReasons folds refusal counts into the known reasons plus "other".
+// boundReasons folds refusal counts into the known reasons plus "other".
 // The known reasons are always present (0 when none), so a rate over them
 // starts from the first scrape.
-func BoundReasons(counts []issuer.ReasonCount) map[string]int64 {
-	out := make(map[string]int64, len(KnownReasons)+1)
-	for _, r := range KnownReasons {
+func boundReasons(counts []fenceview.ReasonCount) map[string]int64 {
+	out := make(map[string]int64, len(fenceview.KnownReasons)+1)
+	for _, r := range fenceview.KnownReasons {
 		out[r] = 0
 	}
-	out[OtherReason] = 0
+	out[fenceview.OtherReason] = 0
 	for _, rc := range counts {
-		if _, ok := out[rc.Reason]; ok && rc.Reason != OtherReason {
+		if _, ok := out[rc.Reason]; ok && rc.Reason != fenceview.OtherReason {
 			out[rc.Reason] += rc.Count
 		} else {
-			out[OtherReason] += rc.Count
+			out[fenceview.OtherReason] += rc.Count
 		}
 	}
 	return out
