@@ -400,7 +400,7 @@ func (b *batch) forceExpire(w *state) {
 	} else if b.delayed(w) {
 		// Forced during a lock-delay: the delay ends now.
 		w.res.AvailableAt = time.Time{}
-		b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: w.res.ResourceID, Token: w.res.LastToken, Reason: "forced"})
+		b.event(fenceview.Event{Type: fenceview.EventExpire, ResourceID: w.res.ResourceID, Token: w.res.LastToken, Reason: fenceview.ExpireForced})
 		b.expiries++
 		b.handOff(w)
 	}
