@@ -2,6 +2,7 @@ package tooling
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -18,6 +19,10 @@ var machinery = []string{
 // library is what a user's program imports to take locks or guard a
 // resource; none of it may carry the server along.
 var library = []string{"client", "guard", "wasm"}
+
+// wiring are the packages that put the server together, the only ones
+// that may name the issuer itself.
+var wiring = []string{"internal/server", "internal/cluster", "cmd/fenceview"}
 
 type goPackage struct {
 	path string
@@ -72,7 +77,8 @@ func under(path, dir string) bool { return path == dir || strings.HasPrefix(path
 
 // Imports run one way: the domain (the root package) needs nothing of the
 // module but the guard's rule; nothing imports a command; the packages
-// users import to take locks and guard resources never pull in the server.
+// users import to take locks and guard resources never pull in the server;
+// adapters take the root's interfaces, not the issuer.
 func TestImportsRunOneWay(t *testing.T) {
 	pkgs := append(modulePackages(t, "."), modulePackages(t, "bench")...)
 	if len(pkgs) < 20 {
@@ -85,6 +91,9 @@ func TestImportsRunOneWay(t *testing.T) {
 			}
 		}
 		for _, imp := range p.imports {
+			if imp == "internal/issuer" && !slices.Contains(wiring, p.path) {
+				t.Errorf("%s imports internal/issuer: adapters take the root's service interfaces; only %v wire the issuer in", p.path, wiring)
+			}
 			if p.path == "" && imp != "guard" {
 				t.Errorf("the root package imports %s: the domain may need only the guard's rule", imp)
 			}
