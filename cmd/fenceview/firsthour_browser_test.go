@@ -35,18 +35,21 @@ func (p *pageT) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 
 func (p *pageT) str(expr string) string {
 	p.t.Helper()
-	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](expr))
-	if err != nil {
-		p.t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
+	return evaluate[string](p.t, p.ctx, expr)
 }
 
 func (p *pageT) num(expr string) float64 {
 	p.t.Helper()
-	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[float64](expr))
+	return evaluate[float64](p.t, p.ctx, expr)
+}
+
+// evaluate runs a JavaScript expression in the tab of ctx and returns its
+// value, failing the test if it does not run or is not a T.
+func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
-		p.t.Fatalf("evaluating %s: %v", expr, err)
+		t.Fatalf("evaluating %s: %v", expr, err)
 	}
 	return v
 }
