@@ -224,20 +224,28 @@ func (tg *primTarget) requireSeen(t *testing.T, what string, match func(proof.Ca
 
 // reuseToken returns history with a later grant's token set to an earlier
 // one's of the same lock (granted before the later was asked): a token
-// issued twice. tokens lists an operation's granted (lock, token) pairs.
-func reuseToken(history []porcupine.Operation, tokens func(porcupine.Operation) map[string]int64,
-	set func(*porcupine.Operation, string, int64)) ([]porcupine.Operation, bool) {
+// issued twice. tokens lists a granted acquire's (lock, token) pairs;
+// retoken returns a granted acquire's result with lock's token set to tok.
+func reuseToken(history []porcupine.Operation, tokens func(proof.Call, proof.Result) map[string]int64,
+	retoken func(in proof.Call, out proof.Result, lock string, tok int64) proof.Result) ([]porcupine.Operation, bool) {
+	granted := func(op porcupine.Operation) map[string]int64 {
+		in, out := op.Input.(proof.Call), op.Output.(proof.Result)
+		if in.Op != proof.OpAcquire || !out.OK {
+			return nil
+		}
+		return tokens(in, out)
+	}
 	for i, a := range history {
 		for j := i + 1; j < len(history); j++ {
 			b := history[j]
 			if a.Return >= b.Call {
 				continue
 			}
-			ta, tb := tokens(a), tokens(b)
+			ta, tb := granted(a), granted(b)
 			for lock, tok := range ta {
 				if other, ok := tb[lock]; ok && other != tok {
 					h := slices.Clone(history)
-					set(&h[j], lock, tok)
+					h[j].Output = retoken(b.Input.(proof.Call), b.Output.(proof.Result), lock, tok)
 					return h, true
 				}
 			}
@@ -247,50 +255,35 @@ func reuseToken(history []porcupine.Operation, tokens func(porcupine.Operation) 
 }
 
 func semTokens(h []porcupine.Operation) ([]porcupine.Operation, bool) {
-	return reuseToken(h, func(op porcupine.Operation) map[string]int64 {
-		in, out := op.Input.(proof.Call), op.Output.(proof.Result)
-		if in.Op != proof.OpAcquire || !out.OK {
-			return nil
-		}
+	return reuseToken(h, func(_ proof.Call, out proof.Result) map[string]int64 {
 		return map[string]int64{strconv.Itoa(out.Slot): out.Tokens[0]}
-	}, func(op *porcupine.Operation, _ string, tok int64) {
-		out := op.Output.(proof.Result)
+	}, func(_ proof.Call, out proof.Result, _ string, tok int64) proof.Result {
 		out.Tokens = []int64{tok}
-		op.Output = out
+		return out
 	})
 }
 
 func multiTokens(h []porcupine.Operation) ([]porcupine.Operation, bool) {
-	return reuseToken(h, func(op porcupine.Operation) map[string]int64 {
-		in, out := op.Input.(proof.Call), op.Output.(proof.Result)
-		if in.Op != proof.OpAcquire || !out.OK {
-			return nil
-		}
+	return reuseToken(h, func(in proof.Call, out proof.Result) map[string]int64 {
 		m := map[string]int64{}
 		for i, l := range in.Locks {
 			m[strconv.Itoa(l)] = out.Tokens[i]
 		}
 		return m
-	}, func(op *porcupine.Operation, lock string, tok int64) {
-		in, out := op.Input.(proof.Call), op.Output.(proof.Result)
+	}, func(in proof.Call, out proof.Result, lock string, tok int64) proof.Result {
 		out.Tokens = slices.Clone(out.Tokens)
 		l, _ := strconv.Atoi(lock)
 		out.Tokens[slices.Index(in.Locks, l)] = tok
-		op.Output = out
+		return out
 	})
 }
 
 func electionTerms(h []porcupine.Operation) ([]porcupine.Operation, bool) {
-	return reuseToken(h, func(op porcupine.Operation) map[string]int64 {
-		in, out := op.Input.(proof.Call), op.Output.(proof.Result)
-		if in.Op != proof.OpAcquire || !out.OK {
-			return nil
-		}
+	return reuseToken(h, func(_ proof.Call, out proof.Result) map[string]int64 {
 		return map[string]int64{"term": out.Token}
-	}, func(op *porcupine.Operation, _ string, tok int64) {
-		out := op.Output.(proof.Result)
+	}, func(_ proof.Call, out proof.Result, _ string, tok int64) proof.Result {
 		out.Token = tok
-		op.Output = out
+		return out
 	})
 }
 
