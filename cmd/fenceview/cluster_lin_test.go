@@ -33,7 +33,10 @@ import (
 //
 // FENCEVIEW_LIN_OPS sets the operations (default 400).
 func TestClusterLinearizability(t *testing.T) {
-	ops, seed := longHarness(t, "builds and kills real processes", "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	if testing.Short() {
+		t.Skip("builds and kills real processes")
+	}
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 	nodes := startLeadingCluster(t)
 
 	rec := proof.NewRecorder()

@@ -28,7 +28,10 @@ import (
 //
 // FENCEVIEW_LIN_OPS sets the operations per history (default 400).
 func TestClusterPrimitivesLinearizability(t *testing.T) {
-	ops, seed := longHarness(t, "builds and kills real processes", "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	if testing.Short() {
+		t.Skip("builds and kills real processes")
+	}
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 	nodes := startLeadingCluster(t)
 
 	run := func(t *testing.T, seed uint64, clients int, client func(tg *primTarget, c int, rng *rand.Rand)) *primTarget {

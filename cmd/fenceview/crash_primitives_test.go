@@ -29,7 +29,10 @@ import (
 // FENCEVIEW_CRASH_CYCLES sets the number of kills (default 20, as the
 // crash harness); FENCEVIEW_CRASH_SEED replays a run.
 func TestCrashMultiLockCommits(t *testing.T) {
-	cycles, seed := longHarness(t, "builds and kills real processes", "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
+	if testing.Short() {
+		t.Skip("builds and kills real processes")
+	}
+	cycles, seed := sizeAndSeed(t, "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	load := &multiCrashLoad{sets: map[string]*sentSet{}}
 	p := crashCycles(t, cycles, load.check, func(url string, kill func()) {

@@ -24,7 +24,10 @@ import (
 // FENCEVIEW_CRASH_SEED replays a run. The power-cut harness
 // (powercut_test.go) runs the same load and checks across power cuts.
 func TestCrashHarness(t *testing.T) {
-	cycles, seed := longHarness(t, "builds and kills real processes", "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
+	if testing.Short() {
+		t.Skip("builds and kills real processes")
+	}
+	cycles, seed := sizeAndSeed(t, "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	load := newCrashLoad()
 	crashCycles(t, cycles, func(url string) error { return load.check(t, url) }, func(url string, kill func()) {
@@ -165,15 +168,11 @@ func postJSON(client *http.Client, url, body string) (response, error) {
 	return decodeResponse(resp), nil
 }
 
-// longHarness skips a randomized harness of real processes under -short
-// (why says what it runs); otherwise it reads the harness's size from
-// sizeVar (default def) and its seed from seedVar (default from the
-// clock), and logs both: a failing run is replayed by setting them.
-func longHarness(t *testing.T, why, sizeVar string, def int, seedVar string) (int, uint64) {
+// sizeAndSeed reads a randomized harness's size from sizeVar (default def)
+// and its seed from seedVar (default from the clock), and logs both: a
+// failing run is replayed by setting them.
+func sizeAndSeed(t *testing.T, sizeVar string, def int, seedVar string) (int, uint64) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip(why)
-	}
 	n := envInt(t, sizeVar, def)
 	seed := envSeed(t, seedVar)
 	t.Logf("%s=%d", sizeVar, n)

@@ -35,7 +35,10 @@ import (
 // FENCEVIEW_LIN_OPS sets the operations per history (default 400);
 // FENCEVIEW_LIN_SEED replays a run's choices.
 func TestLinearizability(t *testing.T) {
-	ops, seed := longHarness(t, "builds and runs real processes", "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	if testing.Short() {
+		t.Skip("builds and runs real processes")
+	}
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 
 	srv := servertest.StartProcess(t, servertest.ProcessOptions{})
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}

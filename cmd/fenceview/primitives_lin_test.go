@@ -34,7 +34,10 @@ import (
 // FENCEVIEW_LIN_OPS sets the operations per history (default 400);
 // FENCEVIEW_LIN_SEED replays a run's choices.
 func TestPrimitivesLinearizability(t *testing.T) {
-	ops, seed := longHarness(t, "builds and runs a real process", "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	if testing.Short() {
+		t.Skip("builds and runs a real process")
+	}
+	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 	srv := servertest.StartProcess(t, servertest.ProcessOptions{})
 	newTarget := func() *primTarget {
 		return &primTarget{rec: proof.NewRecorder(), via: func() string { return srv.URL }, hc: linHC}
