@@ -23,14 +23,8 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			"To restore: stop the server, replace its --db file with the copy (remove any -wal and -shm files beside it), start it.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err == flag.ErrHelp {
-		return 0
-	} else if err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "fenceview backup: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseCommandFlags(fs, args, stderr); !ok {
+		return code
 	}
 	if *out == "" {
 		*out = backupName(*db, time.Now())

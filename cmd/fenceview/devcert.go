@@ -57,14 +57,8 @@ func runDevCert(_ context.Context, args []string, stdout, stderr io.Writer) int 
 			"Not for production: the CA's key is not kept.\n\n", devCA, devServerCert, devServerKey, devClientCert, devClientKey)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err == flag.ErrHelp {
-		return 0
-	} else if err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "fenceview dev-cert: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseCommandFlags(fs, args, stderr); !ok {
+		return code
 	}
 	if *valid < time.Hour || *valid > 825*24*time.Hour {
 		fmt.Fprintln(stderr, "fenceview dev-cert: --valid must be from 1h to 825 days")

@@ -35,18 +35,21 @@ func (p *pageT) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 
 func (p *pageT) str(expr string) string {
 	p.t.Helper()
-	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](expr))
-	if err != nil {
-		p.t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
+	return evaluate[string](p.t, p.ctx, expr)
 }
 
 func (p *pageT) num(expr string) float64 {
 	p.t.Helper()
-	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[float64](expr))
+	return evaluate[float64](p.t, p.ctx, expr)
+}
+
+// evaluate runs a JavaScript expression in the tab of ctx and returns its
+// value, failing the test if it does not run or is not a T.
+func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
-		p.t.Fatalf("evaluating %s: %v", expr, err)
+		t.Fatalf("evaluating %s: %v", expr, err)
 	}
 	return v
 }
@@ -311,9 +314,7 @@ func TestAdminActionsAskFirstInBrowser(t *testing.T) {
 	p.do("log out", chromedp.Click(chromedp.CSS(`[data-testid="logout"] button`)), waitAcross(`location.pathname === "/login"`))
 	p.login(s.URL(), "adm")
 	p.open(s.URL()+"/resources/jobs%2Fnightly", `document.body.dataset.live === "open" && document.querySelector('[data-testid="action-expire"]') !== null`)
-	p.do("ask before force-expiring",
-		chromedp.Click(chromedp.CSS(`[data-testid="action-expire"]`)),
-		waitJS(`document.querySelector('[data-testid="confirm-dialog"]').open`))
+	p.do("ask before force-expiring", askFirst(expireButton))
 	title := p.str(`document.querySelector('[data-testid="confirm-title"]').textContent`)
 	effect := p.str(`document.querySelector('[data-testid="confirm-effect"]').textContent`)
 	ok := p.str(`document.querySelector('[data-testid="confirm-ok"]').textContent`)
@@ -321,33 +322,43 @@ func TestAdminActionsAskFirstInBrowser(t *testing.T) {
 		!strings.Contains(effect, "Token "+itoa(tok)+" stays valid at guards") || ok != "Force-expire jobs/nightly" {
 		t.Errorf("the dialog: %q / %q / %q", title, effect, ok)
 	}
-	p.do("cancel", chromedp.Click(chromedp.CSS(`[data-testid="confirm-cancel"]`)),
-		waitJS(`!document.querySelector('[data-testid="confirm-dialog"]').open`))
+	p.do("cancel", cancelDialog)
 	if st := s.do("GET", "/v1/locks/jobs%2Fnightly", nil); st.Body["locked"] != true {
 		t.Fatalf("cancel expired the lock: %s", st.Raw)
 	}
-	p.do("confirm",
-		chromedp.Click(chromedp.CSS(`[data-testid="action-expire"]`)),
-		waitJS(`document.querySelector('[data-testid="confirm-dialog"]').open`),
-		chromedp.Click(chromedp.CSS(`[data-testid="confirm-ok"]`)),
+	p.do("confirm", askFirst(expireButton), confirmDialog,
 		waitJS(`document.querySelector('[data-testid="admin-result"]').textContent === "Expired: the lock on jobs/nightly is free."`))
 	if st := s.do("GET", "/v1/locks/jobs%2Fnightly", nil); st.Body["locked"] != false {
 		t.Fatalf("the lock is still held: %s", st.Raw)
 	}
-	p.do("ask before resetting",
-		chromedp.SetValue(chromedp.CSS(`#reset-floor`), "500"),
-		chromedp.Click(chromedp.CSS(`[data-testid="action-reset"] button`)),
-		waitJS(`document.querySelector('[data-testid="confirm-dialog"]').open`))
+	p.do("ask before resetting", chromedp.SetValue(chromedp.CSS(`#reset-floor`), "500"), askFirst(resetButton))
 	title = p.str(`document.querySelector('[data-testid="confirm-title"]').textContent`)
 	effect = p.str(`document.querySelector('[data-testid="confirm-effect"]').textContent`)
 	if title != "Reset the token counter of “jobs/nightly” to at least 500?" || !strings.Contains(effect, "The next grant on jobs/nightly takes a token above 500") {
 		t.Errorf("the reset dialog: %q / %q", title, effect)
 	}
-	p.do("cancel the reset", chromedp.Click(chromedp.CSS(`[data-testid="confirm-cancel"]`)),
-		waitJS(`!document.querySelector('[data-testid="confirm-dialog"]').open`))
+	p.do("cancel the reset", cancelDialog)
 	if g := tokenOf(s.acquire("jobs/nightly", "runner-2", 1000)); g != tok+1 {
 		t.Fatalf("a cancelled reset moved the counter: token %d", g)
 	}
+}
+
+// The admin actions' buttons, and their confirm dialog: askFirst clicks
+// an action's button and waits for the dialog, which confirmDialog and
+// cancelDialog answer.
+const (
+	expireButton = `[data-testid="action-expire"]`
+	resetButton  = `[data-testid="action-reset"] button`
+	dialogOpen   = `document.querySelector('[data-testid="confirm-dialog"]').open`
+)
+
+var (
+	confirmDialog = chromedp.Click(chromedp.CSS(`[data-testid="confirm-ok"]`))
+	cancelDialog  = chromedp.Steps(chromedp.Click(chromedp.CSS(`[data-testid="confirm-cancel"]`)), waitAcross(`!`+dialogOpen))
+)
+
+func askFirst(button string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(chromedp.Click(chromedp.CSS(button)), waitAcross(dialogOpen))
 }
 
 var wholeQuantiles = regexp.MustCompile(`^\d+ observed, mean \d+(\.\d)?, p50 (\d+|> \d+\.\d), p99 (\d+|> \d+\.\d)$`)

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,7 +47,7 @@ type holderProc struct {
 	stdin   io.WriteCloser
 	replies chan holderReply
 	done    chan struct{}
-	stderr  strings.Builder
+	stderr  servertest.LogBuffer // the program's stderr, for a failure's message
 }
 
 func startHolder(t *testing.T, server, plugin, resource, holder string, lease time.Duration) *holderProc {
@@ -59,7 +58,7 @@ func startHolder(t *testing.T, server, plugin, resource, holder string, lease ti
 	}
 	h := &holderProc{t: t, name: holder, replies: make(chan holderReply, 16), done: make(chan struct{})}
 	h.cmd = exec.Command(servertest.Build(t, "github.com/fenceview/fenceview/internal/proof/holder"), args...)
-	h.cmd.Stderr = &syncWriter{w: &h.stderr}
+	h.cmd.Stderr = &h.stderr
 	stdout, err := h.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -130,17 +129,6 @@ func (h *holderProc) signal(sig syscall.Signal) {
 	if err := h.cmd.Process.Signal(sig); err != nil {
 		h.t.Fatalf("%s: %v: %v", h.name, sig, err)
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  *strings.Builder
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 // startPluginProcess runs examples/wasmplugin as its own process, reporting

@@ -23,12 +23,7 @@ func TestLockDelayCountdownInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	delay := `document.querySelector('[data-testid="lock-state"] [data-field="delay"]')`
-	b.do("open the held lock",
-		chromedp.Navigate(s.URL()+"/resources/db"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-field="lease"] .countdown`)),
-		waitJS(`document.body.dataset.live === "open"`),
-		js(`window.__sameDocument = "yes"`),
-	)
+	b.openLive("open the held lock", s.URL()+"/resources/db", `[data-field="lease"] .countdown`)
 	if got := b.eval(`String(` + delay + `.hidden)`); got != "true" {
 		t.Fatal("a lock-delay shows while the lease runs")
 	}

@@ -356,3 +356,19 @@ func splitList(v string) []string {
 	}
 	return out
 }
+
+// parseCommandFlags parses the flags of a subcommand that takes no
+// arguments. When the subcommand is not to run, ok is false and code is
+// its exit status: 0 after --help, 2 for a bad flag or an argument.
+func parseCommandFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err == flag.ErrHelp {
+		return 0, false
+	} else if err != nil {
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return 2, false
+	}
+	return 0, true
+}

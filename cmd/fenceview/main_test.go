@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview/internal/servertest"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // response is a decoded JSON answer.
@@ -91,23 +92,8 @@ func (s *testServer) stream(query string) *stream {
 	return dialStream(s.t, s.URL(), query, h)
 }
 
-type event struct {
-	Seq        int64  `json:"seq"`
-	Type       string `json:"type"`
-	ResourceID string `json:"resourceId"`
-	Token      int64  `json:"token"`
-	Holder     string `json:"holder"`
-	Presented  *int64 `json:"presented"`
-	Required   *int64 `json:"required"`
-	Reason     string `json:"reason"`
-	Source     string `json:"source"`
-	At         string `json:"at"`
-	// Contract v3: an election's value, an expire's lock-delay, a
-	// semaphore's new permits.
-	Value       *string `json:"value"`
-	LockDelayMs int64   `json:"lockDelayMs"`
-	Permits     int     `json:"permits"`
-}
+// event is a message of the event stream, as the wire defines it.
+type event = wire.Event
 
 func (st *stream) next() event {
 	st.t.Helper()

@@ -112,20 +112,17 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 
 	p.do("admin actions on the resource page: cancel, then force-expire",
 		chromedp.Navigate(s.URL()+"/resources/fleet%2F1a"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-expire"]`)),
+		chromedp.WaitVisible(chromedp.CSS(expireButton)),
 		waitAcross(`document.body.dataset.live === "open"`),
-		chromedp.Click(chromedp.CSS(`[data-testid="action-expire"]`)),
-		waitAcross(`document.querySelector('[data-testid="confirm-dialog"]').open`),
-		chromedp.Click(chromedp.CSS(`[data-testid="confirm-cancel"]`)),
-		waitAcross(`!document.querySelector('[data-testid="confirm-dialog"]').open`),
+		askFirst(expireButton),
+		cancelDialog,
 	)
 	if st := s.do("GET", "/v1/locks/fleet%2F1a", nil); st.Body["locked"] != true {
 		t.Fatalf("cancel expired the lock: %s", st.Raw)
 	}
 	p.do("confirm the force-expire",
-		chromedp.Click(chromedp.CSS(`[data-testid="action-expire"]`)),
-		waitAcross(`document.querySelector('[data-testid="confirm-dialog"]').open`),
-		chromedp.Click(chromedp.CSS(`[data-testid="confirm-ok"]`)),
+		askFirst(expireButton),
+		confirmDialog,
 		waitAcross(`document.querySelector('[data-testid="admin-result"]').textContent.startsWith("Expired")`),
 		waitAcross(`document.querySelector('[data-testid="history-row"]').dataset.type === "expire"`),
 	)
@@ -134,9 +131,8 @@ func TestOnCallDashboardInBrowser(t *testing.T) {
 	}
 	p.do("reset the counter",
 		chromedp.SetValue(chromedp.CSS(`#reset-floor`), "100"),
-		chromedp.Click(chromedp.CSS(`[data-testid="action-reset"] button`)),
-		waitAcross(`document.querySelector('[data-testid="confirm-dialog"]').open`),
-		chromedp.Click(chromedp.CSS(`[data-testid="confirm-ok"]`)),
+		askFirst(resetButton),
+		confirmDialog,
 		waitAcross(`document.querySelector('[data-testid="admin-result"]').textContent === "Reset: the next grant takes token 101."`),
 		waitAcross(`document.querySelector('[data-testid="history-row"]').dataset.type === "reset"`),
 	)

@@ -24,6 +24,19 @@ func (b browserSteps) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// openLive navigates to url and waits for the element selector names and
+// for the page's live stream to be open; it marks the document so that a
+// later step can tell a full reload from a live update.
+func (b browserSteps) openLive(what, url, selector string) {
+	b.t.Helper()
+	b.do(what,
+		chromedp.Navigate(url),
+		chromedp.WaitVisible(chromedp.CSS(selector)),
+		waitJS(`document.body.dataset.live === "open"`),
+		js(`window.__sameDocument = "yes"`),
+	)
+}
+
 // shot saves a screenshot as docs/<name> with -update-screenshot.
 func (b browserSteps) shot(name string) {
 	b.t.Helper()
@@ -36,11 +49,7 @@ func (b browserSteps) shot(name string) {
 
 func (b browserSteps) eval(expr string) string {
 	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](expr))
-	if err != nil {
-		b.t.Fatalf("evaluating %s: %v", expr, err)
-	}
-	return v
+	return evaluate[string](b.t, b.ctx, expr)
 }
 
 // slotRow is a semaphore page's row of a slot, as JavaScript.
@@ -59,12 +68,7 @@ func TestSemaphorePageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.do("open the semaphore",
-		chromedp.Navigate(s.URL()+"/semaphores/jobs"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="slots"]`)),
-		waitJS(`document.body.dataset.live === "open"`),
-		js(`window.__sameDocument = "yes"`),
-	)
+	b.openLive("open the semaphore", s.URL()+"/semaphores/jobs", `[data-testid="slots"]`)
 	if got := b.eval(slotRow(0) + `.dataset.state + " " + ` + slotRow(0) + `.querySelector('[data-col="holder"]').textContent + " " + ` +
 		slotRow(0) + `.querySelector('[data-col="token"]').textContent`); got != "held worker-a "+itoa(g0.Fencing.Token) {
 		t.Errorf("slot 0 reads %q", got)
@@ -131,12 +135,7 @@ func TestElectionPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.do("open the election",
-		chromedp.Navigate(s.URL()+"/elections/primary"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="leader"]`)),
-		waitJS(`document.body.dataset.live === "open"`),
-		js(`window.__sameDocument = "yes"`),
-	)
+	b.openLive("open the election", s.URL()+"/elections/primary", `[data-testid="leader"]`)
 	field := func(name string) string {
 		return `document.querySelector('[data-testid="leader"] [data-field="` + name + `"]')?.textContent`
 	}
