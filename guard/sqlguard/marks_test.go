@@ -9,19 +9,12 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/internal/marktest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
 func newMarks(t *testing.T, db *sql.DB) *sqlguard.Marks {
-	t.Helper()
-	m, err := sqlguard.NewMarks(db, sqlguard.SQLite, "fence_marks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.CreateTable(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return marktest.New(t, db, sqlguard.SQLite, "fence_marks")
 }
 
 // Marks makes the same decisions as the in-memory guard on the same inputs.

@@ -11,6 +11,7 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/internal/marktest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 	"github.com/fenceview/fenceview/internal/dbtest"
 )
@@ -176,13 +177,7 @@ func serverSuite(t *testing.T, d sqlguard.Dialect, db *sql.DB) {
 	})
 
 	t.Run("marks", func(t *testing.T) {
-		m, err := sqlguard.NewMarks(db, d, "shop.fence_marks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.CreateTable(ctx); err != nil {
-			t.Fatal(err)
-		}
+		m := marktest.New(t, db, d, "shop.fence_marks")
 		g := guard.New()
 		for _, s := range []struct {
 			res string
@@ -261,13 +256,7 @@ func mysqlFoundRows(t *testing.T, srv *dbtest.Server, good *sql.DB) {
 		}
 	})
 	t.Run("found rows: Marks", func(t *testing.T) {
-		m, err := sqlguard.NewMarks(bad, sqlguard.MySQL, "found_rows_marks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.CreateTable(ctx); err != nil {
-			t.Fatal(err)
-		}
+		m := marktest.New(t, bad, sqlguard.MySQL, "found_rows_marks")
 		if d, err := m.Check("r", 5); err != nil || !d.Accepted {
 			t.Fatalf("first mark = %+v, %v", d, err)
 		}
@@ -284,13 +273,7 @@ func mysqlFoundRows(t *testing.T, srv *dbtest.Server, good *sql.DB) {
 // usual collations would fold case and trailing spaces into one mark.
 func mysqlIdentity(t *testing.T, db *sql.DB) {
 	t.Run("marks keep ids apart byte by byte", func(t *testing.T) {
-		m, err := sqlguard.NewMarks(db, sqlguard.MySQL, "identity_marks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.CreateTable(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		m := marktest.New(t, db, sqlguard.MySQL, "identity_marks")
 		if d, err := m.Check("inventory", 50); err != nil || !d.Accepted {
 			t.Fatalf("%+v %v", d, err)
 		}
