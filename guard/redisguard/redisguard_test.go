@@ -105,17 +105,11 @@ func TestRedis(t *testing.T) {
 	})
 
 	t.Run("check without values, as a guard.Guard", func(t *testing.T) {
-		mem := guard.New()
-		for _, s := range []struct {
-			res string
-			tok int64
-		}{{"a", 5}, {"a", 5}, {"a", 4}, {"a/b ü", 1}, {"a", 9}, {"a", 8}, {"{a", 3}} {
-			want, werr := mem.Check(s.res, s.tok)
-			got, err := g.Check(s.res, s.tok)
-			if err != nil || werr != nil || got != want {
-				t.Fatalf("Check(%q, %d) = %+v, %v; guard.Guard says %+v, %v", s.res, s.tok, got, err, want, werr)
-			}
-		}
+		guardtest.Agree(t, []guardtest.Step{
+			{Resource: "a", Token: 5}, {Resource: "a", Token: 5}, {Resource: "a", Token: 4},
+			{Resource: "a/b ü", Token: 1}, {Resource: "a", Token: 9}, {Resource: "a", Token: 8},
+			{Resource: "{a", Token: 3},
+		}, true, g.Check)
 	})
 
 	t.Run("a mark that is not a token is an error, never a decision", func(t *testing.T) {
