@@ -7,6 +7,7 @@ package story
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/guard"
 )
 
 // Server is the fenceview server an example talks to: -server and -key.
@@ -80,7 +82,7 @@ func PausedFlags(fs *flag.FlagSet) *Paused {
 // lease runs out, and locks. plan ends A's line (", will write stock 9").
 func Pause(ctx context.Context, c *client.Client, p *Paused, plan string, stdout io.Writer) (*Race, error) {
 	resource := p.Resource
-	r := &Race{A: c.Mutex(resource, "client-a"), B: c.Mutex(resource, "client-b")}
+	r := &Race{Resource: resource, A: c.Mutex(resource, "client-a"), B: c.Mutex(resource, "client-b")}
 	var err error
 	if r.TokenA, err = r.A.TryLock(ctx, 0, p.Lease); err != nil {
 		return nil, fmt.Errorf("A: %w", err)
@@ -97,6 +99,49 @@ func Pause(ctx context.Context, c *client.Client, p *Paused, plan string, stdout
 // Race is where Pause leaves the story: B holds the lock with the newer
 // token, A's lease is gone but A does not know it yet.
 type Race struct {
+	Resource       string
 	A, B           *client.Mutex
 	TokenA, TokenB int64
+}
+
+// Late is the story's end, once B has written: B unlocks, and A wakes
+// up (its client knows the lease is gone, but a paused process does not
+// look before it writes) and writes with its old token. The write must be
+// refused; Late says so on stdout and returns A's decision and refusal.
+func (r *Race) Late(ctx context.Context, stdout io.Writer, write func(token int64) (guard.Decision, error)) (guard.Decision, *guard.RefusalError, error) {
+	if err := r.B.Unlock(ctx); err != nil {
+		return guard.Decision{}, nil, fmt.Errorf("B: %w", err)
+	}
+	<-r.A.Done()
+	fmt.Fprintf(stdout, "A wakes up (its client says: %v) and writes anyway\n", context.Cause(r.A.Context()))
+	d, err := write(r.TokenA)
+	refused, err := Refused(stdout, "A", r.Resource, d, err)
+	return d, refused, err
+}
+
+// Accepted returns an error unless who's write, which returned d and err,
+// was accepted.
+func Accepted(who string, d guard.Decision, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s's write: %w", who, err)
+	}
+	if !d.Accepted {
+		return fmt.Errorf("%s's write was refused: %+v", who, d)
+	}
+	return nil
+}
+
+// Refused returns an error unless who's stale write to resource, which
+// returned d and err, was refused; it says so on stdout and returns the
+// refusal.
+func Refused(stdout io.Writer, who, resource string, d guard.Decision, err error) (*guard.RefusalError, error) {
+	if err != nil {
+		return nil, fmt.Errorf("%s's write: %w", who, err)
+	}
+	var refused *guard.RefusalError
+	if !errors.As(d.Err(resource), &refused) {
+		return nil, fmt.Errorf("%s's stale write was accepted: %+v", who, d)
+	}
+	fmt.Fprintf(stdout, "%s's write refused: %s, token %d < required %d\n", who, refused.Reason, refused.Presented, refused.Required)
+	return refused, nil
 }
