@@ -13,6 +13,17 @@ type Step struct {
 	Token    int64
 }
 
+// Steps is a short mixed sequence for Agree: a repeat, a lower and a
+// higher token on one resource, and ids with a slash, non-ASCII bytes and
+// a brace (a Redis hash tag's first byte).
+func Steps() []Step {
+	return []Step{
+		{Resource: "a", Token: 5}, {Resource: "a", Token: 5}, {Resource: "a", Token: 4},
+		{Resource: "a/b ü", Token: 1}, {Resource: "a", Token: 9}, {Resource: "a", Token: 8},
+		{Resource: "a/b ü", Token: 1}, {Resource: "{a", Token: 3},
+	}
+}
+
 // Agree presents steps, in order, to check and to a fresh guard.Guard, and
 // fails the test at the first step where they decide differently or fail
 // with a different kind of error (an invalid resource id, an invalid

@@ -105,11 +105,7 @@ func TestRedis(t *testing.T) {
 	})
 
 	t.Run("check without values, as a guard.Guard", func(t *testing.T) {
-		guardtest.Agree(t, []guardtest.Step{
-			{Resource: "a", Token: 5}, {Resource: "a", Token: 5}, {Resource: "a", Token: 4},
-			{Resource: "a/b ü", Token: 1}, {Resource: "a", Token: 9}, {Resource: "a", Token: 8},
-			{Resource: "{a", Token: 3},
-		}, true, g.Check)
+		guardtest.Agree(t, guardtest.Steps(), true, g.Check)
 	})
 
 	t.Run("a mark that is not a token is an error, never a decision", func(t *testing.T) {

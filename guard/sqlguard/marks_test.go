@@ -4,37 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/guardtest"
 	"github.com/fenceview/fenceview/guard/internal/marktest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
 func newMarks(t *testing.T, db *sql.DB) *sqlguard.Marks {
 	return marktest.New(t, db, sqlguard.SQLite, "fence_marks")
-}
-
-// Marks makes the same decisions as the in-memory guard on the same inputs.
-func TestMarksAgreeWithGuard(t *testing.T) {
-	db, _ := openSQLite(t)
-	m := newMarks(t, db)
-	// Marks does not read the previous mark on acceptance.
-	g := guardtest.Agree(t, []guardtest.Step{
-		{Resource: "a", Token: 5}, {Resource: "a", Token: 5}, {Resource: "a", Token: 4},
-		{Resource: "a", Token: 6}, {Resource: "b", Token: 1}, {Resource: "a", Token: 5},
-		{Resource: "b", Token: 1}, {Resource: "b", Token: 0}, {Resource: "orders/42 ünï", Token: 9},
-		{Resource: "orders/42 ünï", Token: 8}, {Resource: "", Token: 3}, {Resource: "x\n", Token: 3},
-		{Resource: strings.Repeat("r", guard.MaxResourceIDLen+1), Token: 3},
-	}, false, m.Check)
-	for res, want := range g.Marks() {
-		if got, err := m.HighWater(context.Background(), res); err != nil || got != want {
-			t.Fatalf("HighWater(%q) = %d, %v; want %d", res, got, err, want)
-		}
-	}
 }
 
 // Marks live in the file: a new process (a new handle) keeps refusing.

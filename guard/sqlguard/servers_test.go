@@ -179,11 +179,7 @@ func serverSuite(t *testing.T, d sqlguard.Dialect, db *sql.DB) {
 
 	t.Run("marks", func(t *testing.T) {
 		m := marktest.New(t, db, d, "shop.fence_marks")
-		guardtest.Agree(t, []guardtest.Step{
-			{Resource: "a", Token: 5}, {Resource: "a", Token: 5}, {Resource: "a", Token: 4},
-			{Resource: "a/b ü", Token: 1}, {Resource: "a", Token: 9}, {Resource: "a", Token: 8},
-			{Resource: "a/b ü", Token: 1},
-		}, false, m.Check)
+		guardtest.Agree(t, guardtest.Steps(), false, m.Check)
 	})
 
 	t.Run("concurrent writers", func(t *testing.T) {
