@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/ledger"
+	"github.com/fenceview/fenceview/guard/guardtest"
 )
 
 // Guard and the bare ledger.Ledger it wraps follow a reference model of the
@@ -17,7 +17,7 @@ import (
 // decisions, same refusals of bad input, same marks.
 func TestGuardAndLedgerFollowTheRule(t *testing.T) {
 	ids := []string{"a", "b", "заказ/42 🧾", "", "bad\xff", "tab\t", strings.Repeat("x", 161), strings.Repeat("y", 160)}
-	g, lg := guard.New(), &unlocked{}
+	g, lg := guard.New(), &guardtest.Ledger{}
 	model := map[string]int64{}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 5000; i++ {
@@ -152,33 +152,6 @@ func TestConcurrentChecksKeepTheMaximum(t *testing.T) {
 		t.Fatalf("final mark %d, want %d", hwm, 500*8+7)
 	}
 }
-
-// unlocked is a bare ledger.Ledger seen through guard's types, so the same
-// assertions cover the shell and the ledger under it.
-type unlocked struct{ l ledger.Ledger }
-
-func asDecision(r ledger.Result, token int64, err error) (guard.Decision, error) {
-	if err != nil {
-		return guard.Decision{}, err
-	}
-	return guard.Decision{Accepted: r.Accepted, Reason: r.Reason, Presented: token, Required: r.Required}, nil
-}
-
-func (u *unlocked) Check(id string, token int64) (guard.Decision, error) {
-	r, err := u.l.Check(id, token)
-	return asDecision(r, token, err)
-}
-
-// CheckSigned takes the text form, as guard.Guard does; the ledger takes
-// raw bytes (its callers decode).
-func (u *unlocked) CheckSigned(id string, token int64, sig string) (guard.Decision, error) {
-	r, err := u.l.CheckSigned(id, token, rawOf(sig))
-	return asDecision(r, token, err)
-}
-
-func (u *unlocked) Seed(id string, token int64) (int64, error) { return u.l.Seed(id, token) }
-func (u *unlocked) HighWater(id string) (int64, error)         { return u.l.HighWater(id) }
-func (u *unlocked) Marks() map[string]int64                    { return u.l.Marks() }
 
 func errString(err error) string {
 	if err == nil {

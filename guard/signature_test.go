@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/guardtest"
 	"github.com/fenceview/fenceview/guard/ledger"
 	"github.com/fenceview/fenceview/internal/signedtest"
 )
@@ -112,8 +113,8 @@ func TestSignedTable(t *testing.T) {
 	})
 	t.Run("Ledger over a Verifier", func(t *testing.T) {
 		v := &guard.Verifier{}
-		l := &unlocked{}
-		l.l.UseVerifier(v)
+		l := &guardtest.Ledger{}
+		l.UseVerifier(v)
 		signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
 			return l.CheckSigned(r, tok, sig)
 		}, signedtest.Options{})
@@ -134,8 +135,8 @@ func rawOf(sig string) []byte {
 // with the mark it would have been compared with, and moves nothing.
 func TestSignedRefusesUnsigned(t *testing.T) {
 	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
-	g, l := guard.NewSigned(v), &unlocked{}
-	l.l.UseVerifier(v)
+	g, l := guard.NewSigned(v), &guardtest.Ledger{}
+	l.UseVerifier(v)
 	sig := signedtest.Sign(t, signedtest.Old, "r", 4)
 	for name, c := range map[string]interface {
 		Check(string, int64) (guard.Decision, error)
@@ -165,12 +166,12 @@ func TestSignedRefusesUnsigned(t *testing.T) {
 // The WebAssembly guard's way in: a ledger that is told to trust a key
 // becomes a signed one; a Guard told to trust one does too.
 func TestTrust(t *testing.T) {
-	var u unlocked
+	var u guardtest.Ledger
 	for name, l := range map[string]interface {
 		Check(string, int64) (guard.Decision, error)
 		CheckSigned(string, int64, string) (guard.Decision, error)
 		Trust([]byte) error
-	}{"guard": guard.New(), "ledger": trusting{&u}} {
+	}{"guard": guard.New(), "ledger": &u} {
 		if d, _ := l.Check("r", 3); !d.Accepted {
 			t.Fatalf("%s: unsigned refused: %+v", name, d)
 		}
@@ -191,16 +192,12 @@ func TestTrust(t *testing.T) {
 		}
 	}
 	// A ledger over a shared Verifier leaves its keys to the Verifier.
-	u = unlocked{}
-	u.l.UseVerifier(&guard.Verifier{})
-	if err := u.l.Trust(signedtest.Public(signedtest.Old)); err == nil {
+	u = guardtest.Ledger{}
+	u.UseVerifier(&guard.Verifier{})
+	if err := u.Trust(signedtest.Public(signedtest.Old)); err == nil {
 		t.Fatal("a ledger over a Verifier trusted a key of its own")
 	}
 }
-
-type trusting struct{ *unlocked }
-
-func (t trusting) Trust(key []byte) error { return t.l.Trust(key) }
 
 // A guard that is not in signed mode keeps the plain rule and ignores
 // signatures, good or bad.

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/guardtest"
 	"github.com/fenceview/fenceview/guard/ledger"
 )
 
@@ -236,7 +237,7 @@ func markOutcome(v int64, err error) outcome {
 type runner func(t *testing.T, c confCase) []outcome
 
 // steps is what a runner drives step by step, H its handle type: the
-// native guard.Guard, a bare ledger.Ledger (bareLedger) or this package's
+// native guard.Guard, a bare ledger.Ledger (guardtest.Ledger) or this package's
 // Guard.
 type steps[H any] interface {
 	Check(id string, token int64) (guard.Decision, error)
@@ -248,7 +249,7 @@ type steps[H any] interface {
 }
 
 // nativeGuard is what the native runners drive: guard.Guard, or a bare
-// ledger.Ledger seen through guard's types (bareLedger).
+// ledger.Ledger seen through guard's types (guardtest.Ledger).
 type nativeGuard interface {
 	steps[guard.Handle]
 	Trust(key []byte) error
@@ -287,32 +288,6 @@ func runSteps[H any](g steps[H], handles bool, trust func(key []byte) error, c c
 	return out
 }
 
-// bareLedger is a ledger.Ledger with keys of its own (Trust), as the
-// modules run it, compiled for the host.
-type bareLedger struct{ ledger.Ledger }
-
-func fromResult(r ledger.Result, token int64, err error) (guard.Decision, error) {
-	if err != nil {
-		return guard.Decision{}, err
-	}
-	return guard.Decision{Accepted: r.Accepted, Reason: r.Reason, Presented: token, Required: r.Required}, nil
-}
-
-func (l *bareLedger) Check(id string, token int64) (guard.Decision, error) {
-	r, err := l.Ledger.Check(id, token)
-	return fromResult(r, token, err)
-}
-
-func (l *bareLedger) CheckHandle(h guard.Handle, token int64) (guard.Decision, error) {
-	r, err := l.Ledger.CheckHandle(h, token)
-	return fromResult(r, token, err)
-}
-
-func (l *bareLedger) CheckSignedBytes(id string, token int64, sig []byte) (guard.Decision, error) {
-	r, err := l.Ledger.CheckSigned(id, token, sig)
-	return fromResult(r, token, err)
-}
-
 // runNative runs a case on the native guard; with handles, check_handle
 // steps go through a Handle, else by id (the reference).
 func runNative(handles bool) runner {
@@ -321,7 +296,7 @@ func runNative(handles bool) runner {
 
 // runLedger runs a case on a bare ledger.Ledger, by handle.
 func runLedger(t *testing.T, c confCase) []outcome {
-	return runOn(true, func() nativeGuard { return &bareLedger{} })(t, c)
+	return runOn(true, func() nativeGuard { return &guardtest.Ledger{} })(t, c)
 }
 
 func runOn(handles bool, fresh func() nativeGuard) runner {

@@ -84,31 +84,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	a, b, tokenA, tokenB := race.A, race.B, race.TokenA, race.TokenB
+	tokenB := race.TokenB
 	for i := 0; i < 2; i++ {
 		d, err := inventory.Update(ctx, db, 42, tokenB, sqlguard.Set("stock", 7))
-		if err != nil {
-			return fmt.Errorf("B's write: %w", err)
-		}
-		if !d.Accepted {
-			return fmt.Errorf("B's write was refused: %+v", d)
+		if err := story.Accepted("B", d, err); err != nil {
+			return err
 		}
 	}
 	fmt.Fprintf(stdout, "B wrote stock 7 twice with token %d: both accepted\n", tokenB)
-	if err := b.Unlock(ctx); err != nil {
-		return fmt.Errorf("B: %w", err)
-	}
 
-	<-a.Done()
-	d, err := inventory.Update(ctx, db, 42, tokenA, sqlguard.Set("stock", 9))
+	// A wakes up and writes: the row has to refuse it.
+	d, refused, err := race.Late(ctx, stdout, func(token int64) (guard.Decision, error) {
+		return inventory.Update(ctx, db, 42, token, sqlguard.Set("stock", 9))
+	})
 	if err != nil {
-		return fmt.Errorf("A's write: %w", err)
+		return err
 	}
-	var refused *guard.RefusalError
-	if !errors.As(d.Err(paused.Resource), &refused) {
-		return fmt.Errorf("A's stale write was accepted: %+v", d)
-	}
-	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", refused.Reason, refused.Presented, refused.Required)
 	n, err := c.Report(ctx, client.Report{Resource: paused.Resource, Decision: d, Source: "inventory-mysql"})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)

@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,32 +58,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	a, b, tokenA, tokenB := race.A, race.B, race.TokenA, race.TokenB
+	tokenB := race.TokenB
 	d, err := inventory.Update(ctx, db, 42, tokenB, sqlguard.Set("stock", 7))
-	if err != nil {
-		return fmt.Errorf("B's write: %w", err)
-	}
-	if !d.Accepted {
-		return fmt.Errorf("B's write was refused: %+v", d)
+	if err := story.Accepted("B", d, err); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "B wrote stock 7 with token %d\n", tokenB)
-	if err := b.Unlock(ctx); err != nil {
-		return fmt.Errorf("B: %w", err)
-	}
 
 	// A wakes up. Its Mutex knows the lease is gone, but a paused process
 	// does not look before it writes: the row has to refuse it.
-	<-a.Done()
-	fmt.Fprintf(stdout, "A wakes up (its client says: %v) and writes anyway\n", context.Cause(a.Context()))
-	d, err = inventory.Update(ctx, db, 42, tokenA, sqlguard.Set("stock", 9))
+	_, stale, err := race.Late(ctx, stdout, func(token int64) (guard.Decision, error) {
+		return inventory.Update(ctx, db, 42, token, sqlguard.Set("stock", 9))
+	})
 	if err != nil {
-		return fmt.Errorf("A's write: %w", err)
+		return err
 	}
-	var stale *guard.RefusalError
-	if !errors.As(d.Err(paused.Resource), &stale) {
-		return fmt.Errorf("A's stale write was accepted: %+v", d)
-	}
-	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", stale.Reason, stale.Presented, stale.Required)
 
 	var stock, mark int64
 	if err := db.QueryRowContext(ctx, `SELECT stock, fence_token FROM inventory WHERE product_id = 42`).Scan(&stock, &mark); err != nil {

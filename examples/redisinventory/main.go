@@ -66,30 +66,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	a, b, tokenA, tokenB := race.A, race.B, race.TokenA, race.TokenB
+	tokenB := race.TokenB
 	d, err := g.Write(ctx, paused.Resource, tokenB, redisguard.Set("stock", "7"), redisguard.Set("reserved", "3"))
-	if err != nil {
-		return fmt.Errorf("B's write: %w", err)
-	}
-	if !d.Accepted {
-		return fmt.Errorf("B's write was refused: %+v", d)
+	if err := story.Accepted("B", d, err); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "B wrote stock 7, reserved 3 with token %d\n", tokenB)
-	if err := b.Unlock(ctx); err != nil {
-		return fmt.Errorf("B: %w", err)
-	}
 
 	// A wakes up and writes without looking: Redis has to refuse it.
-	<-a.Done()
-	d, err = g.Write(ctx, paused.Resource, tokenA, redisguard.Set("stock", "9"), redisguard.Set("reserved", "0"))
+	d, refused, err := race.Late(ctx, stdout, func(token int64) (guard.Decision, error) {
+		return g.Write(ctx, paused.Resource, token, redisguard.Set("stock", "9"), redisguard.Set("reserved", "0"))
+	})
 	if err != nil {
-		return fmt.Errorf("A's write: %w", err)
+		return err
 	}
-	var refused *guard.RefusalError
-	if !errors.As(d.Err(paused.Resource), &refused) {
-		return fmt.Errorf("A's stale write was accepted: %+v", d)
-	}
-	fmt.Fprintf(stdout, "A's write refused: %s, token %d < required %d\n", refused.Reason, refused.Presented, refused.Required)
 
 	// Report it, as any guard that decides on its own does.
 	n, err := c.Report(ctx, client.Report{Resource: paused.Resource, Decision: d, Source: "inventory-redis"})

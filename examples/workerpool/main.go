@@ -103,8 +103,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		t := w.permit.Token()
 		fmt.Fprintf(stdout, "%s holds slot %d (%s) with token %d\n", w.name, w.permit.Slot(), t.Resource, t.Number)
-		if d, err := write(w, t.Number, "first pass"); err != nil || !d.Accepted {
-			return fmt.Errorf("%s's write: %+v, %v", w.name, d, err)
+		d, err := write(w, t.Number, "first pass")
+		if err := story.Accepted(w.name, d, err); err != nil {
+			return err
 		}
 		pool[i] = w
 	}
@@ -136,22 +137,18 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if spare.permit.Slot() != stalled || t.Number <= tokenW2 {
 		return fmt.Errorf("spare got slot %d token %d, want slot %d above %d", spare.permit.Slot(), t.Number, stalled, tokenW2)
 	}
-	if d, err := write(spare, t.Number, "taken over"); err != nil || !d.Accepted {
-		return fmt.Errorf("spare's write: %+v, %v", d, err)
+	d, err := write(spare, t.Number, "taken over")
+	if err := story.Accepted(spare.name, d, err); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "spare wrote partition %d with token %d\n", stalled, t.Number)
 
 	// Worker 2 wakes up and writes with the token it had.
 	fmt.Fprintf(stdout, "%s wakes up and writes partition %d with token %d\n", w2.name, stalled, tokenW2)
-	d, err := write(w2, tokenW2, "late")
-	if err != nil {
+	d, err = write(w2, tokenW2, "late")
+	if _, err := story.Refused(stdout, w2.name, w2.permit.Resource(), d, err); err != nil {
 		return err
 	}
-	var refused *guard.RefusalError
-	if !errors.As(d.Err(w2.permit.Resource()), &refused) {
-		return fmt.Errorf("%s's stale write was accepted: %+v", w2.name, d)
-	}
-	fmt.Fprintf(stdout, "%s's write refused: %s, token %d < required %d\n", w2.name, refused.Reason, refused.Presented, refused.Required)
 
 	for _, w := range append(pool, spare) {
 		if w == w2 {

@@ -2,19 +2,16 @@ package callguard_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/callguard"
+	"github.com/fenceview/fenceview/guard/internal/marktest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
@@ -64,24 +61,8 @@ func (g *gateway) charge(ctx context.Context, key string) error {
 	return nil
 }
 
-func sqliteMarks(t *testing.T) *sqlguard.Marks {
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "pending.db")+"?_busy_timeout=10000")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	m, err := sqlguard.NewMarks(db, sqlguard.SQLite, "external_pending")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.CreateTable(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 func recorders(t *testing.T) map[string]guard.Checker {
-	return map[string]guard.Checker{"memory": guard.New(), "sqlite": sqliteMarks(t)}
+	return map[string]guard.Checker{"memory": guard.New(), "sqlite": marktest.SQLite(t)}
 }
 
 // B (42) has called; A (41) wakes up and tries: refused before the call,
@@ -111,7 +92,7 @@ func TestStaleHolderNeverCalls(t *testing.T) {
 func TestRetryUsesSameKey(t *testing.T) {
 	ctx := context.Background()
 	gw := newGateway(t)
-	rec := sqliteMarks(t)
+	rec := marktest.SQLite(t)
 	gw.failNext = true
 	if _, err := callguard.Call(ctx, rec, "payment:order-8", 5, gw.charge); err == nil {
 		t.Fatal("first call should report the gateway failure")

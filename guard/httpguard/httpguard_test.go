@@ -2,23 +2,20 @@ package httpguard_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 
-	_ "github.com/mattn/go-sqlite3"
-
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
+	"github.com/fenceview/fenceview/guard/internal/marktest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
@@ -81,19 +78,7 @@ func fenced(res string, tok string) map[string][]string {
 }
 
 func checkers(t *testing.T) map[string]guard.Checker {
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "marks.db")+"?_busy_timeout=10000&_journal_mode=WAL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	m, err := sqlguard.NewMarks(db, sqlguard.SQLite, "fence_marks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.CreateTable(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return map[string]guard.Checker{"memory": guard.New(), "sqlite": m}
+	return map[string]guard.Checker{"memory": guard.New(), "sqlite": marktest.SQLite(t)}
 }
 
 func TestMiddlewareAcceptsAndRefuses(t *testing.T) {

@@ -2,39 +2,23 @@ package httpguard_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
-	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/guard/internal/marktest"
 	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
 // signedCheckers are the guards in signed mode the middleware can stand on.
 func signedCheckers(t *testing.T) map[string]func(v *guard.Verifier) guard.Checker {
 	return map[string]func(v *guard.Verifier) guard.Checker{
-		"memory": func(v *guard.Verifier) guard.Checker { return guard.NewSigned(v) },
-		"sqlite marks": func(v *guard.Verifier) guard.Checker {
-			db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "marks.db")+"?_busy_timeout=5000")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			m, err := sqlguard.NewMarks(db, sqlguard.SQLite, "fence_marks")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := m.CreateTable(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			return m.Signed(v)
-		},
+		"memory":       func(v *guard.Verifier) guard.Checker { return guard.NewSigned(v) },
+		"sqlite marks": func(v *guard.Verifier) guard.Checker { return marktest.SQLite(t).Signed(v) },
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -17,6 +18,25 @@ import (
 func TestCasesSQLite(t *testing.T) {
 	db, _ := openSQLite(t)
 	runCases(t, sqlguard.SQLite, db)
+}
+
+// Marks makes the same decisions as the in-memory guard on the same inputs.
+func TestMarksAgreeWithGuard(t *testing.T) {
+	db, _ := openSQLite(t)
+	m := newMarks(t, db)
+	// Marks does not read the previous mark on acceptance.
+	g := guardtest.Agree(t, []guardtest.Step{
+		{Resource: "a", Token: 5}, {Resource: "a", Token: 5}, {Resource: "a", Token: 4},
+		{Resource: "a", Token: 6}, {Resource: "b", Token: 1}, {Resource: "a", Token: 5},
+		{Resource: "b", Token: 1}, {Resource: "b", Token: 0}, {Resource: "orders/42 ünï", Token: 9},
+		{Resource: "orders/42 ünï", Token: 8}, {Resource: "", Token: 3}, {Resource: "x\n", Token: 3},
+		{Resource: strings.Repeat("r", guard.MaxResourceIDLen+1), Token: 3},
+	}, false, m.Check)
+	for res, want := range g.Marks() {
+		if got, err := m.HighWater(context.Background(), res); err != nil || got != want {
+			t.Fatalf("HighWater(%q) = %d, %v; want %d", res, got, err, want)
+		}
+	}
 }
 
 // runCases runs guardtest's table against both sqlguard shapes on db: a

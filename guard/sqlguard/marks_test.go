@@ -4,67 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 
-	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/internal/marktest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
 func newMarks(t *testing.T, db *sql.DB) *sqlguard.Marks {
-	t.Helper()
-	m, err := sqlguard.NewMarks(db, sqlguard.SQLite, "fence_marks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.CreateTable(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// Marks makes the same decisions as the in-memory guard on the same inputs.
-func TestMarksAgreeWithGuard(t *testing.T) {
-	db, _ := openSQLite(t)
-	m := newMarks(t, db)
-	g := guard.New()
-	steps := []struct {
-		res   string
-		token int64
-	}{
-		{"a", 5}, {"a", 5}, {"a", 4}, {"a", 6}, {"b", 1}, {"a", 5}, {"b", 1}, {"b", 0},
-		{"orders/42 ünï", 9}, {"orders/42 ünï", 8}, {"", 3}, {"x\n", 3},
-		{strings.Repeat("r", guard.MaxResourceIDLen+1), 3},
-	}
-	for _, s := range steps {
-		want, wantErr := g.Check(s.res, s.token)
-		got, err := m.Check(s.res, s.token)
-		if (err == nil) != (wantErr == nil) || (err != nil && !sameKind(err, wantErr)) {
-			t.Fatalf("Check(%q, %d) err = %v, guard says %v", s.res, s.token, err, wantErr)
-		}
-		// Marks does not read the previous mark on acceptance.
-		if want.Accepted {
-			want.Required = 0
-		}
-		if got != want {
-			t.Fatalf("Check(%q, %d) = %+v, guard says %+v", s.res, s.token, got, want)
-		}
-	}
-	for res, want := range g.Marks() {
-		if got, err := m.HighWater(context.Background(), res); err != nil || got != want {
-			t.Fatalf("HighWater(%q) = %d, %v; want %d", res, got, err, want)
-		}
-	}
-}
-
-func sameKind(a, b error) bool {
-	for _, e := range []error{guard.ErrInvalidResourceID, guard.ErrInvalidToken} {
-		if errors.Is(a, e) && errors.Is(b, e) {
-			return true
-		}
-	}
-	return false
+	return marktest.New(t, db, sqlguard.SQLite, "fence_marks")
 }
 
 // Marks live in the file: a new process (a new handle) keeps refusing.

@@ -11,6 +11,8 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/guardtest"
+	"github.com/fenceview/fenceview/guard/internal/marktest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 	"github.com/fenceview/fenceview/internal/dbtest"
 )
@@ -176,27 +178,8 @@ func serverSuite(t *testing.T, d sqlguard.Dialect, db *sql.DB) {
 	})
 
 	t.Run("marks", func(t *testing.T) {
-		m, err := sqlguard.NewMarks(db, d, "shop.fence_marks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.CreateTable(ctx); err != nil {
-			t.Fatal(err)
-		}
-		g := guard.New()
-		for _, s := range []struct {
-			res string
-			tok int64
-		}{{"a", 5}, {"a", 5}, {"a", 4}, {"a/b ü", 1}, {"a", 9}, {"a", 8}, {"a/b ü", 1}} {
-			want, _ := g.Check(s.res, s.tok)
-			got, err := m.Check(s.res, s.tok)
-			if want.Accepted {
-				want.Required = 0
-			}
-			if err != nil || got != want {
-				t.Fatalf("Check(%q, %d) = %+v, %v; guard says %+v", s.res, s.tok, got, err, want)
-			}
-		}
+		m := marktest.New(t, db, d, "shop.fence_marks")
+		guardtest.Agree(t, guardtest.Steps(), false, m.Check)
 	})
 
 	t.Run("concurrent writers", func(t *testing.T) {
@@ -261,13 +244,7 @@ func mysqlFoundRows(t *testing.T, srv *dbtest.Server, good *sql.DB) {
 		}
 	})
 	t.Run("found rows: Marks", func(t *testing.T) {
-		m, err := sqlguard.NewMarks(bad, sqlguard.MySQL, "found_rows_marks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.CreateTable(ctx); err != nil {
-			t.Fatal(err)
-		}
+		m := marktest.New(t, bad, sqlguard.MySQL, "found_rows_marks")
 		if d, err := m.Check("r", 5); err != nil || !d.Accepted {
 			t.Fatalf("first mark = %+v, %v", d, err)
 		}
@@ -284,13 +261,7 @@ func mysqlFoundRows(t *testing.T, srv *dbtest.Server, good *sql.DB) {
 // usual collations would fold case and trailing spaces into one mark.
 func mysqlIdentity(t *testing.T, db *sql.DB) {
 	t.Run("marks keep ids apart byte by byte", func(t *testing.T) {
-		m, err := sqlguard.NewMarks(db, sqlguard.MySQL, "identity_marks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.CreateTable(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		m := marktest.New(t, db, sqlguard.MySQL, "identity_marks")
 		if d, err := m.Check("inventory", 50); err != nil || !d.Accepted {
 			t.Fatalf("%+v %v", d, err)
 		}

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import http from 'node:http';
+import assert from 'node:assert/strict';
 import { Client } from '../dist/index.js';
 
 export const env = {
@@ -65,4 +66,19 @@ export async function grantAt(c, token, holder = 'big') {
   const lock = c.lock(r, { holder, leaseMs: 30_000 });
   await lock.acquire();
   return lock;
+}
+
+/**
+ * paused opens the paused-client story on resource r: A locks with a short
+ * lease and no watchdog (it stalls, and a stalled process renews nothing);
+ * B waits on the server until A's lease has run out, and is granted a
+ * larger token. holders names A and B; leaseMs is B's lease.
+ */
+export async function paused(c, r, { holders = ['client-a', 'client-b'], leaseMs } = {}) {
+  const a = c.lock(r, { holder: holders[0], leaseMs: 300 });
+  const ta = await a.acquire({ watchdog: false });
+  const b = c.lock(r, leaseMs === undefined ? { holder: holders[1] } : { holder: holders[1], leaseMs });
+  const tb = await b.acquire({ waitMs: 20_000 });
+  assert.ok(tb > ta, `B's token ${tb} after A's ${ta}`);
+  return { a, b, ta, tb };
 }

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import express from 'express';
 import Fastify from 'fastify';
 import { WasmGuard, fencingMiddleware, callFencedService, validateResourceId, parse, stringify } from '../dist/index.js';
-import { client, unique, listen, needServer } from './helpers.mjs';
+import { client, unique, listen, needServer, paused } from './helpers.mjs';
 
 /** A downstream service behind the middleware: it stores the last accepted value per resource. */
 function service(guard, store) {
@@ -36,12 +36,8 @@ describe('fencingMiddleware on node:http, backed by the WebAssembly guard', need
   test('the paused client: its stale write is refused with the token that beat it', async () => {
     const r = unique('order');
     // A takes the lock with a short lease and stalls: no watchdog renews it.
-    const a = c.lock(r, { holder: 'client-a', leaseMs: 300 });
-    const ta = await a.acquire({ watchdog: false });
     // B waits on the server until A's lease has run out, and is granted.
-    const b = c.lock(r, { holder: 'client-b', leaseMs: 10_000 });
-    const tb = await b.acquire({ waitMs: 20_000 });
-    assert.ok(tb > ta);
+    const { a, b, ta, tb } = await paused(c, r, { leaseMs: 10_000 });
     const ok = await callFencedService(svc.url + '/apply', { resourceId: r, payload: { value: 'B' } }, b);
     assert.equal(ok.accepted, true);
     assert.equal(ok.status, 200);

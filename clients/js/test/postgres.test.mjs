@@ -2,7 +2,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { FencedResource, PgMarks, callUnfenceable, fencingMiddleware, callFencedService, InvalidInputError } from '../dist/index.js';
-import { client, unique, listen, needPg, env, TWO_53_PLUS_1, TWO_63_MINUS_2, grantAt } from './helpers.mjs';
+import { client, unique, listen, needPg, env, TWO_53_PLUS_1, TWO_63_MINUS_2, grantAt, paused } from './helpers.mjs';
 
 describe('FencedResource over PostgreSQL', needPg, () => {
   let pool, inventory, table;
@@ -22,10 +22,7 @@ describe('FencedResource over PostgreSQL', needPg, () => {
   test('the paused client: its stale write matches no row and is refused', async () => {
     const id = unique('product');
     await pool.query(`INSERT INTO ${table} (product_id, stock) VALUES ($1, 10)`, [id]);
-    const a = c.lock(`inventory:${id}`, { holder: 'client-a', leaseMs: 300 });
-    const ta = await a.acquire({ watchdog: false });
-    const b = c.lock(`inventory:${id}`, { holder: 'client-b' });
-    const tb = await b.acquire({ waitMs: 20_000 }); // granted once A's lease runs out
+    const { b, ta, tb } = await paused(c, `inventory:${id}`); // B granted once A's lease runs out
     assert.deepEqual(await inventory.apply(id, { stock: 7 }, tb), { accepted: true, token: tb });
     const stale = await inventory.apply(id, { stock: 99 }, ta);
     assert.deepEqual(stale, { accepted: false, reason: 'stale-token', presented: ta, required: tb });

@@ -1,15 +1,14 @@
 // Package story is what every client example does around the story it
 // tells: the -server and -key flags, a fenceview server started in
-// process when no -server is given, and the opening of the paused-client
-// story (A locks with a short lease and stalls; B waits the lease out and
-// locks). What an example teaches stays in its own main.go.
+// process when no -server is given, and the opening and the end of the
+// paused-client story (A locks with a short lease and stalls; B waits the
+// lease out and locks; A wakes up, writes and is refused). What an example
+// teaches stays in its own main.go.
 package story
 
 import (
 	"context"
 	"flag"
-	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -72,31 +71,4 @@ func PausedFlags(fs *flag.FlagSet) *Paused {
 	fs.DurationVar(&p.Lease, "lease", 500*time.Millisecond, "client A's lease; A pauses longer than this")
 	fs.StringVar(&p.Resource, "resource", "inventory:42", "the lock's resource id")
 	return p
-}
-
-// Pause is the paused-client story's opening, told on stdout: A locks
-// p.Resource with a fixed lease, p.Lease (it is about to stall, and a stalled
-// process renews nothing) and pauses; B waits on the server until A's
-// lease runs out, and locks. plan ends A's line (", will write stock 9").
-func Pause(ctx context.Context, c *client.Client, p *Paused, plan string, stdout io.Writer) (*Race, error) {
-	resource := p.Resource
-	r := &Race{A: c.Mutex(resource, "client-a"), B: c.Mutex(resource, "client-b")}
-	var err error
-	if r.TokenA, err = r.A.TryLock(ctx, 0, p.Lease); err != nil {
-		return nil, fmt.Errorf("A: %w", err)
-	}
-	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v)%s\n", resource, r.TokenA, p.Lease, plan)
-	fmt.Fprintln(stdout, "A pauses...")
-	if r.TokenB, err = r.B.Lock(ctx); err != nil {
-		return nil, fmt.Errorf("B: %w", err)
-	}
-	fmt.Fprintf(stdout, "A's lease ran out; B locked %s with token %d\n", resource, r.TokenB)
-	return r, nil
-}
-
-// Race is where Pause leaves the story: B holds the lock with the newer
-// token, A's lease is gone but A does not know it yet.
-type Race struct {
-	A, B           *client.Mutex
-	TokenA, TokenB int64
 }

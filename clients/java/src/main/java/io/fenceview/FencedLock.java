@@ -200,13 +200,7 @@ public final class FencedLock implements Lock {
         long lease = renewing ? c.watchdogTimeout().toMillis() : leaseMs;
         String holder = c.holderId(threadId);
         return Waiting.run(c, "acquire " + resource, waitMs, chunk -> {
-            Map<String, Object> in = new LinkedHashMap<>();
-            in.put("holder", holder);
-            in.put("leaseMs", lease);
-            in.put("waitMs", chunk);
-            if (lockDelayMs > 0) {
-                in.put("lockDelayMs", lockDelayMs);
-            }
+            Map<String, Object> in = Waiting.acquireBody(holder, lease, chunk, lockDelayMs);
             return c.call("POST", FenceviewClient.lockPath(resource, "acquire"), in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(threadId, holder, a.body, lease, renewing, sent),
                 // Nobody will unlock a grant its asker gave up on.

@@ -119,14 +119,8 @@ public final class FencedMultiLock implements Lock {
         long lease = renewing ? c.watchdogTimeout().toMillis() : leaseMs;
         String holder = c.holderId(threadId);
         return Waiting.run(c, "acquire-all", waitMs, chunk -> {
-            Map<String, Object> in = new LinkedHashMap<>();
+            Map<String, Object> in = Waiting.acquireBody(holder, lease, chunk, lockDelayMs);
             in.put("resources", resources);
-            in.put("holder", holder);
-            in.put("leaseMs", lease);
-            in.put("waitMs", chunk);
-            if (lockDelayMs > 0) {
-                in.put("lockDelayMs", lockDelayMs);
-            }
             return c.call("POST", "/v1/locks/acquire-all", in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(threadId, holder, a, lease, renewing, sent), a -> release(holder), refusal,
                 a -> "lock held".equals(a.error()) || "lock delay".equals(a.error()));

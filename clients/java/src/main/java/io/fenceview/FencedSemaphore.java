@@ -117,14 +117,8 @@ public final class FencedSemaphore {
         long lease = renewing ? c.watchdogTimeout().toMillis() : leaseMs;
         String holder = c.holderId(Thread.currentThread().getId());
         return Waiting.run(c, "acquire a permit of " + name, waitMs, chunk -> {
-            Map<String, Object> in = new LinkedHashMap<>();
-            in.put("holder", holder);
+            Map<String, Object> in = Waiting.acquireBody(holder, lease, chunk, lockDelayMs);
             in.put("permits", permits);
-            in.put("leaseMs", lease);
-            in.put("waitMs", chunk);
-            if (lockDelayMs > 0) {
-                in.put("lockDelayMs", lockDelayMs);
-            }
             return c.call("POST", path("acquire"), in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(a, holder, lease, renewing, sent), a -> release(holder, (int) Json.lng(a.body, "slot")),
                 refusal, a -> "no permit free".equals(a.error()));

@@ -127,16 +127,8 @@ final class Json {
             i++;
             ws();
             m.put(k, value(depth + 1));
-            ws();
-            if (i >= s.length()) {
-                throw error("unexpected end in object");
-            }
-            char c = s.charAt(i++);
-            if (c == '}') {
+            if (!more('}', "object")) {
                 return m;
-            }
-            if (c != ',') {
-                throw error("expected ',' or '}'");
             }
         }
     }
@@ -152,18 +144,29 @@ final class Json {
         while (true) {
             ws();
             l.add(value(depth + 1));
-            ws();
-            if (i >= s.length()) {
-                throw error("unexpected end in array");
-            }
-            char c = s.charAt(i++);
-            if (c == ']') {
+            if (!more(']', "array")) {
                 return l;
             }
-            if (c != ',') {
-                throw error("expected ',' or ']'");
-            }
         }
+    }
+
+    /**
+     * Reads what follows a member of an object or an element of an array (what):
+     * true after a ',' (another comes), false after close (the last one was).
+     */
+    private boolean more(char close, String what) {
+        ws();
+        if (i >= s.length()) {
+            throw error("unexpected end in " + what);
+        }
+        char c = s.charAt(i++);
+        if (c == close) {
+            return false;
+        }
+        if (c != ',') {
+            throw error("expected ',' or '" + close + "'");
+        }
+        return true;
     }
 
     private String string() {

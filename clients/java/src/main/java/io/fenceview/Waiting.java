@@ -1,5 +1,7 @@
 package io.fenceview;
 
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -11,6 +13,22 @@ import java.util.function.LongFunction;
  */
 final class Waiting {
     private Waiting() {}
+
+    /**
+     * The body of an acquire (of a lock, a permit, a multi-lock): the holder, the
+     * lease, this attempt's chunk of the wait, and the lock-delay when there is one.
+     * The caller adds what is its own (the permits, the resources).
+     */
+    static Map<String, Object> acquireBody(String holder, long leaseMs, long waitMs, long lockDelayMs) {
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("holder", holder);
+        in.put("leaseMs", leaseMs);
+        in.put("waitMs", waitMs);
+        if (lockDelayMs > 0) {
+            in.put("lockDelayMs", lockDelayMs);
+        }
+        return in;
+    }
 
     /** What to do with a grant. */
     interface Granted<T> {
