@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/fenceview/fenceview/internal/benchenv"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/signing"
-	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 // The grant path without the disk (a no-op store): acquire and release of
@@ -95,10 +93,7 @@ func BenchmarkGrantSigning(b *testing.B) {
 	for _, signed := range []bool{false, true} {
 		b.Run(fmt.Sprintf("signed=%v/clients=64", signed), func(b *testing.B) {
 			ctx := context.Background()
-			db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
+			db := openDB(b)
 			cfg := Config{Issuer: "bench", Clock: clock.Real{}, SweepInterval: time.Hour}
 			if signed {
 				k, err := signing.Open(ctx, db, nil)
@@ -108,7 +103,7 @@ func BenchmarkGrantSigning(b *testing.B) {
 				cfg.Signer = k
 			}
 			s := New(db, nil, 0, cfg)
-			defer func() { s.Close(); db.Close() }()
+			defer s.Close()
 			var next atomic.Int64
 			b.SetParallelism(32) // 64 goroutines on 2 cores
 			cpu0 := cpuTime()
@@ -278,11 +273,7 @@ func BenchmarkResourcePage(b *testing.B) {
 func BenchmarkMillionResources(b *testing.B) {
 	n := benchenv.Int("FENCEVIEW_BENCH_RESOURCES", 1_000_000)
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "m.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(b)
 	now := time.Now()
 	for start := 0; start < n; start += 10000 {
 		var rows []*fenceview.Resource
