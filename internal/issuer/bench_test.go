@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,13 +32,13 @@ func BenchmarkAcquire(b *testing.B) {
 		if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "held", Holder: "a", Lease: time.Hour}); err != nil {
 			b.Fatal(err)
 		}
-		cpu0 := cpuTime()
+		cpu0 := benchenv.CPUTime()
 		for b.Loop() {
 			if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "held", Holder: "b", Lease: time.Minute}); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(benchenv.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	})
 }
 
@@ -56,7 +55,7 @@ func benchGrants(b *testing.B, subs int) {
 		ids[i] = fmt.Sprintf("lock-%d", i)
 	}
 	i := 0
-	cpu0 := cpuTime()
+	cpu0 := benchenv.CPUTime()
 	for b.Loop() {
 		id := ids[i%len(ids)]
 		i++
@@ -69,7 +68,7 @@ func benchGrants(b *testing.B, subs int) {
 	}
 	// The process's CPU per grant: steadier than wall time on a shared
 	// machine (subscribers' reading included).
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/grant")
+	b.ReportMetric(float64(benchenv.CPUTime()-cpu0)/float64(b.N), "cpu-ns/grant")
 }
 
 // readAll reads and releases sub's events until it ends.
@@ -106,7 +105,7 @@ func BenchmarkGrantSigning(b *testing.B) {
 			defer s.Close()
 			var next atomic.Int64
 			b.SetParallelism(32) // 64 goroutines on 2 cores
-			cpu0 := cpuTime()
+			cpu0 := benchenv.CPUTime()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				id := next.Add(1)
@@ -132,7 +131,7 @@ func BenchmarkGrantSigning(b *testing.B) {
 			// CPU per grant (the process's user+system time): steadier
 			// than wall time on a shared machine, and what bounds grants/s
 			// once the disk does not.
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/grant")
+			b.ReportMetric(float64(benchenv.CPUTime()-cpu0)/float64(b.N), "cpu-ns/grant")
 		})
 	}
 }
@@ -148,15 +147,6 @@ func BenchmarkSignGrant(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// cpuTime is the process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type memStore struct{}

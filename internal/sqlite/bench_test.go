@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ func BenchmarkApply(b *testing.B) {
 			now := time.Now()
 			var seq int64
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := benchenv.CPUTime()
 			for i := 0; i < b.N; i++ {
 				rows := make([]*fenceview.Resource, perTx)
 				for j := range rows {
@@ -36,7 +35,7 @@ func BenchmarkApply(b *testing.B) {
 			b.ReportMetric(float64(b.N*perTx)/b.Elapsed().Seconds(), "changes/s")
 			// The process's CPU, the kernel's share of the writes and
 			// fsyncs included: what a commit costs a busy server.
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*perTx), "cpu-us/change")
+			b.ReportMetric(float64((benchenv.CPUTime()-cpu0).Microseconds())/float64(b.N*perTx), "cpu-us/change")
 		})
 	}
 }
@@ -51,15 +50,6 @@ func applyGrants(b *testing.B, db *DB, rows []*fenceview.Resource, at time.Time)
 	if err := db.Apply(context.Background(), rows, events); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// cpuTime is the process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // WAL frames (pages written) per durable commit of one grant: one existing
