@@ -9,6 +9,16 @@ import (
 	"time"
 )
 
+// clockedKeyring is a keyring in memory, admin token "tok", whose clock
+// reads *now (from the start of 2026): a test moves time by moving *now.
+func clockedKeyring() (k *Keyring, now *time.Time, clock func() time.Time) {
+	now = new(time.Time)
+	*now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock = func() time.Time { return *now }
+	k, _ = NewKeyring(context.Background(), &memStore{}, "tok", clock)
+	return k, now, clock
+}
+
 // memStore is a Store in memory, for the keyring's own tests.
 type memStore struct {
 	mu   sync.Mutex
@@ -145,9 +155,7 @@ func TestBearerSecret(t *testing.T) {
 // Sessions are bounded (the oldest goes first), expire, and end with their key.
 func TestSessionsBoundedAndExpiring(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	k, _ := NewKeyring(ctx, &memStore{}, "tok", clock)
+	k, now, clock := clockedKeyring()
 	key, secret, _ := k.Create(ctx, "v", Viewer, nil)
 	s := NewSessions(k, 3, time.Hour, clock)
 	if _, _, err := s.Login("client", "nope"); err == nil {
@@ -160,7 +168,7 @@ func TestSessionsBoundedAndExpiring(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
-		now = now.Add(time.Minute)
+		*now = now.Add(time.Minute)
 	}
 	if s.Len() != 3 {
 		t.Fatalf("%d sessions kept, want 3", s.Len())
@@ -171,7 +179,7 @@ func TestSessionsBoundedAndExpiring(t *testing.T) {
 			t.Fatalf("session %d: %v", i, err)
 		}
 	}
-	now = now.Add(time.Hour)
+	*now = now.Add(time.Hour)
 	if _, err := s.Principal(ids[4]); err == nil {
 		t.Fatal("expired session accepted")
 	}

@@ -62,6 +62,15 @@ type LimitError struct {
 	RetryAfter time.Duration
 }
 
+// limited is the refusal of too many what while wait is still to run,
+// nil once it has (wait not positive).
+func limited(what string, wait time.Duration) error {
+	if wait > 0 {
+		return &LimitError{What: what, RetryAfter: wait}
+	}
+	return nil
+}
+
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("too many %s; retry in %s", e.What, e.RetryAfter.Round(time.Second))
 }
@@ -72,10 +81,7 @@ func (t *Throttle) CheckCredential(client string) error {
 	if t == nil {
 		return nil
 	}
-	if wait := t.failures.wait(client, t.now()); wait > 0 {
-		return &LimitError{What: "bad credentials from this address", RetryAfter: wait}
-	}
-	return nil
+	return limited("bad credentials from this address", t.failures.wait(client, t.now()))
 }
 
 // BadCredential charges client for a credential that did not authenticate.
@@ -94,10 +100,7 @@ func (t *Throttle) checkLogin(client string) error {
 	if err := t.CheckCredential(client); err != nil {
 		return err
 	}
-	if wait := t.logins.take(client, t.now()); wait > 0 {
-		return &LimitError{What: "logins from this address", RetryAfter: wait}
-	}
-	return nil
+	return limited("logins from this address", t.logins.take(client, t.now()))
 }
 
 // checkKeyLogin charges a successful login with key id.
@@ -105,10 +108,7 @@ func (t *Throttle) checkKeyLogin(id string) error {
 	if t == nil {
 		return nil
 	}
-	if wait := t.keyLogins.take(id, t.now()); wait > 0 {
-		return &LimitError{What: "logins with this key", RetryAfter: wait}
-	}
-	return nil
+	return limited("logins with this key", t.keyLogins.take(id, t.now()))
 }
 
 // ClientOf is the throttle's name for the client at remoteAddr (an

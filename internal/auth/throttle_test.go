@@ -13,9 +13,7 @@ import (
 // logins with a viewer key), leaves the admin's and another viewer's.
 func TestSessionsOfOneKeyCannotEvictAnothers(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	k, _ := NewKeyring(ctx, &memStore{}, "tok", clock)
+	k, now, clock := clockedKeyring()
 	flood, floodSecret, _ := k.Create(ctx, "flood", Viewer, nil)
 	other, otherSecret, _ := k.Create(ctx, "other", Viewer, nil)
 	s := NewSessions(k, 10_000, time.Hour, clock) // the server's table size
@@ -51,7 +49,7 @@ func TestSessionsOfOneKeyCannotEvictAnothers(t *testing.T) {
 	}
 	for i := 0; i < 20; i++ {
 		s.Login("c", floodSecret)
-		now = now.Add(time.Second)
+		*now = now.Add(time.Second)
 	}
 	if s.Len() != 10 || s.LenOf("admin") != 1 || s.LenOf(other.ID) != 3 || s.LenOf(flood.ID) != 6 {
 		t.Fatalf("full table: %d sessions, admin %d, other %d, flood %d", s.Len(), s.LenOf("admin"), s.LenOf(other.ID), s.LenOf(flood.ID))
@@ -66,9 +64,7 @@ func TestSessionsOfOneKeyCannotEvictAnothers(t *testing.T) {
 // with time (an injected clock).
 func TestThrottleBudgets(t *testing.T) {
 	ctx := context.Background()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	clock := func() time.Time { return now }
-	k, _ := NewKeyring(ctx, &memStore{}, "tok", clock)
+	k, now, clock := clockedKeyring()
 	_, secret, _ := k.Create(ctx, "v", Viewer, nil)
 	s := NewSessions(k, 10_000, time.Hour, clock)
 	s.Throttle = NewThrottle(clock)
@@ -92,7 +88,7 @@ func TestThrottleBudgets(t *testing.T) {
 	if _, _, err := s.Login("10.0.0.2", "tok"); err != nil {
 		t.Fatalf("admin login from another address: %v", err)
 	}
-	now = now.Add(LoginInterval)
+	*now = now.Add(LoginInterval)
 	if _, _, err := s.Login("10.0.0.1", secret); err != nil {
 		t.Fatalf("login after the interval: %v", err)
 	}
@@ -111,7 +107,7 @@ func TestThrottleBudgets(t *testing.T) {
 	if err := th.CheckCredential("10.0.0.10"); err != nil {
 		t.Fatalf("another address: %v", err)
 	}
-	now = now.Add(FailureInterval)
+	*now = now.Add(FailureInterval)
 	if err := th.CheckCredential("10.0.0.9"); err != nil {
 		t.Fatalf("after the interval: %v", err)
 	}

@@ -1,6 +1,6 @@
-// Package benchenv reads the sizes benchmarks run at from the environment,
-// so that one command line scales a benchmark up or down without editing
-// it, for example
+// Package benchenv is what benchmarks share: the sizes they run at, read
+// from the environment so that one command line scales a benchmark up or
+// down without editing it, and the CPU time they report. For example
 //
 //	FENCEVIEW_BENCH_ROWS=10000000 go test ./internal/sqlite -run '^$' -bench Rejections
 //

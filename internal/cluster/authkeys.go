@@ -105,7 +105,7 @@ func (n *Node) openCredentials(ctx context.Context, adminToken string) error {
 // watches again, so no change is missed for good.
 func (n *Node) watchKeys(ctx context.Context) {
 	pfx := n.keys.apiKeys()
-	for ctx.Err() == nil {
+	untilDone(ctx, 200*time.Millisecond, func(ctx context.Context) error {
 		resp, err := n.cli.Get(ctx, pfx, clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err == nil {
 			err = n.creds.Reload(ctx)
@@ -122,13 +122,8 @@ func (n *Node) watchKeys(ctx context.Context) {
 			}
 			cancel()
 		}
-		if ctx.Err() != nil {
-			return
-		}
+		return err
+	}, func(err error) {
 		n.log.Warn("following the cluster's API keys; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	})
 }

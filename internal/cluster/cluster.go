@@ -296,15 +296,24 @@ func (n *Node) settleIssuer(ctx context.Context, want string) (string, error) {
 // run takes part in elections until ctx ends: follow, campaign, lead, and
 // again after a term ends.
 func (n *Node) run(ctx context.Context) {
+	untilDone(ctx, 100*time.Millisecond, n.term, func(err error) {
+		n.log.Warn("cluster term ended; campaigning again", "err", err)
+	})
+}
+
+// untilDone runs once again and again until ctx ends. After each run that
+// ends before ctx does it calls ended with the run's error and pauses, so
+// that an etcd that is gone is not spun on.
+func untilDone(ctx context.Context, pause time.Duration, once func(context.Context) error, ended func(error)) {
 	for ctx.Err() == nil {
-		err := n.term(ctx)
+		err := once(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		n.log.Warn("cluster term ended; campaigning again", "err", err)
+		ended(err)
 		select {
 		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 }
@@ -432,7 +441,7 @@ func (n *Node) confirm(ctx context.Context, t *term) error {
 // election key leads.
 func (n *Node) watchLeader(ctx context.Context) {
 	pfx := n.keys.election() + "/"
-	for ctx.Err() == nil {
+	untilDone(ctx, 200*time.Millisecond, func(ctx context.Context) error {
 		rev, err := n.readLeader(ctx, pfx)
 		if err == nil {
 			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
@@ -446,15 +455,10 @@ func (n *Node) watchLeader(ctx context.Context) {
 			}
 			cancel()
 		}
-		if ctx.Err() != nil {
-			return
-		}
+		return err
+	}, func(error) {
 		n.leader.Store(nil) // unknown: answer 503 rather than guess
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	})
 }
 
 func (n *Node) readLeader(ctx context.Context, pfx string) (int64, error) {

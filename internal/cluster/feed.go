@@ -85,17 +85,9 @@ func (n *Node) applyEntry(ctx context.Context, value []byte, last int64) (int64,
 
 // follow keeps the history in step with the log until ctx ends.
 func (n *Node) follow(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := n.followOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
+	untilDone(ctx, 200*time.Millisecond, n.followOnce, func(err error) {
 		n.log.Warn("event log feed interrupted; resuming", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	})
 }
 
 func (n *Node) followOnce(ctx context.Context) error {

@@ -83,10 +83,7 @@ func TestVerifyAgreesWithStandardLibrary(t *testing.T) {
 // S + L (the group order) is the same scalar in a non-canonical encoding:
 // RFC 8032 and crypto/ed25519 refuse it (signature malleability).
 func TestNonCanonicalSIsRefused(t *testing.T) {
-	priv := ed25519.NewKeyFromSeed(make([]byte, 32))
-	pub := priv.Public().(ed25519.PublicKey)
-	msg := []byte("fenceview/v1 a 1")
-	sig := ed25519.Sign(priv, msg)
+	pub, msg, sig := signedByZeroKey("fenceview/v1 a 1")
 	l, _ := new(big.Int).SetString("7237005577332262213973186563042994240857116359379907606001950938285454250989", 10)
 	le := func(b []byte) *big.Int { // little-endian bytes to big.Int
 		r := make([]byte, len(b))
@@ -110,9 +107,8 @@ func TestNonCanonicalSIsRefused(t *testing.T) {
 }
 
 func FuzzVerify(f *testing.F) {
-	priv := ed25519.NewKeyFromSeed(make([]byte, 32))
-	pub := priv.Public().(ed25519.PublicKey)
-	f.Add([]byte(pub), []byte("m"), ed25519.Sign(priv, []byte("m")))
+	pub, msg, sig := signedByZeroKey("m")
+	f.Add(pub, msg, sig)
 	f.Add(make([]byte, 32), []byte{}, make([]byte, 64))
 	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
 		agree(t, "fuzz", pub, msg, sig)
@@ -120,10 +116,7 @@ func FuzzVerify(f *testing.F) {
 }
 
 func BenchmarkVerify(b *testing.B) {
-	priv := ed25519.NewKeyFromSeed(make([]byte, 32))
-	pub := priv.Public().(ed25519.PublicKey)
-	msg := []byte("fenceview/v1 orders/shard-0042 1847")
-	sig := ed25519.Sign(priv, msg)
+	pub, msg, sig := signedByZeroKey("fenceview/v1 orders/shard-0042 1847")
 	b.Run("ed25519verify", func(b *testing.B) {
 		for b.Loop() {
 			Verify(pub, msg, sig)
@@ -134,4 +127,11 @@ func BenchmarkVerify(b *testing.B) {
 			ed25519.Verify(pub, msg, sig)
 		}
 	})
+}
+
+// signedByZeroKey is the public key of the all-zero seed, msg, and its
+// signature of msg.
+func signedByZeroKey(msg string) (pub, m, sig []byte) {
+	priv := ed25519.NewKeyFromSeed(make([]byte, 32))
+	return priv.Public().(ed25519.PublicKey), []byte(msg), ed25519.Sign(priv, []byte(msg))
 }

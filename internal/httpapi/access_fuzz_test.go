@@ -24,16 +24,7 @@ import (
 // key limited to "a/" succeeds only on its own resources.
 func FuzzAccess(f *testing.F) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "f.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: "fuzz"})
-	f.Cleanup(func() { svc.Close(); db.Close() })
-	keys, err := auth.NewKeyring(ctx, db, "admin-token", nil)
-	if err != nil {
-		f.Fatal(err)
-	}
+	svc, db, keys := newKeyedService(f, "fuzz")
 	_, viewer, _ := keys.Create(ctx, "v", auth.Viewer, []string{"a/"})
 	_, cli, _ := keys.Create(ctx, "c", auth.Client, []string{"a/"})
 	s := New(svc, db, nil)
@@ -159,16 +150,7 @@ func BenchmarkAdmit(b *testing.B) {
 // so no request adds a series of its own choosing.
 func FuzzRouter(f *testing.F) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "f.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: "fuzz"})
-	f.Cleanup(func() { svc.Close(); db.Close() })
-	keys, err := auth.NewKeyring(ctx, db, "admin-token", nil)
-	if err != nil {
-		f.Fatal(err)
-	}
+	svc, db, keys := newKeyedService(f, "fuzz")
 	_, cli, _ := keys.Create(ctx, "c", auth.Client, []string{"a/"})
 	s := New(svc, db, nil)
 	s.Auth, s.Sessions = keys, auth.NewSessions(keys, 10, 3600e9, nil)

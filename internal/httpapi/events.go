@@ -90,18 +90,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	// after it is delivered.
 	sub := s.Service.Subscribe(resource, streamBuffer)
 	defer s.Service.Unsubscribe(sub)
-	hj := &batchingHijacker{ResponseWriter: w}
-	conn, err := upgrader.Upgrade(hj, r, nil)
-	if hj.conn != nil {
-		hj.conn.Flush() // the handshake, or the refusal
-	}
+	conn, out, err := upgradeBatched(w, r)
 	untrack, ok := s.track(conn, err)
 	if !ok {
 		return
 	}
 	defer untrack()
 	st := &eventStream{
-		conn: conn, out: hj.conn, sub: sub, p: auth.FromContext(r.Context()),
+		conn: conn, out: out, sub: sub, p: auth.FromContext(r.Context()),
 		resource: resource, last: since, lag: s.StreamLag,
 	}
 
@@ -110,7 +106,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if since >= 0 && since < sub.Start() {
 		if err := st.replay(r.Context(), s.History); err != nil {
 			if errors.Is(err, errStreamRevoked) {
-				closeRevoked(conn, hj.conn)
+				closeRevoked(conn, out)
 				return
 			}
 			if !errors.Is(err, errStreamWrite) {
@@ -346,6 +342,18 @@ func textFrame(payload []byte) []byte {
 		f = binary.BigEndian.AppendUint64(append(f, 127), uint64(n))
 	}
 	return append(f, payload...)
+}
+
+// upgradeBatched completes the websocket handshake on a connection that
+// buffers writes until Flush, the event stream writing its own frames on
+// it; the handshake, or the refusal, is flushed here.
+func upgradeBatched(w http.ResponseWriter, r *http.Request) (*websocket.Conn, *batchedConn, error) {
+	hj := &batchingHijacker{ResponseWriter: w}
+	conn, err := upgrader.Upgrade(hj, r, nil)
+	if hj.conn != nil {
+		hj.conn.Flush()
+	}
+	return conn, hj.conn, err
 }
 
 // batchingHijacker hands the websocket a connection that buffers writes

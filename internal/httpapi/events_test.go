@@ -25,25 +25,18 @@ import (
 func TestTextFramesReadByGorilla(t *testing.T) {
 	sizes := []int{0, 1, 125, 126, 127, 65535, 65536, 70000}
 	payload := func(n int) []byte { return bytes.Repeat([]byte{'a' + byte(n%26)}, n) }
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hj := &batchingHijacker{ResponseWriter: w}
-		conn, err := upgrader.Upgrade(hj, r, nil)
+	c := dialHandler(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, out, err := upgradeBatched(w, r)
 		if err != nil {
 			return
 		}
 		defer conn.Close()
 		for _, n := range sizes {
-			hj.conn.Write(textFrame(payload(n)))
+			out.Write(textFrame(payload(n)))
 		}
-		hj.conn.Flush()
+		out.Flush()
 		conn.ReadMessage() // until the client leaves
-	}))
-	defer srv.Close()
-	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	})
 	for _, n := range sizes {
 		typ, msg, err := c.ReadMessage()
 		if err != nil {
@@ -53,6 +46,20 @@ func TestTextFramesReadByGorilla(t *testing.T) {
 			t.Fatalf("message of %d bytes: type %d, %d bytes", n, typ, len(msg))
 		}
 	}
+}
+
+// dialHandler serves one handler on a test server and dials it as a
+// websocket; the connection and the server close as the test ends.
+func dialHandler(t *testing.T, handler http.HandlerFunc) *websocket.Conn {
+	t.Helper()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // countingConn counts the writes that reach the socket.
@@ -87,27 +94,20 @@ func TestEventStreamWritesWaitingBatchesOnce(t *testing.T) {
 		t.Fatalf("%d batches waiting, want at least %d", len(sub.Events()), n/2)
 	}
 	writes := make(chan int64, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hj := &batchingHijacker{ResponseWriter: w}
-		conn, err := upgrader.Upgrade(hj, r, nil)
+	c := dialHandler(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, out, err := upgradeBatched(w, r) // the handshake flushed, as handleEvents does
 		if err != nil {
 			return
 		}
 		defer conn.Close()
-		hj.conn.Flush() // the handshake, as handleEvents does
-		cc := &countingConn{Conn: hj.conn.Conn}
+		cc := &countingConn{Conn: out.Conn}
 		st := &eventStream{conn: conn, out: &batchedConn{Conn: cc, w: bufio.NewWriterSize(cc, 32<<10)},
 			sub: sub, p: auth.Open, last: -1}
 		gone := make(chan struct{})
 		go st.readPump(gone)
 		st.writePump(gone) // until the client leaves
 		writes <- cc.writes.Load()
-	}))
-	defer srv.Close()
-	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	var last int64
 	for i := 0; i < n; i++ {
 		var e struct{ Seq int64 }

@@ -13,9 +13,28 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/sqlite"
 )
+
+// newKeyedService is a real service (named iss) over a fresh SQLite file,
+// with a keyring whose admin token is "admin-token".
+func newKeyedService(tb testing.TB, iss string) (*issuer.Service, *sqlite.DB, *auth.Keyring) {
+	tb.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "f.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: iss})
+	tb.Cleanup(func() { svc.Close(); db.Close() })
+	keys, err := auth.NewKeyring(ctx, db, "admin-token", nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return svc, db, keys
+}
 
 // newTestAPI is the API over a real service and SQLite file.
 func newTestAPI(tb testing.TB) *Server {

@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"testing"
 
 	"github.com/fenceview/fenceview/api"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/issuer"
-	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 // Every request the router sees carries a principal, whatever the route,
@@ -21,16 +18,7 @@ import (
 // credential's own. Nothing is left to a default a handler might read.
 func TestNoHandlerRunsWithoutAPrincipal(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "f.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: "t"})
-	t.Cleanup(func() { svc.Close(); db.Close() })
-	keys, err := auth.NewKeyring(ctx, db, "admin-token", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	svc, db, keys := newKeyedService(t, "t")
 	_, viewer, _ := keys.Create(ctx, "v", auth.Viewer, []string{"a/"})
 	paths := []string{"/static/missing.js", "/static/app.js", "/login", "/healthz", "/guard.wasm", "/v1/signing-keys",
 		"/favicon.ico", "/openapi.json", "/", "/status", "/rejections", "/v1/resources", "/v1/locks/a%2Fx", "/no/such/route", "/v1/auth/keys"}

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview/internal/wire"
 )
@@ -24,7 +21,7 @@ func TestRPCPendingAnswersSplitAtLines(t *testing.T) {
 	}
 	lines = append(lines, wire.AppendAnswer(nil, 999, http.StatusOK, map[string]any{"error": strings.Repeat("y", wire.MaxBatch+10)}))
 	all := bytes.Join(lines, []byte{'\n'})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c := dialHandler(t, func(w http.ResponseWriter, r *http.Request) {
 		conn, err := rpcUpgrader.Upgrade(w, r, nil)
 		if err != nil {
 			return
@@ -35,13 +32,7 @@ func TestRPCPendingAnswersSplitAtLines(t *testing.T) {
 		out.sendLines(bytes.Clone(all))
 		out.mu.Unlock()
 		conn.ReadMessage() // until the client leaves
-	}))
-	defer srv.Close()
-	c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	})
 	var got [][]byte
 	messages := 0
 	for len(got) < len(lines) {

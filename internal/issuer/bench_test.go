@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +16,6 @@ import (
 	"github.com/fenceview/fenceview/internal/benchenv"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/signing"
-	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 // The grant path without the disk (a no-op store): acquire and release of
@@ -35,13 +32,13 @@ func BenchmarkAcquire(b *testing.B) {
 		if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "held", Holder: "a", Lease: time.Hour}); err != nil {
 			b.Fatal(err)
 		}
-		cpu0 := cpuTime()
+		cpu0 := benchenv.CPUTime()
 		for b.Loop() {
 			if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "held", Holder: "b", Lease: time.Minute}); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(benchenv.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	})
 }
 
@@ -58,7 +55,7 @@ func benchGrants(b *testing.B, subs int) {
 		ids[i] = fmt.Sprintf("lock-%d", i)
 	}
 	i := 0
-	cpu0 := cpuTime()
+	cpu0 := benchenv.CPUTime()
 	for b.Loop() {
 		id := ids[i%len(ids)]
 		i++
@@ -71,7 +68,7 @@ func benchGrants(b *testing.B, subs int) {
 	}
 	// The process's CPU per grant: steadier than wall time on a shared
 	// machine (subscribers' reading included).
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/grant")
+	b.ReportMetric(float64(benchenv.CPUTime()-cpu0)/float64(b.N), "cpu-ns/grant")
 }
 
 // readAll reads and releases sub's events until it ends.
@@ -95,10 +92,7 @@ func BenchmarkGrantSigning(b *testing.B) {
 	for _, signed := range []bool{false, true} {
 		b.Run(fmt.Sprintf("signed=%v/clients=64", signed), func(b *testing.B) {
 			ctx := context.Background()
-			db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
+			db := openDB(b)
 			cfg := Config{Issuer: "bench", Clock: clock.Real{}, SweepInterval: time.Hour}
 			if signed {
 				k, err := signing.Open(ctx, db, nil)
@@ -108,10 +102,10 @@ func BenchmarkGrantSigning(b *testing.B) {
 				cfg.Signer = k
 			}
 			s := New(db, nil, 0, cfg)
-			defer func() { s.Close(); db.Close() }()
+			defer s.Close()
 			var next atomic.Int64
 			b.SetParallelism(32) // 64 goroutines on 2 cores
-			cpu0 := cpuTime()
+			cpu0 := benchenv.CPUTime()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				id := next.Add(1)
@@ -137,7 +131,7 @@ func BenchmarkGrantSigning(b *testing.B) {
 			// CPU per grant (the process's user+system time): steadier
 			// than wall time on a shared machine, and what bounds grants/s
 			// once the disk does not.
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/grant")
+			b.ReportMetric(float64(benchenv.CPUTime()-cpu0)/float64(b.N), "cpu-ns/grant")
 		})
 	}
 }
@@ -153,15 +147,6 @@ func BenchmarkSignGrant(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// cpuTime is the process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type memStore struct{}
@@ -278,11 +263,7 @@ func BenchmarkResourcePage(b *testing.B) {
 func BenchmarkMillionResources(b *testing.B) {
 	n := benchenv.Int("FENCEVIEW_BENCH_RESOURCES", 1_000_000)
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "m.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(b)
 	now := time.Now()
 	for start := 0; start < n; start += 10000 {
 		var rows []*fenceview.Resource

@@ -3,7 +3,6 @@ package issuer
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -35,12 +34,7 @@ func (g *gatedStore) Apply(ctx context.Context, rows []*fenceview.Resource, even
 // and for the group it handed over.
 func TestCallerCommitsAloneThenHandsOver(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "fenceview.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	store := &gatedStore{DB: db, applying: make(chan int), proceed: make(chan struct{})}
+	store := &gatedStore{DB: openDB(t), applying: make(chan int), proceed: make(chan struct{})}
 	s := New(store, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
 
 	fence := func(id string, errs chan<- error) {

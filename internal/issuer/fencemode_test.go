@@ -38,17 +38,7 @@ func TestReentrantAcquireKeepsTheLease(t *testing.T) {
 func TestWaiterWithoutLeaseGetsTheDefault(t *testing.T) {
 	h := newHarness(t)
 	acquire(t, h.Service, "r", "a", time.Hour)
-	queued := make(chan struct{})
-	h.queuedHook = func(string, string) { close(queued) }
-	got := make(chan fenceview.Grant, 1)
-	go func() {
-		g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: 0, Wait: time.Minute})
-		if err != nil {
-			t.Error(err)
-		}
-		got <- g
-	}()
-	<-queued
+	got := queueGrant(t, h.Service, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: 0, Wait: time.Minute})
 	if _, err := h.Release(ctx, "r", "a"); err != nil {
 		t.Fatal(err)
 	}

@@ -59,22 +59,39 @@ func (h *harness) restart(t *testing.T) {
 
 var ctx = context.Background()
 
+// openDB is a store on a new SQLite file, closed as the test ends (after
+// a service the test closes).
+func openDB(tb testing.TB) *sqlite.DB {
+	tb.Helper()
+	db, err := sqlite.Open(ctx, filepath.Join(tb.TempDir(), "fenceview.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
 // queueAcquire starts an acquire of res by holder for a minute's lease,
 // waiting up to an hour, and returns once it is queued: its grant arrives
 // on the channel.
 func (h *harness) queueAcquire(t *testing.T, res, holder string) <-chan fenceview.Grant {
 	t.Helper()
-	queued := make(chan struct{}, 1)
-	h.queuedHook = func(string, string) { queued <- struct{}{} }
+	return queueGrant(t, h.Service, fenceview.AcquireRequest{ResourceID: res, Holder: holder, Lease: time.Minute, Wait: time.Hour})
+}
+
+// queueGrant starts req, an acquire that waits, on s and returns once it
+// is queued (see queue): its grant arrives on the channel.
+func queueGrant(t *testing.T, s *Service, req fenceview.AcquireRequest) <-chan fenceview.Grant {
+	t.Helper()
+	waiting := queue(t, s, func() (fenceview.Grant, error) { return s.Acquire(ctx, req) })
 	got := make(chan fenceview.Grant, 1)
 	go func() {
-		g, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: res, Holder: holder, Lease: time.Minute, Wait: time.Hour})
-		if err != nil {
-			t.Error(err)
+		r := <-waiting
+		if r.err != nil {
+			t.Error(r.err)
 		}
-		got <- g
+		got <- r.v
 	}()
-	<-queued
 	return got
 }
 

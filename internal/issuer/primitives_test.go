@@ -21,13 +21,13 @@ func conflict(t *testing.T, err error, message string) map[string]any {
 	return fe.Fields
 }
 
-// waitFor runs f in a goroutine and returns its answer's channel, once the
+// queue runs f in a goroutine and returns its answer's channel, once the
 // service has queued it (the queued hook), so the test goes on knowing it
 // waits.
-func queue[T any](t *testing.T, h *harness, f func() (T, error)) chan result[T] {
+func queue[T any](t *testing.T, s *Service, f func() (T, error)) chan result[T] {
 	t.Helper()
 	queued := make(chan struct{}, 1)
-	h.queuedHook = func(string, string) { queued <- struct{}{} }
+	s.queuedHook = func(string, string) { queued <- struct{}{} }
 	out := make(chan result[T], 1)
 	go func() {
 		v, err := f()
@@ -38,7 +38,7 @@ func queue[T any](t *testing.T, h *harness, f func() (T, error)) chan result[T] 
 	case r := <-out:
 		t.Fatalf("answered instead of waiting: %+v", r)
 	}
-	h.queuedHook = nil
+	s.queuedHook = nil
 	return out
 }
 
@@ -78,7 +78,7 @@ func TestLockDelayKeepsAnUnreleasedLockFromEveryone(t *testing.T) {
 		t.Fatalf("the expiry's event: %+v", last)
 	}
 	// A waiter keeps waiting through the delay and is served when it ends.
-	waiting := queue(t, h, func() (fenceview.Grant, error) {
+	waiting := queue(t, h.Service, func() (fenceview.Grant, error) {
 		return h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "w", Lease: time.Minute, Wait: time.Minute})
 	})
 	h.clock.Advance(9 * time.Second)
@@ -116,7 +116,7 @@ func TestLockDelayEndsAtOnceOnReleaseOrForce(t *testing.T) {
 	}
 	h.clock.Advance(time.Second)
 	h.Sweep(ctx)
-	waiting := queue(t, h, func() (fenceview.Grant, error) {
+	waiting := queue(t, h.Service, func() (fenceview.Grant, error) {
 		return h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "w", Lease: time.Minute, Wait: time.Minute})
 	})
 	if err := h.ForceExpire(ctx, "r"); err != nil {
@@ -165,8 +165,8 @@ func TestSemaphoreGrantsTheLowestFreeSlot(t *testing.T) {
 		t.Fatalf("fields %v", f)
 	}
 	// FCFS for any slot, the slot's tokens going up.
-	first := queue(t, h, func() (fenceview.Grant, error) { return permit(h, "w1", 3, time.Minute) })
-	second := queue(t, h, func() (fenceview.Grant, error) { return permit(h, "w2", 3, time.Minute) })
+	first := queue(t, h.Service, func() (fenceview.Grant, error) { return permit(h, "w1", 3, time.Minute) })
+	second := queue(t, h.Service, func() (fenceview.Grant, error) { return permit(h, "w2", 3, time.Minute) })
 	if _, err := h.ReleasePermit(ctx, "jobs", "b", 1); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestMultiLockIsAllOrNothing(t *testing.T) {
 		}
 	}
 	// Waiting holds none: a is free to others meanwhile.
-	waiting := queue(t, h, func() ([]fenceview.Grant, error) {
+	waiting := queue(t, h.Service, func() ([]fenceview.Grant, error) {
 		return h.AcquireAll(ctx, fenceview.AcquireAllRequest{ResourceIDs: []string{"a", "b", "c"}, Holder: "m", Lease: time.Minute, Wait: time.Minute})
 	})
 	if ls, _ := h.Lock("a"); ls.Locked {
@@ -361,7 +361,7 @@ func TestElectionTermIsTheToken(t *testing.T) {
 	if again, err := campaign("a", "10.0.0.9", 0); err != nil || again.Term != a.Term {
 		t.Fatalf("the leader campaigning again: %+v %v", again, err)
 	}
-	b := queue(t, h, func() (fenceview.Leader, error) { return campaign("b", "10.0.0.2", time.Minute) })
+	b := queue(t, h.Service, func() (fenceview.Leader, error) { return campaign("b", "10.0.0.2", time.Minute) })
 	if err := h.Resign(ctx, "leader", "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +458,7 @@ func TestMetricsCountGrantsAndWaitersByKind(t *testing.T) {
 	if _, _, err := h.Campaign(ctx, fenceview.CampaignRequest{Election: "e", Candidate: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	waiting := queue(t, h, func() (fenceview.Grant, error) { return permit(h, "b", 1, time.Minute) })
+	waiting := queue(t, h.Service, func() (fenceview.Grant, error) { return permit(h, "b", 1, time.Minute) })
 	got := map[string][2]int64{}
 	for _, k := range h.Metrics().Kinds {
 		got[k.Kind.String()] = [2]int64{k.Grants, int64(k.Waiters)}

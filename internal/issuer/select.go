@@ -84,42 +84,36 @@ func viewAt(res *fenceview.Resource, now time.Time) fenceview.Resource {
 // sortKey returns the key function of an order. It reads the resource in
 // place (no copy per resource: a scan touches every one).
 func sortKey(sort string) func(*fenceview.Resource, time.Time) fenceview.ResourceKey {
-	switch sort {
-	case fenceview.SortHWM:
+	if num, ok := sortNums[sort]; ok {
 		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
-			return fenceview.ResourceKey{Num: r.HighWaterMark, ID: r.ResourceID}
+			return fenceview.ResourceKey{Num: num(r), ID: r.ResourceID}
 		}
-	case fenceview.SortLastToken:
-		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
-			return fenceview.ResourceKey{Num: r.LastToken, ID: r.ResourceID}
-		}
-	case fenceview.SortHolder:
+	}
+	if sort == fenceview.SortHolder {
 		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
 			if r.Holder == "" || !r.ExpiresAt.After(now) {
 				return fenceview.ResourceKey{ID: r.ResourceID}
 			}
 			return fenceview.ResourceKey{Str: r.Holder, ID: r.ResourceID}
 		}
-	case fenceview.SortAccepted:
-		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
-			return fenceview.ResourceKey{Num: r.Accepted, ID: r.ResourceID}
-		}
-	case fenceview.SortRejected:
-		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
-			return fenceview.ResourceKey{Num: r.Rejected, ID: r.ResourceID}
-		}
-	case fenceview.SortLastRefused:
-		return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
-			var ms int64
-			if !r.LastRejectionAt.IsZero() {
-				ms = r.LastRejectionAt.UnixMilli()
-			}
-			return fenceview.ResourceKey{Num: ms, ID: r.ResourceID}
-		}
 	}
 	return func(r *fenceview.Resource, now time.Time) fenceview.ResourceKey {
 		return fenceview.ResourceKey{ID: r.ResourceID}
 	}
+}
+
+// sortNums are the orders by a number of the resource, ties broken by id.
+var sortNums = map[string]func(*fenceview.Resource) int64{
+	fenceview.SortHWM:       func(r *fenceview.Resource) int64 { return r.HighWaterMark },
+	fenceview.SortLastToken: func(r *fenceview.Resource) int64 { return r.LastToken },
+	fenceview.SortAccepted:  func(r *fenceview.Resource) int64 { return r.Accepted },
+	fenceview.SortRejected:  func(r *fenceview.Resource) int64 { return r.Rejected },
+	fenceview.SortLastRefused: func(r *fenceview.Resource) int64 {
+		if r.LastRejectionAt.IsZero() {
+			return 0
+		}
+		return r.LastRejectionAt.UnixMilli()
+	},
 }
 
 func compareKeys(a, b fenceview.ResourceKey) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/signedtest"
-	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 type fixedSigner struct{}
@@ -28,14 +26,9 @@ func (fixedSigner) Sign(resourceID string, token int64) (string, string, error) 
 // signedtest.Old and checks with v.
 func newSignedService(t *testing.T, v *guard.Verifier, require bool) *Service {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "fenceview.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(db, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour,
+	s := New(openDB(t), nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour,
 		Signer: fixedSigner{}, Verifier: v, RequireSignatures: require})
-	t.Cleanup(func() { s.Close(); db.Close() })
+	t.Cleanup(s.Close)
 	return s
 }
 
@@ -121,17 +114,7 @@ func TestWaiterGrantIsSigned(t *testing.T) {
 	if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute, Wait: 0}); err != nil {
 		t.Fatal(err)
 	}
-	queued := make(chan struct{})
-	s.queuedHook = func(string, string) { close(queued) }
-	got := make(chan fenceview.Grant, 1)
-	go func() {
-		g, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute, Wait: time.Minute})
-		if err != nil {
-			t.Error(err)
-		}
-		got <- g
-	}()
-	<-queued
+	got := queueGrant(t, s, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute, Wait: time.Minute})
 	if _, err := s.Release(ctx, "r", "a"); err != nil {
 		t.Fatal(err)
 	}
@@ -165,13 +148,9 @@ func TestGroupGrantsAreSignedTogether(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		t.Run(fmt.Sprintf("broken=%v", broken), func(t *testing.T) {
 			ctx := context.Background()
-			db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "fenceview.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			signer := &batchSigner{broken: broken}
-			s := New(db, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour, Signer: signer})
-			defer func() { s.Close(); db.Close() }()
+			s := New(openDB(t), nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour, Signer: signer})
+			defer s.Close()
 			var wg sync.WaitGroup
 			grants := make([]fenceview.Grant, 32)
 			errs := make([]error, len(grants))

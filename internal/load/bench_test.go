@@ -19,16 +19,17 @@ import (
 // difference between the http and client rows is the client's.
 //
 //	go test ./cmd/fenceload/load -run '^$' -bench . -benchmem -benchtime 5s
-func BenchmarkGrantCycle(b *testing.B) {
-	benchDrivers(b, func(ctx context.Context, c Client, r int) error {
-		if _, err := c.Acquire(ctx, r); err != nil {
-			if errors.Is(err, ErrBusy) {
-				return nil
-			}
-			return err
+func BenchmarkGrantCycle(b *testing.B) { benchDrivers(b, grantCycle) }
+
+// grantCycle acquires r and releases it; r busy, it does nothing.
+func grantCycle(ctx context.Context, c Client, r int) error {
+	if _, err := c.Acquire(ctx, r); err != nil {
+		if errors.Is(err, ErrBusy) {
+			return nil
 		}
-		return c.Release(ctx, r)
-	})
+		return err
+	}
+	return c.Release(ctx, r)
 }
 
 func BenchmarkFence(b *testing.B) {
@@ -62,18 +63,12 @@ func benchDrivers(b *testing.B, op func(context.Context, Client, int) error) {
 				b.Fatal(err)
 			}
 			defer d.Close()
-			names := make([]string, resources)
-			for i := range names {
-				names[i] = fmt.Sprintf("bench-%d", i)
-			}
 			ctx := context.Background()
-			if err := d.Prepare(ctx, Setup{Resources: names, Clients: clients, Lease: 30 * time.Second}); err != nil {
-				b.Fatal(err)
-			}
+			prepare(b, d, clients, resources)
 			// Token 1 for every resource, so that fenced writes are of
 			// issued tokens.
 			c0, _ := d.NewClient(0, "setup")
-			for r := range names {
+			for r := range resources {
 				if _, err := c0.Acquire(ctx, r); err != nil {
 					b.Fatal(err)
 				}
@@ -81,28 +76,47 @@ func benchDrivers(b *testing.B, op func(context.Context, Client, int) error) {
 					b.Fatal(err)
 				}
 			}
-			var next atomic.Int64
 			b.SetParallelism(clients / 2) // 2 CPUs here; the rest of the 64 as far as GOMAXPROCS allows
 			b.ReportAllocs()
 			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				id := int(next.Add(1))
-				c, err := d.NewClient(id, fmt.Sprintf("b%d", id))
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				rng := rand.New(rand.NewPCG(uint64(id), 1))
-				for pb.Next() {
-					if err := op(ctx, c, rng.IntN(resources)); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			runClients(b, d, resources, op)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 		})
 	}
+}
+
+// prepare makes the resources bench-0 to bench-(resources-1) on d for
+// clients callers.
+func prepare(b *testing.B, d Driver, clients, resources int) {
+	names := make([]string, resources)
+	for i := range names {
+		names[i] = fmt.Sprintf("bench-%d", i)
+	}
+	if err := d.Prepare(context.Background(), Setup{Resources: names, Clients: clients, Lease: 30 * time.Second}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// runClients runs op from b's parallel goroutines, each with a client of
+// d of its own and its own random sequence of the resources.
+func runClients(b *testing.B, d Driver, resources int, op func(context.Context, Client, int) error) {
+	ctx := context.Background()
+	var next atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		id := int(next.Add(1))
+		c, err := d.NewClient(id, fmt.Sprintf("b%d", id))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		rng := rand.New(rand.NewPCG(uint64(id), 1))
+		for pb.Next() {
+			if err := op(ctx, c, rng.IntN(resources)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 // What auth costs on the grant path: the same 64 callers over the JSON
@@ -141,39 +155,10 @@ func BenchmarkGrantCycleAuth(b *testing.B) {
 				}
 				d.Key = k.Secret
 			}
-			names := make([]string, resources)
-			for i := range names {
-				names[i] = fmt.Sprintf("bench-%d", i)
-			}
-			if err := d.Prepare(ctx, Setup{Resources: names, Clients: clients, Lease: 30 * time.Second}); err != nil {
-				b.Fatal(err)
-			}
-			var next atomic.Int64
+			prepare(b, d, clients, resources)
 			b.SetParallelism(clients / 2)
 			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				id := int(next.Add(1))
-				c, err := d.NewClient(id, fmt.Sprintf("b%d", id))
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				rng := rand.New(rand.NewPCG(uint64(id), 1))
-				for pb.Next() {
-					r := rng.IntN(resources)
-					if _, err := c.Acquire(ctx, r); err != nil {
-						if errors.Is(err, ErrBusy) {
-							continue
-						}
-						b.Error(err)
-						return
-					}
-					if err := c.Release(ctx, r); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			runClients(b, d, resources, grantCycle)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 		})
 	}

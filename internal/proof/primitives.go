@@ -112,65 +112,57 @@ func SemaphoreModel(permits int) porcupine.Model {
 		}
 		return -1
 	}
-	m := porcupine.NondeterministicModel{
-		Init: func() []any { return []any{semState{}} },
-		Step: func(state, input, output any) []any {
-			s, in, out := state.(semState), input.(Call), output.(Result)
-			free := lowestFree(s)
-			switch in.Op {
-			case OpAcquire:
-				took := s
-				if free >= 0 {
-					took.Holder[free] = in.Holder
-					took.Last[free]++
-				}
-				switch {
-				case out.Unknown:
-					return []any{s, took}
-				case !out.OK:
-					return when(free < 0, s)
-				default:
-					return when(free >= 0 && out.Slot == free && len(out.Tokens) == 1 && out.Tokens[0] == took.Last[free], took)
-				}
-			case OpRelease:
-				mine := in.Slot >= 0 && in.Slot < ModelSlots && s.Holder[in.Slot] == in.Holder
-				freed := s
-				if mine {
-					freed.Holder[in.Slot] = ""
-				}
-				switch {
-				case out.Unknown:
-					return []any{s, freed}
-				case out.OK:
-					return when(mine, freed)
-				default:
-					return when(!mine, s)
-				}
-			case OpRead:
-				for i := range ModelSlots {
-					want := Holding{Holder: s.Holder[i]}
-					if want.Holder != "" {
-						want.Token = s.Last[i]
-					}
-					if out.Held[i] != want {
-						return nil
-					}
-				}
-				return []any{s}
+	return primitiveModel(func(s semState, in Call, out Result) []any {
+		free := lowestFree(s)
+		switch in.Op {
+		case OpAcquire:
+			took := s
+			if free >= 0 {
+				took.Holder[free] = in.Holder
+				took.Last[free]++
 			}
-			return nil
-		},
-		DescribeOperation: describeOp,
-		DescribeState: func(state any) string {
-			s := state.(semState)
-			var parts []string
-			for i := range permits {
-				parts = append(parts, fmt.Sprintf("#%d %q@%d", i, s.Holder[i], s.Last[i]))
+			switch {
+			case out.Unknown:
+				return []any{s, took}
+			case !out.OK:
+				return when(free < 0, s)
+			default:
+				return when(free >= 0 && out.Slot == free && len(out.Tokens) == 1 && out.Tokens[0] == took.Last[free], took)
 			}
-			return strings.Join(parts, ", ")
-		},
-	}
-	return m.ToModel()
+		case OpRelease:
+			mine := in.Slot >= 0 && in.Slot < ModelSlots && s.Holder[in.Slot] == in.Holder
+			freed := s
+			if mine {
+				freed.Holder[in.Slot] = ""
+			}
+			switch {
+			case out.Unknown:
+				return []any{s, freed}
+			case out.OK:
+				return when(mine, freed)
+			default:
+				return when(!mine, s)
+			}
+		case OpRead:
+			for i := range ModelSlots {
+				want := Holding{Holder: s.Holder[i]}
+				if want.Holder != "" {
+					want.Token = s.Last[i]
+				}
+				if out.Held[i] != want {
+					return nil
+				}
+			}
+			return []any{s}
+		}
+		return nil
+	}, func(s semState) string {
+		var parts []string
+		for i := range permits {
+			parts = append(parts, fmt.Sprintf("#%d %q@%d", i, s.Holder[i], s.Last[i]))
+		}
+		return strings.Join(parts, ", ")
+	})
 }
 
 // multiState is the locks of a multi-lock workload.
@@ -192,74 +184,66 @@ type multiState struct {
 //
 // A partial set, seen by any reader at any moment, is not linearizable.
 func MultiLockModel() porcupine.Model {
-	m := porcupine.NondeterministicModel{
-		Init: func() []any { return []any{multiState{}} },
-		Step: func(state, input, output any) []any {
-			s, in, out := state.(multiState), input.(Call), output.(Result)
-			switch in.Op {
-			case OpAcquire:
-				var others []int
-				took := s
-				for _, l := range in.Locks {
-					if s.Holder[l] != "" && s.Holder[l] != in.Holder {
-						others = append(others, l)
-					}
-					took.Holder[l] = in.Holder
-					took.Holds[l]++
-					took.Last[l]++
+	return primitiveModel(func(s multiState, in Call, out Result) []any {
+		switch in.Op {
+		case OpAcquire:
+			var others []int
+			took := s
+			for _, l := range in.Locks {
+				if s.Holder[l] != "" && s.Holder[l] != in.Holder {
+					others = append(others, l)
 				}
-				switch {
-				case out.Unknown:
-					if len(others) > 0 {
-						return []any{s}
-					}
-					return []any{s, took}
-				case !out.OK:
-					return when(len(others) > 0 && sameSet(out.Locks, others), s)
+				took.Holder[l] = in.Holder
+				took.Holds[l]++
+				took.Last[l]++
+			}
+			switch {
+			case out.Unknown:
+				if len(others) > 0 {
+					return []any{s}
 				}
-				if len(others) > 0 || len(out.Tokens) != len(in.Locks) {
+				return []any{s, took}
+			case !out.OK:
+				return when(len(others) > 0 && sameSet(out.Locks, others), s)
+			}
+			if len(others) > 0 || len(out.Tokens) != len(in.Locks) {
+				return nil
+			}
+			for i, l := range in.Locks {
+				if out.Tokens[i] != took.Last[l] {
 					return nil
 				}
-				for i, l := range in.Locks {
-					if out.Tokens[i] != took.Last[l] {
-						return nil
+			}
+			return []any{took}
+		case OpRelease:
+			var mine []int
+			freed := s
+			for _, l := range in.Locks {
+				if s.Holder[l] == in.Holder {
+					mine = append(mine, l)
+					if freed.Holds[l]--; freed.Holds[l] == 0 {
+						freed.Holder[l] = ""
 					}
 				}
-				return []any{took}
-			case OpRelease:
-				var mine []int
-				freed := s
-				for _, l := range in.Locks {
-					if s.Holder[l] == in.Holder {
-						mine = append(mine, l)
-						if freed.Holds[l]--; freed.Holds[l] == 0 {
-							freed.Holder[l] = ""
-						}
-					}
-				}
-				if out.Unknown {
-					return []any{s, freed}
-				}
-				return when(out.OK && sameSet(out.Locks, mine), freed)
-			case OpRead:
-				l := in.Locks[0]
-				return when(out.Holder == s.Holder[l] && out.Token == s.Last[l], s)
 			}
-			return nil
-		},
-		DescribeOperation: describeOp,
-		DescribeState: func(state any) string {
-			s := state.(multiState)
-			var parts []string
-			for i := range ModelLocks {
-				if s.Last[i] > 0 {
-					parts = append(parts, fmt.Sprintf("%d:%q@%d", i, s.Holder[i], s.Last[i]))
-				}
+			if out.Unknown {
+				return []any{s, freed}
 			}
-			return strings.Join(parts, ", ")
-		},
-	}
-	return m.ToModel()
+			return when(out.OK && sameSet(out.Locks, mine), freed)
+		case OpRead:
+			l := in.Locks[0]
+			return when(out.Holder == s.Holder[l] && out.Token == s.Last[l], s)
+		}
+		return nil
+	}, func(s multiState) string {
+		var parts []string
+		for i := range ModelLocks {
+			if s.Last[i] > 0 {
+				parts = append(parts, fmt.Sprintf("%d:%q@%d", i, s.Holder[i], s.Last[i]))
+			}
+		}
+		return strings.Join(parts, ", ")
+	})
 }
 
 // electionState is an election: its leader, term and value, and the last
@@ -283,58 +267,63 @@ type electionState struct {
 //
 // So at most one leader per term, and terms strictly increase.
 func ElectionModel() porcupine.Model {
-	m := porcupine.NondeterministicModel{
-		Init: func() []any { return []any{electionState{}} },
-		Step: func(state, input, output any) []any {
-			s, in, out := state.(electionState), input.(Call), output.(Result)
-			leads := s.Leader != "" && s.Leader == in.Holder
-			next := s
-			switch in.Op {
-			case OpAcquire:
-				switch {
-				case leads:
-					next.Value = in.Value
-				case s.Leader == "":
-					next = electionState{Leader: in.Holder, Term: s.Last + 1, Value: in.Value, Last: s.Last + 1}
-				}
-				if out.Unknown {
-					return []any{s, next}
-				}
-				if !out.OK {
-					return when(!leads && s.Leader != "" && out.Holder == s.Leader && out.Token == s.Term, s)
-				}
-				return when((leads || s.Leader == "") && out.Token == next.Term && out.Holder == in.Holder && out.Value == in.Value, next)
-			case OpProclaim:
+	return primitiveModel(func(s electionState, in Call, out Result) []any {
+		leads := s.Leader != "" && s.Leader == in.Holder
+		next := s
+		switch in.Op {
+		case OpAcquire:
+			switch {
+			case leads:
 				next.Value = in.Value
-				if out.Unknown {
-					return []any{s, when1(leads, next, s)}
-				}
-				if !out.OK {
-					return when(!leads, s)
-				}
-				return when(leads && out.Token == s.Term && out.Value == in.Value, next)
-			case OpRelease:
-				next = electionState{Last: s.Last}
-				if out.Unknown {
-					return []any{s, when1(leads, next, s)}
-				}
-				if !out.OK {
-					return when(!leads, s)
-				}
-				return when(leads && out.Token == s.Term, next)
-			case OpRead:
-				return when(out.Holder == s.Leader && (s.Leader == "" || out.Token == s.Term && out.Value == s.Value), s)
+			case s.Leader == "":
+				next = electionState{Leader: in.Holder, Term: s.Last + 1, Value: in.Value, Last: s.Last + 1}
 			}
-			return nil
-		},
+			if out.Unknown {
+				return []any{s, next}
+			}
+			if !out.OK {
+				return when(!leads && s.Leader != "" && out.Holder == s.Leader && out.Token == s.Term, s)
+			}
+			return when((leads || s.Leader == "") && out.Token == next.Term && out.Holder == in.Holder && out.Value == in.Value, next)
+		case OpProclaim:
+			next.Value = in.Value
+			if out.Unknown {
+				return []any{s, when1(leads, next, s)}
+			}
+			if !out.OK {
+				return when(!leads, s)
+			}
+			return when(leads && out.Token == s.Term && out.Value == in.Value, next)
+		case OpRelease:
+			next = electionState{Last: s.Last}
+			if out.Unknown {
+				return []any{s, when1(leads, next, s)}
+			}
+			if !out.OK {
+				return when(!leads, s)
+			}
+			return when(leads && out.Token == s.Term, next)
+		case OpRead:
+			return when(out.Holder == s.Leader && (s.Leader == "" || out.Token == s.Term && out.Value == s.Value), s)
+		}
+		return nil
+	}, func(s electionState) string {
+		if s.Leader == "" {
+			return fmt.Sprintf("nobody leads (last term %d)", s.Last)
+		}
+		return fmt.Sprintf("%s leads term %d, value %q", s.Leader, s.Term, s.Value)
+	})
+}
+
+// primitiveModel is the model of one primitive whose state is an S, zero
+// at the start: step gives the states a call may leave it in (none: the
+// call's result is impossible there).
+func primitiveModel[S any](step func(s S, in Call, out Result) []any, describeState func(S) string) porcupine.Model {
+	m := porcupine.NondeterministicModel{
+		Init:              func() []any { var s S; return []any{s} },
+		Step:              func(state, input, output any) []any { return step(state.(S), input.(Call), output.(Result)) },
 		DescribeOperation: describeOp,
-		DescribeState: func(state any) string {
-			s := state.(electionState)
-			if s.Leader == "" {
-				return fmt.Sprintf("nobody leads (last term %d)", s.Last)
-			}
-			return fmt.Sprintf("%s leads term %d, value %q", s.Leader, s.Term, s.Value)
-		},
+		DescribeState:     func(state any) string { return describeState(state.(S)) },
 	}
 	return m.ToModel()
 }

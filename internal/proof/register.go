@@ -86,42 +86,34 @@ type fenceState struct {
 //   - otherwise a write with token >= mark is accepted and raises the mark,
 //     and one below it is refused as stale-token with required = the mark;
 //   - a read returns the mark and the last token issued.
-var FenceModel = porcupine.Model{
-	Partition: byResource,
-	Init:      func() any { return fenceState{} },
-	Step: func(state, input, output any) (bool, any) {
-		s, in, out := state.(fenceState), input.(Input), output.(Output)
-		switch in.Kind {
-		case Grant:
-			if out.Token != max(s.Last, s.HWM)+1 {
+var FenceModel = registerModel(func(s fenceState, in Input, out Output) (bool, fenceState) {
+	switch in.Kind {
+	case Grant:
+		if out.Token != max(s.Last, s.HWM)+1 {
+			return false, s
+		}
+		s.Last = out.Token
+		return true, s
+	case Write:
+		switch {
+		case s.Last > 0 && in.Token > s.Last:
+			return !out.Accepted && out.Reason == ReasonUnissued && out.Required == s.HWM, s
+		case in.Token >= s.HWM:
+			if !out.Accepted {
 				return false, s
 			}
-			s.Last = out.Token
+			s.HWM = in.Token
 			return true, s
-		case Write:
-			switch {
-			case s.Last > 0 && in.Token > s.Last:
-				return !out.Accepted && out.Reason == ReasonUnissued && out.Required == s.HWM, s
-			case in.Token >= s.HWM:
-				if !out.Accepted {
-					return false, s
-				}
-				s.HWM = in.Token
-				return true, s
-			default:
-				return !out.Accepted && out.Reason == ReasonStale && out.Required == s.HWM, s
-			}
-		case Read:
-			return out.Token == s.HWM && out.Last == s.Last, s
+		default:
+			return !out.Accepted && out.Reason == ReasonStale && out.Required == s.HWM, s
 		}
-		return false, s
-	},
-	DescribeOperation: describe,
-	DescribeState: func(state any) string {
-		s := state.(fenceState)
-		return fmt.Sprintf("mark %d, last issued %d", s.HWM, s.Last)
-	},
-}
+	case Read:
+		return out.Token == s.HWM && out.Last == s.Last, s
+	}
+	return false, s
+}, func(s fenceState) string {
+	return fmt.Sprintf("mark %d, last issued %d", s.HWM, s.Last)
+})
 
 // kvState is a value store's register for one resource.
 type kvState struct {
@@ -134,33 +126,40 @@ type kvState struct {
 // resource: a write with token >= mark stores its value and raises the
 // mark; one below it is refused as stale-token with required = the mark
 // and changes nothing; a read returns the value of the last write applied.
-var KVModel = porcupine.Model{
-	Partition: byResource,
-	Init:      func() any { return kvState{} },
-	Step: func(state, input, output any) (bool, any) {
-		s, in, out := state.(kvState), input.(Input), output.(Output)
-		switch in.Kind {
-		case Write:
-			if in.Token < s.HWM {
-				return !out.Accepted && out.Reason == ReasonStale && out.Required == s.HWM, s
-			}
-			if !out.Accepted {
-				return false, s
-			}
-			return true, kvState{HWM: in.Token, Value: in.Value, Found: true}
-		case Read:
-			return out.Found == s.Found && out.Value == s.Value, s
+var KVModel = registerModel(func(s kvState, in Input, out Output) (bool, kvState) {
+	switch in.Kind {
+	case Write:
+		if in.Token < s.HWM {
+			return !out.Accepted && out.Reason == ReasonStale && out.Required == s.HWM, s
 		}
-		return false, s
-	},
-	DescribeOperation: describe,
-	DescribeState: func(state any) string {
-		s := state.(kvState)
-		if !s.Found {
-			return fmt.Sprintf("mark %d, no value", s.HWM)
+		if !out.Accepted {
+			return false, s
 		}
-		return fmt.Sprintf("mark %d, value %q", s.HWM, s.Value)
-	},
+		return true, kvState{HWM: in.Token, Value: in.Value, Found: true}
+	case Read:
+		return out.Found == s.Found && out.Value == s.Value, s
+	}
+	return false, s
+}, func(s kvState) string {
+	if !s.Found {
+		return fmt.Sprintf("mark %d, no value", s.HWM)
+	}
+	return fmt.Sprintf("mark %d, value %q", s.HWM, s.Value)
+})
+
+// registerModel is the model of a register per resource whose state is
+// an S, zero at the start: step says whether a call's output is possible
+// in s and the state it leaves.
+func registerModel[S any](step func(s S, in Input, out Output) (bool, S), describeState func(S) string) porcupine.Model {
+	return porcupine.Model{
+		Partition: byResource,
+		Init:      func() any { var s S; return s },
+		Step: func(state, input, output any) (bool, any) {
+			return step(state.(S), input.(Input), output.(Output))
+		},
+		DescribeOperation: describe,
+		DescribeState:     func(state any) string { return describeState(state.(S)) },
+	}
 }
 
 func byResource(history []porcupine.Operation) [][]porcupine.Operation {

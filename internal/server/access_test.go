@@ -200,6 +200,18 @@ func dial(t *testing.T, u, cred string, header ...string) (*websocket.Conn, *htt
 	return websocket.DefaultDialer.Dial(u, h)
 }
 
+// openStream dials the stream at path with cred, failing the test when it
+// cannot; the connection closes as the test ends.
+func openStream(t *testing.T, s *servertest.Server, path, cred string) *websocket.Conn {
+	t.Helper()
+	c, _, err := dial(t, wsURL(s, path), cred)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func wsURL(s *servertest.Server, path string) string {
 	return "ws" + strings.TrimPrefix(s.URL(), "http") + path
 }
@@ -209,16 +221,8 @@ func wsURL(s *servertest.Server, path string) string {
 func TestRevocationIsImmediateOnOpenStreams(t *testing.T) {
 	s := servertest.Start(t, server.Config{AdminToken: admin})
 	id, cli := newKey(t, s, "worker", "client")
-	events, _, err := dial(t, wsURL(s, "/v1/events"), cli)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer events.Close()
-	rpc, _, err := dial(t, wsURL(s, "/v1/rpc"), cli)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rpc.Close()
+	events := openStream(t, s, "/v1/events", cli)
+	rpc := openStream(t, s, "/v1/rpc", cli)
 	rpc.WriteMessage(websocket.TextMessage, []byte(`{"id":1,"op":"acquire","resource":"r","holder":"h"}`))
 	rpc.SetReadDeadline(time.Now().Add(10 * time.Second)) // hang guard
 	if _, m, err := rpc.ReadMessage(); err != nil || !strings.Contains(string(m), `"status":200`) {
@@ -288,11 +292,7 @@ func TestResourcePrefixes(t *testing.T) {
 		t.Fatalf("rejections: %s", rej.Raw)
 	}
 	// The stream: the replay and live events, team-a's only.
-	ws, _, err := dial(t, wsURL(s, "/v1/events?since=0"), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.Close()
+	ws := openStream(t, s, "/v1/events?since=0", a)
 	call(t, nil, "POST", s.URL()+"/v1/fence/team-b%2Fy", admin, map[string]any{"token": 1})
 	call(t, nil, "POST", s.URL()+"/v1/fence/team-a%2Fx", admin, map[string]any{"token": 1})
 	ws.SetReadDeadline(time.Now().Add(10 * time.Second)) // hang guard
@@ -310,11 +310,7 @@ func TestResourcePrefixes(t *testing.T) {
 		}
 	}
 	// RPC answers refuse the other team's resources.
-	rpc, _, err := dial(t, wsURL(s, "/v1/rpc"), a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rpc.Close()
+	rpc := openStream(t, s, "/v1/rpc", a)
 	rpc.WriteMessage(websocket.TextMessage, []byte(`{"id":1,"op":"acquire","resource":"team-b/y","holder":"h"}`))
 	rpc.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, m, err := rpc.ReadMessage(); err != nil || !strings.Contains(string(m), `"status":403`) {

@@ -41,11 +41,7 @@ func TestRPCConnectionMemoryBudget(t *testing.T) {
 		fmt.Fprintf(&work, `{"id":%d,"op":"lock","resource":"r-%d","source":"%s"}`+"\n", i+1, i, strings.Repeat("s", 60<<10*b2i(i%20 == 0)))
 	}
 	for range conns {
-		c, _, err := dial(t, wsURL(s, "/v1/rpc"), cli)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := openStream(t, s, "/v1/rpc", cli)
 		ws = append(ws, c)
 		if err := c.WriteMessage(websocket.TextMessage, []byte(work.String())); err != nil {
 			t.Fatal(err)

@@ -59,11 +59,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestRevokeStopsRPCMessagesAlreadyRead(t *testing.T) {
 	s := servertest.Start(t, server.Config{AdminToken: admin})
 	id, cli := newKey(t, s, "worker", "client")
-	rpc, _, err := dial(t, wsURL(s, "/v1/rpc"), cli)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rpc.Close()
+	rpc := openStream(t, s, "/v1/rpc", cli)
 	const n = 12000
 	for m := 0; m < n/1000; m++ {
 		var msg strings.Builder
@@ -152,11 +148,7 @@ func TestLogoutAndExpiryEndTheSessionsStreams(t *testing.T) {
 // its open streams and dashboard sessions end; the new one works.
 func TestAdminTokenRotationEndsTheOldTokensStreams(t *testing.T) {
 	s := servertest.Start(t, server.Config{AdminToken: admin})
-	events, _, err := dial(t, wsURL(s, "/v1/events"), admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer events.Close()
+	events := openStream(t, s, "/v1/events", admin)
 	session := cookieOf(form(t, s, "/login", url.Values{"key": {admin}}, nil))
 	const next = "the-next-admin-token-0123456789abcdef"
 	if err := s.SetAdminToken(next); err != nil {
@@ -216,11 +208,7 @@ func TestRPCClientThatDoesNotReadIsClosed(t *testing.T) {
 	const conns = 4
 	var ws [conns]*websocket.Conn
 	for i := range ws {
-		c, _, err := dial(t, wsURL(s, "/v1/rpc"), cli)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := openStream(t, s, "/v1/rpc", cli)
 		ws[i] = c
 	}
 	// Lock-state reads, answered at once and never read: far more answers
@@ -277,16 +265,8 @@ func goroutines() int {
 func TestCloseEndsWebsocketsAndTheirWaiters(t *testing.T) {
 	s := servertest.Start(t, server.Config{AdminToken: admin})
 	call(t, nil, "POST", s.URL()+"/v1/locks/held/acquire", admin, acquireBody("owner"))
-	rpc, _, err := dial(t, wsURL(s, "/v1/rpc"), admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rpc.Close()
-	events, _, err := dial(t, wsURL(s, "/v1/events"), admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer events.Close()
+	rpc := openStream(t, s, "/v1/rpc", admin)
+	events := openStream(t, s, "/v1/events", admin)
 	var waits strings.Builder
 	for i := range 100 {
 		fmt.Fprintf(&waits, `{"id":%d,"op":"acquire","resource":"held","holder":"w%d","waitMs":300000}`+"\n", i+1, i)

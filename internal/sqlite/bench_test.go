@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,39 +19,37 @@ import (
 func BenchmarkApply(b *testing.B) {
 	for _, perTx := range []int{1, 64} {
 		b.Run(fmt.Sprintf("changes=%d", perTx), func(b *testing.B) {
-			ctx := context.Background()
 			db := openTemp(b)
 			now := time.Now()
 			var seq int64
 			b.ResetTimer()
-			cpu0 := cpuTime()
+			cpu0 := benchenv.CPUTime()
 			for i := 0; i < b.N; i++ {
 				rows := make([]*fenceview.Resource, perTx)
-				events := make([]fenceview.Event, perTx)
 				for j := range rows {
 					seq++
 					rows[j] = &fenceview.Resource{ResourceID: fmt.Sprintf("r-%d", (i*perTx+j)%1024), LastToken: seq, Holder: "h", HoldCount: 1, ExpiresAt: now}
-					events[j] = fenceview.Event{Seq: seq, Type: fenceview.EventGrant, ResourceID: rows[j].ResourceID, Token: seq, Holder: "h", At: now}
 				}
-				if err := db.Apply(ctx, rows, events); err != nil {
-					b.Fatal(err)
-				}
+				applyGrants(b, db, rows, now)
 			}
 			b.ReportMetric(float64(b.N*perTx)/b.Elapsed().Seconds(), "changes/s")
 			// The process's CPU, the kernel's share of the writes and
 			// fsyncs included: what a commit costs a busy server.
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N*perTx), "cpu-us/change")
+			b.ReportMetric(float64((benchenv.CPUTime()-cpu0).Microseconds())/float64(b.N*perTx), "cpu-us/change")
 		})
 	}
 }
 
-// cpuTime is the process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
+// applyGrants applies rows, each a grant of token LastToken, with their
+// grant events (seq LastToken, at at) in one durable transaction.
+func applyGrants(b *testing.B, db *DB, rows []*fenceview.Resource, at time.Time) {
+	events := make([]fenceview.Event, len(rows))
+	for j, r := range rows {
+		events[j] = fenceview.Event{Seq: r.LastToken, Type: fenceview.EventGrant, ResourceID: r.ResourceID, Token: r.LastToken, Holder: r.Holder, At: at}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if err := db.Apply(context.Background(), rows, events); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // WAL frames (pages written) per durable commit of one grant: one existing
@@ -66,22 +63,17 @@ func BenchmarkApplyPages(b *testing.B) {
 	// 64 clients, changes spread over the resources.
 	for _, perTx := range []int{1, 32} {
 		b.Run(fmt.Sprintf("changes=%d", perTx), func(b *testing.B) {
-			ctx := context.Background()
 			db := openTemp(b)
 			now := time.Now()
 			var seq int64
 			commit := func(i int) {
 				rows := make([]*fenceview.Resource, perTx)
-				events := make([]fenceview.Event, perTx)
 				for j := range rows {
 					seq++
 					id := fmt.Sprintf("resource-%d", (i*perTx+j)*7919%1024)
 					rows[j] = &fenceview.Resource{ResourceID: id, LastToken: seq, Token: seq, Holder: "holder", HoldCount: 1, LeaseMs: 30000, GrantedAt: now, ExpiresAt: now}
-					events[j] = fenceview.Event{Seq: seq, Type: fenceview.EventGrant, ResourceID: id, Token: seq, Holder: "holder", At: now}
 				}
-				if err := db.Apply(ctx, rows, events); err != nil {
-					b.Fatal(err)
-				}
+				applyGrants(b, db, rows, now)
 			}
 			for i := 0; i < 8192/perTx; i++ { // every resource exists, the history has some depth
 				commit(i)

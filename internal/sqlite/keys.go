@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -39,21 +40,16 @@ func (db *DB) DeleteKey(ctx context.Context, id string) (bool, error) {
 // Keys returns every API key with its hash.
 func (db *DB) Keys(ctx context.Context) ([]auth.Stored, error) {
 	rows, err := db.read.QueryContext(ctx, `SELECT id, name, role, resources, secret_hash, created_at FROM auth_keys ORDER BY created_at, id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []auth.Stored
-	for rows.Next() {
+	return collect(rows, err, func(rows *sql.Rows) (auth.Stored, error) {
 		var s auth.Stored
 		var role, res string
 		var hash []byte
 		var created int64
 		if err := rows.Scan(&s.ID, &s.Name, &role, &res, &hash, &created); err != nil {
-			return nil, err
+			return s, err
 		}
 		if err := json.Unmarshal([]byte(res), &s.Resources); err != nil || len(hash) != len(s.Hash) {
-			return nil, fmt.Errorf("key %s: damaged row", s.ID)
+			return s, fmt.Errorf("key %s: damaged row", s.ID)
 		}
 		if len(s.Resources) == 0 {
 			s.Resources = nil
@@ -61,9 +57,8 @@ func (db *DB) Keys(ctx context.Context) ([]auth.Stored, error) {
 		s.Role = auth.Role(role)
 		copy(s.Hash[:], hash)
 		s.CreatedAt = time.UnixMilli(created).UTC()
-		out = append(out, s)
-	}
-	return out, rows.Err()
+		return s, nil
+	})
 }
 
 // prefixWhere keeps rows whose resource id starts with one of prefixes. A

@@ -18,21 +18,13 @@ func (db *DB) MinuteCounts(ctx context.Context, since, until time.Time) ([]fence
 			SELECT at / 60000, type, CASE WHEN type = 'reject' THEN reason ELSE '' END, COUNT(*) FROM events
 			WHERE seq > `+foldedSeq+` AND at >= ?1 * 60000 AND at < ?2 * 60000 GROUP BY 1, 2, 3)
 		GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`, since.UnixMilli()/60000, (until.UnixMilli()+59999)/60000)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []fenceview.MinuteCount
-	for rows.Next() {
+	return collect(rows, err, func(rows *sql.Rows) (fenceview.MinuteCount, error) {
 		var c fenceview.MinuteCount
 		var m int64
-		if err := rows.Scan(&m, &c.Type, &c.Reason, &c.N); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&m, &c.Type, &c.Reason, &c.N)
 		c.Minute = time.UnixMilli(m * 60000).UTC()
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		return c, err
+	})
 }
 
 // RejectionSources returns the sources of rejections with their counts,

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"crypto/ed25519"
+	"database/sql"
 	"time"
 
 	"github.com/fenceview/fenceview/internal/signing"
@@ -13,25 +14,15 @@ var _ signing.Store = (*DB)(nil)
 // SigningKeys returns the issuer's signing keys.
 func (db *DB) SigningKeys(ctx context.Context) ([]signing.Key, error) {
 	rows, err := db.write.QueryContext(ctx, `SELECT private_key, created_at, active FROM signing_keys ORDER BY created_at DESC`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var keys []signing.Key
-	for rows.Next() {
+	return collect(rows, err, func(rows *sql.Rows) (signing.Key, error) {
 		var priv []byte
 		var created int64
 		var active bool
 		if err := rows.Scan(&priv, &created, &active); err != nil {
-			return nil, err
+			return signing.Key{}, err
 		}
-		k, err := signing.NewKey(ed25519.PrivateKey(priv), time.UnixMilli(created).UTC(), active)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, rows.Err()
+		return signing.NewKey(ed25519.PrivateKey(priv), time.UnixMilli(created).UTC(), active)
+	})
 }
 
 // AddSigningKey stores k as the one active key.

@@ -436,12 +436,7 @@ func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
 		       lock_delay_ms, available_at, permits, election, value
 		FROM resource_log WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id)`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*fenceview.Resource
-	for rows.Next() {
+	return collect(rows, err, func(rows *sql.Rows) (*fenceview.Resource, error) {
 		var r fenceview.Resource
 		var granted, expires, lastRej, available sql.NullInt64
 		if err := rows.Scan(&r.ResourceID, &r.LastToken, &r.HighWaterMark, &r.Holder, &r.HoldCount, &r.Token, &r.LeaseMs,
@@ -451,7 +446,24 @@ func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 		}
 		r.GrantedAt, r.ExpiresAt, r.LastRejectionAt = fromMs(granted), fromMs(expires), fromMs(lastRej)
 		r.AvailableAt = fromMs(available)
-		out = append(out, &r)
+		return &r, nil
+	})
+}
+
+// collect reads each row of a query's answer (rows, err) with scan, and
+// closes rows.
+func collect[T any](rows *sql.Rows, err error, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
 	}
 	return out, rows.Err()
 }
@@ -550,22 +562,18 @@ func (db *DB) HolderEvents(ctx context.Context, holder string, prefixes []string
 
 func (db *DB) queryEvents(ctx context.Context, q string, args ...any) ([]fenceview.Event, error) {
 	rows, err := db.read.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []fenceview.Event{}
-	for rows.Next() {
+	out, err := collect(rows, err, func(rows *sql.Rows) (fenceview.Event, error) {
 		var e fenceview.Event
 		var at int64
-		if err := rows.Scan(&e.Seq, &e.Type, &e.ResourceID, &e.Token, &e.Holder, &e.Presented, &e.Required,
-			&e.Reason, &e.Source, &at, &e.Value, &e.LockDelayMs, &e.Permits); err != nil {
-			return nil, err
-		}
+		err := rows.Scan(&e.Seq, &e.Type, &e.ResourceID, &e.Token, &e.Holder, &e.Presented, &e.Required,
+			&e.Reason, &e.Source, &at, &e.Value, &e.LockDelayMs, &e.Permits)
 		e.At = time.UnixMilli(at).UTC()
-		out = append(out, e)
+		return e, err
+	})
+	if err == nil && out == nil {
+		out = []fenceview.Event{} // a list, never null
 	}
-	return out, rows.Err()
+	return out, err
 }
 
 func toMs(t time.Time) any {

@@ -355,24 +355,3 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	return append(append(dst, s[start:]...), '"')
 }
-
-// ReadObject reads b, one object of the plain shape, handing each key to
-// field, which reads its value with r or reports false. False says b is
-// not plain (or field refused a key): the caller then decodes b with
-// encoding/json, from a zero value.
-func ReadObject(b []byte, field func(key []byte, r *Reader) bool) bool {
-	r := Reader{reader{b: b}}
-	return r.object(func(key []byte) bool { return field(key, &r) })
-}
-
-// Reader reads one value of an object for ReadObject's field.
-type Reader struct{ reader }
-
-// String reads a string without escapes.
-func (r *Reader) String(dst *string) bool { return r.string(dst) }
-
-// StringPtr reads a string without escapes, as a new *string.
-func (r *Reader) StringPtr(dst **string) bool { return r.stringPtr(dst) }
-
-// Int reads a JSON integer.
-func (r *Reader) Int(dst *Int) bool { return r.jsonInt(dst) }

@@ -151,10 +151,20 @@ func DecodeRequest(line []byte, req *Request) error {
 // decodePlain reads line into req, reporting false (req then holds
 // anything) when line is not in the plain shape. Unknown keys, and keys
 // cased otherwise, are left to encoding/json.
-func (req *Request) decodePlain(line []byte) bool {
+func (req *Request) decodePlain(line []byte) bool { return req.DecodePlain(line, nil) }
+
+// DecodePlain reads b into req as a request line is read, reporting false
+// (req then holds anything) when b is not in the plain shape or, keys
+// given, has a key not among them: the JSON API's lock and fence bodies
+// are requests of fewer fields. Whatever is refused is left to
+// encoding/json, from a zero value.
+func (req *Request) DecodePlain(b []byte, keys []string) bool {
 	*req = Request{}
-	r := reader{b: line}
+	r := reader{b: b}
 	return r.object(func(key []byte) bool {
+		if keys != nil && !among(key, keys) {
+			return false
+		}
 		switch string(key) {
 		case "id":
 			return r.uint64(&req.ID)
@@ -204,6 +214,15 @@ func (req *Request) decodePlain(line []byte) bool {
 		}
 		return false
 	})
+}
+
+func among(key []byte, keys []string) bool {
+	for _, k := range keys {
+		if string(key) == k {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *reader) stringPtr(dst **string) bool {
