@@ -48,6 +48,10 @@ type Config struct {
 	// fence refuses unsigned tokens.
 	SigningKeyFile    string
 	RequireSignatures bool
+	// UnsignedGrants issues grants without a signature (the command's
+	// --signing=off), for guards that never verify one; refused with
+	// RequireSignatures.
+	UnsignedGrants bool
 	// FenceMode is the least mode of the server's fence:
 	// fenceview.FenceModeMark (or empty) or fenceview.FenceModeCurrent.
 	FenceMode string
@@ -85,7 +89,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s, err := server.Start(ctx, server.Config{
 		Addr: cfg.Addr, DBPath: cfg.DBPath, Issuer: cfg.Issuer, AdminToken: cfg.AdminToken,
-		DashboardAdmin: cfg.DashboardAdmin, SigningKeyFile: cfg.SigningKeyFile, RequireSignatures: cfg.RequireSignatures,
+		DashboardAdmin: cfg.DashboardAdmin, SigningKeyFile: cfg.SigningKeyFile, RequireSignatures: cfg.RequireSignatures, UnsignedGrants: cfg.UnsignedGrants,
 		FenceMode: cfg.FenceMode, Clock: cfg.Clock, Logger: cfg.Logger, AccessLog: cfg.AccessLog,
 		Access: server.Access{InsecureNoAuth: cfg.InsecureNoAuth, AllowedHosts: cfg.AllowedHosts,
 			TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, TLSClientCA: cfg.TLSClientCA},

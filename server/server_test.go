@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +133,35 @@ func TestEmbeddedServerSetAdminToken(t *testing.T) {
 	}
 	if err := forceExpire("new-token-0123456789"); err != nil {
 		t.Fatalf("the new token: %v", err)
+	}
+}
+
+// UnsignedGrants reaches the server: its grants carry no signature, and
+// with RequireSignatures beside it the server does not start.
+func TestEmbeddedServerUnsignedGrants(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := server.Start(context.Background(), server.Config{DBPath: filepath.Join(dir, "f.db"), UnsignedGrants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	res, err := http.Post(srv.URL()+"/v1/locks/orders/acquire", "application/json", strings.NewReader(`{"holder":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var grant struct {
+		Fencing map[string]any `json:"fencing"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&grant); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("acquire: %d %v", res.StatusCode, err)
+	}
+	if _, signed := grant.Fencing["signature"]; signed || grant.Fencing["token"] != float64(1) {
+		t.Fatalf("an unsigned server's grant: %v", grant.Fencing)
+	}
+	if both, err := server.Start(context.Background(), server.Config{DBPath: filepath.Join(dir, "g.db"),
+		UnsignedGrants: true, RequireSignatures: true}); err == nil {
+		both.Close()
+		t.Fatal("a server that would refuse its own tokens started")
 	}
 }
