@@ -16,6 +16,7 @@ import (
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/sqlite"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // newKeyedService is a real service (named iss) over a fresh SQLite file,
@@ -128,7 +129,7 @@ func FuzzJSONInt(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		var n jsonInt
+		var n wire.Int
 		if err := json.Unmarshal([]byte(s), &n); err != nil {
 			return
 		}

@@ -11,15 +11,16 @@ import (
 	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/httpapi/request"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 type lockRequest struct {
-	Holder  *string `json:"holder"`
-	LeaseMs jsonInt `json:"leaseMs"`
-	WaitMs  jsonInt `json:"waitMs"`
+	Holder  *string  `json:"holder"`
+	LeaseMs wire.Int `json:"leaseMs"`
+	WaitMs  wire.Int `json:"waitMs"`
 	// LockDelayMs of an acquire (contract v3's lock-delay); renew and
 	// release take none and ignore it.
-	LockDelayMs jsonInt `json:"lockDelayMs"`
+	LockDelayMs wire.Int `json:"lockDelayMs"`
 }
 
 // pathResource is the route's {resource}, validated as every entry point
@@ -78,7 +79,7 @@ func (req lockRequest) validate() error {
 
 // validateTimes checks the waitMs and lockDelayMs of any request taking
 // them (an absent one is 0).
-func validateTimes(waitMs, lockDelayMs jsonInt) error {
+func validateTimes(waitMs, lockDelayMs wire.Int) error {
 	if waitMs.Set && (waitMs.Value < 0 || waitMs.Value > fenceview.MaxWait.Milliseconds()) {
 		return fenceview.Errorf(fenceview.EINVALID, "waitMs must be between 0 and %d", fenceview.MaxWait.Milliseconds())
 	}
@@ -89,7 +90,7 @@ func validateTimes(waitMs, lockDelayMs jsonInt) error {
 }
 
 // millis is an integer field of milliseconds as a duration (0 when absent).
-func millis(n jsonInt) time.Duration { return time.Duration(n.Value) * time.Millisecond }
+func millis(n wire.Int) time.Duration { return time.Duration(n.Value) * time.Millisecond }
 
 // The lock operations, shared by the JSON API and the RPC stream. Each
 // answers with a status and a body, errors included.
@@ -122,7 +123,7 @@ func (s *Server) release(ctx context.Context, resource string, req lockRequest) 
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	return http.StatusOK, releasedBody{ResourceID: resource, HoldCount: left, Released: true}
+	return http.StatusOK, wire.Released{ResourceID: resource, HoldCount: left, Released: true}
 }
 
 // lockHandler serves acquire, renew or release over the JSON API.
@@ -155,7 +156,7 @@ func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
 // deliberate answer to a counter alarm.
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Floor jsonInt `json:"floor"`
+		Floor wire.Int `json:"floor"`
 	}
 	s.changeCounter(w, r, &req, &req.Floor, "reset", `field "floor" (a positive integer) is required`, s.Service.ResetCounter)
 }
@@ -164,7 +165,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 // back to a token the admin names (admin; see fenceview.LockService.Recover).
 func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Token jsonInt `json:"token"`
+		Token wire.Int `json:"token"`
 	}
 	s.changeCounter(w, r, &req, &req.Token, "recovered",
 		`field "token" is required: the counter to start from, at least the highest token in use (the next grant takes token+1)`, s.Service.Recover)
@@ -173,7 +174,7 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 // changeCounter is an admin's change to a resource's token counter: body
 // decoded into req, whose field n (required, else missing) apply takes;
 // the answer says done and where the counter now stands.
-func (s *Server) changeCounter(w http.ResponseWriter, r *http.Request, req any, n *jsonInt, done, missing string,
+func (s *Server) changeCounter(w http.ResponseWriter, r *http.Request, req any, n *wire.Int, done, missing string,
 	apply func(ctx context.Context, resourceID string, n int64) (fenceview.Resource, error)) {
 	resource, ok := s.resourceOf(w, r, true)
 	if !ok {
@@ -211,22 +212,22 @@ func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, lockWire(ls))
 }
 
-func lockWire(ls fenceview.LockState) lockBody {
-	return lockBody{
-		ResourceID: ls.ResourceID, Locked: ls.Locked, Holder: wireString(ls.Holder), HoldCount: ls.HoldCount,
-		Token: ls.LastToken, ExpiresAt: wireTime(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
-		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters, AvailableAt: wireTime(ls.AvailableAt),
+func lockWire(ls fenceview.LockState) wire.Lock {
+	return wire.Lock{
+		ResourceID: ls.ResourceID, Locked: ls.Locked, Holder: wire.NullString(ls.Holder), HoldCount: ls.HoldCount,
+		Token: ls.LastToken, ExpiresAt: wire.Time(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
+		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters, AvailableAt: wire.Time(ls.AvailableAt),
 	}
 }
 
 type fenceRequest struct {
-	Token  jsonInt `json:"token"`
-	Issuer string  `json:"issuer"`
-	Scope  string  `json:"scope"`
-	Holder string  `json:"holder"`
-	Source string  `json:"source"`
-	origin string  // api:<host> or rpc:<host>: the source when auth is off and none is given
-	header *string // X-Fencing-Token, when given
+	Token  wire.Int `json:"token"`
+	Issuer string   `json:"issuer"`
+	Scope  string   `json:"scope"`
+	Holder string   `json:"holder"`
+	Source string   `json:"source"`
+	origin string   // api:<host> or rpc:<host>: the source when auth is off and none is given
+	header *string  // X-Fencing-Token, when given
 	// Signature of the token: the JSON "signature" or X-Fencing-Signature.
 	Signature string `json:"signature"`
 	sigHeader *string
@@ -293,7 +294,7 @@ func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (
 	if !d.Accepted {
 		return http.StatusConflict, httpguard.NewRefusal(d)
 	}
-	return http.StatusOK, fenceAcceptedBody{Accepted: true, Token: d.Presented, IdempotencyKey: guard.IdempotencyKey(resource, d.Presented)}
+	return http.StatusOK, wire.FenceAccepted{Accepted: true, Token: d.Presented, IdempotencyKey: guard.IdempotencyKey(resource, d.Presented)}
 }
 
 var errMissingToken = fenceview.Errorf(fenceview.EINVALID, "missing or invalid fencing token")
@@ -380,14 +381,14 @@ func clientHost(r *http.Request) string {
 
 type decisionsRequest struct {
 	Decisions *[]struct {
-		ResourceID string  `json:"resourceId"`
-		Token      jsonInt `json:"token"`
-		Accepted   *bool   `json:"accepted"`
-		Required   jsonInt `json:"required"`
-		Reason     string  `json:"reason"`
-		Source     string  `json:"source"`
-		At         string  `json:"at"`
-		Signature  string  `json:"signature"`
+		ResourceID string   `json:"resourceId"`
+		Token      wire.Int `json:"token"`
+		Accepted   *bool    `json:"accepted"`
+		Required   wire.Int `json:"required"`
+		Reason     string   `json:"reason"`
+		Source     string   `json:"source"`
+		At         string   `json:"at"`
+		Signature  string   `json:"signature"`
 	} `json:"decisions"`
 }
 
@@ -478,10 +479,10 @@ func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]rejectionBody, 0, len(events))
+	out := make([]wire.Rejection, 0, len(events))
 	for _, e := range events {
-		out = append(out, rejectionBody{ID: e.Seq, ResourceID: e.ResourceID, Presented: e.Presented, Required: e.Required,
-			Reason: e.Reason, Source: e.Source, Holder: e.Holder, At: wireTime(e.At)})
+		out = append(out, wire.Rejection{ID: e.Seq, ResourceID: e.ResourceID, Presented: e.Presented, Required: e.Required,
+			Reason: e.Reason, Source: e.Source, Holder: e.Holder, At: wire.Time(e.At)})
 	}
 	var next any
 	if len(events) == f.Limit {

@@ -7,6 +7,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/httpapi/request"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 func (s *Server) registerKeys() {
@@ -16,12 +17,12 @@ func (s *Server) registerKeys() {
 }
 
 type keyBody struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Role      string   `json:"role"`
-	Resources []string `json:"resources"`
-	CreatedAt wireTime `json:"createdAt"`
-	Secret    string   `json:"secret,omitempty"` // only in the answer that creates the key
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Resources []string  `json:"resources"`
+	CreatedAt wire.Time `json:"createdAt"`
+	Secret    string    `json:"secret,omitempty"` // only in the answer that creates the key
 }
 
 func keyWire(k auth.Key) keyBody {
@@ -29,7 +30,7 @@ func keyWire(k auth.Key) keyBody {
 	if res == nil {
 		res = []string{}
 	}
-	return keyBody{ID: k.ID, Name: k.Name, Role: string(k.Role), Resources: res, CreatedAt: wireTime(k.CreatedAt)}
+	return keyBody{ID: k.ID, Name: k.Name, Role: string(k.Role), Resources: res, CreatedAt: wire.Time(k.CreatedAt)}
 }
 
 // keysOn is the credential store, or an error when auth is off: keys

@@ -10,6 +10,7 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/httpapi/request"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Contract v3's primitives over the JSON API: semaphores, multi-locks and
@@ -68,7 +69,7 @@ func requiredID(field string, v *string) error {
 	return nil
 }
 
-func validateLease(leaseMs jsonInt) error {
+func validateLease(leaseMs wire.Int) error {
 	if leaseMs.Set && (leaseMs.Value < 1 || leaseMs.Value > fenceview.MaxLease.Milliseconds()) {
 		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
@@ -90,7 +91,7 @@ func validateSemaphoreName(name string) error {
 	return nil
 }
 
-func validatePermits(permits jsonInt) error {
+func validatePermits(permits wire.Int) error {
 	if !permits.Set {
 		return fenceview.Errorf(fenceview.EINVALID, `field "permits" (an integer from 1 to %d) is required`, fenceview.MaxPermits)
 	}
@@ -148,12 +149,12 @@ func validateResourceList(ctx context.Context, list *[]string) error {
 // Semaphores.
 
 type semaphoreRequest struct {
-	Holder      *string `json:"holder"`
-	Permits     jsonInt `json:"permits"`
-	LeaseMs     jsonInt `json:"leaseMs"`
-	WaitMs      jsonInt `json:"waitMs"`
-	LockDelayMs jsonInt `json:"lockDelayMs"`
-	Slot        jsonInt `json:"slot"` // of a release
+	Holder      *string  `json:"holder"`
+	Permits     wire.Int `json:"permits"`
+	LeaseMs     wire.Int `json:"leaseMs"`
+	WaitMs      wire.Int `json:"waitMs"`
+	LockDelayMs wire.Int `json:"lockDelayMs"`
+	Slot        wire.Int `json:"slot"` // of a release
 }
 
 func (req semaphoreRequest) wait() time.Duration { return millis(req.WaitMs) }
@@ -161,7 +162,7 @@ func (req semaphoreRequest) wait() time.Duration { return millis(req.WaitMs) }
 // permitBody is the grant of a semaphore's slot: a lock grant plus the
 // semaphore and the slot's number.
 type permitBody struct {
-	grantBody
+	wire.Grant
 	Semaphore string `json:"semaphore"`
 	Slot      int    `json:"slot"`
 }
@@ -194,7 +195,7 @@ func (s *Server) semaphoreAcquire(ctx context.Context, name string, req semaphor
 	}
 	s.observeGrant(fenceview.KindPermit, start)
 	_, slot, _ := fenceview.ParseSlotID(g.ResourceID)
-	return http.StatusOK, permitBody{grantBody: grantWire(g), Semaphore: name, Slot: slot}
+	return http.StatusOK, permitBody{Grant: grantWire(g), Semaphore: name, Slot: slot}
 }
 
 // slotReleasedBody answers a release of a semaphore's slot: a lock's
@@ -231,7 +232,7 @@ func (s *Server) semaphoreRelease(ctx context.Context, name string, req semaphor
 }
 
 type permitsRequest struct {
-	Permits jsonInt `json:"permits"`
+	Permits wire.Int `json:"permits"`
 }
 
 // semaphorePermits changes a semaphore's permits (admin).
@@ -294,17 +295,17 @@ type semaphoreBody struct {
 }
 
 type slotBody struct {
-	Slot       int      `json:"slot"`
-	ResourceID string   `json:"resourceId"`
-	Holder     string   `json:"holder"`
-	Token      int64    `json:"token"`
-	ExpiresAt  wireTime `json:"expiresAt"`
+	Slot       int       `json:"slot"`
+	ResourceID string    `json:"resourceId"`
+	Holder     string    `json:"holder"`
+	Token      int64     `json:"token"`
+	ExpiresAt  wire.Time `json:"expiresAt"`
 }
 
 func semaphoreWire(sem fenceview.Semaphore) semaphoreBody {
 	held := make([]slotBody, 0, len(sem.Held))
 	for _, h := range sem.Held {
-		held = append(held, slotBody{Slot: h.Slot, ResourceID: h.ResourceID, Holder: h.Holder, Token: h.Token, ExpiresAt: wireTime(h.ExpiresAt)})
+		held = append(held, slotBody{Slot: h.Slot, ResourceID: h.ResourceID, Holder: h.Holder, Token: h.Token, ExpiresAt: wire.Time(h.ExpiresAt)})
 	}
 	return semaphoreBody{Name: sem.Name, Permits: sem.Permits, Held: held, Free: sem.Free, Waiters: sem.Waiters}
 }
@@ -314,9 +315,9 @@ func semaphoreWire(sem fenceview.Semaphore) semaphoreBody {
 type lockAllRequest struct {
 	Resources   *[]string `json:"resources"`
 	Holder      *string   `json:"holder"`
-	LeaseMs     jsonInt   `json:"leaseMs"`
-	WaitMs      jsonInt   `json:"waitMs"`
-	LockDelayMs jsonInt   `json:"lockDelayMs"`
+	LeaseMs     wire.Int  `json:"leaseMs"`
+	WaitMs      wire.Int  `json:"waitMs"`
+	LockDelayMs wire.Int  `json:"lockDelayMs"`
 }
 
 func (req lockAllRequest) wait() time.Duration { return millis(req.WaitMs) }
@@ -345,7 +346,7 @@ func (s *Server) acquireAll(ctx context.Context, _ string, req lockAllRequest) (
 		return s.errorBody(ctx, err)
 	}
 	s.observeGrant(fenceview.KindMulti, start)
-	out := make([]grantBody, 0, len(grants))
+	out := make([]wire.Grant, 0, len(grants))
 	for _, g := range grants {
 		out = append(out, grantWire(g))
 	}
@@ -378,10 +379,10 @@ func nonNil(ids []string) []string {
 // Elections.
 
 type electionRequest struct {
-	Candidate *string `json:"candidate"`
-	Value     *string `json:"value"`
-	LeaseMs   jsonInt `json:"leaseMs"`
-	WaitMs    jsonInt `json:"waitMs"`
+	Candidate *string  `json:"candidate"`
+	Value     *string  `json:"value"`
+	LeaseMs   wire.Int `json:"leaseMs"`
+	WaitMs    wire.Int `json:"waitMs"`
 }
 
 func (req electionRequest) wait() time.Duration { return millis(req.WaitMs) }
@@ -404,27 +405,27 @@ func (req electionRequest) validate(ctx context.Context, name string) error {
 	if err := validateLease(req.LeaseMs); err != nil {
 		return err
 	}
-	return validateTimes(req.WaitMs, jsonInt{})
+	return validateTimes(req.WaitMs, wire.Int{})
 }
 
 type leaderBody struct {
-	Candidate string   `json:"candidate"`
-	Value     string   `json:"value"`
-	Term      int64    `json:"term"`
-	Since     wireTime `json:"since"`
-	ExpiresAt wireTime `json:"expiresAt"`
+	Candidate string    `json:"candidate"`
+	Value     string    `json:"value"`
+	Term      int64     `json:"term"`
+	Since     wire.Time `json:"since"`
+	ExpiresAt wire.Time `json:"expiresAt"`
 }
 
 func leaderWire(l fenceview.Leader) leaderBody {
-	return leaderBody{Candidate: l.Candidate, Value: l.Value, Term: l.Term, Since: wireTime(l.Since), ExpiresAt: wireTime(l.ExpiresAt)}
+	return leaderBody{Candidate: l.Candidate, Value: l.Value, Term: l.Term, Since: wire.Time(l.Since), ExpiresAt: wire.Time(l.ExpiresAt)}
 }
 
 // electedBody answers a campaign and a renewal: the leader and the grant's
 // token envelope, whose token is the term.
 type electedBody struct {
-	Name    string      `json:"name"`
-	Leader  leaderBody  `json:"leader"`
-	Fencing fencingBody `json:"fencing"`
+	Name    string       `json:"name"`
+	Leader  leaderBody   `json:"leader"`
+	Fencing wire.Fencing `json:"fencing"`
 }
 
 func electedWire(name string, l fenceview.Leader, g fenceview.Grant) electedBody {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/httpapi/request"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
@@ -17,7 +18,7 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 	// The key's prefixes, so a key limited to some resources walks only
 	// those; Sees still decides each id.
 	page, more := s.Service.ListResources(q.Prefix, q.After, q.Limit, p.Scope())
-	out := make([]resourceBody, 0, len(page))
+	out := make([]wire.Resource, 0, len(page))
 	for _, res := range page {
 		out = append(out, resourceWire(res))
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/signing"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // HeaderSignature carries a token's signature beside X-Fencing-Token.
@@ -32,16 +33,16 @@ func (s *Server) registerSigning() {
 // signingKeyBody is a public key as /v1/signing-keys lists it. There is no
 // field for a private key: the wire form cannot leak one.
 type signingKeyBody struct {
-	KeyID     string   `json:"keyId"`
-	Alg       string   `json:"alg"`
-	PublicKey string   `json:"publicKey"`
-	CreatedAt wireTime `json:"createdAt"`
-	Active    bool     `json:"active"`
+	KeyID     string    `json:"keyId"`
+	Alg       string    `json:"alg"`
+	PublicKey string    `json:"publicKey"`
+	CreatedAt wire.Time `json:"createdAt"`
+	Active    bool      `json:"active"`
 }
 
 func signingKeyWire(k signing.Key) signingKeyBody {
 	return signingKeyBody{KeyID: k.ID, Alg: signing.Alg, PublicKey: signing.EncodePublicKey(k.Public),
-		CreatedAt: wireTime(k.CreatedAt), Active: k.Active}
+		CreatedAt: wire.Time(k.CreatedAt), Active: k.Active}
 }
 
 var errNoSigning = fenceview.Errorf(fenceview.ENOTFOUND, "this server does not sign tokens")

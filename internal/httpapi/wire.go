@@ -14,27 +14,13 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// The wire's types under the names the JSON API's handlers use.
-type (
-	wireTime          = wire.Time
-	wireString        = wire.NullString
-	jsonInt           = wire.Int
-	grantBody         = wire.Grant
-	fencingBody       = wire.Fencing
-	releasedBody      = wire.Released
-	fenceAcceptedBody = wire.FenceAccepted
-	lockBody          = wire.Lock
-	resourceBody      = wire.Resource
-	rejectionBody     = wire.Rejection
-)
-
 // wireValue converts domain values in error fields to their wire form,
 // inside the lists and objects of contract v3's refusals too (a
 // multi-lock's held locks, a campaign's leader).
 func wireValue(v any) any {
 	switch v := v.(type) {
 	case time.Time:
-		return wireTime(v)
+		return wire.Time(v)
 	case fenceview.Leader:
 		return leaderWire(v)
 	case *fenceview.Leader:
@@ -185,10 +171,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // Wire forms of the domain types.
 
-func grantWire(g fenceview.Grant) grantBody {
-	return grantBody{
+func grantWire(g fenceview.Grant) wire.Grant {
+	return wire.Grant{
 		ResourceID: g.ResourceID, Holder: g.Holder, HoldCount: g.HoldCount,
-		ExpiresAt: wireTime(g.ExpiresAt), LeaseMs: g.LeaseMs, Fencing: wire.FencingOf(g.Fencing),
+		ExpiresAt: wire.Time(g.ExpiresAt), LeaseMs: g.LeaseMs, Fencing: wire.FencingOf(g.Fencing),
 	}
 }
 
@@ -202,16 +188,16 @@ func (s *Server) timesWire(resourceID string) *wire.Times {
 	return &wire.Times{Waiters: lock.Waiters, Wait: window(t.Waits), Hold: window(t.Holds)}
 }
 
-func resourceWire(r fenceview.Resource) resourceBody {
-	b := resourceBody{
+func resourceWire(r fenceview.Resource) wire.Resource {
+	b := wire.Resource{
 		ResourceID: r.ResourceID, HighWaterMark: r.HighWaterMark, LastToken: r.LastToken,
-		Holder: wireString(r.Holder), HoldCount: r.HoldCount, ExpiresAt: wireTime(r.ExpiresAt),
-		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: wireTime(r.LastRejectionAt),
+		Holder: wire.NullString(r.Holder), HoldCount: r.HoldCount, ExpiresAt: wire.Time(r.ExpiresAt),
+		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: wire.Time(r.LastRejectionAt),
 		CounterAlarm: r.CounterAlarm,
 		LockDelayMs:  r.LockDelayMs, Permits: r.Permits, Election: r.Election,
 	}
 	if !r.AvailableAt.IsZero() {
-		at := wireTime(r.AvailableAt)
+		at := wire.Time(r.AvailableAt)
 		b.AvailableAt = &at
 	}
 	if r.Election {
@@ -224,7 +210,7 @@ func resourceWire(r fenceview.Resource) resourceBody {
 // presented and required, even when required is 0.
 func EventWire(e fenceview.Event) wire.Event {
 	b := wire.Event{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
-		Reason: e.Reason, Source: e.Source, At: wireTime(e.At)}
+		Reason: e.Reason, Source: e.Source, At: wire.Time(e.At)}
 	switch e.Type {
 	case fenceview.EventReject:
 		b.Presented, b.Required = &e.Presented, &e.Required
