@@ -70,12 +70,7 @@ func (d *etcdDriver) NewClient(id int, holder string) (load.Client, error) {
 	return &etcdClient{d: d, s: s, held: map[int]*concurrency.Mutex{}}, nil
 }
 
-func (d *etcdDriver) Close() error {
-	if d.cli == nil {
-		return nil
-	}
-	return d.cli.Close()
-}
+func (d *etcdDriver) Close() error { return load.CloseOpened(d.cli) }
 
 type etcdClient struct {
 	d    *etcdDriver

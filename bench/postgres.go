@@ -83,7 +83,7 @@ func (d *pgDriver) Prepare(ctx context.Context, s load.Setup) error {
 }
 
 func (d *pgDriver) NewClient(id int, holder string) (load.Client, error) {
-	return &pgClient{d: d, writer: newWriter(id, holder)}, nil
+	return newPeerClient(d, id, holder)
 }
 
 func (d *pgDriver) Close() error {
@@ -93,29 +93,24 @@ func (d *pgDriver) Close() error {
 	return nil
 }
 
-type pgClient struct {
-	d *pgDriver
-	writer
-}
-
-func (c *pgClient) Acquire(ctx context.Context, r int) (int64, error) {
+func (d *pgDriver) acquire(ctx context.Context, w *writer, r int) (int64, error) {
 	var tok int64
-	err := c.d.pool.QueryRow(ctx, pgAcquire, c.d.resources[r], c.holder, c.d.leaseMs).Scan(&tok)
+	err := d.pool.QueryRow(ctx, pgAcquire, d.resources[r], w.holder, d.leaseMs).Scan(&tok)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, load.ErrBusy
 	}
 	return tok, err
 }
 
-func (c *pgClient) Release(ctx context.Context, r int) error {
-	tag, err := c.d.pool.Exec(ctx, pgRelease, c.d.resources[r], c.holder)
+func (d *pgDriver) release(ctx context.Context, w *writer, r int) error {
+	tag, err := d.pool.Exec(ctx, pgRelease, d.resources[r], w.holder)
 	if err == nil && tag.RowsAffected() != 1 {
 		err = errors.New("release: not lock owner")
 	}
 	return err
 }
 
-func (c *pgClient) Fence(ctx context.Context, r int, token int64) (bool, error) {
-	tag, err := c.d.pool.Exec(ctx, pgFence, c.d.resources[r], token, c.next())
+func (d *pgDriver) fence(ctx context.Context, w *writer, r int, token int64) (bool, error) {
+	tag, err := d.pool.Exec(ctx, pgFence, d.resources[r], token, w.next())
 	return err == nil && tag.RowsAffected() == 1, err
 }

@@ -90,24 +90,14 @@ func (d *redisDriver) Prepare(ctx context.Context, s load.Setup) error {
 }
 
 func (d *redisDriver) NewClient(id int, holder string) (load.Client, error) {
-	return &redisClient{d: d, writer: newWriter(id, holder)}, nil
+	return newPeerClient(d, id, holder)
 }
 
-func (d *redisDriver) Close() error {
-	if d.rdb == nil {
-		return nil
-	}
-	return d.rdb.Close()
-}
+func (d *redisDriver) Close() error { return load.CloseOpened(d.rdb) }
 
-type redisClient struct {
-	d *redisDriver
-	writer
-}
-
-func (c *redisClient) Acquire(ctx context.Context, r int) (int64, error) {
-	k := &c.d.keys[r]
-	tok, err := acquireScript.EvalSha(ctx, c.d.rdb, k[:2], c.holder, c.d.leaseMs).Int64()
+func (d *redisDriver) acquire(ctx context.Context, w *writer, r int) (int64, error) {
+	k := &d.keys[r]
+	tok, err := acquireScript.EvalSha(ctx, d.rdb, k[:2], w.holder, d.leaseMs).Int64()
 	if err != nil {
 		return 0, err
 	}
@@ -117,9 +107,9 @@ func (c *redisClient) Acquire(ctx context.Context, r int) (int64, error) {
 	return tok, nil
 }
 
-func (c *redisClient) Release(ctx context.Context, r int) error {
-	k := &c.d.keys[r]
-	n, err := releaseScript.EvalSha(ctx, c.d.rdb, k[:1], c.holder).Int64()
+func (d *redisDriver) release(ctx context.Context, w *writer, r int) error {
+	k := &d.keys[r]
+	n, err := releaseScript.EvalSha(ctx, d.rdb, k[:1], w.holder).Int64()
 	if err != nil {
 		return err
 	}
@@ -129,8 +119,8 @@ func (c *redisClient) Release(ctx context.Context, r int) error {
 	return nil
 }
 
-func (c *redisClient) Fence(ctx context.Context, r int, token int64) (bool, error) {
-	k := &c.d.keys[r]
-	ok, err := fenceScript.EvalSha(ctx, c.d.rdb, k[2:], token, c.next()).Int64()
+func (d *redisDriver) fence(ctx context.Context, w *writer, r int, token int64) (bool, error) {
+	k := &d.keys[r]
+	ok, err := fenceScript.EvalSha(ctx, d.rdb, k[2:], token, w.next()).Int64()
 	return ok == 1, err
 }

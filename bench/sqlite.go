@@ -40,11 +40,11 @@ RETURNING fencing_token`
 )
 
 type sqliteDriver struct {
-	path                    string
-	db                      *sql.DB
-	acquire, release, fence *sql.Stmt
-	resources               []string
-	leaseMs                 int64
+	path      string
+	db        *sql.DB
+	stmt      struct{ acquire, release, fence *sql.Stmt }
+	resources []string
+	leaseMs   int64
 }
 
 func newSQLite(dir string) *sqliteDriver {
@@ -80,7 +80,7 @@ func (d *sqliteDriver) Prepare(ctx context.Context, s load.Setup) error {
 		for _, p := range []struct {
 			s   **sql.Stmt
 			sql string
-		}{{&d.acquire, liteAcquire}, {&d.release, liteRelease}, {&d.fence, liteFence}} {
+		}{{&d.stmt.acquire, liteAcquire}, {&d.stmt.release, liteRelease}, {&d.stmt.fence, liteFence}} {
 			if *p.s, err = db.PrepareContext(ctx, p.sql); err != nil {
 				return err
 			}
@@ -106,34 +106,24 @@ func (d *sqliteDriver) Prepare(ctx context.Context, s load.Setup) error {
 }
 
 func (d *sqliteDriver) NewClient(id int, holder string) (load.Client, error) {
-	return &sqliteClient{d: d, writer: newWriter(id, holder)}, nil
+	return newPeerClient(d, id, holder)
 }
 
-func (d *sqliteDriver) Close() error {
-	if d.db == nil {
-		return nil
-	}
-	return d.db.Close()
-}
-
-type sqliteClient struct {
-	d *sqliteDriver
-	writer
-}
+func (d *sqliteDriver) Close() error { return load.CloseOpened(d.db) }
 
 func nowMs() int64 { return time.Now().UnixMilli() }
 
-func (c *sqliteClient) Acquire(ctx context.Context, r int) (int64, error) {
+func (d *sqliteDriver) acquire(ctx context.Context, w *writer, r int) (int64, error) {
 	var tok int64
-	err := c.d.acquire.QueryRowContext(ctx, c.d.resources[r], c.holder, nowMs(), c.d.leaseMs).Scan(&tok)
+	err := d.stmt.acquire.QueryRowContext(ctx, d.resources[r], w.holder, nowMs(), d.leaseMs).Scan(&tok)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, load.ErrBusy
 	}
 	return tok, err
 }
 
-func (c *sqliteClient) Release(ctx context.Context, r int) error {
-	res, err := c.d.release.ExecContext(ctx, c.d.resources[r], c.holder, nowMs())
+func (d *sqliteDriver) release(ctx context.Context, w *writer, r int) error {
+	res, err := d.stmt.release.ExecContext(ctx, d.resources[r], w.holder, nowMs())
 	if err != nil {
 		return err
 	}
@@ -143,8 +133,8 @@ func (c *sqliteClient) Release(ctx context.Context, r int) error {
 	return nil
 }
 
-func (c *sqliteClient) Fence(ctx context.Context, r int, token int64) (bool, error) {
-	res, err := c.d.fence.ExecContext(ctx, c.d.resources[r], token, c.next())
+func (d *sqliteDriver) fence(ctx context.Context, w *writer, r int, token int64) (bool, error) {
+	res, err := d.stmt.fence.ExecContext(ctx, d.resources[r], token, w.next())
 	if err != nil {
 		return false, err
 	}

@@ -43,6 +43,20 @@ type Driver interface {
 	Close() error
 }
 
+// CloseOpened closes conn unless it is nil: the Close of a driver whose
+// connection its first Prepare opens, so that a driver never prepared
+// closes too.
+func CloseOpened[C interface {
+	comparable
+	Close() error
+}](conn C) error {
+	var none C
+	if conn == none {
+		return nil
+	}
+	return conn.Close()
+}
+
 // Client is one simulated client of a backend.
 type Client interface {
 	// Acquire takes the lock of resource r and returns its fencing token,

@@ -57,12 +57,7 @@ func (g *GoClient) NewClient(id int, holder string) (Client, error) {
 	return &goClient{g: g, holder: holder, mutexes: make([]*client.Mutex, len(g.setup.Resources))}, nil
 }
 
-func (g *GoClient) Close() error {
-	if g.c == nil {
-		return nil
-	}
-	return g.c.Close()
-}
+func (g *GoClient) Close() error { return CloseOpened(g.c) }
 
 type goClient struct {
 	g       *GoClient

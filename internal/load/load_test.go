@@ -182,3 +182,26 @@ func TestHistogramQuantiles(t *testing.T) {
 		}
 	}
 }
+
+type countingCloser struct{ closed int }
+
+func (c *countingCloser) Close() error { c.closed++; return nil }
+
+// A driver closed before any Prepare opened its connection closes
+// cleanly; one that was opened is closed once.
+func TestCloseOpened(t *testing.T) {
+	g, err := NewGoClient("http://127.0.0.1:1", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Errorf("never prepared: %v", err)
+	}
+	if err := CloseOpened[*countingCloser](nil); err != nil {
+		t.Errorf("nil: %v", err)
+	}
+	c := &countingCloser{}
+	if err := CloseOpened(c); err != nil || c.closed != 1 {
+		t.Errorf("opened: %v, closed %d times", err, c.closed)
+	}
+}
