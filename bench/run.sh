@@ -122,32 +122,36 @@ pg_started=1 # before start: a start that times out may leave a server running
 	-o "-c listen_addresses=127.0.0.1 -p $pg_port -k $tmp -c fsync=on -c synchronous_commit=on -c max_connections=200" \
 	start >/dev/null
 
+# start_fenceview NAME [FLAG...]: starts a fenceview with its data in
+# $tmp/NAME-data and its log in $tmp/NAME.log, and creates a client key on
+# it; sets started_port, started_pid and started_key.
+start_fenceview() {
+	local name=$1
+	shift
+	started_port=$(free_port)
+	mkdir -p "$tmp/$name-data"
+	"$tmp/fenceview" -addr "127.0.0.1:$started_port" -db "$tmp/$name-data/fenceview.db" "$@" 2>"$tmp/$name.log" &
+	started_pid=$!
+	pids+=($started_pid)
+	wait_for "$name" curl -fsS "http://127.0.0.1:$started_port/healthz"
+	started_key=$("$tmp/fenceview" keys create --server "http://127.0.0.1:$started_port" --name bench --role client --json |
+		sed -n 's/.*"secret":"\([^"]*\)".*/\1/p')
+	[ -n "$started_key" ] || { echo "bench: could not create a client key on $name" >&2; exit 1; }
+}
+
 echo "== starting fenceview"
-fv_port=$(free_port)
-mkdir -p "$tmp/fenceview-data" "$tmp/sqlite"
+mkdir -p "$tmp/sqlite"
 # Auth on, as in production: every request carries a client key, and the
 # server checks it, its role and the lock's owner.
 export FENCEVIEW_ADMIN_TOKEN=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-"$tmp/fenceview" -addr "127.0.0.1:$fv_port" -db "$tmp/fenceview-data/fenceview.db" 2>"$tmp/fenceview.log" &
-fv_pid=$!
-pids+=($fv_pid)
-wait_for "fenceview" curl -fsS "http://127.0.0.1:$fv_port/healthz"
-FENCEVIEW_KEY=$("$tmp/fenceview" keys create --server "http://127.0.0.1:$fv_port" --name bench --role client --json |
-	sed -n 's/.*"secret":"\([^"]*\)".*/\1/p')
-[ -n "$FENCEVIEW_KEY" ] || { echo "bench: could not create a client key" >&2; exit 1; }
-export FENCEVIEW_KEY
+start_fenceview fenceview
+fv_port=$started_port fv_pid=$started_pid
+export FENCEVIEW_KEY=$started_key
 
 echo "== starting a second fenceview with --signing=off (grants without a signature)"
-un_port=$(free_port)
-mkdir -p "$tmp/fenceview-unsigned"
-"$tmp/fenceview" -addr "127.0.0.1:$un_port" -db "$tmp/fenceview-unsigned/fenceview.db" -signing off 2>"$tmp/fenceview-unsigned.log" &
-un_pid=$!
-pids+=($un_pid)
-wait_for "fenceview --signing=off" curl -fsS "http://127.0.0.1:$un_port/healthz"
-FENCEVIEW_UNSIGNED_KEY=$("$tmp/fenceview" keys create --server "http://127.0.0.1:$un_port" --name bench --role client --json |
-	sed -n 's/.*"secret":"\([^"]*\)".*/\1/p')
-[ -n "$FENCEVIEW_UNSIGNED_KEY" ] || { echo "bench: could not create a client key" >&2; exit 1; }
-export FENCEVIEW_UNSIGNED_KEY
+start_fenceview fenceview-unsigned -signing off
+un_port=$started_port un_pid=$started_pid
+export FENCEVIEW_UNSIGNED_KEY=$started_key
 
 echo "== $(nproc) CPUs, $(uname -sr), go $(go env GOVERSION), $(redis-server --version | cut -d' ' -f1-3)"
 "$tmp/bench" \
