@@ -8,16 +8,8 @@ package javatest
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -48,6 +40,9 @@ const (
 )
 
 const adminToken = "java-test-admin-token"
+
+// TestMain removes the fenceview command startTLS builds.
+func TestMain(m *testing.M) { servertest.Main(m) }
 
 // need skips the test when something it needs is not installed, and fails
 // it under CI, whose run must exercise the Java client.
@@ -180,43 +175,22 @@ func TestJava(t *testing.T) {
 	t.Logf("Java tests: %d successful of %d", counts["successful"], counts["found"])
 }
 
-// startTLS starts a fenceview server serving HTTPS with a self-signed
-// certificate for 127.0.0.1, and returns its URL and the certificate's PEM
-// file, which the Java test trusts through its own SSLContext.
+// startTLS starts a fenceview server serving HTTPS with the certificate
+// `fenceview dev-cert` makes for 127.0.0.1, and returns its URL and the dev
+// CA's PEM file, which the Java test trusts through its own SSLContext: the
+// way a user tries TLS on one machine.
 func startTLS(t *testing.T) (url, caFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fenceview java test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	caFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
+	if out, err := exec.Command(servertest.Binary(t), "dev-cert", "--dir", dir, "--host", "127.0.0.1").CombinedOutput(); err != nil {
+		t.Fatalf("fenceview dev-cert: %v\n%s", err, out)
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv := servertest.Start(t, server.Config{Clock: clock.Real{}, Access: server.Access{TLSCert: caFile, TLSKey: keyFile}})
+	srv := servertest.Start(t, server.Config{Clock: clock.Real{}, Access: server.Access{
+		TLSCert: filepath.Join(dir, "cert.pem"), TLSKey: filepath.Join(dir, "key.pem")}})
 	if !strings.HasPrefix(srv.URL(), "https://") {
 		t.Fatalf("TLS server URL %s", srv.URL())
 	}
-	return srv.URL(), caFile
+	return srv.URL(), filepath.Join(dir, "ca.pem")
 }
 
 // startCluster starts a fenceview cluster of two nodes over a real etcd (in

@@ -9,7 +9,9 @@ package io.fenceview;
  * @param presented the token shown
  * @param required  the mark that refused it (0 when accepted: the guard does not read the mark then)
  */
-public record Decision(boolean accepted, String reason, long presented, long required) {
+public record Decision(boolean accepted, String reason, long presented, long required) implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+
     /** The token is below the resource's high-water mark: a newer holder has written. */
     public static final String STALE_TOKEN = "stale-token";
     /** The token's signature is missing or was not made by a trusted key for this resource and token. */

@@ -25,15 +25,13 @@ import java.util.concurrent.locks.Lock;
  * Waiting happens on the server, first come first served. One FencedLock may be
  * shared by all threads; several for the same resource see the same holds.
  */
-public final class FencedLock implements Lock {
+public final class FencedLock extends Named implements Lock {
     /** One server-side wait of a blocking lock: long enough to be cheap, short enough for proxies. */
     static final long MAX_WAIT_CHUNK_MS = 60_000;
 
     /** The longest lock-delay the server takes (contract v3). */
     public static final Duration MAX_LOCK_DELAY = Duration.ofSeconds(60);
 
-    private final FenceviewClient c;
-    private final String resource;
     private final long lockDelayMs;
 
     FencedLock(FenceviewClient c, String resource) {
@@ -41,8 +39,7 @@ public final class FencedLock implements Lock {
     }
 
     private FencedLock(FenceviewClient c, String resource, long lockDelayMs) {
-        this.c = c;
-        this.resource = resource;
+        super(c, "locks", resource);
         this.lockDelayMs = lockDelayMs;
     }
 
@@ -58,7 +55,7 @@ public final class FencedLock implements Lock {
         if (delay.isNegative() || delay.compareTo(MAX_LOCK_DELAY) > 0) {
             throw new IllegalArgumentException("fenceview: lock-delay " + delay + ": want 0..60s");
         }
-        return new FencedLock(c, resource, ms);
+        return new FencedLock(c, name, ms);
     }
 
     /** The lock-delay of this lock's grants, 0 for none. */
@@ -78,16 +75,11 @@ public final class FencedLock implements Lock {
         Long t = Waiting.tryAwait(acquire(me(), Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit), refusal));
         if (t == null) {
             if (refusal[0] == null) {
-                throw new FenceviewException(0, "fenceview: acquire " + resource + " gave up");
+                throw new FenceviewException(0, "fenceview: acquire " + name + " gave up");
             }
-            throw LockHeldException.of(resource, refusal[0].body);
+            throw LockHeldException.of(name, refusal[0].body);
         }
         return getFencingToken();
-    }
-
-    /** The resource id (Redisson's {@code getName()}). */
-    public String getName() {
-        return resource;
     }
 
     private static long me() {
@@ -199,9 +191,9 @@ public final class FencedLock implements Lock {
         boolean renewing = leaseMs < 0;
         long lease = renewing ? c.watchdogTimeout().toMillis() : leaseMs;
         String holder = c.holderId(threadId);
-        return Waiting.run(c, "acquire " + resource, waitMs, chunk -> {
+        return Waiting.run(c, "acquire " + name, waitMs, chunk -> {
             Map<String, Object> in = Waiting.acquireBody(holder, lease, chunk, lockDelayMs);
-            return c.call("POST", FenceviewClient.lockPath(resource, "acquire"), in, c.requestTimeout().plusMillis(chunk));
+            return c.call("POST", path("acquire"), in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(threadId, holder, a.body, lease, renewing, sent),
                 // Nobody will unlock a grant its asker gave up on.
                 a -> releaseQuietly(holder), token -> unlockAsync(threadId), refusal, a -> true);
@@ -210,15 +202,15 @@ public final class FencedLock implements Lock {
     private void releaseQuietly(String holder) {
         Map<String, Object> in = new LinkedHashMap<>();
         in.put("holder", holder);
-        c.call("POST", FenceviewClient.lockPath(resource, "release"), in, null);
+        c.call("POST", path("release"), in, null);
     }
 
     /** Records a grant: a new hold with its watchdog, or one more re-entrant grant. */
     private long granted(long threadId, String holder, Map<String, Object> body, long lease, boolean renewing, long sent) {
-        FencingToken t = FencingToken.ofGrant(resource, body);
+        FencingToken t = FencingToken.ofGrant(name, body);
         long ms = Json.lng(body, "leaseMs");
         long leaseMs = ms > 0 ? ms : lease;
-        Hold.Key key = new Hold.Key(resource, threadId);
+        Hold.Key key = new Hold.Key(name, threadId);
         Hold[] created = new Hold[1];
         Hold h = c.holds.compute(key, (k, old) -> {
             if (old != null && !old.ended) {
@@ -257,7 +249,7 @@ public final class FencedLock implements Lock {
      * {@link IllegalMonitorStateException} when that thread does not hold the lock.
      */
     public CompletableFuture<Void> unlockAsync(long threadId) {
-        Hold.Key key = new Hold.Key(resource, threadId);
+        Hold.Key key = new Hold.Key(name, threadId);
         Hold h = c.holds.get(key);
         if (h != null && h.count() <= 1) {
             h.releasing(true);
@@ -265,7 +257,7 @@ public final class FencedLock implements Lock {
         String holder = c.holderId(threadId);
         Map<String, Object> in = new LinkedHashMap<>();
         in.put("holder", holder);
-        return c.call("POST", FenceviewClient.lockPath(resource, "release"), in, null).handle((a, err) -> {
+        return c.call("POST", path("release"), in, null).handle((a, err) -> {
             if (err != null) {
                 if (h != null) {
                     h.releasing(false);
@@ -287,13 +279,13 @@ public final class FencedLock implements Lock {
                 if (h != null) {
                     h.lose("unlock refused: " + a.error(), null);
                 }
-                throw new IllegalMonitorStateException("attempt to unlock " + resource
+                throw new IllegalMonitorStateException("attempt to unlock " + name
                         + ", not locked by thread " + threadId + " (holder " + holder + "): " + a.error());
             }
             if (h != null) {
                 h.releasing(false);
             }
-            throw a.failure("release " + resource);
+            throw a.failure("release " + name);
         });
     }
 
@@ -304,9 +296,9 @@ public final class FencedLock implements Lock {
      */
     public boolean forceUnlock() {
         boolean was = isLocked();
-        FenceviewClient.Answer a = FenceviewClient.await(c.admin("POST", FenceviewClient.lockPath(resource, "expire"), null));
+        FenceviewClient.Answer a = FenceviewClient.await(c.admin("POST", path("expire"), null));
         if (!a.ok()) {
-            throw a.failure("force-expire " + resource);
+            throw a.failure("force-expire " + name);
         }
         return was;
     }
@@ -315,7 +307,7 @@ public final class FencedLock implements Lock {
 
     /** Whether anyone holds the lock now (asks the server). */
     public boolean isLocked() {
-        return c.getLockState(resource).locked();
+        return c.getLockState(name).locked();
     }
 
     /** Whether the current thread holds the lock now (asks the server). */
@@ -324,19 +316,19 @@ public final class FencedLock implements Lock {
     }
 
     public boolean isHeldByThread(long threadId) {
-        LockState s = c.getLockState(resource);
+        LockState s = c.getLockState(name);
         return s.locked() && c.holderId(threadId).equals(s.holder());
     }
 
     /** The current thread's hold count on the server (0 when it does not hold the lock). */
     public int getHoldCount() {
-        LockState s = c.getLockState(resource);
+        LockState s = c.getLockState(name);
         return s.locked() && c.holderId(me()).equals(s.holder()) ? s.holdCount() : 0;
     }
 
     /** Milliseconds left of the lease, as Redisson: -2 when the lock is free. */
     public long remainTimeToLive() {
-        LockState s = c.getLockState(resource);
+        LockState s = c.getLockState(name);
         return s.locked() ? s.remainingMs() : -2;
     }
 
@@ -348,7 +340,7 @@ public final class FencedLock implements Lock {
 
     /** The current thread's latest grant's token with its signature, null when it holds no lease. */
     public FencingToken getFencingToken() {
-        Hold h = c.holds.get(new Hold.Key(resource, me()));
+        Hold h = c.holds.get(new Hold.Key(name, me()));
         return h == null || h.ended ? null : h.token();
     }
 
@@ -364,7 +356,7 @@ public final class FencedLock implements Lock {
     }
 
     public CompletableFuture<LeaseLostException> leaseLost(long threadId) {
-        Hold h = c.holds.get(new Hold.Key(resource, threadId));
+        Hold h = c.holds.get(new Hold.Key(name, threadId));
         if (h == null) {
             CompletableFuture<LeaseLostException> f = new CompletableFuture<>();
             f.cancel(false);

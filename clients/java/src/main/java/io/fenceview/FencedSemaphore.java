@@ -19,33 +19,25 @@ import java.util.concurrent.TimeUnit;
  * server; an acquire with another number fails (409 {@code "permits mismatch"}).
  * {@link #setPermits(int)} (admin) changes it.
  */
-public final class FencedSemaphore {
+public final class FencedSemaphore extends Named {
     /** The most permits a semaphore may have. */
     public static final int MAX_PERMITS = 1024;
     /** The longest name: its slots' ids stay within a resource id's 160 bytes. */
     public static final int MAX_NAME = 150;
 
-    private final FenceviewClient c;
-    private final String name;
     private final int permits;
     private final long lockDelayMs;
 
     FencedSemaphore(FenceviewClient c, String name, int permits, long lockDelayMs) {
-        Ids.resource(name);
+        super(c, "semaphores", Ids.resource(name));
         if (name.getBytes(StandardCharsets.UTF_8).length > MAX_NAME || name.indexOf('#') >= 0) {
             throw new IllegalArgumentException("fenceview: a semaphore name is at most " + MAX_NAME + " bytes and has no '#'");
         }
         if (permits < 1 || permits > MAX_PERMITS) {
             throw new IllegalArgumentException("fenceview: permits " + permits + ": want 1.." + MAX_PERMITS);
         }
-        this.c = c;
-        this.name = name;
         this.permits = permits;
         this.lockDelayMs = lockDelayMs;
-    }
-
-    public String getName() {
-        return name;
     }
 
     /** The permits this semaphore asks for (the server's count must match). */
@@ -59,10 +51,6 @@ public final class FencedSemaphore {
             throw new IllegalArgumentException("fenceview: lock-delay " + delay + ": want 0..60s");
         }
         return new FencedSemaphore(c, name, permits, delay.toMillis());
-    }
-
-    private String path(String action) {
-        return "/v1/semaphores/" + FenceviewClient.segment(name) + (action.isEmpty() ? "" : "/" + action);
     }
 
     /** Blocks until a slot is free and returns its permit, renewed by the watchdog. */

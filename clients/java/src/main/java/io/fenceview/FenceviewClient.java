@@ -329,8 +329,13 @@ public final class FenceviewClient implements AutoCloseable {
         return b.toString();
     }
 
+    /** The path of action on the server's object name of kind ("locks", "semaphores", ...); "" for the object. */
+    static String path(String kind, String name, String action) {
+        return "/v1/" + kind + "/" + segment(name) + (action.isEmpty() ? "" : "/" + action);
+    }
+
     static String lockPath(String resource, String action) {
-        return "/v1/locks/" + segment(resource) + (action.isEmpty() ? "" : "/" + action);
+        return path("locks", resource, action);
     }
 
     /** Sends a call with the ordinary credential. */

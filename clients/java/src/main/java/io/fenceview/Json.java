@@ -24,6 +24,10 @@ import java.util.Map;
 final class Json {
     static final int MAX_DEPTH = 64;
 
+    /** The one-letter escapes a string may hold, and (at the same index) what each stands for. */
+    private static final String ESCAPE_LETTERS = "\"\\/bfnrt";
+    private static final String ESCAPED = "\"\\/\b\f\n\r\t";
+
     private final String s;
     private int i;
 
@@ -108,10 +112,7 @@ final class Json {
 
     private Map<String, Object> object(int depth) {
         Map<String, Object> m = new LinkedHashMap<>();
-        i++; // {
-        ws();
-        if (i < s.length() && s.charAt(i) == '}') {
-            i++;
+        if (empty('}')) {
             return m;
         }
         while (true) {
@@ -135,10 +136,7 @@ final class Json {
 
     private List<Object> array(int depth) {
         List<Object> l = new ArrayList<>();
-        i++; // [
-        ws();
-        if (i < s.length() && s.charAt(i) == ']') {
-            i++;
+        if (empty(']')) {
             return l;
         }
         while (true) {
@@ -148,6 +146,20 @@ final class Json {
                 return l;
             }
         }
+    }
+
+    /**
+     * Steps over the opening bracket at i and the space after it; true when close
+     * follows at once (an empty object or array), and steps over that too.
+     */
+    private boolean empty(char close) {
+        i++;
+        ws();
+        if (i < s.length() && s.charAt(i) == close) {
+            i++;
+            return true;
+        }
+        return false;
     }
 
     /**
@@ -191,33 +203,31 @@ final class Json {
                 throw error("unterminated escape");
             }
             char e = s.charAt(i++);
-            switch (e) {
-                case '"': b.append('"'); break;
-                case '\\': b.append('\\'); break;
-                case '/': b.append('/'); break;
-                case 'b': b.append('\b'); break;
-                case 'f': b.append('\f'); break;
-                case 'n': b.append('\n'); break;
-                case 'r': b.append('\r'); break;
-                case 't': b.append('\t'); break;
-                case 'u':
-                    if (i + 4 > s.length()) {
-                        throw error("short \\u escape");
-                    }
-                    int cp = 0;
-                    for (int k = 0; k < 4; k++) {
-                        int d = Character.digit(s.charAt(i++), 16);
-                        if (d < 0) {
-                            throw error("bad \\u escape");
-                        }
-                        cp = cp * 16 + d;
-                    }
-                    b.append((char) cp);
-                    break;
-                default:
-                    throw error("bad escape");
+            int k = ESCAPE_LETTERS.indexOf(e);
+            if (k >= 0) {
+                b.append(ESCAPED.charAt(k));
+            } else if (e == 'u') {
+                b.append(hex4());
+            } else {
+                throw error("bad escape");
             }
         }
+    }
+
+    /** The four hex digits of a UTF-16 escape (after the backslash and the u), as the unit they spell. */
+    private char hex4() {
+        if (i + 4 > s.length()) {
+            throw error("short \\u escape");
+        }
+        int cp = 0;
+        for (int k = 0; k < 4; k++) {
+            int d = Character.digit(s.charAt(i++), 16);
+            if (d < 0) {
+                throw error("bad \\u escape");
+            }
+            cp = cp * 16 + d;
+        }
+        return (char) cp;
     }
 
     private Object number() {
@@ -271,27 +281,28 @@ final class Json {
 
     // ---- accessors: a field of the wrong type is an error, never a default ----
 
-    static String str(Map<String, Object> m, String key) {
+    /**
+     * The field key of m as a type, absent when it is missing or null; any other
+     * value is an error that names the field and what it should have been.
+     */
+    private static <T> T field(Map<String, Object> m, String key, Class<T> type, T absent, String what) {
         Object v = m.get(key);
         if (v == null) {
-            return null;
+            return absent;
         }
-        if (!(v instanceof String)) {
-            throw new IllegalArgumentException("JSON: field " + key + " is not a string");
+        if (!type.isInstance(v)) {
+            throw new IllegalArgumentException("JSON: field " + key + " is not " + what);
         }
-        return (String) v;
+        return type.cast(v);
+    }
+
+    static String str(Map<String, Object> m, String key) {
+        return field(m, key, String.class, null, "a string");
     }
 
     /** A field that must be an integer in long's range; 0 when absent or null. */
     static long lng(Map<String, Object> m, String key) {
-        Object v = m.get(key);
-        if (v == null) {
-            return 0;
-        }
-        if (!(v instanceof Long)) {
-            throw new IllegalArgumentException("JSON: field " + key + " is not a 64-bit integer");
-        }
-        return (Long) v;
+        return field(m, key, Long.class, 0L, "a 64-bit integer");
     }
 
     /** A field that must be an RFC 3339 time; null when absent or null. */
@@ -308,38 +319,17 @@ final class Json {
     }
 
     static boolean bool(Map<String, Object> m, String key) {
-        Object v = m.get(key);
-        if (v == null) {
-            return false;
-        }
-        if (!(v instanceof Boolean)) {
-            throw new IllegalArgumentException("JSON: field " + key + " is not a boolean");
-        }
-        return (Boolean) v;
+        return field(m, key, Boolean.class, false, "a boolean");
     }
 
     @SuppressWarnings("unchecked")
     static Map<String, Object> obj(Map<String, Object> m, String key) {
-        Object v = m.get(key);
-        if (v == null) {
-            return Collections.emptyMap();
-        }
-        if (!(v instanceof Map)) {
-            throw new IllegalArgumentException("JSON: field " + key + " is not an object");
-        }
-        return (Map<String, Object>) v;
+        return field(m, key, Map.class, Collections.emptyMap(), "an object");
     }
 
     @SuppressWarnings("unchecked")
     static List<Object> list(Map<String, Object> m, String key) {
-        Object v = m.get(key);
-        if (v == null) {
-            return Collections.emptyList();
-        }
-        if (!(v instanceof List)) {
-            throw new IllegalArgumentException("JSON: field " + key + " is not an array");
-        }
-        return (List<Object>) v;
+        return field(m, key, List.class, Collections.emptyList(), "an array");
     }
 
     // ---- writer ----

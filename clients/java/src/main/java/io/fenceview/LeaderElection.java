@@ -22,22 +22,15 @@ import java.util.function.Consumer;
  * first served; a watchdog renews the leadership until {@link #resign()}, and
  * {@link #leaseLost()} completes the moment it is lost.
  */
-public final class LeaderElection {
+public final class LeaderElection extends Named {
     /** The longest value a leader may proclaim, in bytes of UTF-8. */
     public static final int MAX_VALUE = 4096;
 
-    private final FenceviewClient c;
-    private final String name;
     private final String candidate;
 
     LeaderElection(FenceviewClient c, String name, String candidate) {
-        this.c = c;
-        this.name = name;
+        super(c, "elections", name);
         this.candidate = candidate;
-    }
-
-    public String getName() {
-        return name;
     }
 
     public String getCandidate() {
@@ -46,10 +39,6 @@ public final class LeaderElection {
 
     private Hold.Key key() {
         return new Hold.Key(name, 0, "election:" + candidate);
-    }
-
-    private String path(String action) {
-        return "/v1/elections/" + FenceviewClient.segment(name) + (action.isEmpty() ? "" : "/" + action);
     }
 
     private static String checkValue(String value) {

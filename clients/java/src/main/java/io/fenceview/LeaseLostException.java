@@ -6,22 +6,17 @@ package io.fenceview;
  * not be reached before the lease ran out, or a fixed lease ran out. Stop the work
  * done under the lock; its token will be refused once a newer holder has written.
  */
-public class LeaseLostException extends RuntimeException {
+public class LeaseLostException extends FencingException {
     private static final long serialVersionUID = 1L;
-    private final String resource;
     private final long token;
 
     public LeaseLostException(String resource, long token, String message, Throwable cause) {
-        super("fenceview: lease of " + resource + " (token " + token + ") lost: " + message, cause);
-        this.resource = resource;
+        super(resource, "fenceview: lease of " + resource + " (token " + token + ") lost: " + message, cause);
         this.token = token;
     }
 
-    public String resource() {
-        return resource;
-    }
-
     /** The token of the hold's latest grant. */
+    @Override
     public long token() {
         return token;
     }

@@ -97,6 +97,9 @@ class JdbcGuardTest {
             assertEquals(tokenB.longValue(), now[1]);
             FencedOutException e = da.toException(r);
             assertEquals(da, e.decision());
+            FencingException stop = e;
+            assertEquals(r, stop.resource());
+            assertEquals(tokenA.longValue(), stop.token(), "the refused token, as a lost lease names its own");
             lockB.unlock();
 
             // The refusal, reported, lands in the server's rejection history.
