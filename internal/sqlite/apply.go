@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -49,17 +50,15 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 				tx.Rollback()
 			}
 		}()
-		for _, r := range resources {
-			if err := st.logResource(ctx, r); err != nil {
-				return err
-			}
+		if err := st.log.insert(ctx, len(resources), func(a []driver.NamedValue, i int) { logArgs(a, resources[i]) }); err != nil {
+			return err
+		}
+		if err := st.events.insert(ctx, len(events), func(a []driver.NamedValue, i int) { eventArgs(a, &events[i]) }); err != nil {
+			return err
 		}
 		maxSeq := db.maxSeq
 		for i := range events {
 			e := &events[i]
-			if err := st.insertEvent(ctx, e); err != nil {
-				return err
-			}
 			if e.Seq <= db.folded {
 				// A late event (a hole in a cluster node's copy, filled):
 				// the folds have passed its place, so it is indexed and
@@ -109,24 +108,79 @@ var lateEventSQL = [...]string{
 
 // applyStmts are Apply's statements, prepared once on the write
 // connection, with their argument slices reused from change to change.
-//
-// They run through the driver's query path, not its exec path: a query
-// resets, binds every argument and takes the first step in one cgo
-// crossing, where an exec crosses once per argument (16 crossings for an
-// event, 25 for a resource row). An INSERT's work is done by that first
-// step; closing the rows resets the statement.
 type applyStmts struct {
-	conn                 *sqlite3.SQLiteConn
-	logStmt, eventStmt   driver.StmtQueryContext
-	logArgs, eventArgs   []driver.NamedValue
-	closeLog, closeEvent func() error
+	conn        *sqlite3.SQLiteConn
+	log, events multiInsert
 }
 
-const logResourceSQL = `INSERT INTO resource_log (` + resourceColumns + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// chunkRows are the row counts of the INSERT statements a table's rows go
+// through, largest first: a group of 37 rows takes two statements of 16,
+// one of 4 and one of 1. One statement per chunk, not per row, is one cgo
+// crossing and one VDBE program start for up to 16 rows, and the largest
+// chunk's arguments (16 x 19) stay far below SQLite's limit on them.
+var chunkRows = [...]int{16, 4, 1}
 
-const insertEventSQL = `INSERT INTO events (` + eventColumns + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+// multiInsert inserts rows into one table through a multi-row INSERT per
+// chunk (see chunkRows).
+//
+// The statements run through the driver's query path, not its exec path:
+// a query resets, binds every argument and takes the first step in one
+// cgo crossing, where an exec crosses once per argument. An INSERT's work
+// is done by that first step; closing the rows resets the statement.
+type multiInsert struct {
+	columns int
+	stmts   [len(chunkRows)]driver.StmtQueryContext
+	closers [len(chunkRows)]func() error
+	args    [len(chunkRows)][]driver.NamedValue
+}
+
+func prepareMultiInsert(c *sqlite3.SQLiteConn, table, columns string, n int) (multiInsert, error) {
+	m := multiInsert{columns: n}
+	row := "(" + strings.Repeat("?, ", n-1) + "?)"
+	for i, rows := range chunkRows {
+		q := "INSERT INTO " + table + " (" + columns + ") VALUES " + strings.Repeat(row+", ", rows-1) + row
+		stmt, err := c.Prepare(q)
+		if err != nil {
+			m.close()
+			return multiInsert{}, err
+		}
+		m.stmts[i], m.closers[i], m.args[i] = stmt.(driver.StmtQueryContext), stmt.Close, namedValues(rows*n)
+	}
+	return m, nil
+}
+
+// insert inserts n rows, fill setting row i's arguments in a.
+func (m *multiInsert) insert(ctx context.Context, n int, fill func(a []driver.NamedValue, i int)) error {
+	for i := 0; i < n; {
+		c := 0
+		for chunkRows[c] > n-i {
+			c++
+		}
+		a := m.args[c]
+		for j := 0; j < chunkRows[c]; j++ {
+			fill(a[j*m.columns:(j+1)*m.columns], i+j)
+		}
+		err := run(ctx, m.stmts[c], a)
+		forget(a)
+		if err != nil {
+			return err
+		}
+		i += chunkRows[c]
+	}
+	return nil
+}
+
+func (m *multiInsert) close() {
+	for _, c := range m.closers {
+		if c != nil {
+			c()
+		}
+	}
+}
+
+// resourceWidth and eventWidth are how many columns a resource_log row
+// and an events row have: the arguments of one row of their INSERTs.
+const resourceWidth, eventWidth = 19, 13
 
 // applyStmtsOf returns the statements prepared on c, preparing them again
 // if database/sql replaced the connection since.
@@ -141,28 +195,23 @@ func (db *DB) applyStmtsOf(c *sqlite3.SQLiteConn) (*applyStmts, error) {
 	if _, err := c.ExecContext(context.Background(), `PRAGMA wal_autocheckpoint = 0`, nil); err != nil {
 		return nil, err
 	}
-	logStmt, err := c.Prepare(logResourceSQL)
+	log, err := prepareMultiInsert(c, "resource_log", resourceColumns, resourceWidth)
 	if err != nil {
 		return nil, err
 	}
-	eventStmt, err := c.Prepare(insertEventSQL)
+	events, err := prepareMultiInsert(c, "events", eventColumns, eventWidth)
 	if err != nil {
-		logStmt.Close()
+		log.close()
 		return nil, err
 	}
-	db.stmts = &applyStmts{
-		conn:    c,
-		logStmt: logStmt.(driver.StmtQueryContext), eventStmt: eventStmt.(driver.StmtQueryContext),
-		logArgs: namedValues(19), eventArgs: namedValues(13),
-		closeLog: logStmt.Close, closeEvent: eventStmt.Close,
-	}
+	db.stmts = &applyStmts{conn: c, log: log, events: events}
 	return db.stmts, nil
 }
 
 func (st *applyStmts) close() {
 	if st != nil {
-		st.closeLog()
-		st.closeEvent()
+		st.log.close()
+		st.events.close()
 	}
 }
 
@@ -182,12 +231,12 @@ func forget(args []driver.NamedValue) {
 	}
 }
 
-func (st *applyStmts) logResource(ctx context.Context, r *fenceview.Resource) error {
+// logArgs sets a (resourceWidth values, in resourceColumns' order) to r.
+func logArgs(a []driver.NamedValue, r *fenceview.Resource) {
 	var holder driver.Value
 	if r.Holder != "" {
 		holder = r.Holder
 	}
-	a := st.logArgs
 	a[0].Value, a[1].Value, a[2].Value, a[3].Value = r.ResourceID, r.LastToken, r.HighWaterMark, holder
 	a[4].Value, a[5].Value, a[6].Value = int64(r.HoldCount), r.Token, r.LeaseMs
 	a[7].Value, a[8].Value = toMs(r.GrantedAt), toMs(r.ExpiresAt)
@@ -195,23 +244,17 @@ func (st *applyStmts) logResource(ctx context.Context, r *fenceview.Resource) er
 	a[12].Value, a[13].Value = r.CounterAlarm, r.OwnerKey
 	a[14].Value, a[15].Value, a[16].Value = r.LockDelayMs, toMs(r.AvailableAt), int64(r.Permits)
 	a[17].Value, a[18].Value = r.Election, r.Value
-	err := run(ctx, st.logStmt, a)
-	forget(a)
-	return err
 }
 
-func (st *applyStmts) insertEvent(ctx context.Context, e *fenceview.Event) error {
-	a := st.eventArgs
+// eventArgs sets a (eventWidth values, in eventColumns' order) to e.
+func eventArgs(a []driver.NamedValue, e *fenceview.Event) {
 	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.Seq, e.Type, e.ResourceID, e.Token
 	a[4].Value, a[5].Value, a[6].Value = e.Holder, e.Presented, e.Required
 	a[7].Value, a[8].Value, a[9].Value = e.Reason, e.Source, e.At.UnixMilli()
 	a[10].Value, a[11].Value, a[12].Value = e.Value, e.LockDelayMs, int64(e.Permits)
-	err := run(ctx, st.eventStmt, a)
-	forget(a)
-	return err
 }
 
-// run executes an INSERT through the query path (see applyStmts).
+// run executes an INSERT through the query path (see multiInsert).
 func run(ctx context.Context, stmt driver.StmtQueryContext, args []driver.NamedValue) error {
 	rows, err := stmt.QueryContext(ctx, args)
 	if err != nil {
