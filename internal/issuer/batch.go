@@ -32,7 +32,22 @@ type batch struct {
 	presign *fenceview.Grant // the caller's grant, signed with its group by the committer (signing.go)
 
 	prev []preimage // what applyLocked replaced, to undo a failed commit
-	done chan error // the committer's verdict
+	// The committer's verdict: err, set before done is sent. A channel
+	// of an error would be two allocations per change, this one is one.
+	done chan struct{}
+	err  error
+
+	// Room for the common batch, one resource and its one or two events
+	// (an expiry and a grant), in the batch's own allocation: order,
+	// prev and events start in it and move to the heap only when they
+	// outgrow it. Not the working copy itself: a resource's durable
+	// value points into it (commitGroup), and would keep the batch,
+	// with its preimages, alive.
+	inline struct {
+		order  [1]*state
+		prev   [1]preimage
+		events [2]fenceview.Event
+	}
 }
 
 type handoff struct {
@@ -43,7 +58,9 @@ type handoff struct {
 
 // begin starts a batch. s.mu must be held until commit returns.
 func (s *Service) begin() *batch {
-	return &batch{s: s, now: s.clock.Now()}
+	b := &batch{s: s, now: s.clock.Now()}
+	b.order, b.prev, b.events = b.inline.order[:0], b.inline.prev[:0], b.inline.events[:0]
+	return b
 }
 
 // batchMapAt is the number of working copies from which a batch looks them

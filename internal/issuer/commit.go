@@ -23,7 +23,8 @@ func (s *Service) finish(b *batch) error {
 	}
 	if s.committing {
 		s.mu.Unlock()
-		return <-b.done
+		<-b.done
+		return b.err
 	}
 	s.committing = true
 	s.callers.Add(1)
@@ -40,7 +41,8 @@ func (s *Service) finish(b *batch) error {
 	}
 	s.mu.Unlock()
 	d.deliver() // while the next commit runs
-	return <-b.done
+	<-b.done
+	return b.err
 }
 
 // settleLocked answers a change that recorded nothing (a refusal: the
@@ -99,7 +101,7 @@ func (s *Service) applyLocked(b *batch) bool {
 		s.seq++
 		b.events[i].Seq = s.seq
 	}
-	b.done = make(chan error, 1)
+	b.done = make(chan struct{}, 1)
 	s.queue = append(s.queue, b)
 	return true
 }
@@ -186,7 +188,8 @@ type delivery struct {
 func (d delivery) deliver() {
 	d.hub.deliver(d.targets)
 	for _, b := range d.answer {
-		b.done <- d.err
+		b.err = d.err
+		b.done <- struct{}{}
 	}
 }
 
