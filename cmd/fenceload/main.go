@@ -59,14 +59,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(fs.Output(), "Usage: fenceload [flags]\n\nLoad a fenceview server and check its tokens.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return cmdmain.Usage(err)
-	}
-	if fs.NArg() > 0 {
-		return cmdmain.Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	if err := cmdmain.Parse(fs, args); err != nil {
+		return err
 	}
 	if *attackConns > 0 {
 		return runAttack(ctx, *url, *key, *viewerKey, *attackFrom, *attackConns, *duration, stdout)

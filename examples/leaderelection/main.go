@@ -28,7 +28,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -58,15 +57,14 @@ type flags struct {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("leaderelection", flag.ContinueOnError)
-	var f flags
-	fs.StringVar(&f.role, "role", "story", "story (the whole story) or candidate (candidate A, driven by the story)")
-	f.server = story.ServerFlags(fs)
-	fs.StringVar(&f.db, "db", "", "SQLite file holding the row (default: a temporary file)")
-	fs.StringVar(&f.election, "election", "db-primary", "the election's name")
-	fs.StringVar(&f.candidate, "candidate", "node-a", "candidate id (-role candidate)")
-	fs.DurationVar(&f.lease, "lease", 500*time.Millisecond, "candidate A's lease; A is frozen longer than this")
-	if err := fs.Parse(args); err != nil {
+	cmd := story.NewCommand("leaderelection")
+	f := flags{server: &cmd.Server}
+	cmd.StringVar(&f.role, "role", "story", "story (the whole story) or candidate (candidate A, driven by the story)")
+	cmd.StringVar(&f.db, "db", "", "SQLite file holding the row (default: a temporary file)")
+	cmd.StringVar(&f.election, "election", "db-primary", "the election's name")
+	cmd.StringVar(&f.candidate, "candidate", "node-a", "candidate id (-role candidate)")
+	cmd.DurationVar(&f.lease, "lease", 500*time.Millisecond, "candidate A's lease; A is frozen longer than this")
+	if err := cmd.Parse(args); err != nil {
 		return err
 	}
 	switch f.role {
@@ -75,7 +73,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "story":
 		return tell(ctx, f, stdout)
 	}
-	return fmt.Errorf("-role %q: want story or candidate", f.role)
+	return cmdmain.Usage(fmt.Errorf("-role %q: want story or candidate", f.role))
 }
 
 // reply is one line candidate A prints.
