@@ -87,15 +87,9 @@ type reply struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// primaryTable is the guarded row: which node is the primary, with the
-// term of the leader that wrote it as its high-water mark.
-func primaryTable() *sqlguard.Table {
-	t, err := sqlguard.NewTable(sqlguard.SQLite, "cluster_primary", "id")
-	if err != nil {
-		panic(err) // constant, valid identifiers
-	}
-	return t
-}
+// primary is the guarded row: which node is the primary, with the term of
+// the leader that wrote it as its high-water mark.
+var primary = sqlitedb.Table("cluster_primary", "id")
 
 // candidate is A: elected, then a follower of commands.
 func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) error {
@@ -123,7 +117,7 @@ func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) 
 		case "write":
 			// The term it was elected with: a leader frozen between
 			// checking its leadership and writing does exactly this.
-			d, err := primaryTable().Update(ctx, db, 1, term, sqlguard.Set("node", arg))
+			d, err := primary.Update(ctx, db, 1, term, sqlguard.Set("node", arg))
 			r := reply{Event: "write", Accepted: d.Accepted, Reason: d.Reason, Required: d.Required}
 			if err != nil {
 				r.Error = err.Error()
@@ -186,7 +180,7 @@ func tell(ctx context.Context, f flags, stdout io.Writer) error {
 		return fmt.Errorf("B: %w", err)
 	}
 	fmt.Fprintf(stdout, "A's lease ran out; B is elected, term %d\n", termB)
-	d, err := primaryTable().Update(ctx, db, 1, termB, sqlguard.Set("node", "node-b"))
+	d, err := primary.Update(ctx, db, 1, termB, sqlguard.Set("node", "node-b"))
 	if err != nil || !d.Accepted {
 		return fmt.Errorf("B's write: %+v, %v", d, err)
 	}

@@ -43,10 +43,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeDB()
-	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
-	if err != nil {
-		return err
-	}
+	inventory := sqlitedb.Table("inventory", "product_id")
 
 	// A locks and stalls past its lease; B locks with a newer token.
 	race, err := story.Pause(ctx, c, paused, ", read stock 10, will write 9", stdout)

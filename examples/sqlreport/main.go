@@ -44,10 +44,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeDB()
-	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
-	if err != nil {
-		return err
-	}
+	inventory := sqlitedb.Table("inventory", "product_id")
 
 	// write is a guarded UPDATE whose decision, either way, goes to the
 	// server. A report that fails to send does not undo the write: the

@@ -70,10 +70,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeDB()
-	partitions, err := sqlguard.NewTable(sqlguard.SQLite, "partitions", "partition_id")
-	if err != nil {
-		return err
-	}
+	partitions := sqlitedb.Table("partitions", "partition_id")
 	// write is a worker's write to its partition, fenced by its slot's
 	// token: refused when the slot has been granted since with a larger one.
 	write := func(w *worker, token int64, note string) (guard.Decision, error) {
