@@ -25,7 +25,7 @@ import (
 type Command struct {
 	*flag.FlagSet
 	Server   Server
-	required []string // names of the flags Parse insists on
+	required []struct{ name, usage string } // the flags Parse insists on
 }
 
 // NewCommand returns the command line of the example name, with -server
@@ -40,7 +40,7 @@ func NewCommand(name string) *Command {
 // Required registers a string flag the example cannot run without; Parse
 // fails, saying what the flag is for, when it is not given.
 func (c *Command) Required(name, usage string) *string {
-	c.required = append(c.required, name)
+	c.required = append(c.required, struct{ name, usage string }{name, usage})
 	return c.String(name, "", usage+" (required)")
 }
 
@@ -49,9 +49,9 @@ func (c *Command) Parse(args []string) error {
 	if err := cmdmain.Parse(c.FlagSet, args); err != nil {
 		return err
 	}
-	for _, name := range c.required {
-		if f := c.Lookup(name); f.Value.String() == "" {
-			return cmdmain.Usage(fmt.Errorf("-%s is required: %s", name, f.Usage))
+	for _, r := range c.required {
+		if c.Lookup(r.name).Value.String() == "" {
+			return cmdmain.Usage(fmt.Errorf("-%s is required: %s", r.name, r.usage))
 		}
 	}
 	return nil
