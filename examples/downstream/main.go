@@ -15,7 +15,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -63,12 +62,9 @@ func (s *service) handleStock(w http.ResponseWriter, r *http.Request) {
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("downstream", flag.ContinueOnError)
-	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	fv, closeAll, err := server.Connect(ctx)
+	cmd := story.NewCommand("downstream")
+	paused := cmd.PausedFlags()
+	fv, closeAll, err := cmd.Connect(ctx, args)
 	if err != nil {
 		return err
 	}

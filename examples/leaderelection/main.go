@@ -28,7 +28,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -58,15 +57,14 @@ type flags struct {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("leaderelection", flag.ContinueOnError)
-	var f flags
-	fs.StringVar(&f.role, "role", "story", "story (the whole story) or candidate (candidate A, driven by the story)")
-	f.server = story.ServerFlags(fs)
-	fs.StringVar(&f.db, "db", "", "SQLite file holding the row (default: a temporary file)")
-	fs.StringVar(&f.election, "election", "db-primary", "the election's name")
-	fs.StringVar(&f.candidate, "candidate", "node-a", "candidate id (-role candidate)")
-	fs.DurationVar(&f.lease, "lease", 500*time.Millisecond, "candidate A's lease; A is frozen longer than this")
-	if err := fs.Parse(args); err != nil {
+	cmd := story.NewCommand("leaderelection")
+	f := flags{server: &cmd.Server}
+	cmd.StringVar(&f.role, "role", "story", "story (the whole story) or candidate (candidate A, driven by the story)")
+	cmd.StringVar(&f.db, "db", "", "SQLite file holding the row (default: a temporary file)")
+	cmd.StringVar(&f.election, "election", "db-primary", "the election's name")
+	cmd.StringVar(&f.candidate, "candidate", "node-a", "candidate id (-role candidate)")
+	cmd.DurationVar(&f.lease, "lease", 500*time.Millisecond, "candidate A's lease; A is frozen longer than this")
+	if err := cmd.Parse(args); err != nil {
 		return err
 	}
 	switch f.role {
@@ -75,7 +73,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	case "story":
 		return tell(ctx, f, stdout)
 	}
-	return fmt.Errorf("-role %q: want story or candidate", f.role)
+	return cmdmain.Usage(fmt.Errorf("-role %q: want story or candidate", f.role))
 }
 
 // reply is one line candidate A prints.
@@ -89,15 +87,9 @@ type reply struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// primaryTable is the guarded row: which node is the primary, with the
-// term of the leader that wrote it as its high-water mark.
-func primaryTable() *sqlguard.Table {
-	t, err := sqlguard.NewTable(sqlguard.SQLite, "cluster_primary", "id")
-	if err != nil {
-		panic(err) // constant, valid identifiers
-	}
-	return t
-}
+// primary is the guarded row: which node is the primary, with the term of
+// the leader that wrote it as its high-water mark.
+var primary = sqlitedb.Table("cluster_primary", "id")
 
 // candidate is A: elected, then a follower of commands.
 func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) error {
@@ -125,7 +117,7 @@ func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) 
 		case "write":
 			// The term it was elected with: a leader frozen between
 			// checking its leadership and writing does exactly this.
-			d, err := primaryTable().Update(ctx, db, 1, term, sqlguard.Set("node", arg))
+			d, err := primary.Update(ctx, db, 1, term, sqlguard.Set("node", arg))
 			r := reply{Event: "write", Accepted: d.Accepted, Reason: d.Reason, Required: d.Required}
 			if err != nil {
 				r.Error = err.Error()
@@ -188,7 +180,7 @@ func tell(ctx context.Context, f flags, stdout io.Writer) error {
 		return fmt.Errorf("B: %w", err)
 	}
 	fmt.Fprintf(stdout, "A's lease ran out; B is elected, term %d\n", termB)
-	d, err := primaryTable().Update(ctx, db, 1, termB, sqlguard.Set("node", "node-b"))
+	d, err := primary.Update(ctx, db, 1, termB, sqlguard.Set("node", "node-b"))
 	if err != nil || !d.Accepted {
 		return fmt.Errorf("B's write: %+v, %v", d, err)
 	}

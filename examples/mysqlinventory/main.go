@@ -21,8 +21,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 
@@ -40,15 +38,14 @@ func main() { cmdmain.Main("mysqlinventory", run) }
 // run plays the story and returns an error unless A's write was refused,
 // B's write is in the row and the refusal was reported.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("mysqlinventory", flag.ContinueOnError)
-	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
-	dsn := fs.String("dsn", "", "go-sql-driver/mysql DSN with clientFoundRows=true (required)")
-	if err := fs.Parse(args); err != nil {
+	cmd := story.NewCommand("mysqlinventory")
+	paused := cmd.PausedFlags()
+	dsn := cmd.Required("dsn", "the MySQL or MariaDB database to write to, a go-sql-driver/mysql DSN with clientFoundRows=true")
+	c, closeAll, err := cmd.Connect(ctx, args)
+	if err != nil {
 		return err
 	}
-	if *dsn == "" {
-		return errors.New("-dsn is required (a MySQL or MariaDB database to write to)")
-	}
+	defer closeAll()
 	db, err := sql.Open("mysql", *dsn)
 	if err != nil {
 		return err
@@ -74,11 +71,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	c, closeAll, err := server.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
 	// A locks and stalls past its lease; B locks with a newer token.
 	race, err := story.Pause(ctx, c, paused, ", will write stock 9", stdout)
 	if err != nil {

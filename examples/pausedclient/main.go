@@ -15,7 +15,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -31,14 +30,10 @@ func main() { cmdmain.Main("pausedclient", run) }
 // run plays the story and returns an error if it did not end with A's
 // write refused and B's write in the row.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("pausedclient", flag.ContinueOnError)
-	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
-	dbPath := fs.String("db", "", "SQLite file holding the inventory (default: a temporary file)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-
-	c, closeAll, err := server.Connect(ctx)
+	cmd := story.NewCommand("pausedclient")
+	paused := cmd.PausedFlags()
+	dbPath := cmd.String("db", "", "SQLite file holding the inventory (default: a temporary file)")
+	c, closeAll, err := cmd.Connect(ctx, args)
 	if err != nil {
 		return err
 	}
@@ -48,10 +43,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeDB()
-	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
-	if err != nil {
-		return err
-	}
+	inventory := sqlitedb.Table("inventory", "product_id")
 
 	// A locks and stalls past its lease; B locks with a newer token.
 	race, err := story.Pause(ctx, c, paused, ", read stock 10, will write 9", stdout)

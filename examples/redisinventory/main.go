@@ -17,8 +17,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -38,15 +36,14 @@ func main() { cmdmain.Main("redisinventory", run) }
 // run plays the story and returns an error unless A's write was refused,
 // B's values are in Redis and the refusal was reported.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("redisinventory", flag.ContinueOnError)
-	server, paused := story.ServerFlags(fs), story.PausedFlags(fs)
-	addr := fs.String("redis", "", "Redis address, host:port (required)")
-	if err := fs.Parse(args); err != nil {
+	cmd := story.NewCommand("redisinventory")
+	paused := cmd.PausedFlags()
+	addr := cmd.Required("redis", "the Redis or Valkey server to write to, host:port")
+	c, closeAll, err := cmd.Connect(ctx, args)
+	if err != nil {
 		return err
 	}
-	if *addr == "" {
-		return errors.New("-redis is required (a Redis or Valkey server to write to)")
-	}
+	defer closeAll()
 	rdb := redis.NewClient(&redis.Options{Addr: *addr})
 	defer rdb.Close()
 	// A fresh namespace per run, so earlier runs' marks do not refuse this
@@ -56,11 +53,6 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 
-	c, closeAll, err := server.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
 	// A locks and stalls past its lease; B locks with a newer token.
 	race, err := story.Pause(ctx, c, paused, ", will write stock 9", stdout)
 	if err != nil {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/examples/internal/storytest"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 	"github.com/fenceview/fenceview/internal/dbtest"
 )
 
@@ -50,8 +52,11 @@ func TestPausedWriterRefusedByRedis(t *testing.T) {
 	}
 }
 
+// Without -redis the example says which flag it needs, as a usage error
+// (exit 2).
 func TestRedisRequired(t *testing.T) {
-	if err := run(context.Background(), nil, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "-redis") {
+	err := run(context.Background(), nil, &bytes.Buffer{})
+	if !errors.As(err, new(cmdmain.UsageError)) || !strings.Contains(err.Error(), "-redis") {
 		t.Fatalf("run without -redis = %v", err)
 	}
 }

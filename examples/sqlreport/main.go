@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -30,13 +29,9 @@ func main() { cmdmain.Main("sqlreport", run) }
 const source = "sqlguard:inventory"
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sqlreport", flag.ContinueOnError)
-	server := story.ServerFlags(fs)
-	resource := fs.String("resource", fmt.Sprintf("inventory:%d", time.Now().UnixNano()), "the lock's resource id (default: a new one per run)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	c, closeAll, err := server.Connect(ctx)
+	cmd := story.NewCommand("sqlreport")
+	resource := cmd.String("resource", fmt.Sprintf("inventory:%d", time.Now().UnixNano()), "the lock's resource id (default: a new one per run)")
+	c, closeAll, err := cmd.Connect(ctx, args)
 	if err != nil {
 		return err
 	}
@@ -49,10 +44,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeDB()
-	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
-	if err != nil {
-		return err
-	}
+	inventory := sqlitedb.Table("inventory", "product_id")
 
 	// write is a guarded UPDATE whose decision, either way, goes to the
 	// server. A report that fails to send does not undo the write: the

@@ -36,33 +36,49 @@ import (
 
 func main() { cmdmain.Main("wasmplugin", run) }
 
+// flags is the command line: where the service listens and keeps its
+// state, and the fenceview server it seeds from and reports to, if any.
+type flags struct {
+	addr, statePath, source string
+	server                  wasm.Server // no URL: no server
+}
+
+// parseFlags reads the command line. The server is called with -key when
+// given (a guard key reports decisions; no admin needed), else with
+// -admin-token.
+func parseFlags(args []string, stdout io.Writer) (flags, error) {
+	fs := flag.NewFlagSet("wasmplugin", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	var f flags
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:8090", "listen address")
+	fs.StringVar(&f.statePath, "state", "wasmplugin-state.json", "file keeping values and high-water marks")
+	fs.StringVar(&f.server.URL, "fenceview", "", "fenceview server URL to seed from and report to (optional)")
+	fs.StringVar(&f.source, "source", "wasm:wasmplugin", "source name in the server's history")
+	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
+	adminToken := fs.String("admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "fenceview admin token, if the server needs one")
+	err := cmdmain.Parse(fs, args)
+	f.server.Token = *adminToken
+	if *apiKey != "" {
+		f.server.Token = *apiKey
+	}
+	return f, err
+}
+
 // run serves until ctx is done, then saves its state, sends the decisions
 // still queued, and returns. It prints "listening on <url>" once it serves.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("wasmplugin", flag.ContinueOnError)
-	apiKey := fs.String("key", os.Getenv("FENCEVIEW_KEY"), "fenceview API key, when the server has auth on (env FENCEVIEW_KEY)")
-	fs.SetOutput(stdout)
-	addr := fs.String("addr", "127.0.0.1:8090", "listen address")
-	statePath := fs.String("state", "wasmplugin-state.json", "file keeping values and high-water marks")
-	server := fs.String("fenceview", "", "fenceview server URL to seed from and report to (optional)")
-	adminToken := fs.String("admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "fenceview admin token, if the server needs one")
-	source := fs.String("source", "wasm:wasmplugin", "source name in the server's history")
-	if err := fs.Parse(args); err != nil {
+	f, err := parseFlags(args, stdout)
+	if err != nil {
 		return err
 	}
 
-	svc, err := newService(*statePath)
+	svc, err := newService(f.statePath)
 	if err != nil {
 		return err
 	}
 	var cfg wasm.Config
-	var srv wasm.Server
-	if *server != "" {
-		srv = wasm.Server{URL: *server, Token: *adminToken}
-		if *apiKey != "" { // a guard key reports decisions; no admin needed
-			srv.Token = *apiKey
-		}
-		if cfg.Reporter, err = wasm.NewReporter(wasm.ReporterConfig{Server: srv, Source: *source}); err != nil {
+	if f.server.URL != "" {
+		if cfg.Reporter, err = wasm.NewReporter(wasm.ReporterConfig{Server: f.server, Source: f.source}); err != nil {
 			return err
 		}
 		defer func() {
@@ -82,20 +98,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// Restore before serving: the marks this service accepted itself, then
 	// whatever the server has seen (other guards, the fence endpoint).
 	if err := svc.guard.SeedMap(svc.state.Marks); err != nil {
-		return fmt.Errorf("restoring marks from %s: %w", *statePath, err)
+		return fmt.Errorf("restoring marks from %s: %w", f.statePath, err)
 	}
-	if *server != "" {
-		n, err := svc.guard.SeedFromServer(ctx, srv)
+	if f.server.URL != "" {
+		n, err := svc.guard.SeedFromServer(ctx, f.server)
 		if err != nil {
 			// Not fatal: the local marks are restored, and the server may be
 			// down; the guard must keep protecting the data.
-			fmt.Fprintf(stdout, "seeding from %s: %v\n", *server, err)
+			fmt.Fprintf(stdout, "seeding from %s: %v\n", f.server.URL, err)
 		} else {
-			fmt.Fprintf(stdout, "seeded %d marks from %s\n", n, *server)
+			fmt.Fprintf(stdout, "seeded %d marks from %s\n", n, f.server.URL)
 		}
 	}
 
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return err
 	}

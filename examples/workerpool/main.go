@@ -21,7 +21,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -47,18 +46,18 @@ type worker struct {
 // run plays the story and returns an error unless it ended with every
 // partition written by its current owner and the stalled worker refused.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("workerpool", flag.ContinueOnError)
-	server := story.ServerFlags(fs)
-	dbPath := fs.String("db", "", "SQLite file holding the partitions (default: a temporary file)")
-	workers := fs.Int("workers", 4, "workers, and partitions (3..1024)")
-	stallLease := fs.Duration("stall-lease", 500*time.Millisecond, "the lease of the worker that stalls; it stalls longer than this")
-	name := fs.String("semaphore", "partitions", "the semaphore's name")
-	if err := fs.Parse(args); err != nil {
+	cmd := story.NewCommand("workerpool")
+	dbPath := cmd.String("db", "", "SQLite file holding the partitions (default: a temporary file)")
+	workers := cmd.Int("workers", 4, "workers, and partitions (3..1024)")
+	stallLease := cmd.Duration("stall-lease", 500*time.Millisecond, "the lease of the worker that stalls; it stalls longer than this")
+	name := cmd.String("semaphore", "partitions", "the semaphore's name")
+	if err := cmd.Parse(args); err != nil {
 		return err
 	}
 	if *workers < 3 || *workers > 1024 {
-		return fmt.Errorf("-workers %d: want 3..1024", *workers)
+		return cmdmain.Usage(fmt.Errorf("-workers %d: want 3..1024", *workers))
 	}
+	server := &cmd.Server
 	const stalled = 2 // the worker that stalls, and its partition
 
 	stop, err := server.Start(ctx)
@@ -71,10 +70,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeDB()
-	partitions, err := sqlguard.NewTable(sqlguard.SQLite, "partitions", "partition_id")
-	if err != nil {
-		return err
-	}
+	partitions := sqlitedb.Table("partitions", "partition_id")
 	// write is a worker's write to its partition, fenced by its slot's
 	// token: refused when the slot has been granted since with a larger one.
 	write := func(w *worker, token int64, note string) (guard.Decision, error) {

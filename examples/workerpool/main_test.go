@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/fenceview/fenceview/examples/internal/storytest"
+	"github.com/fenceview/fenceview/internal/cmdmain"
 )
 
 func TestWorkersFenceTheirPartitionsBySlotToken(t *testing.T) {
@@ -22,10 +24,12 @@ func TestWorkersFenceTheirPartitionsBySlotToken(t *testing.T) {
 	)
 }
 
+// Bad flags, out-of-range values and stray arguments are usage errors
+// (exit 2), found before any server starts.
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"-workers", "2"}, {"-workers", "many"}, {"-stall-lease", "soon"}} {
-		if err := run(context.Background(), args, &bytes.Buffer{}); err == nil {
-			t.Errorf("%q accepted", args)
+	for _, args := range [][]string{{"-workers", "2"}, {"-workers", "many"}, {"-stall-lease", "soon"}, {"extra"}} {
+		if err := run(context.Background(), args, &bytes.Buffer{}); !errors.As(err, new(cmdmain.UsageError)) {
+			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}
 }

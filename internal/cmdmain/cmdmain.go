@@ -40,3 +40,16 @@ func (e UsageError) Unwrap() error { return e.Err }
 
 // Usage marks err as a UsageError.
 func Usage(err error) error { return UsageError{Err: err} }
+
+// Parse parses args with fs, which must return its errors
+// (flag.ContinueOnError): a bad flag or a stray argument is a UsageError,
+// and -h stays flag.ErrHelp inside it, so that Main exits 0.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return Usage(err)
+	}
+	if fs.NArg() > 0 {
+		return Usage(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	return nil
+}

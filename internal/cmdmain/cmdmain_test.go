@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 			case "help":
 				fs := flag.NewFlagSet("child", flag.ContinueOnError)
 				fs.SetOutput(io.Discard)
-				return cmdmain.Usage(fs.Parse([]string{"-h"}))
+				return cmdmain.Parse(fs, []string{"-h"})
 			case "usage":
 				return cmdmain.Usage(errors.New("-n wants a number"))
 			case "fail":
@@ -107,5 +107,33 @@ func TestSignalCancelsTheRun(t *testing.T) {
 	}
 	if string(rest) != "cleaned up after context canceled\n" {
 		t.Fatalf("after SIGTERM the run printed %q", rest)
+	}
+}
+
+// A flag the command does not know, a bad value and a stray argument are
+// usage errors (exit 2); -h is still flag.ErrHelp (exit 0, see
+// TestExitCodes); good flags parse.
+func TestParse(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		usage bool
+	}{
+		{[]string{"-n", "3"}, false},
+		{[]string{"-m", "3"}, true},
+		{[]string{"-n", "three"}, true},
+		{[]string{"-n", "3", "extra"}, true},
+	} {
+		fs := flag.NewFlagSet("child", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		n := fs.Int("n", 0, "a number")
+		err := cmdmain.Parse(fs, c.args)
+		if got := errors.As(err, new(cmdmain.UsageError)); got != c.usage || (!c.usage && (err != nil || *n != 3)) {
+			t.Errorf("Parse(%q) = %v, n %d", c.args, err, *n)
+		}
+	}
+	fs := flag.NewFlagSet("child", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if err := cmdmain.Parse(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("Parse(-h) = %v, want flag.ErrHelp", err)
 	}
 }

@@ -1,5 +1,5 @@
 // Package sqlitedb opens the SQLite files the examples keep their guarded
-// rows in.
+// rows in, and names the guarded tables in them.
 package sqlitedb
 
 import (
@@ -9,7 +9,20 @@ import (
 	"path/filepath"
 
 	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/fenceview/fenceview/guard/sqlguard"
 )
+
+// Table is sqlguard.NewTable(sqlguard.SQLite, name, key), for the examples'
+// constant table and key names: it panics on a name sqlguard refuses, as
+// regexp.MustCompile does on a bad constant pattern.
+func Table(name, key string) *sqlguard.Table {
+	t, err := sqlguard.NewTable(sqlguard.SQLite, name, key)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
 
 // Open opens the SQLite file at *path, first setting *path to a file in a
 // new temporary directory when it is empty (no -db flag given). The file
