@@ -49,130 +49,188 @@ type cell struct {
 	CPU      []*load.CPU    `json:"cpu,omitempty"` // of each round, nil where not measured
 }
 
-func run(ctx context.Context, args []string, stdout io.Writer) error {
+// config is what the command line asks for: the systems to measure and
+// how.
+type config struct {
+	fvURL, fvKey, fvCluster, fvFollower string
+	fvRPC                               bool
+	fvUnsigned, fvUnsignedKey           string
+	redisAddr, redisAOF, pgDSN          string
+	sqliteDir, etcdURLs                 string
+	fvPID, fvUnsignedPID                int
+	redisPID, redisAOFPID               int
+
+	clients, resources int
+	duration, warmup   time.Duration
+	rounds             int
+	single             bool
+	jsonOut            string
+
+	primitives bool
+	permits    int
+}
+
+func parseFlags(args []string) (config, error) {
+	var c config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fvURL := fs.String("fenceview", "", "fenceview base URL (empty: skip)")
-	fvRPC := fs.Bool("rpc", true, "also run fenceview through the Go client over its RPC stream")
-	fvKey := fs.String("fenceview-key", os.Getenv("FENCEVIEW_KEY"), "API key (role client) for a fenceview with auth on (env FENCEVIEW_KEY)")
-	redisAddr := fs.String("redis", "", "Redis without persistence, host:port (empty: skip)")
-	redisAOF := fs.String("redis-aof", "", "Redis with appendfsync always, host:port (empty: skip)")
-	pgDSN := fs.String("postgres", "", "PostgreSQL connection string, fsync on (empty: skip)")
-	sqliteDir := fs.String("sqlite", "", "directory for the SQLite baseline's database (empty: skip)")
-	fvCluster := fs.String("fenceview-cluster", "", "the leader of a fenceview cluster, base URL (empty: skip)")
-	fvFollower := fs.String("fenceview-follower", "", "a follower of that cluster, base URL (empty: skip)")
-	etcdURLs := fs.String("etcd", "", "etcd client URLs, comma-separated, for etcd's own concurrency.Mutex (empty: skip)")
-	clients := fs.Int("clients", 64, "clients of the concurrent workloads")
-	resources := fs.Int("resources", 1024, "resources")
-	duration := fs.Duration("duration", 5*time.Second, "measured time per cell")
-	warmup := fs.Duration("warmup", time.Second, "warm-up per cell")
-	rounds := fs.Int("rounds", 1, "rounds; each cell reports the median and the spread")
-	single := fs.Bool("single", true, "also run every workload with 1 client")
-	jsonOut := fs.String("json", "", "write every measurement as JSON to this file")
-	fvUnsigned := fs.String("fenceview-unsigned", "", "a second fenceview started with --signing=off, base URL: its RPC stream is a row of its own (empty: skip)")
-	fvUnsignedKey := fs.String("fenceview-unsigned-key", os.Getenv("FENCEVIEW_UNSIGNED_KEY"), "API key (role client) of -fenceview-unsigned (env FENCEVIEW_UNSIGNED_KEY)")
-	fvUnsignedPID := fs.Int("fenceview-unsigned-pid", 0, "the process id of -fenceview-unsigned: adds its CPU time per operation")
-	fvPID := fs.Int("fenceview-pid", 0, "fenceview's process id: adds its CPU time per operation (Linux)")
-	redisPID := fs.Int("redis-pid", 0, "the process id of -redis: adds its CPU time per operation")
-	redisAOFPID := fs.Int("redis-aof-pid", 0, "the process id of -redis-aof: adds its CPU time per operation")
-	primitives := fs.Bool("primitives", false, "run the primitives' benchmark instead (semaphores, multi-locks) against -fenceview and -redis-aof")
-	permits := fs.Int("permits", 16, "permits of the primitives' benchmark's semaphore")
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&c.fvURL, "fenceview", "", "fenceview base URL (empty: skip)")
+	fs.BoolVar(&c.fvRPC, "rpc", true, "also run fenceview through the Go client over its RPC stream")
+	fs.StringVar(&c.fvKey, "fenceview-key", os.Getenv("FENCEVIEW_KEY"), "API key (role client) for a fenceview with auth on (env FENCEVIEW_KEY)")
+	fs.StringVar(&c.redisAddr, "redis", "", "Redis without persistence, host:port (empty: skip)")
+	fs.StringVar(&c.redisAOF, "redis-aof", "", "Redis with appendfsync always, host:port (empty: skip)")
+	fs.StringVar(&c.pgDSN, "postgres", "", "PostgreSQL connection string, fsync on (empty: skip)")
+	fs.StringVar(&c.sqliteDir, "sqlite", "", "directory for the SQLite baseline's database (empty: skip)")
+	fs.StringVar(&c.fvCluster, "fenceview-cluster", "", "the leader of a fenceview cluster, base URL (empty: skip)")
+	fs.StringVar(&c.fvFollower, "fenceview-follower", "", "a follower of that cluster, base URL (empty: skip)")
+	fs.StringVar(&c.etcdURLs, "etcd", "", "etcd client URLs, comma-separated, for etcd's own concurrency.Mutex (empty: skip)")
+	fs.IntVar(&c.clients, "clients", 64, "clients of the concurrent workloads")
+	fs.IntVar(&c.resources, "resources", 1024, "resources")
+	fs.DurationVar(&c.duration, "duration", 5*time.Second, "measured time per cell")
+	fs.DurationVar(&c.warmup, "warmup", time.Second, "warm-up per cell")
+	fs.IntVar(&c.rounds, "rounds", 1, "rounds; each cell reports the median and the spread")
+	fs.BoolVar(&c.single, "single", true, "also run every workload with 1 client")
+	fs.StringVar(&c.jsonOut, "json", "", "write every measurement as JSON to this file")
+	fs.StringVar(&c.fvUnsigned, "fenceview-unsigned", "", "a second fenceview started with --signing=off, base URL: its RPC stream is a row of its own (empty: skip)")
+	fs.StringVar(&c.fvUnsignedKey, "fenceview-unsigned-key", os.Getenv("FENCEVIEW_UNSIGNED_KEY"), "API key (role client) of -fenceview-unsigned (env FENCEVIEW_UNSIGNED_KEY)")
+	fs.IntVar(&c.fvUnsignedPID, "fenceview-unsigned-pid", 0, "the process id of -fenceview-unsigned: adds its CPU time per operation")
+	fs.IntVar(&c.fvPID, "fenceview-pid", 0, "fenceview's process id: adds its CPU time per operation (Linux)")
+	fs.IntVar(&c.redisPID, "redis-pid", 0, "the process id of -redis: adds its CPU time per operation")
+	fs.IntVar(&c.redisAOFPID, "redis-aof-pid", 0, "the process id of -redis-aof: adds its CPU time per operation")
+	fs.BoolVar(&c.primitives, "primitives", false, "run the primitives' benchmark instead (semaphores, multi-locks) against -fenceview and -redis-aof")
+	fs.IntVar(&c.permits, "permits", 16, "permits of the primitives' benchmark's semaphore")
+	return c, fs.Parse(args)
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	c, err := parseFlags(args)
+	if err != nil {
 		return err
 	}
-	if *primitives {
-		return runPrimitives(ctx, primitiveConfig{fenceview: *fvURL, key: *fvKey, redisAOF: *redisAOF, clients: *clients,
-			permits: *permits, resources: *resources, duration: *duration, warmup: *warmup}, stdout)
+	if c.primitives {
+		return runPrimitives(ctx, primitiveConfig{fenceview: c.fvURL, key: c.fvKey, redisAOF: c.redisAOF, clients: c.clients,
+			permits: c.permits, resources: c.resources, duration: c.duration, warmup: c.warmup}, stdout)
 	}
-
-	var targets []target
-	if *fvURL != "" {
-		d, err := load.NewHTTP(*fvURL)
-		if err != nil {
-			return err
-		}
-		d.Key = *fvKey
-		targets = append(targets, target{"fenceview", "yes", d, *fvPID})
-		if *fvRPC {
-			r, err := load.NewGoClient(*fvURL, true)
-			if err != nil {
-				return err
-			}
-			r.Key = *fvKey
-			targets = append(targets, target{"fenceview (RPC stream)", "yes", r, *fvPID})
-		}
-	}
-	if *fvUnsigned != "" {
-		r, err := load.NewGoClient(*fvUnsigned, true)
-		if err != nil {
-			return err
-		}
-		r.Key = *fvUnsignedKey
-		targets = append(targets, target{"fenceview (RPC stream, --signing=off)", "yes", r, *fvUnsignedPID})
-	}
-	for _, c := range []struct{ label, url string }{
-		{"fenceview cluster, leader", *fvCluster},
-		{"fenceview cluster, follower", *fvFollower},
-	} {
-		if c.url == "" {
-			continue
-		}
-		d, err := load.NewHTTP(c.url)
-		if err != nil {
-			return err
-		}
-		d.Key = *fvKey
-		targets = append(targets, target{c.label, "yes", d, 0})
-	}
-	if *etcdURLs != "" {
-		targets = append(targets, target{"etcd concurrency.Mutex", "yes", newEtcd(strings.Split(*etcdURLs, ",")), 0})
-	}
-	if *redisAddr != "" {
-		targets = append(targets, target{"redis (no persistence)", "no", newRedis("redis", *redisAddr), *redisPID})
-	}
-	if *redisAOF != "" {
-		targets = append(targets, target{"redis (AOF always)", "yes", newRedis("redis-aof", *redisAOF), *redisAOFPID})
-	}
-	if *pgDSN != "" {
-		targets = append(targets, target{"postgresql (fsync on)", "yes", newPostgres(*pgDSN), 0})
-	}
-	if *sqliteDir != "" {
-		targets = append(targets, target{"sqlite (WAL, FULL, 1 conn)", "yes", newSQLite(*sqliteDir), 0})
-	}
-	if len(targets) == 0 {
-		return fmt.Errorf("no targets: give -fenceview, -redis, -redis-aof, -postgres or -sqlite")
-	}
+	targets, err := targetsOf(c)
 	defer func() {
 		for _, t := range targets {
 			t.drv.Close()
 		}
 	}()
-
-	// Widest first: pools are sized by the first run.
-	works := []workload{
-		{fmt.Sprintf("grants/s, %d clients", *clients), *clients, load.Mix{Grant: 1}},
-		{fmt.Sprintf("fenced writes/s, %d clients", *clients), *clients, load.Mix{Fence: 1}},
+	if err != nil {
+		return err
 	}
-	if *single && *clients != 1 {
+	works := workloadsOf(c)
+	fmt.Fprintf(stdout, "%d resources, %v per cell after %v warm-up, %d round(s); cells run one at a time\n",
+		c.resources, c.duration, c.warmup, c.rounds)
+	cells, failures, err := measure(ctx, c, works, targets, stdout)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	printTable(stdout, works, targets, cells, c.rounds)
+	if c.jsonOut != "" {
+		if err := writeCells(c.jsonOut, works, targets, cells); err != nil {
+			return err
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("checks failed:\n  %s", strings.Join(failures, "\n  "))
+	}
+	return nil
+}
+
+// targetsOf makes a driver for every system c names, fenceview's first.
+func targetsOf(c config) ([]target, error) {
+	var targets []target
+	fenceview := func(label, url, key string, rpc bool, pid int) error {
+		var d load.Driver
+		if rpc {
+			r, err := load.NewGoClient(url, true)
+			if err != nil {
+				return err
+			}
+			r.Key, d = key, r
+		} else {
+			h, err := load.NewHTTP(url)
+			if err != nil {
+				return err
+			}
+			h.Key, d = key, h
+		}
+		targets = append(targets, target{label, "yes", d, pid})
+		return nil
+	}
+	for _, f := range []struct {
+		label, url, key string
+		rpc, skip       bool
+		pid             int
+	}{
+		{"fenceview", c.fvURL, c.fvKey, false, false, c.fvPID},
+		{"fenceview (RPC stream)", c.fvURL, c.fvKey, true, !c.fvRPC, c.fvPID},
+		{"fenceview (RPC stream, --signing=off)", c.fvUnsigned, c.fvUnsignedKey, true, false, c.fvUnsignedPID},
+		{"fenceview cluster, leader", c.fvCluster, c.fvKey, false, false, 0},
+		{"fenceview cluster, follower", c.fvFollower, c.fvKey, false, false, 0},
+	} {
+		if f.url == "" || f.skip {
+			continue
+		}
+		if err := fenceview(f.label, f.url, f.key, f.rpc, f.pid); err != nil {
+			return targets, err
+		}
+	}
+	if c.etcdURLs != "" {
+		targets = append(targets, target{"etcd concurrency.Mutex", "yes", newEtcd(strings.Split(c.etcdURLs, ",")), 0})
+	}
+	if c.redisAddr != "" {
+		targets = append(targets, target{"redis (no persistence)", "no", newRedis("redis", c.redisAddr), c.redisPID})
+	}
+	if c.redisAOF != "" {
+		targets = append(targets, target{"redis (AOF always)", "yes", newRedis("redis-aof", c.redisAOF), c.redisAOFPID})
+	}
+	if c.pgDSN != "" {
+		targets = append(targets, target{"postgresql (fsync on)", "yes", newPostgres(c.pgDSN), 0})
+	}
+	if c.sqliteDir != "" {
+		targets = append(targets, target{"sqlite (WAL, FULL, 1 conn)", "yes", newSQLite(c.sqliteDir), 0})
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("no targets: give -fenceview, -redis, -redis-aof, -postgres or -sqlite")
+	}
+	return targets, nil
+}
+
+// workloadsOf lists the table's rows, widest first: pools are sized by
+// the first run.
+func workloadsOf(c config) []workload {
+	works := []workload{
+		{fmt.Sprintf("grants/s, %d clients", c.clients), c.clients, load.Mix{Grant: 1}},
+		{fmt.Sprintf("fenced writes/s, %d clients", c.clients), c.clients, load.Mix{Fence: 1}},
+	}
+	if c.single && c.clients != 1 {
 		works = append(works,
 			workload{"grants/s, 1 client", 1, load.Mix{Grant: 1}},
 			workload{"fenced writes/s, 1 client", 1, load.Mix{Fence: 1}})
 	}
-	fmt.Fprintf(stdout, "%d resources, %v per cell after %v warm-up, %d round(s); cells run one at a time\n",
-		*resources, *duration, *warmup, *rounds)
+	return works
+}
 
-	cells := make(map[[2]int]*cell)
-	var failures []string
-	for round := 0; round < *rounds; round++ {
+// measure runs every workload on every target, one cell at a time, round
+// after round, printing each measurement as it comes. failures are the
+// cells whose checks failed (a token issued twice, errors): measured and
+// reported all the same.
+func measure(ctx context.Context, c config, works []workload, targets []target, stdout io.Writer) (cells map[[2]int]*cell, failures []string, err error) {
+	cells = make(map[[2]int]*cell)
+	for round := 0; round < c.rounds; round++ {
 		for wi, w := range works {
 			for ti, t := range targets {
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return nil, nil, ctx.Err()
 				}
 				rep, err := load.Run(ctx, load.Config{
 					Clients:   w.clients,
-					Resources: *resources,
-					Duration:  *duration,
-					Warmup:    *warmup,
+					Resources: c.resources,
+					Duration:  c.duration,
+					Warmup:    c.warmup,
 					Mix:       w.mix,
 					Lease:     30 * time.Second,
 					Prefix:    fmt.Sprintf("bench-r%d-w%d", round, wi),
@@ -180,7 +238,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 					ServerPID: t.pid,
 				}, t.drv)
 				if err != nil {
-					return err
+					return nil, nil, err
 				}
 				kind := "cycle"
 				if w.mix.Grant == 0 {
@@ -192,35 +250,29 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				if err := rep.Err(); err != nil {
 					failures = append(failures, fmt.Sprintf("%s, %s: %v", t.label, w.name, err))
 				}
-				c := cells[[2]int{wi, ti}]
-				if c == nil {
-					c = &cell{Target: t.label, Workload: w.name}
-					cells[[2]int{wi, ti}] = c
+				cl := cells[[2]int{wi, ti}]
+				if cl == nil {
+					cl = &cell{Target: t.label, Workload: w.name}
+					cells[[2]int{wi, ti}] = cl
 				}
-				c.Rounds = append(c.Rounds, s)
-				c.CPU = append(c.CPU, rep.CPU)
+				cl.Rounds = append(cl.Rounds, s)
+				cl.CPU = append(cl.CPU, rep.CPU)
 			}
 		}
 	}
+	return cells, failures, nil
+}
 
-	fmt.Fprintln(stdout)
-	printTable(stdout, works, targets, cells, *rounds)
-	if *jsonOut != "" {
-		var all []*cell
-		for wi := range works {
-			for ti := range targets {
-				all = append(all, cells[[2]int{wi, ti}])
-			}
-		}
-		b, _ := json.MarshalIndent(all, "", "  ")
-		if err := os.WriteFile(*jsonOut, append(b, '\n'), 0o644); err != nil {
-			return err
+// writeCells writes every cell, in the table's order, as JSON to path.
+func writeCells(path string, works []workload, targets []target, cells map[[2]int]*cell) error {
+	var all []*cell
+	for wi := range works {
+		for ti := range targets {
+			all = append(all, cells[[2]int{wi, ti}])
 		}
 	}
-	if len(failures) > 0 {
-		return fmt.Errorf("checks failed:\n  %s", strings.Join(failures, "\n  "))
-	}
-	return nil
+	b, _ := json.MarshalIndent(all, "", "  ")
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 func median(c *cell) (med, lo, hi float64) {

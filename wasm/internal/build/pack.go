@@ -23,92 +23,28 @@ import (
 // memory.fill, data.drop), which every WebAssembly 2.0 host has and Go's
 // output already needs.
 func Pack(mod []byte) ([]byte, error) {
-	if len(mod) < 8 || !bytes.Equal(mod[:8], []byte("\x00asm\x01\x00\x00\x00")) {
-		return nil, errors.New("pack: not a WebAssembly 1 module")
+	secs, err := sectionsOf(mod)
+	if err != nil {
+		return nil, err
 	}
-	var secs []section
-	for r := (reader{b: mod, i: 8}); r.i < len(r.b); {
-		id := r.byte()
-		n := r.u32()
-		secs = append(secs, section{id, r.bytes(int(n))})
-		if r.err != nil {
-			return nil, fmt.Errorf("pack: %w", r.err)
-		}
-	}
-	find := func(id byte) int {
-		for i, s := range secs {
-			if s.id == id {
-				return i
-			}
-		}
-		return -1
-	}
-	if find(8) >= 0 {
+	if find(secs, secStart) >= 0 {
 		return nil, errors.New("pack: the module already has a start function")
 	}
-	// Imported functions come first in the function index space.
-	importedFuncs := 0
-	if i := find(2); i >= 0 {
-		r := reader{b: secs[i].body}
-		for n := r.u32(); n > 0; n-- {
-			r.bytes(int(r.u32())) // module
-			r.bytes(int(r.u32())) // name
-			switch kind := r.byte(); kind {
-			case 0:
-				importedFuncs++
-				r.u32()
-			case 2:
-				return nil, errors.New("pack: the module imports its memory")
-			default:
-				return nil, fmt.Errorf("pack: import of kind %d", kind)
-			}
-		}
-		if r.err != nil {
-			return nil, fmt.Errorf("pack: imports: %w", r.err)
-		}
+	importedFuncs, err := countImportedFuncs(secs)
+	if err != nil {
+		return nil, err
 	}
-	mi, di, ti, fi, ci := find(5), find(11), find(1), find(3), find(10)
+	mi, di, ti, fi, ci := find(secs, secMemory), find(secs, secData), find(secs, secType), find(secs, secFunction), find(secs, secCode)
 	if mi < 0 || di < 0 || ti < 0 || fi < 0 || ci < 0 {
 		return nil, errors.New("pack: want memory, data, type, function and code sections")
 	}
-	r := reader{b: secs[mi].body}
-	if r.u32() != 1 {
-		return nil, errors.New("pack: want one memory")
+	memBytes, err := initialMemory(secs[mi].body)
+	if err != nil {
+		return nil, err
 	}
-	r.byte() // limits flags
-	memBytes := uint64(r.u32()) * 65536
-
-	// The segments, in address order.
-	type segment struct {
-		off  uint32
-		data []byte
-	}
-	var segs []segment
-	r = reader{b: secs[di].body}
-	for n := r.u32(); n > 0; n-- {
-		if r.byte() != 0 || r.byte() != 0x41 { // active, memory 0, i32.const
-			return nil, errors.New("pack: a data segment that is not active at a constant offset")
-		}
-		off := r.s32()
-		if r.byte() != 0x0b {
-			return nil, errors.New("pack: a data segment offset that is not a lone i32.const")
-		}
-		segs = append(segs, segment{uint32(off), r.bytes(int(r.u32()))})
-	}
-	if r.err != nil || r.i != len(r.b) {
-		return nil, errors.New("pack: malformed data section")
-	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].off < segs[j].off })
-	var payload []byte
-	end := uint32(0)
-	for _, s := range segs {
-		if s.off < end {
-			return nil, errors.New("pack: overlapping data segments")
-		}
-		payload = appendU32(payload, s.off-end)
-		payload = appendU32(payload, uint32(len(s.data)))
-		payload = append(payload, s.data...)
-		end = s.off + uint32(len(s.data))
+	payload, end, err := packSegments(secs[di].body)
+	if err != nil {
+		return nil, err
 	}
 	// The packed bytes are unpacked from scratch space above the data,
 	// inside the initial memory, and the scratch is zeroed afterwards.
@@ -116,36 +52,17 @@ func Pack(mod []byte) ([]byte, error) {
 	if scratch+uint64(len(payload)) > memBytes {
 		return nil, fmt.Errorf("pack: %d packed bytes do not fit the initial memory above the data", len(payload))
 	}
+	typeIdx, types, err := voidType(secs[ti].body)
+	if err != nil {
+		return nil, err
+	}
+	secs[ti].body = types
 
-	// The unpacker's type, () -> (): reuse one or add it.
-	typeIdx := -1
-	r = reader{b: secs[ti].body}
-	nTypes := r.u32()
-	for k := uint32(0); k < nTypes; k++ {
-		if r.byte() != 0x60 {
-			return nil, errors.New("pack: malformed type section")
-		}
-		params, results := r.u32(), uint32(0)
-		r.bytes(int(params))
-		results = r.u32()
-		r.bytes(int(results))
-		if params == 0 && results == 0 && typeIdx < 0 {
-			typeIdx = int(k)
-		}
-	}
-	if r.err != nil {
-		return nil, errors.New("pack: malformed type section")
-	}
-	if typeIdx < 0 {
-		typeIdx = int(nTypes)
-		types := appendU32(nil, nTypes+1)
-		types = append(types, secs[ti].body[lenU32(nTypes):]...)
-		secs[ti].body = append(types, 0x60, 0, 0)
-	}
-	r = reader{b: secs[fi].body}
-	nFuncs := r.u32()
+	// The unpacker: one more function, of that type, with its body.
 	// Section bodies share the input's memory: build new ones, never
 	// append to them.
+	r := reader{b: secs[fi].body}
+	nFuncs := r.u32()
 	funcs := appendU32(nil, nFuncs+1)
 	funcs = append(funcs, secs[fi].body[r.i:]...)
 	secs[fi].body = appendU32(funcs, uint32(typeIdx))
@@ -158,33 +75,172 @@ func Pack(mod []byte) ([]byte, error) {
 	secs[ci].body = append(code, body...)
 
 	secs[di].body = append(append(appendU32(nil, 1), 1), append(appendU32(nil, uint32(len(payload))), payload...)...)
-	start := section{8, appendU32(nil, uint32(importedFuncs)+nFuncs)}
-	dataCount := section{12, appendU32(nil, 1)}
+	start := section{secStart, appendU32(nil, uint32(importedFuncs)+nFuncs)}
+	dataCount := section{secDataCount, appendU32(nil, 1)}
+	return assemble(mod[:8], secs, start, dataCount), nil
+}
 
-	// Rebuild in the order the spec requires: ..., export (7), start (8),
-	// element (9), data count (12), code (10), data (11), custom anywhere.
+// The ids of the sections Pack reads or writes.
+const (
+	secType      = 1
+	secImport    = 2
+	secFunction  = 3
+	secMemory    = 5
+	secStart     = 8
+	secElement   = 9
+	secCode      = 10
+	secData      = 11
+	secDataCount = 12
+)
+
+// sectionsOf splits a module into its sections, in order.
+func sectionsOf(mod []byte) ([]section, error) {
+	if len(mod) < 8 || !bytes.Equal(mod[:8], []byte("\x00asm\x01\x00\x00\x00")) {
+		return nil, errors.New("pack: not a WebAssembly 1 module")
+	}
+	var secs []section
+	for r := (reader{b: mod, i: 8}); r.i < len(r.b); {
+		id := r.byte()
+		n := r.u32()
+		secs = append(secs, section{id, r.bytes(int(n))})
+		if r.err != nil {
+			return nil, fmt.Errorf("pack: %w", r.err)
+		}
+	}
+	return secs, nil
+}
+
+// countImportedFuncs counts the imported functions, which come first in
+// the function index space, and refuses imports Pack cannot keep.
+func countImportedFuncs(secs []section) (int, error) {
+	i := find(secs, secImport)
+	if i < 0 {
+		return 0, nil
+	}
+	n := 0
+	r := reader{b: secs[i].body}
+	for k := r.u32(); k > 0; k-- {
+		r.bytes(int(r.u32())) // module
+		r.bytes(int(r.u32())) // name
+		switch kind := r.byte(); kind {
+		case 0:
+			n++
+			r.u32()
+		case 2:
+			return 0, errors.New("pack: the module imports its memory")
+		default:
+			return 0, fmt.Errorf("pack: import of kind %d", kind)
+		}
+	}
+	if r.err != nil {
+		return 0, fmt.Errorf("pack: imports: %w", r.err)
+	}
+	return n, nil
+}
+
+// initialMemory is the size in bytes of the module's one memory.
+func initialMemory(body []byte) (uint64, error) {
+	r := reader{b: body}
+	if r.u32() != 1 {
+		return 0, errors.New("pack: want one memory")
+	}
+	r.byte() // limits flags
+	return uint64(r.u32()) * 65536, nil
+}
+
+// packSegments reads the data section's active segments and packs them,
+// in address order, as (gap, length, bytes) triples; end is where the
+// last one ends.
+func packSegments(body []byte) (payload []byte, end uint32, err error) {
+	type segment struct {
+		off  uint32
+		data []byte
+	}
+	var segs []segment
+	r := reader{b: body}
+	for n := r.u32(); n > 0; n-- {
+		if r.byte() != 0 || r.byte() != 0x41 { // active, memory 0, i32.const
+			return nil, 0, errors.New("pack: a data segment that is not active at a constant offset")
+		}
+		off := r.s32()
+		if r.byte() != 0x0b {
+			return nil, 0, errors.New("pack: a data segment offset that is not a lone i32.const")
+		}
+		segs = append(segs, segment{uint32(off), r.bytes(int(r.u32()))})
+	}
+	if r.err != nil || r.i != len(r.b) {
+		return nil, 0, errors.New("pack: malformed data section")
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].off < segs[j].off })
+	for _, s := range segs {
+		if s.off < end {
+			return nil, 0, errors.New("pack: overlapping data segments")
+		}
+		payload = appendU32(payload, s.off-end)
+		payload = appendU32(payload, uint32(len(s.data)))
+		payload = append(payload, s.data...)
+		end = s.off + uint32(len(s.data))
+	}
+	return payload, end, nil
+}
+
+// voidType finds the type () -> () the unpacker needs in a type section,
+// or returns the section with it added; idx is its index.
+func voidType(body []byte) (idx int, types []byte, err error) {
+	idx = -1
+	r := reader{b: body}
+	nTypes := r.u32()
+	for k := uint32(0); k < nTypes; k++ {
+		if r.byte() != 0x60 {
+			return 0, nil, errors.New("pack: malformed type section")
+		}
+		params := r.u32()
+		r.bytes(int(params))
+		results := r.u32()
+		r.bytes(int(results))
+		if params == 0 && results == 0 && idx < 0 {
+			idx = int(k)
+		}
+	}
+	if r.err != nil {
+		return 0, nil, errors.New("pack: malformed type section")
+	}
+	if idx >= 0 {
+		return idx, body, nil
+	}
+	types = appendU32(nil, nTypes+1)
+	types = append(types, body[lenU32(nTypes):]...)
+	return int(nTypes), append(types, 0x60, 0, 0), nil
+}
+
+// assemble writes the module: header, then secs in the order the spec
+// requires, with start before the element, code and data sections and
+// dataCount before code (..., export 7, start 8, element 9, data count
+// 12, code 10, data 11; custom sections anywhere). A data count section
+// already in secs is replaced.
+func assemble(header []byte, secs []section, start, dataCount section) []byte {
 	var out []section
 	for _, s := range secs {
 		switch {
-		case s.id == 12:
+		case s.id == secDataCount:
 			continue // replaced
-		case s.id == 9 || s.id == 10 || s.id == 11:
-			if find8(out) < 0 {
+		case s.id == secElement || s.id == secCode || s.id == secData:
+			if find(out, secStart) < 0 {
 				out = append(out, start)
 			}
 		}
-		if s.id == 10 {
+		if s.id == secCode {
 			out = append(out, dataCount)
 		}
 		out = append(out, s)
 	}
-	buf := append([]byte(nil), mod[:8]...)
+	buf := append([]byte(nil), header...)
 	for _, s := range out {
 		buf = append(buf, s.id)
 		buf = appendU32(buf, uint32(len(s.body)))
 		buf = append(buf, s.body...)
 	}
-	return buf, nil
+	return buf
 }
 
 // section is one section of a module: its id and its contents.
@@ -193,9 +249,10 @@ type section struct {
 	body []byte
 }
 
-func find8(secs []section) int {
+// find is the index of the first section of secs with id, or -1.
+func find(secs []section, id byte) int {
 	for i, s := range secs {
-		if s.id == 8 {
+		if s.id == id {
 			return i
 		}
 	}
