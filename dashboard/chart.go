@@ -43,6 +43,23 @@ type Tick struct {
 // ends where the Lock card's high-water mark is.
 func newChart(events []fenceview.Event, n KeyNames, res fenceview.Resource) Chart {
 	c := Chart{Width: 760, Height: 340, Left: 64, Right: 744, Top: 16, Bot: 292}
+	pts := chartPoints(events)
+	if len(pts) == 0 {
+		c.Summary = "No grants or fenced writes yet."
+		return c
+	}
+	y := c.tokenAxis(pts)
+	x := c.timeAxis(pts)
+	c.plot(pts, x, y, n, res)
+	t0, t1 := pts[0].At, pts[len(pts)-1].At
+	c.Summary = plural(c.Grants, "grant", "grants") + ", " + plural(c.Accepts, "accepted write", "accepted writes") + " and " +
+		plural(c.Rejects, "rejection", "rejections") + " between " + exactUTC(t0) + " and " + exactUTC(t1) + "."
+	return c
+}
+
+// chartPoints are the events the chart draws, oldest first: grants and
+// fencing decisions (events come newest first).
+func chartPoints(events []fenceview.Event) []fenceview.Event {
 	var pts []fenceview.Event
 	for i := len(events) - 1; i >= 0; i-- {
 		switch events[i].Type {
@@ -50,10 +67,13 @@ func newChart(events []fenceview.Event, n KeyNames, res fenceview.Resource) Char
 			pts = append(pts, events[i])
 		}
 	}
-	if len(pts) == 0 {
-		c.Summary = "No grants or fenced writes yet."
-		return c
-	}
+	return pts
+}
+
+// tokenAxis lays out the y axis over the tokens pts show, at round
+// steps, widening the left margin for its labels, and returns where a
+// token goes.
+func (c *Chart) tokenAxis(pts []fenceview.Event) (y func(int64) float64) {
 	lo, hi := int64(math.MaxInt64), int64(0)
 	for _, e := range pts {
 		for _, t := range []int64{e.Token, e.Presented, e.Required} {
@@ -75,7 +95,7 @@ func newChart(events []fenceview.Event, n KeyNames, res fenceview.Resource) Char
 	} else {
 		hi = (hi/step + 1) * step
 	}
-	y := func(t int64) float64 {
+	y = func(t int64) float64 {
 		return c.Bot - float64(t-lo)/float64(hi-lo)*(c.Bot-c.Top)
 	}
 	widest := 0
@@ -89,13 +109,18 @@ func newChart(events []fenceview.Event, n KeyNames, res fenceview.Resource) Char
 	}
 	// Room for the widest label (13 px digits are about 8 units wide).
 	c.Left = max(c.Left, 34+8*float64(widest))
+	return y
+}
 
-	// Time on x, unless everything happened in one instant; then the order.
+// timeAxis lays out the x axis: time, unless everything happened in one
+// instant, then the order. It returns where the i-th point goes. Call it
+// after tokenAxis, which sets the left margin.
+func (c *Chart) timeAxis(pts []fenceview.Event) (x func(i int) float64) {
 	t0, t1 := pts[0].At, pts[len(pts)-1].At
 	span := t1.Sub(t0)
-	x := func(i int) float64 {
-		pad := 12.0
-		w := c.Right - c.Left - 2*pad
+	const pad = 12.0
+	w := c.Right - c.Left - 2*pad
+	x = func(i int) float64 {
 		if span <= 0 {
 			if len(pts) == 1 {
 				return c.Left + pad + w/2
@@ -111,14 +136,19 @@ func newChart(events []fenceview.Event, n KeyNames, res fenceview.Resource) Char
 		if span >= 4*time.Second {
 			ticks = 4
 		}
-		pad := 12.0
-		w := c.Right - c.Left - 2*pad
 		for i := 1; i <= ticks; i++ {
 			at := t0.Add(span * time.Duration(i) / time.Duration(ticks))
 			c.XTicks = append(c.XTicks, Tick{c.Left + pad + w*float64(i)/float64(ticks), clockUTC(at)})
 		}
 	}
+	return x
+}
 
+// plot places a mark for every point and draws the high-water mark as a
+// step line: raised by accepted writes and by the mark a refusal names,
+// but never by a claim above the last token issued (res.LastToken), which
+// no guard could have accepted from this server.
+func (c *Chart) plot(pts []fenceview.Event, x func(int) float64, y func(int64) float64, n KeyNames, res fenceview.Resource) {
 	raise := func(mark, claim int64) int64 {
 		if res.LastToken == 0 || claim <= res.LastToken {
 			return max(mark, claim)
@@ -166,9 +196,6 @@ func newChart(events []fenceview.Event, n KeyNames, res fenceview.Resource) Char
 		path.WriteString(" H" + ftoa(c.Right))
 		c.HWM = path.String()
 	}
-	c.Summary = plural(c.Grants, "grant", "grants") + ", " + plural(c.Accepts, "accepted write", "accepted writes") + " and " +
-		plural(c.Rejects, "rejection", "rejections") + " between " + exactUTC(t0) + " and " + exactUTC(t1) + "."
-	return c
 }
 
 // niceStep is a round tick step showing about four intervals of span.
