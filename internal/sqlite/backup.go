@@ -37,7 +37,24 @@ func Backup(ctx context.Context, src, dst string) (pages int, err error) {
 			os.Remove(tmp)
 		}
 	}()
+	if pages, err = copyInto(ctx, src, tmp); err != nil {
+		return 0, err
+	}
+	if err := syncFile(tmp); err != nil {
+		return 0, err
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		os.Remove(tmp + suffix) // empty after the checkpoint and close
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return 0, err
+	}
+	return pages, syncFile(filepath.Dir(dst))
+}
 
+// copyInto copies a snapshot of src into the empty database file tmp,
+// folds and checks it, and closes it with everything in the main file.
+func copyInto(ctx context.Context, src, tmp string) (pages int, err error) {
 	srcDB, err := sql.Open("sqlite3", dsn(src, true))
 	if err != nil {
 		return 0, err
@@ -60,8 +77,21 @@ func Backup(ctx context.Context, src, dst string) (pages int, err error) {
 	}
 	defer dstConn.Close()
 
-	err = dstConn.Raw(func(d any) error {
-		return srcConn.Raw(func(s any) error {
+	if pages, err = snapshot(srcConn, dstConn); err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	if err := settleCopy(ctx, dstConn); err != nil {
+		return 0, err
+	}
+	dstConn.Close()
+	return pages, dstDB.Close()
+}
+
+// snapshot copies every page of src's main database into dst's with
+// SQLite's online backup API, and returns how many it copied.
+func snapshot(src, dst *sql.Conn) (pages int, err error) {
+	err = dst.Raw(func(d any) error {
+		return src.Raw(func(s any) error {
 			b, err := d.(*sqlite3.SQLiteConn).Backup("main", s.(*sqlite3.SQLiteConn), "main")
 			if err != nil {
 				return err
@@ -79,49 +109,36 @@ func Backup(ctx context.Context, src, dst string) (pages int, err error) {
 			return err
 		})
 	})
+	return pages, err
+}
+
+// settleCopy folds the copy's log, so that its resources table is
+// complete for anyone who reads the file directly (a restored server
+// would fold it at start anyway), checks the copy whole and checkpoints
+// it into its main file.
+func settleCopy(ctx context.Context, conn *sql.Conn) error {
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("backup: %w", err)
-	}
-	// Fold the copy's log, so that its resources table is complete for
-	// anyone who reads the file directly (a restored server would fold it
-	// at start anyway).
-	tx, err := dstConn.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, foldSQL); err != nil {
 		tx.Rollback()
-		return 0, fmt.Errorf("backup: fold: %w", err)
+		return fmt.Errorf("backup: fold: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, err
+		return err
 	}
 	// The copy keeps the source's WAL mode in its header; a restored file
-	// is opened by fenceview, which asks for WAL anyway. Check it whole.
+	// is opened by fenceview, which asks for WAL anyway.
 	var check string
-	if err := dstConn.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&check); err != nil {
-		return 0, err
+	if err := conn.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&check); err != nil {
+		return err
 	}
 	if check != "ok" {
-		return 0, fmt.Errorf("backup failed its integrity check: %s", check)
+		return fmt.Errorf("backup failed its integrity check: %s", check)
 	}
-	if _, err := dstConn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		return 0, err
-	}
-	dstConn.Close()
-	if err := dstDB.Close(); err != nil {
-		return 0, err
-	}
-	if err := syncFile(tmp); err != nil {
-		return 0, err
-	}
-	for _, suffix := range []string{"-wal", "-shm"} {
-		os.Remove(tmp + suffix) // empty after the checkpoint and close
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		return 0, err
-	}
-	return pages, syncFile(filepath.Dir(dst))
+	_, err = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	return err
 }
 
 func syncFile(path string) error {
