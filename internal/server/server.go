@@ -144,17 +144,51 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
+	}
 	s := &Server{logger: cfg.Logger}
 	defer func() {
 		if err != nil {
 			s.Close()
 		}
 	}()
-	if s.dbLock, err = lockDB(cfg.DBPath); err != nil {
+	if err := s.openStore(ctx, cfg); err != nil {
 		return nil, err
 	}
-	if s.DB, err = sqlite.OpenInit(ctx, cfg.DBPath, firstStart(cfg)); err != nil {
+	if len(cfg.Cluster.Etcd) > 0 {
+		if err := s.startCluster(ctx, cfg); err != nil {
+			return s, err
+		}
+		s.startSweeper(cfg.Clock)
+		return s, nil
+	}
+	if err := s.openIssuer(ctx, cfg); err != nil {
 		return nil, err
+	}
+	if err := s.buildAPI(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err := s.serve(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.Demo {
+		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
+	}
+	s.startSweeper(cfg.Clock)
+	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
+		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
+	return s, nil
+}
+
+// openStore takes the database's lock file, opens the database (giving a
+// new one its identity) and starts pruning its history and measuring it.
+func (s *Server) openStore(ctx context.Context, cfg Config) (err error) {
+	if s.dbLock, err = lockDB(cfg.DBPath); err != nil {
+		return err
+	}
+	if s.DB, err = sqlite.OpenInit(ctx, cfg.DBPath, firstStart(cfg)); err != nil {
+		return err
 	}
 	warnIfReadable(cfg.Logger, cfg.DBPath)
 	s.DB.ObservePrune = func(n int, err error) {
@@ -168,31 +202,33 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.Metrics = telemetry.New()
 	s.DB.ObserveCommit = s.Metrics.ObserveSQLiteCommit
 	s.DB.ObserveCheckpoint = s.Metrics.ObserveCheckpoint
-	if cfg.RequestTimeout == 0 {
-		cfg.RequestTimeout = httpapi.DefaultRequestTimeout
-	}
-	if len(cfg.Cluster.Etcd) > 0 {
-		if err := s.startCluster(ctx, cfg); err != nil {
-			return s, err
-		}
-		s.startSweeper(cfg.Clock)
-		return s, nil
-	}
+	return nil
+}
+
+// openIssuer loads the signing keys and opens the lock service on the
+// database.
+func (s *Server) openIssuer(ctx context.Context, cfg Config) (err error) {
 	if cfg.SigningKeyFile != "" {
 		s.Keys, err = signing.FromFile(cfg.SigningKeyFile)
 	} else {
 		s.Keys, err = signing.Open(ctx, s.DB, cfg.Clock.Now)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if s.Service, err = issuer.Open(ctx, s.DB, issuer.Config{Issuer: cfg.Issuer, Clock: cfg.Clock, Logger: cfg.Logger,
 		Signer: signer(s.Keys, cfg.UnsignedGrants), Verifier: s.Keys.Verifier(), RequireSignatures: cfg.RequireSignatures, Observer: s.Metrics,
 		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters}); err != nil {
-		return nil, err
+		return err
 	}
 	s.IssuerID = s.Service.Issuer()
 	s.Metrics.Watch(s.Service)
+	return nil
+}
+
+// buildAPI puts the HTTP API, its credentials and sessions, and the
+// dashboard in front of the lock service.
+func (s *Server) buildAPI(ctx context.Context, cfg Config) (err error) {
 	s.API = httpapi.New(s.Service, s.DB, cfg.Logger)
 	s.API.SigningKeys = s.Keys
 	s.API.FenceMode = cfg.FenceMode
@@ -201,7 +237,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.API.ObserveGrant = s.Metrics.ObserveGrant
 	s.API.MaxWebsockets, s.API.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
 	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
-		return nil, err
+		return err
 	}
 	s.Sessions = newSessions(s.Credentials, cfg)
 	s.API.Auth, s.API.Sessions, s.API.Throttle = s.Credentials, s.Sessions, s.Sessions.Throttle
@@ -211,9 +247,14 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	dash.Keys, dash.AdminWithoutAuth = s.Credentials, cfg.DashboardAdmin
 	dash.Gatherer = s.Metrics.Registry
 	dash.Register(s.API)
+	return nil
+}
 
+// serve listens and serves the API, its requests and answers bounded in
+// time.
+func (s *Server) serve(cfg Config) (err error) {
 	if s.ln, err = s.listen(cfg); err != nil {
-		return nil, err
+		return err
 	}
 	s.API.AllowedHosts = httpapi.NewHostList(s.ln.Addr().String(), append([]string{cfg.Addr}, cfg.AllowedHosts...))
 	s.http = &http.Server{
@@ -235,13 +276,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		cfg.Logger.Warn("SECURITY: listening beyond loopback without --admin-token (--insecure-no-auth); anyone who can reach this address can take, release and poison every lock",
 			"addr", s.ln.Addr().String())
 	}
-	if cfg.Demo {
-		s.demo = demo.Start(s.Service, demo.Config{Logger: cfg.Logger})
-	}
-	s.startSweeper(cfg.Clock)
-	cfg.Logger.Info("fenceview ready", "url", s.URL()+"/", "db", cfg.DBPath, "issuer", s.IssuerID,
-		"resources", s.Service.Metrics().Resources, "lastSeq", s.Service.LastSeq())
-	return s, nil
+	return nil
 }
 
 // firstStart gives a new database the identity guards will know this
