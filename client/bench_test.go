@@ -24,7 +24,7 @@ func benchServer(b *testing.B) (*fenceviewtest.Server, *client.Client, int64) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { srv.Close() })
-	c, _ := client.New(srv.URL)
+	c, _ := client.New(client.Config{URL: srv.URL})
 	tok, err := c.Mutex("bench/1", "b").TryLock(context.Background(), 0, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -98,7 +98,7 @@ func BenchmarkRPCGrantCycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { srv.Close() })
-	c, _ := client.New(srv.URL, client.WithRPC())
+	c, _ := client.New(client.Config{URL: srv.URL, RPC: true})
 	b.Cleanup(func() { c.Close() })
 	var next atomic.Int64
 	b.SetParallelism(16)
@@ -125,7 +125,7 @@ func BenchmarkRPCFence(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { srv.Close() })
-	c, _ := client.New(srv.URL, client.WithRPC())
+	c, _ := client.New(client.Config{URL: srv.URL, RPC: true})
 	b.Cleanup(func() { c.Close() })
 	tok, err := c.Mutex("bench/1", "b").TryLock(context.Background(), 0, 0)
 	if err != nil {

@@ -20,16 +20,29 @@ const lease = 3 * time.Second
 
 // start runs a real fenceview server on a fake clock and returns a client
 // sharing that clock.
-func start(t *testing.T, opts fenceviewtest.Options, copts ...client.Option) (*fenceviewtest.Server, *client.Client) {
+func start(t *testing.T, opts fenceviewtest.Options) (*fenceviewtest.Server, *client.Client) {
+	return startWith(t, opts, client.Config{})
+}
+
+// startWith is start with the client's settings cfg.
+func startWith(t *testing.T, opts fenceviewtest.Options, cfg client.Config) (*fenceviewtest.Server, *client.Client) {
 	t.Helper()
 	opts.FakeClock = true
 	srv := fenceviewtest.New(t, opts)
-	c, err := client.New(srv.URL, append([]client.Option{client.WithClock(srv.Clock()), client.WithLease(lease)}, copts...)...)
+	return srv, clientOf(t, srv, cfg)
+}
+
+// clientOf returns a client of srv with the settings cfg, on srv's clock
+// and with the tests' lease; it is closed when t ends.
+func clientOf(t *testing.T, srv *fenceviewtest.Server, cfg client.Config) *client.Client {
+	t.Helper()
+	cfg.URL, cfg.Clock, cfg.Lease = srv.URL, srv.Clock(), lease
+	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return srv, c
+	return c
 }
 
 func expect(t *testing.T, events <-chan string, want string) {
@@ -243,7 +256,7 @@ func TestFixedLeaseRunsOut(t *testing.T) {
 // context is cancelled at once, with the refusal as the cause.
 func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
+	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	m := c.Mutex("inventory:42", "a")
 	events := client.WatchdogEvents(m)
 	if _, err := m.Lock(ctx); err != nil {
@@ -350,12 +363,12 @@ func TestFence(t *testing.T) {
 
 func TestForceExpireNeedsAdminToken(t *testing.T) {
 	ctx := context.Background()
-	srv, admin := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
+	srv, admin := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	k, err := admin.CreateKey(ctx, "worker", "client", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := client.New(srv.URL, client.WithKey(k.Secret), client.WithClock(srv.Clock()))
+	c, _ := client.New(client.Config{URL: srv.URL, Key: k.Secret, Clock: srv.Clock()})
 	m := c.Mutex("r", "a")
 	if _, err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -365,7 +378,7 @@ func TestForceExpireNeedsAdminToken(t *testing.T) {
 	if !errors.Is(err, client.ErrUnauthorized) || !errors.As(err, &ae) || ae.StatusCode != 403 {
 		t.Fatalf("ForceExpire with a client key = %v, want 403", err)
 	}
-	wrong, _ := client.New(srv.URL, client.WithAdminToken("nope"))
+	wrong, _ := client.New(client.Config{URL: srv.URL, AdminToken: "nope"})
 	if err := wrong.ForceExpire(ctx, "r"); !errors.Is(err, client.ErrUnauthorized) || !errors.As(err, &ae) || ae.StatusCode != 401 {
 		t.Fatalf("wrong token = %v, want 401", err)
 	}
@@ -403,7 +416,7 @@ func TestBadInputIsRefusedBeforeSending(t *testing.T) {
 	hits := 0
 	ts := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
 	defer ts.Close()
-	c, err := client.New(ts.URL)
+	c, err := client.New(client.Config{URL: ts.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,12 +443,15 @@ func TestBadInputIsRefusedBeforeSending(t *testing.T) {
 		t.Fatalf("guard's error is not wrapped: %v", err)
 	}
 	for _, u := range []string{"", "localhost:8080", "ftp://x", "http://", "http://h/?q=1"} {
-		if _, err := client.New(u); !errors.Is(err, client.ErrInvalid) {
+		if _, err := client.New(client.Config{URL: u}); !errors.Is(err, client.ErrInvalid) {
 			t.Errorf("New(%q) = %v", u, err)
 		}
 	}
-	if _, err := client.New(ts.URL, client.WithLease(0)); !errors.Is(err, client.ErrInvalid) {
-		t.Errorf("zero lease accepted: %v", err)
+	// A zero Lease is DefaultLease; one outside 1ms..24h is refused.
+	for _, l := range []time.Duration{-time.Second, time.Microsecond, 25 * time.Hour} {
+		if _, err := client.New(client.Config{URL: ts.URL, Lease: l}); !errors.Is(err, client.ErrInvalid) {
+			t.Errorf("lease %v accepted: %v", l, err)
+		}
 	}
 }
 
@@ -466,7 +482,7 @@ func TestErrorMapping(t *testing.T) {
 		w.Write([]byte(`{"error":"said the server"}`))
 	}))
 	defer ts.Close()
-	c, _ := client.New(ts.URL + "/prefix/")
+	c, _ := client.New(client.Config{URL: ts.URL + "/prefix/"})
 	cases := []struct {
 		status int
 		want   error
@@ -505,7 +521,7 @@ func TestConnectionsAreReused(t *testing.T) {
 	}
 	ts.Start()
 	defer ts.Close()
-	c, _ := client.New(ts.URL)
+	c, _ := client.New(client.Config{URL: ts.URL})
 	for i := 0; i < 20; i++ {
 		if _, err := c.State(context.Background(), "r"); err != nil {
 			t.Fatal(err)
@@ -525,10 +541,10 @@ func TestFenceCurrent(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		opts []client.Option
-	}{{"http", nil}, {"rpc", []client.Option{client.WithRPC()}}} {
+		cfg  client.Config
+	}{{"http", client.Config{}}, {"rpc", client.Config{RPC: true}}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, c := start(t, fenceviewtest.Options{}, tc.opts...)
+			_, c := startWith(t, fenceviewtest.Options{}, tc.cfg)
 			a, b := c.Mutex("jobs/1", "a"), c.Mutex("jobs/1", "b")
 			ta, _ := a.TryLock(ctx, 0, lease)
 			a.Unlock(ctx)

@@ -27,7 +27,7 @@ const maxElectionValue = 4 << 10
 // every guard refuses the writes of a deposed leader, which no election
 // without tokens can do.
 //
-// The candidate is the client's holder id (WithHolder). One Election
+// The candidate is the client's holder id (Config.Holder). One Election
 // campaigns for one candidate; its methods are safe for concurrent use.
 type Election struct {
 	c         *Client
@@ -103,7 +103,7 @@ func validateValue(value string) error {
 // Campaign blocks until this candidate is elected or ctx is done, and
 // returns the term. Candidates are served first come first served, in the
 // lock's wait queue. Once elected, a watchdog renews the leadership's
-// lease (WithLease) until Resign; Context is cancelled when it is lost.
+// lease (Config.Lease) until Resign; Context is cancelled when it is lost.
 // Campaigning again while leading keeps the term and sets the value.
 func (e *Election) Campaign(ctx context.Context, value string) (int64, error) {
 	if err := e.validate(); err != nil {

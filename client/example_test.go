@@ -21,7 +21,7 @@ func Example_reentrancy() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	c, err := client.New(srv.URL)
+	c, err := client.New(client.Config{URL: srv.URL})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func ExampleMutex_Context() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	c, _ := client.New(srv.URL)
+	c, _ := client.New(client.Config{URL: srv.URL})
 
 	m := c.Mutex("reports/daily", "worker-a")
 	token, err := m.Lock(ctx)
@@ -95,9 +95,9 @@ func ExampleElection() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	nodeA, _ := client.New(srv.URL, client.WithHolder("node-a"))
+	nodeA, _ := client.New(client.Config{URL: srv.URL, Holder: "node-a"})
 	defer nodeA.Close()
-	nodeB, _ := client.New(srv.URL, client.WithHolder("node-b"))
+	nodeB, _ := client.New(client.Config{URL: srv.URL, Holder: "node-b"})
 	defer nodeB.Close()
 
 	a := nodeA.Election("db-primary")

@@ -214,7 +214,7 @@ type ResetResult struct {
 
 // Reset raises resource's token counter to at least floor and clears its
 // counter alarm (POST /v1/locks/{resource}/reset), with the admin token of
-// WithAdminToken: the deliberate answer to a counter alarm, after making
+// Config.AdminToken: the deliberate answer to a counter alarm, after making
 // sure no token above floor is in use anywhere.
 func (c *Client) Reset(ctx context.Context, resource string, floor int64) (ResetResult, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {

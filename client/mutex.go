@@ -96,7 +96,7 @@ func (m *Mutex) validate() error {
 }
 
 // Lock blocks until the lock is granted or ctx is done, and returns the
-// grant's fencing token. The lease (WithLease, default 30s) is renewed by a
+// grant's fencing token. The lease (Config.Lease, default 30s) is renewed by a
 // watchdog at a third of the lease until the last Unlock; Context is
 // cancelled when the lease is lost.
 //

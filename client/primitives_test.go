@@ -12,17 +12,6 @@ import (
 	"github.com/fenceview/fenceview/guard"
 )
 
-// another returns one more client of srv on its clock, holder id holder.
-func another(t *testing.T, srv *fenceviewtest.Server, holder string, opts ...client.Option) *client.Client {
-	t.Helper()
-	c, err := client.New(srv.URL, append([]client.Option{client.WithClock(srv.Clock()), client.WithLease(lease), client.WithHolder(holder)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // next receives the next leader change.
 func next(t *testing.T, obs <-chan client.Leader) client.Leader {
 	t.Helper()
@@ -79,7 +68,7 @@ func TestMutexLockDelay(t *testing.T) {
 // A release frees a lock granted with a lock-delay at once.
 func TestMutexLockDelayNotAfterRelease(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{}, client.WithRPC())
+	_, c := startWith(t, fenceviewtest.Options{}, client.Config{RPC: true})
 	a := c.Mutex("printer", "a", client.WithLockDelay(time.Minute))
 	if _, err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -188,7 +177,7 @@ func TestSemaphoreAcquireWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := another(t, srv, "other")
+	other := clientOf(t, srv, client.Config{Holder: "other"})
 	got := make(chan *client.Permit, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -230,7 +219,7 @@ func TestSemaphoreBadInput(t *testing.T) {
 // ends the permit's context with the refusal.
 func TestPermitWatchdog(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"), client.WithRPC())
+	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret", RPC: true})
 	events := client.HoldEvents(c)
 	p, err := c.Semaphore("jobs", 3).Acquire(ctx)
 	if err != nil {
@@ -333,7 +322,7 @@ func TestLockAllWaits(t *testing.T) {
 // set's context, and Unlock then releases the others and names the lost.
 func TestLockAllWatchdog(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
+	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	events := client.HoldEvents(c)
 	l, err := c.LockAll(ctx, "a", "x", "y", "z")
 	if err != nil {
@@ -402,7 +391,7 @@ func TestElection(t *testing.T) {
 		t.Fatalf("Leader with nobody leading = %v", err)
 	}
 
-	n1, n2 := another(t, srv, "node-1"), another(t, srv, "node-2")
+	n1, n2 := clientOf(t, srv, client.Config{Holder: "node-1"}), clientOf(t, srv, client.Config{Holder: "node-2"})
 	e1, e2 := n1.Election("db-primary"), n2.Election("db-primary")
 	if isDone(e1.Context()) == false {
 		t.Fatal("context before the first campaign should be done")
@@ -476,8 +465,8 @@ func TestElection(t *testing.T) {
 // context says the lease was lost, and another candidate is elected.
 func TestElectionLeaseLost(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
-	n1 := another(t, srv, "node-1", client.WithAdminToken("s3cret"))
+	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
+	n1 := clientOf(t, srv, client.Config{Holder: "node-1", AdminToken: "s3cret"})
 	events := client.HoldEvents(n1)
 	e1 := n1.Election("leader")
 	t1, err := e1.Campaign(ctx, "")
@@ -508,7 +497,7 @@ func TestElectionLeaseLost(t *testing.T) {
 	if cause := context.Cause(e1.Context()); !errors.Is(cause, client.ErrLeaseLost) {
 		t.Fatalf("cause = %v", cause)
 	}
-	t2, err := another(t, srv, "node-2", client.WithAdminToken("s3cret")).Election("leader").Campaign(ctx, "")
+	t2, err := clientOf(t, srv, client.Config{Holder: "node-2", AdminToken: "s3cret"}).Election("leader").Campaign(ctx, "")
 	if err != nil || t2 <= t1 {
 		t.Fatalf("node-2 = %d, %v", t2, err)
 	}
@@ -559,7 +548,7 @@ func TestElectionBadInput(t *testing.T) {
 	if l, _ := e.Leader(ctx); len(l.Value) != 4096 {
 		t.Errorf("a refused proclaim changed the value to %d bytes", len(l.Value))
 	}
-	if _, err := client.New("http://127.0.0.1:1", client.WithHolder("bad\n")); !errors.Is(err, client.ErrInvalid) {
+	if _, err := client.New(client.Config{URL: "http://127.0.0.1:1", Holder: "bad\n"}); !errors.Is(err, client.ErrInvalid) {
 		t.Errorf("WithHolder of a bad id: %v", err)
 	}
 }
@@ -568,7 +557,7 @@ func TestElectionBadInput(t *testing.T) {
 // leaves no goroutine of the client behind.
 func TestCloseEndsPrimitives(t *testing.T) {
 	before := running()
-	_, c := start(t, fenceviewtest.Options{}, client.WithRPC())
+	_, c := startWith(t, fenceviewtest.Options{}, client.Config{RPC: true})
 	ctx := context.Background()
 	p, err := c.Semaphore("jobs", 2).Acquire(ctx)
 	if err != nil {

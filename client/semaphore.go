@@ -27,7 +27,7 @@ const (
 // and token, as for any lock (Curator's InterProcessSemaphoreV2 and
 // Redisson's RPermitExpirableSemaphore, with tokens).
 //
-// The permits are held by the client's holder id (WithHolder); one holder
+// The permits are held by the client's holder id (Config.Holder); one holder
 // may hold several permits, one Acquire each. Its methods are safe for
 // concurrent use.
 type Semaphore struct {
@@ -82,7 +82,7 @@ func guardHolder(holder string) error {
 
 // Acquire blocks until a permit is granted or ctx is done. Waiting happens
 // on the server, first come first served for any slot, in chunks as
-// Mutex.Lock does. The permit's lease (WithLease) is renewed by a watchdog
+// Mutex.Lock does. The permit's lease (Config.Lease) is renewed by a watchdog
 // until Release; its Context is cancelled when the lease is lost.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	if err := s.validate(); err != nil {

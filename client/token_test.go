@@ -85,13 +85,13 @@ func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 // With --require-signatures the server's own fence takes the client's signed
 // token and refuses a bare number.
 func TestFenceRequireSignatures(t *testing.T) {
-	t.Run("http", func(t *testing.T) { testFenceRequireSignatures(t) })
-	t.Run("rpc", func(t *testing.T) { testFenceRequireSignatures(t, client.WithRPC()) })
+	t.Run("http", func(t *testing.T) { testFenceRequireSignatures(t, client.Config{}) })
+	t.Run("rpc", func(t *testing.T) { testFenceRequireSignatures(t, client.Config{RPC: true}) })
 }
 
-func testFenceRequireSignatures(t *testing.T, opts ...client.Option) {
+func testFenceRequireSignatures(t *testing.T, cfg client.Config) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{RequireSignatures: true}, opts...)
+	_, c := startWith(t, fenceviewtest.Options{RequireSignatures: true}, cfg)
 	m := c.Mutex("r", "a")
 	if _, err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestSigningKeysRefusesMalformedKeys(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(body))
 		}))
-		c, _ := client.New(srv.URL)
+		c, _ := client.New(client.Config{URL: srv.URL})
 		if _, err := c.Verifier(context.Background()); err == nil {
 			t.Errorf("%s: trusted", name)
 		}
@@ -136,7 +136,7 @@ func TestSigningKeysRefusesMalformedKeys(t *testing.T) {
 // ones the guard had already verified) after RefreshVerifier.
 func TestRefreshVerifierFollowsRotationAndRemoval(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "adm"}, client.WithKey("adm"))
+	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "adm"}, client.Config{Key: "adm"})
 	admin := func(method, path string) map[string]any {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer adm")

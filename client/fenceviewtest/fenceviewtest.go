@@ -5,7 +5,7 @@
 //
 //	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{FakeClock: true})
 //	defer srv.Close()
-//	c, _ := client.New(srv.URL, client.WithClock(srv.Clock()))
+//	c, _ := client.New(client.Config{URL: srv.URL, Clock: srv.Clock()})
 //	// srv.Clock().Advance(d) moves leases on the server and the client's
 //	// watchdog together, without sleeping.
 package fenceviewtest

@@ -92,7 +92,7 @@ type reply struct {
 // primaryTable is the guarded row: which node is the primary, with the
 // term of the leader that wrote it as its high-water mark.
 func primaryTable() *sqlguard.Table {
-	t, err := sqlguard.NewTable(sqlguard.SQLite, "cluster_primary", "id")
+	t, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "cluster_primary", IDColumn: "id"})
 	if err != nil {
 		panic(err) // constant, valid identifiers
 	}
@@ -106,7 +106,7 @@ func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 	defer closeDB()
-	c, err := client.New(f.server.URL, client.WithKey(f.server.Key), client.WithHolder(f.candidate), client.WithLease(f.lease))
+	c, err := client.New(client.Config{URL: f.server.URL, Key: f.server.Key, Holder: f.candidate, Lease: f.lease})
 	if err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func tell(ctx context.Context, f flags, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "A is frozen (SIGSTOP) past its lease of %v\n", f.lease)
 
 	// B campaigns: the server makes it wait until A's lease runs out.
-	c, err := client.New(f.server.URL, client.WithKey(f.server.Key), client.WithHolder("node-b"))
+	c, err := client.New(client.Config{URL: f.server.URL, Key: f.server.Key, Holder: "node-b"})
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	defer closeDB()
-	inventory, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
+	inventory, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "inventory", IDColumn: "product_id"})
 	if err != nil {
 		return err
 	}

@@ -148,7 +148,7 @@ func BenchmarkGrantCycleAuth(b *testing.B) {
 			defer d.Close()
 			ctx := context.Background()
 			if on {
-				admin, _ := client.New(srv.URL, client.WithAdminToken("bench-admin"))
+				admin, _ := client.New(client.Config{URL: srv.URL, AdminToken: "bench-admin"})
 				k, err := admin.CreateKey(ctx, "bench", "client", []string{"bench-"})
 				if err != nil {
 					b.Fatal(err)

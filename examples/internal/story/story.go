@@ -51,7 +51,7 @@ func (s *Server) Connect(ctx context.Context) (c *client.Client, closeAll func()
 	if err != nil {
 		return nil, nil, err
 	}
-	if c, err = client.New(s.URL, client.WithKey(s.Key)); err != nil {
+	if c, err = client.New(client.Config{URL: s.URL, Key: s.Key}); err != nil {
 		stop()
 		return nil, nil, err
 	}
