@@ -46,7 +46,7 @@ func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 
 	// A downstream service in signed mode, fed by the token's headers.
 	g := guard.NewSigned(v)
-	svc := httptest.NewServer(httpguard.Middleware(g)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	svc := httptest.NewServer(httpguard.Middleware(httpguard.Config{Checker: g})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	defer svc.Close()
 	send := func(h http.Header) int {
 		req, _ := http.NewRequest("POST", svc.URL, nil)
