@@ -10,7 +10,7 @@ import (
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 )
 
-// WithKey is the credential of every call, over HTTP and over the RPC
+// Config.Key is the credential of every call, over HTTP and over the RPC
 // stream; without it a server with auth on answers ErrUnauthorized.
 func TestWithKeyOnEveryPath(t *testing.T) {
 	ctx := context.Background()

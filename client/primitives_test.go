@@ -549,7 +549,7 @@ func TestElectionBadInput(t *testing.T) {
 		t.Errorf("a refused proclaim changed the value to %d bytes", len(l.Value))
 	}
 	if _, err := client.New(client.Config{URL: "http://127.0.0.1:1", Holder: "bad\n"}); !errors.Is(err, client.ErrInvalid) {
-		t.Errorf("WithHolder of a bad id: %v", err)
+		t.Errorf("Config.Holder of a bad id: %v", err)
 	}
 }
 

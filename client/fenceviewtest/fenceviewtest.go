@@ -30,7 +30,7 @@ type Config struct {
 	// AdminToken, when set, is required by admin routes (force-expire).
 	AdminToken string
 	// FakeClock runs the server on a clock that moves only with
-	// Clock().Advance; give the same clock to the client (WithClock).
+	// Clock().Advance; give the same clock to the client (client.Config.Clock).
 	FakeClock bool
 	// DBPath is the SQLite file; empty means a new file in a temporary
 	// directory removed by Close.

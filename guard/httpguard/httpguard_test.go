@@ -213,7 +213,7 @@ func TestContextCheckerGetsRequestContext(t *testing.T) {
 	}
 }
 
-func TestWithResourceFromPath(t *testing.T) {
+func TestResourceFromPath(t *testing.T) {
 	g := guard.New()
 	mux := http.NewServeMux()
 	mw := httpguard.Middleware(httpguard.Config{Checker: g, Resource: func(r *http.Request) (string, error) {

@@ -12,7 +12,7 @@ import (
 // the HTTP driver it shows what the client costs, and with rpc what the
 // stream gains.
 type GoClient struct {
-	Key   string // sent with every call (client.WithKey) when set
+	Key   string // sent with every call (client.Config.Key) when set
 	base  string
 	rpc   bool
 	c     *client.Client
