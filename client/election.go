@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/wire"
 )
@@ -40,20 +42,11 @@ type Election struct {
 	fencing guard.Token
 }
 
-// Leader is an election's leader. Term is the election lock's token.
-type Leader struct {
-	Candidate string
-	Value     string
-	Term      int64
-	Since     time.Time
-	// ExpiresAt is when the leader's lease ends unless renewed; zero in
-	// the changes Observe sends.
-	ExpiresAt time.Time
-}
-
-// IsZero reports whether l is no leader (Observe sends it when the leader
-// resigned or its lease ran out).
-func (l Leader) IsZero() bool { return l.Term == 0 }
+// Leader is an election's leader, the domain's: Term is the election
+// lock's token. ExpiresAt is zero in the changes Observe sends, and the
+// zero Leader (IsZero) is no leader: Observe sends it when the leader
+// resigned or its lease ran out.
+type Leader = fenceview.Leader
 
 type leaderBody struct {
 	Candidate string    `json:"candidate"`
@@ -106,13 +99,8 @@ func validateValue(value string) error {
 // lease (Config.Lease) until Resign; Context is cancelled when it is lost.
 // Campaigning again while leading keeps the term and sets the value.
 func (e *Election) Campaign(ctx context.Context, value string) (int64, error) {
-	if err := e.validate(); err != nil {
-		return 0, err
-	}
-	if err := validateValue(value); err != nil {
-		return 0, err
-	}
-	return inChunks(ctx, func(ctx context.Context, wait time.Duration) (int64, error) { return e.campaign(ctx, value, wait) }, ErrHeld)
+	bad := cmp.Or(e.validate(), validateValue(value))
+	return inChunks(ctx, bad, func(ctx context.Context, wait time.Duration) (int64, error) { return e.campaign(ctx, value, wait) }, ErrHeld)
 }
 
 func (e *Election) campaign(ctx context.Context, value string, wait time.Duration) (int64, error) {
