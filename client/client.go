@@ -242,6 +242,15 @@ func (c *Client) endpoint(kind, resource, action string) *url.URL {
 	return &u
 }
 
+// getOne GETs /v1/<kind>/<resource> into out, once resource is known to
+// be a valid id.
+func (c *Client) getOne(ctx context.Context, kind, resource string, out any) error {
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return invalid(err)
+	}
+	return c.call(ctx, http.MethodGet, c.endpoint(kind, resource, ""), nil, nil, out, nil)
+}
+
 // path is base + p, for routes without a resource.
 func (c *Client) path(p string) *url.URL {
 	u := *c.base
@@ -394,11 +403,8 @@ type State struct {
 
 // State returns the state of the lock on resource.
 func (c *Client) State(ctx context.Context, resource string) (State, error) {
-	if err := guard.ValidateResourceID(resource); err != nil {
-		return State{}, invalid(err)
-	}
 	var b wire.Lock
-	if err := c.call(ctx, http.MethodGet, c.endpoint("locks", resource, ""), nil, nil, &b, nil); err != nil {
+	if err := c.getOne(ctx, "locks", resource, &b); err != nil {
 		return State{}, err
 	}
 	return State{Resource: b.ResourceID, Locked: b.Locked, Holder: string(b.Holder), HoldCount: b.HoldCount, Token: b.Token,

@@ -218,13 +218,10 @@ func (e *Election) Resign(ctx context.Context) error {
 // Leader returns the election's current leader (GET /v1/elections/{name}),
 // or an error matching ErrNoLeader when nobody leads.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	if err := guard.ValidateResourceID(e.name); err != nil {
-		return Leader{}, invalid(err)
-	}
 	var out struct {
 		Leader *leaderBody `json:"leader"`
 	}
-	if err := e.c.call(ctx, http.MethodGet, e.c.endpoint("elections", e.name, ""), nil, nil, &out, nil); err != nil {
+	if err := e.c.getOne(ctx, "elections", e.name, &out); err != nil {
 		return Leader{}, err
 	}
 	if out.Leader == nil || out.Leader.Term <= 0 {
@@ -237,14 +234,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // ends: with cause ErrLeaseLost when its lease was lost, ErrResigned after
 // Resign, ErrClosed at the client's Close. Before the first election it
 // is already cancelled.
-func (e *Election) Context() context.Context {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.h == nil {
-		return notHeld
-	}
-	return e.h.ctx
-}
+func (e *Election) Context() context.Context { return contextOf(&e.mu, &e.h) }
 
 // Done is Context().Done().
 func (e *Election) Done() <-chan struct{} { return e.Context().Done() }
