@@ -45,6 +45,16 @@ func clientOf(t *testing.T, srv *fenceviewtest.Server, cfg client.Config) *clien
 	return c
 }
 
+// lock takes m's lock, or ends the test.
+func lock(t *testing.T, m *client.Mutex) int64 {
+	t.Helper()
+	token, err := m.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
 func expect(t *testing.T, events <-chan string, want string) {
 	t.Helper()
 	select {
@@ -111,10 +121,7 @@ func TestReentrantGrantsTakeNewTokens(t *testing.T) {
 	ctx := context.Background()
 	_, c := start(t, fenceviewtest.Options{})
 	m := c.Mutex("doc-1", "a")
-	outer, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	outer := lock(t, m)
 	inner, err := m.TryLock(ctx, 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -148,9 +155,7 @@ func TestHeldByAnother(t *testing.T) {
 	ctx := context.Background()
 	_, c := start(t, fenceviewtest.Options{})
 	a, b := c.Mutex("r", "a"), c.Mutex("r", "b")
-	if _, err := a.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, a)
 	_, err := b.TryLock(ctx, 0, 0)
 	var held *client.HeldError
 	if !errors.As(err, &held) || !errors.Is(err, client.ErrHeld) || held.Holder != "a" || held.ExpiresAt.IsZero() || held.Resource != "r" {
@@ -169,10 +174,7 @@ func TestLockWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
 	_, c := start(t, fenceviewtest.Options{})
 	a, b := c.Mutex("r", "a"), c.Mutex("r", "b")
-	ta, err := a.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ta := lock(t, a)
 	got := make(chan int64, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -196,10 +198,7 @@ func TestWatchdogKeepsLeaseAlive(t *testing.T) {
 	srv, c := start(t, fenceviewtest.Options{})
 	m := c.Mutex("inventory:42", "a")
 	events := client.WatchdogEvents(m)
-	tok, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := lock(t, m)
 	for i := 0; i < 12; i++ { // 12 thirds: four lease lengths
 		expect(t, events, "armed")
 		srv.Clock().Advance(lease / 3)
@@ -259,9 +258,7 @@ func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	m := c.Mutex("inventory:42", "a")
 	events := client.WatchdogEvents(m)
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	held := m.Context()
 	expect(t, events, "armed")
 	srv.Clock().Advance(lease / 3)
@@ -288,9 +285,7 @@ func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 		t.Fatalf("Unlock after loss = %v, want ErrNotOwner", err)
 	}
 	// A new Lock starts a new hold with a new context.
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	if isDone(m.Context()) {
 		t.Fatal("new hold's context is done")
 	}
@@ -299,13 +294,10 @@ func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 // The server goes away: renewals fail, the watchdog retries, and the
 // context is cancelled when the lease would have run out, not before.
 func TestWatchdogCancelsWhenServerUnreachable(t *testing.T) {
-	ctx := context.Background()
 	srv, c := start(t, fenceviewtest.Options{})
 	m := c.Mutex("r", "a")
 	events := client.WatchdogEvents(m)
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	held := m.Context()
 	expect(t, events, "armed")
 	srv.Close()
@@ -370,9 +362,7 @@ func TestForceExpireNeedsAdminToken(t *testing.T) {
 	}
 	c, _ := client.New(client.Config{URL: srv.URL, Key: k.Secret, Clock: srv.Clock()})
 	m := c.Mutex("r", "a")
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	err = c.ForceExpire(ctx, "r")
 	var ae *client.APIError
 	if !errors.Is(err, client.ErrUnauthorized) || !errors.As(err, &ae) || ae.StatusCode != 403 {

@@ -12,6 +12,33 @@ import (
 	"github.com/fenceview/fenceview/guard"
 )
 
+// outliveTwoLeases steps the clock through two lease lengths, a third of
+// a lease at a time, and expects the watchdog to renew at every step.
+func outliveTwoLeases(t *testing.T, srv *fenceviewtest.Server, events <-chan string) {
+	t.Helper()
+	for range 6 {
+		expect(t, events, "armed")
+		srv.Clock().Advance(lease / 3)
+		expect(t, events, "renewed")
+	}
+	expect(t, events, "armed")
+}
+
+// forceLoss force-expires resource: the watchdog's next renewal is
+// refused, and held, the context of the hold, ends with ErrLeaseLost and
+// ErrNotHeld.
+func forceLoss(t *testing.T, srv *fenceviewtest.Server, c *client.Client, events <-chan string, resource string, held context.Context) {
+	t.Helper()
+	if err := c.ForceExpire(context.Background(), resource); err != nil {
+		t.Fatal(err)
+	}
+	srv.Clock().Advance(lease / 3)
+	expect(t, events, "lost")
+	if cause := context.Cause(held); !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrNotHeld) {
+		t.Fatalf("cause = %v", cause)
+	}
+}
+
 // next receives the next leader change.
 func next(t *testing.T, obs <-chan client.Leader) client.Leader {
 	t.Helper()
@@ -225,23 +252,11 @@ func TestPermitWatchdog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 6; i++ { // two lease lengths
-		expect(t, events, "armed")
-		srv.Clock().Advance(lease / 3)
-		expect(t, events, "renewed")
-	}
-	expect(t, events, "armed")
+	outliveTwoLeases(t, srv, events)
 	if st, _ := c.State(ctx, "jobs#0"); !st.Locked || st.Holder != c.Holder() || st.Token != p.Token().Number {
 		t.Fatalf("slot after two leases: %+v", st)
 	}
-	if err := c.ForceExpire(ctx, "jobs#0"); err != nil {
-		t.Fatal(err)
-	}
-	srv.Clock().Advance(lease / 3)
-	expect(t, events, "lost")
-	if cause := context.Cause(p.Context()); !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrNotHeld) {
-		t.Fatalf("cause = %v", cause)
-	}
+	forceLoss(t, srv, c, events, "jobs#0", p.Context())
 	if err := p.Release(ctx); !errors.Is(err, client.ErrNotOwner) {
 		t.Fatalf("Release after loss = %v", err)
 	}
@@ -328,25 +343,13 @@ func TestLockAllWatchdog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 6; i++ {
-		expect(t, events, "armed")
-		srv.Clock().Advance(lease / 3)
-		expect(t, events, "renewed")
-	}
-	expect(t, events, "armed")
+	outliveTwoLeases(t, srv, events)
 	for _, r := range l.Resources() {
 		if st, _ := c.State(ctx, r); !st.Locked || st.Holder != "a" || st.Token != l.Tokens()[r] {
 			t.Fatalf("%s after two leases: %+v", r, st)
 		}
 	}
-	if err := c.ForceExpire(ctx, "y"); err != nil {
-		t.Fatal(err)
-	}
-	srv.Clock().Advance(lease / 3)
-	expect(t, events, "lost")
-	if cause := context.Cause(l.Context()); !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrNotHeld) {
-		t.Fatalf("cause = %v", cause)
-	}
+	forceLoss(t, srv, c, events, "y", l.Context())
 	err = l.Unlock(ctx)
 	if !errors.Is(err, client.ErrNotOwner) || !strings.Contains(err.Error(), `"y"`) {
 		t.Fatalf("Unlock after losing y = %v", err)
@@ -473,12 +476,7 @@ func TestElectionLeaseLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 6; i++ {
-		expect(t, events, "armed")
-		srv.Clock().Advance(lease / 3)
-		expect(t, events, "renewed")
-	}
-	expect(t, events, "armed")
+	outliveTwoLeases(t, srv, events)
 	if l, err := e1.Leader(ctx); err != nil || l.Term != t1 {
 		t.Fatalf("after two leases: %+v, %v", l, err)
 	}

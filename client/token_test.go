@@ -24,10 +24,7 @@ func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 	ctx := context.Background()
 	_, c := start(t, fenceviewtest.Options{})
 	m := c.Mutex("inventory:42", "a")
-	n, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := lock(t, m)
 	tok := m.Token()
 	if tok.Number != n || tok.Resource != "inventory:42" || len(tok.Signature) != guard.SignatureTextSize || tok.KeyID == "" {
 		t.Fatalf("Token() = %+v", tok)
@@ -93,9 +90,7 @@ func testFenceRequireSignatures(t *testing.T, cfg client.Config) {
 	ctx := context.Background()
 	_, c := startWith(t, fenceviewtest.Options{RequireSignatures: true}, cfg)
 	m := c.Mutex("r", "a")
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	if _, err := c.FenceToken(ctx, "r", m.Fencing()); err != nil {
 		t.Fatalf("signed grant refused: %v", err)
 	}
@@ -153,9 +148,7 @@ func TestRefreshVerifierFollowsRotationAndRemoval(t *testing.T) {
 		return out
 	}
 	m := c.Mutex("r", "a")
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	old := m.Token()
 	v, err := c.Verifier(ctx)
 	if err != nil {
@@ -174,9 +167,7 @@ func TestRefreshVerifierFollowsRotationAndRemoval(t *testing.T) {
 		t.Fatalf("an old grant after rotation: %+v", d)
 	}
 	m2 := c.Mutex("r2", "a")
-	if _, err := m2.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m2)
 	if tok := m2.Token(); tok.KeyID != rotated["keyId"] || !tok.Verify(v) {
 		t.Fatalf("new grant %+v, want the new key %v", tok, rotated["keyId"])
 	}
