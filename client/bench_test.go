@@ -19,7 +19,7 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 3000x ./client/
 func benchServer(b *testing.B, cfg client.Config) (*fenceviewtest.Server, *client.Client, int64) {
-	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -20,12 +20,12 @@ const lease = 3 * time.Second
 
 // start runs a real fenceview server on a fake clock and returns a client
 // sharing that clock.
-func start(t *testing.T, opts fenceviewtest.Options) (*fenceviewtest.Server, *client.Client) {
+func start(t *testing.T, opts fenceviewtest.Config) (*fenceviewtest.Server, *client.Client) {
 	return startWith(t, opts, client.Config{})
 }
 
 // startWith is start with the client's settings cfg.
-func startWith(t *testing.T, opts fenceviewtest.Options, cfg client.Config) (*fenceviewtest.Server, *client.Client) {
+func startWith(t *testing.T, opts fenceviewtest.Config, cfg client.Config) (*fenceviewtest.Server, *client.Client) {
 	t.Helper()
 	opts.FakeClock = true
 	srv := fenceviewtest.New(t, opts)
@@ -78,7 +78,7 @@ func isDone(ctx context.Context) bool {
 
 func TestLockStateUnlock(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("inventory:42", "worker-a")
 	if isDone(m.Context()) == false {
 		t.Fatal("context of a never-locked mutex should be done")
@@ -119,7 +119,7 @@ func TestLockStateUnlock(t *testing.T) {
 // Re-entrant grants take new tokens; the hold ends at the last Unlock.
 func TestReentrantGrantsTakeNewTokens(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("doc-1", "a")
 	outer := lock(t, m)
 	inner, err := m.TryLock(ctx, 0, 0)
@@ -153,7 +153,7 @@ func TestReentrantGrantsTakeNewTokens(t *testing.T) {
 
 func TestHeldByAnother(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	a, b := c.Mutex("r", "a"), c.Mutex("r", "b")
 	lock(t, a)
 	_, err := b.TryLock(ctx, 0, 0)
@@ -172,7 +172,7 @@ func TestHeldByAnother(t *testing.T) {
 // A blocked Lock is served when the holder unlocks, with a larger token.
 func TestLockWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	a, b := c.Mutex("r", "a"), c.Mutex("r", "b")
 	ta := lock(t, a)
 	got := make(chan int64, 1)
@@ -195,7 +195,7 @@ func TestLockWaitsForRelease(t *testing.T) {
 // would have expired it after one.
 func TestWatchdogKeepsLeaseAlive(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("inventory:42", "a")
 	events := client.WatchdogEvents(m)
 	tok := lock(t, m)
@@ -226,7 +226,7 @@ func TestWatchdogKeepsLeaseAlive(t *testing.T) {
 // above is not passing for free.
 func TestFixedLeaseRunsOut(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("r", "a")
 	events := client.WatchdogEvents(m)
 	if _, err := m.TryLock(ctx, 0, lease); err != nil {
@@ -255,7 +255,7 @@ func TestFixedLeaseRunsOut(t *testing.T) {
 // context is cancelled at once, with the refusal as the cause.
 func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 	ctx := context.Background()
-	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	m := c.Mutex("inventory:42", "a")
 	events := client.WatchdogEvents(m)
 	lock(t, m)
@@ -294,7 +294,7 @@ func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 // The server goes away: renewals fail, the watchdog retries, and the
 // context is cancelled when the lease would have run out, not before.
 func TestWatchdogCancelsWhenServerUnreachable(t *testing.T) {
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("r", "a")
 	events := client.WatchdogEvents(m)
 	lock(t, m)
@@ -320,7 +320,7 @@ func TestWatchdogCancelsWhenServerUnreachable(t *testing.T) {
 
 func TestFence(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	a, b := c.Mutex("acct/7 ü", "a"), c.Mutex("acct/7 ü", "b")
 	ta, _ := a.TryLock(ctx, 0, lease)
 	a.Unlock(ctx)
@@ -355,7 +355,7 @@ func TestFence(t *testing.T) {
 
 func TestForceExpireNeedsAdminToken(t *testing.T) {
 	ctx := context.Background()
-	srv, admin := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
+	srv, admin := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	k, err := admin.CreateKey(ctx, "worker", "client", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -381,7 +381,7 @@ func TestForceExpireNeedsAdminToken(t *testing.T) {
 // the server as one path segment and come back unchanged.
 func TestResourceIDsAreEscaped(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	for _, id := range []string{"orders/2026/42", "a b", "100%", "ünïcødé/日本", "?x=1#y", "a/../b", "..", ".", "trailing/"} {
 		m := c.Mutex(id, "holder one/ü")
 		tok, err := m.Lock(ctx)
@@ -448,7 +448,7 @@ func TestBadInputIsRefusedBeforeSending(t *testing.T) {
 // The server's own validation comes back as ErrInvalid with its message.
 func TestServerRefusalsMapToErrors(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	for _, tc := range []struct{ wait, lease time.Duration }{{0, 25 * time.Hour}, {6 * time.Minute, 0}} {
 		_, err := c.Mutex("r", "a").TryLock(ctx, tc.wait, tc.lease)
 		var ae *client.APIError
@@ -534,7 +534,7 @@ func TestFenceCurrent(t *testing.T) {
 		cfg  client.Config
 	}{{"http", client.Config{}}, {"rpc", client.Config{RPC: true}}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, c := startWith(t, fenceviewtest.Options{}, tc.cfg)
+			_, c := startWith(t, fenceviewtest.Config{}, tc.cfg)
 			a, b := c.Mutex("jobs/1", "a"), c.Mutex("jobs/1", "b")
 			ta, _ := a.TryLock(ctx, 0, lease)
 			a.Unlock(ctx)

@@ -76,7 +76,7 @@ func TestCloseIsFinal(t *testing.T) {
 	}{{"http", client.Config{}}, {"rpc", client.Config{RPC: true}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := running()
-			srv, c := startWith(t, fenceviewtest.Options{}, tc.cfg)
+			srv, c := startWith(t, fenceviewtest.Config{}, tc.cfg)
 			ctx := context.Background()
 			held := c.Mutex("held", "a")
 			token, err := held.Lock(ctx)

@@ -13,7 +13,7 @@ import (
 // A client given several nodes moves on from one it cannot reach, and
 // starts there next time.
 func TestClientMovesOnFromAnUnreachableNode(t *testing.T) {
-	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

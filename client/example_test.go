@@ -16,7 +16,7 @@ import (
 // code's own writes.
 func Example_reentrancy() {
 	ctx := context.Background()
-	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func Example_reentrancy() {
 // the lease is lost, so it stops instead of writing on without the lock.
 func ExampleMutex_Context() {
 	ctx := context.Background()
-	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func ExampleMutex_Context() {
 // refused there.
 func ExampleElection() {
 	ctx := context.Background()
-	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

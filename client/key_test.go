@@ -14,7 +14,7 @@ import (
 // stream; without it a server with auth on answers ErrUnauthorized.
 func TestWithKeyOnEveryPath(t *testing.T) {
 	ctx := context.Background()
-	srv, admin := startWith(t, fenceviewtest.Options{AdminToken: "adm"}, client.Config{AdminToken: "adm"})
+	srv, admin := startWith(t, fenceviewtest.Config{AdminToken: "adm"}, client.Config{AdminToken: "adm"})
 	k, err := admin.CreateKey(ctx, "w", "client", []string{"jobs/"})
 	if err != nil || k.Secret == "" || k.Role != "client" {
 		t.Fatalf("create key: %+v %v", k, err)

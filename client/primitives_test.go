@@ -58,7 +58,7 @@ func next(t *testing.T, obs <-chan client.Leader) client.Leader {
 // everyone until the delay is over; the refusal says until when.
 func TestMutexLockDelay(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	const delay = 2 * time.Second
 	a := c.Mutex("printer", "a", client.WithLockDelay(delay))
 	if _, err := a.TryLock(ctx, 0, lease); err != nil {
@@ -95,7 +95,7 @@ func TestMutexLockDelay(t *testing.T) {
 // A release frees a lock granted with a lock-delay at once.
 func TestMutexLockDelayNotAfterRelease(t *testing.T) {
 	ctx := context.Background()
-	_, c := startWith(t, fenceviewtest.Options{}, client.Config{RPC: true})
+	_, c := startWith(t, fenceviewtest.Config{}, client.Config{RPC: true})
 	a := c.Mutex("printer", "a", client.WithLockDelay(time.Minute))
 	if _, err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestMutexLockDelayNotAfterRelease(t *testing.T) {
 
 func TestLockDelayOutOfRange(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	for _, d := range []time.Duration{-time.Millisecond, 60*time.Second + time.Millisecond, time.Microsecond} {
 		if _, err := c.Mutex("r", "a", client.WithLockDelay(d)).TryLock(ctx, 0, 0); !errors.Is(err, client.ErrInvalid) {
 			t.Errorf("lock-delay %v: %v, want ErrInvalid", d, err)
@@ -129,7 +129,7 @@ func TestLockDelayOutOfRange(t *testing.T) {
 // and a released slot is granted again with a larger token.
 func TestSemaphoreSlots(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	sem := c.Semaphore("jobs", 2)
 	p0, err := sem.Acquire(ctx)
 	if err != nil {
@@ -199,7 +199,7 @@ func TestSemaphoreSlots(t *testing.T) {
 // A blocked Acquire is served by the release of any slot.
 func TestSemaphoreAcquireWaits(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	p, err := c.Semaphore("one", 1).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestSemaphoreAcquireWaits(t *testing.T) {
 
 func TestSemaphoreBadInput(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	for _, tc := range []struct {
 		name    string
 		permits int
@@ -246,7 +246,7 @@ func TestSemaphoreBadInput(t *testing.T) {
 // ends the permit's context with the refusal.
 func TestPermitWatchdog(t *testing.T) {
 	ctx := context.Background()
-	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret", RPC: true})
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret", RPC: true})
 	events := client.HoldEvents(c)
 	p, err := c.Semaphore("jobs", 3).Acquire(ctx)
 	if err != nil {
@@ -266,7 +266,7 @@ func TestPermitWatchdog(t *testing.T) {
 // none of its locks, and says who holds the overlap.
 func TestLockAllOrNothing(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	l, err := c.LockAll(ctx, "a", "x", "y", "z")
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +312,7 @@ func TestLockAllOrNothing(t *testing.T) {
 // once the last lock of it is free.
 func TestLockAllWaits(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	a := c.Mutex("y", "a")
 	if _, err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -337,7 +337,7 @@ func TestLockAllWaits(t *testing.T) {
 // set's context, and Unlock then releases the others and names the lost.
 func TestLockAllWatchdog(t *testing.T) {
 	ctx := context.Background()
-	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	events := client.HoldEvents(c)
 	l, err := c.LockAll(ctx, "a", "x", "y", "z")
 	if err != nil {
@@ -363,7 +363,7 @@ func TestLockAllWatchdog(t *testing.T) {
 
 func TestLockAllBadInput(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	many := make([]string, 65)
 	for i := range many {
 		many[i] = "r" + strings.Repeat("x", i)
@@ -385,7 +385,7 @@ func TestLockAllBadInput(t *testing.T) {
 // Observe sees every change in order.
 func TestElection(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	obs := c.Election("db-primary").Observe(ctx)
 	if l := next(t, obs); !l.IsZero() {
 		t.Fatalf("first observed leader %+v, want none", l)
@@ -468,7 +468,7 @@ func TestElection(t *testing.T) {
 // context says the lease was lost, and another candidate is elected.
 func TestElectionLeaseLost(t *testing.T) {
 	ctx := context.Background()
-	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	n1 := clientOf(t, srv, client.Config{Holder: "node-1", AdminToken: "s3cret"})
 	events := client.HoldEvents(n1)
 	e1 := n1.Election("leader")
@@ -510,7 +510,7 @@ func TestElectionLeaseLost(t *testing.T) {
 // An observation ends, its channel closed, when its context ends or the
 // client closes.
 func TestObserveEnds(t *testing.T) {
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	obs := c.Election("e").Observe(ctx)
 	<-obs // the stream is open
@@ -529,7 +529,7 @@ func TestObserveEnds(t *testing.T) {
 
 func TestElectionBadInput(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	if _, err := c.Election("e").Campaign(ctx, strings.Repeat("v", 4097)); !errors.Is(err, client.ErrInvalid) {
 		t.Errorf("a value over 4 KiB: %v", err)
 	}
@@ -555,7 +555,7 @@ func TestElectionBadInput(t *testing.T) {
 // leaves no goroutine of the client behind.
 func TestCloseEndsPrimitives(t *testing.T) {
 	before := running()
-	_, c := startWith(t, fenceviewtest.Options{}, client.Config{RPC: true})
+	_, c := startWith(t, fenceviewtest.Config{}, client.Config{RPC: true})
 	ctx := context.Background()
 	p, err := c.Semaphore("jobs", 2).Acquire(ctx)
 	if err != nil {

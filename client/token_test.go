@@ -22,7 +22,7 @@ import (
 // and refuses the same number unsigned or with another signature.
 func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("inventory:42", "a")
 	n := lock(t, m)
 	tok := m.Token()
@@ -88,7 +88,7 @@ func TestFenceRequireSignatures(t *testing.T) {
 
 func testFenceRequireSignatures(t *testing.T, cfg client.Config) {
 	ctx := context.Background()
-	_, c := startWith(t, fenceviewtest.Options{RequireSignatures: true}, cfg)
+	_, c := startWith(t, fenceviewtest.Config{RequireSignatures: true}, cfg)
 	m := c.Mutex("r", "a")
 	lock(t, m)
 	if _, err := c.FenceToken(ctx, "r", m.Fencing()); err != nil {
@@ -131,7 +131,7 @@ func TestSigningKeysRefusesMalformedKeys(t *testing.T) {
 // ones the guard had already verified) after RefreshVerifier.
 func TestRefreshVerifierFollowsRotationAndRemoval(t *testing.T) {
 	ctx := context.Background()
-	srv, c := startWith(t, fenceviewtest.Options{AdminToken: "adm"}, client.Config{Key: "adm"})
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "adm"}, client.Config{Key: "adm"})
 	admin := func(method, path string) map[string]any {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer adm")

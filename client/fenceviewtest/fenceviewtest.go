@@ -42,11 +42,6 @@ type Config struct {
 	RequireSignatures bool
 }
 
-// Options is the former name of Config.
-//
-// Deprecated: use Config.
-type Options = Config
-
 // Server is a running fenceview server.
 type Server struct {
 	URL    string // http://127.0.0.1:port

@@ -47,7 +47,7 @@ func benchDrivers(b *testing.B, op func(context.Context, Client, int) error) {
 	const clients, resources = 64, 1024
 	for _, name := range []string{"http", "client", "rpc"} {
 		b.Run(name, func(b *testing.B) {
-			srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
+			srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func BenchmarkGrantCycleAuth(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			opts := fenceviewtest.Options{}
+			opts := fenceviewtest.Config{}
 			if on {
 				opts.AdminToken = "bench-admin"
 			}

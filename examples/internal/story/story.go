@@ -36,7 +36,7 @@ func (s *Server) Start(ctx context.Context) (stop func(), err error) {
 	if s.URL != "" {
 		return func() {}, nil
 	}
-	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
 	if err != nil {
 		return nil, err
 	}
