@@ -35,24 +35,20 @@ func Errorf(code, format string, args ...any) *Error {
 }
 
 // ErrorCode returns the code of err, EINTERNAL for errors without one.
-func ErrorCode(err error) string {
-	var e *Error
-	if err == nil {
-		return ""
-	} else if errors.As(err, &e) {
-		return e.Code
-	}
-	return EINTERNAL
-}
+func ErrorCode(err error) string { return described(err).Code }
 
 // ErrorMessage returns the user-facing message of err; internal errors are
 // not described to users.
-func ErrorMessage(err error) string {
+func ErrorMessage(err error) string { return described(err).Message }
+
+// described is err as users may see it: its *Error, the zero Error for
+// nil, and for any other error EINTERNAL with no detail.
+func described(err error) Error {
 	var e *Error
 	if err == nil {
-		return ""
+		return Error{}
 	} else if errors.As(err, &e) {
-		return e.Message
+		return *e
 	}
-	return "internal error"
+	return Error{Code: EINTERNAL, Message: "internal error"}
 }

@@ -134,3 +134,6 @@ type Leader struct {
 	Since     time.Time
 	ExpiresAt time.Time
 }
+
+// IsZero reports whether l is no leader.
+func (l Leader) IsZero() bool { return l.Term == 0 }

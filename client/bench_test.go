@@ -18,13 +18,15 @@ import (
 // connection, against the real server:
 //
 //	go test -run '^$' -bench . -benchtime 3000x ./client/
-func benchServer(b *testing.B) (*fenceviewtest.Server, *client.Client, int64) {
-	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
+func benchServer(b *testing.B, cfg client.Config) (*fenceviewtest.Server, *client.Client, int64) {
+	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { srv.Close() })
-	c, _ := client.New(srv.URL)
+	cfg.URL = srv.URL
+	c, _ := client.New(cfg)
+	b.Cleanup(func() { c.Close() })
 	tok, err := c.Mutex("bench/1", "b").TryLock(context.Background(), 0, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -33,7 +35,7 @@ func benchServer(b *testing.B) (*fenceviewtest.Server, *client.Client, int64) {
 }
 
 func BenchmarkStateClient(b *testing.B) {
-	_, c, _ := benchServer(b)
+	_, c, _ := benchServer(b, client.Config{})
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := c.State(ctx, "bench/1"); err != nil {
@@ -43,7 +45,7 @@ func BenchmarkStateClient(b *testing.B) {
 }
 
 func BenchmarkStateRawHTTP(b *testing.B) {
-	srv, _, _ := benchServer(b)
+	srv, _, _ := benchServer(b, client.Config{})
 	hc := &http.Client{}
 	for b.Loop() {
 		resp, err := hc.Get(srv.URL + "/v1/locks/bench%2F1")
@@ -58,7 +60,7 @@ func BenchmarkStateRawHTTP(b *testing.B) {
 }
 
 func BenchmarkFenceClient(b *testing.B) {
-	_, c, tok := benchServer(b)
+	_, c, tok := benchServer(b, client.Config{})
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := c.Fence(ctx, "bench/1", tok); err != nil {
@@ -68,7 +70,7 @@ func BenchmarkFenceClient(b *testing.B) {
 }
 
 func BenchmarkFenceRawHTTP(b *testing.B) {
-	srv, _, tok := benchServer(b)
+	srv, _, tok := benchServer(b, client.Config{})
 	hc := &http.Client{}
 	body := `{"token":` + itoa(tok) + `}`
 	for b.Loop() {
@@ -93,19 +95,13 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 //
 //	go test ./client -run '^$' -bench RPC -benchmem
 func BenchmarkRPCGrantCycle(b *testing.B) {
-	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { srv.Close() })
-	c, _ := client.New(srv.URL, client.WithRPC())
-	b.Cleanup(func() { c.Close() })
+	_, c, _ := benchServer(b, client.Config{RPC: true})
 	var next atomic.Int64
 	b.SetParallelism(16)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
-		m := c.Mutex("bench/"+itoa(next.Add(1)), "b")
+		m := c.Mutex("cycle/"+itoa(next.Add(1)), "b")
 		for pb.Next() {
 			if _, err := m.TryLock(ctx, 0, time.Minute); err != nil {
 				b.Error(err)
@@ -120,17 +116,7 @@ func BenchmarkRPCGrantCycle(b *testing.B) {
 }
 
 func BenchmarkRPCFence(b *testing.B) {
-	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { srv.Close() })
-	c, _ := client.New(srv.URL, client.WithRPC())
-	b.Cleanup(func() { c.Close() })
-	tok, err := c.Mutex("bench/1", "b").TryLock(context.Background(), 0, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, c, tok := benchServer(b, client.Config{RPC: true})
 	b.SetParallelism(16)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -2,7 +2,7 @@
 // that hand out fencing tokens, in the shape of Redisson's RFencedLock and
 // etcd's concurrency.Mutex.
 //
-//	c, err := client.New("http://127.0.0.1:8080")
+//	c, err := client.New(client.Config{URL: "http://127.0.0.1:8080"})
 //	m := c.Mutex("inventory:42", "worker-7")
 //	token, err := m.Lock(ctx) // blocks; a watchdog keeps the lease alive
 //	if err != nil { ... }
@@ -41,7 +41,7 @@
 //     lock from everyone for a while longer.
 //
 // Every handle has a Context that ends when its lease is lost. Semaphores
-// and elections act as the client's holder id (WithHolder).
+// and elections act as the client's holder id (Config.Holder).
 //
 // All methods take a context and are safe for concurrent use. One Client
 // shares one http.Client with keep-alive connections; make one per server.
@@ -83,34 +83,78 @@ type Client struct {
 	base  *url.URL
 	hc    *http.Client
 	admin string
-	key   string // sent with every call (WithKey)
+	key   string // sent with every call (Config.Key)
 	clock Clock
 	lease time.Duration
 	rpc   *rpcPool // nil: every call is its own HTTP request
-	more  []string // WithURLs, parsed into nodes
 	// holder is the holder id of the client's semaphore permits and the
-	// candidate id of its elections (WithHolder).
+	// candidate id of its elections (Config.Holder).
 	holder string
 	nodes  *nodes // nil: one server
 
 	hook func(event string) // tests: what the watchdogs of permits, multi-locks and elections do
 }
 
-// Option configures a Client.
-type Option func(*Client)
+// Config is what New builds a Client from. Only URL is required; every
+// other field's zero value is its default.
+type Config struct {
+	// URL is the server's base URL, e.g. "http://127.0.0.1:8080",
+	// optionally with a path prefix.
+	URL string
 
-// WithHTTPClient sends requests through hc instead of the client's own
-// (which keeps connections alive, up to 32 idle per host). Do not give it a
-// Timeout shorter than the longest wait you pass to TryLock.
-func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+	// Peers are the base URLs of the other nodes of a fenceview cluster,
+	// tried in turn when the current one cannot be reached: a call whose
+	// connection could not be made (nothing was sent) is sent at once to
+	// the next node, and after any other failure the next call starts
+	// there. Every node answers every route alike, so they are
+	// interchangeable; they must share URL's path prefix. The RPC stream
+	// stays on URL.
+	Peers []string
 
-// WithAdminToken sets the bearer token sent with admin calls (ForceExpire).
-func WithAdminToken(token string) Option { return func(c *Client) { c.admin = token } }
+	// Key (an API key's secret, or the admin token) is sent as the
+	// credential of every call, the RPC stream included. A server with
+	// auth on answers calls without one with ErrUnauthorized.
+	Key string
 
-// WithKey sends key (an API key's secret, or the admin token) as the
-// credential of every call, the RPC stream included. A server with auth on
-// answers calls without one with ErrUnauthorized.
-func WithKey(key string) Option { return func(c *Client) { c.key = key } }
+	// AdminToken is the bearer token of admin calls (ForceExpire,
+	// Reset), and the credential of ordinary calls when Key is
+	// empty.
+	AdminToken string
+
+	// Holder is the client's own holder id: the holder of the permits its
+	// Semaphores acquire and the candidate of its Elections, as an etcd
+	// Session's lease identifies its owner. Empty: "<hostname>-<pid>-<8
+	// random hex digits>", unique per Client. 1..80 bytes, UTF-8 without
+	// control characters. A Mutex and a multi-lock name their holder
+	// themselves.
+	Holder string
+
+	// Lease is the lease Lock asks for and the watchdog renews, 1ms..24h.
+	// Zero: DefaultLease. Shorter leases notice a dead holder sooner and
+	// cost more renewals.
+	Lease time.Duration
+
+	// RPC sends lock operations (acquire, renew, release) and fenced
+	// writes over one websocket to the server's RPC stream (/v1/rpc)
+	// instead of one HTTP request each. Calls of every goroutine share the
+	// connection and are batched into few messages, which is what lets
+	// many concurrent callers on one host go several times faster.
+	// Answers, errors included, are the same as over HTTP; state,
+	// force-expire and reports still use HTTP. The connection is dialed on
+	// first use and again after it breaks, never after Close. A call in
+	// flight when it breaks fails with a network error: like an HTTP
+	// request cut off, the server may or may not have done it.
+	RPC bool
+
+	// HTTPClient sends the requests. Nil: the client's own, which keeps
+	// connections alive (up to 32 idle per host). Do not give it a
+	// Timeout shorter than the longest wait you pass to TryLock.
+	HTTPClient *http.Client
+
+	// Clock schedules the watchdog's renewals and measures leases. Nil:
+	// the real clock. Tests pass a fake one so that no test sleeps.
+	Clock Clock
+}
 
 // credential is the bearer secret of ordinary calls: the key, else the
 // admin token (an admin credential too).
@@ -121,23 +165,7 @@ func (c *Client) credential() string {
 	return c.admin
 }
 
-// WithClock sets the clock the watchdog schedules renewals and measures
-// leases with. Tests pass a fake clock so that no test sleeps.
-func WithClock(clk Clock) Option { return func(c *Client) { c.clock = clk } }
-
-// WithLease sets the lease Lock asks for and the watchdog renews (default
-// DefaultLease). Shorter leases notice a dead holder sooner and cost more
-// renewals.
-func WithLease(d time.Duration) Option { return func(c *Client) { c.lease = d } }
-
-// WithHolder sets the client's own holder id: the holder of the permits
-// its Semaphores acquire and the candidate of its Elections, as an etcd
-// Session's lease identifies its owner. Default: "<hostname>-<pid>-<8 random
-// hex digits>", unique per Client. 1..80 bytes, UTF-8 without control
-// characters. A Mutex and a multi-lock name their holder themselves.
-func WithHolder(id string) Option { return func(c *Client) { c.holder = id } }
-
-// Holder returns the client's holder id (WithHolder).
+// Holder returns the client's holder id (Config.Holder).
 func (c *Client) Holder() string { return c.holder }
 
 // defaultHolder is unique per Client: two clients in one process are two
@@ -153,26 +181,33 @@ func defaultHolder() string {
 	return id
 }
 
-// New returns a client of the server at baseURL (e.g.
-// "http://127.0.0.1:8080", optionally with a path prefix).
-func New(baseURL string, opts ...Option) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+// New returns a client of the server at cfg.URL, or the one error that
+// says which setting of cfg is wrong (errors.Is ErrInvalid).
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(cfg.URL, "/"))
 	if err != nil {
 		return nil, invalid(fmt.Errorf("base URL: %w", err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, invalid(fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", baseURL))
+		return nil, invalid(fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", cfg.URL))
 	}
-	c := &Client{life: newLife(), base: u, clock: clock.Real{}, lease: DefaultLease}
-	for _, o := range opts {
-		o(c)
+	c := &Client{life: newLife(), base: u, hc: cfg.HTTPClient, admin: cfg.AdminToken, key: cfg.Key,
+		clock: cfg.Clock, lease: cfg.Lease, holder: cfg.Holder}
+	if c.clock == nil {
+		c.clock = clock.Real{}
+	}
+	if c.lease == 0 {
+		c.lease = DefaultLease
+	}
+	if cfg.RPC {
+		c.rpc = &rpcPool{}
 	}
 	if c.holder == "" {
 		c.holder = defaultHolder()
 	} else if err := guard.ValidateHolderID(c.holder); err != nil {
 		return nil, invalid(fmt.Errorf("holder: %w", err))
 	}
-	if err := c.parseNodes(); err != nil {
+	if c.nodes, err = parseNodes(u, cfg.Peers); err != nil {
 		return nil, err
 	}
 	if c.lease < time.Millisecond || c.lease > 24*time.Hour {
@@ -205,6 +240,15 @@ func (c *Client) endpoint(kind, resource, action string) *url.URL {
 	u.Path = c.base.Path + "/v1/" + kind + "/" + resource + suffix
 	u.RawPath = c.base.EscapedPath() + "/v1/" + kind + "/" + seg + suffix
 	return &u
+}
+
+// getOne GETs /v1/<kind>/<resource> into out, once resource is known to
+// be a valid id.
+func (c *Client) getOne(ctx context.Context, kind, resource string, out any) error {
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return invalid(err)
+	}
+	return c.call(ctx, http.MethodGet, c.endpoint(kind, resource, ""), nil, nil, out, nil)
 }
 
 // path is base + p, for routes without a resource.
@@ -359,11 +403,8 @@ type State struct {
 
 // State returns the state of the lock on resource.
 func (c *Client) State(ctx context.Context, resource string) (State, error) {
-	if err := guard.ValidateResourceID(resource); err != nil {
-		return State{}, invalid(err)
-	}
 	var b wire.Lock
-	if err := c.call(ctx, http.MethodGet, c.endpoint("locks", resource, ""), nil, nil, &b, nil); err != nil {
+	if err := c.getOne(ctx, "locks", resource, &b); err != nil {
 		return State{}, err
 	}
 	return State{Resource: b.ResourceID, Locked: b.Locked, Holder: string(b.Holder), HoldCount: b.HoldCount, Token: b.Token,
@@ -372,7 +413,7 @@ func (c *Client) State(ctx context.Context, resource string) (State, error) {
 }
 
 // ForceExpire frees the lock on resource whoever holds it (Redisson's
-// forceUnlock), with the admin token of WithAdminToken. The holder's next
+// forceUnlock), with the admin token of Config.AdminToken. The holder's next
 // renewal is refused and its Mutex context cancelled; its token stays
 // valid at resources until a newer one is used there, which is why
 // resources must check tokens.

@@ -20,16 +20,39 @@ const lease = 3 * time.Second
 
 // start runs a real fenceview server on a fake clock and returns a client
 // sharing that clock.
-func start(t *testing.T, opts fenceviewtest.Options, copts ...client.Option) (*fenceviewtest.Server, *client.Client) {
+func start(t *testing.T, opts fenceviewtest.Config) (*fenceviewtest.Server, *client.Client) {
+	return startWith(t, opts, client.Config{})
+}
+
+// startWith is start with the client's settings cfg.
+func startWith(t *testing.T, opts fenceviewtest.Config, cfg client.Config) (*fenceviewtest.Server, *client.Client) {
 	t.Helper()
 	opts.FakeClock = true
 	srv := fenceviewtest.New(t, opts)
-	c, err := client.New(srv.URL, append([]client.Option{client.WithClock(srv.Clock()), client.WithLease(lease)}, copts...)...)
+	return srv, clientOf(t, srv, cfg)
+}
+
+// clientOf returns a client of srv with the settings cfg, on srv's clock
+// and with the tests' lease; it is closed when t ends.
+func clientOf(t *testing.T, srv *fenceviewtest.Server, cfg client.Config) *client.Client {
+	t.Helper()
+	cfg.URL, cfg.Clock, cfg.Lease = srv.URL, srv.Clock(), lease
+	c, err := client.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return srv, c
+	return c
+}
+
+// lock takes m's lock, or ends the test.
+func lock(t *testing.T, m *client.Mutex) int64 {
+	t.Helper()
+	token, err := m.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
 }
 
 func expect(t *testing.T, events <-chan string, want string) {
@@ -55,7 +78,7 @@ func isDone(ctx context.Context) bool {
 
 func TestLockStateUnlock(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("inventory:42", "worker-a")
 	if isDone(m.Context()) == false {
 		t.Fatal("context of a never-locked mutex should be done")
@@ -96,12 +119,9 @@ func TestLockStateUnlock(t *testing.T) {
 // Re-entrant grants take new tokens; the hold ends at the last Unlock.
 func TestReentrantGrantsTakeNewTokens(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("doc-1", "a")
-	outer, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	outer := lock(t, m)
 	inner, err := m.TryLock(ctx, 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -133,11 +153,9 @@ func TestReentrantGrantsTakeNewTokens(t *testing.T) {
 
 func TestHeldByAnother(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	a, b := c.Mutex("r", "a"), c.Mutex("r", "b")
-	if _, err := a.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, a)
 	_, err := b.TryLock(ctx, 0, 0)
 	var held *client.HeldError
 	if !errors.As(err, &held) || !errors.Is(err, client.ErrHeld) || held.Holder != "a" || held.ExpiresAt.IsZero() || held.Resource != "r" {
@@ -154,12 +172,9 @@ func TestHeldByAnother(t *testing.T) {
 // A blocked Lock is served when the holder unlocks, with a larger token.
 func TestLockWaitsForRelease(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	a, b := c.Mutex("r", "a"), c.Mutex("r", "b")
-	ta, err := a.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ta := lock(t, a)
 	got := make(chan int64, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -180,13 +195,10 @@ func TestLockWaitsForRelease(t *testing.T) {
 // would have expired it after one.
 func TestWatchdogKeepsLeaseAlive(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("inventory:42", "a")
 	events := client.WatchdogEvents(m)
-	tok, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := lock(t, m)
 	for i := 0; i < 12; i++ { // 12 thirds: four lease lengths
 		expect(t, events, "armed")
 		srv.Clock().Advance(lease / 3)
@@ -214,7 +226,7 @@ func TestWatchdogKeepsLeaseAlive(t *testing.T) {
 // above is not passing for free.
 func TestFixedLeaseRunsOut(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("r", "a")
 	events := client.WatchdogEvents(m)
 	if _, err := m.TryLock(ctx, 0, lease); err != nil {
@@ -243,12 +255,10 @@ func TestFixedLeaseRunsOut(t *testing.T) {
 // context is cancelled at once, with the refusal as the cause.
 func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	m := c.Mutex("inventory:42", "a")
 	events := client.WatchdogEvents(m)
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	held := m.Context()
 	expect(t, events, "armed")
 	srv.Clock().Advance(lease / 3)
@@ -275,9 +285,7 @@ func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 		t.Fatalf("Unlock after loss = %v, want ErrNotOwner", err)
 	}
 	// A new Lock starts a new hold with a new context.
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	if isDone(m.Context()) {
 		t.Fatal("new hold's context is done")
 	}
@@ -286,13 +294,10 @@ func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 // The server goes away: renewals fail, the watchdog retries, and the
 // context is cancelled when the lease would have run out, not before.
 func TestWatchdogCancelsWhenServerUnreachable(t *testing.T) {
-	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("r", "a")
 	events := client.WatchdogEvents(m)
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	held := m.Context()
 	expect(t, events, "armed")
 	srv.Close()
@@ -315,7 +320,7 @@ func TestWatchdogCancelsWhenServerUnreachable(t *testing.T) {
 
 func TestFence(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	a, b := c.Mutex("acct/7 ü", "a"), c.Mutex("acct/7 ü", "b")
 	ta, _ := a.TryLock(ctx, 0, lease)
 	a.Unlock(ctx)
@@ -350,22 +355,20 @@ func TestFence(t *testing.T) {
 
 func TestForceExpireNeedsAdminToken(t *testing.T) {
 	ctx := context.Background()
-	srv, admin := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
+	srv, admin := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	k, err := admin.CreateKey(ctx, "worker", "client", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := client.New(srv.URL, client.WithKey(k.Secret), client.WithClock(srv.Clock()))
+	c, _ := client.New(client.Config{URL: srv.URL, Key: k.Secret, Clock: srv.Clock()})
 	m := c.Mutex("r", "a")
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	err = c.ForceExpire(ctx, "r")
 	var ae *client.APIError
 	if !errors.Is(err, client.ErrUnauthorized) || !errors.As(err, &ae) || ae.StatusCode != 403 {
 		t.Fatalf("ForceExpire with a client key = %v, want 403", err)
 	}
-	wrong, _ := client.New(srv.URL, client.WithAdminToken("nope"))
+	wrong, _ := client.New(client.Config{URL: srv.URL, AdminToken: "nope"})
 	if err := wrong.ForceExpire(ctx, "r"); !errors.Is(err, client.ErrUnauthorized) || !errors.As(err, &ae) || ae.StatusCode != 401 {
 		t.Fatalf("wrong token = %v, want 401", err)
 	}
@@ -378,7 +381,7 @@ func TestForceExpireNeedsAdminToken(t *testing.T) {
 // the server as one path segment and come back unchanged.
 func TestResourceIDsAreEscaped(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	for _, id := range []string{"orders/2026/42", "a b", "100%", "ünïcødé/日本", "?x=1#y", "a/../b", "..", ".", "trailing/"} {
 		m := c.Mutex(id, "holder one/ü")
 		tok, err := m.Lock(ctx)
@@ -403,7 +406,7 @@ func TestBadInputIsRefusedBeforeSending(t *testing.T) {
 	hits := 0
 	ts := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
 	defer ts.Close()
-	c, err := client.New(ts.URL)
+	c, err := client.New(client.Config{URL: ts.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,19 +433,22 @@ func TestBadInputIsRefusedBeforeSending(t *testing.T) {
 		t.Fatalf("guard's error is not wrapped: %v", err)
 	}
 	for _, u := range []string{"", "localhost:8080", "ftp://x", "http://", "http://h/?q=1"} {
-		if _, err := client.New(u); !errors.Is(err, client.ErrInvalid) {
+		if _, err := client.New(client.Config{URL: u}); !errors.Is(err, client.ErrInvalid) {
 			t.Errorf("New(%q) = %v", u, err)
 		}
 	}
-	if _, err := client.New(ts.URL, client.WithLease(0)); !errors.Is(err, client.ErrInvalid) {
-		t.Errorf("zero lease accepted: %v", err)
+	// A zero Lease is DefaultLease; one outside 1ms..24h is refused.
+	for _, l := range []time.Duration{-time.Second, time.Microsecond, 25 * time.Hour} {
+		if _, err := client.New(client.Config{URL: ts.URL, Lease: l}); !errors.Is(err, client.ErrInvalid) {
+			t.Errorf("lease %v accepted: %v", l, err)
+		}
 	}
 }
 
 // The server's own validation comes back as ErrInvalid with its message.
 func TestServerRefusalsMapToErrors(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	for _, tc := range []struct{ wait, lease time.Duration }{{0, 25 * time.Hour}, {6 * time.Minute, 0}} {
 		_, err := c.Mutex("r", "a").TryLock(ctx, tc.wait, tc.lease)
 		var ae *client.APIError
@@ -466,7 +472,7 @@ func TestErrorMapping(t *testing.T) {
 		w.Write([]byte(`{"error":"said the server"}`))
 	}))
 	defer ts.Close()
-	c, _ := client.New(ts.URL + "/prefix/")
+	c, _ := client.New(client.Config{URL: ts.URL + "/prefix/"})
 	cases := []struct {
 		status int
 		want   error
@@ -505,7 +511,7 @@ func TestConnectionsAreReused(t *testing.T) {
 	}
 	ts.Start()
 	defer ts.Close()
-	c, _ := client.New(ts.URL)
+	c, _ := client.New(client.Config{URL: ts.URL})
 	for i := 0; i < 20; i++ {
 		if _, err := c.State(context.Background(), "r"); err != nil {
 			t.Fatal(err)
@@ -525,10 +531,10 @@ func TestFenceCurrent(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		opts []client.Option
-	}{{"http", nil}, {"rpc", []client.Option{client.WithRPC()}}} {
+		cfg  client.Config
+	}{{"http", client.Config{}}, {"rpc", client.Config{RPC: true}}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, c := start(t, fenceviewtest.Options{}, tc.opts...)
+			_, c := startWith(t, fenceviewtest.Config{}, tc.cfg)
 			a, b := c.Mutex("jobs/1", "a"), c.Mutex("jobs/1", "b")
 			ta, _ := a.TryLock(ctx, 0, lease)
 			a.Unlock(ctx)

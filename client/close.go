@@ -75,7 +75,7 @@ func (l *life) forget(h *hold) {
 //   - every lock still held stops being renewed and its Context is
 //     cancelled with cause ErrClosed. Close does not release them: it sends
 //     nothing, so it cannot hang on an unreachable server. The server frees
-//     each such lock when its lease runs out (the client's lease, WithLease:
+//     each such lock when its lease runs out (the client's lease, Config.Lease:
 //     30s by default); Unlock before Close to free one at once. The
 //     tokens already granted stay valid until a newer grant, as always.
 //   - the RPC connection is closed and idle HTTP connections are dropped;

@@ -72,11 +72,11 @@ func noClientGoroutines(t *testing.T, before map[string]bool) {
 func TestCloseIsFinal(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		opts []client.Option
-	}{{"http", nil}, {"rpc", []client.Option{client.WithRPC()}}} {
+		cfg  client.Config
+	}{{"http", client.Config{}}, {"rpc", client.Config{RPC: true}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := running()
-			srv, c := start(t, fenceviewtest.Options{}, tc.opts...)
+			srv, c := startWith(t, fenceviewtest.Config{}, tc.cfg)
 			ctx := context.Background()
 			held := c.Mutex("held", "a")
 			token, err := held.Lock(ctx)
@@ -118,7 +118,7 @@ func TestCloseIsFinal(t *testing.T) {
 			noClientGoroutines(t, before)
 
 			// Close did not release: the lease runs out on the server.
-			other, err := client.New(srv.URL, client.WithClock(srv.Clock()))
+			other, err := client.New(client.Config{URL: srv.URL, Clock: srv.Clock()})
 			if err != nil {
 				t.Fatal(err)
 			}

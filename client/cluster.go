@@ -9,35 +9,27 @@ import (
 	"sync/atomic"
 )
 
-// WithURLs adds the other nodes of a fenceview cluster, tried in turn when
-// the current one cannot be reached: a call whose connection could not be
-// made (nothing was sent) is sent at once to the next node, and after any
-// other failure the next call starts there. Every node answers every route
-// alike, so they are interchangeable; they must share baseURL's path
-// prefix. The RPC stream (WithRPC) stays on baseURL.
-func WithURLs(urls ...string) Option {
-	return func(c *Client) { c.more = append(c.more, urls...) }
-}
-
 // nodes is the cluster's base URLs, the current one first to try.
 type nodes struct {
 	bases []*url.URL
 	cur   atomic.Int64
 }
 
-func (c *Client) parseNodes() error {
-	if len(c.more) == 0 {
-		return nil
+// parseNodes returns the nodes of base and its peers (Config.Peers), or nil
+// for a single server.
+func parseNodes(base *url.URL, peers []string) (*nodes, error) {
+	if len(peers) == 0 {
+		return nil, nil
 	}
-	c.nodes = &nodes{bases: []*url.URL{c.base}}
-	for _, s := range c.more {
+	n := &nodes{bases: []*url.URL{base}}
+	for _, s := range peers {
 		u, err := url.Parse(strings.TrimRight(s, "/"))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != c.base.Path {
-			return invalid(fmt.Errorf("cluster URL %q: want http(s)://host[:port]%s", s, c.base.Path))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != base.Path {
+			return nil, invalid(fmt.Errorf("cluster URL %q: want http(s)://host[:port]%s", s, base.Path))
 		}
-		c.nodes.bases = append(c.nodes.bases, u)
+		n.bases = append(n.bases, u)
 	}
-	return nil
+	return n, nil
 }
 
 // at is u sent to the current node.

@@ -13,7 +13,7 @@ import (
 // A client given several nodes moves on from one it cannot reach, and
 // starts there next time.
 func TestClientMovesOnFromAnUnreachableNode(t *testing.T) {
-	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestClientMovesOnFromAnUnreachableNode(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
 
-	c, err := client.New(dead, client.WithURLs(srv.URL))
+	c, err := client.New(client.Config{URL: dead, Peers: []string{srv.URL}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestClientMovesOnFromAnUnreachableNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := client.New(dead, client.WithURLs("ftp://x")); err == nil {
+	if _, err := client.New(client.Config{URL: dead, Peers: []string{"ftp://x"}}); err == nil {
 		t.Fatal("a bad node URL was accepted")
 	}
 }

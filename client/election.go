@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/wire"
 )
@@ -27,7 +29,7 @@ const maxElectionValue = 4 << 10
 // every guard refuses the writes of a deposed leader, which no election
 // without tokens can do.
 //
-// The candidate is the client's holder id (WithHolder). One Election
+// The candidate is the client's holder id (Config.Holder). One Election
 // campaigns for one candidate; its methods are safe for concurrent use.
 type Election struct {
 	c         *Client
@@ -40,20 +42,11 @@ type Election struct {
 	fencing guard.Token
 }
 
-// Leader is an election's leader. Term is the election lock's token.
-type Leader struct {
-	Candidate string
-	Value     string
-	Term      int64
-	Since     time.Time
-	// ExpiresAt is when the leader's lease ends unless renewed; zero in
-	// the changes Observe sends.
-	ExpiresAt time.Time
-}
-
-// IsZero reports whether l is no leader (Observe sends it when the leader
-// resigned or its lease ran out).
-func (l Leader) IsZero() bool { return l.Term == 0 }
+// Leader is an election's leader, the domain's: Term is the election
+// lock's token. ExpiresAt is zero in the changes Observe sends, and the
+// zero Leader (IsZero) is no leader: Observe sends it when the leader
+// resigned or its lease ran out.
+type Leader = fenceview.Leader
 
 type leaderBody struct {
 	Candidate string    `json:"candidate"`
@@ -103,16 +96,11 @@ func validateValue(value string) error {
 // Campaign blocks until this candidate is elected or ctx is done, and
 // returns the term. Candidates are served first come first served, in the
 // lock's wait queue. Once elected, a watchdog renews the leadership's
-// lease (WithLease) until Resign; Context is cancelled when it is lost.
+// lease (Config.Lease) until Resign; Context is cancelled when it is lost.
 // Campaigning again while leading keeps the term and sets the value.
 func (e *Election) Campaign(ctx context.Context, value string) (int64, error) {
-	if err := e.validate(); err != nil {
-		return 0, err
-	}
-	if err := validateValue(value); err != nil {
-		return 0, err
-	}
-	return inChunks(ctx, func(ctx context.Context, wait time.Duration) (int64, error) { return e.campaign(ctx, value, wait) }, ErrHeld)
+	bad := cmp.Or(e.validate(), validateValue(value))
+	return inChunks(ctx, bad, func(ctx context.Context, wait time.Duration) (int64, error) { return e.campaign(ctx, value, wait) }, ErrHeld)
 }
 
 func (e *Election) campaign(ctx context.Context, value string, wait time.Duration) (int64, error) {
@@ -230,13 +218,10 @@ func (e *Election) Resign(ctx context.Context) error {
 // Leader returns the election's current leader (GET /v1/elections/{name}),
 // or an error matching ErrNoLeader when nobody leads.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	if err := guard.ValidateResourceID(e.name); err != nil {
-		return Leader{}, invalid(err)
-	}
 	var out struct {
 		Leader *leaderBody `json:"leader"`
 	}
-	if err := e.c.call(ctx, http.MethodGet, e.c.endpoint("elections", e.name, ""), nil, nil, &out, nil); err != nil {
+	if err := e.c.getOne(ctx, "elections", e.name, &out); err != nil {
 		return Leader{}, err
 	}
 	if out.Leader == nil || out.Leader.Term <= 0 {
@@ -249,14 +234,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // ends: with cause ErrLeaseLost when its lease was lost, ErrResigned after
 // Resign, ErrClosed at the client's Close. Before the first election it
 // is already cancelled.
-func (e *Election) Context() context.Context {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.h == nil {
-		return notHeld
-	}
-	return e.h.ctx
-}
+func (e *Election) Context() context.Context { return contextOf(&e.mu, &e.h) }
 
 // Done is Context().Done().
 func (e *Election) Done() <-chan struct{} { return e.Context().Done() }

@@ -35,6 +35,24 @@ var (
 	ErrLeaseLost = errors.New("fenceview: lease lost")
 	// ErrUnlocked is the cause of a Mutex's context after the last Unlock.
 	ErrUnlocked = errors.New("fenceview: unlocked")
+
+	// Contract v3's primitives:
+
+	// ErrLockDelay: the lock's last lease ran out without a release and
+	// its lock-delay still runs (see LockDelayError).
+	ErrLockDelay = errors.New("fenceview: lock delay")
+	// ErrNoPermit: every slot of the semaphore is taken (see NoPermitError).
+	ErrNoPermit = errors.New("fenceview: no permit free")
+	// ErrPermitsMismatch: the semaphore has another number of permits than
+	// asked (see PermitsMismatchError).
+	ErrPermitsMismatch = errors.New("fenceview: permits mismatch")
+	// ErrNotLeader: a proclaim or a renewal of leadership by a candidate
+	// that does not lead the election (any longer).
+	ErrNotLeader = errors.New("fenceview: not leader")
+	// ErrNoLeader: nobody leads the election (Election.Leader).
+	ErrNoLeader = errors.New("fenceview: election has no leader")
+	// ErrResigned is the cause of an Election's context after Resign.
+	ErrResigned = errors.New("fenceview: resigned")
 )
 
 // RefusalError is a fencing token refused by a guard, here the server's
@@ -81,25 +99,6 @@ func (e *APIError) Is(target error) bool { return e.kind != nil && target == e.k
 func (e *APIError) Temporary() bool { return e.StatusCode >= 500 }
 
 func invalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
-
-// Errors of contract v3's primitives, to match with errors.Is.
-var (
-	// ErrLockDelay: the lock's last lease ran out without a release and
-	// its lock-delay still runs (see LockDelayError).
-	ErrLockDelay = errors.New("fenceview: lock delay")
-	// ErrNoPermit: every slot of the semaphore is taken (see NoPermitError).
-	ErrNoPermit = errors.New("fenceview: no permit free")
-	// ErrPermitsMismatch: the semaphore has another number of permits than
-	// asked (see PermitsMismatchError).
-	ErrPermitsMismatch = errors.New("fenceview: permits mismatch")
-	// ErrNotLeader: a proclaim or a renewal of leadership by a candidate
-	// that does not lead the election (any longer).
-	ErrNotLeader = errors.New("fenceview: not leader")
-	// ErrNoLeader: nobody leads the election (Election.Leader).
-	ErrNoLeader = errors.New("fenceview: election has no leader")
-	// ErrResigned is the cause of an Election's context after Resign.
-	ErrResigned = errors.New("fenceview: resigned")
-)
 
 // LockDelayError is an acquire refused because the lock is in its
 // lock-delay: its last lease, granted with one, ran out without a release,

@@ -16,12 +16,12 @@ import (
 // code's own writes.
 func Example_reentrancy() {
 	ctx := context.Background()
-	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	c, err := client.New(srv.URL)
+	c, err := client.New(client.Config{URL: srv.URL})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,12 +61,12 @@ func Example_reentrancy() {
 // the lease is lost, so it stops instead of writing on without the lock.
 func ExampleMutex_Context() {
 	ctx := context.Background()
-	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	c, _ := client.New(srv.URL)
+	c, _ := client.New(client.Config{URL: srv.URL})
 
 	m := c.Mutex("reports/daily", "worker-a")
 	token, err := m.Lock(ctx)
@@ -90,14 +90,14 @@ func ExampleMutex_Context() {
 // refused there.
 func ExampleElection() {
 	ctx := context.Background()
-	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	nodeA, _ := client.New(srv.URL, client.WithHolder("node-a"))
+	nodeA, _ := client.New(client.Config{URL: srv.URL, Holder: "node-a"})
 	defer nodeA.Close()
-	nodeB, _ := client.New(srv.URL, client.WithHolder("node-b"))
+	nodeB, _ := client.New(client.Config{URL: srv.URL, Holder: "node-b"})
 	defer nodeB.Close()
 
 	a := nodeA.Election("db-primary")

@@ -10,11 +10,11 @@ import (
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 )
 
-// WithKey is the credential of every call, over HTTP and over the RPC
+// Config.Key is the credential of every call, over HTTP and over the RPC
 // stream; without it a server with auth on answers ErrUnauthorized.
 func TestWithKeyOnEveryPath(t *testing.T) {
 	ctx := context.Background()
-	srv, admin := start(t, fenceviewtest.Options{AdminToken: "adm"}, client.WithAdminToken("adm"))
+	srv, admin := startWith(t, fenceviewtest.Config{AdminToken: "adm"}, client.Config{AdminToken: "adm"})
 	k, err := admin.CreateKey(ctx, "w", "client", []string{"jobs/"})
 	if err != nil || k.Secret == "" || k.Role != "client" {
 		t.Fatalf("create key: %+v %v", k, err)
@@ -24,16 +24,14 @@ func TestWithKeyOnEveryPath(t *testing.T) {
 		t.Fatalf("keys: %+v %v", keys, err)
 	}
 	for _, rpc := range []bool{false, true} {
-		opts := []client.Option{client.WithClock(srv.Clock())}
-		if rpc {
-			opts = append(opts, client.WithRPC())
-		}
-		anon, _ := client.New(srv.URL, opts...)
+		cfg := client.Config{URL: srv.URL, Clock: srv.Clock(), RPC: rpc}
+		anon, _ := client.New(cfg)
 		if _, err := anon.Mutex("jobs/1", "h").TryLock(ctx, 0, time.Minute); !errors.Is(err, client.ErrUnauthorized) {
 			t.Fatalf("rpc %v without a key: %v", rpc, err)
 		}
 		anon.Close()
-		c, _ := client.New(srv.URL, append(opts, client.WithKey(k.Secret))...)
+		cfg.Key = k.Secret
+		c, _ := client.New(cfg)
 		m := c.Mutex("jobs/1", "h")
 		tok, err := m.TryLock(ctx, 0, time.Minute)
 		if err != nil {
@@ -56,7 +54,7 @@ func TestWithKeyOnEveryPath(t *testing.T) {
 	if err := admin.RevokeKey(ctx, k.ID); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := client.New(srv.URL, client.WithKey(k.Secret))
+	c, _ := client.New(client.Config{URL: srv.URL, Key: k.Secret})
 	if _, err := c.Fence(ctx, "jobs/1", 1); !errors.Is(err, client.ErrUnauthorized) {
 		t.Fatalf("revoked key: %v", err)
 	}

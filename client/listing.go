@@ -54,28 +54,16 @@ func (c *Client) Resources(ctx context.Context, q ResourceQuery) (ResourcePage, 
 	if q.Prefix != "" {
 		v.Set("prefix", q.Prefix)
 	}
-	if q.Limit != 0 {
-		if q.Limit < 1 || q.Limit > 1000 {
-			return ResourcePage{}, invalid(fmt.Errorf("limit %d: want 1..1000", q.Limit))
-		}
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.Cursor != "" {
-		v.Set("cursor", q.Cursor)
-	}
 	var out struct {
 		Resources []wire.Resource `json:"resources"`
-		Next      *string         `json:"next"`
+		Next      string          `json:"next"` // null on the last page
 	}
-	if err := c.call(ctx, http.MethodGet, c.pathQuery("/v1/resources", v), nil, nil, &out, nil); err != nil {
+	if err := c.getPage(ctx, "/v1/resources", v, q.Limit, q.Cursor, &out); err != nil {
 		return ResourcePage{}, err
 	}
-	p := ResourcePage{Resources: make([]Resource, 0, len(out.Resources))}
+	p := ResourcePage{Resources: make([]Resource, 0, len(out.Resources)), Next: out.Next}
 	for _, w := range out.Resources {
 		p.Resources = append(p.Resources, resourceOf(w))
-	}
-	if out.Next != nil {
-		p.Next = *out.Next
 	}
 	return p, nil
 }
@@ -117,11 +105,8 @@ func allPages[T any](cursor string, page func(cursor string) ([]T, string, error
 // Resource returns one resource; an *APIError with status 404 when the
 // server has never seen it.
 func (c *Client) Resource(ctx context.Context, resource string) (Resource, error) {
-	if err := guard.ValidateResourceID(resource); err != nil {
-		return Resource{}, invalid(err)
-	}
 	var w wire.Resource
-	if err := c.call(ctx, http.MethodGet, c.endpoint("resources", resource, ""), nil, nil, &w, nil); err != nil {
+	if err := c.getOne(ctx, "resources", resource, &w); err != nil {
 		return Resource{}, err
 	}
 	return resourceOf(w), nil
@@ -168,29 +153,17 @@ func (c *Client) Rejections(ctx context.Context, q RejectionQuery) (RejectionPag
 	if !q.Until.IsZero() {
 		v.Set("until", q.Until.UTC().Format(time.RFC3339Nano))
 	}
-	if q.Limit != 0 {
-		if q.Limit < 1 || q.Limit > 1000 {
-			return RejectionPage{}, invalid(fmt.Errorf("limit %d: want 1..1000", q.Limit))
-		}
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.Cursor != "" {
-		v.Set("cursor", q.Cursor)
-	}
 	var out struct {
 		Rejections []wire.Rejection `json:"rejections"`
-		Next       *string          `json:"next"`
+		Next       string           `json:"next"` // null on the last page
 	}
-	if err := c.call(ctx, http.MethodGet, c.pathQuery("/v1/rejections", v), nil, nil, &out, nil); err != nil {
+	if err := c.getPage(ctx, "/v1/rejections", v, q.Limit, q.Cursor, &out); err != nil {
 		return RejectionPage{}, err
 	}
-	p := RejectionPage{Rejections: make([]Rejection, 0, len(out.Rejections))}
+	p := RejectionPage{Rejections: make([]Rejection, 0, len(out.Rejections)), Next: out.Next}
 	for _, r := range out.Rejections {
 		p.Rejections = append(p.Rejections, Rejection{ID: r.ID, Resource: r.ResourceID, Presented: r.Presented, Required: r.Required,
 			Reason: r.Reason, Source: r.Source, Holder: r.Holder, At: time.Time(r.At)})
-	}
-	if out.Next != nil {
-		p.Next = *out.Next
 	}
 	return p, nil
 }
@@ -214,7 +187,7 @@ type ResetResult struct {
 
 // Reset raises resource's token counter to at least floor and clears its
 // counter alarm (POST /v1/locks/{resource}/reset), with the admin token of
-// WithAdminToken: the deliberate answer to a counter alarm, after making
+// Config.AdminToken: the deliberate answer to a counter alarm, after making
 // sure no token above floor is in use anywhere.
 func (c *Client) Reset(ctx context.Context, resource string, floor int64) (ResetResult, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
@@ -239,6 +212,22 @@ func (c *Client) Reset(ctx context.Context, resource string, floor int64) (Reset
 }
 
 // pathQuery is base + p with a query.
+// getPage GETs one page of a listing at path, filtered by v, into out:
+// limit is 1..1000 (0: the server's default), cursor a previous page's
+// next.
+func (c *Client) getPage(ctx context.Context, path string, v url.Values, limit int, cursor string, out any) error {
+	if limit != 0 {
+		if limit < 1 || limit > 1000 {
+			return invalid(fmt.Errorf("limit %d: want 1..1000", limit))
+		}
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		v.Set("cursor", cursor)
+	}
+	return c.call(ctx, http.MethodGet, c.pathQuery(path, v), nil, nil, out, nil)
+}
+
 func (c *Client) pathQuery(p string, q url.Values) *url.URL {
 	u := *c.base
 	u.Path = c.base.Path + p

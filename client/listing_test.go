@@ -12,7 +12,7 @@ import (
 )
 
 func TestResourcesAndRejections(t *testing.T) {
-	_, c := start(t, fenceviewtest.Options{FakeClock: true})
+	_, c := start(t, fenceviewtest.Config{FakeClock: true})
 	ctx := context.Background()
 	for i := range 3 {
 		res := fmt.Sprintf("shelf/%d", i)
@@ -77,7 +77,7 @@ func TestResourcesAndRejections(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
-	srv, admin := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
+	srv, admin := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	ctx := context.Background()
 	m := admin.Mutex("ledger", "w")
 	if _, err := m.Lock(ctx); err != nil {
@@ -92,7 +92,7 @@ func TestReset(t *testing.T) {
 		t.Fatalf("no alarm: %+v", r)
 	}
 
-	anon, err := client.New(srv.URL)
+	anon, err := client.New(client.Config{URL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}

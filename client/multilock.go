@@ -69,23 +69,14 @@ func (m *MultiLock) validate() error {
 // on the server in chunks as Mutex.Lock does. The leases are renewed
 // together by one watchdog until Unlock.
 func (m *MultiLock) Lock(ctx context.Context) (*Locks, error) {
-	if err := m.validate(); err != nil {
-		return nil, err
-	}
-	return inChunks(ctx, m.acquire, ErrHeld)
+	return inChunks(ctx, m.validate(), m.acquire, ErrHeld)
 }
 
 // TryLock asks for every lock at once, waiting on the server up to wait
 // (0: do not wait); when some stayed held by others it returns a
 // *LocksHeldError (errors.Is(err, ErrHeld)) naming them, and holds none.
 func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (*Locks, error) {
-	if err := m.validate(); err != nil {
-		return nil, err
-	}
-	if wait < 0 {
-		return nil, invalid(fmt.Errorf("negative wait %v", wait))
-	}
-	return m.acquire(ctx, wait)
+	return tryOnce(ctx, m.validate(), wait, m.acquire)
 }
 
 func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (*Locks, error) {

@@ -96,7 +96,7 @@ func (m *Mutex) validate() error {
 }
 
 // Lock blocks until the lock is granted or ctx is done, and returns the
-// grant's fencing token. The lease (WithLease, default 30s) is renewed by a
+// grant's fencing token. The lease (Config.Lease, default 30s) is renewed by a
 // watchdog at a third of the lease until the last Unlock; Context is
 // cancelled when the lease is lost.
 //
@@ -224,14 +224,7 @@ func (m *Mutex) State(ctx context.Context) (State, error) {
 // why), ErrUnlocked after the last Unlock. Run the work done under the lock
 // with it so that it stops when the lock is no longer yours. Before the
 // first grant it is already cancelled.
-func (m *Mutex) Context() context.Context {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return notHeld
-	}
-	return m.hold.ctx
-}
+func (m *Mutex) Context() context.Context { return contextOf(&m.mu, &m.hold) }
 
 // Done is Context().Done().
 func (m *Mutex) Done() <-chan struct{} { return m.Context().Done() }
@@ -246,6 +239,17 @@ func (m *Mutex) Fencing() guard.Token {
 		return guard.Token{}
 	}
 	return m.hold.fencing
+}
+
+// contextOf is the context of the hold *h, read under its owner's mu:
+// notHeld before the first.
+func contextOf(mu *sync.Mutex, h **hold) context.Context {
+	mu.Lock()
+	defer mu.Unlock()
+	if *h == nil {
+		return notHeld
+	}
+	return (*h).ctx
 }
 
 var notHeld = func() context.Context {

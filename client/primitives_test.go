@@ -12,15 +12,31 @@ import (
 	"github.com/fenceview/fenceview/guard"
 )
 
-// another returns one more client of srv on its clock, holder id holder.
-func another(t *testing.T, srv *fenceviewtest.Server, holder string, opts ...client.Option) *client.Client {
+// outliveTwoLeases steps the clock through two lease lengths, a third of
+// a lease at a time, and expects the watchdog to renew at every step.
+func outliveTwoLeases(t *testing.T, srv *fenceviewtest.Server, events <-chan string) {
 	t.Helper()
-	c, err := client.New(srv.URL, append([]client.Option{client.WithClock(srv.Clock()), client.WithLease(lease), client.WithHolder(holder)}, opts...)...)
-	if err != nil {
+	for range 6 {
+		expect(t, events, "armed")
+		srv.Clock().Advance(lease / 3)
+		expect(t, events, "renewed")
+	}
+	expect(t, events, "armed")
+}
+
+// forceLoss force-expires resource: the watchdog's next renewal is
+// refused, and held, the context of the hold, ends with ErrLeaseLost and
+// ErrNotHeld.
+func forceLoss(t *testing.T, srv *fenceviewtest.Server, c *client.Client, events <-chan string, resource string, held context.Context) {
+	t.Helper()
+	if err := c.ForceExpire(context.Background(), resource); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	srv.Clock().Advance(lease / 3)
+	expect(t, events, "lost")
+	if cause := context.Cause(held); !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrNotHeld) {
+		t.Fatalf("cause = %v", cause)
+	}
 }
 
 // next receives the next leader change.
@@ -42,7 +58,7 @@ func next(t *testing.T, obs <-chan client.Leader) client.Leader {
 // everyone until the delay is over; the refusal says until when.
 func TestMutexLockDelay(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	const delay = 2 * time.Second
 	a := c.Mutex("printer", "a", client.WithLockDelay(delay))
 	if _, err := a.TryLock(ctx, 0, lease); err != nil {
@@ -79,7 +95,7 @@ func TestMutexLockDelay(t *testing.T) {
 // A release frees a lock granted with a lock-delay at once.
 func TestMutexLockDelayNotAfterRelease(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{}, client.WithRPC())
+	_, c := startWith(t, fenceviewtest.Config{}, client.Config{RPC: true})
 	a := c.Mutex("printer", "a", client.WithLockDelay(time.Minute))
 	if _, err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -94,7 +110,7 @@ func TestMutexLockDelayNotAfterRelease(t *testing.T) {
 
 func TestLockDelayOutOfRange(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	for _, d := range []time.Duration{-time.Millisecond, 60*time.Second + time.Millisecond, time.Microsecond} {
 		if _, err := c.Mutex("r", "a", client.WithLockDelay(d)).TryLock(ctx, 0, 0); !errors.Is(err, client.ErrInvalid) {
 			t.Errorf("lock-delay %v: %v, want ErrInvalid", d, err)
@@ -113,7 +129,7 @@ func TestLockDelayOutOfRange(t *testing.T) {
 // and a released slot is granted again with a larger token.
 func TestSemaphoreSlots(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	sem := c.Semaphore("jobs", 2)
 	p0, err := sem.Acquire(ctx)
 	if err != nil {
@@ -183,12 +199,12 @@ func TestSemaphoreSlots(t *testing.T) {
 // A blocked Acquire is served by the release of any slot.
 func TestSemaphoreAcquireWaits(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	p, err := c.Semaphore("one", 1).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := another(t, srv, "other")
+	other := clientOf(t, srv, client.Config{Holder: "other"})
 	got := make(chan *client.Permit, 1)
 	errc := make(chan error, 1)
 	go func() {
@@ -207,7 +223,7 @@ func TestSemaphoreAcquireWaits(t *testing.T) {
 
 func TestSemaphoreBadInput(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	for _, tc := range []struct {
 		name    string
 		permits int
@@ -230,29 +246,17 @@ func TestSemaphoreBadInput(t *testing.T) {
 // ends the permit's context with the refusal.
 func TestPermitWatchdog(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"), client.WithRPC())
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret", RPC: true})
 	events := client.HoldEvents(c)
 	p, err := c.Semaphore("jobs", 3).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 6; i++ { // two lease lengths
-		expect(t, events, "armed")
-		srv.Clock().Advance(lease / 3)
-		expect(t, events, "renewed")
-	}
-	expect(t, events, "armed")
+	outliveTwoLeases(t, srv, events)
 	if st, _ := c.State(ctx, "jobs#0"); !st.Locked || st.Holder != c.Holder() || st.Token != p.Token().Number {
 		t.Fatalf("slot after two leases: %+v", st)
 	}
-	if err := c.ForceExpire(ctx, "jobs#0"); err != nil {
-		t.Fatal(err)
-	}
-	srv.Clock().Advance(lease / 3)
-	expect(t, events, "lost")
-	if cause := context.Cause(p.Context()); !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrNotHeld) {
-		t.Fatalf("cause = %v", cause)
-	}
+	forceLoss(t, srv, c, events, "jobs#0", p.Context())
 	if err := p.Release(ctx); !errors.Is(err, client.ErrNotOwner) {
 		t.Fatalf("Release after loss = %v", err)
 	}
@@ -262,7 +266,7 @@ func TestPermitWatchdog(t *testing.T) {
 // none of its locks, and says who holds the overlap.
 func TestLockAllOrNothing(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	l, err := c.LockAll(ctx, "a", "x", "y", "z")
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +312,7 @@ func TestLockAllOrNothing(t *testing.T) {
 // once the last lock of it is free.
 func TestLockAllWaits(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	a := c.Mutex("y", "a")
 	if _, err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -333,31 +337,19 @@ func TestLockAllWaits(t *testing.T) {
 // set's context, and Unlock then releases the others and names the lost.
 func TestLockAllWatchdog(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
 	events := client.HoldEvents(c)
 	l, err := c.LockAll(ctx, "a", "x", "y", "z")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 6; i++ {
-		expect(t, events, "armed")
-		srv.Clock().Advance(lease / 3)
-		expect(t, events, "renewed")
-	}
-	expect(t, events, "armed")
+	outliveTwoLeases(t, srv, events)
 	for _, r := range l.Resources() {
 		if st, _ := c.State(ctx, r); !st.Locked || st.Holder != "a" || st.Token != l.Tokens()[r] {
 			t.Fatalf("%s after two leases: %+v", r, st)
 		}
 	}
-	if err := c.ForceExpire(ctx, "y"); err != nil {
-		t.Fatal(err)
-	}
-	srv.Clock().Advance(lease / 3)
-	expect(t, events, "lost")
-	if cause := context.Cause(l.Context()); !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrNotHeld) {
-		t.Fatalf("cause = %v", cause)
-	}
+	forceLoss(t, srv, c, events, "y", l.Context())
 	err = l.Unlock(ctx)
 	if !errors.Is(err, client.ErrNotOwner) || !strings.Contains(err.Error(), `"y"`) {
 		t.Fatalf("Unlock after losing y = %v", err)
@@ -371,7 +363,7 @@ func TestLockAllWatchdog(t *testing.T) {
 
 func TestLockAllBadInput(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	many := make([]string, 65)
 	for i := range many {
 		many[i] = "r" + strings.Repeat("x", i)
@@ -393,7 +385,7 @@ func TestLockAllBadInput(t *testing.T) {
 // Observe sees every change in order.
 func TestElection(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{})
+	srv, c := start(t, fenceviewtest.Config{})
 	obs := c.Election("db-primary").Observe(ctx)
 	if l := next(t, obs); !l.IsZero() {
 		t.Fatalf("first observed leader %+v, want none", l)
@@ -402,7 +394,7 @@ func TestElection(t *testing.T) {
 		t.Fatalf("Leader with nobody leading = %v", err)
 	}
 
-	n1, n2 := another(t, srv, "node-1"), another(t, srv, "node-2")
+	n1, n2 := clientOf(t, srv, client.Config{Holder: "node-1"}), clientOf(t, srv, client.Config{Holder: "node-2"})
 	e1, e2 := n1.Election("db-primary"), n2.Election("db-primary")
 	if isDone(e1.Context()) == false {
 		t.Fatal("context before the first campaign should be done")
@@ -476,20 +468,15 @@ func TestElection(t *testing.T) {
 // context says the lease was lost, and another candidate is elected.
 func TestElectionLeaseLost(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "s3cret"}, client.WithAdminToken("s3cret"))
-	n1 := another(t, srv, "node-1", client.WithAdminToken("s3cret"))
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "s3cret"}, client.Config{AdminToken: "s3cret"})
+	n1 := clientOf(t, srv, client.Config{Holder: "node-1", AdminToken: "s3cret"})
 	events := client.HoldEvents(n1)
 	e1 := n1.Election("leader")
 	t1, err := e1.Campaign(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 6; i++ {
-		expect(t, events, "armed")
-		srv.Clock().Advance(lease / 3)
-		expect(t, events, "renewed")
-	}
-	expect(t, events, "armed")
+	outliveTwoLeases(t, srv, events)
 	if l, err := e1.Leader(ctx); err != nil || l.Term != t1 {
 		t.Fatalf("after two leases: %+v, %v", l, err)
 	}
@@ -508,7 +495,7 @@ func TestElectionLeaseLost(t *testing.T) {
 	if cause := context.Cause(e1.Context()); !errors.Is(cause, client.ErrLeaseLost) {
 		t.Fatalf("cause = %v", cause)
 	}
-	t2, err := another(t, srv, "node-2", client.WithAdminToken("s3cret")).Election("leader").Campaign(ctx, "")
+	t2, err := clientOf(t, srv, client.Config{Holder: "node-2", AdminToken: "s3cret"}).Election("leader").Campaign(ctx, "")
 	if err != nil || t2 <= t1 {
 		t.Fatalf("node-2 = %d, %v", t2, err)
 	}
@@ -523,7 +510,7 @@ func TestElectionLeaseLost(t *testing.T) {
 // An observation ends, its channel closed, when its context ends or the
 // client closes.
 func TestObserveEnds(t *testing.T) {
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	obs := c.Election("e").Observe(ctx)
 	<-obs // the stream is open
@@ -542,7 +529,7 @@ func TestObserveEnds(t *testing.T) {
 
 func TestElectionBadInput(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	if _, err := c.Election("e").Campaign(ctx, strings.Repeat("v", 4097)); !errors.Is(err, client.ErrInvalid) {
 		t.Errorf("a value over 4 KiB: %v", err)
 	}
@@ -559,8 +546,8 @@ func TestElectionBadInput(t *testing.T) {
 	if l, _ := e.Leader(ctx); len(l.Value) != 4096 {
 		t.Errorf("a refused proclaim changed the value to %d bytes", len(l.Value))
 	}
-	if _, err := client.New("http://127.0.0.1:1", client.WithHolder("bad\n")); !errors.Is(err, client.ErrInvalid) {
-		t.Errorf("WithHolder of a bad id: %v", err)
+	if _, err := client.New(client.Config{URL: "http://127.0.0.1:1", Holder: "bad\n"}); !errors.Is(err, client.ErrInvalid) {
+		t.Errorf("Config.Holder of a bad id: %v", err)
 	}
 }
 
@@ -568,7 +555,7 @@ func TestElectionBadInput(t *testing.T) {
 // leaves no goroutine of the client behind.
 func TestCloseEndsPrimitives(t *testing.T) {
 	before := running()
-	_, c := start(t, fenceviewtest.Options{}, client.WithRPC())
+	_, c := startWith(t, fenceviewtest.Config{}, client.Config{RPC: true})
 	ctx := context.Background()
 	p, err := c.Semaphore("jobs", 2).Acquire(ctx)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 
 // /v1/resources is paged; a restarting guard still gets every mark.
 func TestHighWaterMarksReadsEveryPage(t *testing.T) {
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	ctx := context.Background()
 	for batch := 0; batch < 3; batch++ {
 		var reports []client.Report

@@ -16,18 +16,6 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// WithRPC sends lock operations (acquire, renew, release) and fenced writes
-// over one websocket to the server's RPC stream (/v1/rpc) instead of one
-// HTTP request each. Calls of every goroutine share the connection and are
-// batched into few messages, which is what lets many concurrent callers on
-// one host go several times faster. Answers, errors included, are the same
-// as over HTTP; state, force-expire and reports still use HTTP.
-//
-// The connection is dialed on first use and again after it breaks, never
-// after Close. A call in flight when it breaks fails with a network error:
-// like an HTTP request cut off, the server may or may not have done it.
-func WithRPC() Option { return func(c *Client) { c.rpc = &rpcPool{} } }
-
 // exchange makes one lock or fence call, over the RPC stream when the
 // client has one, else over HTTP, where req (id, op and resource left out)
 // is the body.

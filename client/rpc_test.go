@@ -64,7 +64,7 @@ func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
 // are queued, and checks that each gets its own answer.
 func fenceAll(t *testing.T, n int, resource func(i int) string) (msgs <-chan []string) {
 	url, msgs := fakeRPCServer(t)
-	c, err := New(url, WithRPC())
+	c, err := New(Config{URL: url, RPC: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestRPCLongQueueSplitsAtLines(t *testing.T) {
 // waits for room, and gives up with its context without sending anything.
 func TestRPCQueueIsBounded(t *testing.T) {
 	url, msgs := fakeRPCServer(t)
-	c, err := New(url, WithRPC())
+	c, err := New(Config{URL: url, RPC: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestRPCQueueIsBounded(t *testing.T) {
 // in flight: the call returns context.Canceled and Close returns.
 func TestRPCCloseEndsCallsInFlight(t *testing.T) {
 	url, _ := fakeRPCServer(t)
-	c, err := New(url, WithRPC())
+	c, err := New(Config{URL: url, RPC: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ const (
 // and token, as for any lock (Curator's InterProcessSemaphoreV2 and
 // Redisson's RPermitExpirableSemaphore, with tokens).
 //
-// The permits are held by the client's holder id (WithHolder); one holder
+// The permits are held by the client's holder id (Config.Holder); one holder
 // may hold several permits, one Acquire each. Its methods are safe for
 // concurrent use.
 type Semaphore struct {
@@ -82,26 +82,17 @@ func guardHolder(holder string) error {
 
 // Acquire blocks until a permit is granted or ctx is done. Waiting happens
 // on the server, first come first served for any slot, in chunks as
-// Mutex.Lock does. The permit's lease (WithLease) is renewed by a watchdog
+// Mutex.Lock does. The permit's lease (Config.Lease) is renewed by a watchdog
 // until Release; its Context is cancelled when the lease is lost.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
-	if err := s.validate(); err != nil {
-		return nil, err
-	}
-	return inChunks(ctx, s.acquire, ErrNoPermit)
+	return inChunks(ctx, s.validate(), s.acquire, ErrNoPermit)
 }
 
 // TryAcquire asks for a permit, waiting on the server up to wait (0: do not
 // wait), and returns it, or a *NoPermitError (errors.Is(err, ErrNoPermit))
 // when every slot stayed taken.
 func (s *Semaphore) TryAcquire(ctx context.Context, wait time.Duration) (*Permit, error) {
-	if err := s.validate(); err != nil {
-		return nil, err
-	}
-	if wait < 0 {
-		return nil, invalid(fmt.Errorf("negative wait %v", wait))
-	}
-	return s.acquire(ctx, wait)
+	return tryOnce(ctx, s.validate(), wait, s.acquire)
 }
 
 // permitBody is a semaphore's grant on the wire: a lock grant of the slot.
@@ -143,8 +134,13 @@ func slotID(name string, slot int) string { return fmt.Sprintf("%s#%d", name, sl
 
 // inChunks calls acquire, waiting on the server in chunks (waitChunk),
 // until it succeeds, fails otherwise than busy or ErrLockDelay (the wait's
-// end), or ctx is done: what a blocking call does.
-func inChunks[T any](ctx context.Context, acquire func(context.Context, time.Duration) (T, error), busy error) (T, error) {
+// end), or ctx is done: what a blocking call does. bad is the call's input
+// check: when not nil, it is the answer and nothing is sent.
+func inChunks[T any](ctx context.Context, bad error, acquire func(context.Context, time.Duration) (T, error), busy error) (T, error) {
+	if bad != nil {
+		var zero T
+		return zero, bad
+	}
 	for {
 		wait := waitChunk(ctx)
 		v, err := acquire(ctx, max(wait, 0))
@@ -159,6 +155,20 @@ func inChunks[T any](ctx context.Context, acquire func(context.Context, time.Dur
 			return zero, fmt.Errorf("%w (%w)", ctx.Err(), err)
 		}
 	}
+}
+
+// tryOnce is what a Try call does: one acquire that waits on the server up
+// to wait (0: not at all), unless bad (the input check) or a negative wait
+// refuses it before anything is sent.
+func tryOnce[T any](ctx context.Context, bad error, wait time.Duration, acquire func(context.Context, time.Duration) (T, error)) (T, error) {
+	if bad == nil && wait < 0 {
+		bad = invalid(fmt.Errorf("negative wait %v", wait))
+	}
+	if bad != nil {
+		var zero T
+		return zero, bad
+	}
+	return acquire(ctx, wait)
 }
 
 // waitChunk is the server-side wait of one request of a blocking call:

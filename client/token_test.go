@@ -22,12 +22,9 @@ import (
 // and refuses the same number unsigned or with another signature.
 func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{})
+	_, c := start(t, fenceviewtest.Config{})
 	m := c.Mutex("inventory:42", "a")
-	n, err := m.Lock(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := lock(t, m)
 	tok := m.Token()
 	if tok.Number != n || tok.Resource != "inventory:42" || len(tok.Signature) != guard.SignatureTextSize || tok.KeyID == "" {
 		t.Fatalf("Token() = %+v", tok)
@@ -46,7 +43,7 @@ func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 
 	// A downstream service in signed mode, fed by the token's headers.
 	g := guard.NewSigned(v)
-	svc := httptest.NewServer(httpguard.Middleware(g)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	svc := httptest.NewServer(httpguard.Middleware(httpguard.Config{Checker: g})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	defer svc.Close()
 	send := func(h http.Header) int {
 		req, _ := http.NewRequest("POST", svc.URL, nil)
@@ -85,17 +82,15 @@ func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 // With --require-signatures the server's own fence takes the client's signed
 // token and refuses a bare number.
 func TestFenceRequireSignatures(t *testing.T) {
-	t.Run("http", func(t *testing.T) { testFenceRequireSignatures(t) })
-	t.Run("rpc", func(t *testing.T) { testFenceRequireSignatures(t, client.WithRPC()) })
+	t.Run("http", func(t *testing.T) { testFenceRequireSignatures(t, client.Config{}) })
+	t.Run("rpc", func(t *testing.T) { testFenceRequireSignatures(t, client.Config{RPC: true}) })
 }
 
-func testFenceRequireSignatures(t *testing.T, opts ...client.Option) {
+func testFenceRequireSignatures(t *testing.T, cfg client.Config) {
 	ctx := context.Background()
-	_, c := start(t, fenceviewtest.Options{RequireSignatures: true}, opts...)
+	_, c := startWith(t, fenceviewtest.Config{RequireSignatures: true}, cfg)
 	m := c.Mutex("r", "a")
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	if _, err := c.FenceToken(ctx, "r", m.Fencing()); err != nil {
 		t.Fatalf("signed grant refused: %v", err)
 	}
@@ -123,7 +118,7 @@ func TestSigningKeysRefusesMalformedKeys(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write([]byte(body))
 		}))
-		c, _ := client.New(srv.URL)
+		c, _ := client.New(client.Config{URL: srv.URL})
 		if _, err := c.Verifier(context.Background()); err == nil {
 			t.Errorf("%s: trusted", name)
 		}
@@ -136,7 +131,7 @@ func TestSigningKeysRefusesMalformedKeys(t *testing.T) {
 // ones the guard had already verified) after RefreshVerifier.
 func TestRefreshVerifierFollowsRotationAndRemoval(t *testing.T) {
 	ctx := context.Background()
-	srv, c := start(t, fenceviewtest.Options{AdminToken: "adm"}, client.WithKey("adm"))
+	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "adm"}, client.Config{Key: "adm"})
 	admin := func(method, path string) map[string]any {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer adm")
@@ -153,9 +148,7 @@ func TestRefreshVerifierFollowsRotationAndRemoval(t *testing.T) {
 		return out
 	}
 	m := c.Mutex("r", "a")
-	if _, err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m)
 	old := m.Token()
 	v, err := c.Verifier(ctx)
 	if err != nil {
@@ -174,9 +167,7 @@ func TestRefreshVerifierFollowsRotationAndRemoval(t *testing.T) {
 		t.Fatalf("an old grant after rotation: %+v", d)
 	}
 	m2 := c.Mutex("r2", "a")
-	if _, err := m2.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	lock(t, m2)
 	if tok := m2.Token(); tok.KeyID != rotated["keyId"] || !tok.Verify(v) {
 		t.Fatalf("new grant %+v, want the new key %v", tok, rotated["keyId"])
 	}

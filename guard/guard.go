@@ -128,9 +128,7 @@ func (g *Guard) CheckToken(issuer, resourceID string, t Token) (Decision, error)
 // Handle returns the handle of resourceID, giving it one on first use.
 // Resolving a handle does not give the resource a high-water mark.
 func (g *Guard) Handle(resourceID string) (Handle, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.l.Handle(resourceID)
+	return locked(&g.mu, g.l.Handle, resourceID)
 }
 
 // CheckHandle is Check for the resource h names.
@@ -143,16 +141,12 @@ func (g *Guard) CheckHandle(h Handle, token int64) (Decision, error) {
 
 // HighWater returns the resource's high-water mark, 0 when it has none.
 func (g *Guard) HighWater(resourceID string) (int64, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.l.HighWater(resourceID)
+	return locked(&g.mu, g.l.HighWater, resourceID)
 }
 
 // HighWaterHandle is HighWater for the resource h names.
 func (g *Guard) HighWaterHandle(h Handle) (int64, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.l.HighWaterHandle(h)
+	return locked(&g.mu, g.l.HighWaterHandle, h)
 }
 
 // Seed raises the resource's high-water mark to at least token without
@@ -165,11 +159,7 @@ func (g *Guard) Seed(resourceID string, token int64) (int64, error) {
 }
 
 // ResourceID returns the resource h names.
-func (g *Guard) ResourceID(h Handle) (string, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.l.ResourceID(h)
-}
+func (g *Guard) ResourceID(h Handle) (string, error) { return locked(&g.mu, g.l.ResourceID, h) }
 
 // Marks returns a copy of every high-water mark, for persisting or
 // reporting. Resources that have a handle but no mark yet are left out.
@@ -177,6 +167,14 @@ func (g *Guard) Marks() map[string]int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.l.Marks()
+}
+
+// locked is f(a) under mu: a read or a handle of the ledger, one at a time
+// with the checks.
+func locked[A, R any](mu *sync.Mutex, f func(A) (R, error), a A) (R, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	return f(a)
 }
 
 // Checker applies the fencing rule and records an accepted token, in one

@@ -27,7 +27,7 @@ func Example() {
 	}
 	defer srv.Close()
 
-	c, err := client.New(srv.URL())
+	c, err := client.New(client.Config{URL: srv.URL()})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,7 +6,7 @@
 //	srv, err := server.Start(ctx, server.Config{Addr: "127.0.0.1:0", DBPath: "fenceview.db"})
 //	if err != nil { ... }
 //	defer srv.Close()
-//	c, err := client.New(srv.URL())
+//	c, err := client.New(client.Config{URL: srv.URL()})
 package server
 
 import (

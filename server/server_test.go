@@ -18,7 +18,7 @@ import (
 func lockOnce(t *testing.T, srv *server.Server) int64 {
 	t.Helper()
 	ctx := context.Background()
-	c, err := client.New(srv.URL())
+	c, err := client.New(client.Config{URL: srv.URL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestEmbeddedServerSetAdminToken(t *testing.T) {
 	defer srv.Close()
 	ctx := context.Background()
 	forceExpire := func(token string) error {
-		c, err := client.New(srv.URL(), client.WithAdminToken(token), client.WithKey(token))
+		c, err := client.New(client.Config{URL: srv.URL(), AdminToken: token, Key: token})
 		if err != nil {
 			t.Fatal(err)
 		}

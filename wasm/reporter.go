@@ -27,7 +27,7 @@ type Server struct {
 
 // client returns a fenceview client for s.
 func (s Server) client() (*client.Client, error) {
-	var opts []client.Option
+	cfg := client.Config{URL: s.URL}
 	if s.Client != nil || s.Token != "" {
 		hc := &http.Client{}
 		if s.Client != nil {
@@ -36,9 +36,9 @@ func (s Server) client() (*client.Client, error) {
 		if s.Token != "" {
 			hc.Transport = bearer{base: hc.Transport, token: s.Token}
 		}
-		opts = append(opts, client.WithHTTPClient(hc))
+		cfg.HTTPClient = hc
 	}
-	return client.New(s.URL, opts...)
+	return client.New(cfg)
 }
 
 // bearer sends a token with every request, the reports and the listing

@@ -5,7 +5,7 @@
 //
 //	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{FakeClock: true})
 //	defer srv.Close()
-//	c, _ := client.New(srv.URL, client.WithClock(srv.Clock()))
+//	c, _ := client.New(client.Config{URL: srv.URL, Clock: srv.Clock()})
 //	// srv.Clock().Advance(d) moves leases on the server and the client's
 //	// watchdog together, without sleeping.
 package fenceviewtest
@@ -30,7 +30,7 @@ type Config struct {
 	// AdminToken, when set, is required by admin routes (force-expire).
 	AdminToken string
 	// FakeClock runs the server on a clock that moves only with
-	// Clock().Advance; give the same clock to the client (WithClock).
+	// Clock().Advance; give the same clock to the client (client.Config.Clock).
 	FakeClock bool
 	// DBPath is the SQLite file; empty means a new file in a temporary
 	// directory removed by Close.
@@ -41,11 +41,6 @@ type Config struct {
 	// with fenceview --require-signatures.
 	RequireSignatures bool
 }
-
-// Options is the former name of Config.
-//
-// Deprecated: use Config.
-type Options = Config
 
 // Server is a running fenceview server.
 type Server struct {

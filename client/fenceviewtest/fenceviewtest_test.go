@@ -12,7 +12,7 @@ import (
 func TestNewClosesWithItsTest(t *testing.T) {
 	var url string
 	t.Run("inner", func(t *testing.T) {
-		srv := fenceviewtest.New(t, fenceviewtest.Options{FakeClock: true})
+		srv := fenceviewtest.New(t, fenceviewtest.Config{FakeClock: true})
 		url = srv.URL
 		if !srv.Clock().Now().Equal(clock.TestDate) {
 			t.Fatalf("fake clock starts at %v, want %v", srv.Clock().Now(), clock.TestDate)

@@ -130,7 +130,7 @@ func TestJava(t *testing.T) {
 	javac, java := tools(t)
 	pg := dbtest.PostgreSQL(t)
 	maria := dbtest.MariaDB(t)
-	srv := fenceviewtest.New(t, fenceviewtest.Options{AdminToken: adminToken})
+	srv := fenceviewtest.New(t, fenceviewtest.Config{AdminToken: adminToken})
 	key := apiKey(t, srv.URL, "java-tests", "client")
 	leader, follower, control := startCluster(t)
 	tlsURL, caFile := startTLS(t)

@@ -115,7 +115,7 @@ func TestNodeSuites(t *testing.T) {
 	}
 	dir, _ := filepath.Abs(".")
 	build(t, node, npm, dir)
-	srv := fenceviewtest.New(t, fenceviewtest.Options{AdminToken: adminToken})
+	srv := fenceviewtest.New(t, fenceviewtest.Config{AdminToken: adminToken})
 	pg := dbtest.PostgreSQL(t)
 	rd := dbtest.Redis(t)
 	env := []string{

@@ -142,7 +142,7 @@ func benchRPC(b *testing.B, workload func(c *client.Client) func(id int64, i int
 	for _, clients := range []int{1, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			url, _ := benchServer(b)
-			c, err := client.New(url, client.WithRPC())
+			c, err := client.New(client.Config{URL: url, RPC: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -71,7 +71,7 @@ Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or en
 		fmt.Fprintln(stderr, "fenceview keys: the admin token is required (--admin-token or FENCEVIEW_ADMIN_TOKEN)")
 		return 2
 	}
-	opts := []client.Option{client.WithAdminToken(*admin)}
+	cfg := client.Config{URL: *server, AdminToken: *admin}
 	if *caFile != "" || *certFile != "" || *keyFile != "" {
 		tc := &tls.Config{}
 		if *caFile != "" {
@@ -94,9 +94,9 @@ Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or en
 			}
 			tc.Certificates = []tls.Certificate{cert}
 		}
-		opts = append(opts, client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: tc}}))
+		cfg.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
 	}
-	c, err := client.New(*server, opts...)
+	c, err := client.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "fenceview keys:", err)
 		return 2

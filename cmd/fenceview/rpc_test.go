@@ -203,7 +203,7 @@ func TestRPCAcquireThatWaitsDoesNotHoldTheConnection(t *testing.T) {
 // goroutines sharing one connection each get their own answers.
 func TestClientOverRPC(t *testing.T) {
 	s := startServer(t)
-	c, err := client.New(s.URL(), client.WithRPC())
+	c, err := client.New(client.Config{URL: s.URL(), RPC: true})
 	if err != nil {
 		t.Fatal(err)
 	}

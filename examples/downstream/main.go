@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// rejection history and on its dashboard like its own.
 	var reported sync.WaitGroup
 	var recorded atomic.Int64
-	report := httpguard.WithDecisionHook(func(r *http.Request, res string, d guard.Decision) {
+	report := func(r *http.Request, res string, d guard.Decision) {
 		if d.Accepted {
 			return
 		}
@@ -103,9 +103,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				recorded.Add(int64(n))
 			}
 		}()
-	})
+	}
 	mux := http.NewServeMux()
-	mux.Handle("PUT /stock", httpguard.Middleware(marks, report)(http.HandlerFunc(svc.handleStock)))
+	mux.Handle("PUT /stock", httpguard.Middleware(httpguard.Config{Checker: marks, OnDecision: report})(http.HandlerFunc(svc.handleStock)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err

@@ -98,7 +98,7 @@ func candidate(ctx context.Context, f flags, stdin io.Reader, stdout io.Writer) 
 		return err
 	}
 	defer closeDB()
-	c, err := client.New(f.server.URL, client.WithKey(f.server.Key), client.WithHolder(f.candidate), client.WithLease(f.lease))
+	c, err := client.New(client.Config{URL: f.server.URL, Key: f.server.Key, Holder: f.candidate, Lease: f.lease})
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func tell(ctx context.Context, f flags, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "A is frozen (SIGSTOP) past its lease of %v\n", f.lease)
 
 	// B campaigns: the server makes it wait until A's lease runs out.
-	c, err := client.New(f.server.URL, client.WithKey(f.server.Key), client.WithHolder("node-b"))
+	c, err := client.New(client.Config{URL: f.server.URL, Key: f.server.Key, Holder: "node-b"})
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	inventory, err := sqlguard.NewTable(sqlguard.MySQL, "inventory", "product_id")
+	inventory, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.MySQL, Table: "inventory", IDColumn: "product_id"})
 	if err != nil {
 		return err
 	}

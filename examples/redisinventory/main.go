@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	defer rdb.Close()
 	// A fresh namespace per run, so earlier runs' marks do not refuse this
 	// run's tokens (a new server starts its tokens at 1).
-	g, err := redisguard.New(goredis.New(rdb), redisguard.WithPrefix(fmt.Sprintf("redisinventory:%d:", time.Now().UnixNano())))
+	g, err := redisguard.New(redisguard.Config{Scripter: goredis.New(rdb), Prefix: fmt.Sprintf("redisinventory:%d:", time.Now().UnixNano())})
 	if err != nil {
 		return err
 	}

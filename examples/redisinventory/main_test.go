@@ -18,7 +18,7 @@ import (
 func TestPausedWriterRefusedByRedis(t *testing.T) {
 	ctx := context.Background()
 	rs := dbtest.Redis(t)
-	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

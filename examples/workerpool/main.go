@@ -77,17 +77,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return partitions.Update(ctx, db, w.permit.Slot(), token, sqlguard.Set("done_by", w.name), sqlguard.Set("note", note))
 	}
 
-	newWorker := func(name string, opts ...client.Option) (*worker, error) {
-		c, err := client.New(server.URL, append([]client.Option{client.WithKey(server.Key), client.WithHolder(name)}, opts...)...)
+	newWorker := func(name string, lease time.Duration) (*worker, error) {
+		c, err := client.New(client.Config{URL: server.URL, Key: server.Key, Holder: name, Lease: lease})
 		return &worker{name: name, c: c}, err
 	}
 	pool := make([]*worker, *workers)
 	for i := range pool {
-		var opts []client.Option
+		var lease time.Duration // 0: client.DefaultLease
 		if i == stalled {
-			opts = append(opts, client.WithLease(*stallLease))
+			lease = *stallLease
 		}
-		w, err := newWorker(fmt.Sprintf("worker-%d", i), opts...)
+		w, err := newWorker(fmt.Sprintf("worker-%d", i), lease)
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		pool[i] = w
 	}
 
-	spare, err := newWorker("spare")
+	spare, err := newWorker("spare", 0)
 	if err != nil {
 		return err
 	}

@@ -27,11 +27,11 @@ type service struct {
 	srv     *httptest.Server
 }
 
-func newService(t *testing.T, c guard.Checker, opts ...httpguard.Option) *service {
+func newService(t *testing.T, c guard.Checker) *service {
 	t.Helper()
 	s := &service{}
 	mux := http.NewServeMux()
-	mux.Handle("POST /apply", httpguard.Middleware(c, opts...)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("POST /apply", httpguard.Middleware(httpguard.Config{Checker: c})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, ok := httpguard.FromContext(r.Context())
 		if !ok {
 			http.Error(w, "no fence in context", http.StatusInternalServerError)
@@ -202,7 +202,7 @@ func (c *ctxChecker) Check(res string, tok int64) (guard.Decision, error) {
 
 func TestContextCheckerGetsRequestContext(t *testing.T) {
 	c := &ctxChecker{guard: guard.New()}
-	h := httpguard.Middleware(c)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h := httpguard.Middleware(httpguard.Config{Checker: c})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	req := httptest.NewRequest("POST", "/", nil)
 	req = req.WithContext(context.WithValue(req.Context(), probeKey{}, "yes"))
 	httpguard.SetHeaders(req, "r", 3)
@@ -213,12 +213,12 @@ func TestContextCheckerGetsRequestContext(t *testing.T) {
 	}
 }
 
-func TestWithResourceFromPath(t *testing.T) {
+func TestResourceFromPath(t *testing.T) {
 	g := guard.New()
 	mux := http.NewServeMux()
-	mw := httpguard.Middleware(g, httpguard.WithResource(func(r *http.Request) (string, error) {
+	mw := httpguard.Middleware(httpguard.Config{Checker: g, Resource: func(r *http.Request) (string, error) {
 		return "inventory:" + r.PathValue("id"), nil
-	}))
+	}})
 	mux.Handle("PUT /items/{id}", mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	req := httptest.NewRequest("PUT", "/items/42", nil)
 	req.Header.Set(httpguard.HeaderToken, "7")
@@ -237,7 +237,7 @@ func TestHandlersSeeNonDecreasingTokens(t *testing.T) {
 	var mu sync.Mutex
 	active, maxActive := 0, 0
 	var seq []int64
-	h := httpguard.Middleware(g)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := httpguard.Middleware(httpguard.Config{Checker: g})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		active++
 		maxActive = max(maxActive, active)
@@ -369,3 +369,51 @@ var (
 	_ guard.Checker        = (*sqlguard.Marks)(nil)
 	_ guard.ContextChecker = (*sqlguard.Marks)(nil)
 )
+
+// OnDecision sees every decision, accepted and refused, with the resource
+// it was made for.
+func TestOnDecisionSeesEveryDecision(t *testing.T) {
+	var seen []string
+	h := httpguard.Middleware(httpguard.Config{Checker: guard.New(), OnDecision: func(_ *http.Request, res string, d guard.Decision) {
+		seen = append(seen, fmt.Sprintf("%s %d %v", res, d.Presented, d.Accepted))
+	}})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, tok := range []int64{5, 3} {
+		req := httptest.NewRequest("POST", "/", nil)
+		httpguard.SetHeaders(req, "r", tok)
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if want := []string{"r 5 true", "r 3 false"}; fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Fatalf("decisions seen %q, want %q", seen, want)
+	}
+}
+
+// With Concurrent set, a second request for a resource runs its handler
+// while the first one's is still running (serialised, the first would wait
+// for the second forever and the test would never end).
+func TestConcurrentLetsHandlersOverlap(t *testing.T) {
+	first, second := make(chan struct{}), make(chan struct{})
+	h := httpguard.Middleware(httpguard.Config{Checker: guard.New(), Concurrent: true})(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if f, _ := httpguard.FromContext(r.Context()); f.Token == 1 {
+			close(first)
+			<-second
+			return
+		}
+		close(second)
+	}))
+	done := make(chan int, 2)
+	serve := func(tok int64) {
+		req := httptest.NewRequest("POST", "/", nil)
+		httpguard.SetHeaders(req, "r", tok)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		done <- rec.Code
+	}
+	go serve(1)
+	<-first // the first handler runs, and waits for the second
+	go serve(2)
+	for range 2 {
+		if code := <-done; code != 200 {
+			t.Fatalf("status %d", code)
+		}
+	}
+}

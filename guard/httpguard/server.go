@@ -8,7 +8,8 @@
 // middleware that only reads the highest token and lets the request through
 // lets two writers pass the same check.
 //
-//	mux.Handle("POST /apply", httpguard.Middleware(guard.New())(applyHandler))
+//	fence := httpguard.Middleware(httpguard.Config{Checker: guard.New()})
+//	mux.Handle("POST /apply", fence(applyHandler))
 //
 // Missing or invalid input is 400 {"error":"missing or invalid fencing
 // token"}; a stale token is 409 with X-Required-Token and
@@ -23,7 +24,7 @@
 // instances should fence the write itself, in the handler, in the same
 // transaction (sqlguard.Table, or Marks.On(tx) with the token from
 // FromContext), and may then turn serialisation off with
-// WithoutSerialization.
+// Config.Concurrent.
 //
 // Signed tokens: give Middleware a checker in signed mode
 // (guard.NewSigned(verifier), or sqlguard Marks.Signed) and every request
@@ -74,41 +75,37 @@ func FromContext(ctx context.Context) (Fence, bool) {
 	return f, ok
 }
 
-// Option configures Middleware.
-type Option func(*config)
-
-type config struct {
-	resource  func(*http.Request) (string, error)
-	onDecide  func(*http.Request, string, guard.Decision)
-	serialise bool
+// Config is what Middleware is made from. Checker is required; every other
+// field's zero value is its default.
+type Config struct {
+	// Checker checks and records every request's token: *guard.Guard in
+	// memory, *sqlguard.Marks in a database, or anything else.
+	Checker guard.Checker
+	// Resource derives the resource id from the request (e.g. from the
+	// path); an error is a 400. Nil: the X-Resource-Id header.
+	Resource func(*http.Request) (string, error)
+	// OnDecision is called with every decision (accepted or refused),
+	// after it is made and before the response; for metrics, logs, or
+	// reporting to the fenceview server's POST /v1/decisions. It must not
+	// block long.
+	OnDecision func(r *http.Request, resourceID string, d guard.Decision)
+	// Concurrent lets requests for one resource run their handlers
+	// concurrently. Set it only when the handler fences its own write (see
+	// the package doc); otherwise an older writer that passed the check
+	// can still write after a newer one.
+	Concurrent bool
 }
 
-// WithResource derives the resource id from the request instead of the
-// X-Resource-Id header, e.g. from the path. An error is a 400.
-func WithResource(fn func(*http.Request) (string, error)) Option {
-	return func(c *config) { c.resource = fn }
-}
-
-// WithDecisionHook calls fn with every decision (accepted or refused),
-// after it is made and before the response; for metrics, logs, or reporting
-// to the fenceview server's POST /v1/decisions. It must not block long.
-func WithDecisionHook(fn func(r *http.Request, resourceID string, d guard.Decision)) Option {
-	return func(c *config) { c.onDecide = fn }
-}
-
-// WithoutSerialization lets requests for one resource run their handlers
-// concurrently. Use it only when the handler fences its own write (see the
-// package doc); otherwise an older writer that passed the check can still
-// write after a newer one.
-func WithoutSerialization() Option {
-	return func(c *config) { c.serialise = false }
-}
-
-// Middleware returns middleware that fences every request through c.
-func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler {
-	cfg := config{resource: headerResource, serialise: true}
-	for _, o := range opts {
-		o(&cfg)
+// Middleware returns middleware that fences every request through
+// cfg.Checker. It panics when cfg.Checker is nil, as http.Handle does on a
+// nil handler: that is a mistake in the program, not in a request.
+func Middleware(cfg Config) func(http.Handler) http.Handler {
+	c := cfg.Checker
+	if c == nil {
+		panic("httpguard: Middleware without a Checker")
+	}
+	if cfg.Resource == nil {
+		cfg.Resource = headerResource
 	}
 	locks := newKeyedLocks()
 	return func(next http.Handler) http.Handler {
@@ -118,7 +115,7 @@ func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler
 				writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid fencing token"})
 				return
 			}
-			res, err := cfg.resource(r)
+			res, err := cfg.Resource(r)
 			if err == nil {
 				err = guard.ValidateResourceID(res)
 			}
@@ -126,7 +123,7 @@ func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler
 				writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid resource id"})
 				return
 			}
-			if cfg.serialise {
+			if !cfg.Concurrent {
 				unlock, err := locks.lock(r.Context(), res)
 				if err != nil {
 					writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "request cancelled while waiting for the resource"})
@@ -146,8 +143,8 @@ func Middleware(c guard.Checker, opts ...Option) func(http.Handler) http.Handler
 				writeJSON(w, http.StatusInternalServerError, errorBody{Error: "fencing check failed"})
 				return
 			}
-			if cfg.onDecide != nil {
-				cfg.onDecide(r, res, d)
+			if cfg.OnDecision != nil {
+				cfg.OnDecision(r, res, d)
 			}
 			if !d.Accepted {
 				WriteRefusal(w, d)

@@ -14,7 +14,7 @@ import (
 //
 //	go test ./guard/redisguard -run '^$' -bench Write -benchtime 2000x
 func BenchmarkWrite(b *testing.B) {
-	g := newGuard(b, startRedis(b))
+	g := newGuard(b, startRedis(b), redisguard.Config{})
 	ctx := context.Background()
 	for _, n := range []int{1, 8} {
 		values := make([]redisguard.Value, n)

@@ -8,7 +8,7 @@
 // and the writes, so a paused holder that wakes up with an old token cannot
 // overwrite what a newer holder wrote.
 //
-//	g, _ := redisguard.New(goredis.New(rdb))
+//	g, _ := redisguard.New(redisguard.Config{Scripter: goredis.New(rdb)})
 //	d, err := g.Write(ctx, "inventory:42", token,
 //		redisguard.Set("stock", "7"), redisguard.Set("reserved", "2"))
 //	if err != nil { /* bad input, Redis error */ }
@@ -22,7 +22,7 @@
 //	{inventory:42}:fence_token   the mark (a decimal token)
 //	{inventory:42}:stock         the value named "stock"
 //
-// WithPrefix puts a namespace before the tag ("shop:{inventory:42}:stock").
+// Config.Prefix puts a namespace before the tag ("shop:{inventory:42}:stock").
 // Because a hash tag ends at the first '}', resource ids containing '}'
 // are refused (guard.ErrInvalidResourceID); every other valid id works.
 //
@@ -133,35 +133,39 @@ func Set(name, data string) Value { return Value{Name: name, Data: data} }
 type Guard struct {
 	s      Scripter
 	prefix string
-	verify *guard.VerifyCache // signed mode (signed.go); nil otherwise
+	verify *guard.VerifyCache // signed mode (Config.Verifier, signed.go); nil otherwise
 }
 
-// Option configures a Guard.
-type Option func(*Guard) error
-
-// WithPrefix puts prefix before every key ("shop:" gives
-// "shop:{inventory:42}:stock"). It may not contain '{' or '}', which would
-// move the hash tag.
-func WithPrefix(prefix string) Option {
-	return func(g *Guard) error {
-		if len(prefix) > MaxPrefixLen || strings.ContainsAny(prefix, "{}") {
-			return fmt.Errorf("%w: prefix %q: at most %d bytes, no '{' or '}'", ErrInvalid, truncate(prefix), MaxPrefixLen)
-		}
-		g.prefix = prefix
-		return nil
-	}
+// Config is what New builds a Guard from. Scripter is required; every other
+// field's zero value is its default.
+type Config struct {
+	// Scripter runs the guard's scripts (goredis.New adapts go-redis).
+	Scripter Scripter
+	// Prefix goes before every key ("shop:" gives
+	// "shop:{inventory:42}:stock"), at most MaxPrefixLen bytes. It may not
+	// contain '{' or '}', which would move the hash tag.
+	Prefix string
+	// Verifier, when set, puts the guard in signed mode: a token is
+	// compared only with a signature one of its keys made for its resource
+	// and token (WriteSigned, CheckSigned); anything else is refused with
+	// guard.ReasonBadSignature before Redis is written, and never moves a
+	// mark. Verifications are remembered in this process, so a holder's
+	// repeated writes cost a comparison, not an Ed25519 verification.
+	Verifier *guard.Verifier
 }
 
-// New returns a guard that runs its scripts through s.
-func New(s Scripter, opts ...Option) (*Guard, error) {
-	if s == nil {
+// New returns a guard that runs its scripts through cfg.Scripter, or the
+// one error that says which setting is wrong.
+func New(cfg Config) (*Guard, error) {
+	if cfg.Scripter == nil {
 		return nil, fmt.Errorf("%w: nil Scripter", ErrInvalid)
 	}
-	g := &Guard{s: s}
-	for _, o := range opts {
-		if err := o(g); err != nil {
-			return nil, err
-		}
+	if len(cfg.Prefix) > MaxPrefixLen || strings.ContainsAny(cfg.Prefix, "{}") {
+		return nil, fmt.Errorf("%w: prefix %q: at most %d bytes, no '{' or '}'", ErrInvalid, truncate(cfg.Prefix), MaxPrefixLen)
+	}
+	g := &Guard{s: cfg.Scripter, prefix: cfg.Prefix}
+	if cfg.Verifier != nil {
+		g.verify = guard.NewVerifyCache(cfg.Verifier)
 	}
 	return g, nil
 }

@@ -28,9 +28,10 @@ func startRedis(t testing.TB, extra ...string) *redis.Client {
 	return rdb
 }
 
-func newGuard(t testing.TB, rdb redis.Scripter, opts ...redisguard.Option) *redisguard.Guard {
+func newGuard(t testing.TB, rdb redis.Scripter, cfg redisguard.Config) *redisguard.Guard {
 	t.Helper()
-	g, err := redisguard.New(goredis.New(rdb), opts...)
+	cfg.Scripter = goredis.New(rdb)
+	g, err := redisguard.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func newGuard(t testing.TB, rdb redis.Scripter, opts ...redisguard.Option) *redi
 // TestRedis runs everything against one real server.
 func TestRedis(t *testing.T) {
 	rdb := startRedis(t)
-	g := newGuard(t, rdb)
+	g := newGuard(t, rdb, redisguard.Config{})
 	ctx := context.Background()
 
 	var next atomic.Int64
@@ -51,7 +52,7 @@ func TestRedis(t *testing.T) {
 	})
 
 	t.Run("cases with a key prefix", func(t *testing.T) {
-		pg := newGuard(t, rdb, redisguard.WithPrefix("shop:"))
+		pg := newGuard(t, rdb, redisguard.Config{Prefix: "shop:"})
 		guardtest.Run(t, func(t *testing.T) guardtest.Resource {
 			return &resource{g: pg, id: "case:" + strconv.FormatInt(next.Add(1), 10)}
 		})
@@ -144,8 +145,11 @@ func TestRedis(t *testing.T) {
 				return err
 			},
 			"read with bad name": func() error { _, _, err := g.Read(ctx, "r", ""); return err },
-			"prefix with a tag":  func() error { _, err := redisguard.New(goredis.New(rdb), redisguard.WithPrefix("{x}")); return err },
-			"nil scripter":       func() error { _, err := redisguard.New(nil); return err },
+			"prefix with a tag": func() error {
+				_, err := redisguard.New(redisguard.Config{Scripter: goredis.New(rdb), Prefix: "{x}"})
+				return err
+			},
+			"nil scripter": func() error { _, err := redisguard.New(redisguard.Config{}); return err },
 		} {
 			if err := call(); err == nil {
 				t.Errorf("%s: no error", name)
@@ -164,7 +168,7 @@ func TestRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec := &recScripter{Scripter: rdb}
-		rg := newGuard(t, rec)
+		rg := newGuard(t, rec, redisguard.Config{})
 		for tok := int64(1); tok <= 3; tok++ {
 			if d, err := rg.Write(ctx, "sha", tok, redisguard.Set("v", "x")); err != nil || !d.Accepted {
 				t.Fatalf("%+v %v", d, err)
@@ -205,7 +209,7 @@ func TestRedisClusterHashTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, prefix := range []string{"", "shop:"} {
-		g := newGuard(t, rdb, redisguard.WithPrefix(prefix))
+		g := newGuard(t, rdb, redisguard.Config{Prefix: prefix})
 		for _, res := range []string{"inventory:42", "{a", "ü/ß x", "a:b:c"} {
 			mk, _ := g.MarkKey(res)
 			want, err := rdb.ClusterKeySlot(ctx, mk).Result()

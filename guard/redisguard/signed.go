@@ -11,19 +11,6 @@ var (
 	_ guard.SignedContextChecker = (*Guard)(nil)
 )
 
-// WithVerifier puts the guard in signed mode: a token is compared only with
-// a signature one of v's keys made for its resource and token (WriteSigned,
-// CheckSigned); anything else is refused with guard.ReasonBadSignature
-// before Redis is written, and never moves a mark. Verifications are
-// remembered in this process, so a holder's repeated writes cost a
-// comparison, not an Ed25519 verification.
-func WithVerifier(v *guard.Verifier) Option {
-	return func(g *Guard) error {
-		g.verify = guard.NewVerifyCache(v)
-		return nil
-	}
-}
-
 // WriteSigned is Write for a signed token: sig is its signature text, as in
 // X-Fencing-Signature. A guard not in signed mode ignores it.
 func (g *Guard) WriteSigned(ctx context.Context, resourceID string, token int64, sig string, values ...Value) (guard.Decision, error) {

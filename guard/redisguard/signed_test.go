@@ -14,7 +14,7 @@ import (
 func TestRedisSignedTable(t *testing.T) {
 	rdb := startRedis(t)
 	v := &guard.Verifier{}
-	g := newGuard(t, rdb, redisguard.WithVerifier(v))
+	g := newGuard(t, rdb, redisguard.Config{Verifier: v})
 	ctx := context.Background()
 	signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
 		return g.WriteSigned(ctx, r, tok, sig, redisguard.Set("v", sig))

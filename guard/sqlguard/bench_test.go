@@ -35,7 +35,7 @@ func BenchmarkUpdateServers(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		tbl, err := sqlguard.NewTable(s.d, "bench", "id")
+		tbl, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: s.d, Table: "bench", IDColumn: "id"})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -52,7 +52,7 @@ func runCases(t *testing.T, d sqlguard.Dialect, db *sql.DB) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	tbl, err := sqlguard.NewTable(d, "case_rows", "id")
+	tbl, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: d, Table: "case_rows", IDColumn: "id"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@
 //
 // Quick start, for a table created with a fence_token column:
 //
-//	inv, _ := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
+//	inv, _ := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "inventory", IDColumn: "product_id"})
 //	d, err := inv.Update(ctx, db, 42, token, sqlguard.Set("stock", 7))
 //	if err != nil { /* bad input, database error, row missing */ }
 //	if !d.Accepted { /* fenced out: stop, d.Required beat us */ }
@@ -35,5 +35,5 @@
 // decision):
 //
 //	db, _ := sql.Open("mysql", "app@tcp(127.0.0.1:3306)/shop?clientFoundRows=true")
-//	inv, _ := sqlguard.NewTable(sqlguard.MySQL, "inventory", "product_id")
+//	inv, _ := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.MySQL, Table: "inventory", IDColumn: "product_id"})
 package sqlguard

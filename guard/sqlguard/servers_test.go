@@ -97,7 +97,7 @@ func serverSuite(t *testing.T, d sqlguard.Dialect, db *sql.DB) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	tbl, err := sqlguard.NewTable(d, "shop.inventory", "product_id")
+	tbl, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: d, Table: "shop.inventory", IDColumn: "product_id"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func mysqlFoundRows(t *testing.T, srv *dbtest.Server, good *sql.DB) {
 		if _, err := good.Exec(`INSERT INTO found_rows (id, val) VALUES (1, 0)`); err != nil {
 			t.Fatal(err)
 		}
-		tbl, err := sqlguard.NewTable(sqlguard.MySQL, "found_rows", "id")
+		tbl, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.MySQL, Table: "found_rows", IDColumn: "id"})
 		if err != nil {
 			t.Fatal(err)
 		}

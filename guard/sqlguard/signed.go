@@ -59,27 +59,11 @@ func (m *Marks) badSignature(ctx context.Context, resourceID string, token int64
 	return guard.Decision{Accepted: false, Reason: guard.ReasonBadSignature, Presented: token, Required: hwm}, nil
 }
 
-// signedRows is a Table's signed mode: the keys it trusts and how a row id
-// names the resource its tokens are signed for.
+// signedRows is a Table's signed mode (TableConfig.Verifier): the keys it
+// trusts and how a row id names the resource its tokens are signed for.
 type signedRows struct {
 	verify   *guard.VerifyCache
 	resource func(id any) (string, error)
-}
-
-// WithSignatures puts the table in signed mode: an update is made only with
-// a token whose signature one of v's keys made for the row's resource,
-// resource(id) (e.g. "inventory:42" for row 42), and that token; anything
-// else is refused with guard.ReasonBadSignature before the row is touched.
-// Use UpdateSigned and UpdateVersionSigned; Update and UpdateVersion refuse
-// every token.
-func WithSignatures(v *guard.Verifier, resource func(id any) (string, error)) Option {
-	return func(t *Table) error {
-		if resource == nil {
-			return fmt.Errorf("%w: nil resource function", ErrInvalid)
-		}
-		t.signed = &signedRows{verify: guard.NewVerifyCache(v), resource: resource}
-		return nil
-	}
 }
 
 // UpdateSigned is Update for a signed token (sig: its signature text). A

@@ -78,9 +78,17 @@ func TestTableSignedTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := &guard.Verifier{}
-	tb, err := sqlguard.NewTable(sqlguard.SQLite, "docs", "id", sqlguard.WithSignatures(v, func(id any) (string, error) {
+	rowResource := func(id any) (string, error) {
 		return id.(string), nil // the row id is the resource id
-	}))
+	}
+	// Half a signed mode is refused: a Resource alone would make an
+	// unsigned table that accepts bare numbers.
+	for _, half := range []sqlguard.TableConfig{{Table: "docs", IDColumn: "id", Verifier: v}, {Table: "docs", IDColumn: "id", Resource: rowResource}} {
+		if _, err := sqlguard.NewTable(half); !errors.Is(err, sqlguard.ErrInvalid) {
+			t.Fatalf("NewTable(Verifier %v, Resource %v) = %v, want ErrInvalid", half.Verifier != nil, half.Resource != nil, err)
+		}
+	}
+	tb, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "docs", IDColumn: "id", Verifier: v, Resource: rowResource})
 	if err != nil {
 		t.Fatal(err)
 	}

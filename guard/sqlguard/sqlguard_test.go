@@ -41,7 +41,7 @@ func inventory(t *testing.T) (*sql.DB, *sqlguard.Table) {
 	exec(t, db, `CREATE TABLE inventory (product_id INTEGER PRIMARY KEY, stock INTEGER NOT NULL,
 		fence_token BIGINT NOT NULL DEFAULT 0)`)
 	exec(t, db, `INSERT INTO inventory (product_id, stock) VALUES (42, 10)`)
-	tbl, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", "product_id")
+	tbl, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "inventory", IDColumn: "product_id"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func documents(t *testing.T) (*sql.DB, *sqlguard.Table) {
 	exec(t, db, `CREATE TABLE documents (document_id TEXT PRIMARY KEY, content TEXT NOT NULL,
 		version BIGINT NOT NULL DEFAULT 1, fencing_token BIGINT NOT NULL DEFAULT 0)`)
 	exec(t, db, `INSERT INTO documents (document_id, content) VALUES ('doc-1', 'a')`)
-	tbl, err := sqlguard.NewTable(sqlguard.SQLite, "documents", "document_id", sqlguard.WithTokenColumn("fencing_token"))
+	tbl, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "documents", IDColumn: "document_id", TokenColumn: "fencing_token"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,10 +250,10 @@ func TestIdentifiersCannotInject(t *testing.T) {
 	ctx := context.Background()
 	db, tbl := inventory(t)
 	for _, name := range []string{"inventory; DROP TABLE inventory", `inventory"`, "", "a.b.c", "1abc", "stock -- ", "ünïcode"} {
-		if _, err := sqlguard.NewTable(sqlguard.SQLite, name, "product_id"); !errors.Is(err, sqlguard.ErrInvalidIdentifier) {
+		if _, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: name, IDColumn: "product_id"}); !errors.Is(err, sqlguard.ErrInvalidIdentifier) {
 			t.Errorf("NewTable(%q) err = %v, want ErrInvalidIdentifier", name, err)
 		}
-		if _, err := sqlguard.NewTable(sqlguard.SQLite, "inventory", name); !errors.Is(err, sqlguard.ErrInvalidIdentifier) {
+		if _, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "inventory", IDColumn: name}); !errors.Is(err, sqlguard.ErrInvalidIdentifier) {
 			t.Errorf("id column %q err = %v", name, err)
 		}
 		if _, err := tbl.Update(ctx, db, 42, 5, sqlguard.Set(name, 0)); !errors.Is(err, sqlguard.ErrInvalidIdentifier) {
@@ -304,7 +304,7 @@ func TestQuotedNames(t *testing.T) {
 	db, _ := openSQLite(t)
 	exec(t, db, `CREATE TABLE "order" ("select" TEXT PRIMARY KEY, "from" INT, fence_token BIGINT NOT NULL DEFAULT 0)`)
 	exec(t, db, `INSERT INTO "order" VALUES ('o1', 0, 0)`)
-	tbl, err := sqlguard.NewTable(sqlguard.SQLite, "main.order", "select")
+	tbl, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "main.order", IDColumn: "select"})
 	if err != nil {
 		t.Fatal(err)
 	}

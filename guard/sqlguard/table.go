@@ -89,45 +89,67 @@ type Table struct {
 	signed *signedRows // signed mode (signed.go); nil otherwise
 }
 
-// Option configures a Table.
-type Option func(*Table) error
-
-// WithTokenColumn names the column holding the row's high-water mark.
-func WithTokenColumn(name string) Option {
-	return func(t *Table) (err error) {
-		t.tokCol, err = t.d.quoteIdent(name, false)
-		return err
-	}
-}
-
-// WithVersionColumn names the optimistic-concurrency version column used by
-// UpdateVersion (default "version").
-func WithVersionColumn(name string) Option {
-	return func(t *Table) (err error) {
-		t.verCol, err = t.d.quoteIdent(name, false)
-		return err
-	}
-}
-
-// NewTable returns a guard for rows of table, identified by idColumn. Names
-// must be plain identifiers (letters, digits, _; the table may be
+// TableConfig is what NewTable builds a Table from. Table and IDColumn are
+// required; every other field's zero value is its default. Names must be
+// plain identifiers (letters, digits, _; the table may be
 // schema-qualified); anything else is ErrInvalidIdentifier.
-func NewTable(d Dialect, table, idColumn string, opts ...Option) (*Table, error) {
+type TableConfig struct {
+	// Dialect is the SQL flavour of the statements. Zero: SQLite.
+	Dialect Dialect
+	// Table is the table of the rows, e.g. "inventory" or "shop.inventory".
+	Table string
+	// IDColumn identifies a row, e.g. "product_id".
+	IDColumn string
+	// TokenColumn holds the row's high-water mark. Empty: "fence_token".
+	TokenColumn string
+	// VersionColumn is the optimistic-concurrency version column of
+	// UpdateVersion. Empty: "version".
+	VersionColumn string
+
+	// Verifier, when set, puts the table in signed mode: an update is made
+	// only with a token whose signature one of its keys made for the row's
+	// resource, Resource(id), and that token; anything else is refused
+	// with guard.ReasonBadSignature before the row is touched. Use
+	// UpdateSigned and UpdateVersionSigned; Update and UpdateVersion
+	// refuse every token.
+	Verifier *guard.Verifier
+	// Resource names the resource a row's tokens are signed for (e.g.
+	// "inventory:42" for row 42). Required with Verifier.
+	Resource func(id any) (string, error)
+}
+
+// NewTable returns a guard for the rows of cfg.Table, identified by
+// cfg.IDColumn, or the one error that says which setting is wrong.
+func NewTable(cfg TableConfig) (*Table, error) {
+	d := cfg.Dialect
 	if !d.valid() {
 		return nil, fmt.Errorf("%w: unknown dialect %v", ErrInvalid, d)
 	}
-	t := &Table{d: d, name: table, tokCol: d.quote("fence_token"), verCol: d.quote("version")}
+	t := &Table{d: d, name: cfg.Table, tokCol: d.quote("fence_token"), verCol: d.quote("version")}
 	var err error
-	if t.table, err = d.quoteIdent(table, true); err != nil {
+	if t.table, err = d.quoteIdent(cfg.Table, true); err != nil {
 		return nil, err
 	}
-	if t.idCol, err = d.quoteIdent(idColumn, false); err != nil {
+	if t.idCol, err = d.quoteIdent(cfg.IDColumn, false); err != nil {
 		return nil, err
 	}
-	for _, o := range opts {
-		if err := o(t); err != nil {
+	if cfg.TokenColumn != "" {
+		if t.tokCol, err = d.quoteIdent(cfg.TokenColumn, false); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.VersionColumn != "" {
+		if t.verCol, err = d.quoteIdent(cfg.VersionColumn, false); err != nil {
+			return nil, err
+		}
+	}
+	// One without the other is a mistake, and the quiet reading of a
+	// Resource alone, an unsigned table, would accept bare numbers.
+	if (cfg.Verifier == nil) != (cfg.Resource == nil) {
+		return nil, fmt.Errorf("%w: signed mode needs both a Verifier and a Resource function", ErrInvalid)
+	}
+	if cfg.Verifier != nil {
+		t.signed = &signedRows{verify: guard.NewVerifyCache(cfg.Verifier), resource: cfg.Resource}
 	}
 	return t, nil
 }

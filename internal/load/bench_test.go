@@ -47,7 +47,7 @@ func benchDrivers(b *testing.B, op func(context.Context, Client, int) error) {
 	const clients, resources = 64, 1024
 	for _, name := range []string{"http", "client", "rpc"} {
 		b.Run(name, func(b *testing.B) {
-			srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Options{})
+			srv, err := fenceviewtest.Start(context.Background(), fenceviewtest.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func BenchmarkGrantCycleAuth(b *testing.B) {
 			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			opts := fenceviewtest.Options{}
+			opts := fenceviewtest.Config{}
 			if on {
 				opts.AdminToken = "bench-admin"
 			}
@@ -148,7 +148,7 @@ func BenchmarkGrantCycleAuth(b *testing.B) {
 			defer d.Close()
 			ctx := context.Background()
 			if on {
-				admin, _ := client.New(srv.URL, client.WithAdminToken("bench-admin"))
+				admin, _ := client.New(client.Config{URL: srv.URL, AdminToken: "bench-admin"})
 				k, err := admin.CreateKey(ctx, "bench", "client", []string{"bench-"})
 				if err != nil {
 					b.Fatal(err)

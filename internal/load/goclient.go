@@ -12,7 +12,7 @@ import (
 // the HTTP driver it shows what the client costs, and with rpc what the
 // stream gains.
 type GoClient struct {
-	Key   string // sent with every call (client.WithKey) when set
+	Key   string // sent with every call (client.Config.Key) when set
 	base  string
 	rpc   bool
 	c     *client.Client
@@ -38,14 +38,7 @@ func (g *GoClient) Prepare(ctx context.Context, s Setup) error {
 	if g.c != nil {
 		g.c.Close()
 	}
-	opts := []client.Option{client.WithLease(s.Lease)}
-	if g.rpc {
-		opts = append(opts, client.WithRPC())
-	}
-	if g.Key != "" {
-		opts = append(opts, client.WithKey(g.Key))
-	}
-	c, err := client.New(g.base, opts...)
+	c, err := client.New(client.Config{URL: g.base, Lease: s.Lease, RPC: g.rpc, Key: g.Key})
 	if err != nil {
 		return err
 	}

@@ -123,7 +123,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("wss event: %v %v", e, err)
 	}
 	_, key := newKeyTLS(t, s, hc)
-	c, err := client.New(s.URL(), client.WithHTTPClient(hc), client.WithKey(key), client.WithRPC())
+	c, err := client.New(client.Config{URL: s.URL(), HTTPClient: hc, Key: key, RPC: true})
 	if err != nil {
 		t.Fatal(err)
 	}

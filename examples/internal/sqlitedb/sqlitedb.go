@@ -13,11 +13,11 @@ import (
 	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
-// Table is sqlguard.NewTable(sqlguard.SQLite, name, key), for the examples'
+// Table is a guarded SQLite table (sqlguard.NewTable) named name, keyed by key, for the examples'
 // constant table and key names: it panics on a name sqlguard refuses, as
 // regexp.MustCompile does on a bad constant pattern.
 func Table(name, key string) *sqlguard.Table {
-	t, err := sqlguard.NewTable(sqlguard.SQLite, name, key)
+	t, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: name, IDColumn: key})
 	if err != nil {
 		panic(err)
 	}

@@ -67,7 +67,7 @@ func (c *Command) Connect(ctx context.Context, args []string) (fv *client.Client
 	if err != nil {
 		return nil, nil, err
 	}
-	if fv, err = client.New(c.Server.URL, client.WithKey(c.Server.Key)); err != nil {
+	if fv, err = client.New(client.Config{URL: c.Server.URL, Key: c.Server.Key}); err != nil {
 		stop()
 		return nil, nil, err
 	}
@@ -86,7 +86,7 @@ func (s *Server) Start(ctx context.Context) (stop func(), err error) {
 	if s.URL != "" {
 		return func() {}, nil
 	}
-	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Options{})
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@
 // guard's scripts.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-//	g, err := redisguard.New(goredis.New(rdb))
+//	g, err := redisguard.New(redisguard.Config{Scripter: goredis.New(rdb)})
 //
 // It lives apart from redisguard so the guard itself does not depend on
 // one client library.

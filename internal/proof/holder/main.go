@@ -62,7 +62,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c, err := client.New(*server, client.WithLease(*lease))
+	c, err := client.New(client.Config{URL: *server, Lease: *lease})
 	if err != nil {
 		return err
 	}
