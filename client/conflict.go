@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // conflictBody is every member a 409 of the lock routes may carry: the
@@ -19,7 +21,7 @@ type conflictBody struct {
 		Holder     string    `json:"holder"`
 		ExpiresAt  time.Time `json:"expiresAt"`
 	} `json:"held"`
-	Leader *leaderBody `json:"leader"`
+	Leader *wire.Leader `json:"leader"`
 }
 
 // Messages of contract v3's refusals (the "error" member).
@@ -50,7 +52,7 @@ func conflict(raw []byte, resource string, asked int, other error) error {
 	case b.Error == msgNotLeader:
 		return apiError(http.StatusConflict, raw, ErrNotLeader)
 	case b.Error == msgLockHeld && b.Leader != nil:
-		return &LeaderError{Election: resource, Leader: b.Leader.leader()}
+		return &LeaderError{Election: resource, Leader: leaderOf(*b.Leader)}
 	case b.Error == msgLockHeld && b.Held != nil:
 		e := &LocksHeldError{}
 		for _, h := range b.Held {
