@@ -480,11 +480,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 		}
 		return s.fence(ctx, req.Resource, fr)
 	case wire.OpLock:
-		ls, err := s.Service.Lock(req.Resource)
-		if err != nil {
-			return s.errorBody(ctx, err)
-		}
-		return http.StatusOK, lockWire(ls)
+		return s.lockState(ctx, req.Resource)
 	}
 	return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be acquire, renew, release, fence, lock, "+
 		"semaphore-acquire, semaphore-release, semaphore-permits, semaphore, acquire-all, release-all, "+
