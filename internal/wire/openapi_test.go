@@ -56,6 +56,16 @@ func TestBodiesMatchOpenAPI(t *testing.T) {
 		}
 		return ref.Value
 	}
+	// union is one schema of the properties of all of schemas.
+	union := func(schemas ...*openapi3.Schema) *openapi3.Schema {
+		u := openapi3.NewObjectSchema()
+		for _, s := range schemas {
+			for p, ref := range s.Properties {
+				u.WithPropertyRef(p, ref)
+			}
+		}
+		return u
+	}
 	operation := func(id string) *openapi3.Operation {
 		for _, item := range doc.Paths.Map() {
 			for _, op := range item.Operations() {
@@ -76,13 +86,11 @@ func TestBodiesMatchOpenAPI(t *testing.T) {
 	// server reads for none of them, or a property it does not read, is a
 	// disagreement).
 	requests := func(ids ...string) *openapi3.Schema {
-		union := openapi3.NewObjectSchema()
+		var bodies []*openapi3.Schema
 		for _, id := range ids {
-			for p, ref := range operation(id).RequestBody.Value.Content.Get("application/json").Schema.Value.Properties {
-				union.WithPropertyRef(p, ref)
-			}
+			bodies = append(bodies, operation(id).RequestBody.Value.Content.Get("application/json").Schema.Value)
 		}
-		return union
+		return union(bodies...)
 	}
 	item := func(s *openapi3.Schema, array string) *openapi3.Schema { return s.Properties[array].Value.Items.Value }
 	for _, c := range []struct {
@@ -123,6 +131,10 @@ func TestBodiesMatchOpenAPI(t *testing.T) {
 		{Election{}, "getElection's answer", answer("getElection", 200), true},
 		{Election{}, "proclaim's answer", answer("proclaim", 200), true},
 		{Resigned{}, "resign's answer", answer("resign", 200), true},
+		// What a client reads of a 409 (the server writes each refusal's
+		// own fields).
+		{Conflict{}, "the lock routes' refusals", union(schema("LockDelay"), schema("LocksHeld"), schema("LeaderHeld"), schema("PermitsRefusal"), schema("LockHeld")), false},
+		{HeldLock{}, "LocksHeld's held", item(schema("LocksHeld"), "held"), false},
 		// Keys.
 		{KeyRequest{}, "createKey request", requests("createKey"), false},
 		{Key{}, "Key", schema("Key"), true},

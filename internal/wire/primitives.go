@@ -207,3 +207,27 @@ func (req *Request) LockAllBody() LockAllRequest {
 func (req *Request) ElectionBody() ElectionRequest {
 	return ElectionRequest{Candidate: req.Candidate, Value: req.Value, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
 }
+
+// Conflict is every member a 409 of the lock routes may carry (the
+// issuer's refusals: a lock held, a lock-delay, no permit free or a
+// permits mismatch, a campaign's leader); Error says which refusal it is.
+// A client reads it; the server writes each refusal's own fields.
+type Conflict struct {
+	Error       string     `json:"error"`
+	Holder      string     `json:"holder,omitempty"`
+	ExpiresAt   Time       `json:"expiresAt,omitzero"`
+	AvailableAt Time       `json:"availableAt,omitzero"`
+	Permits     int        `json:"permits,omitempty"`
+	Held        []HeldLock `json:"held,omitempty"`
+	Leader      *Leader    `json:"leader,omitempty"`
+}
+
+// HeldLock is one lock of a multi-lock's refusal: held by another holder
+// until ExpiresAt, or free (Holder null) in its lock-delay until
+// AvailableAt.
+type HeldLock struct {
+	ResourceID  string     `json:"resourceId"`
+	Holder      NullString `json:"holder"`
+	ExpiresAt   Time       `json:"expiresAt,omitzero"`
+	AvailableAt Time       `json:"availableAt,omitzero"`
+}
