@@ -4,23 +4,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
-)
 
-// conflictBody is every member a 409 of the lock routes may carry: the
-// "error" message says which refusal it is.
-type conflictBody struct {
-	Error       string    `json:"error"`
-	Holder      string    `json:"holder"`
-	ExpiresAt   time.Time `json:"expiresAt"`
-	AvailableAt time.Time `json:"availableAt"`
-	Permits     int       `json:"permits"`
-	Held        []struct {
-		ResourceID string    `json:"resourceId"`
-		Holder     string    `json:"holder"`
-		ExpiresAt  time.Time `json:"expiresAt"`
-	} `json:"held"`
-	Leader *leaderBody `json:"leader"`
-}
+	"github.com/fenceview/fenceview/internal/wire"
+)
 
 // Messages of contract v3's refusals (the "error" member).
 const (
@@ -36,13 +22,13 @@ const (
 // acquire asked for. Refusals it does not know become an *APIError of
 // kind other.
 func conflict(raw []byte, resource string, asked int, other error) error {
-	var b conflictBody
+	var b wire.Conflict
 	if json.Unmarshal(raw, &b) != nil {
 		return apiError(http.StatusConflict, raw, other)
 	}
 	switch {
 	case b.Error == msgLockDelay:
-		return &LockDelayError{Resource: resource, AvailableAt: b.AvailableAt}
+		return &LockDelayError{Resource: resource, AvailableAt: time.Time(b.AvailableAt)}
 	case b.Error == msgNoPermit:
 		return &NoPermitError{Semaphore: resource, Permits: b.Permits}
 	case b.Error == msgPermitsMismatch:
@@ -50,15 +36,15 @@ func conflict(raw []byte, resource string, asked int, other error) error {
 	case b.Error == msgNotLeader:
 		return apiError(http.StatusConflict, raw, ErrNotLeader)
 	case b.Error == msgLockHeld && b.Leader != nil:
-		return &LeaderError{Election: resource, Leader: b.Leader.leader()}
+		return &LeaderError{Election: resource, Leader: leaderOf(*b.Leader)}
 	case b.Error == msgLockHeld && b.Held != nil:
 		e := &LocksHeldError{}
 		for _, h := range b.Held {
-			e.Held = append(e.Held, HeldError{Resource: h.ResourceID, Holder: h.Holder, ExpiresAt: h.ExpiresAt})
+			e.Held = append(e.Held, HeldError{Resource: h.ResourceID, Holder: string(h.Holder), ExpiresAt: time.Time(h.ExpiresAt)})
 		}
 		return e
 	case b.Error == msgLockHeld:
-		return &HeldError{Resource: resource, Holder: b.Holder, ExpiresAt: b.ExpiresAt}
+		return &HeldError{Resource: resource, Holder: b.Holder, ExpiresAt: time.Time(b.ExpiresAt)}
 	}
 	return apiError(http.StatusConflict, raw, other)
 }

@@ -48,24 +48,8 @@ type Election struct {
 // resigned or its lease ran out.
 type Leader = fenceview.Leader
 
-type leaderBody struct {
-	Candidate string    `json:"candidate"`
-	Value     string    `json:"value"`
-	Term      int64     `json:"term"`
-	Since     time.Time `json:"since"`
-	ExpiresAt time.Time `json:"expiresAt"`
-}
-
-func (b *leaderBody) leader() Leader {
-	return Leader{Candidate: b.Candidate, Value: b.Value, Term: b.Term, Since: b.Since, ExpiresAt: b.ExpiresAt}
-}
-
-// electionBody is the answer of campaign and renew.
-type electionBody struct {
-	Name    string      `json:"name"`
-	Leader  *leaderBody `json:"leader"`
-	Fencing guard.Token `json:"fencing"`
-	LeaseMs int64       `json:"leaseMs"`
+func leaderOf(b wire.Leader) Leader {
+	return Leader{Candidate: b.Candidate, Value: b.Value, Term: b.Term, Since: time.Time(b.Since), ExpiresAt: time.Time(b.ExpiresAt)}
 }
 
 // Election returns the election name (a resource id: 1..160 bytes).
@@ -104,25 +88,17 @@ func (e *Election) Campaign(ctx context.Context, value string) (int64, error) {
 }
 
 func (e *Election) campaign(ctx context.Context, value string, wait time.Duration) (int64, error) {
-	in := struct {
-		Candidate string `json:"candidate"`
-		Value     string `json:"value"`
-		LeaseMs   int64  `json:"leaseMs"`
-		WaitMs    int64  `json:"waitMs,omitempty"`
-	}{e.candidate, value, e.c.lease.Milliseconds(), wait.Milliseconds()}
-	var out electionBody
+	in := wire.ElectionRequest{Candidate: &e.candidate, Value: &value, LeaseMs: wire.IntSet(e.c.lease.Milliseconds()), WaitMs: wire.IntOf(wait.Milliseconds())}
+	var out wire.Elected
 	sent := e.c.clock.Now()
 	err := e.c.call(ctx, http.MethodPost, e.c.endpoint("elections", e.name, "campaign"), nil, in, &out, conflictOf(e.name, 0, nil))
 	if err != nil {
 		return 0, err
 	}
-	if out.Leader == nil || out.Leader.Candidate != e.candidate || out.Leader.Term <= 0 || out.Fencing.Token != out.Leader.Term {
+	if out.Leader.Candidate != e.candidate || out.Leader.Term <= 0 || out.Fencing.Token != out.Leader.Term {
 		return 0, fmt.Errorf("fenceview: election %q: campaign answered no leadership of %q", e.name, e.candidate)
 	}
-	lease := e.c.lease
-	if out.LeaseMs > 0 {
-		lease = time.Duration(out.LeaseMs) * time.Millisecond
-	}
+	lease := e.c.lease // an election's answer carries no lease: the one asked
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.h == nil || e.h.ctx.Err() != nil || e.leader.Term != out.Leader.Term {
@@ -132,7 +108,7 @@ func (e *Election) campaign(ctx context.Context, value string, wait time.Duratio
 		}
 		e.h = e.c.newHold(&e.mu, lease, true, sent, e.renewOnce, nil)
 	}
-	e.leader, e.fencing = out.Leader.leader(), out.Fencing
+	e.leader, e.fencing = leaderOf(out.Leader), out.Fencing.GuardToken()
 	return out.Leader.Term, nil
 }
 
@@ -148,13 +124,10 @@ func (e *Election) leading() *hold {
 }
 
 func (e *Election) renewOnce(ctx context.Context) (time.Duration, error) {
-	in := struct {
-		Candidate string `json:"candidate"`
-		LeaseMs   int64  `json:"leaseMs"`
-	}{e.candidate, e.c.lease.Milliseconds()}
-	var out electionBody
+	in := wire.ElectionRequest{Candidate: &e.candidate, LeaseMs: wire.IntSet(e.c.lease.Milliseconds())}
+	var out wire.Elected
 	err := e.c.call(ctx, http.MethodPost, e.c.endpoint("elections", e.name, "renew"), nil, in, &out, conflictOf(e.name, 0, ErrNotLeader))
-	return time.Duration(out.LeaseMs) * time.Millisecond, err
+	return 0, err // the lease asked: the answer carries none
 }
 
 // Proclaim sets the leader's value, same term, without another election
@@ -172,10 +145,7 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	if h == nil {
 		return fmt.Errorf("%w: %q does not lead election %q", ErrNotLeader, e.candidate, e.name)
 	}
-	in := struct {
-		Candidate string `json:"candidate"`
-		Value     string `json:"value"`
-	}{e.candidate, value}
+	in := wire.ElectionRequest{Candidate: &e.candidate, Value: &value}
 	err := e.c.call(ctx, http.MethodPost, e.c.endpoint("elections", e.name, "proclaim"), nil, in, nil, conflictOf(e.name, 0, ErrNotLeader))
 	if errors.Is(err, ErrNotLeader) {
 		h.lose(fmt.Errorf("%w: %w", ErrLeaseLost, err))
@@ -202,9 +172,7 @@ func (e *Election) Resign(ctx context.Context) error {
 	if h == nil {
 		return nil
 	}
-	in := struct {
-		Candidate string `json:"candidate"`
-	}{e.candidate}
+	in := wire.ElectionRequest{Candidate: &e.candidate}
 	err := e.c.call(ctx, http.MethodPost, e.c.endpoint("elections", e.name, "resign"), nil, in, nil, conflictOf(e.name, 0, ErrNotLeader))
 	switch {
 	case err == nil:
@@ -218,16 +186,14 @@ func (e *Election) Resign(ctx context.Context) error {
 // Leader returns the election's current leader (GET /v1/elections/{name}),
 // or an error matching ErrNoLeader when nobody leads.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	var out struct {
-		Leader *leaderBody `json:"leader"`
-	}
+	var out wire.Election
 	if err := e.c.getOne(ctx, "elections", e.name, &out); err != nil {
 		return Leader{}, err
 	}
 	if out.Leader == nil || out.Leader.Term <= 0 {
 		return Leader{}, fmt.Errorf("%w: election %q", ErrNoLeader, e.name)
 	}
-	return out.Leader.leader(), nil
+	return leaderOf(*out.Leader), nil
 }
 
 // Context returns a context cancelled when this candidate's leadership

@@ -80,16 +80,9 @@ func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (*Locks, er
 }
 
 func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (*Locks, error) {
-	in := struct {
-		Resources   []string `json:"resources"`
-		Holder      string   `json:"holder"`
-		LeaseMs     int64    `json:"leaseMs"`
-		WaitMs      int64    `json:"waitMs,omitempty"`
-		LockDelayMs int64    `json:"lockDelayMs,omitempty"`
-	}{m.resources, m.holder, m.c.lease.Milliseconds(), wait.Milliseconds(), m.lockDelay.Milliseconds()}
-	var out struct {
-		Grants []wire.Grant `json:"grants"`
-	}
+	in := wire.LockAllRequest{Resources: &m.resources, Holder: &m.holder, LeaseMs: wire.IntSet(m.c.lease.Milliseconds()),
+		WaitMs: wire.IntOf(wait.Milliseconds()), LockDelayMs: wire.IntOf(m.lockDelay.Milliseconds())}
+	var out wire.Grants
 	sent := m.c.clock.Now()
 	err := m.c.call(ctx, http.MethodPost, m.c.path("/v1/locks/acquire-all"), nil, in, &out, conflictOf("", 0, nil))
 	if err != nil {
@@ -205,14 +198,8 @@ func (l *Locks) renewOnce(ctx context.Context) (time.Duration, error) {
 // matches ErrNotOwner and names them, and Context is cancelled with
 // ErrLeaseLost.
 func (l *Locks) Unlock(ctx context.Context) error {
-	in := struct {
-		Resources []string `json:"resources"`
-		Holder    string   `json:"holder"`
-	}{l.resources, l.holder}
-	var out struct {
-		Released []string `json:"released"`
-		NotHeld  []string `json:"notHeld"`
-	}
+	in := wire.LockAllRequest{Resources: &l.resources, Holder: &l.holder}
+	var out wire.ReleasedAll
 	if err := l.c.call(ctx, http.MethodPost, l.c.path("/v1/locks/release-all"), nil, in, &out, kind409(ErrNotOwner)); err != nil {
 		if errors.Is(err, ErrNotOwner) {
 			l.h.end(fmt.Errorf("%w: %w", ErrLeaseLost, err))

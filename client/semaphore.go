@@ -95,22 +95,10 @@ func (s *Semaphore) TryAcquire(ctx context.Context, wait time.Duration) (*Permit
 	return tryOnce(ctx, s.validate(), wait, s.acquire)
 }
 
-// permitBody is a semaphore's grant on the wire: a lock grant of the slot.
-type permitBody struct {
-	wire.Grant
-	Semaphore string `json:"semaphore"`
-	Slot      int    `json:"slot"`
-}
-
 func (s *Semaphore) acquire(ctx context.Context, wait time.Duration) (*Permit, error) {
-	in := struct {
-		Holder      string `json:"holder"`
-		Permits     int    `json:"permits"`
-		LeaseMs     int64  `json:"leaseMs"`
-		WaitMs      int64  `json:"waitMs,omitempty"`
-		LockDelayMs int64  `json:"lockDelayMs,omitempty"`
-	}{s.c.holder, s.permits, s.c.lease.Milliseconds(), wait.Milliseconds(), s.lockDelay.Milliseconds()}
-	var g permitBody
+	in := wire.SemaphoreRequest{Holder: &s.c.holder, Permits: wire.IntSet(int64(s.permits)), LeaseMs: wire.IntSet(s.c.lease.Milliseconds()),
+		WaitMs: wire.IntOf(wait.Milliseconds()), LockDelayMs: wire.IntOf(s.lockDelay.Milliseconds())}
+	var g wire.PermitGrant
 	sent := s.c.clock.Now()
 	err := s.c.call(ctx, http.MethodPost, s.c.endpoint("semaphores", s.name, "acquire"), nil, in, &g,
 		conflictOf(s.name, s.permits, nil))
@@ -233,10 +221,7 @@ func (p *Permit) renewOnce(ctx context.Context) (time.Duration, error) {
 // meanwhile), the error matches ErrNotOwner and Context is cancelled with
 // ErrLeaseLost.
 func (p *Permit) Release(ctx context.Context) error {
-	in := struct {
-		Holder string `json:"holder"`
-		Slot   int    `json:"slot"`
-	}{p.holder, p.slot}
+	in := wire.SemaphoreRequest{Holder: &p.holder, Slot: wire.IntSet(int64(p.slot))}
 	err := p.s.c.call(ctx, http.MethodPost, p.s.c.endpoint("semaphores", p.s.name, "release"), nil, in, nil, kind409(ErrNotOwner))
 	switch {
 	case errors.Is(err, ErrNotOwner):
@@ -272,25 +257,13 @@ func (s *Semaphore) State(ctx context.Context) (SemaphoreState, error) {
 	if err := validateSemaphoreName(s.name); err != nil {
 		return SemaphoreState{}, err
 	}
-	var b struct {
-		Name    string `json:"name"`
-		Permits int    `json:"permits"`
-		Held    []struct {
-			Slot       int       `json:"slot"`
-			ResourceID string    `json:"resourceId"`
-			Holder     string    `json:"holder"`
-			Token      int64     `json:"token"`
-			ExpiresAt  time.Time `json:"expiresAt"`
-		} `json:"held"`
-		Free    int `json:"free"`
-		Waiters int `json:"waiters"`
-	}
+	var b wire.Semaphore
 	if err := s.c.call(ctx, http.MethodGet, s.c.endpoint("semaphores", s.name, ""), nil, nil, &b, nil); err != nil {
 		return SemaphoreState{}, err
 	}
 	st := SemaphoreState{Name: b.Name, Permits: b.Permits, Free: b.Free, Waiters: b.Waiters}
 	for _, h := range b.Held {
-		st.Held = append(st.Held, SlotState{Slot: h.Slot, Resource: h.ResourceID, Holder: h.Holder, Token: h.Token, ExpiresAt: h.ExpiresAt})
+		st.Held = append(st.Held, SlotState{Slot: h.Slot, Resource: h.ResourceID, Holder: h.Holder, Token: h.Token, ExpiresAt: time.Time(h.ExpiresAt)})
 	}
 	return st, nil
 }

@@ -283,6 +283,13 @@ func TestLockDelay(t *testing.T) {
 	if l := s.do("GET", "/v1/locks/r", nil); l.Body["locked"] != false || l.Body["availableAt"] != "2026-09-24T06:14:28.000Z" {
 		t.Fatalf("lock in its delay: %s", l.Raw)
 	}
+	// A multi-lock is refused with the lock free, in its delay (s.do
+	// checks the refusal against api/openapi.yaml too).
+	all := s.do("POST", "/v1/locks/acquire-all", `{"resources":["r"],"holder":"c"}`)
+	if held, _ := all.Body["held"].([]any); all.Status != 409 || len(held) != 1 ||
+		held[0].(map[string]any)["holder"] != nil || held[0].(map[string]any)["availableAt"] != "2026-09-24T06:14:28.000Z" {
+		t.Fatalf("acquire-all in the delay: %d %s", all.Status, all.Raw)
+	}
 	// A waiter waits through the delay and is served when it ends.
 	waiting := s.async("POST", "/v1/locks/r/acquire", `{"holder":"b","waitMs":300000}`)
 	eventually(t, "b waits", func() bool { return s.do("GET", "/v1/locks/r", nil).num("waiters") == 1 })

@@ -199,17 +199,26 @@ func (s *Server) changeCounter(w http.ResponseWriter, r *http.Request, req any, 
 	})
 }
 
-func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
-	resource, ok := s.resourceOf(w, r, false)
-	if !ok {
-		return
+// readHandler serves a GET of the path's resource with read, the function
+// the RPC stream's op of the same read calls.
+func (s *Server) readHandler(read func(*Server, context.Context, string) (int, any)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		resource, ok := s.resourceOf(w, r, false)
+		if !ok {
+			return
+		}
+		status, body := read(s, r.Context(), resource)
+		writeJSON(w, status, body)
 	}
+}
+
+// lockState answers GET /v1/locks/{resource} and the RPC stream's lock.
+func (s *Server) lockState(ctx context.Context, resource string) (int, any) {
 	ls, err := s.Service.Lock(resource)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return s.errorBody(ctx, err)
 	}
-	writeJSON(w, http.StatusOK, lockWire(ls))
+	return http.StatusOK, lockWire(ls)
 }
 
 func lockWire(ls fenceview.LockState) wire.Lock {
@@ -449,19 +458,16 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"recorded": n})
 }
 
-func (s *Server) handleResource(w http.ResponseWriter, r *http.Request) {
-	resource, ok := s.resourceOf(w, r, false)
-	if !ok {
-		return
-	}
+// resourceState answers GET /v1/resources/{resource}: the resource with
+// its lock's recent times.
+func (s *Server) resourceState(ctx context.Context, resource string) (int, any) {
 	res, err := s.Service.Resource(resource)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return s.errorBody(ctx, err)
 	}
 	body := resourceWire(res)
 	body.Times = s.timesWire(resource)
-	writeJSON(w, http.StatusOK, body)
+	return http.StatusOK, body
 }
 
 func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {

@@ -16,21 +16,12 @@ func (s *Server) registerKeys() {
 	s.mux.HandleFunc("DELETE /v1/auth/keys/{id}", s.handleRevokeKey)
 }
 
-type keyBody struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	Resources []string  `json:"resources"`
-	CreatedAt wire.Time `json:"createdAt"`
-	Secret    string    `json:"secret,omitempty"` // only in the answer that creates the key
-}
-
-func keyWire(k auth.Key) keyBody {
+func keyWire(k auth.Key) wire.Key {
 	res := k.Resources
 	if res == nil {
 		res = []string{}
 	}
-	return keyBody{ID: k.ID, Name: k.Name, Role: string(k.Role), Resources: res, CreatedAt: wire.Time(k.CreatedAt)}
+	return wire.Key{ID: k.ID, Name: k.Name, Role: string(k.Role), Resources: res, CreatedAt: wire.Time(k.CreatedAt)}
 }
 
 // keysOn is the credential store, or an error when auth is off: keys
@@ -62,11 +53,7 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req struct {
-		Name      *string  `json:"name"`
-		Role      *string  `json:"role"`
-		Resources []string `json:"resources"`
-	}
+	var req wire.KeyRequest
 	if err := decode(w, r, &req, request.MaxBody, false); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -92,11 +79,11 @@ func (s *Server) handleKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	keys := c.List()
-	out := make([]keyBody, 0, len(keys))
+	out := make([]wire.Key, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, keyWire(k))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"keys": out})
+	writeJSON(w, http.StatusOK, wire.Keys{Keys: out})
 }
 
 func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
@@ -114,5 +101,5 @@ func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
 	// (their waits end with the revocation): after this answer, nothing
 	// of the key is applied.
 	s.ops.drain(id)
-	writeJSON(w, http.StatusOK, map[string]any{"id": id, "revoked": true})
+	writeJSON(w, http.StatusOK, wire.KeyRevoked{ID: id, Revoked: true})
 }

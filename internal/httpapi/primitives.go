@@ -38,7 +38,7 @@ func (s *Server) registerPrimitives() {
 }
 
 // waiter is a request body that may wait for its locks.
-type waiter interface{ wait() time.Duration }
+type waiter interface{ Wait() time.Duration }
 
 // bodyHandler serves op over the JSON API: the route's {name} (empty when
 // it has none) and the JSON body, as the lock routes read theirs.
@@ -50,7 +50,7 @@ func bodyHandler[T any](s *Server, op func(*Server, context.Context, string, T) 
 			return
 		}
 		if wr, ok := any(req).(waiter); ok {
-			s.allowWait(w, min(wr.wait(), fenceview.MaxWait))
+			s.allowWait(w, min(wr.Wait(), fenceview.MaxWait))
 		}
 		status, body := op(s, r.Context(), r.PathValue("name"), req)
 		writeJSON(w, status, body)
@@ -148,26 +148,7 @@ func validateResourceList(ctx context.Context, list *[]string) error {
 
 // Semaphores.
 
-type semaphoreRequest struct {
-	Holder      *string  `json:"holder"`
-	Permits     wire.Int `json:"permits"`
-	LeaseMs     wire.Int `json:"leaseMs"`
-	WaitMs      wire.Int `json:"waitMs"`
-	LockDelayMs wire.Int `json:"lockDelayMs"`
-	Slot        wire.Int `json:"slot"` // of a release
-}
-
-func (req semaphoreRequest) wait() time.Duration { return millis(req.WaitMs) }
-
-// permitBody is the grant of a semaphore's slot: a lock grant plus the
-// semaphore and the slot's number.
-type permitBody struct {
-	wire.Grant
-	Semaphore string `json:"semaphore"`
-	Slot      int    `json:"slot"`
-}
-
-func (s *Server) semaphoreAcquire(ctx context.Context, name string, req semaphoreRequest) (int, any) {
+func (s *Server) semaphoreAcquire(ctx context.Context, name string, req wire.SemaphoreRequest) (int, any) {
 	start := time.Now()
 	err := validateSemaphoreName(name)
 	if err == nil {
@@ -195,20 +176,10 @@ func (s *Server) semaphoreAcquire(ctx context.Context, name string, req semaphor
 	}
 	s.observeGrant(fenceview.KindPermit, start)
 	_, slot, _ := fenceview.ParseSlotID(g.ResourceID)
-	return http.StatusOK, permitBody{Grant: grantWire(g), Semaphore: name, Slot: slot}
+	return http.StatusOK, wire.PermitGrant{Grant: grantWire(g), Semaphore: name, Slot: slot}
 }
 
-// slotReleasedBody answers a release of a semaphore's slot: a lock's
-// release answer plus the semaphore and the slot.
-type slotReleasedBody struct {
-	ResourceID string `json:"resourceId"`
-	HoldCount  int    `json:"holdCount"`
-	Released   bool   `json:"released"`
-	Semaphore  string `json:"semaphore"`
-	Slot       int    `json:"slot"`
-}
-
-func (s *Server) semaphoreRelease(ctx context.Context, name string, req semaphoreRequest) (int, any) {
+func (s *Server) semaphoreRelease(ctx context.Context, name string, req wire.SemaphoreRequest) (int, any) {
 	err := validateSemaphoreName(name)
 	if err == nil {
 		err = requiredID("holder", req.Holder)
@@ -228,15 +199,11 @@ func (s *Server) semaphoreRelease(ctx context.Context, name string, req semaphor
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	return http.StatusOK, slotReleasedBody{ResourceID: id, HoldCount: left, Released: true, Semaphore: name, Slot: slot}
-}
-
-type permitsRequest struct {
-	Permits wire.Int `json:"permits"`
+	return http.StatusOK, wire.SlotReleased{ResourceID: id, HoldCount: left, Released: true, Semaphore: name, Slot: slot}
 }
 
 // semaphorePermits changes a semaphore's permits (admin).
-func (s *Server) semaphorePermits(ctx context.Context, name string, req permitsRequest) (int, any) {
+func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.PermitsRequest) (int, any) {
 	err := validateSemaphoreName(name)
 	if err == nil {
 		err = validatePermits(req.Permits)
@@ -286,43 +253,17 @@ func (s *Server) semaphoreState(ctx context.Context, name string) (int, any) {
 	return http.StatusOK, semaphoreWire(sem)
 }
 
-type semaphoreBody struct {
-	Name    string     `json:"name"`
-	Permits int        `json:"permits"`
-	Held    []slotBody `json:"held"`
-	Free    int        `json:"free"`
-	Waiters int        `json:"waiters"`
-}
-
-type slotBody struct {
-	Slot       int       `json:"slot"`
-	ResourceID string    `json:"resourceId"`
-	Holder     string    `json:"holder"`
-	Token      int64     `json:"token"`
-	ExpiresAt  wire.Time `json:"expiresAt"`
-}
-
-func semaphoreWire(sem fenceview.Semaphore) semaphoreBody {
-	held := make([]slotBody, 0, len(sem.Held))
+func semaphoreWire(sem fenceview.Semaphore) wire.Semaphore {
+	held := make([]wire.Slot, 0, len(sem.Held))
 	for _, h := range sem.Held {
-		held = append(held, slotBody{Slot: h.Slot, ResourceID: h.ResourceID, Holder: h.Holder, Token: h.Token, ExpiresAt: wire.Time(h.ExpiresAt)})
+		held = append(held, wire.Slot{Slot: h.Slot, ResourceID: h.ResourceID, Holder: h.Holder, Token: h.Token, ExpiresAt: wire.Time(h.ExpiresAt)})
 	}
-	return semaphoreBody{Name: sem.Name, Permits: sem.Permits, Held: held, Free: sem.Free, Waiters: sem.Waiters}
+	return wire.Semaphore{Name: sem.Name, Permits: sem.Permits, Held: held, Free: sem.Free, Waiters: sem.Waiters}
 }
 
 // Multi-locks.
 
-type lockAllRequest struct {
-	Resources   *[]string `json:"resources"`
-	Holder      *string   `json:"holder"`
-	LeaseMs     wire.Int  `json:"leaseMs"`
-	WaitMs      wire.Int  `json:"waitMs"`
-	LockDelayMs wire.Int  `json:"lockDelayMs"`
-}
-
-func (req lockAllRequest) wait() time.Duration { return millis(req.WaitMs) }
-
-func (req lockAllRequest) validate(ctx context.Context) error {
+func validateLockAll(ctx context.Context, req wire.LockAllRequest) error {
 	if err := validateResourceList(ctx, req.Resources); err != nil {
 		return err
 	}
@@ -335,9 +276,9 @@ func (req lockAllRequest) validate(ctx context.Context) error {
 	return validateTimes(req.WaitMs, req.LockDelayMs)
 }
 
-func (s *Server) acquireAll(ctx context.Context, _ string, req lockAllRequest) (int, any) {
+func (s *Server) acquireAll(ctx context.Context, _ string, req wire.LockAllRequest) (int, any) {
 	start := time.Now()
-	if err := req.validate(ctx); err != nil {
+	if err := validateLockAll(ctx, req); err != nil {
 		return s.errorBody(ctx, err)
 	}
 	grants, err := s.Service.AcquireAll(ctx, fenceview.AcquireAllRequest{ResourceIDs: *req.Resources, Holder: *req.Holder,
@@ -350,10 +291,10 @@ func (s *Server) acquireAll(ctx context.Context, _ string, req lockAllRequest) (
 	for _, g := range grants {
 		out = append(out, grantWire(g))
 	}
-	return http.StatusOK, map[string]any{"grants": out}
+	return http.StatusOK, wire.Grants{Grants: out}
 }
 
-func (s *Server) releaseAll(ctx context.Context, _ string, req lockAllRequest) (int, any) {
+func (s *Server) releaseAll(ctx context.Context, _ string, req wire.LockAllRequest) (int, any) {
 	err := validateResourceList(ctx, req.Resources)
 	if err == nil {
 		err = requiredID("holder", req.Holder)
@@ -365,7 +306,7 @@ func (s *Server) releaseAll(ctx context.Context, _ string, req lockAllRequest) (
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	return http.StatusOK, map[string]any{"released": nonNil(rel.Released), "notHeld": nonNil(rel.NotHeld)}
+	return http.StatusOK, wire.ReleasedAll{Released: nonNil(rel.Released), NotHeld: nonNil(rel.NotHeld)}
 }
 
 // nonNil is ids, or an empty list: a JSON array either way, never null.
@@ -378,18 +319,9 @@ func nonNil(ids []string) []string {
 
 // Elections.
 
-type electionRequest struct {
-	Candidate *string  `json:"candidate"`
-	Value     *string  `json:"value"`
-	LeaseMs   wire.Int `json:"leaseMs"`
-	WaitMs    wire.Int `json:"waitMs"`
-}
-
-func (req electionRequest) wait() time.Duration { return millis(req.WaitMs) }
-
-// validate checks the election's name (its lock's resource id, within the
-// caller's prefixes) and the fields every election request has.
-func (req electionRequest) validate(ctx context.Context, name string) error {
+// validateElection checks the election's name (its lock's resource id,
+// within the caller's prefixes) and the fields every election request has.
+func validateElection(ctx context.Context, name string, req wire.ElectionRequest) error {
 	if err := guard.ValidateResourceID(name); err != nil {
 		return fenceview.Errorf(fenceview.EINVALID, "election name: %v", err)
 	}
@@ -408,33 +340,17 @@ func (req electionRequest) validate(ctx context.Context, name string) error {
 	return validateTimes(req.WaitMs, wire.Int{})
 }
 
-type leaderBody struct {
-	Candidate string    `json:"candidate"`
-	Value     string    `json:"value"`
-	Term      int64     `json:"term"`
-	Since     wire.Time `json:"since"`
-	ExpiresAt wire.Time `json:"expiresAt"`
+func leaderWire(l fenceview.Leader) wire.Leader {
+	return wire.Leader{Candidate: l.Candidate, Value: l.Value, Term: l.Term, Since: wire.Time(l.Since), ExpiresAt: wire.Time(l.ExpiresAt)}
 }
 
-func leaderWire(l fenceview.Leader) leaderBody {
-	return leaderBody{Candidate: l.Candidate, Value: l.Value, Term: l.Term, Since: wire.Time(l.Since), ExpiresAt: wire.Time(l.ExpiresAt)}
+func electedWire(name string, l fenceview.Leader, g fenceview.Grant) wire.Elected {
+	return wire.Elected{Name: name, Leader: leaderWire(l), Fencing: grantWire(g).Fencing}
 }
 
-// electedBody answers a campaign and a renewal: the leader and the grant's
-// token envelope, whose token is the term.
-type electedBody struct {
-	Name    string       `json:"name"`
-	Leader  leaderBody   `json:"leader"`
-	Fencing wire.Fencing `json:"fencing"`
-}
-
-func electedWire(name string, l fenceview.Leader, g fenceview.Grant) electedBody {
-	return electedBody{Name: name, Leader: leaderWire(l), Fencing: grantWire(g).Fencing}
-}
-
-func (s *Server) campaign(ctx context.Context, name string, req electionRequest) (int, any) {
+func (s *Server) campaign(ctx context.Context, name string, req wire.ElectionRequest) (int, any) {
 	start := time.Now()
-	if err := req.validate(ctx, name); err != nil {
+	if err := validateElection(ctx, name, req); err != nil {
 		return s.errorBody(ctx, err)
 	}
 	var value string
@@ -450,8 +366,8 @@ func (s *Server) campaign(ctx context.Context, name string, req electionRequest)
 	return http.StatusOK, electedWire(name, l, g)
 }
 
-func (s *Server) proclaim(ctx context.Context, name string, req electionRequest) (int, any) {
-	err := req.validate(ctx, name)
+func (s *Server) proclaim(ctx context.Context, name string, req wire.ElectionRequest) (int, any) {
+	err := validateElection(ctx, name, req)
 	if err == nil && req.Value == nil {
 		err = fenceview.Errorf(fenceview.EINVALID, `field "value" (a string) is required`)
 	}
@@ -462,21 +378,22 @@ func (s *Server) proclaim(ctx context.Context, name string, req electionRequest)
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	return http.StatusOK, map[string]any{"name": name, "leader": leaderWire(l)}
+	leader := leaderWire(l)
+	return http.StatusOK, wire.Election{Name: name, Leader: &leader}
 }
 
-func (s *Server) resign(ctx context.Context, name string, req electionRequest) (int, any) {
-	if err := req.validate(ctx, name); err != nil {
+func (s *Server) resign(ctx context.Context, name string, req wire.ElectionRequest) (int, any) {
+	if err := validateElection(ctx, name, req); err != nil {
 		return s.errorBody(ctx, err)
 	}
 	if err := s.Service.Resign(ctx, name, *req.Candidate); err != nil {
 		return s.errorBody(ctx, err)
 	}
-	return http.StatusOK, map[string]any{"name": name, "resigned": true}
+	return http.StatusOK, wire.Resigned{Name: name, Resigned: true}
 }
 
-func (s *Server) renewLeadership(ctx context.Context, name string, req electionRequest) (int, any) {
-	if err := req.validate(ctx, name); err != nil {
+func (s *Server) renewLeadership(ctx context.Context, name string, req wire.ElectionRequest) (int, any) {
+	if err := validateElection(ctx, name, req); err != nil {
 		return s.errorBody(ctx, err)
 	}
 	l, g, err := s.Service.RenewLeadership(ctx, name, *req.Candidate, millis(req.LeaseMs))
@@ -502,11 +419,12 @@ func (s *Server) electionState(ctx context.Context, name string) (int, any) {
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
-	var leader any // null: nobody leads
+	out := wire.Election{Name: name} // Leader null: nobody leads
 	if l != nil {
-		leader = leaderWire(*l)
+		leader := leaderWire(*l)
+		out.Leader = &leader
 	}
-	return http.StatusOK, map[string]any{"name": name, "leader": leader}
+	return http.StatusOK, out
 }
 
 // observeGrant tells the metrics of a grant of kind, asked for at start.

@@ -480,11 +480,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 		}
 		return s.fence(ctx, req.Resource, fr)
 	case wire.OpLock:
-		ls, err := s.Service.Lock(req.Resource)
-		if err != nil {
-			return s.errorBody(ctx, err)
-		}
-		return http.StatusOK, lockWire(ls)
+		return s.lockState(ctx, req.Resource)
 	}
 	return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be acquire, renew, release, fence, lock, "+
 		"semaphore-acquire, semaphore-release, semaphore-permits, semaphore, acquire-all, release-all, "+
@@ -499,51 +495,31 @@ var primitiveOps = map[string]struct {
 	action auth.Action
 	serve  func(s *Server, ctx context.Context, req wire.Request) (int, any)
 }{
-	wire.OpSemaphoreAcquire: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.semaphoreAcquire(ctx, req.Name, semaphoreRequestOf(req))
-	}},
-	wire.OpSemaphoreRelease: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.semaphoreRelease(ctx, req.Name, semaphoreRequestOf(req))
-	}},
-	wire.OpSemaphorePermits: {auth.Manage, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.semaphorePermits(ctx, req.Name, permitsRequest{Permits: req.Permits})
-	}},
-	wire.OpSemaphore: {auth.Read, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.semaphoreState(ctx, req.Name)
-	}},
-	wire.OpAcquireAll: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.acquireAll(ctx, "", lockAllRequestOf(req))
-	}},
-	wire.OpReleaseAll: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.releaseAll(ctx, "", lockAllRequestOf(req))
-	}},
-	wire.OpCampaign: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.campaign(ctx, req.Name, electionRequestOf(req))
-	}},
-	wire.OpProclaim: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.proclaim(ctx, req.Name, electionRequestOf(req))
-	}},
-	wire.OpResign: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.resign(ctx, req.Name, electionRequestOf(req))
-	}},
-	wire.OpElectionRenew: {auth.Lock, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.renewLeadership(ctx, req.Name, electionRequestOf(req))
-	}},
-	wire.OpElection: {auth.Read, func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return s.electionState(ctx, req.Name)
-	}},
+	wire.OpSemaphoreAcquire: {auth.Lock, bodyOp((*Server).semaphoreAcquire, (*wire.Request).SemaphoreBody)},
+	wire.OpSemaphoreRelease: {auth.Lock, bodyOp((*Server).semaphoreRelease, (*wire.Request).SemaphoreBody)},
+	wire.OpSemaphorePermits: {auth.Manage, bodyOp((*Server).semaphorePermits, (*wire.Request).PermitsBody)},
+	wire.OpSemaphore:        {auth.Read, nameOp((*Server).semaphoreState)},
+	wire.OpAcquireAll:       {auth.Lock, bodyOp((*Server).acquireAll, (*wire.Request).LockAllBody)},
+	wire.OpReleaseAll:       {auth.Lock, bodyOp((*Server).releaseAll, (*wire.Request).LockAllBody)},
+	wire.OpCampaign:         {auth.Lock, bodyOp((*Server).campaign, (*wire.Request).ElectionBody)},
+	wire.OpProclaim:         {auth.Lock, bodyOp((*Server).proclaim, (*wire.Request).ElectionBody)},
+	wire.OpResign:           {auth.Lock, bodyOp((*Server).resign, (*wire.Request).ElectionBody)},
+	wire.OpElectionRenew:    {auth.Lock, bodyOp((*Server).renewLeadership, (*wire.Request).ElectionBody)},
+	wire.OpElection:         {auth.Read, nameOp((*Server).electionState)},
 }
 
-func semaphoreRequestOf(req wire.Request) semaphoreRequest {
-	return semaphoreRequest{Holder: req.Holder, Permits: req.Permits, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs, Slot: req.Slot}
+// bodyOp serves op over the RPC stream, as bodyHandler does over the JSON
+// API: the request's Name (empty for the multi-locks, which have none) and
+// the body its fields make.
+func bodyOp[T any](op func(*Server, context.Context, string, T) (int, any), body func(*wire.Request) T) func(*Server, context.Context, wire.Request) (int, any) {
+	return func(s *Server, ctx context.Context, req wire.Request) (int, any) {
+		return op(s, ctx, req.Name, body(&req))
+	}
 }
 
-func lockAllRequestOf(req wire.Request) lockAllRequest {
-	return lockAllRequest{Resources: req.Resources, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
-}
-
-func electionRequestOf(req wire.Request) electionRequest {
-	return electionRequest{Candidate: req.Candidate, Value: req.Value, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs}
+// nameOp serves a state op: the request's Name alone.
+func nameOp(op func(*Server, context.Context, string) (int, any)) func(*Server, context.Context, wire.Request) (int, any) {
+	return func(s *Server, ctx context.Context, req wire.Request) (int, any) { return op(s, ctx, req.Name) }
 }
 
 // rpcAllowed applies the caller's role and prefixes to one request, as

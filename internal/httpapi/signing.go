@@ -30,18 +30,8 @@ func (s *Server) registerSigning() {
 	s.mux.HandleFunc("DELETE /v1/signing-keys/{keyId}", s.handleRemoveSigningKey)
 }
 
-// signingKeyBody is a public key as /v1/signing-keys lists it. There is no
-// field for a private key: the wire form cannot leak one.
-type signingKeyBody struct {
-	KeyID     string    `json:"keyId"`
-	Alg       string    `json:"alg"`
-	PublicKey string    `json:"publicKey"`
-	CreatedAt wire.Time `json:"createdAt"`
-	Active    bool      `json:"active"`
-}
-
-func signingKeyWire(k signing.Key) signingKeyBody {
-	return signingKeyBody{KeyID: k.ID, Alg: signing.Alg, PublicKey: signing.EncodePublicKey(k.Public),
+func signingKeyWire(k signing.Key) wire.SigningKey {
+	return wire.SigningKey{KeyID: k.ID, Alg: signing.Alg, PublicKey: signing.EncodePublicKey(k.Public),
 		CreatedAt: wire.Time(k.CreatedAt), Active: k.Active}
 }
 
@@ -54,11 +44,11 @@ func (s *Server) handleSigningKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	keys := s.SigningKeys.Keys()
-	out := make([]signingKeyBody, 0, len(keys))
+	out := make([]wire.SigningKey, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, signingKeyWire(k))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"issuer": s.Service.Issuer(), "keys": out})
+	writeJSON(w, http.StatusOK, wire.SigningKeys{Issuer: s.Service.Issuer(), Keys: out})
 }
 
 // signingAdmin checks an admin call on the signing keys: the caller manages
@@ -105,7 +95,7 @@ func (s *Server) handleRemoveSigningKey(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	s.Logger.Info("signing key removed", "keyId", id)
-	writeJSON(w, http.StatusOK, map[string]any{"keyId": id, "removed": true})
+	writeJSON(w, http.StatusOK, wire.SigningKeyRemoved{KeyID: id, Removed: true})
 }
 
 // signature is the fence request's signature: the header, the body, or

@@ -1,8 +1,6 @@
 package telemetry
 
 import (
-	"sync/atomic"
-
 	"github.com/fenceview/fenceview"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -11,7 +9,7 @@ import (
 // every grant, by kind (fenceview.Kind): a bounded label, never a resource's
 // name.
 type lockTimesCollector struct {
-	times atomic.Pointer[func() []fenceview.LockTimeHistograms]
+	times source[[]fenceview.LockTimeHistograms]
 }
 
 var (
@@ -27,11 +25,8 @@ func (c *lockTimesCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *lockTimesCollector) Collect(ch chan<- prometheus.Metric) {
-	t := c.times.Load()
-	if t == nil {
-		return
-	}
-	for _, k := range (*t)() {
+	times, _ := c.times.read() // none before Watch
+	for _, k := range times {
 		ch <- constHistogram(waitDesc, k.Waits, k.Kind)
 		ch <- constHistogram(holdDesc, k.Holds, k.Kind)
 	}

@@ -103,10 +103,23 @@ func New() *Metrics {
 // metrics then follow that one.
 func (m *Metrics) Watch(svc fenceview.MetricsService) {
 	m.watchOnce.Do(func() { m.Registry.MustRegister(&m.service, &m.lockTimes) })
-	snapshot := svc.Metrics
-	m.service.snapshot.Store(&snapshot)
-	times := svc.LockTimeHistograms
-	m.lockTimes.times.Store(&times)
+	m.service.snapshot.set(svc.Metrics)
+	m.lockTimes.times.set(svc.LockTimeHistograms)
+}
+
+// source is what a collector reads at each scrape: the watched service's
+// function, swapped atomically when Watch is called again.
+type source[T any] struct{ f atomic.Pointer[func() T] }
+
+func (s *source[T]) set(f func() T) { s.f.Store(&f) }
+
+// read calls the function; false before Watch (nothing to collect).
+func (s *source[T]) read() (v T, ok bool) {
+	f := s.f.Load()
+	if f == nil {
+		return v, false
+	}
+	return (*f)(), true
 }
 
 // Handler serves the registry in Prometheus' exposition formats.
@@ -116,12 +129,9 @@ func (m *Metrics) Handler() http.Handler {
 
 // ObserveCommit records one group commit (the issuer's CommitObserver).
 func (m *Metrics) ObserveCommit(d time.Duration, changes int, err error) {
-	if err != nil {
-		m.commitFailed.Inc()
-		return
+	if observeRun(m.commitFailed, m.commit, d, err) {
+		m.commitChanges.Observe(float64(changes))
 	}
-	m.commit.Observe(d.Seconds())
-	m.commitChanges.Observe(float64(changes))
 }
 
 // ObserveSQLiteCommit records the time of one SQLite COMMIT.
@@ -129,12 +139,20 @@ func (m *Metrics) ObserveSQLiteCommit(d time.Duration) { m.fsync.Observe(d.Secon
 
 // ObserveCheckpoint records one background checkpoint of the database.
 func (m *Metrics) ObserveCheckpoint(d time.Duration, walFrames int, err error) {
-	if err != nil {
-		m.ckptFailed.Inc()
-		return
+	if observeRun(m.ckptFailed, m.checkpoint, d, err) {
+		m.walFrames.Set(float64(walFrames))
 	}
-	m.checkpoint.Observe(d.Seconds())
-	m.walFrames.Set(float64(walFrames))
+}
+
+// observeRun records one run of a background job: a failure, or its time
+// d. It reports whether the run succeeded.
+func observeRun(failed prometheus.Counter, took prometheus.Observer, d time.Duration, err error) bool {
+	if err != nil {
+		failed.Inc()
+		return false
+	}
+	took.Observe(d.Seconds())
+	return true
 }
 
 // waitBuckets reach from a grant at once (a commit, about a millisecond)
@@ -160,7 +178,7 @@ func (m *Metrics) observeRequest(route, method string, status int, d time.Durati
 // serviceCollector turns fenceview.Metrics snapshots into const metrics,
 // under the names fenceview exported before client_golang.
 type serviceCollector struct {
-	snapshot atomic.Pointer[func() fenceview.Metrics]
+	snapshot source[fenceview.Metrics]
 }
 
 type serviceMetric struct {
@@ -212,11 +230,10 @@ func (c *serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *serviceCollector) Collect(ch chan<- prometheus.Metric) {
-	f := c.snapshot.Load()
-	if f == nil {
+	m, ok := c.snapshot.read()
+	if !ok {
 		return
 	}
-	m := (*f)()
 	for _, sm := range serviceMetrics {
 		ch <- prometheus.MustNewConstMetric(sm.desc, sm.kind, sm.value(m))
 	}

@@ -167,57 +167,51 @@ func decode(s string, n int) []byte {
 	return b
 }
 
-//go:wasmexport check
-func check() int32 {
+// serve runs an exported function: do on the call's parsed input, its
+// output or error the reply.
+func serve(do func(r request) ([]byte, error)) int32 {
 	r, err := input()
 	if err != nil {
 		return reply(nil, err)
 	}
-	return reply(decision(table.Check(r.ResourceID, r.Token)))
+	return reply(do(r))
+}
+
+//go:wasmexport check
+func check() int32 {
+	return serve(func(r request) ([]byte, error) { return decision(table.Check(r.ResourceID, r.Token)) })
 }
 
 //go:wasmexport check_signed
 func checkSigned() int32 {
-	r, err := input()
-	if err != nil {
-		return reply(nil, err)
-	}
-	// A missing or malformed signature is a bad signature (a decision),
-	// not invalid input: the token may still be refused as bad-signature.
-	sig := decode(r.Signature, ledger.SignatureSize)
-	return reply(decision(table.CheckSigned(r.ResourceID, r.Token, sig)))
+	return serve(func(r request) ([]byte, error) {
+		// A missing or malformed signature is a bad signature (a decision),
+		// not invalid input: the token may still be refused as bad-signature.
+		sig := decode(r.Signature, ledger.SignatureSize)
+		return decision(table.CheckSigned(r.ResourceID, r.Token, sig))
+	})
 }
 
 //go:wasmexport trust_key
 func trustKey() int32 {
-	r, err := input()
-	if err != nil {
-		return reply(nil, err)
-	}
-	key := decode(r.PublicKey, ledger.PublicKeySize)
-	if key == nil {
-		return reply(nil, errors.New(ledger.ErrInvalidPublicKey.Error()+": want base64url without padding of 32 bytes"))
-	}
-	if err := table.Trust(key); err != nil {
-		return reply(nil, err)
-	}
-	return reply([]byte(`{}`), nil)
+	return serve(func(r request) ([]byte, error) {
+		key := decode(r.PublicKey, ledger.PublicKeySize)
+		if key == nil {
+			return nil, errors.New(ledger.ErrInvalidPublicKey.Error() + ": want base64url without padding of 32 bytes")
+		}
+		if err := table.Trust(key); err != nil {
+			return nil, err
+		}
+		return []byte(`{}`), nil
+	})
 }
 
 //go:wasmexport seed
 func seed() int32 {
-	r, err := input()
-	if err != nil {
-		return reply(nil, err)
-	}
-	return reply(mark(table.Seed(r.ResourceID, r.Token)))
+	return serve(func(r request) ([]byte, error) { return mark(table.Seed(r.ResourceID, r.Token)) })
 }
 
 //go:wasmexport high_water
 func highWater() int32 {
-	r, err := input()
-	if err != nil {
-		return reply(nil, err)
-	}
-	return reply(mark(table.HighWater(r.ResourceID)))
+	return serve(func(r request) ([]byte, error) { return mark(table.HighWater(r.ResourceID)) })
 }
