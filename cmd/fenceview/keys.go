@@ -21,15 +21,26 @@ import (
 // of a running server through its API, with the admin token. (Not offline
 // against the database: the server caches keys, so a key revoked behind
 // its back would keep working until a restart.)
-func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	usage := func() {
-		fmt.Fprintln(stderr, `Usage: fenceview keys create --name NAME --role viewer|client|guard|admin [--resource PREFIX]...
+const keysUsage = `Usage: fenceview keys create --name NAME --role viewer|client|guard|admin [--resource PREFIX]...
        fenceview keys list
        fenceview keys revoke ID
 Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or env FENCEVIEW_ADMIN_TOKEN),
               --tls-ca FILE (trust this CA for an https server), --tls-cert FILE --tls-key FILE
-              (a client certificate, for a server with --tls-client-ca), --json`)
-	}
+              (a client certificate, for a server with --tls-client-ca), --json`
+
+// keysCommand is what one `fenceview keys` command line asks for.
+type keysCommand struct {
+	verb, id                  string // id: revoke's
+	server, admin             string
+	caFile, certFile, keyFile string
+	asJSON                    bool
+	name, role                string // create's
+	prefixes                  []string
+	args                      []string // left after the flags
+}
+
+func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	usage := func() { fmt.Fprintln(stderr, keysUsage) }
 	if len(args) == 0 {
 		usage()
 		return 2
@@ -39,121 +50,144 @@ Common flags: --server URL (default http://127.0.0.1:8080), --admin-token (or en
 		usage()
 		return 0
 	}
-	verb, args := args[0], args[1:]
-	// The id of revoke may come before the flags or after them.
-	var id string
-	if verb == "revoke" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		id, args = args[0], args[1:]
-	}
-	fs := flag.NewFlagSet("fenceview keys "+verb, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = usage
-	server := fs.String("server", "http://127.0.0.1:8080", "base URL of the running server")
-	admin := fs.String("admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "the server's admin token (env FENCEVIEW_ADMIN_TOKEN)")
-	caFile := fs.String("tls-ca", "", "PEM file of the CA that signed the server's certificate")
-	certFile := fs.String("tls-cert", "", "client certificate (PEM) for a server with --tls-client-ca; with --tls-key")
-	keyFile := fs.String("tls-key", "", "the private key of --tls-cert (PEM)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	name := fs.String("name", "", "create: a name for the key (who or what uses it)")
-	role := fs.String("role", "", "create: viewer, client, guard or admin")
-	var prefixes []string
-	fs.Func("resource", "create: limit the key to resource ids with this prefix (repeatable)", func(v string) error {
-		prefixes = append(prefixes, v)
-		return nil
-	})
-	if err := fs.Parse(args); err != nil {
+	k, err := parseKeys(args, stderr, usage)
+	if err != nil {
 		if err == flag.ErrHelp {
 			return 0
 		}
 		return 2
 	}
-	if *admin == "" {
+	if k.admin == "" {
 		fmt.Fprintln(stderr, "fenceview keys: the admin token is required (--admin-token or FENCEVIEW_ADMIN_TOKEN)")
 		return 2
 	}
-	cfg := client.Config{URL: *server, AdminToken: *admin}
-	if *caFile != "" || *certFile != "" || *keyFile != "" {
-		tc := &tls.Config{}
-		if *caFile != "" {
-			pem, err := os.ReadFile(*caFile)
-			if err != nil {
-				fmt.Fprintln(stderr, "fenceview keys:", err)
-				return 2
-			}
-			tc.RootCAs = x509.NewCertPool()
-			if !tc.RootCAs.AppendCertsFromPEM(pem) {
-				fmt.Fprintln(stderr, "fenceview keys: no PEM certificate in", *caFile)
-				return 2
-			}
-		}
-		if *certFile != "" || *keyFile != "" {
-			cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
-			if err != nil {
-				fmt.Fprintln(stderr, "fenceview keys: --tls-cert and --tls-key:", err)
-				return 2
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-		cfg.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
-	}
-	c, err := client.New(cfg)
+	c, err := k.client()
 	if err != nil {
 		fmt.Fprintln(stderr, "fenceview keys:", err)
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	fail := func(err error) int {
-		fmt.Fprintln(stderr, "fenceview keys:", err)
-		return 1
-	}
-	switch verb {
-	case "create":
-		if *name == "" || *role == "" || fs.NArg() > 0 {
-			usage()
-			return 2
-		}
-		k, err := c.CreateKey(ctx, *name, *role, prefixes)
-		if err != nil {
-			return fail(err)
-		}
-		if *asJSON {
-			json.NewEncoder(stdout).Encode(k)
-			return 0
-		}
-		fmt.Fprintf(stdout, "id:        %s\nname:      %s\nrole:      %s\nresources: %s\nsecret:    %s\n\nThe secret is shown once: the server keeps only its hash.\n",
-			k.ID, k.Name, k.Role, prefixText(k.Resources), k.Secret)
-	case "list":
-		keys, err := c.Keys(ctx)
-		if err != nil {
-			return fail(err)
-		}
-		if *asJSON {
-			json.NewEncoder(stdout).Encode(map[string]any{"keys": keys})
-			return 0
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tROLE\tRESOURCES\tCREATED")
-		for _, k := range keys {
-			fmt.Fprintf(tw, "%s\t%q\t%s\t%s\t%s\n", k.ID, k.Name, k.Role, prefixText(k.Resources), k.CreatedAt.UTC().Format(time.RFC3339))
-		}
-		tw.Flush()
-	case "revoke":
-		if id == "" && fs.NArg() == 1 {
-			id = fs.Arg(0)
-		} else if id == "" || fs.NArg() > 0 {
-			usage()
-			return 2
-		}
-		if err := c.RevokeKey(ctx, id); err != nil {
-			return fail(err)
-		}
-		fmt.Fprintf(stdout, "revoked %s\n", id)
+	var run func(context.Context, *client.Client, io.Writer) error
+	switch {
+	case k.verb == "create" && k.name != "" && k.role != "" && len(k.args) == 0:
+		run = k.create
+	case k.verb == "list":
+		run = k.list
+	case k.verb == "revoke" && k.takeRevokeID():
+		run = k.revoke
 	default:
 		usage()
 		return 2
 	}
+	if err := run(ctx, c, stdout); err != nil {
+		fmt.Fprintln(stderr, "fenceview keys:", err)
+		return 1
+	}
 	return 0
+}
+
+// parseKeys reads a keys command line: the verb, then flags (revoke's id
+// may come before the flags or after them).
+func parseKeys(args []string, stderr io.Writer, usage func()) (*keysCommand, error) {
+	k := &keysCommand{verb: args[0]}
+	args = args[1:]
+	if k.verb == "revoke" && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		k.id, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("fenceview keys "+k.verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = usage
+	fs.StringVar(&k.server, "server", "http://127.0.0.1:8080", "base URL of the running server")
+	fs.StringVar(&k.admin, "admin-token", os.Getenv("FENCEVIEW_ADMIN_TOKEN"), "the server's admin token (env FENCEVIEW_ADMIN_TOKEN)")
+	fs.StringVar(&k.caFile, "tls-ca", "", "PEM file of the CA that signed the server's certificate")
+	fs.StringVar(&k.certFile, "tls-cert", "", "client certificate (PEM) for a server with --tls-client-ca; with --tls-key")
+	fs.StringVar(&k.keyFile, "tls-key", "", "the private key of --tls-cert (PEM)")
+	fs.BoolVar(&k.asJSON, "json", false, "print JSON")
+	fs.StringVar(&k.name, "name", "", "create: a name for the key (who or what uses it)")
+	fs.StringVar(&k.role, "role", "", "create: viewer, client, guard or admin")
+	fs.Func("resource", "create: limit the key to resource ids with this prefix (repeatable)", func(v string) error {
+		k.prefixes = append(k.prefixes, v)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	k.args = fs.Args()
+	return k, nil
+}
+
+// client is an admin client of the server, over TLS as the flags say.
+func (k *keysCommand) client() (*client.Client, error) {
+	cfg := client.Config{URL: k.server, AdminToken: k.admin}
+	if k.caFile != "" || k.certFile != "" || k.keyFile != "" {
+		tc := &tls.Config{}
+		if k.caFile != "" {
+			pem, err := os.ReadFile(k.caFile)
+			if err != nil {
+				return nil, err
+			}
+			tc.RootCAs = x509.NewCertPool()
+			if !tc.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("no PEM certificate in %s", k.caFile)
+			}
+		}
+		if k.certFile != "" || k.keyFile != "" {
+			cert, err := tls.LoadX509KeyPair(k.certFile, k.keyFile)
+			if err != nil {
+				return nil, fmt.Errorf("--tls-cert and --tls-key: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		cfg.HTTPClient = &http.Client{Transport: &http.Transport{TLSClientConfig: tc}}
+	}
+	return client.New(cfg)
+}
+
+func (k *keysCommand) create(ctx context.Context, c *client.Client, stdout io.Writer) error {
+	key, err := c.CreateKey(ctx, k.name, k.role, k.prefixes)
+	if err != nil {
+		return err
+	}
+	if k.asJSON {
+		return json.NewEncoder(stdout).Encode(key)
+	}
+	_, err = fmt.Fprintf(stdout, "id:        %s\nname:      %s\nrole:      %s\nresources: %s\nsecret:    %s\n\nThe secret is shown once: the server keeps only its hash.\n",
+		key.ID, key.Name, key.Role, prefixText(key.Resources), key.Secret)
+	return err
+}
+
+func (k *keysCommand) list(ctx context.Context, c *client.Client, stdout io.Writer) error {
+	keys, err := c.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	if k.asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"keys": keys})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tROLE\tRESOURCES\tCREATED")
+	for _, key := range keys {
+		fmt.Fprintf(tw, "%s\t%q\t%s\t%s\t%s\n", key.ID, key.Name, key.Role, prefixText(key.Resources), key.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+// takeRevokeID reports whether revoke has its one id, before the flags
+// or after them.
+func (k *keysCommand) takeRevokeID() bool {
+	if k.id == "" && len(k.args) == 1 {
+		k.id, k.args = k.args[0], nil
+	}
+	return k.id != "" && len(k.args) == 0
+}
+
+func (k *keysCommand) revoke(ctx context.Context, c *client.Client, stdout io.Writer) error {
+	if err := c.RevokeKey(ctx, k.id); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(stdout, "revoked %s\n", k.id)
+	return err
 }
 
 func prefixText(p []string) string {
