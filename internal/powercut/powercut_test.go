@@ -12,48 +12,29 @@ import (
 	"github.com/fenceview/fenceview/internal/powercut"
 )
 
-// disk is a backing directory and the mount over it.
+// disk is a powercut.Disk, mounted, with the file operations the tests
+// make on it.
 type disk struct {
-	t       *testing.T
-	backing string
-	mnt     string
-	fs      *powercut.FS
+	*powercut.Disk
+	t *testing.T
 }
 
 func newDisk(t *testing.T) *disk {
-	powercut.Require(t)
-	d := &disk{t: t, backing: t.TempDir(), mnt: t.TempDir()}
-	d.mount(powercut.Options{})
+	d := &disk{Disk: powercut.NewDisk(t), t: t}
+	d.Mount(powercut.Options{})
 	return d
-}
-
-func (d *disk) mount(opts powercut.Options) {
-	d.t.Helper()
-	fs, err := powercut.Mount(d.backing, d.mnt, opts)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.fs = fs
-	d.t.Cleanup(func() {
-		if d.fs == fs {
-			fs.Unmount()
-		}
-	})
 }
 
 // powerCut cuts the power, unmounts and mounts again, as a machine that
 // lost power and rebooted.
 func (d *disk) powerCut() {
 	d.t.Helper()
-	d.fs.Cut()
-	if err := d.fs.Unmount(); err != nil {
-		d.t.Fatal(err)
-	}
-	d.fs = nil
-	d.mount(powercut.Options{})
+	d.FS.Cut()
+	d.Unmount()
+	d.Mount(powercut.Options{})
 }
 
-func (d *disk) path(name string) string { return filepath.Join(d.mnt, name) }
+func (d *disk) path(name string) string { return filepath.Join(d.Mnt, name) }
 
 // write writes data to name in the mount, creating or truncating it, and
 // fsyncs it when sync is set.
@@ -91,7 +72,7 @@ func (d *disk) syncDir(name string) {
 // through the mount; absent (want "") means it does not exist.
 func (d *disk) want(name string, data string, exists bool) {
 	d.t.Helper()
-	for _, p := range []string{filepath.Join(d.backing, name), d.path(name)} {
+	for _, p := range []string{filepath.Join(d.Backing, name), d.path(name)} {
 		b, err := os.ReadFile(p)
 		switch {
 		case !exists && !errors.Is(err, os.ErrNotExist):
@@ -114,7 +95,7 @@ func TestUnsyncedWritesAreLost(t *testing.T) {
 	if b, _ := os.ReadFile(d.path("f")); string(b) != "written, not synced" {
 		t.Fatalf("before the cut the mount reads %q", b)
 	}
-	if b, _ := os.ReadFile(filepath.Join(d.backing, "f")); string(b) != "synced" {
+	if b, _ := os.ReadFile(filepath.Join(d.Backing, "f")); string(b) != "synced" {
 		t.Fatalf("an unsynced write reached the backing directory: %q", b)
 	}
 	d.powerCut()
@@ -288,8 +269,8 @@ func TestNewDirectoryNeedsItsParentSynced(t *testing.T) {
 // after it fail with EIO, and the disk is as the syncs before it left it.
 func TestCutAtSync(t *testing.T) {
 	d := newDisk(t)
-	d.fs.Unmount()
-	d.mount(powercut.Options{CutAtSync: 3})
+	d.Unmount()
+	d.Mount(powercut.Options{CutAtSync: 3})
 	d.write("f", "first", true) // sync 1
 	d.syncDir("")               // sync 2
 	f, err := os.OpenFile(d.path("f"), os.O_WRONLY, 0)
@@ -301,8 +282,8 @@ func TestCutAtSync(t *testing.T) {
 	if err := f.Sync(); !errors.Is(err, syscall.EIO) { // sync 3: the power goes
 		t.Fatalf("the sync at the cut: %v, want EIO", err)
 	}
-	if !d.fs.IsCut() || d.fs.Syncs() != 3 {
-		t.Fatalf("cut %v after %d syncs", d.fs.IsCut(), d.fs.Syncs())
+	if !d.FS.IsCut() || d.FS.Syncs() != 3 {
+		t.Fatalf("cut %v after %d syncs", d.FS.IsCut(), d.FS.Syncs())
 	}
 	if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("a write after the cut: %v, want EIO", err)
