@@ -18,9 +18,10 @@ var t0 = clock.TestDate
 
 type harness struct {
 	*Service
-	db    *sqlite.DB
-	clock *clock.Fake
-	path  string
+	db     *sqlite.DB
+	clock  *clock.Fake
+	path   string
+	issuer string // the Config's Issuer at the next open
 }
 
 // newHarness starts a service on a real SQLite file and a fake clock.
@@ -41,7 +42,7 @@ func (h *harness) open(t *testing.T) {
 	}
 	// A long sweep interval: tests call Sweep themselves, except the one
 	// test of the sweep loop.
-	svc, err := Open(ctx, db, Config{Clock: h.clock, SweepInterval: time.Hour})
+	svc, err := Open(ctx, db, Config{Issuer: h.issuer, Clock: h.clock, SweepInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
