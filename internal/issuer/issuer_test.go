@@ -60,6 +60,13 @@ func (h *harness) restart(t *testing.T) {
 
 var ctx = context.Background()
 
+// newOnStore is a service over store, loaded with resources as if read
+// from it, on a fake clock at t0, which it returns for the test to move.
+func newOnStore(store Store, resources ...*fenceview.Resource) (*Service, *clock.Fake) {
+	fake := clock.NewFake(t0)
+	return New(store, resources, 0, Config{Issuer: "test-issuer", Clock: fake, SweepInterval: time.Hour}), fake
+}
+
 // openDB is a store on a new SQLite file, closed as the test ends (after
 // a service the test closes).
 func openDB(tb testing.TB) *sqlite.DB {
