@@ -70,16 +70,19 @@ func (e *env) fence(id string, token int64, source string) guard.Decision {
 	return d
 }
 
-// staleWrite makes one stale-token rejection on id from source.
-func (e *env) staleWrite(id, source string) {
+// staleWrite makes a stale-token rejection on id from each of sources, in
+// order.
+func (e *env) staleWrite(id string, sources ...string) {
 	e.t.Helper()
-	e.clock.Advance(time.Minute) // any lease on id has run out
-	old := e.acquire(id, "old-"+source, time.Second)
-	e.clock.Advance(2 * time.Second)
-	fresh := e.acquire(id, "new-"+source, time.Second)
-	e.fence(id, fresh, source)
-	if d := e.fence(id, old, source); d.Accepted || d.Reason != guard.ReasonStale {
-		e.t.Fatalf("stale write accepted: %+v", d)
+	for _, source := range sources {
+		e.clock.Advance(time.Minute) // any lease on id has run out
+		old := e.acquire(id, "old-"+source, time.Second)
+		e.clock.Advance(2 * time.Second)
+		fresh := e.acquire(id, "new-"+source, time.Second)
+		e.fence(id, fresh, source)
+		if d := e.fence(id, old, source); d.Accepted || d.Reason != guard.ReasonStale {
+			e.t.Fatalf("stale write accepted: %+v", d)
+		}
 	}
 }
 
@@ -405,8 +408,7 @@ func TestRejectionsFiltersAndPaging(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		e.staleWrite("inv/1", "api:a")
 	}
-	e.staleWrite("inv/2", "api:b")
-	e.staleWrite("inv/2", "api:a")
+	e.staleWrite("inv/2", "api:b", "api:a")
 
 	p := e.get("/rejections")
 	if p.find("rejection-row").Length() != 7 || p.find("next-page").Length() != 0 || p.find("newest-page").Length() != 0 {
@@ -494,8 +496,7 @@ func TestRejectionsBadFilter(t *testing.T) {
 func TestRejectionsCSV(t *testing.T) {
 	e := newEnv(t)
 	e.staleWrite("=HYPERLINK(\"x\")", "api:a")
-	e.staleWrite("plain", "api:b")
-	e.staleWrite("plain", "api:c")
+	e.staleWrite("plain", "api:b", "api:c")
 
 	p := e.get("/rejections.csv?resource=plain")
 	if p.status != 200 || !strings.HasPrefix(p.header.Get("Content-Type"), "text/csv") ||

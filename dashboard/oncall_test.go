@@ -132,8 +132,7 @@ func TestHolderPage(t *testing.T) {
 
 func TestRejectionChoiceLists(t *testing.T) {
 	e := newEnv(t)
-	e.staleWrite("r1", "plugin-a")
-	e.staleWrite("r1", "plugin-a")
+	e.staleWrite("r1", "plugin-a", "plugin-a")
 	e.staleWrite("r2", "plugin-b")
 	p := e.get("/rejections?reason=stale-token")
 	opts := map[string]string{}

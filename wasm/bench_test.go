@@ -40,25 +40,28 @@ func BenchmarkCheck(b *testing.B) {
 			g.CheckHandle(h, int64(i+1))
 		}
 	})
-	b.Run("wazero-by-name", func(b *testing.B) {
-		g := newGuard(b, Config{Shards: 1})
-		onCPU(b)
-		for i := 0; b.Loop(); i++ {
-			if _, err := g.Check(benchID, int64(i+1)); err != nil {
+	// The host's API, by name and by handle.
+	for _, c := range []struct {
+		name  string
+		check func(g *Guard, h Handle, token int64) (guard.Decision, error)
+	}{
+		{"wazero-by-name", func(g *Guard, _ Handle, token int64) (guard.Decision, error) { return g.Check(benchID, token) }},
+		{"wazero-handle", (*Guard).CheckHandle},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g := newGuard(b, Config{Shards: 1})
+			h, err := g.Handle(benchID)
+			if err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
-	b.Run("wazero-handle", func(b *testing.B) {
-		g := newGuard(b, Config{Shards: 1})
-		h, _ := g.Handle(benchID)
-		onCPU(b)
-		for i := 0; b.Loop(); i++ {
-			if _, err := g.CheckHandle(h, int64(i+1)); err != nil {
-				b.Fatal(err)
+			onCPU(b)
+			for i := 0; b.Loop(); i++ {
+				if _, err := c.check(g, h, int64(i+1)); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 	// The raw export, without the host's Decision and lock: what the
 	// module itself costs per call through wazero.
 	b.Run("wazero-raw-export", func(b *testing.B) {

@@ -344,13 +344,7 @@ var nodeRunner []byte
 // runNode runs the whole table in node at once (one process) and returns
 // its answers per case.
 func runNode(t *testing.T, cases []confCase) map[string][]outcome {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node is required in CI for the node:wasi conformance run: %v", err)
-		}
-		t.Skipf("node not found, skipping the node:wasi conformance run: %v", err)
-	}
+	node := lookNode(t, "the node:wasi conformance run")
 	dir := t.TempDir()
 	files := map[string][]byte{"runner.js": nodeRunner, "guard.wasm": Bytes()}
 	table, err := json.Marshal(cases)
@@ -363,19 +357,39 @@ func runNode(t *testing.T, cases []confCase) map[string][]outcome {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(node, "runner.js", "guard.wasm", "table.json")
+	var got map[string][]outcome
+	runNodeJSON(t, &got, exec.Command(node, "runner.js", "guard.wasm", "table.json"), dir)
+	return got
+}
+
+// lookNode finds node for what needs it: without it the test skips, and
+// under CI fails.
+func lookNode(t *testing.T, what string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("node is required in CI for %s: %v", what, err)
+		}
+		t.Skipf("node not found, skipping %s: %v", what, err)
+	}
+	return node
+}
+
+// runNodeJSON runs cmd, a node script, in dir and decodes what it writes
+// to standard output, JSON, into out; a failure shows its standard error.
+func runNodeJSON(t *testing.T, out any, cmd *exec.Cmd, dir string) {
+	t.Helper()
 	cmd.Dir = dir
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("node runner: %v\n%s", err, stderr.String())
+		t.Fatalf("%s: %v\n%s", cmd.Args[1], err, stderr.String())
 	}
-	var got map[string][]outcome
-	if err := json.Unmarshal(stdout, &got); err != nil {
-		t.Fatalf("node runner output: %v\n%s", err, stdout)
+	if err := json.Unmarshal(stdout, out); err != nil {
+		t.Fatalf("%s output: %v\n%s", cmd.Args[1], err, stdout)
 	}
-	return got
 }
 
 func TestConformance(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -18,13 +17,7 @@ import (
 //
 // (.ci/run does); without it the test skips, and fails under CI.
 func TestExtismJSSDKConformance(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("node is required in CI for the Extism JS SDK run: %v", err)
-		}
-		t.Skipf("node not found: %v", err)
-	}
+	node := lookNode(t, "the Extism JS SDK run")
 	dir, err := filepath.Abs(filepath.Join("testdata", "extism-node"))
 	if err != nil {
 		t.Fatal(err)
@@ -65,21 +58,11 @@ func TestExtismJSSDKConformance(t *testing.T) {
 	if err := os.WriteFile(callsPath, table, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(node, "conformance.js", wasmPath, callsPath)
-	cmd.Dir = dir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, stderr.String())
-	}
 	var got map[string][]struct {
 		OK  *string `json:"ok"`
 		Err *string `json:"err"`
 	}
-	if err := json.Unmarshal(stdout, &got); err != nil {
-		t.Fatalf("node output: %v\n%s", err, stdout)
-	}
+	runNodeJSON(t, &got, exec.Command(node, "conformance.js", wasmPath, callsPath), dir)
 	for _, c := range cases {
 		answers := got[c.Name]
 		if len(answers) != len(c.Steps) {

@@ -24,33 +24,38 @@ import (
 //
 //	go test ./cmd/fenceview -run '^$' -bench . -benchtime 5s
 func BenchmarkGrantCycle(b *testing.B) {
-	for _, clients := range []int{1, 64} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			url, hc := benchServer(b)
-			runClients(b, clients, func(id int64, i int) error {
-				res := fmt.Sprintf("%s/v1/locks/bench-%d", url, (int(id)*7919+i)%1024)
-				holder := fmt.Sprintf(`{"holder":"c%d","leaseMs":30000,"waitMs":10000}`, id)
-				if err := benchPost(hc, res+"/acquire", holder, nil); err != nil {
-					return err
-				}
-				return benchPost(hc, res+"/release", holder, nil)
-			})
-		})
-	}
+	benchHTTP(b, func(url string, hc *http.Client) func(id int64, i int) error {
+		return func(id int64, i int) error {
+			res := fmt.Sprintf("%s/v1/locks/bench-%d", url, (int(id)*7919+i)%1024)
+			holder := fmt.Sprintf(`{"holder":"c%d","leaseMs":30000,"waitMs":10000}`, id)
+			if err := benchPost(hc, res+"/acquire", holder, nil); err != nil {
+				return err
+			}
+			return benchPost(hc, res+"/release", holder, nil)
+		}
+	})
 }
 
 func BenchmarkFence(b *testing.B) {
+	benchHTTP(b, func(url string, hc *http.Client) func(id int64, i int) error {
+		var token atomic.Int64
+		return func(id int64, i int) error {
+			// Tokens from elsewhere (never issued here): the plain rule,
+			// every write accepted or refused but always recorded.
+			tok := token.Add(1)
+			h := http.Header{"X-Fencing-Token": {fmt.Sprint(tok)}}
+			return benchPost(hc, fmt.Sprintf("%s/v1/fence/bench-%d", url, (int(id)*7919+i)%1024), "", h)
+		}
+	})
+}
+
+// benchHTTP runs a workload at 1 and 64 clients, each time on a new server
+// at url, through the HTTP client hc; workload makes the operation of a
+// run.
+func benchHTTP(b *testing.B, workload func(url string, hc *http.Client) func(id int64, i int) error) {
 	for _, clients := range []int{1, 64} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			url, hc := benchServer(b)
-			var token atomic.Int64
-			runClients(b, clients, func(id int64, i int) error {
-				// Tokens from elsewhere (never issued here): the plain rule,
-				// every write accepted or refused but always recorded.
-				tok := token.Add(1)
-				h := http.Header{"X-Fencing-Token": {fmt.Sprint(tok)}}
-				return benchPost(hc, fmt.Sprintf("%s/v1/fence/bench-%d", url, (int(id)*7919+i)%1024), "", h)
-			})
+			runClients(b, clients, workload(benchServer(b)))
 		})
 	}
 }

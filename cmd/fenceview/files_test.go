@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceview/fenceview/internal/dbtest"
 	"github.com/fenceview/fenceview/internal/servertest"
 )
 
@@ -37,26 +38,7 @@ func TestServerFilesArePrivate(t *testing.T) {
 			if out, err := exec.Command(servertest.Binary(t), "backup", "--db", db, "--out", backup).CombinedOutput(); err != nil {
 				t.Fatalf("fenceview backup: %v\n%s", err, out)
 			}
-			entries, err := os.ReadDir(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen := map[string]bool{}
-			for _, e := range entries {
-				info, err := e.Info()
-				if err != nil {
-					t.Fatal(err)
-				}
-				seen[e.Name()] = true
-				if perm := info.Mode().Perm(); perm != 0o600 {
-					t.Errorf("%s is %04o, want 0600", e.Name(), perm)
-				}
-			}
-			for _, name := range []string{"fenceview.db", "fenceview.db-wal", "fenceview.db-shm", "fenceview.db.lock", "copy.db"} {
-				if !seen[name] {
-					t.Errorf("no %s in the database's directory (found %v)", name, seen)
-				}
-			}
+			dbtest.AssertPrivate(t, dir, "fenceview.db", "fenceview.db-wal", "fenceview.db-shm", "fenceview.db.lock", "copy.db")
 			p.Signal(syscall.SIGTERM)
 			<-p.Done
 		})

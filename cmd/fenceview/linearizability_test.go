@@ -158,13 +158,7 @@ func (tg *linTarget) run(t *testing.T, ops int, seed uint64) {
 
 	history := rec.History()
 	checkStart := time.Now()
-	res, viz := proof.Check(tg.model, history, 10*time.Minute)
-	switch res {
-	case porcupine.Illegal:
-		t.Fatalf("%d operations are not linearizable as a fenced register; visualization: %s", len(history), viz)
-	case porcupine.Unknown:
-		t.Fatalf("porcupine gave up on %d operations", len(history))
-	}
+	wantLinearizable(t, tg.model, history, "a fenced register")
 	checked := time.Since(checkStart)
 
 	// The checker can fail on this very history: report one refused write
@@ -173,11 +167,7 @@ func (tg *linTarget) run(t *testing.T, ops int, seed uint64) {
 	if len(stale) == 0 {
 		t.Fatal("the workload produced no write refused after a newer one; the pauses did not happen")
 	}
-	if res, viz := proof.Check(tg.model, proof.Accept(history, stale[0]), 10*time.Minute); res != porcupine.Illegal {
-		t.Fatalf("porcupine accepts the history with a stale write reported accepted: %v", res)
-	} else {
-		os.RemoveAll(filepath.Dir(viz))
-	}
+	wantRefused(t, tg.model, proof.Accept(history, stale[0]), "a stale write reported accepted")
 
 	select {
 	case <-firstExpiry:
@@ -542,12 +532,31 @@ func (tg *primTarget) check(t *testing.T, model porcupine.Model, reuse func([]po
 	if !ok {
 		t.Fatal("no two grants of one lock in the history: the workload did not exercise it")
 	}
-	if res, viz := proof.Check(model, bad, 10*time.Minute); res != porcupine.Illegal {
-		t.Fatalf("porcupine accepts the history with a token reported twice: %v", res)
-	} else {
-		os.RemoveAll(filepath.Dir(viz))
-	}
+	wantRefused(t, model, bad, "a token reported twice")
 	t.Logf("%d operations (%d outcomes unknown) linearizable, checked in %v", len(history), tg.unknown.Load(), time.Since(start).Round(time.Millisecond))
+}
+
+// wantLinearizable fails t unless history is linearizable under model,
+// which what names for the failure.
+func wantLinearizable(t *testing.T, model porcupine.Model, history []porcupine.Operation, what string) {
+	t.Helper()
+	switch res, viz := proof.Check(model, history, 10*time.Minute); res {
+	case porcupine.Illegal:
+		t.Fatalf("%d operations are not linearizable as %s; visualization: %s", len(history), what, viz)
+	case porcupine.Unknown:
+		t.Fatalf("porcupine gave up on %d operations", len(history))
+	}
+}
+
+// wantRefused fails t unless model refuses bad, a history broken on
+// purpose (how says how): the checker can see what the test looks for.
+func wantRefused(t *testing.T, model porcupine.Model, bad []porcupine.Operation, how string) {
+	t.Helper()
+	res, viz := proof.Check(model, bad, 10*time.Minute)
+	if res != porcupine.Illegal {
+		t.Fatalf("porcupine accepts the history with %s: %v", how, res)
+	}
+	os.RemoveAll(filepath.Dir(viz))
 }
 
 // requireSeen fails unless some answer in the history matches: the

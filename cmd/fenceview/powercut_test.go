@@ -65,46 +65,26 @@ func TestPowerCutHarnessCatchesSynchronousNormal(t *testing.T) {
 
 // powerCuts runs a server binary on a powercut filesystem.
 type powerCuts struct {
+	*powercut.Disk
 	t        *testing.T
 	bin      string
-	backing  string // what survives a cut
-	mnt      string
-	fs       *powercut.FS
 	load     *crashLoad
 	requests int // acknowledged operations before each cut: 1 + rng.IntN(requests)
 }
 
 func newPowerCuts(t *testing.T, bin string) *powerCuts {
-	return &powerCuts{t: t, bin: bin, backing: t.TempDir(), mnt: t.TempDir(), load: newCrashLoad(), requests: 300}
+	return &powerCuts{Disk: powercut.NewDisk(t), t: t, bin: bin, load: newCrashLoad(), requests: 300}
 }
 
-func (h *powerCuts) db() string { return filepath.Join(h.mnt, "fenceview.db") }
-
-// mount mounts the backing directory, as a machine booting after a cut.
-func (h *powerCuts) mount(opts powercut.Options) {
-	h.t.Helper()
-	fs, err := powercut.Mount(h.backing, h.mnt, opts)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.fs = fs
-	h.t.Cleanup(func() {
-		if h.fs == fs {
-			fs.Unmount()
-		}
-	})
-}
+func (h *powerCuts) db() string { return filepath.Join(h.Mnt, "fenceview.db") }
 
 // cut cuts the power under the server p: nothing unsynced survives, and it
 // is killed, as the power would; then the mount goes.
 func (h *powerCuts) cut(p *servertest.Process) {
 	h.t.Helper()
-	h.fs.Cut()
+	h.FS.Cut()
 	p.Kill()
-	if err := h.fs.Unmount(); err != nil {
-		h.t.Fatal(err)
-	}
-	h.fs = nil
+	h.Unmount()
 }
 
 // run starts the server cycles+1 times on the same database, cutting the
@@ -113,7 +93,7 @@ func (h *powerCuts) cut(p *servertest.Process) {
 // after which it was found.
 func (h *powerCuts) run(cycles int, rng *rand.Rand) (int, error) {
 	for cycle := 0; cycle <= cycles; cycle++ {
-		h.mount(powercut.Options{})
+		h.Mount(powercut.Options{})
 		p, err := servertest.LaunchProcess(h.t, servertest.ProcessOptions{Binary: h.bin, DBPath: h.db()})
 		if err != nil {
 			h.t.Fatalf("start after power cut %d: %v", cycle, err)
@@ -146,12 +126,12 @@ func TestPowerCutDuringFirstStart(t *testing.T) {
 	bin := servertest.Binary(t)
 
 	h := newPowerCuts(t, bin)
-	h.mount(powercut.Options{})
+	h.Mount(powercut.Options{})
 	p, err := servertest.LaunchProcess(t, servertest.ProcessOptions{Binary: bin, DBPath: h.db()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	syncs := h.fs.Syncs()
+	syncs := h.FS.Syncs()
 	h.cut(p)
 	points := syncs + 1 // the last: a cut after the first start's last sync
 	if n := envInt(t, "FENCEVIEW_POWERCUT_FIRST_STARTS", points); n < points {
@@ -162,7 +142,7 @@ func TestPowerCutDuringFirstStart(t *testing.T) {
 	for i := 0; i < points; i++ {
 		at := 1 + i*syncs/max(points-1, 1)
 		h := newPowerCuts(t, bin)
-		h.mount(powercut.Options{CutAtSync: at})
+		h.Mount(powercut.Options{CutAtSync: at})
 		first, err := servertest.LaunchProcess(t, servertest.ProcessOptions{Binary: bin, DBPath: h.db()})
 		var firstID serverIdentity
 		if err == nil {
@@ -178,7 +158,7 @@ func TestPowerCutDuringFirstStart(t *testing.T) {
 			t.Fatalf("cut at sync %d of %d: the disk holds a database without its identity: %v", at, syncs, disk)
 		}
 
-		h.mount(powercut.Options{})
+		h.Mount(powercut.Options{})
 		next, err := servertest.LaunchProcess(t, servertest.ProcessOptions{Binary: bin, DBPath: h.db()})
 		if err != nil {
 			t.Fatalf("cut at sync %d of %d: the next start: %v", at, syncs, err)
@@ -219,12 +199,12 @@ func identityOf(t *testing.T, url string) serverIdentity {
 // replay the WAL), through SQLite itself.
 func (h *powerCuts) durableIdentity() serverIdentity {
 	h.t.Helper()
-	if _, err := os.Stat(filepath.Join(h.backing, "fenceview.db")); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(h.Backing, "fenceview.db")); errors.Is(err, os.ErrNotExist) {
 		return serverIdentity{}
 	}
 	dir := h.t.TempDir()
 	for _, suffix := range []string{"", "-wal", "-journal", "-shm"} {
-		b, err := os.ReadFile(filepath.Join(h.backing, "fenceview.db"+suffix))
+		b, err := os.ReadFile(filepath.Join(h.Backing, "fenceview.db"+suffix))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		} else if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -11,25 +10,12 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // Contract v3's primitives working end to end over the JSON API and the
 // RPC stream, on the fake clock.
-
-// eventually polls cond until it holds or the hang guard runs out: it
-// waits for a state the server reaches on its own (a request parked in a
-// wait queue), it does not time anything.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
-	defer cancel()
-	for !cond() {
-		if ctx.Err() != nil {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // async sends a request in the background; its answer arrives on the
 // channel.
@@ -109,7 +95,7 @@ func TestSemaphoreOverHTTP(t *testing.T) {
 	}
 	// A waiter takes whichever slot frees first.
 	waiting := s.async("POST", "/v1/semaphores/jobs/acquire", map[string]any{"holder": "w4", "permits": 2, "waitMs": 300000})
-	eventually(t, "w4 waits", func() bool { return s.do("GET", "/v1/semaphores/jobs", nil).num("waiters") == 1 })
+	servertest.Eventually(t, "w4 waits", func() bool { return s.do("GET", "/v1/semaphores/jobs", nil).num("waiters") == 1 })
 	s.do("POST", "/v1/semaphores/jobs/release", `{"holder":"w2","slot":1}`)
 	if w4 := receive(t, waiting); w4.Status != 200 || w4.Body["resourceId"] != "jobs#1" || tokenOf(w4) <= tokenOf(w2) {
 		t.Fatalf("the waiter: %d %s", w4.Status, w4.Raw)
@@ -185,7 +171,7 @@ func TestMultiLockOverHTTP(t *testing.T) {
 	// Waiting holds nothing: p stays free while q is held by another.
 	s.acquire("q", "other", 60000)
 	waiting := s.async("POST", "/v1/locks/acquire-all", `{"resources":["p","q"],"holder":"h","waitMs":300000}`)
-	eventually(t, "the multi-lock waits", func() bool { return s.Service.Metrics().Waiters >= 1 })
+	servertest.Eventually(t, "the multi-lock waits", func() bool { return s.Service.Metrics().Waiters >= 1 })
 	if l := s.do("GET", "/v1/locks/p", nil); l.Body["locked"] != false {
 		t.Fatalf("p held by a waiting multi-lock: %s", l.Raw)
 	}
@@ -292,7 +278,7 @@ func TestLockDelay(t *testing.T) {
 	}
 	// A waiter waits through the delay and is served when it ends.
 	waiting := s.async("POST", "/v1/locks/r/acquire", `{"holder":"b","waitMs":300000}`)
-	eventually(t, "b waits", func() bool { return s.do("GET", "/v1/locks/r", nil).num("waiters") == 1 })
+	servertest.Eventually(t, "b waits", func() bool { return s.do("GET", "/v1/locks/r", nil).num("waiters") == 1 })
 	s.clock.Advance(5 * time.Second)
 	if b := receive(t, waiting); b.Status != 200 || b.Body["holder"] != "b" {
 		t.Fatalf("the waiter after the delay: %d %s", b.Status, b.Raw)
@@ -399,7 +385,7 @@ func TestRPCPrimitiveWaitersCountAgainstTheBound(t *testing.T) {
 	if err := json.Unmarshal(got, &a); err != nil || a.ID != 257 || a.Status != 429 || !strings.Contains(string(a.Body), "already waiting") {
 		t.Fatalf("answer to waiter 257: %s", got)
 	}
-	eventually(t, "256 waiting", func() bool { return s.Service.Metrics().Waiters == 256 })
+	servertest.Eventually(t, "256 waiting", func() bool { return s.Service.Metrics().Waiters == 256 })
 	// And the connection still serves what does not wait.
 	if r := conn.send(`{"id":300,"op":"semaphore","name":"jobs"}`)[300]; r.Status != 200 {
 		t.Fatalf("a read beside 256 waiters: %d %s", r.Status, r.Body)
@@ -422,7 +408,7 @@ func TestGrantMetricsCountEveryKind(t *testing.T) {
 		t.Fatalf("grants by kind %v, want %v", got, want)
 	}
 	waiting := s.async("POST", "/v1/semaphores/jobs/acquire", `{"holder":"d","permits":2,"waitMs":300000}`)
-	eventually(t, "d waits", func() bool { return byKind(t, s, "fenceview_waiters_by_kind")["semaphore"] == 1 })
+	servertest.Eventually(t, "d waits", func() bool { return byKind(t, s, "fenceview_waiters_by_kind")["semaphore"] == 1 })
 	if got, want := byKind(t, s, "fenceview_waiters_by_kind"), map[string]float64{"lock": 0, "semaphore": 1, "multi": 0, "election": 0}; !maps.Equal(got, want) {
 		t.Fatalf("waiters by kind %v, want %v", got, want)
 	}

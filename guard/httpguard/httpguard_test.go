@@ -292,12 +292,7 @@ func TestTransportAgainstMiddleware(t *testing.T) {
 		return hc.Do(req)
 	}
 	resp, err := send(42)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(b) != "applied 42\n" {
+	if b := readBody(t, resp, err); b != "applied 42\n" {
 		t.Fatalf("body %q", b)
 	}
 	_, err = send(41)
@@ -325,14 +320,21 @@ func TestTransportPassesOtherConflicts(t *testing.T) {
 	hc := &http.Client{Transport: &httpguard.Transport{}}
 	req, _ := http.NewRequestWithContext(httpguard.WithToken(context.Background(), "r", 5), "POST", srv.URL, nil)
 	resp, err := hc.Do(req)
+	if b := readBody(t, resp, err); resp.StatusCode != 409 || b != `{"error":"sku already exists"}` {
+		t.Fatalf("status %d body %q", resp.StatusCode, b)
+	}
+}
+
+// readBody is the body of resp, an answer to a request that must not have
+// failed with err, read to its end and closed.
+func readBody(t *testing.T, resp *http.Response, err error) string {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 409 || string(b) != `{"error":"sku already exists"}` {
-		t.Fatalf("status %d body %q", resp.StatusCode, b)
-	}
+	b, _ := io.ReadAll(resp.Body) // a short read shows in what the test compares
+	return string(b)
 }
 
 // Requests without a token in their context go out untouched, and headers

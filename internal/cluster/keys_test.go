@@ -12,6 +12,7 @@ import (
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 const adminToken = "cluster-admin-token"
@@ -32,7 +33,7 @@ func TestAPIKeysAreTheClusters(t *testing.T) {
 	// (once each node's membership record is in etcd: under load the
 	// follower's own can come a moment after the election).
 	wants := []string{`data-testid="cluster"`, `data-testid="cluster-leader">` + a.self().ID, b.self().ID}
-	waitUntil(t, "the dashboard shows the cluster", func() bool {
+	servertest.Eventually(t, "the dashboard shows the cluster", func() bool {
 		req, _ := http.NewRequest("GET", b.url()+"/", nil)
 		req.Header.Set("Authorization", "Bearer "+adminToken)
 		resp, err := hc.Do(req)
@@ -62,7 +63,7 @@ func TestAPIKeysAreTheClusters(t *testing.T) {
 
 	id1, secret1 := create("first")
 	var p *auth.Principal
-	waitUntil(t, "B's keyring knows the key created at A", func() bool {
+	servertest.Eventually(t, "B's keyring knows the key created at A", func() bool {
 		var err error
 		p, err = b.srv.Credentials.Authenticate(secret1)
 		return err == nil
@@ -85,7 +86,7 @@ func TestAPIKeysAreTheClusters(t *testing.T) {
 
 	// A key created at A serves at B once A is gone and B leads.
 	_, secret2 := create("second")
-	waitUntil(t, "B's keyring knows the second key", func() bool {
+	servertest.Eventually(t, "B's keyring knows the second key", func() bool {
 		_, err := b.srv.Credentials.Authenticate(secret2)
 		return err == nil
 	})

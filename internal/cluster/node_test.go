@@ -79,24 +79,11 @@ func startNodesWith(t *testing.T, etcd []string, count int, cfg server.Config) [
 	return out
 }
 
-// waitUntil polls cond: the cluster's state changes in other goroutines and
-// processes, and only their outcome is asserted.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // leaderOf waits until exactly one of nodes leads and every node knows it.
 func leaderOf(t *testing.T, nodes []*node) *node {
 	t.Helper()
 	var leader *node
-	waitUntil(t, "one leader, known to all", func() bool {
+	servertest.Eventually(t, "one leader, known to all", func() bool {
 		leader = nil
 		for _, n := range nodes {
 			if n.leading() {
@@ -236,7 +223,7 @@ func TestClusterEndpoint(t *testing.T) {
 			Members []cluster.Member
 		}
 		var a answer
-		waitUntil(t, "every member registered", func() bool {
+		servertest.Eventually(t, "every member registered", func() bool {
 			a = call(t, "GET", n.url()+"/v1/cluster", nil)
 			c.Members = nil
 			json.Unmarshal(must(json.Marshal(a.Body)), &c)
@@ -276,7 +263,7 @@ func TestWaitersAnsweredRetryableOnFailover(t *testing.T) {
 	go func() {
 		waited <- call(t, "POST", follower.url()+"/v1/locks/w/acquire", map[string]any{"holder": "b", "waitMs": 120000})
 	}()
-	waitUntil(t, "b queued at the leader", func() bool {
+	servertest.Eventually(t, "b queued at the leader", func() bool {
 		return call(t, "GET", leader.url()+"/v1/locks/w", nil).Status == 200 && leader.srv.Node.Service() != nil &&
 			must(leader.srv.Node.Service().Lock("w")).Waiters == 1
 	})
@@ -285,7 +272,7 @@ func TestWaitersAnsweredRetryableOnFailover(t *testing.T) {
 	if w.Status != 503 || w.Header.Get("Retry-After") == "" {
 		t.Fatalf("waiter after failover = %d %v %v, want 503 with Retry-After", w.Status, w.Header, w.Body)
 	}
-	waitUntil(t, "the follower leads", follower.leading)
+	servertest.Eventually(t, "the follower leads", follower.leading)
 	if l := call(t, "GET", follower.url()+"/v1/locks/w", nil); l.Body["holder"] != "a" || l.num("token") != g.token() {
 		t.Fatalf("after failover: %v, want held by a with token %d", l.Body, g.token())
 	}
@@ -326,7 +313,7 @@ func TestHistoryOnEveryNode(t *testing.T) {
 	want := nodes[0].srv.DB
 	ctx := context.Background()
 	var top int64
-	waitUntil(t, "every history at the same seq", func() bool {
+	servertest.Eventually(t, "every history at the same seq", func() bool {
 		top = 0
 		for _, n := range nodes {
 			s := must(n.srv.DB.MaxSeq(ctx))
@@ -378,8 +365,8 @@ func TestNodeBehindTheLogsRetention(t *testing.T) {
 	}
 	late := startNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "late.db"))
 	top := first.srv.Node.Service().LastSeq()
-	waitUntil(t, "the late node caught up", func() bool { return must(late.srv.DB.MaxSeq(ctx)) == top })
-	waitUntil(t, "the leader's own copy caught up", func() bool { return must(first.srv.DB.MaxSeq(ctx)) == top })
+	servertest.Eventually(t, "the late node caught up", func() bool { return must(late.srv.DB.MaxSeq(ctx)) == top })
+	servertest.Eventually(t, "the leader's own copy caught up", func() bool { return must(first.srv.DB.MaxSeq(ctx)) == top })
 	if late.srv.Node.HistoryGaps() != 1 {
 		t.Fatalf("gaps = %d, want 1", late.srv.Node.HistoryGaps())
 	}
@@ -412,14 +399,14 @@ func TestNoLeaderIs503(t *testing.T) {
 	}
 	// A leader that is gone.
 	must(cli.Put(ctx, prefix+"election/0", `{"id":"node-gone","url":"http://127.0.0.1:1"}`, clientv3.WithLease(lease.ID)))
-	waitUntil(t, "the node sees the dead leader", func() bool { l := n.srv.Node.Leader(); return l != nil && l.ID == "node-gone" })
+	servertest.Eventually(t, "the node sees the dead leader", func() bool { l := n.srv.Node.Leader(); return l != nil && l.ID == "node-gone" })
 	a = call(t, "POST", n.url()+"/v1/locks/r/acquire", map[string]any{"holder": "a"})
 	if a.Status != 503 || a.Header.Get("Retry-After") == "" {
 		t.Fatalf("dead leader: %d %v %v", a.Status, a.Header, a.Body)
 	}
 	// Its lease gone, the node leads.
 	must(cli.Revoke(ctx, lease.ID))
-	waitUntil(t, "the node leads", n.leading)
+	servertest.Eventually(t, "the node leads", n.leading)
 	if a := call(t, "POST", n.url()+"/v1/locks/r/acquire", map[string]any{"holder": "a"}); a.Status != 200 {
 		t.Fatalf("after: %d %v", a.Status, a.Body)
 	}
@@ -448,7 +435,7 @@ func TestIssuerAndSigningKeysAreTheClusters(t *testing.T) {
 			next = n
 		}
 	}
-	waitUntil(t, "the other node leads", next.leading)
+	servertest.Eventually(t, "the other node leads", next.leading)
 	after, err := next.srv.Node.Service().Acquire(ctx, fenceview.AcquireRequest{ResourceID: "s", Holder: "b", Lease: time.Millisecond, Wait: 0})
 	f1, f2 := before.Fencing, after.Fencing
 	if err != nil || f1.KeyID == "" || f1.KeyID != f2.KeyID || f1.Issuer != f2.Issuer || f2.Token <= f1.Token {

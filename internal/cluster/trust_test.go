@@ -25,6 +25,7 @@ import (
 	"github.com/fenceview/fenceview/internal/cluster"
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // GET /v1/cluster names the nodes and their internal URLs: with auth on
@@ -39,7 +40,7 @@ func TestClusterEndpointNeedsViewer(t *testing.T) {
 		t.Fatalf("creating a viewer key: %d %v", made.Status, made.Body)
 	}
 	for _, n := range nodes {
-		waitUntil(t, "the node knows the viewer key", func() bool {
+		servertest.Eventually(t, "the node knows the viewer key", func() bool {
 			_, err := n.srv.Credentials.Authenticate(viewer)
 			return err == nil
 		})
@@ -99,7 +100,7 @@ func TestLoopGuardSurvivesConnectionHeader(t *testing.T) {
 	}
 
 	n := startNodeWith(t, server.Config{DBPath: filepath.Join(t.TempDir(), "n.db"), Cluster: server.ClusterConfig{Etcd: etcd.Endpoints(), Prefix: prefix}})
-	waitUntil(t, "the node follows the other leader", func() bool {
+	servertest.Eventually(t, "the node follows the other leader", func() bool {
 		l := n.srv.Node.Leader()
 		return l != nil && l.ID == "node-other"
 	})

@@ -15,6 +15,9 @@
 //
 //	srv := dbtest.Redis(t)
 //	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+//
+// AssertPrivate checks the files of a database's directory (fenceview's
+// own SQLite file among them) are its owner's alone.
 package dbtest
 
 import (

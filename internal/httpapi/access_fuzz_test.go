@@ -25,8 +25,7 @@ import (
 func FuzzAccess(f *testing.F) {
 	ctx := context.Background()
 	svc, db, keys := newKeyedService(f, "fuzz")
-	_, viewer, _ := keys.Create(ctx, "v", auth.Viewer, []string{"a/"})
-	_, cli, _ := keys.Create(ctx, "c", auth.Client, []string{"a/"})
+	viewer, cli := scopedKey(f, keys, "v", auth.Viewer), scopedKey(f, keys, "c", auth.Client)
 	s := New(svc, db, nil)
 	s.Auth, s.Sessions = keys, auth.NewSessions(keys, 10, 3600e9, nil)
 	if _, err := svc.Acquire(fenceview.WithOwnerKey(ctx, "admin"), fenceview.AcquireRequest{ResourceID: "b/held", Holder: "owner", Lease: 3600e9, Wait: 0}); err != nil {
@@ -149,9 +148,8 @@ func BenchmarkAdmit(b *testing.B) {
 // (standard methods or OTHER; registered route patterns or "unmatched"),
 // so no request adds a series of its own choosing.
 func FuzzRouter(f *testing.F) {
-	ctx := context.Background()
 	svc, db, keys := newKeyedService(f, "fuzz")
-	_, cli, _ := keys.Create(ctx, "c", auth.Client, []string{"a/"})
+	cli := scopedKey(f, keys, "c", auth.Client)
 	s := New(svc, db, nil)
 	s.Auth, s.Sessions = keys, auth.NewSessions(keys, 10, 3600e9, nil)
 	m := telemetry.New()

@@ -37,6 +37,17 @@ func newKeyedService(tb testing.TB, iss string) (*issuer.Service, *sqlite.DB, *a
 	return svc, db, keys
 }
 
+// scopedKey is the secret of a new key named name in keys, of role,
+// limited to the resources under "a/".
+func scopedKey(tb testing.TB, keys *auth.Keyring, name string, role auth.Role) string {
+	tb.Helper()
+	_, secret, err := keys.Create(context.Background(), name, role, []string{"a/"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return secret
+}
+
 // newTestAPI is the API over a real service and SQLite file.
 func newTestAPI(tb testing.TB) *Server {
 	tb.Helper()

@@ -17,9 +17,8 @@ import (
 // auth.Anonymous (even when a valid credential is sent), anything else the
 // credential's own. Nothing is left to a default a handler might read.
 func TestNoHandlerRunsWithoutAPrincipal(t *testing.T) {
-	ctx := context.Background()
 	svc, db, keys := newKeyedService(t, "t")
-	_, viewer, _ := keys.Create(ctx, "v", auth.Viewer, []string{"a/"})
+	viewer := scopedKey(t, keys, "v", auth.Viewer)
 	paths := []string{"/static/missing.js", "/static/app.js", "/login", "/healthz", "/guard.wasm", "/v1/signing-keys",
 		"/favicon.ico", "/openapi.json", "/", "/status", "/rejections", "/v1/resources", "/v1/locks/a%2Fx", "/no/such/route", "/v1/auth/keys"}
 	// And every route the API documents, so a route added later is covered.

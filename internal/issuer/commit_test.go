@@ -10,7 +10,6 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
@@ -35,7 +34,7 @@ func (g *gatedStore) Apply(ctx context.Context, rows []*fenceview.Resource, even
 func TestCallerCommitsAloneThenHandsOver(t *testing.T) {
 	ctx := context.Background()
 	store := &gatedStore{DB: openDB(t), applying: make(chan int), proceed: make(chan struct{})}
-	s := New(store, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
+	s, _ := newOnStore(store)
 
 	fence := func(id string, errs chan<- error) {
 		_, err := s.Fence(ctx, fenceview.Fence{ResourceID: id, Token: guard.Token{Token: 1}})
@@ -120,7 +119,7 @@ func (f *failingStore) Apply(context.Context, []*fenceview.Resource, []fenceview
 func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
 	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
 	committed := fenceview.Resource{ResourceID: "jobs#0", LastToken: 4, Permits: 2}
-	s := New(store, []*fenceview.Resource{&committed}, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
+	s, _ := newOnStore(store, &committed)
 	defer s.Close()
 	release := sync.OnceFunc(func() { close(store.proceed) })
 	defer release() // before Close, which waits for the commit, should a check fail
@@ -159,7 +158,7 @@ func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
 // failed (the grant it named never happened).
 func TestRefusalWaitsForTheGrantItNames(t *testing.T) {
 	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
-	s := New(store, nil, 0, Config{Issuer: "test-issuer", Clock: clock.NewFake(t0), SweepInterval: time.Hour})
+	s, _ := newOnStore(store)
 	defer s.Close()
 	release := sync.OnceFunc(func() { close(store.proceed) })
 	defer release()
@@ -204,10 +203,9 @@ func TestRefusalWaitsForTheGrantItNames(t *testing.T) {
 // reader see that lock free after the refusal said it was held.)
 func TestRefusalAfterAWaitWaitsForTheGrantItNames(t *testing.T) {
 	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
-	fake := clock.NewFake(t0)
 	held := fenceview.Resource{ResourceID: "r", Holder: "a", Token: 1, LastToken: 1, HoldCount: 1,
 		LeaseMs: time.Hour.Milliseconds(), GrantedAt: t0, ExpiresAt: t0.Add(time.Hour)}
-	s := New(store, []*fenceview.Resource{&held}, 0, Config{Issuer: "test-issuer", Clock: fake, SweepInterval: time.Hour})
+	s, fake := newOnStore(store, &held)
 	defer s.Close()
 	release := sync.OnceFunc(func() { close(store.proceed) })
 	defer release()

@@ -8,45 +8,6 @@ import (
 	"github.com/fenceview/fenceview/guard"
 )
 
-// A re-entrant acquire without a lease keeps the current lease's length;
-// a first acquire without one gets the default; a lease given is used.
-func TestReentrantAcquireKeepsTheLease(t *testing.T) {
-	h := newHarness(t)
-	acquire(t, h.Service, "r", "a", time.Minute)
-	h.clock.Advance(10 * time.Second)
-	g := acquire(t, h.Service, "r", "a", 0)
-	if g.LeaseMs != 60000 || !g.ExpiresAt.Equal(t0.Add(70*time.Second)) || g.HoldCount != 2 {
-		t.Fatalf("re-entrant grant without a lease = %+v, want a 60 s lease expiring at +70s", g)
-	}
-	if g := acquire(t, h.Service, "r", "a", 5*time.Second); g.LeaseMs != 5000 {
-		t.Fatalf("re-entrant grant with a lease = %+v, want 5 s", g)
-	}
-	if g := acquire(t, h.Service, "fresh", "a", 0); g.LeaseMs != fenceview.DefaultLease.Milliseconds() {
-		t.Fatalf("first grant without a lease = %+v, want the default", g)
-	}
-	// After the lease ran out the holder starts afresh: the default.
-	h.clock.Advance(time.Hour)
-	if g := acquire(t, h.Service, "r", "a", 0); g.LeaseMs != fenceview.DefaultLease.Milliseconds() || g.HoldCount != 1 {
-		t.Fatalf("grant after expiry = %+v, want the default lease and hold count 1", g)
-	}
-	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: -time.Second, Wait: 0})
-	wantCode(t, err, fenceview.EINVALID)
-}
-
-// A waiter that named no lease gets the default when the lock is handed to
-// it, not the previous holder's lease.
-func TestWaiterWithoutLeaseGetsTheDefault(t *testing.T) {
-	h := newHarness(t)
-	acquire(t, h.Service, "r", "a", time.Hour)
-	got := queueGrant(t, h.Service, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: 0, Wait: time.Minute})
-	if _, err := h.Release(ctx, "r", "a"); err != nil {
-		t.Fatal(err)
-	}
-	if g := <-got; g.Holder != "b" || g.LeaseMs != fenceview.DefaultLease.Milliseconds() {
-		t.Fatalf("handed-off grant = %+v, want b with the default lease", g)
-	}
-}
-
 // In mode current a token below the last one issued is refused as
 // superseded, required the last token issued, even above the mark; the
 // mark stays; the last token issued and anything the rule refuses are

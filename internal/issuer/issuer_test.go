@@ -18,9 +18,10 @@ var t0 = clock.TestDate
 
 type harness struct {
 	*Service
-	db    *sqlite.DB
-	clock *clock.Fake
-	path  string
+	db     *sqlite.DB
+	clock  *clock.Fake
+	path   string
+	issuer string // the Config's Issuer at the next open
 }
 
 // newHarness starts a service on a real SQLite file and a fake clock.
@@ -41,7 +42,7 @@ func (h *harness) open(t *testing.T) {
 	}
 	// A long sweep interval: tests call Sweep themselves, except the one
 	// test of the sweep loop.
-	svc, err := Open(ctx, db, Config{Clock: h.clock, SweepInterval: time.Hour})
+	svc, err := Open(ctx, db, Config{Issuer: h.issuer, Clock: h.clock, SweepInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +59,13 @@ func (h *harness) restart(t *testing.T) {
 }
 
 var ctx = context.Background()
+
+// newOnStore is a service over store, loaded with resources as if read
+// from it, on a fake clock at t0, which it returns for the test to move.
+func newOnStore(store Store, resources ...*fenceview.Resource) (*Service, *clock.Fake) {
+	fake := clock.NewFake(t0)
+	return New(store, resources, 0, Config{Issuer: "test-issuer", Clock: fake, SweepInterval: time.Hour}), fake
+}
 
 // openDB is a store on a new SQLite file, closed as the test ends (after
 // a service the test closes).
@@ -164,6 +172,45 @@ func TestRenewKeepsTheTokenAndExtends(t *testing.T) {
 	h.clock.Advance(2 * time.Minute)
 	_, err = h.Renew(ctx, "r", "a", 0)
 	wantCode(t, err, fenceview.ECONFLICT)
+}
+
+// A re-entrant acquire without a lease keeps the current lease's length;
+// a first acquire without one gets the default; a lease given is used.
+func TestReentrantAcquireKeepsTheLease(t *testing.T) {
+	h := newHarness(t)
+	acquire(t, h.Service, "r", "a", time.Minute)
+	h.clock.Advance(10 * time.Second)
+	g := acquire(t, h.Service, "r", "a", 0)
+	if g.LeaseMs != 60000 || !g.ExpiresAt.Equal(t0.Add(70*time.Second)) || g.HoldCount != 2 {
+		t.Fatalf("re-entrant grant without a lease = %+v, want a 60 s lease expiring at +70s", g)
+	}
+	if g := acquire(t, h.Service, "r", "a", 5*time.Second); g.LeaseMs != 5000 {
+		t.Fatalf("re-entrant grant with a lease = %+v, want 5 s", g)
+	}
+	if g := acquire(t, h.Service, "fresh", "a", 0); g.LeaseMs != fenceview.DefaultLease.Milliseconds() {
+		t.Fatalf("first grant without a lease = %+v, want the default", g)
+	}
+	// After the lease ran out the holder starts afresh: the default.
+	h.clock.Advance(time.Hour)
+	if g := acquire(t, h.Service, "r", "a", 0); g.LeaseMs != fenceview.DefaultLease.Milliseconds() || g.HoldCount != 1 {
+		t.Fatalf("grant after expiry = %+v, want the default lease and hold count 1", g)
+	}
+	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: -time.Second, Wait: 0})
+	wantCode(t, err, fenceview.EINVALID)
+}
+
+// A waiter that named no lease gets the default when the lock is handed to
+// it, not the previous holder's lease.
+func TestWaiterWithoutLeaseGetsTheDefault(t *testing.T) {
+	h := newHarness(t)
+	acquire(t, h.Service, "r", "a", time.Hour)
+	got := queueGrant(t, h.Service, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: 0, Wait: time.Minute})
+	if _, err := h.Release(ctx, "r", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g.Holder != "b" || g.LeaseMs != fenceview.DefaultLease.Milliseconds() {
+		t.Fatalf("handed-off grant = %+v, want b with the default lease", g)
+	}
 }
 
 func TestTryLockRefusedImmediatelyAndAfterWait(t *testing.T) {

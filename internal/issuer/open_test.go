@@ -5,37 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/sqlite"
+	"github.com/fenceview/fenceview/internal/clock"
 )
 
 // Open starts where the record left off: the issuer id it was given stays,
 // and tokens and sequence numbers go on from the stored ones.
 func TestOpenResumesTheRecord(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f.db")
-	open := func(issuer string) (*Service, *sqlite.DB) {
-		db, err := sqlite.Open(ctx, path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		svc, err := Open(ctx, db, Config{Issuer: issuer, SweepInterval: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return svc, db
-	}
-	svc, db := open("issuer-a")
-	g, err := svc.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "h", Lease: time.Minute, Wait: 0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq := svc.LastSeq()
-	svc.Close()
-	db.Close()
-
-	svc, db = open("")
-	defer db.Close()
-	defer svc.Close()
+	h := &harness{clock: clock.NewFake(t0), path: filepath.Join(t.TempDir(), "f.db"), issuer: "issuer-a"}
+	h.open(t)
+	g := acquire(t, h.Service, "r", "h", time.Minute)
+	seq := h.LastSeq()
+	h.issuer = "" // a restart that names no issuer keeps the stored one
+	h.restart(t)
+	svc := h.Service
 	if svc.Issuer() != "issuer-a" {
 		t.Fatalf("issuer %q after reopening, want issuer-a", svc.Issuer())
 	}

@@ -12,48 +12,29 @@ import (
 	"github.com/fenceview/fenceview/internal/powercut"
 )
 
-// disk is a backing directory and the mount over it.
+// disk is a powercut.Disk, mounted, with the file operations the tests
+// make on it.
 type disk struct {
-	t       *testing.T
-	backing string
-	mnt     string
-	fs      *powercut.FS
+	*powercut.Disk
+	t *testing.T
 }
 
 func newDisk(t *testing.T) *disk {
-	powercut.Require(t)
-	d := &disk{t: t, backing: t.TempDir(), mnt: t.TempDir()}
-	d.mount(powercut.Options{})
+	d := &disk{Disk: powercut.NewDisk(t), t: t}
+	d.Mount(powercut.Options{})
 	return d
-}
-
-func (d *disk) mount(opts powercut.Options) {
-	d.t.Helper()
-	fs, err := powercut.Mount(d.backing, d.mnt, opts)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.fs = fs
-	d.t.Cleanup(func() {
-		if d.fs == fs {
-			fs.Unmount()
-		}
-	})
 }
 
 // powerCut cuts the power, unmounts and mounts again, as a machine that
 // lost power and rebooted.
 func (d *disk) powerCut() {
 	d.t.Helper()
-	d.fs.Cut()
-	if err := d.fs.Unmount(); err != nil {
-		d.t.Fatal(err)
-	}
-	d.fs = nil
-	d.mount(powercut.Options{})
+	d.FS.Cut()
+	d.Unmount()
+	d.Mount(powercut.Options{})
 }
 
-func (d *disk) path(name string) string { return filepath.Join(d.mnt, name) }
+func (d *disk) path(name string) string { return filepath.Join(d.Mnt, name) }
 
 // write writes data to name in the mount, creating or truncating it, and
 // fsyncs it when sync is set.
@@ -88,20 +69,32 @@ func (d *disk) syncDir(name string) {
 }
 
 // want checks that name reads as data, both in the backing directory and
-// through the mount; absent (want "") means it does not exist.
-func (d *disk) want(name string, data string, exists bool) {
+// through the mount.
+func (d *disk) want(name, data string) {
 	d.t.Helper()
-	for _, p := range []string{filepath.Join(d.backing, name), d.path(name)} {
-		b, err := os.ReadFile(p)
-		switch {
-		case !exists && !errors.Is(err, os.ErrNotExist):
-			d.t.Errorf("%s: exists (%q, %v), should not", p, b, err)
-		case exists && err != nil:
+	for _, p := range d.both(name) {
+		if b, err := os.ReadFile(p); err != nil {
 			d.t.Errorf("%s: %v, want %q", p, err, data)
-		case exists && string(b) != data:
+		} else if string(b) != data {
 			d.t.Errorf("%s = %q, want %q", p, b, data)
 		}
 	}
+}
+
+// wantGone checks that name exists neither in the backing directory nor
+// through the mount.
+func (d *disk) wantGone(name string) {
+	d.t.Helper()
+	for _, p := range d.both(name) {
+		if b, err := os.ReadFile(p); !errors.Is(err, os.ErrNotExist) {
+			d.t.Errorf("%s: exists (%q, %v), should not", p, b, err)
+		}
+	}
+}
+
+// both is name in the backing directory and through the mount.
+func (d *disk) both(name string) []string {
+	return []string{filepath.Join(d.Backing, name), d.path(name)}
 }
 
 // Written but not synced: the mount shows it until the cut, after which
@@ -114,11 +107,11 @@ func TestUnsyncedWritesAreLost(t *testing.T) {
 	if b, _ := os.ReadFile(d.path("f")); string(b) != "written, not synced" {
 		t.Fatalf("before the cut the mount reads %q", b)
 	}
-	if b, _ := os.ReadFile(filepath.Join(d.backing, "f")); string(b) != "synced" {
+	if b, _ := os.ReadFile(filepath.Join(d.Backing, "f")); string(b) != "synced" {
 		t.Fatalf("an unsynced write reached the backing directory: %q", b)
 	}
 	d.powerCut()
-	d.want("f", "synced", true)
+	d.want("f", "synced")
 }
 
 // fsync and fdatasync both keep everything written before them, pages and
@@ -153,7 +146,7 @@ func TestSyncedWritesAreKept(t *testing.T) {
 			f.Close()
 			want := string(big) + string(make([]byte, 20000-len(big))) + "HOLE"
 			d.powerCut()
-			d.want("f", want, true)
+			d.want("f", want)
 		})
 	}
 }
@@ -173,7 +166,7 @@ func TestTruncationIsSyncedLikeData(t *testing.T) {
 	f.Sync()
 	f.Close()
 	d.powerCut()
-	d.want("f", "0123\x00\x00\x00\x00", true)
+	d.want("f", "0123\x00\x00\x00\x00")
 }
 
 // A new file's name is durable only once its directory is fsynced; the
@@ -186,9 +179,9 @@ func TestNewFileNeedsItsDirectorySynced(t *testing.T) {
 	d.write("unnamed", "data synced, name not", true)
 	d.write("late", "synced before its name", true)
 	d.powerCut()
-	d.want("named", "kept", true)
-	d.want("unnamed", "", false)
-	d.want("late", "", false)
+	d.want("named", "kept")
+	d.wantGone("unnamed")
+	d.wantGone("late")
 
 	d.write("late", "synced before its name", true)
 	d.write("late", "then more, not synced", false)
@@ -196,8 +189,8 @@ func TestNewFileNeedsItsDirectorySynced(t *testing.T) {
 	d.write("empty", "never synced", false)
 	d.syncDir("")
 	d.powerCut()
-	d.want("late", "synced before its name", true)
-	d.want("empty", "", true) // the name made durable, the data never
+	d.want("late", "synced before its name")
+	d.want("empty", "") // the name made durable, the data never
 }
 
 // rename(2) over an existing file, the way programs replace a file
@@ -212,17 +205,17 @@ func TestRenameIsDurableOnlyAfterDirectorySync(t *testing.T) {
 		if err := os.Rename(d.path("config.tmp"), d.path("config")); err != nil {
 			t.Fatal(err)
 		}
-		d.want("config.tmp", "", false)
+		d.wantGone("config.tmp")
 		if syncDir {
 			d.syncDir("")
 		}
 		d.powerCut()
 		if syncDir {
-			d.want("config", "v2", true)
+			d.want("config", "v2")
 		} else {
-			d.want("config", "v1", true)
+			d.want("config", "v1")
 		}
-		d.want("config.tmp", "", false)
+		d.wantGone("config.tmp")
 	}
 }
 
@@ -244,8 +237,8 @@ func TestRenameAcrossDirectoriesIsTwoEntries(t *testing.T) {
 	}
 	d.syncDir("b")
 	d.powerCut()
-	d.want("a/f", "data", true)
-	d.want("b/f", "data", true)
+	d.want("a/f", "data")
+	d.want("b/f", "data")
 }
 
 // An unlink is undone by a cut until the directory is fsynced.
@@ -257,13 +250,13 @@ func TestUnlinkIsDurableOnlyAfterDirectorySync(t *testing.T) {
 	os.Remove(d.path("f"))
 	os.Remove(d.path("g"))
 	d.powerCut()
-	d.want("f", "data", true)
-	d.want("g", "data", true)
+	d.want("f", "data")
+	d.want("g", "data")
 	os.Remove(d.path("f"))
 	d.syncDir("")
 	d.powerCut()
-	d.want("f", "", false)
-	d.want("g", "data", true)
+	d.wantGone("f")
+	d.want("g", "data")
 }
 
 // A directory made and synced, files and all, is still lost while its
@@ -274,22 +267,22 @@ func TestNewDirectoryNeedsItsParentSynced(t *testing.T) {
 	d.write("sub/f", "data", true)
 	d.syncDir("sub")
 	d.powerCut()
-	d.want("sub", "", false)
+	d.wantGone("sub")
 
 	os.Mkdir(d.path("sub"), 0o755)
 	d.write("sub/f", "data", true)
 	d.syncDir("sub")
 	d.syncDir("")
 	d.powerCut()
-	d.want("sub/f", "data", true)
+	d.want("sub/f", "data")
 }
 
 // CutAtSync cuts the power as a given sync begins: it and everything
 // after it fail with EIO, and the disk is as the syncs before it left it.
 func TestCutAtSync(t *testing.T) {
 	d := newDisk(t)
-	d.fs.Unmount()
-	d.mount(powercut.Options{CutAtSync: 3})
+	d.Unmount()
+	d.Mount(powercut.Options{CutAtSync: 3})
 	d.write("f", "first", true) // sync 1
 	d.syncDir("")               // sync 2
 	f, err := os.OpenFile(d.path("f"), os.O_WRONLY, 0)
@@ -301,13 +294,13 @@ func TestCutAtSync(t *testing.T) {
 	if err := f.Sync(); !errors.Is(err, syscall.EIO) { // sync 3: the power goes
 		t.Fatalf("the sync at the cut: %v, want EIO", err)
 	}
-	if !d.fs.IsCut() || d.fs.Syncs() != 3 {
-		t.Fatalf("cut %v after %d syncs", d.fs.IsCut(), d.fs.Syncs())
+	if !d.FS.IsCut() || d.FS.Syncs() != 3 {
+		t.Fatalf("cut %v after %d syncs", d.FS.IsCut(), d.FS.Syncs())
 	}
 	if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("a write after the cut: %v, want EIO", err)
 	}
 	f.Close()
 	d.powerCut()
-	d.want("f", "first", true)
+	d.want("f", "first")
 }

@@ -66,7 +66,7 @@ func TestRPCConnectionMemoryBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "every acquire waiting", func() bool { return s.Service.Metrics().Waiters == conns*rpcMaxWaitingForTest })
+	servertest.Eventually(t, "every acquire waiting", func() bool { return s.Service.Metrics().Waiters == conns*rpcMaxWaitingForTest })
 	waitMem, waitG := memInUse(), goroutines()
 	perConn := (int64(connMem) - int64(baseMem)) / conns
 	perWaiter := (int64(waitMem) - int64(connMem)) / (conns * rpcMaxWaitingForTest)

@@ -39,18 +39,6 @@ func readUntilClose(t *testing.T, c *websocket.Conn) (messages, code int) {
 	}
 }
 
-// waitFor polls cond until it holds, within the hang guard.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(time.Millisecond) // polling a condition, not timing
-	}
-}
-
 // Revocation used to leave an RPC message already read being applied:
 // 9,025 of 12,000 grants were committed after the revoke's answer. Each
 // request is now checked against the key before it is applied, and the
@@ -89,7 +77,7 @@ func TestRevokeStopsRPCMessagesAlreadyRead(t *testing.T) {
 	}
 	atRevoke := s.Service.Metrics().Grants
 	<-answered
-	waitFor(t, "the RPC handler returned", func() bool { return s.API.OpenWebsockets() == 0 })
+	servertest.Eventually(t, "the RPC handler returned", func() bool { return s.API.OpenWebsockets() == 0 })
 	if after := s.Service.Metrics().Grants; after != atRevoke || atRevoke >= n {
 		t.Fatalf("grants: %d at the revoke's answer, %d once the connection ended (of %d sent)", atRevoke, after, n)
 	}
@@ -248,7 +236,7 @@ func TestRPCClientThatDoesNotReadIsClosed(t *testing.T) {
 	if budget := before + conns*(2+64+1); peak > budget {
 		t.Fatalf("%d goroutines with %d connections that never read (%d before), budget %d", peak, conns, before, budget)
 	}
-	waitFor(t, "every handler returned", func() bool { return s.API.OpenWebsockets() == 0 })
+	servertest.Eventually(t, "every handler returned", func() bool { return s.API.OpenWebsockets() == 0 })
 }
 
 // goroutines is the number of live goroutines, counted with the world
@@ -274,7 +262,7 @@ func TestCloseEndsWebsocketsAndTheirWaiters(t *testing.T) {
 	if err := rpc.WriteMessage(websocket.TextMessage, []byte(waits.String())); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "every acquire waiting", func() bool { return s.Service.Metrics().Waiters == 100 })
+	servertest.Eventually(t, "every acquire waiting", func() bool { return s.Service.Metrics().Waiters == 100 })
 	s.Close()
 	if n := s.API.OpenWebsockets(); n != 0 {
 		t.Fatalf("%d websockets open after Close", n)

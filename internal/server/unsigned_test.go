@@ -2,18 +2,18 @@ package server_test
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/fenceview/fenceview/internal/server"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // With --signing=off a grant carries no signature, the server's own fence
 // still enforces the token, and the keys stay published; a server that
 // would refuse its own tokens does not start.
 func TestUnsignedGrants(t *testing.T) {
-	dbPath := filepath.Join(t.TempDir(), "fenceview.db")
-	signed := startSigning(t, server.Config{DBPath: dbPath})
+	signed := startSigning(t, server.Config{})
+	dbPath := signed.srv.DBPath
 	first := signed.grant("orders", "a")
 	if first["signature"] == nil {
 		t.Fatalf("a default server's grant is unsigned: %v", first)
@@ -44,7 +44,7 @@ func TestUnsignedGrants(t *testing.T) {
 		t.Fatalf("fence with a token signed before --signing=off: %d %v", code, body)
 	}
 
-	_, err := server.Start(t.Context(), server.Config{Addr: "127.0.0.1:0", DBPath: dbPath, UnsignedGrants: true, RequireSignatures: true})
+	_, err := servertest.TryStart(t, server.Config{DBPath: dbPath, UnsignedGrants: true, RequireSignatures: true})
 	if !errors.Is(err, server.ErrUnsignedRequired) {
 		t.Fatalf("unsigned grants with required signatures: %v", err)
 	}

@@ -27,15 +27,22 @@ func openDB(t *testing.T, path string) *sqlite.DB {
 	return db
 }
 
-// The first start makes a key and keeps it: a restart signs with the same
-// key, so grants from before the restart still verify.
-func TestKeyCreatedOnFirstStartAndKept(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "fenceview.db")
-	k1, err := signing.Open(ctx, openDB(t, path), nil)
+// openKeyring opens the keyring kept in db, on the clock now (nil: the
+// real one).
+func openKeyring(t *testing.T, db *sqlite.DB, now func() time.Time) *signing.Keyring {
+	t.Helper()
+	k, err := signing.Open(context.Background(), db, now)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return k
+}
+
+// The first start makes a key and keeps it: a restart signs with the same
+// key, so grants from before the restart still verify.
+func TestKeyCreatedOnFirstStartAndKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fenceview.db")
+	k1 := openKeyring(t, openDB(t, path), nil)
 	keys := k1.Keys()
 	if len(keys) != 1 || !keys[0].Active || keys[0].Private() != nil || len(keys[0].Public) != 32 {
 		t.Fatalf("keys after first start: %v", keys)
@@ -45,10 +52,7 @@ func TestKeyCreatedOnFirstStartAndKept(t *testing.T) {
 		t.Fatalf("Sign = %q, %v", id, err)
 	}
 
-	k2, err := signing.Open(ctx, openDB(t, path), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k2 := openKeyring(t, openDB(t, path), nil)
 	if got := k2.Keys(); len(got) != 1 || got[0].ID != keys[0].ID {
 		t.Fatalf("keys after restart: %v", got)
 	}
@@ -67,10 +71,7 @@ func TestRotateAndRemove(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fenceview.db")
 	now := time.Date(2026, 9, 24, 6, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	k, err := signing.Open(ctx, openDB(t, path), clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := openKeyring(t, openDB(t, path), clock)
 	oldID, oldSig, _ := k.Sign("orders", 5)
 	newKey, err := k.Rotate(ctx) // same clock reading: still ordered
 	if err != nil || newKey.ID == oldID || !newKey.Active || newKey.Private() != nil {
@@ -99,10 +100,7 @@ func TestRotateAndRemove(t *testing.T) {
 	if v.VerifyText("orders", 5, oldSig) {
 		t.Fatal("a removed key's grant still verifies")
 	}
-	k2, err := signing.Open(ctx, openDB(t, path), clock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k2 := openKeyring(t, openDB(t, path), clock)
 	if keys := k2.Keys(); len(keys) != 1 || keys[0].ID != newKey.ID || !keys[0].Active {
 		t.Fatalf("keys after restart: %v", keys)
 	}
@@ -113,10 +111,7 @@ func TestRotateAndRemove(t *testing.T) {
 
 func TestRotateIsBounded(t *testing.T) {
 	ctx := context.Background()
-	k, err := signing.Open(ctx, openDB(t, filepath.Join(t.TempDir(), "f.db")), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := openKeyring(t, openDB(t, filepath.Join(t.TempDir(), "f.db")), nil)
 	for i := 1; i < signing.MaxKeys; i++ {
 		if _, err := k.Rotate(ctx); err != nil {
 			t.Fatal(i, err)
@@ -170,10 +165,7 @@ func TestFromFile(t *testing.T) {
 func TestPrivateKeyNeverPrinted(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t, filepath.Join(t.TempDir(), "f.db"))
-	k, err := signing.Open(ctx, db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := openKeyring(t, db, nil)
 	stored, err := db.SigningKeys(ctx)
 	if err != nil || len(stored) != 1 || stored[0].Private() == nil {
 		t.Fatalf("stored keys: %v, %v", stored, err)

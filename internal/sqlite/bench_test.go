@@ -19,18 +19,11 @@ import (
 func BenchmarkApply(b *testing.B) {
 	for _, perTx := range []int{1, 64} {
 		b.Run(fmt.Sprintf("changes=%d", perTx), func(b *testing.B) {
-			db := openTemp(b)
-			now := time.Now()
-			var seq int64
+			g := newGrantLoad(b, perTx, func(n int) string { return fmt.Sprintf("r-%d", n%1024) })
 			b.ResetTimer()
 			cpu0 := benchenv.CPUTime()
 			for i := 0; i < b.N; i++ {
-				rows := make([]*fenceview.Resource, perTx)
-				for j := range rows {
-					seq++
-					rows[j] = &fenceview.Resource{ResourceID: fmt.Sprintf("r-%d", (i*perTx+j)%1024), LastToken: seq, Holder: "h", HoldCount: 1, ExpiresAt: now}
-				}
-				applyGrants(b, db, rows, now)
+				g.commit(b, i)
 			}
 			b.ReportMetric(float64(b.N*perTx)/b.Elapsed().Seconds(), "changes/s")
 			// The process's CPU, the kernel's share of the writes and
@@ -40,14 +33,32 @@ func BenchmarkApply(b *testing.B) {
 	}
 }
 
-// applyGrants applies rows, each a grant of token LastToken, with their
-// grant events (seq LastToken, at at) in one durable transaction.
-func applyGrants(b *testing.B, db *DB, rows []*fenceview.Resource, at time.Time) {
-	events := make([]fenceview.Event, len(rows))
-	for j, r := range rows {
-		events[j] = fenceview.Event{Seq: r.LastToken, Type: fenceview.EventGrant, ResourceID: r.ResourceID, Token: r.LastToken, Holder: r.Holder, At: at}
+// grantLoad commits grants in durable transactions of perTx each, tokens
+// rising from 1; id names the resource of the n-th grant.
+type grantLoad struct {
+	db    *DB
+	perTx int
+	id    func(n int) string
+	now   time.Time
+	seq   int64
+}
+
+func newGrantLoad(b *testing.B, perTx int, id func(n int) string) *grantLoad {
+	return &grantLoad{db: openTemp(b), perTx: perTx, id: id, now: time.Now()}
+}
+
+// commit applies the i-th transaction: its rows, each a grant of token
+// LastToken, with their grant events (seq LastToken).
+func (g *grantLoad) commit(b *testing.B, i int) {
+	rows := make([]*fenceview.Resource, g.perTx)
+	events := make([]fenceview.Event, g.perTx)
+	for j := range rows {
+		g.seq++
+		r := &fenceview.Resource{ResourceID: g.id(i*g.perTx + j), LastToken: g.seq, Token: g.seq, Holder: "holder", HoldCount: 1, LeaseMs: 30000, GrantedAt: g.now, ExpiresAt: g.now}
+		rows[j] = r
+		events[j] = fenceview.Event{Seq: r.LastToken, Type: fenceview.EventGrant, ResourceID: r.ResourceID, Token: r.LastToken, Holder: r.Holder, At: g.now}
 	}
-	if err := db.Apply(context.Background(), rows, events); err != nil {
+	if err := g.db.Apply(context.Background(), rows, events); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -63,31 +74,20 @@ func BenchmarkApplyPages(b *testing.B) {
 	// 64 clients, changes spread over the resources.
 	for _, perTx := range []int{1, 32} {
 		b.Run(fmt.Sprintf("changes=%d", perTx), func(b *testing.B) {
-			db := openTemp(b)
-			now := time.Now()
-			var seq int64
-			commit := func(i int) {
-				rows := make([]*fenceview.Resource, perTx)
-				for j := range rows {
-					seq++
-					id := fmt.Sprintf("resource-%d", (i*perTx+j)*7919%1024)
-					rows[j] = &fenceview.Resource{ResourceID: id, LastToken: seq, Token: seq, Holder: "holder", HoldCount: 1, LeaseMs: 30000, GrantedAt: now, ExpiresAt: now}
-				}
-				applyGrants(b, db, rows, now)
-			}
+			g := newGrantLoad(b, perTx, func(n int) string { return fmt.Sprintf("resource-%d", n*7919%1024) })
 			for i := 0; i < 8192/perTx; i++ { // every resource exists, the history has some depth
-				commit(i)
+				g.commit(b, i)
 			}
-			db.walFrames(b)
+			g.db.walFrames(b)
 			frames := 0
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if i%20 == 19 {
-					frames += db.walFrames(b)
+					frames += g.db.walFrames(b)
 				}
-				commit(i)
+				g.commit(b, i)
 			}
-			frames += db.walFrames(b)
+			frames += g.db.walFrames(b)
 			b.ReportMetric(float64(frames)/float64(b.N), "pages/commit")
 		})
 	}

@@ -3,13 +3,13 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/dbtest"
 )
 
 // The database holds the private signing key, so it is created readable by
@@ -48,34 +48,7 @@ func TestFilesArePrivate(t *testing.T) {
 			if _, err := Backup(ctx, db.Path, filepath.Join(dir, "copy.db")); err != nil {
 				t.Fatal(err)
 			}
-			seen := assertPrivate(t, dir)
-			for _, name := range []string{"f.db", "f.db-wal", "f.db-shm", "copy.db"} {
-				if !seen[name] {
-					t.Errorf("no %s in %s (found %v)", name, dir, seen)
-				}
-			}
+			dbtest.AssertPrivate(t, dir, "f.db", "f.db-wal", "f.db-shm", "copy.db")
 		})
 	}
-}
-
-// assertPrivate fails the test for every file in dir that anyone but its
-// owner may read or write, and returns the names it looked at.
-func assertPrivate(t *testing.T, dir string) map[string]bool {
-	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen[e.Name()] = true
-		if perm := info.Mode().Perm(); perm != 0o600 {
-			t.Errorf("%s is %04o, want 0600", e.Name(), perm)
-		}
-	}
-	return seen
 }
