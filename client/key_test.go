@@ -12,7 +12,7 @@ import (
 
 // Config.Key is the credential of every call, over HTTP and over the RPC
 // stream; without it a server with auth on answers ErrUnauthorized.
-func TestWithKeyOnEveryPath(t *testing.T) {
+func TestKeyOnEveryPath(t *testing.T) {
 	ctx := context.Background()
 	srv, admin := startWith(t, fenceviewtest.Config{AdminToken: "adm"}, client.Config{AdminToken: "adm"})
 	k, err := admin.CreateKey(ctx, "w", "client", []string{"jobs/"})

@@ -158,7 +158,7 @@ public final class FenceviewClient implements AutoCloseable {
         /**
          * The nodes of a fenceview cluster, tried in turn: a call whose connection cannot
          * be made goes at once to the next node, and after any other failure the next
-         * call starts there (the Go client's {@code WithURLs}).
+         * call starts there (the Go client's {@code Config.Peers}).
          */
         public Builder urls(String... more) {
             urls.addAll(List.of(more));
