@@ -13,7 +13,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/wasm/modules"
+	"github.com/fenceview/fenceview/internal/modules"
 )
 
 // Server is the HTTP face of a lock service.
