@@ -306,7 +306,8 @@ func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (
 	return http.StatusOK, wire.FenceAccepted{Accepted: true, Token: d.Presented, IdempotencyKey: guard.IdempotencyKey(resource, d.Presented)}
 }
 
-var errMissingToken = fenceview.Errorf(fenceview.EINVALID, "missing or invalid fencing token")
+var errMissingToken = fenceview.Errorf(fenceview.EINVALIDTOKEN,
+	"missing or invalid fencing token: send one X-Fencing-Token header (a positive decimal integer) or \"token\" (a positive JSON integer) in the body")
 
 // fence takes the token from the header, the body, or both when they agree.
 func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
@@ -323,7 +324,7 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 			return fenceview.Fence{}, errMissingToken
 		}
 		if token != 0 && token != req.Token.Value {
-			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "X-Fencing-Token header and body token differ")
+			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALIDTOKEN, "X-Fencing-Token header and body token differ: send one, or the same in both")
 		}
 		token = req.Token.Value
 	}
@@ -500,7 +501,8 @@ func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	if err := s.History.Ping(r.Context()); err != nil {
 		s.Logger.Error("health check failed", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database unavailable"})
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database unavailable", "code": fenceview.EUNAVAILABLE})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})

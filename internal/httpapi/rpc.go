@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"runtime"
@@ -219,8 +218,8 @@ func (c *rpcConn) readMessage(lines *bufio.Reader) bool {
 // skipLongLine answers a request line over rpcMaxLine and passes over the
 // rest of it, returning the error that ended it (nil at its newline).
 func (c *rpcConn) skipLongLine(lines *bufio.Reader) error {
-	c.reply(0, http.StatusRequestEntityTooLarge,
-		map[string]any{"error": fmt.Sprintf("a request line is at most %d bytes", rpcMaxLine)})
+	status, body := c.s.errorBody(c.ctx, fenceview.Errorf(fenceview.ETOOLARGE, "a request line is at most %d bytes", rpcMaxLine))
+	c.reply(0, status, body)
 	err := bufio.ErrBufferFull
 	for err == bufio.ErrBufferFull {
 		_, err = lines.ReadSlice('\n')
@@ -235,7 +234,8 @@ func (c *rpcConn) take(line []byte, single bool) {
 	// Decoded into the reader's own request, then copied: a request
 	// decoded in a local would escape to the heap, one per request.
 	if err := wire.DecodeRequest(line, &c.req); err != nil {
-		c.reply(c.req.ID, http.StatusBadRequest, map[string]any{"error": "invalid request: " + describeJSONError(err)})
+		status, body := c.s.errorBody(c.ctx, requestError("invalid request", err))
+		c.reply(c.req.ID, status, body)
 		return
 	}
 	req := c.req
@@ -258,8 +258,9 @@ func (c *rpcConn) take(line []byte, single bool) {
 func (c *rpcConn) serveWaiting(req wire.Request) {
 	if c.waiting.Add(1) > rpcMaxWaiting {
 		c.waiting.Add(-1)
-		c.reply(req.ID, http.StatusTooManyRequests, map[string]any{
-			"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)})
+		status, body := c.s.errorBody(c.ctx, fenceview.Errorf(fenceview.ELIMIT,
+			"%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting))
+		c.reply(req.ID, status, body)
 		return
 	}
 	// A lock's acquire keeps only what it needs.
@@ -397,12 +398,14 @@ func (k *keySlots) close(id string) {
 	}
 }
 
+var errRevoked = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")
+
 // answer applies one request, unless the caller's key was revoked or its
 // session ended since the connection opened: a message already read stops
 // being applied at the revocation.
 func (c *rpcConn) answer(req wire.Request) (status int, body any) {
 	if !c.s.ops.enter(c.p) {
-		return http.StatusUnauthorized, map[string]any{"error": "key revoked or session ended"}
+		return c.s.errorBody(c.ctx, errRevoked)
 	}
 	status, body = c.s.dispatchRPC(c.ctx, req, c.source)
 	c.s.ops.leave(c.p)

@@ -86,7 +86,7 @@ func decodeBody(b []byte, v any, allowEmpty bool) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(v); err != nil {
-		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: %s", describeJSONError(err))
+		return requestError("invalid JSON body", err)
 	}
 	if dec.More() {
 		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: data after the object")
@@ -107,6 +107,18 @@ func putBuffer(b *bytes.Buffer) {
 	}
 	b.Reset()
 	bufferPool.Put(b)
+}
+
+// requestError is a body or request line encoding/json could not read,
+// as the API answers it: invalid-request, naming the field at fault when
+// there is one.
+func requestError(what string, err error) error {
+	e := fenceview.Errorf(fenceview.EINVALID, "%s: %s", what, describeJSONError(err))
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		e.Fields = map[string]any{"field": typeErr.Field}
+	}
+	return e
 }
 
 func describeJSONError(err error) string {
