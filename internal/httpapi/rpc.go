@@ -233,8 +233,17 @@ func (c *rpcConn) skipLongLine(lines *bufio.Reader) error {
 func (c *rpcConn) take(line []byte, single bool) {
 	// Decoded into the reader's own request, then copied: a request
 	// decoded in a local would escape to the heap, one per request.
-	if err := wire.DecodeRequest(line, &c.req); err != nil {
-		status, body := c.s.errorBody(c.ctx, requestError("invalid request", err))
+	present, unknown, err := wire.DecodeRequestFields(line, &c.req)
+	if fields, ok := rpcOpFields[c.req.Op]; ok { // an unknown op is refused as such
+		if ferr := checkFields(c.req.Op, fields, present, unknown); ferr != nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		if fenceview.ErrorCode(err) == fenceview.EINTERNAL { // encoding/json's, not ours
+			err = requestError("invalid request", err)
+		}
+		status, body := c.s.errorBody(c.ctx, err)
 		c.reply(c.req.ID, status, body)
 		return
 	}
@@ -464,7 +473,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 	}
 	switch req.Op {
 	case wire.OpAcquire, wire.OpRenew, wire.OpRelease:
-		lr := lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+		lr := lockRequestOf(&req)
 		if err := lr.validate(); err != nil {
 			return s.errorBody(ctx, err)
 		}
@@ -477,10 +486,8 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 			return s.release(ctx, req.Resource, lr)
 		}
 	case wire.OpFence:
-		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, Mode: req.Mode, origin: origin}
-		if req.Holder != nil {
-			fr.Holder = *req.Holder
-		}
+		fr := fenceRequestOf(&req)
+		fr.origin = origin
 		return s.fence(ctx, req.Resource, fr)
 	case wire.OpLock:
 		return s.lockState(ctx, req.Resource)

@@ -15,6 +15,7 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/modules"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Server is the HTTP face of a lock service.
@@ -69,9 +70,9 @@ func New(svc fenceview.Services, history fenceview.HistoryService, logger *slog.
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{Service: svc, History: history, Logger: logger, mux: http.NewServeMux()}
-	s.mux.HandleFunc("POST /v1/locks/{resource}/acquire", s.lockHandler((*Server).acquire))
-	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.lockHandler((*Server).renew))
-	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.lockHandler((*Server).release))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/acquire", s.lockHandler(wire.OpAcquire, (*Server).acquire))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.lockHandler(wire.OpRenew, (*Server).renew))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.lockHandler(wire.OpRelease, (*Server).release))
 	s.mux.HandleFunc("POST /v1/locks/{resource}/expire", s.handleExpire)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/reset", s.handleReset)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/recover", s.handleRecover)
@@ -206,12 +207,18 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // WriteError writes err as every refusal of the API is written (see
 // writeError); cluster mode's own routes answer through it too.
 func WriteError(w http.ResponseWriter, err error) {
-	code := fenceview.ErrorCode(err)
-	h := w.Header()
+	status, body := errorJSON(err)
+	writeJSON(w, status, body)
+}
+
+// errorHeaders sets the headers an error body's code calls for, however
+// the body came to be written (an operation answers with a status and a
+// body, which writeJSON writes).
+func errorHeaders(h http.Header, body map[string]any) {
+	code, _ := body["code"].(string)
 	if code == fenceview.EUNAUTHENTICATED {
 		h.Set("WWW-Authenticate", `Bearer realm="fenceview"`)
 	}
-	status, body := errorJSON(err)
 	if h.Get("Retry-After") == "" {
 		if ms := retryAfterMs(body["retryAfterMs"]); ms > 0 {
 			h.Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10)) // whole seconds, rounded up
@@ -219,7 +226,6 @@ func WriteError(w http.ResponseWriter, err error) {
 			h.Set("Retry-After", "1")
 		}
 	}
-	writeJSON(w, status, body)
 }
 
 // errorBody is the status and JSON body of err, the same over the JSON
