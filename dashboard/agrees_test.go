@@ -381,3 +381,26 @@ func TestAlarmLogShowsTheClaimedMark(t *testing.T) {
 		t.Errorf("the Lock card's alarm: %q", got)
 	}
 }
+
+// A resource busier than the sparkline reads is counted from its newest
+// events: its number says "at least" instead of a count that looks whole.
+func TestSparklineSaysWhenItCountsPart(t *testing.T) {
+	e := newEnv(t)
+	for range sparkRead { // 2 events each: a grant and a release
+		e.acquire("busy", "w", time.Minute)
+		e.svc.Release(context.Background(), "busy", "w")
+		e.clock.Advance(100 * time.Millisecond)
+	}
+	e.acquire("calm", "w", time.Minute)
+	e.clock.Advance(time.Minute)
+	p := e.get("/")
+	count := func(id string) string {
+		return p.doc.Find(`[data-testid="resource-row"][data-resource="` + id + `"] [data-testid="spark-n"]`).Text()
+	}
+	if got := count("busy"); got != "≥ 200 events" {
+		t.Errorf("the busy resource's sparkline reads %q", got)
+	}
+	if got := count("calm"); got != "1 event" {
+		t.Errorf("the calm resource's sparkline reads %q", got)
+	}
+}

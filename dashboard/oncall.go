@@ -240,16 +240,21 @@ func (t TableQuery) RangeURL(name string) string {
 // events over the last hour, five minutes a point.
 const sparkBuckets = 12
 
+// sparkRead bounds the events a sparkline reads per row.
+const sparkRead = 200
+
 // sparkline counts a resource's events per five minutes over the last
-// hour of complete minutes, ending where the rates end.
-func (h *Handler) sparkline(ctx context.Context, id string) ([]int, error) {
-	events, err := h.History.ResourceEvents(ctx, id, 200)
+// hour of complete minutes, ending where the rates end. A resource busier
+// than sparkRead events an hour is counted from its newest ones only:
+// more says so, and its count reads "at least".
+func (h *Handler) sparkline(ctx context.Context, id string) (out []int, more bool, err error) {
+	events, err := h.History.ResourceEvents(ctx, id, sparkRead)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	end := h.Now().Truncate(time.Minute)
 	start := end.Add(-time.Hour)
-	out := make([]int, sparkBuckets)
+	out = make([]int, sparkBuckets)
 	for _, e := range events {
 		if !e.At.Before(end) {
 			continue // the minute under way
@@ -260,7 +265,8 @@ func (h *Handler) sparkline(ctx context.Context, id string) ([]int, error) {
 		i := int(e.At.Sub(start) / (5 * time.Minute))
 		out[min(max(i, 0), sparkBuckets-1)]++
 	}
-	return out, nil
+	more = len(events) == sparkRead && !events[len(events)-1].At.Before(start)
+	return out, more, nil
 }
 
 // HolderData is the page of one holder: every lock it holds now, and its
@@ -514,12 +520,24 @@ func sparkTotal(p []int) int {
 	return n
 }
 
-func sparkLabel(p []int) string {
+// sparkCount is the number beside a sparkline, with what it counts.
+func sparkCount(p []int, more bool) string {
+	if more {
+		return "≥ " + group(sparkTotal(p)) + " events"
+	}
+	return plural(sparkTotal(p), "event", "events")
+}
+
+func sparkLabel(p []int, more bool) string {
 	lo, hi := math.MaxInt, 0
 	for _, v := range p {
 		lo, hi = min(lo, v), max(hi, v)
 	}
-	return plural(sparkTotal(p), "event", "events") + " in the last hour (complete minutes), " + group(lo) + " to " + group(hi) + " per 5 minutes"
+	s := sparkCount(p, more) + " in the last hour (complete minutes), " + group(lo) + " to " + group(hi) + " per 5 minutes"
+	if more {
+		s += ", of its newest " + group(sparkRead) + " events"
+	}
+	return s
 }
 
 // liveAdd says whether the script may insert rows for resources it hears

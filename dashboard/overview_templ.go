@@ -729,7 +729,7 @@ func ResourceRowView(r ResourceRow) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if r.Spark != nil {
-			templ_7745c5c3_Err = Sparkline(r.Spark).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Sparkline(r.Spark, r.SparkMore).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
