@@ -324,7 +324,7 @@ func TestNoEmptyTables(t *testing.T) {
 			t.Errorf("%s: no sentence says there is nothing", c.path)
 		}
 	}
-	if got := e.get("/holders/nobody").find("holder-count").Text(); got != "nobody holds no lock now." {
+	if got := e.get("/holders/nobody").find("holder-count").Text(); got != "No lock held now." {
 		t.Errorf("holder page: %q", got)
 	}
 	// An empty overview: its table waits hidden for the script's first row.

@@ -338,10 +338,12 @@ type MetricSeries struct {
 	Values     []MetricValue
 }
 
-// MetricValue is one labelled value, already formatted.
+// MetricValue is one labelled value, already formatted, and the instant
+// it names when it is a time.
 type MetricValue struct {
 	Labels string
 	Value  string
+	At     time.Time
 }
 
 func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request) {
