@@ -404,3 +404,21 @@ func TestSparklineSaysWhenItCountsPart(t *testing.T) {
 		t.Errorf("the calm resource's sparkline reads %q", got)
 	}
 }
+
+// A foreign-mark alarm: the first grant went above a mark set elsewhere.
+// The banner keeps it until a reset, and does not call the issuer behind
+// a mark it has passed; the log says what happened.
+func TestForeignMarkAlarmInWords(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.svc.Report(context.Background(), []fenceview.Report{{ResourceID: "fm", Token: 7, Accepted: true, Source: "db", At: e.clock.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	e.acquire("fm", "x", time.Minute) // token 8
+	p := e.get("/")
+	if got := strings.TrimSpace(p.doc.Find(`[data-testid="banner-behind"] li[data-resource="fm"]`).Text()); got != "fm: token 7 was in use at a guard above the token counter, last token issued 8" {
+		t.Errorf("banner: %q", got)
+	}
+	if got := p.doc.Find(`[data-testid="feed-item"][data-type="alarm"] .detail`).Text(); got != "token 7 in use at a guard before this server issued any; its first token goes above it (foreign-mark)" {
+		t.Errorf("the feed's alarm: %q", got)
+	}
+}

@@ -194,8 +194,15 @@ func xAnchor(i, n int) string {
 
 // alarmText is a behind resource's alarm in words, the same on the banner
 // and the resource page (app.js: alarmText).
+// Once the counter has passed the mark (the first grant above a mark
+// set elsewhere, or grants since), the alarm stays until a reset, and
+// says the mark was in use rather than that the issuer is behind it.
 func alarmText(r fenceview.Resource) string {
-	return "token " + group(alarmMark(r)) + " in use at a guard, last token issued " + group(r.LastToken)
+	mark := alarmMark(r)
+	if mark <= r.LastToken {
+		return "token " + group(mark) + " was in use at a guard above the token counter, last token issued " + group(r.LastToken)
+	}
+	return "token " + group(mark) + " in use at a guard, last token issued " + group(r.LastToken)
 }
 
 // alarmEventText is an alarm event in words: the mark it claims (its

@@ -261,7 +261,11 @@
   }
 
   function alarmText(r) {
-    return 'token ' + group(alarmMark(r)) + ' in use at a guard, last token issued ' + group(r.lastToken);
+    var mark = alarmMark(r);
+    if (mark <= r.lastToken) {
+      return 'token ' + group(mark) + ' was in use at a guard above the token counter, last token issued ' + group(r.lastToken);
+    }
+    return 'token ' + group(mark) + ' in use at a guard, last token issued ' + group(r.lastToken);
   }
 
   // alarmEventText: an alarm event in words, the server's (view.go).
