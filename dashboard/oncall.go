@@ -372,8 +372,7 @@ func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request) {
 // decimal, digits grouped as counts are ("1,234.5"); a rate too small for
 // a decimal says so rather than reading as none.
 func rate(f float64) string {
-	switch {
-	case f > 0 && f < 0.05:
+	if f > 0 && f < 0.05 {
 		return "< 0.1"
 	}
 	whole, frac := math.Modf(math.Round(f*10) / 10)

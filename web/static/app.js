@@ -52,9 +52,9 @@
     return future ? 'in ' + text : text + ' ago';
   }
 
-  // group is a count or token in the one format of every number on the
-  // page, digits in groups of three (the server's dashboard.group). It
-  // takes the number's decimal text, so a 19-digit token keeps its digits.
+  // group is a count or token (a number, or its decimal text) in the one
+  // format of every number on the page, digits in groups of three (the
+  // server's dashboard.group).
   function group(n) {
     return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   }
