@@ -140,6 +140,7 @@ type waiter struct {
 	grantReq
 	result chan waitResult // buffered; written once, or closed on shutdown
 	ids    []string        // a multi-lock's resources (multilock.go)
+	sem    string          // a semaphore's name, for its waiters (semaphore.go)
 	// How long it may wait, how to take it out of its queue when it gives
 	// up (await), and the resource queuedHook names.
 	wait     time.Duration
