@@ -358,7 +358,7 @@ func (b *batch) decide(w *state, d guard.Decision, holder, source string, at tim
 		// Tokens from elsewhere: the plain rule. The first grant here
 		// goes above the mark, with an alarm (grant).
 		vouched := proven && d.Accepted // claimed is a token this issuer signed
-		if reported && !vouched && claimed > fenceview.MaxReportedMark {
+		if reported && aboveForeignCap(r, claimed, vouched) {
 			b.alarm(w, fenceview.AlarmForeignMark, claimed, source, at)
 			claimed = fenceview.MaxReportedMark
 		}
