@@ -116,7 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mux.ServeHTTP(w, r)
+	s.gateRequest(w, r, s.mux)
 }
 
 // handleNoRoute answers every path no route matched: 405 when another method
@@ -226,6 +226,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // errorBody is the status and JSON body of err. Only internal errors are
 // logged: the others are the client's business.
 func (s *Server) errorBody(ctx context.Context, err error) (int, map[string]any) {
+	if ctx.Err() != nil && context.Cause(ctx) == errKeyGone {
+		err = errKeyGone // the key was revoked while this waited: whatever the refusal, the key is why
+	}
 	code := fenceview.ErrorCode(err)
 	if code == fenceview.EINTERNAL || code == fenceview.EUNAVAILABLE {
 		s.Logger.ErrorContext(ctx, "request failed", "err", err)
