@@ -46,6 +46,7 @@ type Server struct {
 	websockets wsCount
 	ops        opGate   // RPC operations being applied, per key (revoke.go)
 	keySlots   keySlots // RPC requests in flight, per key (rpc.go)
+	rpcBig     bigMessages
 
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
 	Auth     Credentials

@@ -182,3 +182,49 @@ func TestPermitsMismatchHidesTheCountFromAPartialKey(t *testing.T) {
 		t.Fatalf("a key seeing every slot: %d %v", status, body)
 	}
 }
+
+// A message over 1 MiB was applied line by line until the read limit
+// ended it: its first requests were committed, then the connection was
+// closed. A message is now read whole first, so one over the limit
+// changes nothing.
+func TestRPCMessageOverTheLimitChangesNothing(t *testing.T) {
+	s := newTestAPI(t)
+	served := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.ServeHTTP(w, r)
+		if r.URL.Path == "/v1/rpc" {
+			served <- struct{}{} // the connection's requests are all done
+		}
+	}))
+	defer srv.Close()
+	ws, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/v1/rpc",
+		http.Header{"Authorization": {"Bearer admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	msg := []byte(`{"id":1,"op":"acquire","resource":"big-1","holder":"a"}` + "\n" +
+		`{"id":2,"op":"fence","resource":"big-2","token":5}` + "\n")
+	pad := []byte(strings.Repeat(" ", 1000) + "\n") // blank lines: nothing to serve
+	for len(msg) <= rpcMaxMessage {
+		msg = append(msg, pad...)
+	}
+	if err := ws.WriteMessage(websocket.TextMessage, msg); err != nil {
+		t.Fatal(err)
+	}
+	ws.SetReadDeadline(time.Now().Add(30 * time.Second)) // hang guard
+	for {
+		if _, data, err := ws.ReadMessage(); err != nil {
+			break // closed for the message's size
+		} else {
+			t.Logf("answer: %s", data)
+		}
+	}
+	<-served
+	if ls, _ := s.Service.Lock("big-1"); ls.Locked {
+		t.Fatalf("a request of the refused message was applied: %+v", ls)
+	}
+	if _, err := s.Service.Resource("big-2"); fenceview.ErrorCode(err) != fenceview.ENOTFOUND {
+		t.Fatalf("the refused message's fence was recorded: %v", err)
+	}
+}
