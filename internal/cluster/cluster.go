@@ -133,8 +133,8 @@ type Node struct {
 	current    atomic.Pointer[term]   // set while this node leads and serves
 	leader     atomic.Pointer[Member] // the leader as etcd says, nil when none (setLeader)
 	ls         leaderState
-	gaps       atomic.Int64           // holes found in the history (see the feed)
-	keep       atomic.Int64           // events the log keeps (Config.LogRetention)
+	gaps       atomic.Int64 // holes found in the history (see the feed)
+	keep       atomic.Int64 // events the log keeps (Config.LogRetention)
 	closed     sync.Once
 
 	proxyMu sync.Mutex
