@@ -12,8 +12,8 @@
 // those transactions, so they strictly increase across leader changes.
 //
 // Followers forward every request to the leader (a reverse proxy to the
-// leader's advertised URL) and answer 503 with Retry-After while there is
-// none. Every node copies the cluster's event log into its own SQLite
+// leader's advertised URL); while there is none they hold a request for a
+// few seconds, then answer 503 with Retry-After (failover.go). Every node copies the cluster's event log into its own SQLite
 // history (see the feed), so history survives on every node.
 //
 // Waiters (acquire with waitMs) are not carried over a leader change: they

@@ -26,8 +26,9 @@ import (
 // two nodes with different views of the leader never bounce a request.
 const forwardedHeader = "X-Fenceview-Forwarded-By"
 
-// ServeHTTP answers as the leader, forwards to the leader, or says there is
-// none (503 with Retry-After).
+// ServeHTTP answers as the leader or forwards to the leader. While there is
+// none it can reach, it waits for the next one, up to failoverWait, and
+// then says there is none (503 with Retry-After).
 func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/v1/cluster" {
 		switch {
