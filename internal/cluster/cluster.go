@@ -13,8 +13,9 @@
 //
 // Followers forward every request to the leader (a reverse proxy to the
 // leader's advertised URL); while there is none they hold a request for a
-// few seconds, then answer 503 with Retry-After (failover.go). Every node copies the cluster's event log into its own SQLite
-// history (see the feed), so history survives on every node.
+// few seconds, then answer 503 with Retry-After (failover.go). Every node
+// copies the cluster's event log into its own SQLite history (see the
+// feed), so history survives on every node.
 //
 // Waiters (acquire with waitMs) are not carried over a leader change: they
 // live in the leader's memory, and the leader that loses its term answers
