@@ -196,3 +196,29 @@ func TestSemaphoreSkipsAnExhaustedSlot(t *testing.T) {
 		t.Fatalf("c: %+v", r)
 	}
 }
+
+// A semaphore's waiter was taken out of the queue when the slot released
+// to it had no token left, and never answered. It now waits on for
+// another slot, and is answered at its deadline like any waiter.
+func TestPermitWaiterOfAnExhaustedSlotIsAnsweredAtItsDeadline(t *testing.T) {
+	h := newHarness(t)
+	if _, err := h.ResetCounter(ctx, "jobs#0", fenceview.MaxIssued-1); err != nil {
+		t.Fatal(err)
+	}
+	takePermitOf(t, h.Service, "a", 1, time.Minute) // the slot's last token
+	waiting := waitForPermit(t, h.Service, "b", 1)
+	if _, err := h.ReleasePermit(ctx, "jobs", "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := waitingNow(h.Service); n != 1 {
+		t.Fatalf("%d waiting after the release, want b still waiting", n)
+	}
+	h.clock.Advance(time.Minute) // b's wait
+	r := answered(t, waiting)
+	if f := conflict(t, r.err, "no permit free"); f["permits"] != 1 {
+		t.Fatalf("b's answer: %v", r.err)
+	}
+	if n := waitingNow(h.Service); n != 0 {
+		t.Fatalf("%d still counted as waiting", n)
+	}
+}
