@@ -47,6 +47,9 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for {
 		changed := n.changes()
 		if t := n.current.Load(); t != nil {
+			if body != nil { // read to forward it, then this node came to lead
+				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			}
 			n.serveLeading(w, r, t)
 			return
 		}
