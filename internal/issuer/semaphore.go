@@ -275,8 +275,8 @@ func (s *Service) Semaphore(name string) (fenceview.Semaphore, error) {
 		if held {
 			sem.Held = append(sem.Held, fenceview.Slot{Slot: slot, ResourceID: k.id, Holder: r.Holder, Token: r.Token, ExpiresAt: r.ExpiresAt})
 		}
-		if slot < permits && (held || r.AvailableAt.After(now)) {
-			sem.Free--
+		if slot < permits && (held || r.AvailableAt.After(now) || fenceview.NextToken(*r) == 0) {
+			sem.Free-- // held, in its delay, or out of tokens (freeSlot passes it over)
 		}
 		return true
 	})

@@ -188,6 +188,9 @@ func TestSemaphoreSkipsAnExhaustedSlot(t *testing.T) {
 	if g := takePermitOf(t, h.Service, "b", 2, time.Minute); g.ResourceID != "jobs#1" {
 		t.Fatalf("b got %s, want jobs#1 past the exhausted jobs#0", g.ResourceID)
 	}
+	if sem, _ := h.Semaphore("jobs"); sem.Free != 0 {
+		t.Fatalf("the exhausted slot counted free: %+v", sem)
+	}
 	waiting := waitForPermit(t, h.Service, "c", 2)
 	if _, err := h.ReleasePermit(ctx, "jobs", "b", 1); err != nil {
 		t.Fatal(err)
