@@ -5,9 +5,15 @@ package cluster_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptrace"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/server"
@@ -103,5 +109,42 @@ func TestEveryNodeLogsTheLeaderChange(t *testing.T) {
 		if !saw {
 			t.Fatalf("%s logged %v: no change from %s", n.self().ID, sinks[n].changes(), old.self().ID)
 		}
+	}
+}
+
+// A follower answered 503 at once while the leader it knew was gone, and
+// the client slept its Retry-After before trying the next leader. It now
+// holds the request and forwards it, or serves it, once the next leader
+// does: here the dead leader's lease is revoked while the request waits,
+// and the node, the next leader, grants it.
+func TestFollowerHoldsARequestForTheNextLeader(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	prefix := "/" + t.Name() + "/"
+	cli := must(clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), Logger: zap.NewNop()}))
+	defer cli.Close()
+	ctx := context.Background()
+	lease := must(cli.Grant(ctx, 60))
+	must(cli.Put(ctx, prefix+"election/0", `{"id":"node-gone","url":"http://127.0.0.1:1"}`, clientv3.WithLease(lease.ID)))
+	n := startNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "n.db"))
+	servertest.Eventually(t, "the node sees the dead leader", func() bool { l := n.srv.Node.Leader(); return l != nil && l.ID == "node-gone" })
+	wrote := make(chan struct{})
+	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) },
+	}), "POST", n.url()+"/v1/locks/r/acquire", strings.NewReader(`{"holder":"a"}`))
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan int, 1)
+	go func() {
+		res, err := hc.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		res.Body.Close()
+		done <- res.StatusCode
+	}()
+	<-wrote // the node has it, with the dead leader to forward it to
+	must(cli.Revoke(ctx, lease.ID))
+	if status := <-done; status != http.StatusOK {
+		t.Fatalf("the request held across the leader change: %d, want 200", status)
 	}
 }
