@@ -199,14 +199,15 @@ func hostPort(base string) (string, error) {
 // etcd client sends (a third of the TTL, on a half-second tick): with a
 // short TTL, one late keep-alive must not end a live leader's term.
 func (n *Node) keepAlive(ctx context.Context, lease clientv3.LeaseID) {
-	t := time.NewTicker(n.cfg.ElectionTTL / 5)
+	ttl := time.Duration(n.ttl) * time.Second // whole seconds, at least one
+	t := time.NewTicker(ttl / 5)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			kctx, cancel := context.WithTimeout(ctx, n.cfg.ElectionTTL/2)
+			kctx, cancel := context.WithTimeout(ctx, ttl/2)
 			n.cli.KeepAliveOnce(kctx, lease)
 			cancel()
 		}
