@@ -143,7 +143,7 @@ func NewMain() *Main {
 		Addr:        "127.0.0.1:8080",
 		DBPath:      "fenceview.db",
 		EtcdPrefix:  cluster.DefaultPrefix,
-		ElectionTTL: 5 * time.Second,
+		ElectionTTL: cluster.DefaultElectionTTL,
 		FenceMode:   fenceview.FenceModeMark,
 		Signing:     "on",
 		Clock:       clock.Real{},
@@ -189,7 +189,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.Etcd, "etcd", m.Etcd, "etcd client URLs, comma-separated: run as a node of a cluster whose state lives in etcd")
 	fs.StringVar(&m.EtcdPrefix, "etcd-prefix", m.EtcdPrefix, "etcd key prefix of the cluster")
 	fs.StringVar(&m.Advertise, "advertise", m.Advertise, "this node's base URL for its peers (default: http://<listen address>)")
-	fs.DurationVar(&m.ElectionTTL, "election-ttl", m.ElectionTTL, "a dead leader is replaced within this (whole seconds)")
+	fs.DurationVar(&m.ElectionTTL, "election-ttl", m.ElectionTTL, "the leader's session lease (whole seconds): a leader whose machine is gone is replaced within it; one whose process died, sooner")
 	fs.IntVar(&m.MaxResources, "max-resources", m.MaxResources, "resources the server may know; a request that would create one more is refused (429)")
 	fs.IntVar(&m.MaxWaiters, "max-waiters", m.MaxWaiters, "acquires that may wait for a lock at once, across all clients")
 	fs.IntVar(&m.MaxWebsockets, "max-websockets", m.MaxWebsockets, "open event streams and RPC connections, together")

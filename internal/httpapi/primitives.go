@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -173,11 +174,28 @@ func (s *Server) semaphoreAcquire(ctx context.Context, name string, req wire.Sem
 	g, err := s.Service.AcquirePermit(ctx, fenceview.PermitRequest{Semaphore: name, Holder: *req.Holder, Permits: int(req.Permits.Value),
 		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return s.errorBody(ctx, hidePermits(ctx, name, int(req.Permits.Value), err))
 	}
 	s.observeGrant(fenceview.KindPermit, start)
 	_, slot, _ := fenceview.ParseSlotID(g.ResourceID)
 	return http.StatusOK, wire.PermitGrant{Grant: grantWire(g), Semaphore: name, Slot: slot}
+}
+
+// hidePermits keeps a semaphore's permits from a key that may not use
+// every one of its slots: a refusal naming a count other than the one
+// asked ("permits mismatch", or "no permit free" after an admin changed
+// it) becomes the 403 that asking with that count gets (seeSlots), so no
+// answer tells such a key more than "not the count you asked".
+func hidePermits(ctx context.Context, name string, asked int, err error) error {
+	var fe *fenceview.Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	n, ok := fe.Fields["permits"].(int)
+	if !ok || n == asked || seeSlots(ctx, name, n) == nil {
+		return err
+	}
+	return fenceview.Errorf(fenceview.EFORBIDDEN, "this key may not use every slot of semaphore %q", name)
 }
 
 func (s *Server) semaphoreRelease(ctx context.Context, name string, req wire.SemaphoreRequest) (int, any) {
