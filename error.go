@@ -14,6 +14,7 @@ const (
 	EFORBIDDEN    = "forbidden"    // a known credential not allowed this, or a cross-site request
 	ETOOLARGE     = "too_large"    // a body or batch over its limit
 	ELIMIT        = "limit"        // a server limit reached (resources, waiters, connections); nothing changed
+	EOVERLOADED   = "overloaded"   // shed under load, this caller at its share; nothing changed, retry after a while
 	EUNAVAILABLE  = "unavailable"  // the durable record could not be written
 	EINTERNAL     = "internal"     // a bug or an unexpected failure
 )

@@ -168,13 +168,13 @@ func (d *Dispatcher) Config() Config { return d.cfg }
 
 // Ticket is a seat held by an admitted request; Done gives it back.
 type Ticket struct {
-	d       *Dispatcher
-	pri     Priority
-	f       *flow
-	cost    int
-	start   time.Time
-	waited  time.Duration
-	done    bool
+	d      *Dispatcher
+	pri    Priority
+	f      *flow
+	cost   int
+	start  time.Time
+	waited time.Duration
+	done   bool
 }
 
 // Waited is how long the request waited in the queue.

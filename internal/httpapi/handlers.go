@@ -134,9 +134,10 @@ func (s *Server) lockHandler(op func(*Server, context.Context, string, lockReque
 			s.writeError(w, r, err)
 			return
 		}
-		s.allowWait(w, time.Duration(req.WaitMs.Value)*time.Millisecond)
-		status, body := op(s, r.Context(), resource, req)
-		writeJSON(w, status, body)
+		wait := time.Duration(req.WaitMs.Value) * time.Millisecond
+		s.allowWait(w, wait)
+		status, body := s.admittedRoute(r, wait, func() (int, any) { return op(s, r.Context(), resource, req) })
+		writeAnswer(w, status, body)
 	}
 }
 
@@ -207,8 +208,8 @@ func (s *Server) readHandler(read func(*Server, context.Context, string) (int, a
 		if !ok {
 			return
 		}
-		status, body := read(s, r.Context(), resource)
-		writeJSON(w, status, body)
+		status, body := s.admittedRoute(r, 0, func() (int, any) { return read(s, r.Context(), resource) })
+		writeAnswer(w, status, body)
 	}
 }
 
@@ -277,11 +278,11 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		req.modeHeader = &hv[0]
 	}
 	req.origin = "api:" + clientHost(r)
-	status, body := s.fence(r.Context(), resource, req)
+	status, body := s.admittedRoute(r, 0, func() (int, any) { return s.fence(r.Context(), resource, req) })
 	if refusal, ok := body.(httpguard.Refusal); ok {
 		refusal.SetHeader(w.Header())
 	}
-	writeJSON(w, status, body)
+	writeAnswer(w, status, body)
 }
 
 // fence decides a fenced write presented to the server's guard.
@@ -450,12 +451,14 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		}
 		reports = append(reports, rep)
 	}
-	n, err := s.Service.Report(r.Context(), reports)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"recorded": n})
+	status, body := s.admittedRoute(r, 0, func() (int, any) {
+		n, err := s.Service.Report(r.Context(), reports)
+		if err != nil {
+			return s.errorBody(r.Context(), err)
+		}
+		return http.StatusOK, map[string]any{"recorded": n}
+	})
+	writeAnswer(w, status, body)
 }
 
 // resourceState answers GET /v1/resources/{resource}: the resource with

@@ -49,11 +49,13 @@ func bodyHandler[T any](s *Server, op func(*Server, context.Context, string, T) 
 			s.writeError(w, r, err)
 			return
 		}
+		var wait time.Duration
 		if wr, ok := any(req).(waiter); ok {
-			s.allowWait(w, min(wr.Wait(), fenceview.MaxWait))
+			wait = min(wr.Wait(), fenceview.MaxWait)
+			s.allowWait(w, wait)
 		}
-		status, body := op(s, r.Context(), r.PathValue("name"), req)
-		writeJSON(w, status, body)
+		status, body := s.admittedRoute(r, wait, func() (int, any) { return op(s, r.Context(), r.PathValue("name"), req) })
+		writeAnswer(w, status, body)
 	}
 }
 
@@ -225,8 +227,8 @@ func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.Per
 }
 
 func (s *Server) handleSemaphore(w http.ResponseWriter, r *http.Request) {
-	status, body := s.semaphoreState(r.Context(), r.PathValue("name"))
-	writeJSON(w, status, body)
+	status, body := s.admittedRoute(r, 0, func() (int, any) { return s.semaphoreState(r.Context(), r.PathValue("name")) })
+	writeAnswer(w, status, body)
 }
 
 func (s *Server) semaphoreState(ctx context.Context, name string) (int, any) {
@@ -404,8 +406,8 @@ func (s *Server) renewLeadership(ctx context.Context, name string, req wire.Elec
 }
 
 func (s *Server) handleElection(w http.ResponseWriter, r *http.Request) {
-	status, body := s.electionState(r.Context(), r.PathValue("name"))
-	writeJSON(w, status, body)
+	status, body := s.admittedRoute(r, 0, func() (int, any) { return s.electionState(r.Context(), r.PathValue("name")) })
+	writeAnswer(w, status, body)
 }
 
 func (s *Server) electionState(ctx context.Context, name string) (int, any) {
