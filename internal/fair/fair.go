@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 )
@@ -64,7 +65,7 @@ type Config struct {
 // dozen busy flows.
 func Defaults() Config {
 	procs := runtime.GOMAXPROCS(0)
-	seats := 16 * procs
+	seats := 8 * procs
 	return Config{
 		Seats:      seats,
 		LeaseSeats: max(2, seats/4),
@@ -83,7 +84,7 @@ func (c Config) withDefaults() Config {
 	if c.LeaseSeats <= 0 {
 		c.LeaseSeats = max(1, c.Seats/4)
 	}
-	c.LeaseSeats = min(c.LeaseSeats, c.Seats)
+	c.LeaseSeats = min(c.LeaseSeats, c.Seats-1) // New keeps a seat
 	if c.FlowQueue <= 0 {
 		c.FlowQueue = d.FlowQueue
 	}
@@ -193,7 +194,7 @@ func (d *Dispatcher) Acquire(ctx context.Context, key string, pri Priority, cost
 		f = &flow{key: key}
 		lv.flows[key] = f
 	}
-	if len(f.queue) == 0 && d.seatFree(pri) && d.levelsIdle(pri) {
+	if len(f.queue) == 0 && d.seatFree(pri) && f.inFlight < d.share(pri) && d.levelsIdle(pri) {
 		d.start(pri, f, cost, lv.tag(f))
 		d.mu.Unlock()
 		return &Ticket{d: d, pri: pri, f: f, cost: cost, start: d.cfg.Now()}, nil
@@ -219,6 +220,7 @@ func (d *Dispatcher) Acquire(ctx context.Context, key string, pri Priority, cost
 		d.mu.Lock()
 		if !w.granted && w.shed == nil {
 			d.remove(pri, f, w)
+			d.dispatch() // one flow fewer: the others' share may have grown
 			d.mu.Unlock()
 			return nil, ctx.Err()
 		}
@@ -242,6 +244,21 @@ func (d *Dispatcher) seatFree(pri Priority) bool {
 		return false
 	}
 	return pri == Lease || d.inNew < d.cfg.Seats-d.cfg.LeaseSeats
+}
+
+// share is how many seats one flow at pri may hold: the level's seats
+// divided among its flows with requests queued or in service. A flow
+// below its share is not busy all the time (a client in a closed loop
+// spends some of it reading answers): the seats it leaves are not given
+// to the others beyond their share, since a storm of cheap requests
+// served at once costs the server outside its seats too (reading,
+// parsing, answering), and that is the others' time.
+func (d *Dispatcher) share(pri Priority) int {
+	seats := d.cfg.Seats
+	if pri == New {
+		seats -= d.cfg.LeaseSeats
+	}
+	return max(1, seats/max(1, len(d.levels[pri].flows)))
 }
 
 // levelsIdle reports whether nothing at pri or before it is queued: a
@@ -368,12 +385,16 @@ func (d *Dispatcher) start(pri Priority, f *flow, cost int, tag float64) {
 func (d *Dispatcher) dispatch() {
 	for pri := Lease; pri < levels; pri++ {
 		lv := &d.levels[pri]
-		for len(lv.busy) > 0 && d.seatFree(pri) {
-			f := lv.busy[0]
-			for _, g := range lv.busy[1:] {
-				if g.head < f.head {
+		for d.seatFree(pri) {
+			share := d.share(pri)
+			var f *flow
+			for _, g := range lv.busy {
+				if g.inFlight < share && (f == nil || g.head < f.head) {
 					f = g
 				}
+			}
+			if f == nil {
+				break // every busy flow holds its share
 			}
 			w := f.queue[0]
 			f.queue = f.queue[1:]
@@ -387,7 +408,7 @@ func (d *Dispatcher) dispatch() {
 			w.granted = true
 			close(w.ready)
 		}
-		if len(lv.busy) > 0 {
+		if pri == Lease && !d.seatFree(Lease) && slices.ContainsFunc(lv.busy, func(f *flow) bool { return f.inFlight < d.share(Lease) }) {
 			return // the Lease level waits for a seat: New does not pass it
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -114,6 +115,15 @@ type Overload struct {
 	// ObserveQueueWait, optional, is told how long each admitted request
 	// waited for its seat.
 	ObserveQueueWait func(priority string, d time.Duration)
+	// HoldShed, when positive, holds a shed answer up to this long (and
+	// no longer than its Retry-After) before it goes out: a client that
+	// retries at once, ignoring Retry-After, then costs the server one
+	// parked request per connection instead of a loop of refusals, each
+	// read, parsed and answered. At most maxHeldSheds are held at once;
+	// beyond, sheds are answered at once.
+	HoldShed time.Duration
+
+	held atomic.Int64
 
 	once    sync.Once
 	mu      sync.Mutex
@@ -222,6 +232,7 @@ func (s *Server) admitted(ctx context.Context, addr string, class opClass, wait 
 			shed = &fair.Shed{RetryAfter: time.Second} // the caller left while queued
 		}
 		o.observeShed(fclass, class.pri, reason)
+		o.hold(ctx, shed.RetryAfter)
 		return s.errorBody(ctx, overloaded(shed))
 	}
 	if o.ObserveQueueWait != nil {
@@ -240,6 +251,28 @@ func (s *Server) admitted(ctx context.Context, addr string, class opClass, wait 
 	}
 	t.Done(cost)
 	return status, body
+}
+
+// maxHeldSheds bounds the shed answers held at once (HoldShed).
+const maxHeldSheds = 4096
+
+// hold waits before a shed answer (HoldShed), within ctx.
+func (o *Overload) hold(ctx context.Context, retryAfter time.Duration) {
+	d := min(o.HoldShed, retryAfter)
+	if d <= 0 {
+		return
+	}
+	if o.held.Add(1) > maxHeldSheds {
+		o.held.Add(-1)
+		return
+	}
+	defer o.held.Add(-1)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func (o *Overload) observeShed(fclass string, pri fair.Priority, reason string) {
