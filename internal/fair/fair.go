@@ -47,6 +47,13 @@ type Config struct {
 	// LeaseSeats, of Seats, are kept for the Lease level: New requests
 	// use at most Seats-LeaseSeats.
 	LeaseSeats int
+	// FlowSeats bounds the seats one flow holds at a level while other
+	// flows have requests there too. Seats are many so that the group
+	// commit has many changes to share an fsync; but a seat of cheap
+	// requests (refusals, reads) is mostly processor time, and a flow
+	// holding many of them takes it from everyone else's requests,
+	// including their reading and answering, outside any seat.
+	FlowSeats int
 	// FlowQueue bounds the requests one flow has queued at one level.
 	FlowQueue int
 	// TotalQueue bounds the requests queued at all.
@@ -65,10 +72,11 @@ type Config struct {
 // dozen busy flows.
 func Defaults() Config {
 	procs := runtime.GOMAXPROCS(0)
-	seats := 8 * procs
+	seats := 32 * procs
 	return Config{
 		Seats:      seats,
 		LeaseSeats: max(2, seats/4),
+		FlowSeats:  max(2, procs),
 		FlowQueue:  4 * seats,
 		TotalQueue: 64 * seats,
 		MaxWait:    2 * time.Second,
@@ -85,6 +93,9 @@ func (c Config) withDefaults() Config {
 		c.LeaseSeats = max(1, c.Seats/4)
 	}
 	c.LeaseSeats = min(c.LeaseSeats, c.Seats-1) // New keeps a seat
+	if c.FlowSeats <= 0 {
+		c.FlowSeats = c.Seats
+	}
 	if c.FlowQueue <= 0 {
 		c.FlowQueue = d.FlowQueue
 	}
@@ -246,19 +257,24 @@ func (d *Dispatcher) seatFree(pri Priority) bool {
 	return pri == Lease || d.inNew < d.cfg.Seats-d.cfg.LeaseSeats
 }
 
-// share is how many seats one flow at pri may hold: the level's seats
-// divided among its flows with requests queued or in service. A flow
-// below its share is not busy all the time (a client in a closed loop
-// spends some of it reading answers): the seats it leaves are not given
-// to the others beyond their share, since a storm of cheap requests
-// served at once costs the server outside its seats too (reading,
-// parsing, answering), and that is the others' time.
+// share is how many seats one flow at pri may hold: alone, all of the
+// level's; beside others (flows with requests queued or in service), the
+// level's seats divided among them, and at most FlowSeats. A flow below
+// its share is not busy all the time (a client in a closed loop spends
+// some of it reading answers): the seats it leaves are not given to the
+// others beyond their share, since a storm of cheap requests served at
+// once costs the server outside its seats too (reading, parsing,
+// answering), and that is the others' time.
 func (d *Dispatcher) share(pri Priority) int {
 	seats := d.cfg.Seats
 	if pri == New {
 		seats -= d.cfg.LeaseSeats
 	}
-	return max(1, seats/max(1, len(d.levels[pri].flows)))
+	flows := len(d.levels[pri].flows)
+	if flows <= 1 {
+		return seats
+	}
+	return max(1, min(d.cfg.FlowSeats, seats/flows))
 }
 
 // levelsIdle reports whether nothing at pri or before it is queued: a

@@ -116,7 +116,7 @@ type Overload struct {
 	// waited for its seat.
 	ObserveQueueWait func(priority string, d time.Duration)
 	// HoldShed, when positive, holds a shed answer up to this long (and
-	// no longer than its Retry-After) before it goes out: a client that
+	// no longer than the Retry-After it says) before it goes out: a client that
 	// retries at once, ignoring Retry-After, then costs the server one
 	// parked request per connection instead of a loop of refusals, each
 	// read, parsed and answered. At most maxHeldSheds are held at once;
@@ -258,7 +258,8 @@ const maxHeldSheds = 4096
 
 // hold waits before a shed answer (HoldShed), within ctx.
 func (o *Overload) hold(ctx context.Context, retryAfter time.Duration) {
-	d := min(o.HoldShed, retryAfter)
+	// Retry-After is in whole seconds, rounded up: the hold may be as long.
+	d := min(o.HoldShed, retryAfter.Round(time.Second)+time.Second)
 	if d <= 0 {
 		return
 	}
