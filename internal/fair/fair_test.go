@@ -207,3 +207,35 @@ func TestCanceledWhileQueued(t *testing.T) {
 		t.Fatalf("left behind: %+v", s)
 	}
 }
+
+func TestFlowSeatsBesideOthers(t *testing.T) {
+	d := newTest(Config{Seats: 10, LeaseSeats: 2, FlowSeats: 2, FlowQueue: 10, TotalQueue: 20})
+	// Alone, a flow may take every seat of its level.
+	var storm []*Ticket
+	for range 8 {
+		tk, err := d.Acquire(context.Background(), "storm", New, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		storm = append(storm, tk)
+	}
+	for _, tk := range storm {
+		tk.Done(0)
+	}
+	// Beside another flow, at most FlowSeats, though seats are free.
+	other, _ := d.Acquire(context.Background(), "honest", New, 1)
+	served, failed := make(chan grant, 10), make(chan error, 10)
+	for range 2 {
+		tk, err := d.Acquire(context.Background(), "storm", New, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tk.Done(0)
+	}
+	submit(t, d, "storm", New, 1, "third", served, failed)
+	if s := d.Stats(); s.InUse != 3 || s.Queued != 1 {
+		t.Fatalf("a flow beside another: %+v, want 3 seats in use (2 of them its own) and its third request queued", s)
+	}
+	other.Done(0) // alone again: its third request is served
+	next(t, served)
+}
