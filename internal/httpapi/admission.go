@@ -238,6 +238,12 @@ func (s *Server) admitted(ctx context.Context, addr string, class opClass, wait 
 	if o.ObserveQueueWait != nil {
 		o.ObserveQueueWait(class.pri.String(), t.Waited())
 	}
+	if auth.FromContext(ctx).Gone() {
+		// Revoked (or its session ended) while it was queued.
+		t.Done(costCheap)
+		enter()
+		return s.errorBody(ctx, fenceview.Errorf(fenceview.EUNAUTHORIZED, "key revoked or session ended"))
+	}
 	if wait > 0 {
 		t.Done(0)
 		enter()
