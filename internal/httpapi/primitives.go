@@ -51,10 +51,12 @@ func (s *Server) bodyHandler(op string) http.HandlerFunc {
 		}
 		req := body.req
 		req.Op, req.Name = op, r.PathValue("name")
+		var wait time.Duration
 		if req.Waits() {
-			s.allowWait(w, min(millis(req.WaitMs), fenceview.MaxWait))
+			wait = min(millis(req.WaitMs), fenceview.MaxWait)
+			s.allowWait(w, wait)
 		}
-		status, out := serve(s, r.Context(), req)
+		status, out := s.admittedRoute(r, wait, func() (int, any) { return serve(s, r.Context(), req) })
 		writeJSON(w, status, out)
 	}
 }
@@ -244,7 +246,7 @@ func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.Per
 }
 
 func (s *Server) handleSemaphore(w http.ResponseWriter, r *http.Request) {
-	status, body := s.semaphoreState(r.Context(), r.PathValue("name"))
+	status, body := s.admittedRoute(r, 0, func() (int, any) { return s.semaphoreState(r.Context(), r.PathValue("name")) })
 	writeJSON(w, status, body)
 }
 
@@ -423,7 +425,7 @@ func (s *Server) renewLeadership(ctx context.Context, name string, req wire.Elec
 }
 
 func (s *Server) handleElection(w http.ResponseWriter, r *http.Request) {
-	status, body := s.electionState(r.Context(), r.PathValue("name"))
+	status, body := s.admittedRoute(r, 0, func() (int, any) { return s.electionState(r.Context(), r.PathValue("name")) })
 	writeJSON(w, status, body)
 }
 

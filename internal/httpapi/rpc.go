@@ -90,6 +90,7 @@ type rpcConn struct {
 	conn   *websocket.Conn
 	p      *auth.Principal
 	source string
+	addr   string // the client's address: its flow with auth off
 	ctx    context.Context
 	cancel context.CancelFunc
 	out    rpcOut
@@ -120,7 +121,7 @@ type rpcConn struct {
 // caller's share of the key's requests in flight; close releases it.
 func (s *Server) newRPCConn(conn *websocket.Conn, r *http.Request) *rpcConn {
 	c := &rpcConn{
-		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r),
+		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r), addr: s.clientAddr(r),
 		wake: make(chan struct{}, 1), work: make(chan wire.Request),
 	}
 	c.out.conn = conn
@@ -292,7 +293,7 @@ func (c *rpcConn) take(line []byte, single bool) {
 		c.serveWaiting(req)
 		return
 	}
-	c.takeSlot() // the key at its share: this connection is not read until a request of the key is done
+	c.takeSlot()
 	if single && c.busy.Load() == 0 {
 		c.serveInline(req)
 		return
@@ -302,8 +303,9 @@ func (c *rpcConn) take(line []byte, single bool) {
 }
 
 // serveWaiting serves an acquire that may wait in a goroutine of its own
-// (bounded by rpcMaxWaiting, and by the server's --max-waiters), so a
-// wait never takes a worker.
+// (bounded by rpcMaxWaiting, by the key's --max-waiters-per-key and by the
+// server's --max-waiters), so a wait never takes a worker. Until it starts
+// waiting it holds one of the key's in-flight slots, as any request does.
 func (c *rpcConn) serveWaiting(req wire.Request) {
 	if c.waiting.Add(1) > rpcMaxWaiting {
 		c.waiting.Add(-1)
@@ -312,6 +314,7 @@ func (c *rpcConn) serveWaiting(req wire.Request) {
 		c.reply(req.ID, status, body)
 		return
 	}
+	c.takeSlot()
 	// A lock's acquire keeps only what it needs.
 	if req.Op == wire.OpAcquire {
 		req = wire.Request{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
@@ -321,7 +324,9 @@ func (c *rpcConn) serveWaiting(req wire.Request) {
 	go func() {
 		defer c.inflight.Done()
 		defer c.waiting.Add(-1)
-		c.serve(req)
+		entered := sync.OnceFunc(c.freeSlot)
+		defer entered()
+		c.serveEntered(req, entered)
 	}()
 }
 
@@ -330,7 +335,7 @@ func (c *rpcConn) serveWaiting(req wire.Request) {
 // is busy. One client calling one request at a time (Redis's usual
 // caller) saves two goroutine hand-offs per call.
 func (c *rpcConn) serveInline(req wire.Request) {
-	status, body := c.answer(req)
+	status, body := c.answer(req, nil)
 	c.freeSlot()
 	c.qmu.Lock()
 	idle := c.npending == 0
@@ -388,15 +393,30 @@ func (c *rpcConn) worker(req wire.Request) {
 }
 
 func (c *rpcConn) serve(req wire.Request) {
-	status, body := c.answer(req)
+	status, body := c.answer(req, nil)
 	c.busy.Add(-1)
-	if !req.Waits() {
-		c.freeSlot()
-	}
+	c.freeSlot()
 	c.reply(req.ID, status, body)
 }
 
+// serveEntered serves a waiting acquire, whose slot entered frees.
+func (c *rpcConn) serveEntered(req wire.Request, entered func()) {
+	status, body := c.answer(req, entered)
+	c.busy.Add(-1)
+	c.reply(req.ID, status, body)
+}
+
+// takeSlot takes one of the key's in-flight slots: while the key is at its
+// share, this connection is not read until a request of the key is done.
 func (c *rpcConn) takeSlot() {
+	if c.slots != nil && c.s.slotFull != nil {
+		select {
+		case c.slots <- struct{}{}:
+			return
+		default:
+			c.s.slotFull()
+		}
+	}
 	if c.slots != nil {
 		c.slots <- struct{}{}
 	}
@@ -449,14 +469,27 @@ func (k *keySlots) close(id string) {
 
 var errRevoked = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")
 
-// answer applies one request, unless the caller's key was revoked or its
-// session ended since the connection opened: a message already read stops
-// being applied at the revocation.
-func (c *rpcConn) answer(req wire.Request) (status int, body any) {
+// answer applies one request once admitted (admission.go), unless the
+// caller's key was revoked or its session ended since the connection
+// opened: a message already read stops being applied at the revocation.
+// entered, for a waiting acquire, is called when it starts or is refused.
+func (c *rpcConn) answer(req wire.Request, entered func()) (status int, body any) {
 	if !c.s.ops.enter(c.p) {
+		if entered != nil {
+			entered()
+		}
 		return c.s.errorBody(c.ctx, errRevoked)
 	}
-	status, body = c.s.dispatchRPC(c.ctx, req, c.source)
+	dispatch := func() (int, any) { return c.s.dispatchRPC(c.ctx, req, c.source) }
+	if class, ok := rpcClasses[req.Op]; ok {
+		var wait time.Duration
+		if req.Waits() {
+			wait = min(time.Duration(req.WaitMs.Value)*time.Millisecond, fenceview.MaxWait)
+		}
+		status, body = c.s.admitted(c.ctx, c.addr, class, wait, entered, dispatch)
+	} else {
+		status, body = dispatch()
+	}
 	c.s.ops.leave(c.p)
 	return status, body
 }

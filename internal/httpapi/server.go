@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -44,6 +45,12 @@ type Server struct {
 	// FenceMode is the least mode of every fence (fenceview.FenceModeMark
 	// or empty: each request's own; FenceModeCurrent: all current).
 	FenceMode string
+
+	// Overload is the admission control of lock operations, fences,
+	// reports and reads (admission.go); nil: its defaults.
+	Overload     *Overload
+	overloadOnce sync.Once
+	slotFull     func() // tests: told when an RPC request waits for its key's in-flight slot
 
 	websockets wsCount
 	ops        opGate   // RPC operations being applied, per key (revoke.go)
