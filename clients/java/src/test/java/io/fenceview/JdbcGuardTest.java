@@ -66,6 +66,44 @@ class JdbcGuardTest {
      * with a newer token and writes; A wakes and writes with its old token: the
      * update matches no row and the guard refuses it, naming B's token.
      */
+    /**
+     * clients/java/README.md's inventory example, as written, with the worker's lease
+     * lost in the middle: the refusal is reported with the token's signature and
+     * thrown, and the unlock in its finally neither throws nor hides it.
+     */
+    @Test
+    void readmeExampleSurvivesALostLease() throws Exception {
+        String r = Env.resource("inventory:42");
+        // fv.report needs a key with the guard or admin role.
+        try (FenceviewClient fv = FenceviewClient.builder().url(Env.url()).apiKey(Env.prop("admin")).build();
+                Connection db = connect("sqlite"); FenceviewClient other = Env.client()) {
+            String table = inventory(db);
+            FencedLock lock = fv.getFencedLock(r);
+            Long token = lock.tryLockAndGetToken(10, -1, TimeUnit.SECONDS);
+            assertNotNull(token);
+            FencedOutException e = assertThrows(FencedOutException.class, () -> {
+                try {
+                    // Meanwhile: the lease is force-expired, and a newer holder writes.
+                    assertTrue(fv.getFencedLock(r).forceUnlock());
+                    lock.leaseLost().get(10, TimeUnit.SECONDS);
+                    Long newer = other.getFencedLock(r).lockAndGetToken();
+                    assertTrue(JdbcGuard.create().update(db, table, "product_id", 42, newer, Map.of("stock", 5)).accepted());
+
+                    int stock = 10 - 3;
+                    Decision d = JdbcGuard.create().update(db, table, "product_id", 42, token, Map.of("stock", stock));
+                    if (!d.accepted()) {
+                        fv.report(r, d, "stock-worker", lock.getFencingToken().signature());
+                        throw d.toException(r);
+                    }
+                } finally {
+                    lock.unlock();
+                }
+            });
+            assertEquals(token.longValue(), e.token());
+            assertEquals(5, row(db, table)[0], "the newer holder's write stands");
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"postgresql", "mariadb", "sqlite"})
     void pausedHolderIsFencedOut(String db) throws Exception {
