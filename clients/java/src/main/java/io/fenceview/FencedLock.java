@@ -77,7 +77,7 @@ public final class FencedLock extends Named implements Lock {
             if (refusal[0] == null) {
                 throw new FenceviewException(0, "fenceview: acquire " + name + " gave up");
             }
-            throw LockHeldException.of(name, refusal[0].body);
+            throw Refusals.held(refusal[0], 0, name);
         }
         return getFencingToken();
     }
@@ -196,7 +196,7 @@ public final class FencedLock extends Named implements Lock {
             return c.call("POST", path("acquire"), in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(threadId, holder, a.body, lease, renewing, sent),
                 // Nobody will unlock a grant its asker gave up on.
-                a -> releaseQuietly(holder), token -> unlockAsync(threadId), refusal, a -> true);
+                a -> releaseQuietly(holder), token -> unlockAsync(threadId), refusal, 0);
     }
 
     private void releaseQuietly(String holder) {
@@ -236,7 +236,8 @@ public final class FencedLock extends Named implements Lock {
      *
      * @throws IllegalMonitorStateException when this thread does not hold the lock and
      *                                      its lease was not lost: it never locked it, or
-     *                                      unlocked it already
+     *                                      unlocked it already (a {@link LockOwnershipException}
+     *                                      with the server's code)
      */
     @Override
     public void unlock() {
@@ -284,21 +285,19 @@ public final class FencedLock extends Named implements Lock {
                 }
                 return null;
             }
-            if (a.status == 409 && h != null) {
+            RuntimeException refused = a.failure(Refusals.Op.OWNERSHIP, name,
+                    "unlock " + name + " by thread " + threadId + " (holder " + holder + ")");
+            if (h != null && refused instanceof LockOwnershipException) {
                 // The thread held the lock and the server no longer counts it as the
                 // holder: its lease was lost, and this is where the client learns it.
-                h.lose("unlock refused: " + a.error(), null);
+                h.lose("unlock refused: " + refused.getMessage(), refused);
                 h.unlockLost();
                 return null;
-            }
-            if (a.status == 409) {
-                throw new IllegalMonitorStateException("attempt to unlock " + name
-                        + ", not locked by thread " + threadId + " (holder " + holder + "): " + a.error());
             }
             if (h != null) {
                 h.releasing(false);
             }
-            throw a.failure("release " + name);
+            throw refused;
         });
     }
 
@@ -311,7 +310,7 @@ public final class FencedLock extends Named implements Lock {
         boolean was = isLocked();
         FenceviewClient.Answer a = FenceviewClient.await(c.admin("POST", path("expire"), null));
         if (!a.ok()) {
-            throw a.failure("force-expire " + name);
+            throw a.failure(Refusals.Op.OTHER, name, "force-expire " + name);
         }
         return was;
     }

@@ -101,7 +101,7 @@ public final class FencedMultiLock implements Lock {
         Map<String, Long> t = Waiting.tryAwait(acquire(me(), Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit), refusal));
         if (t == null) {
             throw refusal[0] == null ? new FenceviewException(0, "fenceview: acquire-all gave up")
-                    : LockHeldException.of(String.join(", ", resources), refusal[0].body);
+                    : Refusals.held(refusal[0], 0, String.join(", ", resources));
         }
         return t;
     }
@@ -123,7 +123,7 @@ public final class FencedMultiLock implements Lock {
             in.put("resources", resources);
             return c.call("POST", "/v1/locks/acquire-all", in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(threadId, holder, a, lease, renewing, sent), a -> release(holder), refusal,
-                a -> "lock held".equals(a.error()) || "lock delay".equals(a.error()));
+                0);
     }
 
     private Map<String, Long> granted(long threadId, String holder, FenceviewClient.Answer a, long lease, boolean renewing, long sent) {
@@ -217,14 +217,15 @@ public final class FencedMultiLock implements Lock {
                 if (h != null) {
                     h.releasing(false);
                 }
-                throw a.failure("release-all");
+                throw a.failure(Refusals.Op.OWNERSHIP, String.join(", ", resources), "release-all");
             }
             List<Object> notHeld = Json.list(a.body, "notHeld");
             if (!notHeld.isEmpty()) {
                 if (h != null) {
                     h.lose("not held at unlock: " + notHeld, null);
                 }
-                throw new IllegalMonitorStateException("attempt to unlock " + notHeld + ", not locked by thread " + threadId);
+                throw new NotHeldException(String.join(", ", resources), "fenceview: attempt to unlock " + notHeld
+                        + ", not locked by thread " + threadId);
             }
             if (h != null) {
                 if (h.count() <= 1) {

@@ -304,13 +304,21 @@ public final class FenceviewClient implements AutoCloseable {
             return status == 200 || status == 201;
         }
 
+        /** The server's sentence for people (bounded), for messages only: never matched. */
         String error() {
             Object e = body.get("error");
-            return e instanceof String ? (String) e : "HTTP " + status;
+            String s = e instanceof String ? (String) e : "HTTP " + status;
+            return s.length() > 300 ? s.substring(0, 300) + "..." : s;
         }
 
-        FenceviewException failure(String what) {
-            return new FenceviewException(status, "fenceview: " + what + ": " + status + " " + error());
+        /** The typed exception of this error answer to what (see {@link Refusals}). */
+        RuntimeException failure(String what) {
+            return Refusals.exception(this, Refusals.Op.OTHER, 0, null, what);
+        }
+
+        /** The same for a call of kind op on resource. */
+        RuntimeException failure(Refusals.Op op, String resource, String what) {
+            return Refusals.exception(this, op, 0, resource, what);
         }
     }
 
@@ -564,10 +572,11 @@ public final class FenceviewClient implements AutoCloseable {
             return Decision.accept(token.number());
         }
         if (a.status == 409) {
-            return new Decision(false, Objects.requireNonNullElse(Json.str(a.body, "reason"), Decision.STALE_TOKEN),
-                    token.number(), Json.lng(a.body, "required"));
+            // A refused fence is a decision, not an error: its code is its reason.
+            String reason = Refusals.code(a.status, a.body, Refusals.Op.FENCE, 0);
+            return new Decision(false, reason, token.number(), Json.lng(a.body, "required"));
         }
-        throw a.failure("fence " + token.resource());
+        throw a.failure(Refusals.Op.FENCE, token.resource(), "fence " + token.resource());
     }
 
     /**

@@ -190,11 +190,12 @@ final class Hold {
                 scheduleRenewal(interval());
                 return;
             }
-            FenceviewException fe = err != null
-                    ? (FenceviewClient.unwrap(err) instanceof FenceviewException ? (FenceviewException) FenceviewClient.unwrap(err)
-                            : new FenceviewException("fenceview: renewal: " + FenceviewClient.unwrap(err), FenceviewClient.unwrap(err)))
-                    : a.failure("renew " + key.resource());
-            if (!fe.isTemporary()) {
+            Throwable cause = err != null ? FenceviewClient.unwrap(err) : a.failure(Refusals.Op.OWNERSHIP, key.resource(), "renew " + key.resource());
+            RuntimeException fe = cause instanceof RuntimeException ? (RuntimeException) cause
+                    : new FenceviewException("fenceview: renewal: " + cause, cause);
+            // No answer, overload, no leader: try again while the lease lasts.
+            boolean temporary = fe instanceof FenceviewException && ((FenceviewException) fe).isTemporary();
+            if (!temporary) {
                 if (releasing) {
                     return; // the last unlock is on its way: its answer ends the hold
                 }

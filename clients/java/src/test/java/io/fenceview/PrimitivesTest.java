@@ -100,6 +100,7 @@ class PrimitivesTest {
         LockDelayException e = (LockDelayException) seen[0];
         assertEquals(expiresAt.plusSeconds(60), e.availableAt());
         assertEquals(409, e.status());
+        assertEquals("lock-delay", e.getCode());
         assertNull(e.holder());
         assertTrue(lock.leaseLost().isCancelled() || lock.leaseLost().isDone());
         // The old holder is kept out too; the Redisson-shaped try answers null.
@@ -172,10 +173,10 @@ class PrimitivesTest {
     void semaphoreOfAnotherPermitsCountIsAMismatchNotAWait() {
         String name = Env.resource("semcount");
         Permit p = c.getSemaphore(name, 3).acquire();
-        FenceviewException e = assertThrows(FenceviewException.class, () -> c.getSemaphore(name, 4).tryAcquire(10, TimeUnit.SECONDS));
-        assertFalse(e instanceof LockHeldException, e.toString());
+        PermitsMismatchException e = assertThrows(PermitsMismatchException.class, () -> c.getSemaphore(name, 4).tryAcquire(10, TimeUnit.SECONDS));
         assertEquals(409, e.status());
-        assertTrue(e.getMessage().contains("permits mismatch"), e.getMessage());
+        assertEquals("permits-mismatch", e.getCode());
+        assertEquals(3, e.permits(), "the server's count");
         assertThrows(IllegalArgumentException.class, () -> c.getSemaphore("a#b", 2));
         assertThrows(IllegalArgumentException.class, () -> c.getSemaphore(name, 0));
         assertThrows(IllegalArgumentException.class, () -> c.getSemaphore(name, 1025));
@@ -243,6 +244,7 @@ class PrimitivesTest {
         FencedMultiLock other = admin.getMultiLock(z, y);
         assertNull(other.tryLockAndGetTokens());
         LockHeldException e = assertThrows(LockHeldException.class, () -> other.tryAcquire(0, -1, TimeUnit.SECONDS));
+        assertEquals("lock-held", e.getCode());
         assertEquals(1, e.held().size());
         assertEquals(y, e.held().get(0).resource());
         assertEquals(lockState(y).get("holder"), e.held().get(0).holder());
@@ -306,6 +308,7 @@ class PrimitivesTest {
         assertEquals(List.of("c1", "v1", term), List.of(l.candidate(), l.value(), l.term()));
         LockHeldException held = assertThrows(LockHeldException.class, () -> e2.tryCampaignOrThrow("v2", 0, -1, TimeUnit.SECONDS));
         assertEquals("c1", held.holder());
+        assertEquals("lock-held", held.getCode());
         assertNull(e2.tryCampaign("v2", 0, TimeUnit.SECONDS));
         assertThrows(IllegalMonitorStateException.class, () -> e2.proclaim("nope"));
         Leader p = e1.proclaim("v1b");
