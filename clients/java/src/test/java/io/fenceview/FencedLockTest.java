@@ -189,7 +189,7 @@ class FencedLockTest {
     @Test
     void forceExpireIsSignalledAsLeaseLost() throws Exception {
         String r = Env.resource("expire");
-        JdbcGuard guard = JdbcGuard.create();
+        JdbcGuard guard = JdbcGuard.acceptingUnsignedTokens();
         // The lease is long enough that only the force-expire can end it.
         try (FenceviewClient holder = Env.client(Duration.ofSeconds(3)); Connection db = JdbcGuardTest.connect("sqlite")) {
             String table = JdbcGuardTest.inventory(db);
