@@ -26,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Flow;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
 
@@ -383,7 +384,43 @@ public final class FenceviewClient implements AutoCloseable {
             return CompletableFuture.failedFuture(new FenceviewException(0, "fenceview: the client is closed"));
         }
         String json = body == null ? null : Json.write(body);
-        return attempt(method, path, json, timeout == null ? requestTimeout : timeout, credential, 0);
+        Duration t = timeout == null ? requestTimeout : timeout;
+        long deadline = System.nanoTime() + t.toNanos();
+        return overloadRetry(method, path, json, t, credential, deadline, 0);
+    }
+
+    /** The first wait before retrying a shed call that gave no Retry-After. */
+    static final long RETRY_BASE_MS = 50;
+    /** The longest wait between two tries of a shed call, Retry-After aside. */
+    static final long RETRY_CAP_MS = 5_000;
+
+    /**
+     * Sends a call and, while the server sheds it (429; 503 with a Retry-After: nothing
+     * was done), tries again after the wait the server asked for or an exponential
+     * backoff, whichever is longer, plus up to a quarter more of jitter so that shed
+     * callers do not come back in step, as long as the next try can start before
+     * deadline. Then the last answer stands (an {@link OverloadedException} for the caller).
+     */
+    private CompletableFuture<Answer> overloadRetry(String method, String path, String json, Duration timeout, String credential,
+            long deadline, int tries) {
+        return attempt(method, path, json, timeout, credential, 0).thenCompose(a -> {
+            Duration asked = Refusals.retryAfter(a.body, a.headers);
+            boolean shed = a.status == 429 || (a.status == 503 && asked != null);
+            if (!shed || closed) {
+                return CompletableFuture.completedFuture(a);
+            }
+            long backoff = Math.min(RETRY_CAP_MS, RETRY_BASE_MS << Math.min(tries, 16));
+            long wait = Math.max(asked == null ? 0 : asked.toMillis(), backoff);
+            wait += java.util.concurrent.ThreadLocalRandom.current().nextLong(wait / 4 + 1);
+            long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+            if (wait >= left) {
+                return CompletableFuture.completedFuture(a);
+            }
+            Duration rest = Duration.ofMillis(left - wait);
+            return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(wait, TimeUnit.MILLISECONDS))
+                    .thenCompose(x -> overloadRetry(method, path, json, rest.compareTo(timeout) < 0 ? rest : timeout, credential,
+                            deadline, tries + 1));
+        });
     }
 
     private CompletableFuture<Answer> attempt(String method, String path, String json, Duration timeout, String credential, int attempt) {
