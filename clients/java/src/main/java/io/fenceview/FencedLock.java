@@ -29,7 +29,7 @@ public final class FencedLock extends Named implements Lock {
     /** One server-side wait of a blocking lock: long enough to be cheap, short enough for proxies. */
     static final long MAX_WAIT_CHUNK_MS = 60_000;
 
-    /** The longest lock-delay the server takes (contract v3). */
+    /** The longest lock-delay the server takes. */
     public static final Duration MAX_LOCK_DELAY = Duration.ofSeconds(60);
 
     private final long lockDelayMs;

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** Contract v3 against a real server: lock-delay, semaphores, multi-locks and elections. */
+/** The primitives against a real server: lock-delay, semaphores, multi-locks and elections. */
 class PrimitivesTest {
     private FenceviewClient c;
     private FenceviewClient admin;
