@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -286,7 +287,16 @@ class PrimitivesTest {
             assertFalse(lost.isDone());
             assertTrue(admin.getFencedLock(y).forceUnlock());
             assertNotNull(lost.get(10, TimeUnit.SECONDS));
+            assertEquals(tokens, m.getTokens(), "the tokens stay, to report the loss (guards refuse them)");
+            assertEquals(tokens.get(y).longValue(), m.getFencingToken(y).number());
+            // The holder's unlock is quiet and gives x back; another thread's throws.
+            ExecutionException other = assertThrows(ExecutionException.class,
+                    () -> CompletableFuture.runAsync(m::unlock).get(10, TimeUnit.SECONDS));
+            assertTrue(other.getCause() instanceof IllegalMonitorStateException, other.getCause().toString());
+            m.unlock();
             assertTrue(m.getTokens().isEmpty());
+            assertEquals(false, lockState(x).get("locked"), "x was released at the unlock");
+            assertThrows(IllegalMonitorStateException.class, m::unlock, "one unlock too many");
         }
     }
 
