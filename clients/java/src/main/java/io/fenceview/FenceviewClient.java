@@ -65,6 +65,8 @@ public final class FenceviewClient implements AutoCloseable {
     final ScheduledExecutorService scheduler;
     final ConcurrentHashMap<Hold.Key, Hold> holds = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    private final boolean useRpc;
+    private RpcSession rpc; // guarded by this; null until the first call over it
 
     private FenceviewClient(Builder b) {
         if (b.urls.isEmpty()) {
@@ -88,6 +90,7 @@ public final class FenceviewClient implements AutoCloseable {
             throw new IllegalArgumentException("fenceview: watchdog timeout " + b.watchdogTimeout + ": want 1ms..24h");
         }
         this.watchdogTimeout = b.watchdogTimeout;
+        this.useRpc = b.rpc;
         this.requestTimeout = b.requestTimeout;
         HttpClient.Builder hb = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
@@ -147,8 +150,20 @@ public final class FenceviewClient implements AutoCloseable {
         private Duration watchdogTimeout = DEFAULT_WATCHDOG_TIMEOUT;
         private Duration connectTimeout = Duration.ofSeconds(5);
         private Duration requestTimeout = Duration.ofSeconds(30);
+        private boolean rpc;
 
         private Builder() {}
+
+        /**
+         * Whether locks' acquire, renew and release go over one websocket to the
+         * server's RPC stream ({@code /v1/rpc}) instead of an HTTP request each (default
+         * false). Many threads' calls then share one connection, batched per message;
+         * answers and exceptions are the same. Other calls stay on HTTP.
+         */
+        public Builder rpc(boolean on) {
+            this.rpc = on;
+            return this;
+        }
 
         /** The server's base URL, optionally with a path prefix. Several calls add cluster nodes. */
         public Builder url(String url) {
@@ -281,6 +296,11 @@ public final class FenceviewClient implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        synchronized (this) {
+            if (rpc != null) {
+                rpc.close();
+            }
+        }
         for (Hold h : new ArrayList<>(holds.values())) {
             h.lose("the client was closed", null);
         }
@@ -347,9 +367,32 @@ public final class FenceviewClient implements AutoCloseable {
         return path("locks", resource, action);
     }
 
-    /** Sends a call with the ordinary credential. */
+    /** Sends a call with the ordinary credential: over the RPC stream when it is on and carries it. */
     CompletableFuture<Answer> call(String method, String path, Map<String, Object> body, Duration timeout) {
+        if (useRpc && !closed && "POST".equals(method) && path.startsWith(LOCKS)) {
+            String rest = path.substring(LOCKS.length());
+            int slash = rest.indexOf('/');
+            String op = slash < 0 ? "" : rest.substring(slash + 1);
+            if (op.equals("acquire") || op.equals("renew") || op.equals("release")) {
+                // The segment's every byte outside the unreserved set is %XX, so decoding is exact.
+                String resource = java.net.URLDecoder.decode(rest.substring(0, slash), StandardCharsets.UTF_8);
+                return rpcSession().call(op, resource, body, timeout == null ? requestTimeout : timeout);
+            }
+        }
         return call(method, path, body, timeout, apiKey != null ? apiKey : adminToken);
+    }
+
+    private static final String LOCKS = "/v1/locks/";
+
+    /** The RPC stream, opened anew after the last one broke. */
+    synchronized RpcSession rpcSession() {
+        if (rpc == null || !rpc.alive()) {
+            if (rpc != null && bases.size() > 1) {
+                current.incrementAndGet(); // a broken stream: the next node
+            }
+            rpc = new RpcSession(this);
+        }
+        return rpc;
     }
 
     /**
