@@ -376,7 +376,8 @@ public final class FenceviewClient implements AutoCloseable {
             if (op.equals("acquire") || op.equals("renew") || op.equals("release")) {
                 // The segment's every byte outside the unreserved set is %XX, so decoding is exact.
                 String resource = java.net.URLDecoder.decode(rest.substring(0, slash), StandardCharsets.UTF_8);
-                return rpcSession().call(op, resource, body, timeout == null ? requestTimeout : timeout);
+                Duration t = timeout == null ? requestTimeout : timeout;
+                return overloadRetry(left -> rpcSession().call(op, resource, body, left), t, System.nanoTime() + t.toNanos(), 0);
             }
         }
         return call(method, path, body, timeout, apiKey != null ? apiKey : adminToken);
@@ -429,7 +430,7 @@ public final class FenceviewClient implements AutoCloseable {
         String json = body == null ? null : Json.write(body);
         Duration t = timeout == null ? requestTimeout : timeout;
         long deadline = System.nanoTime() + t.toNanos();
-        return overloadRetry(method, path, json, t, credential, deadline, 0);
+        return overloadRetry(left -> attempt(method, path, json, left, credential, 0), t, deadline, 0);
     }
 
     /** The first wait before retrying a shed call that gave no Retry-After. */
@@ -438,15 +439,16 @@ public final class FenceviewClient implements AutoCloseable {
     static final long RETRY_CAP_MS = 5_000;
 
     /**
-     * Sends a call and, while the server sheds it (429; 503 with a Retry-After: nothing
-     * was done), tries again after the wait the server asked for or an exponential
+     * Sends a call (send, given the time a try may take, over HTTP or the RPC stream)
+     * and, while the server sheds it (429; 503 with a Retry-After: nothing was done),
+     * tries again after the wait the server asked for or an exponential
      * backoff, whichever is longer, plus up to a quarter more of jitter so that shed
      * callers do not come back in step, as long as the next try can start before
      * deadline. Then the last answer stands (an {@link OverloadedException} for the caller).
      */
-    private CompletableFuture<Answer> overloadRetry(String method, String path, String json, Duration timeout, String credential,
-            long deadline, int tries) {
-        return attempt(method, path, json, timeout, credential, 0).thenCompose(a -> {
+    private CompletableFuture<Answer> overloadRetry(java.util.function.Function<Duration, CompletableFuture<Answer>> send,
+            Duration timeout, long deadline, int tries) {
+        return send.apply(timeout).thenCompose(a -> {
             Duration asked = Refusals.retryAfter(a.body, a.headers);
             boolean shed = a.status == 429 || (a.status == 503 && asked != null);
             if (!shed || closed) {
@@ -461,8 +463,7 @@ public final class FenceviewClient implements AutoCloseable {
             }
             Duration rest = Duration.ofMillis(left - wait);
             return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(wait, TimeUnit.MILLISECONDS))
-                    .thenCompose(x -> overloadRetry(method, path, json, rest.compareTo(timeout) < 0 ? rest : timeout, credential,
-                            deadline, tries + 1));
+                    .thenCompose(x -> overloadRetry(send, rest.compareTo(timeout) < 0 ? rest : timeout, deadline, tries + 1));
         });
     }
 
