@@ -39,5 +39,28 @@ export {
   validateHolderId,
 } from './token.js';
 export type { Decision, SignedToken } from './token.js';
-export { FenceviewError, HeldError, LockDelayError, NotHeldError, LeaseLostError, ReleasedError, ConnectionError } from './errors.js';
-export type { HeldLock } from './errors.js';
+export {
+  FenceviewError,
+  HeldError,
+  LockDelayError,
+  NotHeldError,
+  LeaseExpiredError,
+  NotOwnerError,
+  NotLeaderError,
+  PermitsMismatchError,
+  FenceRefusedError,
+  OverloadedError,
+  LimitError,
+  UnavailableError,
+  InvalidRequestError,
+  UnauthenticatedError,
+  ForbiddenError,
+  NotFoundError,
+  LeaseLostError,
+  ReleasedError,
+  ConnectionError,
+  ERROR_CLASSES,
+  FENCE_CODES,
+  errorFor,
+} from './errors.js';
+export type { HeldLock, ErrorCode, ErrorContext } from './errors.js';

@@ -90,7 +90,9 @@ describe('fencingMiddleware on node:http, backed by the WebAssembly guard', need
     for (const headers of cases) {
       const res = await fetch(svc.url, { method: 'POST', headers, body: '{"value":"bad"}' });
       assert.equal(res.status, 400, JSON.stringify(headers));
-      assert.match((await res.json()).error, /missing or invalid/);
+      const refusal = await res.json();
+      assert.match(refusal.error, /X-Fencing-Token/);
+      assert.equal(refusal.code, 'invalid-token');
     }
     // Two token headers are refused too.
     const h = new Headers({ 'x-resource-id': r });
