@@ -19,7 +19,7 @@ export { callFencedService, callUnfenceable } from './calls.js';
 export type { FencedRequest, FencedCallResult, TokenSource, UnfenceableResult } from './calls.js';
 export { Verifier, decodeSignature, decodeCarrier, decodePublicKey, leafHash, rootFromPath, batchMessage } from './verifier.js';
 export type { SigningKey, KeySource, VerifierOptions, Carrier } from './verifier.js';
-export type { Checker } from './guard.js';
+export type { Checker, SignatureOptions } from './guard.js';
 export { parse, stringify, TOKEN_FIELDS, JSONSyntaxError } from './json.js';
 export type { JSONValue } from './json.js';
 export {

@@ -21,8 +21,19 @@ export interface WasmGuardOptions {
   source?: string;
   /** How often queued reports are sent; default 1000 ms. */
   flushMs?: number;
-  /** Refuse tokens whose signature this verifier does not accept (bad-signature). */
+  /**
+   * Refuse tokens whose signature this verifier does not accept
+   * (bad-signature). Default with a client: a verifier of the server's
+   * signing keys (GET /v1/signing-keys), so unsigned and forged tokens are
+   * refused.
+   */
   verifier?: Verifier;
+  /**
+   * Accept unsigned tokens from a guard loaded with a client: no verifier
+   * is made, and anyone who can reach the guard can present any token
+   * (a forged high one locks the honest holder out). Default false.
+   */
+  acceptUnsignedTokens?: boolean;
 }
 
 interface Exports {
@@ -56,6 +67,19 @@ const MAX_QUEUE = 100_000;
 const MAX_BATCH = 1000;
 
 const utf8 = new TextEncoder();
+
+/**
+ * verifierOf is the guard's verifier: the one given, else with a client
+ * (unless acceptUnsignedTokens) one of the server's keys, fetched now.
+ */
+async function verifierOf(opts: WasmGuardOptions): Promise<Verifier | undefined> {
+  if (opts.verifier !== undefined || opts.client === undefined || opts.acceptUnsignedTokens === true) return opts.verifier;
+  const v = await opts.client.verifier();
+  if (v.keyIds.length === 0) {
+    throw new InvalidInputError('fenceview: the server publishes no signing keys, so every token would be refused: pass acceptUnsignedTokens: true to accept unsigned tokens');
+  }
+  return v;
+}
 
 /**
  * WasmGuard is one instance of guard.wasm: one set of marks, checked
@@ -104,7 +128,7 @@ export class WasmGuard implements Checker {
     const wasi = new WASI({ version: 'preview1', args: [], env: {} });
     const instance = await WA.instantiate(compiled, wasi.getImportObject());
     wasi.initialize(instance); // _initialize: every export traps before it
-    const g = new WasmGuard(instance.exports as unknown as Exports, opts);
+    const g = new WasmGuard(instance.exports as unknown as Exports, { ...opts, verifier: await verifierOf(opts) });
     const restore = opts.restore ?? opts.client !== undefined;
     if (restore && opts.client !== undefined) await g.restore(typeof restore === 'object' ? restore.prefix : undefined);
     return g;
