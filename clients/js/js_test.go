@@ -123,7 +123,6 @@ func TestNodeSuites(t *testing.T) {
 		"FENCEVIEW_ADMIN_TOKEN=" + adminToken,
 		"FENCEVIEW_PG_URL=postgres://postgres@" + pg.Addr + "/postgres?sslmode=disable",
 		"FENCEVIEW_REDIS_URL=redis://" + rd.Addr,
-		"NODE_NO_WARNINGS=1", // node:wasi's "experimental" warning on every load
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
