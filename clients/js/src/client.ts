@@ -31,6 +31,13 @@ export interface ClientOptions {
   rpc?: boolean;
   /** The lease of locks that do not set their own; default 30 s. */
   leaseMs?: number;
+  /**
+   * How many times a call the server shed (429 overloaded, or 503 with a
+   * Retry-After: nothing was changed) is sent again, after the wait the
+   * server asked for plus jitter, before its error is thrown; default 5.
+   * A call's signal stops the waiting.
+   */
+  overloadRetries?: number;
 }
 
 /** The fencing envelope of a grant: the seed's token scope, signed. */
@@ -117,6 +124,45 @@ interface Answer {
 /** The largest answer body the client reads (decisions, long pages). */
 const MAX_BODY = 8 << 20;
 
+/** The longest wait between retries of a shed call, whatever the server asked. */
+const MAX_RETRY_WAIT_MS = 30_000;
+
+/**
+ * shedWait is how long to wait before sending again a call the server
+ * shed, or null when the answer is not one: 429, or 503 with a
+ * Retry-After (a header, or retryAfterMs in the body as the RPC stream
+ * carries it). The wait is the server's (retryAfterMs, else Retry-After),
+ * else a backoff doubling from 50 ms, plus up to half of it again at
+ * random, so clients shed together do not come back together.
+ */
+export function shedWait(a: { status: number; body: JSONValue; headers?: { get(name: string): string | null } | null }, attempt: number, random: () => number = Math.random): number | null {
+  const b = a.body as { retryAfterMs?: unknown; code?: unknown } | null;
+  const bodyMs = typeof b?.retryAfterMs === 'number' && b.retryAfterMs >= 0 ? b.retryAfterMs : typeof b?.retryAfterMs === 'bigint' && b.retryAfterMs >= 0n ? Number(b.retryAfterMs) : null;
+  const headerMs = retryAfterOf(a.headers ?? null);
+  if (a.status !== 429 && !(a.status === 503 && (headerMs !== null || bodyMs !== null || b?.code === 'unavailable'))) return null;
+  const base = bodyMs ?? headerMs ?? Math.min(50 * 2 ** attempt, 2_000);
+  return Math.min(MAX_RETRY_WAIT_MS, Math.round(base + random() * (base / 2)));
+}
+
+/** pause waits ms, or until signal aborts (then throws its reason). */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /** One server-side wait of a blocking acquire: long enough to be cheap, short enough for proxies that cut idle requests. */
 const WAIT_CHUNK_MS = 60_000;
 
@@ -154,6 +200,7 @@ export class Client {
   #session: RpcSession | null = null;
   #current = 0; // index in urls of the node that answered last
   #closed = false;
+  #retries: number;
 
   constructor(url: string, opts: ClientOptions = {}) {
     this.urls = [url, ...(opts.urls ?? [])].map((u) => {
@@ -166,6 +213,18 @@ export class Client {
     this.#request = opts.fetch === undefined ? viaNodeHttp() : viaFetch(opts.fetch);
     this.#rpc = opts.rpc ?? false;
     this.leaseMs = opts.leaseMs ?? 30_000;
+    this.#retries = opts.overloadRetries ?? 5;
+    if (!Number.isSafeInteger(this.#retries) || this.#retries < 0) throw new InvalidInputError('overloadRetries must be a non-negative integer');
+  }
+
+  /** retrying makes a call again while the server sheds it, at most overloadRetries more times, waiting as shedWait says. */
+  async #retrying<A extends { status: number; body: JSONValue; headers?: { get(name: string): string | null } | null }>(signal: AbortSignal | undefined, call: () => Promise<A>): Promise<A> {
+    for (let attempt = 0; ; attempt++) {
+      const a = await call();
+      const wait = attempt < this.#retries ? shedWait(a, attempt) : null;
+      if (wait === null) return a;
+      await pause(wait, signal);
+    }
   }
 
   /** Whether lock operations go over the RPC stream. */
@@ -181,7 +240,11 @@ export class Client {
   }
 
   /** request makes one HTTP call, trying the next node when one is unreachable or leaderless. */
-  async #http(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
+  #http(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
+    return this.#retrying(signal, () => this.#httpOnce(method, path, body, signal));
+  }
+
+  async #httpOnce(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
     if (this.#closed) throw new ConnectionError('fenceview: client closed');
     let lastErr: unknown;
     for (let attempt = 0; attempt < this.urls.length; attempt++) {
@@ -223,7 +286,7 @@ export class Client {
       for (let attempt = 1; ; attempt++) {
         const s = await this.#stream();
         try {
-          const a = await s.call({ op, resource, ...fields }, signal);
+          const a = await this.#retrying(signal, () => s.call({ op, resource, ...fields }, signal));
           return { status: a.status, headers: null, body: a.body };
         } catch (err) {
           // A stream that never opened sent nothing: the next node may take it.
@@ -251,7 +314,7 @@ export class Client {
       for (let attempt = 1; ; attempt++) {
         const s = await this.#stream();
         try {
-          return await s.call({ op, ...fields }, signal);
+          return await this.#retrying(signal, () => s.call({ op, ...fields }, signal));
         } catch (err) {
           if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length) throw err;
         }
