@@ -306,7 +306,7 @@ export class Client {
   }
 
   /**
-   * v3 carries one of contract v3's operations: over the RPC stream as op
+   * v3 carries one operation of the semaphores, multi-locks or elections: over the RPC stream as op
    * (the route's {name} in fields), else as the route.
    */
   async v3(op: string, method: string, path: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<{ status: number; body: JSONValue }> {

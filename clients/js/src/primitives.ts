@@ -1,4 +1,4 @@
-// Contract v3's primitives, each made of ordinary fenced locks: semaphores
+// The primitives, each made of ordinary fenced locks: semaphores
 // (N slots, each a lock), multi-locks (all or nothing) and elections (the
 // term is the token).
 
@@ -13,7 +13,7 @@ import { HEADER_RESOURCE, HEADER_SIGNATURE, HEADER_TOKEN, InvalidInputError, val
 /** One server-side wait of a blocking call, as Lock's. */
 const WAIT_CHUNK_MS = 60_000;
 
-/** The bounds of contract v3. */
+/** The bounds of the primitives, as the server's. */
 const MAX_PERMITS = 1024;
 const MAX_SEMAPHORE_NAME = 150;
 const MAX_LOCK_ALL = 64;

@@ -26,7 +26,7 @@ export async function consumer(): Promise<bigint> {
   return token;
 }
 
-// Contract v3: lock-delay, semaphores, multi-locks, elections.
+// Lock-delay, semaphores, multi-locks, elections.
 export async function consumerV3(client: Client): Promise<bigint> {
   await client.lock('r', { holder: 'h' }).acquire({ lockDelayMs: 5000 }).catch((e: unknown) => {
     if (e instanceof LockDelayError) {
