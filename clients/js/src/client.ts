@@ -7,6 +7,7 @@ import { ConnectionError, FenceRefusedError, FenceviewError, HeldError, LeaseLos
 import { EventStream } from './events.js';
 import { Election, MultiLock, Semaphore, type ElectionOptions, type LockAllOptions, type Leader, type SemaphoreState } from './primitives.js';
 import { RpcSession } from './rpc.js';
+import { grantOf, rawCall } from './call.js';
 import { viaFetch, viaNodeHttp, type Requester } from './transport.js';
 import {
   HEADER_RESOURCE,
@@ -306,10 +307,11 @@ export class Client {
   }
 
   /**
-   * v3 carries one operation of the semaphores, multi-locks or elections: over the RPC stream as op
-   * (the route's {name} in fields), else as the route.
+   * rawCall carries one operation of the semaphores, multi-locks or
+   * elections: over the RPC stream as op (the route's {name} in fields),
+   * else as the route. Not part of the package's API: the primitives call it.
    */
-  async v3(op: string, method: string, path: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<{ status: number; body: JSONValue }> {
+  async [rawCall](op: string, method: string, path: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<{ status: number; body: JSONValue }> {
     if (this.#rpc) {
       for (let attempt = 1; ; attempt++) {
         const s = await this.#stream();
@@ -331,7 +333,7 @@ export class Client {
 
   /** semaphoreState is GET /v1/semaphores/{name}, or null when it was never acquired. */
   async semaphoreState(name: string, signal?: AbortSignal): Promise<SemaphoreState | null> {
-    const a = await this.v3('semaphore', 'GET', `/v1/semaphores/${encodeURIComponent(name)}`, { name }, signal);
+    const a = await this[rawCall]('semaphore', 'GET', `/v1/semaphores/${encodeURIComponent(name)}`, { name }, signal);
     if (a.status === 404) return null;
     if (a.status !== 200) throw refusal(a);
     return a.body as unknown as SemaphoreState;
@@ -339,7 +341,7 @@ export class Client {
 
   /** setPermits changes a semaphore's permits (admin); held slots above the new count stay held until released. */
   async setPermits(name: string, permits: number): Promise<SemaphoreState> {
-    const a = await this.v3('semaphore-permits', 'PUT', `/v1/semaphores/${encodeURIComponent(name)}`, { name, permits });
+    const a = await this[rawCall]('semaphore-permits', 'PUT', `/v1/semaphores/${encodeURIComponent(name)}`, { name, permits });
     if (a.status !== 200) throw refusal(a);
     return a.body as unknown as SemaphoreState;
   }
@@ -371,7 +373,7 @@ export class Client {
 
   /** leader is the election's leader now, or null when nobody leads (GET /v1/elections/{name}). */
   async leader(name: string, signal?: AbortSignal): Promise<Leader | null> {
-    const a = await this.v3('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name))}`, { name }, signal);
+    const a = await this[rawCall]('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name))}`, { name }, signal);
     if (a.status !== 200) throw refusal(a);
     return ((a.body as { leader?: Leader | null }).leader ?? null) as Leader | null;
   }
@@ -564,14 +566,6 @@ function safeParse(text: string): JSONValue {
   } catch {
     return { error: text.slice(0, 200) };
   }
-}
-
-export function grantOf(body: JSONValue): Grant {
-  const g = body as unknown as Grant;
-  if (g === null || typeof g !== 'object' || typeof g.fencing?.token !== 'bigint') {
-    throw new FenceviewError('fenceview: a grant without a token', 200, body);
-  }
-  return g;
 }
 
 export interface AcquireOptions {

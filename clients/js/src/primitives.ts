@@ -3,7 +3,7 @@
 // term is the token).
 
 import type { Client, Grant } from './client.js';
-import { grantOf } from './client.js';
+import { grantOf, rawCall } from './call.js';
 import { FenceviewError, HeldError, NotHeldError, errorFor } from './errors.js';
 import type { FenceEvent } from './events.js';
 import type { JSONValue } from './json.js';
@@ -107,7 +107,7 @@ export class Semaphore {
   async acquire(opts: HoldOptions & { lockDelayMs?: number } = {}): Promise<Permit> {
     const lease = leaseOf(opts.leaseMs ?? this.#leaseMs);
     return waitFor(opts, async (waitMs, sent) => {
-      const a = await this.client.v3('semaphore-acquire', 'POST', `/v1/semaphores/${encodeURIComponent(this.name)}/acquire`,
+      const a = await this.client[rawCall]('semaphore-acquire', 'POST', `/v1/semaphores/${encodeURIComponent(this.name)}/acquire`,
         { name: this.name, holder: this.holder, permits: this.permits, leaseMs: lease, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: opts.lockDelayMs || undefined }, opts.signal);
       if (a.status === 200) return new Permit(this.client, this.name, grantOf(a.body), Number((a.body as { slot?: unknown }).slot), lease, opts.watchdog ?? true, sent);
       throw errorFor(a.status, a.body, { resource: this.name, conflict: 'lock-held', permits: this.permits });
@@ -185,7 +185,7 @@ export class Permit {
 
   /** release gives the slot back; the watchdog stops and signal aborts with ReleasedError. */
   async release(): Promise<void> {
-    const a = await this.client.v3('semaphore-release', 'POST', `/v1/semaphores/${encodeURIComponent(this.semaphore)}/release`,
+    const a = await this.client[rawCall]('semaphore-release', 'POST', `/v1/semaphores/${encodeURIComponent(this.semaphore)}/release`,
       { name: this.semaphore, holder: this.holder, slot: this.slot });
     if (a.status !== 200) {
       const err = errorFor(a.status, a.body, { resource: this.resource, conflict: 'not-held' });
@@ -233,7 +233,7 @@ export class MultiLock {
     const holder = validateHolderId(opts.holder);
     const lease = leaseOf(opts.leaseMs ?? client.leaseMs);
     return waitFor(opts, async (waitMs, sent) => {
-      const a = await client.v3('acquire-all', 'POST', '/v1/locks/acquire-all',
+      const a = await client[rawCall]('acquire-all', 'POST', '/v1/locks/acquire-all',
         { resources: ids, holder, leaseMs: lease, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: opts.lockDelayMs || undefined }, opts.signal);
       if (a.status === 200) {
         const grants = ((a.body as { grants?: JSONValue[] }).grants ?? []).map(grantOf);
@@ -282,7 +282,7 @@ export class MultiLock {
 
   /** release gives up one hold of each lock; the watchdog stops. notHeld lists those already lost. */
   async release(): Promise<{ released: string[]; notHeld: string[] }> {
-    const a = await this.client.v3('release-all', 'POST', '/v1/locks/release-all', { resources: this.resources, holder: this.holder });
+    const a = await this.client[rawCall]('release-all', 'POST', '/v1/locks/release-all', { resources: this.resources, holder: this.holder });
     if (a.status !== 200) throw errorFor(a.status, a.body, { resource: this.resources.join(', '), conflict: 'not-held' });
     const b = a.body as { released?: string[]; notHeld?: string[] };
     if ((b.notHeld ?? []).length > 0) this.#lease.lose(`not held when released: ${b.notHeld!.join(', ')}`);
@@ -344,7 +344,7 @@ export class Election {
     if (Buffer.byteLength(value) > MAX_VALUE) throw new InvalidInputError(`an election value is at most ${MAX_VALUE} bytes`);
     const lease = leaseOf(opts.leaseMs ?? this.#leaseMs);
     return waitFor(opts, async (waitMs, sent) => {
-      const a = await this.client.v3('campaign', 'POST', this.#path('campaign'),
+      const a = await this.client[rawCall]('campaign', 'POST', this.#path('campaign'),
         { name: this.name, candidate: this.candidate, value, leaseMs: lease, waitMs: waitMs > 0 ? waitMs : undefined }, opts.signal);
       if (a.status !== 200) throw errorFor(a.status, a.body, { resource: this.name, conflict: 'lock-held' });
       const b = this.#elected(a.status, a.body);
@@ -365,14 +365,14 @@ export class Election {
   }
 
   async #renew(ms: number, signal: AbortSignal): Promise<void> {
-    const a = await this.client.v3('election-renew', 'POST', this.#path('renew'), { name: this.name, candidate: this.candidate, leaseMs: ms }, signal);
+    const a = await this.client[rawCall]('election-renew', 'POST', this.#path('renew'), { name: this.name, candidate: this.candidate, leaseMs: ms }, signal);
     this.#elected(a.status, a.body);
   }
 
   /** proclaim changes the leader's value, same term; NotHeldError ("not leader") for anyone else. */
   async proclaim(value: string): Promise<Leader> {
     if (Buffer.byteLength(value) > MAX_VALUE) throw new InvalidInputError(`an election value is at most ${MAX_VALUE} bytes`);
-    const a = await this.client.v3('proclaim', 'POST', this.#path('proclaim'), { name: this.name, candidate: this.candidate, value });
+    const a = await this.client[rawCall]('proclaim', 'POST', this.#path('proclaim'), { name: this.name, candidate: this.candidate, value });
     if (a.status !== 200) throw errorFor(a.status, a.body, { resource: this.name, conflict: 'not-leader' });
     this.#leader = (a.body as unknown as { leader: Leader }).leader;
     return this.#leader;
@@ -380,7 +380,7 @@ export class Election {
 
   /** resign gives up the leadership (and every hold of its lock); signal aborts with ReleasedError. */
   async resign(): Promise<void> {
-    const a = await this.client.v3('resign', 'POST', this.#path('resign'), { name: this.name, candidate: this.candidate });
+    const a = await this.client[rawCall]('resign', 'POST', this.#path('resign'), { name: this.name, candidate: this.candidate });
     if (a.status !== 200) {
       const err = errorFor(a.status, a.body, { resource: this.name, conflict: 'not-leader' });
       if (err instanceof NotHeldError) this.#lease?.lose('it was not leading when it resigned');
