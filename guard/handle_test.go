@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/guardtest"
+	"github.com/fenceview/fenceview/internal/guardtest"
 )
 
 // Guard and the bare ledger.Ledger it wraps follow a reference model of the

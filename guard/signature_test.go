@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/guardtest"
 	"github.com/fenceview/fenceview/guard/ledger"
+	"github.com/fenceview/fenceview/internal/guardtest"
 	"github.com/fenceview/fenceview/internal/signedtest"
 )
 

@@ -15,8 +15,8 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/guardtest"
 	"github.com/fenceview/fenceview/guard/ledger"
+	"github.com/fenceview/fenceview/internal/guardtest"
 )
 
 // The conformance table: one list of guard cases, every one run on a fresh

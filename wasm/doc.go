@@ -27,7 +27,7 @@
 //     or failing a check; SeedFromServer and SeedMap restore marks. Both
 //     speak to the server through package client.
 //   - Bytes and ETag return the module itself; its bytes live in package
-//     modules (wasm/modules), which the HTTP API serves (GET /guard.wasm)
+//     modules (internal/modules), which the HTTP API serves (GET /guard.wasm)
 //     without linking a WebAssembly runtime.
 //   - docs/wasm-abi.md describes the module's exports for hosts in any
 //     language.

@@ -1,6 +1,6 @@
 package wasm
 
-import "github.com/fenceview/fenceview/wasm/modules"
+import "github.com/fenceview/fenceview/internal/modules"
 
 // go generate rebuilds the committed modules in ./modules from
 // ./internal/guest and ./internal/extism (it needs binaryen's wasm-opt).

@@ -13,8 +13,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/fenceview/fenceview/internal/modules"
 	"github.com/fenceview/fenceview/wasm/internal/build"
-	"github.com/fenceview/fenceview/wasm/modules"
 )
 
 // The committed modules must be what go generate builds from the current
@@ -78,7 +78,7 @@ func TestModulesAreCurrent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		committed, err := os.ReadFile(filepath.Join("modules", m.File))
+		committed, err := os.ReadFile(filepath.Join("..", "internal", "modules", m.File))
 		if err != nil {
 			t.Fatal(err)
 		}

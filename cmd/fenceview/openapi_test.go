@@ -15,11 +15,11 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
-	"github.com/fenceview/fenceview/api"
+	"github.com/fenceview/fenceview/internal/api"
 )
 
 // The HTTP test suite checks every answer it gets (doRequest) and every
-// event it reads (stream.next) against api/openapi.yaml, so the document
+// event it reads (stream.next) against internal/api/openapi.yaml, so the document
 // and the server cannot drift apart: a field added, renamed or retyped on
 // one side and not the other fails the test that saw it.
 
@@ -63,7 +63,7 @@ func loadSpec() error {
 		}
 	})
 	if spec.err != nil {
-		return fmt.Errorf("api/openapi.json: %v", spec.err)
+		return fmt.Errorf("internal/api/openapi.json: %v", spec.err)
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func specError(req *http.Request, res *http.Response, raw []byte) error {
 	if !ok {
 		var body struct{ Error string }
 		if (res.StatusCode != 404 && res.StatusCode != 405) || json.Unmarshal(raw, &body) != nil || body.Error == "" {
-			return fmt.Errorf("%s %s is in no operation of api/openapi.yaml, and was answered %d %q",
+			return fmt.Errorf("%s %s is in no operation of internal/api/openapi.yaml, and was answered %d %q",
 				req.Method, req.URL.Path, res.StatusCode, raw)
 		}
 		return nil
@@ -126,7 +126,7 @@ func specError(req *http.Request, res *http.Response, raw []byte) error {
 		Options: &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: req.Method == http.MethodHead},
 	})
 	if err != nil {
-		return fmt.Errorf("%s %s answered %d %s\ndoes not match api/openapi.yaml: %v", req.Method, req.URL.Path, res.StatusCode, raw, err)
+		return fmt.Errorf("%s %s answered %d %s\ndoes not match internal/api/openapi.yaml: %v", req.Method, req.URL.Path, res.StatusCode, raw, err)
 	}
 	return nil
 }

@@ -270,7 +270,7 @@ func TestLockDelay(t *testing.T) {
 		t.Fatalf("lock in its delay: %s", l.Raw)
 	}
 	// A multi-lock is refused with the lock free, in its delay (s.do
-	// checks the refusal against api/openapi.yaml too).
+	// checks the refusal against internal/api/openapi.yaml too).
 	all := s.do("POST", "/v1/locks/acquire-all", `{"resources":["r"],"holder":"c"}`)
 	if held, _ := all.Body["held"].([]any); all.Status != 409 || len(held) != 1 ||
 		held[0].(map[string]any)["holder"] != nil || held[0].(map[string]any)["availableAt"] != "2026-09-24T06:14:28.000Z" {

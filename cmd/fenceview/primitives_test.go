@@ -13,7 +13,7 @@ import (
 )
 
 // Contract v3's routes (semaphores, multi-locks, elections, lock-delay)
-// over a real server. Every answer is checked against api/openapi.yaml by
+// over a real server. Every answer is checked against internal/api/openapi.yaml by
 // doRequest, every RPC answer by rpcConn.send.
 
 // key makes an API key with the admin token and returns its secret.

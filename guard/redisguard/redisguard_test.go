@@ -12,10 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/guardtest"
 	"github.com/fenceview/fenceview/guard/redisguard"
 	"github.com/fenceview/fenceview/guard/redisguard/goredis"
 	"github.com/fenceview/fenceview/internal/dbtest"
+	"github.com/fenceview/fenceview/internal/guardtest"
 )
 
 // startRedis starts a real redis-server and returns a client on it.

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/guardtest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/guardtest"
 )
 
 // The shared table of guard cases, on a real SQLite file.

@@ -11,10 +11,10 @@ import (
 	_ "github.com/lib/pq"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/guardtest"
 	"github.com/fenceview/fenceview/guard/internal/marktest"
 	"github.com/fenceview/fenceview/guard/sqlguard"
 	"github.com/fenceview/fenceview/internal/dbtest"
+	"github.com/fenceview/fenceview/internal/guardtest"
 )
 
 // openPostgres starts a real PostgreSQL server for the test.

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/fenceview/fenceview/wasm/modules"
+	"github.com/fenceview/fenceview/internal/modules"
 )
 
 // serveModule serves a published WebAssembly module (guard.wasm, ...). Its

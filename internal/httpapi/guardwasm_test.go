@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/fenceview/fenceview/wasm/modules"
+	"github.com/fenceview/fenceview/internal/modules"
 )
 
 func TestGuardWasm(t *testing.T) { testModule(t, modules.Guard) }

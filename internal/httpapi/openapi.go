@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/fenceview/fenceview/api"
+	"github.com/fenceview/fenceview/internal/api"
 )
 
 // handleOpenAPI serves the API's OpenAPI 3.1 description.

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/fenceview/fenceview/api"
+	"github.com/fenceview/fenceview/internal/api"
 	"github.com/fenceview/fenceview/internal/auth"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/fenceview/fenceview/api"
 	"github.com/fenceview/fenceview/guard/httpguard"
+	"github.com/fenceview/fenceview/internal/api"
 )
 
 // jsonFields returns the JSON names of t's fields, an embedded struct's
@@ -40,7 +40,7 @@ func jsonFields(t reflect.Type) (names, always []string) {
 	return names, always
 }
 
-// Every body of the wire is the schema api/openapi.yaml gives it: the same
+// Every body of the wire is the schema internal/api/openapi.yaml gives it: the same
 // properties, and every property the schema requires always written (for
 // what the server writes; a request's fields are the client's to leave
 // out).
@@ -135,6 +135,7 @@ func TestBodiesMatchOpenAPI(t *testing.T) {
 		// own fields).
 		{Conflict{}, "the lock routes' refusals", union(schema("LockDelay"), schema("LocksHeld"), schema("LeaderHeld"), schema("PermitsRefusal"), schema("LockHeld")), false},
 		{HeldLock{}, "LocksHeld's held", item(schema("LocksHeld"), "held"), false},
+		{ErrorBody{}, "Error", schema("Error"), false},
 		// Keys.
 		{KeyRequest{}, "createKey request", requests("createKey"), false},
 		{Key{}, "Key", schema("Key"), true},

@@ -5,7 +5,7 @@
 // keys, the time layout of every JSON time, and the codec both ends use.
 // The codec writes what encoding/json writes and reads what it reads,
 // byte for byte, without reflection on the busiest paths; the fuzz tests
-// hold it to encoding/json, and TestBodiesMatchOpenAPI to api/openapi.yaml.
+// hold it to encoding/json, and TestBodiesMatchOpenAPI to internal/api/openapi.yaml.
 // The one body not here is a fenced write's refusal, httpguard.Refusal:
 // resources write it with guard/httpguard, without the server.
 package wire

@@ -167,7 +167,7 @@ describe("the README's middleware example, as written", needServer, () => {
 
 describe('fencingMiddleware serialisation', () => {
   test('a request that gives up while waiting its turn does not keep the resource', { timeout: 30_000 }, async () => {
-    const guard = await WasmGuard.load({ module: await readFile(new URL('../../../wasm/modules/guard.wasm', import.meta.url)) });
+    const guard = await WasmGuard.load({ module: await readFile(new URL('../../../internal/modules/guard.wasm', import.meta.url)) });
     const events = new EventTarget();
     const mw = fencingMiddleware(guard, {
       resource: (req) => {

@@ -21,7 +21,7 @@ import (
 
 // A Module is one committed .wasm file and the package it is built from.
 type Module struct {
-	File    string // in the wasm/modules directory
+	File    string // in the internal/modules directory
 	Package string
 }
 

@@ -31,12 +31,12 @@ func run(ctx context.Context) error {
 		return err
 	}
 	for _, m := range build.Modules {
-		if err := build.Build(ctx, ".", m, filepath.Join("modules", m.File)); err != nil {
+		if err := build.Build(ctx, ".", m, filepath.Join("..", "internal", "modules", m.File)); err != nil {
 			return err
 		}
 	}
-	if err := os.WriteFile(filepath.Join("modules", "guard.wasm.goversion"), []byte(goVersion+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("..", "internal", "modules", "guard.wasm.goversion"), []byte(goVersion+"\n"), 0o644); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join("modules", "wasm-opt.version"), []byte(optVersion+"\n"), 0o644)
+	return os.WriteFile(filepath.Join("..", "internal", "modules", "wasm-opt.version"), []byte(optVersion+"\n"), 0o644)
 }

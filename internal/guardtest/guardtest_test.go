@@ -3,7 +3,7 @@ package guardtest_test
 import (
 	"testing"
 
-	"github.com/fenceview/fenceview/guard/guardtest"
+	"github.com/fenceview/fenceview/internal/guardtest"
 )
 
 // The in-process guard is the reference: the table is right about it.

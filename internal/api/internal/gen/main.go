@@ -1,12 +1,12 @@
-// Command gen writes api/openapi.json from api/openapi.yaml; run it with
-// `go generate ./api`.
+// Command gen writes internal/api/openapi.json from internal/api/openapi.yaml; run it with
+// `go generate ./internal/api`.
 package main
 
 import (
 	"log"
 	"os"
 
-	"github.com/fenceview/fenceview/api/internal/convert"
+	"github.com/fenceview/fenceview/internal/api/internal/convert"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/fenceview/fenceview/api/internal/convert"
+	"github.com/fenceview/fenceview/internal/api/internal/convert"
 )
 
 // TestJSONIsCurrent rebuilds openapi.json from openapi.yaml and compares.
@@ -24,7 +24,7 @@ func TestJSONIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(want, JSON()) {
-		t.Fatal("api/openapi.json is stale: run go generate ./api")
+		t.Fatal("internal/api/openapi.json is stale: run go generate ./internal/api")
 	}
 }
 
@@ -45,7 +45,7 @@ func TestDocumentIsValid(t *testing.T) {
 // TestREADMETableAgrees: the API tables of the README and of
 // docs/reference.md list exactly the document's operations.
 func TestREADMETableAgrees(t *testing.T) {
-	for _, file := range []string{"../README.md", "../docs/reference.md"} {
+	for _, file := range []string{"../../README.md", "../../docs/reference.md"} {
 		t.Run(file, func(t *testing.T) { checkTable(t, file) })
 	}
 }
@@ -79,7 +79,7 @@ func checkTable(t *testing.T, file string) {
 	}
 	for op := range got {
 		if !want[op] {
-			t.Errorf("%s: the API table has %s, which api/openapi.yaml does not", file, op)
+			t.Errorf("%s: the API table has %s, which internal/api/openapi.yaml does not", file, op)
 		}
 	}
 }
