@@ -105,7 +105,7 @@ function tampered(b, i) {
 }
 
 test('a tampered carrier is bad-signature and the guard mark stays', async () => {
-  const module = await readFile(new URL('../../../wasm/modules/guard.wasm', import.meta.url));
+  const module = await readFile(new URL('../../../internal/modules/guard.wasm', import.meta.url));
   for (const n of [2, 3, 5, 8, 13, 70]) {
     const b = batch(n);
     for (const i of [0, 1, n - 1, Math.floor(n / 2)]) {

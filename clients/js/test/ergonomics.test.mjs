@@ -90,7 +90,7 @@ describe('CommonJS', () => {
 });
 
 test('loading and running the WebAssembly guard prints no warning', { timeout: 60_000 }, async () => {
-  const module = fileURLToPath(new URL('../../../wasm/modules/guard.wasm', import.meta.url));
+  const module = fileURLToPath(new URL('../../../internal/modules/guard.wasm', import.meta.url));
   await readFile(module); // there, or this test is about nothing
   const out = await node(`
     import { readFile } from 'node:fs/promises';
