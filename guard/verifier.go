@@ -172,7 +172,7 @@ func (v *Verifier) Verify(resourceID string, token int64, sig []byte) bool {
 	}
 	v.rootsMu.Lock()
 	for _, k := range keys {
-		if v.roots != nil && v.roots.Has((*[PublicKeySize]byte)(k), &root) {
+		if v.roots != nil && v.roots.Has((*[PublicKeySize]byte)(k), &root, c.Signature) {
 			v.rootsMu.Unlock()
 			return true
 		}
@@ -186,7 +186,7 @@ func (v *Verifier) Verify(resourceID string, token int64, sig []byte) bool {
 			if v.roots == nil {
 				v.roots = &merkle.RootCache{}
 			}
-			v.roots.Add((*[PublicKeySize]byte)(k), &root)
+			v.roots.Add((*[PublicKeySize]byte)(k), &root, c.Signature)
 			v.rootsMu.Unlock()
 			return true
 		}

@@ -107,7 +107,7 @@ func (k *keySet) verify(resourceID string, token int64, sig []byte) bool {
 	}
 	// Keys are only ever added to a keySet, so a root once verified stays so.
 	for i := range k.keys {
-		if k.roots.Has(&k.keys[i], &root) {
+		if k.roots.Has(&k.keys[i], &root, c.Signature) {
 			return true
 		}
 	}
@@ -115,7 +115,7 @@ func (k *keySet) verify(resourceID string, token int64, sig []byte) bool {
 	rmsg := merkle.AppendRootMessage(rbuf[:0], &root)
 	for i := range k.keys {
 		if ed25519verify.Verify(k.keys[i][:], rmsg, c.Signature) {
-			k.roots.Add(&k.keys[i], &root)
+			k.roots.Add(&k.keys[i], &root, c.Signature)
 			return true
 		}
 	}

@@ -155,12 +155,14 @@ func AppendCarrier(dst, sig []byte, index, size uint32, path [][HashSize]byte) [
 // RootCacheSize is the number of verified roots a RootCache holds.
 const RootCacheSize = 1024
 
-// RootCache remembers roots whose signature a key was verified to have
-// made, so that the other grants of a batch cost hashing, not an Ed25519
-// verification. It is keyed by key and root: a key that stops being
+// RootCache remembers batch signatures verified: that key made sig over
+// root. A batch's other grants then cost hashing, not an Ed25519
+// verification. It is keyed by key and root, and a hit needs the very
+// signature bytes verified, so a carrier with a flipped signature byte is
+// refused even after its batch was verified. A key that stops being
 // trusted is no longer asked about, so its roots stop counting at once.
 //
-// It is direct-mapped (each key and root has one slot, a newer entry
+// It is direct-mapped (each key and root has one slot; a newer entry
 // replaces an older one), so it is bounded and needs no map: only signed
 // roots get in, so nobody without a key can crowd it. Not safe for
 // concurrent use; the zero value is empty.
@@ -170,6 +172,7 @@ type RootCache struct {
 
 type rootEntry struct {
 	key, root [HashSize]byte
+	sig       [SignatureSize]byte
 	used      bool
 }
 
@@ -179,13 +182,14 @@ func (c *RootCache) slot(key, root *[HashSize]byte) *rootEntry {
 	return &c.slots[i]
 }
 
-// Has reports whether key was verified to have signed root.
-func (c *RootCache) Has(key, root *[HashSize]byte) bool {
+// Has reports whether key was verified to have made sig (64 bytes) over
+// root.
+func (c *RootCache) Has(key, root *[HashSize]byte, sig []byte) bool {
 	e := c.slot(key, root)
-	return e.used && e.key == *key && e.root == *root
+	return e.used && e.key == *key && e.root == *root && string(e.sig[:]) == string(sig)
 }
 
-// Add records that key signed root.
-func (c *RootCache) Add(key, root *[HashSize]byte) {
-	*c.slot(key, root) = rootEntry{key: *key, root: *root, used: true}
+// Add records that key made sig (64 bytes) over root.
+func (c *RootCache) Add(key, root *[HashSize]byte, sig []byte) {
+	*c.slot(key, root) = rootEntry{key: *key, root: *root, sig: [SignatureSize]byte(sig), used: true}
 }
