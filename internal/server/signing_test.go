@@ -25,6 +25,7 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/servertest"
+	"github.com/fenceview/fenceview/internal/signedtest"
 	"github.com/fenceview/fenceview/internal/signing"
 )
 
@@ -344,6 +345,15 @@ func TestSignedGrantVerifiesInNodeAndPython(t *testing.T) {
 	sig := f["signature"].(string)
 	flipped := []byte(sig)
 	flipped[10] ^= 1 // still base64url, another signature
+	// A batch of five by a test key, its third grant and tampered forms of
+	// it, and the older carrier: the programs take both.
+	testKey := guard.EncodePublicKey(signedtest.Public(signedtest.New))
+	ids := []string{"orders", "orders", "заказ 42 α", "billing", "orders x"}
+	batch := signedtest.SignBatch(t, signedtest.New, ids, []int64{10, 11, 12, 13, 14})
+	third := batch[2]
+	tamper := func(change func([]byte)) string {
+		return signedtest.Tamper(third, func(b []byte) []byte { change(b); return b })
+	}
 	cases := []struct {
 		name  string
 		args  []string
@@ -354,7 +364,17 @@ func TestSignedGrantVerifiesInNodeAndPython(t *testing.T) {
 		{"another resource", []string{pub, "заказ 43 α", tok, sig}, false},
 		{"a flipped bit", []string{pub, resource, tok, string(flipped)}, false},
 		{"padded", []string{pub, resource, tok, sig + "=="}, false},
-		{"non-canonical", []string{pub, resource, tok, sig[:85] + string(sig[85]+1)}, false},
+		{"non-canonical", []string{pub, resource, tok, sig[:len(sig)-1] + string(sig[len(sig)-1]+1)}, false},
+		{"a grant of a batch of five", []string{testKey, "заказ 42 α", "12", third}, true},
+		{"each grant of the batch", []string{testKey, "orders x", "14", batch[4]}, true},
+		{"a flipped path byte", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[80] ^= 1 })}, false},
+		{"another index", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[68] = 3 })}, false},
+		{"a path one hash short", []string{testKey, "заказ 42 α", "12", signedtest.Tamper(third, func(b []byte) []byte { return b[:len(b)-32] })}, false},
+		{"a sibling's proof", []string{testKey, "заказ 42 α", "12", batch[3]}, false},
+		{"a flipped signature byte", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[5] ^= 1 })}, false},
+		{"size 0", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[72] = 0 })}, false},
+		{"index = size", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[68] = 5 })}, false},
+		{"the older carrier", []string{testKey, "заказ 42 α", "12", signedtest.Sign(t, signedtest.New, "заказ 42 α", 12)}, true},
 	}
 	dir := t.TempDir()
 	run := func(t *testing.T, interpreter, file, code string) {
