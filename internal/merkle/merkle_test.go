@@ -229,3 +229,56 @@ func TestRootCache(t *testing.T) {
 		t.Fatal("the cache kept an entry past its bound")
 	}
 }
+
+// runProof is the other way to walk a proof, top-down as tlog's
+// runRecordProof does: split [lo, hi) at the largest power of two below
+// its size and recurse toward leaf n, taking hashes from the path's end.
+func runProof(p [][]byte, lo, hi, n uint64, leaf [HashSize]byte) ([HashSize]byte, bool) {
+	if lo+1 == hi {
+		return leaf, len(p) == 0
+	}
+	if len(p) == 0 {
+		return leaf, false
+	}
+	k := uint64(1)
+	for k*2 < hi-lo {
+		k *= 2
+	}
+	last := p[len(p)-1]
+	if n < lo+k {
+		r, ok := runProof(p[:len(p)-1], lo, lo+k, n, leaf)
+		return NodeHash(r[:], last), ok
+	}
+	r, ok := runProof(p[:len(p)-1], lo+k, hi, n, leaf)
+	return NodeHash(last, r[:]), ok
+}
+
+// Any bytes: ParseCarrier and Root never panic, and Root agrees with the
+// top-down walk on whether a path fits its index and size and on the root.
+func FuzzCarrier(f *testing.F) {
+	sig := make([]byte, SignatureSize)
+	ls := leaves(7)
+	f.Add(carrierFor(sig, 3, 7, path(3, ls)), ls[3])
+	f.Add(carrierFor(sig, 6, 7, path(6, ls)), ls[6])
+	f.Add(carrierFor(sig, 0, 1, nil), []byte("fenceview/v1 a 1"))
+	f.Add(carrierFor(sig, 5, 5, path(3, ls)), ls[3])
+	f.Fuzz(func(t *testing.T, raw, message []byte) {
+		c, ok := ParseCarrier(raw)
+		if !ok {
+			return
+		}
+		leaf := LeafHash(message)
+		root, ok := c.Root(leaf)
+		var hs [][]byte
+		for p := c.Path; len(p) > 0; p = p[HashSize:] {
+			hs = append(hs, p[:HashSize])
+		}
+		want, wantOK := leaf, false
+		if c.Index < c.Size {
+			want, wantOK = runProof(hs, 0, uint64(c.Size), uint64(c.Index), leaf)
+		}
+		if ok != wantOK || (ok && root != want) {
+			t.Fatalf("index %d size %d, %d hashes: Root %x %v, top-down %x %v", c.Index, c.Size, len(hs), root, ok, want, wantOK)
+		}
+	})
+}
