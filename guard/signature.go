@@ -4,9 +4,13 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"math"
+
+	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/fenceview/fenceview/guard/ledger"
 	"github.com/fenceview/fenceview/internal/ed25519batch"
+	"github.com/fenceview/fenceview/internal/merkle"
 )
 
 // ReasonBadSignature: a guard in signed mode was shown a token without a
@@ -14,12 +18,17 @@ import (
 // token. The token is never compared, so a forged number cannot raise a mark.
 const ReasonBadSignature = ledger.ReasonBadSignature
 
-// Sizes of the signed-token format (contract v2, "Signed tokens").
+// Sizes of the signed-token format (docs/signed-tokens.md).
 const (
-	SignatureSize     = ledger.SignatureSize // raw bytes
+	SignatureSize     = ledger.SignatureSize // raw bytes of a signature of one token
 	PublicKeySize     = ledger.PublicKeySize // raw bytes
 	SignatureTextSize = 86                   // base64url without padding of 64 bytes
 	PublicKeyTextSize = 43                   // base64url without padding of 32 bytes
+	// MaxCarrierSize and MaxCarrierTextSize bound a signature carrier,
+	// raw and as text: a batch carrier with the longest audit path (32
+	// hashes) is 1,097 bytes, 1,463 characters.
+	MaxCarrierSize     = ledger.MaxCarrierSize
+	MaxCarrierTextSize = (MaxCarrierSize*8 + 5) / 6
 )
 
 // Errors for signatures and keys that are not well formed. A well-formed
@@ -89,6 +98,77 @@ func SignAll(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]st
 	return sigs, nil
 }
 
+// SignBatch signs tokens[i] on resourceIDs[i] as one batch: one Ed25519
+// signature by key over the root of a Merkle tree of the grants' messages
+// (RFC 9162 §2.1), and for each grant the text of its batch carrier (the
+// signature, its index, the batch's size and its audit path). What a group
+// commit's grants take: a batch of n costs one signature and about 2n
+// SHA-256 hashes. A batch of one is a batch carrier too. An invalid id or
+// token fails the whole call.
+//
+// The tree is built and proven by golang.org/x/mod/sumdb/tlog, the code
+// the go command verifies module checksums with; its record and node
+// hashes are RFC 9162's.
+func SignBatch(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]string, error) {
+	if len(resourceIDs) != len(tokens) {
+		return nil, errors.New("guard: as many tokens as resource ids are needed")
+	}
+	if len(key) != ed25519.PrivateKeySize {
+		return nil, errors.New("guard: signing key is not an Ed25519 private key")
+	}
+	n := len(tokens)
+	if n == 0 || n > math.MaxUint32 {
+		return nil, errors.New("guard: a batch has 1 to 2^32-1 grants")
+	}
+	// The tree's stored hashes, in tlog's storage order: appending each
+	// record's hashes in turn is exactly that order.
+	stored := make([]tlog.Hash, 0, tlog.StoredHashCount(int64(n)))
+	read := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(indexes))
+		for i, x := range indexes {
+			if x < 0 || x >= int64(len(stored)) {
+				return nil, errors.New("guard: a tree hash out of range")
+			}
+			out[i] = stored[x]
+		}
+		return out, nil
+	})
+	var buf [256]byte
+	for i, id := range resourceIDs {
+		if err := ValidateResourceID(id); err != nil {
+			return nil, err
+		}
+		if err := ValidateToken(tokens[i]); err != nil {
+			return nil, err
+		}
+		hs, err := tlog.StoredHashes(int64(i), AppendMessage(buf[:0], id, tokens[i]), read)
+		if err != nil {
+			return nil, err
+		}
+		stored = append(stored, hs...)
+	}
+	root, err := tlog.TreeHash(int64(n), read)
+	if err != nil {
+		return nil, err
+	}
+	var msg [merkle.RootMessageSize]byte
+	sig := ed25519.Sign(key, merkle.AppendRootMessage(msg[:0], (*[merkle.HashSize]byte)(&root)))
+	out := make([]string, n)
+	carrier := make([]byte, 0, merkle.MaxCarrierSize)
+	for i := range out {
+		p, err := tlog.ProveRecord(int64(n), int64(i), read)
+		if err != nil {
+			return nil, err
+		}
+		path := make([][merkle.HashSize]byte, len(p))
+		for j := range p {
+			path[j] = p[j]
+		}
+		out[i] = EncodeSignature(merkle.AppendCarrier(carrier[:0], sig, uint32(i), uint32(n), path))
+	}
+	return out, nil
+}
+
 // b64 is the one encoding of signatures and keys: base64url, no padding,
 // and Strict so that unused trailing bits must be zero (one text per value).
 var b64 = base64.RawURLEncoding.Strict()
@@ -109,6 +189,24 @@ func DecodeSignature(s string) ([SignatureSize]byte, error) {
 		return sig, ErrInvalidSignature
 	}
 	return sig, nil
+}
+
+// DecodeCarrier parses the text form of a signature carrier: the canonical
+// base64url text (no padding) of 64 bytes (a signature of the token's own
+// message) or of a batch carrier (SignBatch), at most MaxCarrierTextSize
+// characters. It returns the raw bytes; anything else is
+// ErrInvalidSignature. Whether a batch carrier's path fits its index and
+// size is for the verification to find out.
+func DecodeCarrier(s string) ([]byte, error) {
+	n := len(s) * 6 / 8
+	if len(s) > MaxCarrierTextSize || !ledger.IsCarrierSize(n) {
+		return nil, ErrInvalidSignature
+	}
+	raw := make([]byte, n)
+	if !decodeExact(raw, s, b64.EncodedLen(n)) {
+		return nil, ErrInvalidSignature
+	}
+	return raw, nil
 }
 
 // DecodePublicKey parses the text form of a public key (43 characters,
@@ -133,7 +231,7 @@ func decodeExact(dst []byte, s string, textLen int) bool {
 			return false
 		}
 	}
-	var src [SignatureTextSize]byte // no allocation on the hot path
+	var src [MaxCarrierTextSize]byte // no allocation on the hot path
 	n, err := b64.Decode(dst, src[:copy(src[:], s)])
 	return err == nil && n == len(dst)
 }

@@ -125,8 +125,8 @@ func TestSignedTable(t *testing.T) {
 // decoded bytes when it is well formed, else its own bytes (a malformed
 // text stands for a malformed raw signature).
 func rawOf(sig string) []byte {
-	if raw, err := guard.DecodeSignature(sig); err == nil {
-		return raw[:]
+	if raw, err := guard.DecodeCarrier(sig); err == nil {
+		return raw
 	}
 	return []byte(sig)
 }

@@ -72,7 +72,8 @@ func (g *Guard) CheckSigned(resourceID string, token int64, sig string) (Decisio
 	return g.checkSigned(resourceID, token, sig, nil)
 }
 
-// CheckSignedBytes is CheckSigned for a raw 64-byte signature.
+// CheckSignedBytes is CheckSigned for a raw signature carrier (64 bytes,
+// or a batch carrier).
 func (g *Guard) CheckSignedBytes(resourceID string, token int64, sig []byte) (Decision, error) {
 	if sig == nil {
 		sig = []byte{} // nil selects the text form below
@@ -91,18 +92,16 @@ func (g *Guard) checkSigned(resourceID string, token int64, text string, raw []b
 	}
 	// Ed25519 outside the lock: other resources' writers do not wait.
 	gen := v.Generation()
-	var sig [SignatureSize]byte
 	var ok bool
 	if raw != nil {
-		ok = len(raw) == SignatureSize && v.Verify(resourceID, token, raw)
-		copy(sig[:], raw)
+		ok = v.Verify(resourceID, token, raw)
 	} else {
 		var derr error
-		sig, derr = DecodeSignature(text)
-		ok = derr == nil && v.Verify(resourceID, token, sig[:])
+		raw, derr = DecodeCarrier(text)
+		ok = derr == nil && v.Verify(resourceID, token, raw)
 	}
 	g.mu.Lock()
-	r = g.l.Verified(resourceID, token, &sig, text, gen, ok)
+	r = g.l.Verified(resourceID, token, raw, text, gen, ok)
 	g.mu.Unlock()
 	return decision(r, token), nil
 }
@@ -142,19 +141,19 @@ func (c *VerifyCache) Verify(resourceID string, token int64, sig string) bool {
 		return true
 	}
 	gen := c.v.Generation() // before the work: a key distrusted meanwhile expires the entry
-	raw, err := DecodeSignature(sig)
-	if err != nil || !c.v.Verify(resourceID, token, raw[:]) {
+	raw, err := DecodeCarrier(sig)
+	if err != nil || !c.v.Verify(resourceID, token, raw) {
 		return false
 	}
 	c.mu.Lock()
-	c.remember(resourceID, token, &raw, sig, gen)
+	c.remember(resourceID, token, raw, sig, gen)
 	c.mu.Unlock()
 	return true
 }
 
 // remember records a successful verification in the bounded cache. c.mu
 // is held.
-func (c *VerifyCache) remember(resourceID string, token int64, raw *[SignatureSize]byte, text string, gen uint64) {
+func (c *VerifyCache) remember(resourceID string, token int64, raw []byte, text string, gen uint64) {
 	e, ok := c.cache[resourceID]
 	if !ok {
 		if len(c.cache) >= MaxVerified {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/fenceview/fenceview/guard/ledger"
+	"github.com/fenceview/fenceview/internal/merkle"
 )
 
 // MaxTrustedKeys bounds the keys one Verifier trusts. A signature is tried
@@ -28,6 +29,12 @@ type Verifier struct {
 	// gen grows whenever a key stops being trusted; a cached verification
 	// counts only while the generation it was made in is current.
 	gen atomic.Uint64
+
+	// roots are the batch roots verified, by key and root, so a batch's
+	// other grants cost hashing, not an Ed25519 verification. A key no
+	// longer trusted is not looked up, so its roots stop counting at once.
+	rootsMu sync.Mutex
+	roots   *merkle.RootCache // made on first use
 }
 
 // NewVerifier returns a verifier that trusts keys (each 32 bytes).
@@ -133,27 +140,64 @@ func (v *Verifier) Keys() []ed25519.PublicKey {
 	return nil
 }
 
-// Verify reports whether sig (raw, 64 bytes) is a trusted key's signature of
-// token on resourceID. It always does the Ed25519 work; guards in signed
-// mode cache its answers.
+// Verify reports whether sig, a raw signature carrier, is a trusted key's
+// signature of token on resourceID: either 64 bytes signing the token's
+// own message, or a batch carrier (SignBatch) whose audit path leads from
+// the message to a root a trusted key signed. A 64-byte signature always
+// costs the Ed25519 work (guards in signed mode cache their answers); a
+// batch's root is verified once and remembered (merkle.RootCacheSize
+// roots), so its other grants cost a few SHA-256 hashes.
 func (v *Verifier) Verify(resourceID string, token int64, sig []byte) bool {
-	if len(sig) != SignatureSize || ValidateResourceID(resourceID) != nil || ValidateToken(token) != nil {
+	if !ledger.IsCarrierSize(len(sig)) || ValidateResourceID(resourceID) != nil || ValidateToken(token) != nil {
 		return false
 	}
 	var buf [256]byte // the longest message is 13+160+1+19 bytes: no allocation
 	msg := AppendMessage(buf[:0], resourceID, token)
-	for _, k := range v.Keys() {
-		if ed25519.Verify(k, msg, sig) {
+	keys := v.Keys()
+	if len(sig) == SignatureSize {
+		for _, k := range keys {
+			if ed25519.Verify(k, msg, sig) {
+				return true
+			}
+		}
+		return false
+	}
+	c, ok := merkle.ParseCarrier(sig)
+	if !ok {
+		return false
+	}
+	root, ok := c.Root(merkle.LeafHash(msg))
+	if !ok {
+		return false
+	}
+	v.rootsMu.Lock()
+	for _, k := range keys {
+		if v.roots != nil && v.roots.Has((*[PublicKeySize]byte)(k), &root, c.Signature) {
+			v.rootsMu.Unlock()
+			return true
+		}
+	}
+	v.rootsMu.Unlock()
+	var rbuf [merkle.RootMessageSize]byte
+	rmsg := merkle.AppendRootMessage(rbuf[:0], &root)
+	for _, k := range keys {
+		if ed25519.Verify(k, rmsg, c.Signature) {
+			v.rootsMu.Lock()
+			if v.roots == nil {
+				v.roots = &merkle.RootCache{}
+			}
+			v.roots.Add((*[PublicKeySize]byte)(k), &root, c.Signature)
+			v.rootsMu.Unlock()
 			return true
 		}
 	}
 	return false
 }
 
-// VerifyText is Verify for the text form of a signature (base64url without
-// padding, as it travels in X-Fencing-Signature and JSON). A signature that
-// is not well formed does not verify.
+// VerifyText is Verify for the text form of a signature carrier
+// (base64url without padding, as it travels in X-Fencing-Signature and
+// JSON). A carrier that is not well formed does not verify.
 func (v *Verifier) VerifyText(resourceID string, token int64, sig string) bool {
-	raw, err := DecodeSignature(sig)
-	return err == nil && v.Verify(resourceID, token, raw[:])
+	raw, err := DecodeCarrier(sig)
+	return err == nil && v.Verify(resourceID, token, raw)
 }

@@ -46,14 +46,18 @@ var (
 	ErrClosed = errors.New("wasm guard: closed")
 )
 
-// scratchSize is the id buffer each instance keeps: room for every valid id
-// (160 bytes) and for invalid ones a little longer, so the guest, not the
-// host, refuses them. Longer ids are refused by the host with the same error.
-// The raw signature of guard_check_signed goes right after the id.
-const scratchSize = 256
+// idSize is the room for an id in the scratch buffer each instance keeps:
+// every valid id (160 bytes) and invalid ones a little longer, so the
+// guest, not the host, refuses them. Longer ids are refused by the host
+// with the same error.
+const idSize = 256
 
-// sigOffset is where a signature goes in the scratch buffer.
-const sigOffset = scratchSize - ledger.SignatureSize
+// sigOffset is where a signature carrier goes in the scratch buffer, right
+// after the id; scratchSize has room for the longest carrier.
+const (
+	sigOffset   = idSize
+	scratchSize = idSize + ledger.MaxCarrierSize
+)
 
 // batchSize is the most records one guard_check_batch call carries; larger
 // batches take several calls.
@@ -432,7 +436,7 @@ func (s *shard) callID(fn api.Function, resourceID string, extra ...uint64) (int
 	if s.failure != nil {
 		return 0, s.failure
 	}
-	if len(resourceID) > scratchSize {
+	if len(resourceID) > idSize {
 		// Cannot be a valid id; the guest would refuse it the same way.
 		return CodeInvalidResource, nil
 	}

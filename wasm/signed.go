@@ -62,17 +62,20 @@ func (s *shard) trust(key []byte) error {
 // unused bits zero, so each signature has one text.
 var sigText = base64.RawURLEncoding.Strict()
 
-// CheckSigned presents a token with the text of its signature (base64url
-// without padding, as in X-Fencing-Signature and grants' "signature"). Once
-// a key is trusted (TrustKey) the signature must be a trusted key's for
-// exactly this resource and token, or the token is refused with reason
+// CheckSigned presents a token with the text of its signature carrier
+// (base64url without padding, as in X-Fencing-Signature and grants'
+// "signature": 64 bytes, or a batch carrier). Once a key is trusted
+// (TrustKey) the carrier must prove a trusted key's signature for exactly
+// this resource and token, or the token is refused with reason
 // bad-signature and not compared; the guest remembers a verified (resource,
 // token, signature), so a holder's repeated writes cost a comparison of
-// bytes, not a verification. Before any key is trusted the signature is
-// ignored. Invalid ids and tokens are errors, as for Check.
+// bytes, not a verification, and a batch's verified root, so its other
+// grants cost hashing. Before any key is trusted the signature is ignored.
+// Invalid ids and tokens are errors, as for Check.
 func (g *Guard) CheckSigned(resourceID string, token int64, sig string) (guard.Decision, error) {
 	var raw []byte
-	if len(sig) == sigText.EncodedLen(ledger.SignatureSize) && base64URL(sig) {
+	if n := len(sig) * 6 / 8; len(sig) <= guard.MaxCarrierTextSize && ledger.IsCarrierSize(n) &&
+		len(sig) == sigText.EncodedLen(n) && base64URL(sig) {
 		if b, err := sigText.DecodeString(sig); err == nil {
 			raw = b
 		}
@@ -92,8 +95,8 @@ func base64URL(s string) bool {
 	return true
 }
 
-// CheckSignedBytes is CheckSigned with the raw 64-byte signature; any other
-// length is a bad signature.
+// CheckSignedBytes is CheckSigned with the raw carrier (64 bytes, or a
+// batch carrier); any other length is a bad signature.
 func (g *Guard) CheckSignedBytes(resourceID string, token int64, sig []byte) (guard.Decision, error) {
 	s := g.shardFor(resourceID)
 	s.mu.Lock()
@@ -117,7 +120,7 @@ func (s *shard) checkSignedCall(resourceID string, token int64, sig []byte) (gua
 	if err != nil {
 		return guard.Decision{}, err
 	}
-	if len(sig) != ledger.SignatureSize {
+	if !ledger.IsCarrierSize(len(sig)) {
 		sig = nil // bad whatever it is; the guest need not read it
 	}
 	if !s.mem.Write(s.scratch+sigOffset, sig) {

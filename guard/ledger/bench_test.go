@@ -32,7 +32,7 @@ func BenchmarkLedgerCheckSignedCached(b *testing.B) {
 	if _, done, _ := l.Recall("orders", 5, sig, nil); done {
 		b.Fatal("nothing verified yet")
 	}
-	l.Verified("orders", 5, &raw, sig, v.Generation(), true)
+	l.Verified("orders", 5, raw[:], sig, v.Generation(), true)
 	for b.Loop() {
 		if r, done, _ := l.Recall("orders", 5, sig, nil); !done || !r.Accepted {
 			b.Fatal(r)

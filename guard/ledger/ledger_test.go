@@ -84,13 +84,13 @@ func TestRecallAndVerified(t *testing.T) {
 	if _, done, err := l.Recall("", 5, text, nil); !done || !errors.Is(err, ledger.ErrInvalidResourceID) {
 		t.Fatalf("Recall of an invalid id: done %v, %v", done, err)
 	}
-	if r := l.Verified("a", 5, &raw, text, v.Generation(), false); r.Accepted || r.Reason != ledger.ReasonBadSignature {
+	if r := l.Verified("a", 5, raw[:], text, v.Generation(), false); r.Accepted || r.Reason != ledger.ReasonBadSignature {
 		t.Fatalf("Verified(not ok) = %+v", r)
 	}
 	if len(l.Marks()) != 0 {
 		t.Fatalf("a refused signature moved a mark: %v", l.Marks())
 	}
-	if r := l.Verified("a", 5, &raw, text, v.Generation(), true); !r.Accepted {
+	if r := l.Verified("a", 5, raw[:], text, v.Generation(), true); !r.Accepted {
 		t.Fatalf("Verified(ok) = %+v", r)
 	}
 	if r, done, _ := l.Recall("a", 5, text, nil); !done || !r.Accepted {

@@ -7,15 +7,25 @@ import (
 	"strings"
 
 	"github.com/fenceview/fenceview/internal/ed25519verify"
+	"github.com/fenceview/fenceview/internal/merkle"
 )
 
-// Sizes of the signed-token format (contract v2, "Signed tokens"), raw.
+// Sizes of the signed-token format, raw. A token's signature comes in one
+// of two carriers: a signature of its own message (SignatureSize bytes), or
+// a batch carrier (a signature over a batch's Merkle root and the token's
+// inclusion proof, at most MaxCarrierSize bytes; package internal/merkle).
 // The text forms (base64url) are decoded by the callers: package
 // encoding/base64 alone costs the WebAssembly guard 16 KB.
 const (
-	PublicKeySize = 32
-	SignatureSize = 64
+	PublicKeySize  = 32
+	SignatureSize  = 64
+	MaxCarrierSize = merkle.MaxCarrierSize
 )
+
+// IsCarrierSize reports whether n bytes can be a signature carrier: 64
+// bytes, or a batch carrier's length. Anything else is a bad signature
+// without reading it.
+func IsCarrierSize(n int) bool { return n == SignatureSize || merkle.IsCarrierSize(n) }
 
 // MaxTrustedKeys bounds the keys one ledger or verifier trusts. A signature
 // is tried against every trusted key (the HTTP carriers do not say which
@@ -41,8 +51,8 @@ func AppendMessage(dst []byte, resourceID string, token int64) []byte {
 // against, when the keys are not the ledger's own (UseVerifier):
 // guard.Verifier, shared by many guards, whose keys may change under them.
 type Verifier interface {
-	// Verify reports whether sig (raw, 64 bytes) is a trusted key's
-	// signature of token on resourceID.
+	// Verify reports whether sig (a raw carrier: 64 bytes, or a batch
+	// carrier) is a trusted key's signature of token on resourceID.
 	Verify(resourceID string, token int64, sig []byte) bool
 	// Generation grows whenever a key stops being trusted: a remembered
 	// verification counts only in the generation it was made in.
@@ -54,7 +64,8 @@ var errVerifierKeys = errors.New("guard: the ledger's keys are its Verifier's to
 // keySet is a ledger's own trusted keys (Trust): they are only ever added,
 // so its verifications never expire.
 type keySet struct {
-	keys [][PublicKeySize]byte
+	keys  [][PublicKeySize]byte
+	roots *merkle.RootCache // batch roots verified; made on first use
 }
 
 func (k *keySet) trust(key []byte) error {
@@ -75,8 +86,36 @@ func (k *keySet) trust(key []byte) error {
 func (k *keySet) verify(resourceID string, token int64, sig []byte) bool {
 	var buf [256]byte // 13 + 160 + 1 + 19 bytes at most: no allocation
 	msg := AppendMessage(buf[:0], resourceID, token)
+	if len(sig) == SignatureSize {
+		for i := range k.keys {
+			if ed25519verify.Verify(k.keys[i][:], msg, sig) {
+				return true
+			}
+		}
+		return false
+	}
+	c, ok := merkle.ParseCarrier(sig)
+	if !ok {
+		return false
+	}
+	root, ok := c.Root(merkle.LeafHash(msg))
+	if !ok {
+		return false
+	}
+	if k.roots == nil {
+		k.roots = &merkle.RootCache{}
+	}
+	// Keys are only ever added to a keySet, so a root once verified stays so.
 	for i := range k.keys {
-		if ed25519verify.Verify(k.keys[i][:], msg, sig) {
+		if k.roots.Has(&k.keys[i], &root, c.Signature) {
+			return true
+		}
+	}
+	var rbuf [merkle.RootMessageSize]byte
+	rmsg := merkle.AppendRootMessage(rbuf[:0], &root)
+	for i := range k.keys {
+		if ed25519verify.Verify(k.keys[i][:], rmsg, c.Signature) {
+			k.roots.Add(&k.keys[i], &root, c.Signature)
 			return true
 		}
 	}
@@ -114,14 +153,15 @@ func (s *signedMode) verify(resourceID string, token int64, sig []byte) bool {
 type Verification struct {
 	token int64
 	gen   uint64
-	raw   [SignatureSize]byte
-	text  string // the text it was verified from; "" when it came raw
+	raw   [SignatureSize]byte // the signature, of either carrier
+	proof string              // a batch carrier's bytes after its signature; "" for a 64-byte one
+	text  string              // the text it was verified from; "" when it came raw
 }
 
-// Recalls reports whether v is exactly this token and signature, verified
-// in generation gen. The signature is text when raw is nil, else raw. Only
-// canonical text ever verifies, so equal text means equal bytes; a
-// verification of raw bytes recalls no text.
+// Recalls reports whether v is exactly this token and signature carrier,
+// verified in generation gen. The carrier is text when raw is nil, else
+// raw. Only canonical text ever verifies, so equal text means equal bytes;
+// a verification of raw bytes recalls no text.
 func (v *Verification) Recalls(token int64, text string, raw []byte, gen uint64) bool {
 	if v.token != token || v.token == 0 || v.gen != gen {
 		return false
@@ -129,17 +169,28 @@ func (v *Verification) Recalls(token int64, text string, raw []byte, gen uint64)
 	if raw == nil {
 		return v.text != "" && v.text == text
 	}
-	return len(raw) == SignatureSize && sameSignature(&v.raw, raw)
+	if len(raw) == SignatureSize {
+		return v.proof == "" && sameSignature(&v.raw, raw)
+	}
+	// A batch carrier: the version byte, the signature, then the proof.
+	return len(raw) > 1+SignatureSize && raw[0] == merkle.Version &&
+		sameSignature(&v.raw, raw[1:1+SignatureSize]) && v.proof == string(raw[1+SignatureSize:])
 }
 
-// Remember records a verification. The text is cloned: callers (the
-// WebAssembly exports) may pass strings that alias buffers they reuse. It
-// is kept only when given, so a ledger fed raw signatures stores no text.
-func (v *Verification) Remember(token int64, raw *[SignatureSize]byte, text string, gen uint64) {
-	if v.token == token && v.raw == *raw && v.gen == gen && (text == "" || v.text == text) {
+// Remember records a verification of raw, a well-formed carrier. raw and
+// text are copied: callers (the WebAssembly exports) may pass bytes and
+// strings that alias buffers they reuse. The text is kept only when
+// given, so a ledger fed raw signatures stores no text.
+func (v *Verification) Remember(token int64, raw []byte, text string, gen uint64) {
+	if v.Recalls(token, "", raw, gen) && (text == "" || v.text == text) {
 		return
 	}
-	v.token, v.raw, v.gen, v.text = token, *raw, gen, strings.Clone(text)
+	v.token, v.gen, v.text = token, gen, strings.Clone(text)
+	if len(raw) == SignatureSize {
+		v.raw, v.proof = [SignatureSize]byte(raw), ""
+		return
+	}
+	v.raw, v.proof = [SignatureSize]byte(raw[1:1+SignatureSize]), string(raw[1+SignatureSize:])
 }
 
 // sameSignature compares a remembered signature with sig (64 bytes) eight
@@ -178,8 +229,8 @@ func (l *Ledger) UseVerifier(v Verifier) {
 	l.signed = &signedMode{shared: v}
 }
 
-// CheckSigned presents a token with its raw signature (64 bytes; any other
-// length is a bad signature). In signed mode the signature must be a
+// CheckSigned presents a token with its raw signature carrier (64 bytes, or
+// a batch carrier; anything else is a bad signature). In signed mode the signature must be a
 // trusted key's for exactly this resource and token, or the token is
 // refused with ReasonBadSignature, not compared, and the mark does not
 // move; a verified (resource, token, signature) is remembered, so a
@@ -218,15 +269,15 @@ func (l *Ledger) CheckSignedHandle(h Handle, token int64, sig []byte) (Result, e
 // checkSigned is the signed check of a valid id (h its handle, or 0 when
 // it has none yet) and token, in signed mode.
 func (l *Ledger) checkSigned(h Handle, resourceID string, token int64, sig []byte) Result {
-	if len(sig) != SignatureSize {
+	if !IsCarrierSize(len(sig)) {
 		return l.badSignature(h)
 	}
 	gen := l.signed.generation()
 	if l.recalls(h, token, "", sig, gen) {
 		return l.apply(h, token)
 	}
-	raw := [SignatureSize]byte(sig) // sig may alias memory the caller reuses
-	return l.verified(h, resourceID, token, &raw, "", gen, l.signed.verify(resourceID, token, raw[:]))
+	// sig may alias memory the caller reuses; Remember copies it.
+	return l.verified(h, resourceID, token, sig, "", gen, l.signed.verify(resourceID, token, sig))
 }
 
 // Recall is the part of a signed check that needs no Ed25519, for a caller
@@ -257,15 +308,15 @@ func (l *Ledger) Recall(resourceID string, token int64, text string, raw []byte)
 
 // Verified finishes a check that Recall left undone, once the caller has
 // verified the signature against the ledger's Verifier: ok is the answer,
-// raw the signature's bytes, text its text when it came as text, gen the
+// raw the carrier's bytes, text its text when it came as text, gen the
 // Verifier's generation read before verifying. A signature that did not
 // verify is refused unread; one that did is remembered and the token
 // compared.
-func (l *Ledger) Verified(resourceID string, token int64, raw *[SignatureSize]byte, text string, gen uint64, ok bool) Result {
+func (l *Ledger) Verified(resourceID string, token int64, raw []byte, text string, gen uint64, ok bool) Result {
 	return l.verified(l.index[resourceID], resourceID, token, raw, text, gen, ok)
 }
 
-func (l *Ledger) verified(h Handle, resourceID string, token int64, raw *[SignatureSize]byte, text string, gen uint64, ok bool) Result {
+func (l *Ledger) verified(h Handle, resourceID string, token int64, raw []byte, text string, gen uint64, ok bool) Result {
 	if !ok {
 		return l.badSignature(h)
 	}

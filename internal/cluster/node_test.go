@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/cluster"
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
@@ -443,5 +444,17 @@ func TestIssuerAndSigningKeysAreTheClusters(t *testing.T) {
 	}
 	if again := call(t, "GET", next.url()+"/v1/signing-keys", nil); !equalJSON(again.Body, keys.Body) {
 		t.Fatalf("keys changed with the leader: %v, then %v", keys.Body, again.Body)
+	}
+	// Both leaders' grants are batch carriers that verify with the
+	// cluster's published key.
+	pub, err := guard.DecodePublicKey(keys.Body["keys"].([]any)[0].(map[string]any)["publicKey"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := guard.NewVerifier(pub)
+	for _, g := range []fenceview.Grant{before, after} {
+		if raw, err := guard.DecodeCarrier(g.Fencing.Signature); err != nil || raw[0] != 0x01 || !v.VerifyText(g.ResourceID, g.Fencing.Token, g.Fencing.Signature) {
+			t.Fatalf("grant %+v: not a batch carrier that verifies with the cluster's key (%v)", g.Fencing, err)
+		}
 	}
 }

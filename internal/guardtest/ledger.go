@@ -33,8 +33,8 @@ func (l *Ledger) CheckHandle(h guard.Handle, token int64) (guard.Decision, error
 // bytes: it stands for a malformed raw signature.
 func (l *Ledger) CheckSigned(id string, token int64, sig string) (guard.Decision, error) {
 	raw := []byte(sig)
-	if b, err := guard.DecodeSignature(sig); err == nil {
-		raw = b[:]
+	if b, err := guard.DecodeCarrier(sig); err == nil {
+		raw = b
 	}
 	return l.CheckSignedBytes(id, token, raw)
 }

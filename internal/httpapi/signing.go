@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/signing"
 	"github.com/fenceview/fenceview/internal/wire"
 )
@@ -12,8 +13,9 @@ import (
 // HeaderSignature carries a token's signature beside X-Fencing-Token.
 const HeaderSignature = "X-Fencing-Signature"
 
-// maxSignatureLen bounds a signature field; a real one is 86 bytes.
-const maxSignatureLen = 200
+// maxSignatureLen bounds a signature field: the longest carrier, a batch
+// carrier with a 32-hash audit path (a grant of a batch of 64 carries 354).
+const maxSignatureLen = guard.MaxCarrierTextSize
 
 var errTwoSignatures = fenceview.Errorf(fenceview.EINVALID, "more than one "+HeaderSignature+" header")
 

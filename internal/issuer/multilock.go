@@ -25,12 +25,7 @@ func (s *Service) AcquireAll(ctx context.Context, req fenceview.AcquireAllReques
 	if err != nil {
 		return nil, err
 	}
-	for i := range gs {
-		if gs[i], err = s.sign(gs[i]); err != nil {
-			return nil, err
-		}
-	}
-	return gs, nil
+	return s.signAll(gs)
 }
 
 func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllRequest) ([]fenceview.Grant, error) {

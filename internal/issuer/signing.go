@@ -9,15 +9,15 @@ import (
 	"github.com/fenceview/fenceview/guard"
 )
 
-// Signer signs grants: an Ed25519 signature of
-// "fenceview/v1 <resourceId> <token>" by the issuer's active key
-// (*signing.Keyring).
+// Signer signs grants: the issuer's active key's signature carrier for
+// "fenceview/v1 <resourceId> <token>" (*signing.Keyring: a batch of one).
 type Signer interface {
 	Sign(resourceID string, token int64) (keyID, signature string, err error)
 }
 
 // BatchSigner is a Signer that signs many grants at once for less CPU
-// than one at a time (*signing.Keyring).
+// than one at a time (*signing.Keyring: one Ed25519 signature over the
+// batch's Merkle root, each grant carrying its inclusion proof).
 type BatchSigner interface {
 	Signer
 	SignBatch(resourceIDs []string, tokens []int64) (keyID string, signatures []string, err error)
@@ -52,7 +52,8 @@ func (s *Service) Acquire(ctx context.Context, req fenceview.AcquireRequest) (fe
 
 // Renew extends holder's live lease on resourceID, keeping its token. A zero
 // lease renews for the lease length of the current grant. The grant is
-// signed again (Ed25519 is deterministic: the same signature).
+// signed again, as a batch of one: the same token and a carrier that
+// verifies for it (the grant's own, when it was granted alone).
 func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
 	g, err := s.renew(ctx, resourceID, holder, lease)
 	if err != nil {
@@ -63,9 +64,10 @@ func (s *Service) Renew(ctx context.Context, resourceID, holder string, lease ti
 
 // signGroup starts signing the grants of a group's callers, in place, and
 // returns a func that waits until it is done. commitGroup calls it before
-// writing the group, so the signatures are made while the commit's fsync
-// is in flight, in one batch; the callers only read their grant once the
-// group is answered. A failure leaves grants unsigned for sign to report.
+// writing the group, so the signature is made while the commit's fsync is
+// in flight, one for the whole group (a batch signature); the callers only
+// read their grant once the group is answered. A failure leaves grants
+// unsigned for sign to report.
 func (s *Service) signGroup(group []*batch) (wait func()) {
 	if s.signed.signer == nil {
 		return func() {}
@@ -119,6 +121,38 @@ func (s *Service) sign(g fenceview.Grant) (fenceview.Grant, error) {
 	}
 	g.Fencing.KeyID, g.Fencing.Signature = keyID, sig
 	return g, nil
+}
+
+// signAll signs the grants of one change (a multi-lock's) as one batch,
+// as the group commit does, outside the service's lock; without a
+// BatchSigner, one by one.
+func (s *Service) signAll(gs []fenceview.Grant) ([]fenceview.Grant, error) {
+	if bs, ok := s.signed.signer.(BatchSigner); ok && len(gs) > 1 {
+		ids, tokens := make([]string, 0, len(gs)), make([]int64, 0, len(gs))
+		for _, g := range gs {
+			if g.Fencing.Signature == "" {
+				ids, tokens = append(ids, g.ResourceID), append(tokens, g.Fencing.Token)
+			}
+		}
+		if len(ids) > 1 {
+			if keyID, sigs, err := bs.SignBatch(ids, tokens); err == nil && len(sigs) == len(ids) {
+				j := 0
+				for i := range gs {
+					if gs[i].Fencing.Signature == "" {
+						gs[i].Fencing.KeyID, gs[i].Fencing.Signature = keyID, sigs[j]
+						j++
+					}
+				}
+			}
+		}
+	}
+	for i := range gs {
+		var err error
+		if gs[i], err = s.sign(gs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return gs, nil
 }
 
 // verify reports whether sig is one of this issuer's signatures of token on

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -25,6 +27,7 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/servertest"
+	"github.com/fenceview/fenceview/internal/signedtest"
 	"github.com/fenceview/fenceview/internal/signing"
 )
 
@@ -102,6 +105,38 @@ func (h *harness) keys() []map[string]any {
 
 func token(f map[string]any) int64 { return int64(f["token"].(float64)) }
 
+// documented verifies a grant's carrier as docs/signed-tokens.md says, with
+// crypto/ed25519 and crypto/sha256 alone: a batch carrier's root from the
+// leaf message, index, size and path (RFC 9162 §2.1.3.2), signed as
+// "fenceview/batch/v1 <hex root>".
+func documented(pub ed25519.PublicKey, resource string, tok int64, sig string) bool {
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(sig)
+	if err != nil || len(raw) < 73 || (len(raw)-73)%32 != 0 || raw[0] != 1 {
+		return false
+	}
+	fn, sn := binary.BigEndian.Uint32(raw[65:]), binary.BigEndian.Uint32(raw[69:])
+	if fn >= sn {
+		return false
+	}
+	sn--
+	r := sha256.Sum256(append([]byte{0}, "fenceview/v1 "+resource+" "+strconv.FormatInt(tok, 10)...))
+	for p := raw[73:]; len(p) > 0; p = p[32:] {
+		if sn == 0 {
+			return false
+		}
+		if fn&1 == 1 || fn == sn {
+			r = sha256.Sum256(append(append([]byte{1}, p[:32]...), r[:]...))
+			for fn&1 == 0 && fn != 0 {
+				fn, sn = fn>>1, sn>>1
+			}
+		} else {
+			r = sha256.Sum256(append(append([]byte{1}, r[:]...), p[:32]...))
+		}
+		fn, sn = fn>>1, sn>>1
+	}
+	return sn == 0 && ed25519.Verify(pub, []byte("fenceview/batch/v1 "+hex.EncodeToString(r[:])), raw[1:65])
+}
+
 // The life of signing keys through the real server: a key on first start,
 // grants signed by it and checked by the server's own fence, a rotation that
 // keeps old grants valid, a removal that ends them, a restart that keeps
@@ -122,8 +157,8 @@ func TestSigningKeysLifecycle(t *testing.T) {
 
 	g1 := h.grant("orders", "a")
 	sig1 := g1["signature"].(string)
-	raw, err := guard.DecodeSignature(sig1)
-	if g1["keyId"] != oldID || err != nil || !ed25519.Verify(pub, []byte("fenceview/v1 orders "+strconv.FormatInt(token(g1), 10)), raw[:]) {
+	raw, _ := guard.DecodeCarrier(sig1)
+	if g1["keyId"] != oldID || !documented(pub, "orders", token(g1), sig1) {
 		t.Fatalf("grant %v is not signed over the documented message by the published key", g1)
 	}
 
@@ -166,7 +201,7 @@ func TestSigningKeysLifecycle(t *testing.T) {
 	}{
 		"unsigned":               {"orders", token(g1), ""},
 		"forged":                 {"orders", token(g1), strings.Repeat("A", 86)},
-		"truncated":              {"orders", token(g1), sig1[:85]},
+		"truncated":              {"orders", token(g1), sig1[:len(sig1)-1]},
 		"over-long":              {"orders", token(g1), sig1 + "AA"},
 		"another resource's":     {"billing", token(g1), sig1},
 		"another token's":        {"orders", token(g1) + 1, sig1},
@@ -178,8 +213,8 @@ func TestSigningKeysLifecycle(t *testing.T) {
 			t.Errorf("%s: %d %v", name, code, body)
 		}
 	}
-	if code, _ := h.fence("orders", token(g1), strings.Repeat("A", 300)); code != http.StatusBadRequest {
-		t.Errorf("a 300-byte signature: %d", code)
+	if code, _ := h.fence("orders", token(g1), strings.Repeat("A", guard.MaxCarrierTextSize+1)); code != http.StatusBadRequest {
+		t.Errorf("a signature over the longest carrier: %d", code)
 	}
 
 	// Removal: the active key cannot go; the old one can, and its grants end.
@@ -296,8 +331,7 @@ func TestSigningKeyFromFile(t *testing.T) {
 		t.Fatalf("keys: %v", keys)
 	}
 	f := h.grant("r", "a")
-	raw, _ := guard.DecodeSignature(f["signature"].(string))
-	if !ed25519.Verify(priv.Public().(ed25519.PublicKey), guard.Message("r", token(f)), raw[:]) {
+	if !documented(priv.Public().(ed25519.PublicKey), "r", token(f), f["signature"].(string)) {
 		t.Fatal("grant not signed by the file's key")
 	}
 	if code, _ := h.do("POST", "/v1/signing-keys", adminAuth, nil); code != http.StatusConflict {
@@ -344,6 +378,15 @@ func TestSignedGrantVerifiesInNodeAndPython(t *testing.T) {
 	sig := f["signature"].(string)
 	flipped := []byte(sig)
 	flipped[10] ^= 1 // still base64url, another signature
+	// A batch of five by a test key, its third grant and tampered forms of
+	// it, and the older carrier: the programs take both.
+	testKey := guard.EncodePublicKey(signedtest.Public(signedtest.New))
+	ids := []string{"orders", "orders", "заказ 42 α", "billing", "orders x"}
+	batch := signedtest.SignBatch(t, signedtest.New, ids, []int64{10, 11, 12, 13, 14})
+	third := batch[2]
+	tamper := func(change func([]byte)) string {
+		return signedtest.Tamper(third, func(b []byte) []byte { change(b); return b })
+	}
 	cases := []struct {
 		name  string
 		args  []string
@@ -354,7 +397,17 @@ func TestSignedGrantVerifiesInNodeAndPython(t *testing.T) {
 		{"another resource", []string{pub, "заказ 43 α", tok, sig}, false},
 		{"a flipped bit", []string{pub, resource, tok, string(flipped)}, false},
 		{"padded", []string{pub, resource, tok, sig + "=="}, false},
-		{"non-canonical", []string{pub, resource, tok, sig[:85] + string(sig[85]+1)}, false},
+		{"non-canonical", []string{pub, resource, tok, sig[:len(sig)-1] + string(sig[len(sig)-1]+1)}, false},
+		{"a grant of a batch of five", []string{testKey, "заказ 42 α", "12", third}, true},
+		{"each grant of the batch", []string{testKey, "orders x", "14", batch[4]}, true},
+		{"a flipped path byte", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[80] ^= 1 })}, false},
+		{"another index", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[68] = 3 })}, false},
+		{"a path one hash short", []string{testKey, "заказ 42 α", "12", signedtest.Tamper(third, func(b []byte) []byte { return b[:len(b)-32] })}, false},
+		{"a sibling's proof", []string{testKey, "заказ 42 α", "12", batch[3]}, false},
+		{"a flipped signature byte", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[5] ^= 1 })}, false},
+		{"size 0", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[72] = 0 })}, false},
+		{"index = size", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[68] = 5 })}, false},
+		{"the older carrier", []string{testKey, "заказ 42 α", "12", signedtest.Sign(t, signedtest.New, "заказ 42 α", 12)}, true},
 	}
 	dir := t.TempDir()
 	run := func(t *testing.T, interpreter, file, code string) {

@@ -7,6 +7,7 @@ package signedtest
 
 import (
 	"crypto/ed25519"
+	"encoding/binary"
 	"errors"
 	"strings"
 	"testing"
@@ -118,6 +119,111 @@ func steps(t testing.TB) []step {
 	}
 }
 
+// SignBatch returns k's batch carriers (guard.SignBatch) of tokens[i] on
+// resources[i]; it fails the test on input SignBatch refuses.
+func SignBatch(t testing.TB, k ed25519.PrivateKey, resources []string, tokens []int64) []string {
+	t.Helper()
+	s, err := guard.SignBatch(k, resources, tokens)
+	if err != nil {
+		t.Fatalf("SignBatch: %v", err)
+	}
+	return s
+}
+
+// Tamper decodes a batch carrier's text, lets change rewrite its bytes and
+// encodes the result. The layout: [0] version, [1:65] signature, [65:69]
+// index, [69:73] size, [73:] the path, 32 bytes a hash.
+func Tamper(text string, change func(raw []byte) []byte) string {
+	raw, err := guard.DecodeCarrier(text)
+	if err != nil {
+		panic("signedtest: not a carrier: " + text)
+	}
+	return guard.EncodeSignature(change(raw))
+}
+
+// Offsets in a raw batch carrier.
+const (
+	offSig   = 1
+	offIndex = 65
+	offSize  = 69
+	offPath  = 73
+)
+
+func setU32(off int, v uint32) func([]byte) []byte {
+	return func(b []byte) []byte { binary.BigEndian.PutUint32(b[off:], v); return b }
+}
+
+// BatchCase is a batch carrier presented for a resource and token, and
+// what a guard in signed mode must answer.
+type BatchCase struct {
+	Name     string
+	Resource string
+	Token    int64
+	Sig      string
+	Accepted bool
+	Reason   string
+	Required int64
+}
+
+// BatchCases is the table of batch carriers, played after a guard trusts
+// Public(New) only, on resources no other case touches: tampered proofs of
+// one grant first (each refused as bad-signature, the mark never moving),
+// then the grant, another of its batch (whose root is cached), a batch of
+// one, and a tampered carrier once the mark is set.
+func BatchCases(t testing.TB) []BatchCase {
+	ids := []string{"batch/a", "batch/b", "batch/c", "batch/d", "batch/e"}
+	sigs := SignBatch(t, New, ids, []int64{10, 11, 12, 13, 14})
+	c := sigs[2] // batch/c, token 12: index 2 of 5, a path of 3 hashes
+	one := SignBatch(t, New, []string{"batch/f"}, []int64{3})[0]
+	other := SignBatch(t, Other, ids, []int64{10, 11, 12, 13, 14})[2]
+	flip := func(off int) func([]byte) []byte {
+		return func(b []byte) []byte { b[off] ^= 0x01; return b }
+	}
+	bad := func(name, sig string) BatchCase {
+		return BatchCase{Name: "batch: " + name, Resource: "batch/c", Token: 12, Sig: sig, Reason: guard.ReasonBadSignature}
+	}
+	return []BatchCase{
+		bad("a flipped path byte", Tamper(c, flip(offPath+40))),
+		bad("another index", Tamper(c, setU32(offIndex, 3))),
+		bad("a path one hash short", Tamper(c, func(b []byte) []byte { return b[:len(b)-32] })),
+		bad("a path one hash long", Tamper(c, func(b []byte) []byte { return append(b, b[offPath:offPath+32]...) })),
+		bad("a sibling's proof", sigs[3]),
+		bad("a flipped signature byte", Tamper(c, flip(offSig+7))),
+		bad("size 0", Tamper(c, setU32(offSize, 0))),
+		bad("index = size", Tamper(c, setU32(offIndex, 5))),
+		bad("index > size", Tamper(c, setU32(offIndex, 9))),
+		bad("version 2", Tamper(c, flip(0))),
+		bad("the signature alone", Tamper(c, func(b []byte) []byte { return b[offSig : offSig+64] })),
+		bad("another server's batch", other),
+		bad("padded", c+"=="),
+		{Name: "batch: the grant", Resource: "batch/c", Token: 12, Sig: c, Accepted: true, Required: 0},
+		{Name: "batch: the grant again", Resource: "batch/c", Token: 12, Sig: c, Accepted: true, Required: 12},
+		{Name: "batch: another grant of the batch (its root verified)", Resource: "batch/d", Token: 13, Sig: sigs[3], Accepted: true, Required: 0},
+		{Name: "batch: a flipped signature byte once the root is verified", Resource: "batch/e", Token: 14, Sig: Tamper(sigs[4], flip(offSig+7)), Reason: guard.ReasonBadSignature, Required: 0},
+		{Name: "batch: its grant for another token", Resource: "batch/c", Token: 13, Sig: c, Reason: guard.ReasonBadSignature, Required: 12},
+		{Name: "batch: a batch of one", Resource: "batch/f", Token: 3, Sig: one, Accepted: true, Required: 0},
+		{Name: "batch: the first grant, after all of it", Resource: "batch/a", Token: 10, Sig: sigs[0], Accepted: true, Required: 0},
+	}
+}
+
+// RunBatch plays BatchCases against check, a guard in signed mode that
+// trusts Public(New) (for guards whose keys are not a guard.Verifier's:
+// the WebAssembly and Extism modules). opts as for Run.
+func RunBatch(t *testing.T, check Checker, opts Options) {
+	t.Helper()
+	for _, c := range BatchCases(t) {
+		d, err := check(c.Resource, c.Token, c.Sig)
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		if d.Accepted != c.Accepted || d.Reason != c.Reason || (!opts.NoRequired && !(opts.AcceptedWithoutRequired && d.Accepted) && d.Required != c.Required) {
+			t.Errorf("%s: got accepted=%v reason=%q required=%d; want accepted=%v reason=%q required=%d",
+				c.Name, d.Accepted, d.Reason, d.Required, c.Accepted, c.Reason, c.Required)
+		}
+	}
+}
+
 // stdAlphabet rewrites s in the standard base64 alphabet; the fixed keys
 // make a signature that has a '-' or '_' to rewrite.
 func stdAlphabet(s string) string {
@@ -140,8 +246,21 @@ func must(err error) {
 }
 
 // Run plays the table against a guard in signed mode that trusts exactly
-// the keys of v (Run makes v trust Public(Old) first).
+// the keys of v (Run makes v trust Public(Old) first), then, with v
+// trusting Public(New) only, the batch carriers' table (RunBatch).
 func Run(t *testing.T, v *guard.Verifier, check Checker, opts Options) {
+	t.Helper()
+	run(t, v, check, opts)
+	if opts.StopBeforeRemoval {
+		return
+	}
+	if err := v.SetKeys([]ed25519.PublicKey{Public(New)}); err != nil {
+		t.Fatal(err)
+	}
+	RunBatch(t, check, opts)
+}
+
+func run(t *testing.T, v *guard.Verifier, check Checker, opts Options) {
 	t.Helper()
 	if err := v.SetKeys([]ed25519.PublicKey{Public(Old)}); err != nil {
 		t.Fatal(err)

@@ -180,23 +180,27 @@ func (k *Keyring) set(keys []Key) error {
 	return nil
 }
 
-// Sign returns the active key's id and its signature of token on
-// resourceID, as a grant's fencing envelope carries them.
+// Sign returns the active key's id and its signature carrier of token on
+// resourceID, as a grant's fencing envelope carries them: a batch of one
+// (guard.SignBatch), so that every grant has the same carrier whatever
+// the load, and a guard that cannot read batch carriers fails at once
+// rather than under load.
 func (k *Keyring) Sign(resourceID string, token int64) (keyID, signature string, err error) {
-	k.mu.RLock()
-	active := k.active
-	k.mu.RUnlock()
-	sig, err := guard.Sign(active.private, resourceID, token)
-	return active.ID, sig, err
+	keyID, sigs, err := k.SignBatch([]string{resourceID}, []int64{token})
+	if err != nil {
+		return keyID, "", err
+	}
+	return keyID, sigs[0], nil
 }
 
-// SignBatch signs tokens[i] on resourceIDs[i] with the active key, all at
-// once (guard.SignAll): what a group commit's grants take.
+// SignBatch signs tokens[i] on resourceIDs[i] with the active key as one
+// batch (guard.SignBatch: one Ed25519 signature over a Merkle root, and
+// each grant's inclusion proof): what a group commit's grants take.
 func (k *Keyring) SignBatch(resourceIDs []string, tokens []int64) (keyID string, signatures []string, err error) {
 	k.mu.RLock()
 	active := k.active
 	k.mu.RUnlock()
-	sigs, err := guard.SignAll(active.private, resourceIDs, tokens)
+	sigs, err := guard.SignBatch(active.private, resourceIDs, tokens)
 	return active.ID, sigs, err
 }
 

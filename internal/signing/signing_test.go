@@ -136,8 +136,8 @@ func TestFromFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, sig, err := k.Sign("r", 1)
-	raw, _ := guard.DecodeSignature(sig)
-	if err != nil || !ed25519.Verify(priv.Public().(ed25519.PublicKey), guard.Message("r", 1), raw[:]) {
+	v, _ := guard.NewVerifier(priv.Public().(ed25519.PublicKey))
+	if err != nil || !v.VerifyText("r", 1, sig) {
 		t.Fatalf("file key does not sign: %v", err)
 	}
 	if _, err := k.Rotate(context.Background()); fenceview.ErrorCode(err) != fenceview.ECONFLICT {

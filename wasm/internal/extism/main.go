@@ -56,7 +56,8 @@ func main() {}
 var table ledger.Ledger
 
 // maxInput bounds the JSON a call reads: the largest valid input (an id of
-// 160 bytes, each escaped as \uXXXX, and a signature) is far below it.
+// 160 bytes, each escaped as \uXXXX, and the longest signature carrier,
+// 1,463 characters) is far below it.
 const maxInput = 64 << 10
 
 // request is every function's input; each reads the fields it needs.
@@ -187,7 +188,11 @@ func checkSigned() int32 {
 	return serve(func(r request) ([]byte, error) {
 		// A missing or malformed signature is a bad signature (a decision),
 		// not invalid input: the token may still be refused as bad-signature.
-		sig := decode(r.Signature, ledger.SignatureSize)
+		// The carrier is 64 bytes or a batch carrier: its length says which.
+		var sig []byte
+		if n := len(r.Signature) * 6 / 8; ledger.IsCarrierSize(n) {
+			sig = decode(r.Signature, n)
+		}
 		return decision(table.CheckSigned(r.ResourceID, r.Token, sig))
 	})
 }

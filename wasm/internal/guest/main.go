@@ -253,14 +253,15 @@ func guardCheckSignedHandle(h int32, token int64, sigPtr, sigLen int32) int64 {
 	return resultCode(table.CheckSignedHandle(ledger.Handle(uint32(h)), token, sig))
 }
 
-// signature returns the signature at [ptr, ptr+n) without copying. One of a
-// size no signature has is simply bad (-5, once a key is trusted: nil
-// here); only a readable one is looked up in memory.
+// signature returns the signature carrier at [ptr, ptr+n) without copying:
+// 64 bytes, or a batch carrier. One of a size no carrier has is simply bad
+// (-5, once a key is trusted: nil here); only a readable one is looked up
+// in memory.
 func signature(ptr, n int32) ([]byte, int64) {
 	if n < 0 {
 		return nil, abi.CodeBadMemory
 	}
-	if n != ledger.SignatureSize {
+	if !ledger.IsCarrierSize(int(n)) {
 		return nil, 0
 	}
 	sig := bytesAt(uintptr(uint32(ptr)), int(n))
