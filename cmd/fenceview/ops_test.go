@@ -99,6 +99,7 @@ func TestBackupUnderLoadRestoresConsistently(t *testing.T) {
 			defer wg.Done()
 			res := url.PathEscape(fmt.Sprintf("load/%d", c%4))
 			holder := fmt.Sprintf(`{"holder":"c%d","waitMs":10000}`, c)
+			release := fmt.Sprintf(`{"holder":"c%d"}`, c) // a release takes no waitMs
 			for {
 				select {
 				case <-stop:
@@ -116,7 +117,7 @@ func TestBackupUnderLoadRestoresConsistently(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if _, err := postOK(client, "/v1/locks/"+res+"/release", s.URL(), holder, nil); err != nil {
+				if _, err := postOK(client, "/v1/locks/"+res+"/release", s.URL(), release, nil); err != nil {
 					t.Error(err)
 					return
 				}

@@ -147,7 +147,7 @@ func TestMultiLockRoutesLeaveLocksNamedLikeThem(t *testing.T) {
 	if r := s.do("GET", "/v1/locks/acquire-all", nil); r.Status != 200 || r.Body["holder"] != "h" {
 		t.Fatalf("GET the lock named acquire-all: %d %s", r.Status, r.Raw)
 	}
-	if r := s.do("POST", "/v1/locks/release-all/release", `{"holder":"h"}`); r.Status != 409 || r.Body["error"] != "not lock owner" {
+	if r := s.do("POST", "/v1/locks/release-all/release", `{"holder":"h"}`); r.Status != 409 || r.Body["code"] != "not-held" {
 		t.Fatalf("release of a free lock named release-all: %d %s", r.Status, r.Raw)
 	}
 	// The hint for an unescaped slash knows the new routes' verbs too.

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -137,7 +138,7 @@ func decodeOp(b []byte, op string, req *wire.Request) error {
 // decodeStrict is encoding/json's decoding of b into v refusing fields v
 // does not define (what names the route in the refusal).
 func decodeStrict(b []byte, v any, what string) error {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
