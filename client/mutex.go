@@ -192,7 +192,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	left, err := m.c.release(ctx, m.resource, m.holder)
 	var end error
 	switch {
-	case errors.Is(err, ErrNotOwner):
+	case lostLease(err):
 		end = fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	case err != nil:
 		return err
