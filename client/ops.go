@@ -32,21 +32,21 @@ type op struct {
 }
 
 var (
-	opAcquire         = op{rpc: wire.OpAcquire, method: http.MethodPost, kind: "locks", action: "acquire"}
-	opRenew           = op{rpc: wire.OpRenew, method: http.MethodPost, kind: "locks", action: "renew", idempotent: true}
-	opRelease         = op{rpc: wire.OpRelease, method: http.MethodPost, kind: "locks", action: "release"}
-	opFence           = op{rpc: wire.OpFence, method: http.MethodPost, kind: "fence", idempotent: true}
-	opLock            = op{rpc: wire.OpLock, method: http.MethodGet, kind: "locks", idempotent: true}
-	opSemaphoreAcq    = op{rpc: wire.OpSemaphoreAcquire, method: http.MethodPost, kind: "semaphores", action: "acquire", named: true}
-	opSemaphoreRel    = op{rpc: wire.OpSemaphoreRelease, method: http.MethodPost, kind: "semaphores", action: "release", named: true}
-	opSemaphore       = op{rpc: wire.OpSemaphore, method: http.MethodGet, kind: "semaphores", named: true, idempotent: true}
-	opAcquireAll      = op{rpc: wire.OpAcquireAll, method: http.MethodPost, path: "/v1/locks/acquire-all", named: true}
-	opReleaseAll      = op{rpc: wire.OpReleaseAll, method: http.MethodPost, path: "/v1/locks/release-all", named: true}
-	opCampaign        = op{rpc: wire.OpCampaign, method: http.MethodPost, kind: "elections", action: "campaign", named: true}
-	opProclaim        = op{rpc: wire.OpProclaim, method: http.MethodPost, kind: "elections", action: "proclaim", named: true, idempotent: true}
-	opResign          = op{rpc: wire.OpResign, method: http.MethodPost, kind: "elections", action: "resign", named: true}
-	opElectionRenew   = op{rpc: wire.OpElectionRenew, method: http.MethodPost, kind: "elections", action: "renew", named: true, idempotent: true}
-	opElection        = op{rpc: wire.OpElection, method: http.MethodGet, kind: "elections", named: true, idempotent: true}
+	opAcquire       = op{rpc: wire.OpAcquire, method: http.MethodPost, kind: "locks", action: "acquire"}
+	opRenew         = op{rpc: wire.OpRenew, method: http.MethodPost, kind: "locks", action: "renew", idempotent: true}
+	opRelease       = op{rpc: wire.OpRelease, method: http.MethodPost, kind: "locks", action: "release"}
+	opFence         = op{rpc: wire.OpFence, method: http.MethodPost, kind: "fence", idempotent: true}
+	opLock          = op{rpc: wire.OpLock, method: http.MethodGet, kind: "locks", idempotent: true}
+	opSemaphoreAcq  = op{rpc: wire.OpSemaphoreAcquire, method: http.MethodPost, kind: "semaphores", action: "acquire", named: true}
+	opSemaphoreRel  = op{rpc: wire.OpSemaphoreRelease, method: http.MethodPost, kind: "semaphores", action: "release", named: true}
+	opSemaphore     = op{rpc: wire.OpSemaphore, method: http.MethodGet, kind: "semaphores", named: true, idempotent: true}
+	opAcquireAll    = op{rpc: wire.OpAcquireAll, method: http.MethodPost, path: "/v1/locks/acquire-all", named: true}
+	opReleaseAll    = op{rpc: wire.OpReleaseAll, method: http.MethodPost, path: "/v1/locks/release-all", named: true}
+	opCampaign      = op{rpc: wire.OpCampaign, method: http.MethodPost, kind: "elections", action: "campaign", named: true}
+	opProclaim      = op{rpc: wire.OpProclaim, method: http.MethodPost, kind: "elections", action: "proclaim", named: true, idempotent: true}
+	opResign        = op{rpc: wire.OpResign, method: http.MethodPost, kind: "elections", action: "resign", named: true}
+	opElectionRenew = op{rpc: wire.OpElectionRenew, method: http.MethodPost, kind: "elections", action: "renew", named: true, idempotent: true}
+	opElection      = op{rpc: wire.OpElection, method: http.MethodGet, kind: "elections", named: true, idempotent: true}
 )
 
 // exchange makes one call of o on name (a resource, a semaphore's or an
