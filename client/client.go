@@ -43,6 +43,14 @@
 // Every handle has a Context that ends when its lease is lost. Semaphores
 // and elections act as the client's holder id (Config.Holder).
 //
+// # Errors
+//
+// Every refusal of the server is an *APIError chosen by its refusal code
+// (never by its English message), matching the code's sentinel with
+// errors.Is (ErrLockHeld, ErrLeaseExpired, ErrStaleToken, ErrOverloaded,
+// ...). A call the server sheds (429 overloaded) is sent again after its
+// Retry-After, with jitter, within the call's context deadline.
+//
 // All methods take a context and are safe for concurrent use. One Client
 // shares one http.Client with keep-alive connections; make one per server.
 // Close ends it for good: later calls fail with ErrClosed, the watchdogs
@@ -90,6 +98,7 @@ type Client struct {
 	// candidate id of its elections (Config.Holder).
 	holder string
 	nodes  *nodes // nil: one server
+	sched  *scheduler
 
 	hook func(event string) // tests: what the watchdogs of permits, multi-locks and elections do
 
@@ -138,13 +147,15 @@ type Config struct {
 	// cost more renewals.
 	Lease time.Duration
 
-	// RPC sends lock operations (acquire, renew, release) and fenced
-	// writes over one websocket to the server's RPC stream (/v1/rpc)
-	// instead of one HTTP request each. Calls of every goroutine share the
-	// connection and are batched into few messages, which is what lets
-	// many concurrent callers on one host go several times faster.
-	// Answers, errors included, are the same as over HTTP; state,
-	// force-expire and reports still use HTTP. The connection is dialed on
+	// RPC sends every operation the server's RPC stream (/v1/rpc) has
+	// over one websocket instead of one HTTP request each: a lock's
+	// acquire, renew, release and state, fences, semaphores, multi-locks
+	// and elections (their state included), and every watchdog renewal.
+	// Calls of every goroutine share the connection and are batched into
+	// few messages, which is what lets many concurrent callers on one
+	// host go several times faster. Answers, errors included, are the
+	// same as over HTTP. What the stream does not have still uses HTTP:
+	// force-expire, reset, reports, listings, keys and signing keys. The connection is dialed on
 	// first use and again after it breaks, never after Close. A call in
 	// flight when it breaks fails with a network error: like an HTTP
 	// request cut off, the server may or may not have done it.
@@ -204,6 +215,7 @@ func New(cfg Config) (*Client, error) {
 		c.lease = DefaultLease
 	}
 	c.jitter, c.sleep = jitterOf, c.sleepOn
+	c.sched = newScheduler(c)
 	if cfg.RPC {
 		c.rpc = &rpcPool{}
 	}

@@ -216,8 +216,8 @@ func (p *Permit) renewOnce(ctx context.Context) (time.Duration, error) {
 // Release gives the permit back (POST /v1/semaphores/{name}/release): the
 // watchdog stops and Context is cancelled with ErrUnlocked. When the
 // server says the slot is no longer this holder's (its lease was lost
-// meanwhile), the error matches ErrNotOwner and Context is cancelled with
-// ErrLeaseLost.
+// meanwhile), the error matches ErrLeaseExpired, ErrNotOwner or ErrNotHeld
+// (as Mutex.Unlock's) and Context is cancelled with ErrLeaseLost.
 func (p *Permit) Release(ctx context.Context) error {
 	in := wire.Request{Holder: &p.holder, Slot: wire.IntSet(int64(p.slot))}
 	err := p.s.c.exchange(ctx, opSemaphoreRel, p.s.name, in, nil, refusal{resource: p.s.name, conflict: "not-owner"})
