@@ -91,6 +91,14 @@ var (
 	// ErrNotFound: the server knows no such thing (code not-found).
 	ErrNotFound = errors.New("fenceview: not found")
 
+	// ErrExhausted: the resource's tokens are exhausted; an admin
+	// recovers it (code exhausted).
+	ErrExhausted = errors.New("fenceview: tokens exhausted")
+	// ErrConflict: an admin change the server's state refuses (a signing
+	// key in use, keys with auth off, recovering a held lock) (code
+	// conflict).
+	ErrConflict = errors.New("fenceview: change refused")
+
 	// ErrOverloaded: the server shed the call under load; nothing changed
 	// (code overloaded; APIError.RetryAfter says when to try again). The
 	// client retries these itself within the call's context first.
@@ -144,6 +152,8 @@ var codeErrors = map[string]error{
 	"unissued-token":     ErrUnissuedToken,
 	"foreign-issuer":     ErrForeignIssuer,
 	"scope-mismatch":     ErrScopeMismatch,
+	"exhausted":          ErrExhausted,
+	"conflict":           ErrConflict,
 	"overloaded":         ErrOverloaded,
 	"limit":              ErrLimit,
 	"unavailable":        ErrUnavailable,

@@ -73,7 +73,7 @@ var sentinels = map[string]error{
 	"no-permit": client.ErrNoPermit, "permits-mismatch": client.ErrPermitsMismatch, "not-leader": client.ErrNotLeader,
 	"stale-token": client.ErrStaleToken, "superseded": client.ErrSuperseded, "bad-signature": client.ErrBadSignature,
 	"unissued-token": client.ErrUnissuedToken, "foreign-issuer": client.ErrForeignIssuer, "scope-mismatch": client.ErrScopeMismatch,
-	"overloaded": client.ErrOverloaded, "limit": client.ErrLimit, "unavailable": client.ErrUnavailable, "internal": client.ErrInternal,
+	"exhausted": client.ErrExhausted, "conflict": client.ErrConflict, "overloaded": client.ErrOverloaded, "limit": client.ErrLimit, "unavailable": client.ErrUnavailable, "internal": client.ErrInternal,
 }
 
 // refusalCase is one error answer and what the client must make of it.
@@ -176,6 +176,8 @@ func TestRefusalCodes(t *testing.T) {
 				var e *client.APIError
 				return errors.As(err, &e) && e.RetryAfter == 250*time.Millisecond && e.Temporary()
 			}},
+		{409, `{"error":"x","code":"exhausted"}`, "lock", "exhausted", nil, nil},
+		{409, `{"error":"x","code":"conflict"}`, "lock", "conflict", nil, nil},
 		{429, `{"error":"x","code":"limit"}`, "lock", "limit", nil, nil},
 		{503, `{"error":"x","code":"unavailable"}`, "lock", "unavailable", nil, nil},
 		{500, `{"error":"x","code":"internal"}`, "lock", "internal", nil, nil},
