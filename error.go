@@ -3,20 +3,87 @@ package fenceview
 import (
 	"errors"
 	"fmt"
+	"net/http"
+
+	"github.com/fenceview/fenceview/guard"
 )
 
-// Error codes. One place (httpapi) maps them to HTTP statuses.
+// Refusal codes: the "code" of every 4xx and 5xx JSON body and of every
+// refused RPC operation, a stable lowercase word a program branches on
+// (the message is for people and may change). Statuses maps each to its
+// HTTP status; docs/errors.md says what each means and what to do.
 const (
-	EINVALID      = "invalid"      // bad input; nothing changed
-	ECONFLICT     = "conflict"     // refused by the lock or the guard
-	ENOTFOUND     = "not_found"    // no such thing
-	EUNAUTHORIZED = "unauthorized" // credential missing, unknown or revoked
-	EFORBIDDEN    = "forbidden"    // a known credential not allowed this, or a cross-site request
-	ETOOLARGE     = "too_large"    // a body or batch over its limit
-	ELIMIT        = "limit"        // a server limit reached (resources, waiters, connections); nothing changed
-	EUNAVAILABLE  = "unavailable"  // the durable record could not be written
-	EINTERNAL     = "internal"     // a bug or an unexpected failure
+	EINVALID          = "invalid-request"    // malformed JSON, a field of the wrong type or out of bounds, a bad query parameter; Fields["field"] names the field at fault
+	EUNKNOWNFIELD     = "unknown-field"      // a body field the operation does not define; Fields["field"] names it
+	EINVALIDTOKEN     = "invalid-token"      // a missing or ill-formed fencing token, or header and body disagree
+	ETOOLARGE         = "too-large"          // a body or batch over its limit
+	EUNAUTHENTICATED  = "unauthenticated"    // credential missing, unknown or revoked
+	EFORBIDDEN        = "forbidden"          // a known credential not allowed this, or a cross-site request
+	ENOTFOUND         = "not-found"          // no such route or thing
+	EMETHODNOTALLOWED = "method-not-allowed" // the route exists for other methods
+	ELOCKHELD         = "lock-held"          // acquire, acquire-all or campaign while another holds a lock
+	ELOCKDELAY        = "lock-delay"         // acquire during a lock-delay; Fields["availableAt"]
+	ELEASEEXPIRED     = "lease-expired"      // renew or release by the holder whose lease ran out or was force-expired; Fields["expiredAt"]
+	ENOTOWNER         = "not-owner"          // renew or release of a lock another holder (or key) holds
+	ENOTHELD          = "not-held"           // renew or release of a free lock
+	ENOPERMIT         = "no-permit"          // every slot of a semaphore is taken; Fields["permits"]
+	EPERMITSMISMATCH  = "permits-mismatch"   // a semaphore acquire with other permits than the stored ones; Fields["permits"]
+	ENOTLEADER        = "not-leader"         // proclaim, resign or renew of an election by a non-leader
+	EEXHAUSTED        = "exhausted"          // a resource's tokens are exhausted; an admin recovers it
+	ECONFLICT         = "conflict"           // an admin change the server's state refuses (a signing key in use, keys with auth off, recovering a held lock)
+	EOVERLOADED       = "overloaded"         // shed under load; Fields["retryAfterMs"], header Retry-After
+	ELIMIT            = "limit"              // a server limit reached (resources, waiters, connections); nothing changed
+	EUNAVAILABLE      = "unavailable"        // no leader, shutting down, or the durable record could not be written
+	EINTERNAL         = "internal"           // a bug or an unexpected failure
+
+	// A refused fence's code is its reason.
+	ESTALETOKEN    = guard.ReasonStale
+	ESUPERSEDED    = guard.ReasonSuperseded
+	EBADSIGNATURE  = guard.ReasonBadSignature
+	EUNISSUEDTOKEN = guard.ReasonUnissued
+	EFOREIGNISSUER = guard.ReasonForeignIssuer
+	ESCOPEMISMATCH = guard.ReasonScopeMismatch
 )
+
+// Statuses maps every refusal code to its HTTP status, in one place.
+var Statuses = map[string]int{
+	EINVALID:          http.StatusBadRequest,
+	EUNKNOWNFIELD:     http.StatusBadRequest,
+	EINVALIDTOKEN:     http.StatusBadRequest,
+	ETOOLARGE:         http.StatusRequestEntityTooLarge,
+	EUNAUTHENTICATED:  http.StatusUnauthorized,
+	EFORBIDDEN:        http.StatusForbidden,
+	ENOTFOUND:         http.StatusNotFound,
+	EMETHODNOTALLOWED: http.StatusMethodNotAllowed,
+	ELOCKHELD:         http.StatusConflict,
+	ELOCKDELAY:        http.StatusConflict,
+	ELEASEEXPIRED:     http.StatusConflict,
+	ENOTOWNER:         http.StatusConflict,
+	ENOTHELD:          http.StatusConflict,
+	ENOPERMIT:         http.StatusConflict,
+	EPERMITSMISMATCH:  http.StatusConflict,
+	ENOTLEADER:        http.StatusConflict,
+	EEXHAUSTED:        http.StatusConflict,
+	ECONFLICT:         http.StatusConflict,
+	ESTALETOKEN:       http.StatusConflict,
+	ESUPERSEDED:       http.StatusConflict,
+	EBADSIGNATURE:     http.StatusConflict,
+	EUNISSUEDTOKEN:    http.StatusConflict,
+	EFOREIGNISSUER:    http.StatusConflict,
+	ESCOPEMISMATCH:    http.StatusConflict,
+	EOVERLOADED:       http.StatusTooManyRequests,
+	ELIMIT:            http.StatusTooManyRequests,
+	EUNAVAILABLE:      http.StatusServiceUnavailable,
+	EINTERNAL:         http.StatusInternalServerError,
+}
+
+// Status is the HTTP status of code; an unknown code is a 500.
+func Status(code string) int {
+	if status, ok := Statuses[code]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
+}
 
 // Error is an error with a code and a message meant for the user. Fields
 // carries extra facts for the JSON body (the holder of a held lock, the
@@ -34,8 +101,21 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// FieldErrorf returns an *Error with the given code about one field of the
+// request, named in Fields["field"].
+func FieldErrorf(code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Fields: map[string]any{"field": field}}
+}
+
 // ErrorCode returns the code of err, EINTERNAL for errors without one.
 func ErrorCode(err error) string { return described(err).Code }
+
+// IsConflict reports whether err is a 409 refusal: the lock, the guard or
+// the server's state said no (lock-held, not-owner, a fence reason...),
+// as opposed to bad input or a failure.
+func IsConflict(err error) bool {
+	return err != nil && Status(ErrorCode(err)) == http.StatusConflict
+}
 
 // ErrorMessage returns the user-facing message of err; internal errors are
 // not described to users.

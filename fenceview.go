@@ -108,6 +108,20 @@ type Resource struct {
 	// Election marks an election's lock; Value is its leader's value.
 	Election bool
 	Value    string
+	// Expired is the last lease of the lock that ran out or was
+	// force-expired and not released since, so that its holder's late
+	// renew or release is told lease-expired rather than not-held; nil
+	// when none. Kept in memory only: a restart forgets it.
+	Expired *ExpiredLease
+}
+
+// ExpiredLease is a lease that ended without a release: whose it was (the
+// holder and, with auth on, the key) and when it ended.
+type ExpiredLease struct {
+	Holder   string
+	OwnerKey string
+	At       time.Time
+	Forced   bool // force-expired by an admin, rather than run out
 }
 
 // Event is one row of the history: a lease change or a fencing decision.

@@ -11,7 +11,10 @@ import (
 // Refusal is the 409 body of a refused fenced write, as the fenceview server
 // and Middleware both write it; the field names are fenceview's contract.
 type Refusal struct {
-	Error     string `json:"error"`
+	Error string `json:"error"`
+	// Code is the refusal's code, the same word as Reason (fenceview's
+	// refusal codes: every error body carries one).
+	Code      string `json:"code"`
 	Accepted  bool   `json:"accepted"`
 	Reason    string `json:"reason"`
 	Presented int64  `json:"presented"`
@@ -39,6 +42,7 @@ func NewRefusal(d guard.Decision) Refusal {
 	default:
 		r.Error = "fencing token refused"
 	}
+	r.Code = r.Reason
 	return r
 }
 

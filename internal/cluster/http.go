@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -34,7 +33,7 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case n.cfg.Access != nil:
 			n.cfg.Access(http.HandlerFunc(n.serveCluster)).ServeHTTP(w, r)
 		case n.creds.Enabled():
-			httpapi.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": "a credential is required"})
+			httpapi.WriteError(w, fenceview.Errorf(fenceview.EUNAUTHENTICATED, "a credential is required"))
 		default:
 			n.serveCluster(w, r)
 		}
@@ -83,9 +82,9 @@ func (n *Node) extendDeadlines(w http.ResponseWriter, r *http.Request) bool {
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				httpapi.WriteJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"error": fmt.Sprintf("request body over %d bytes", request.MaxBody)})
+				httpapi.WriteError(w, fenceview.Errorf(fenceview.ETOOLARGE, "request body over %d bytes", request.MaxBody))
 			} else {
-				httpapi.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": "reading request body: " + err.Error()})
+				httpapi.WriteError(w, fenceview.Errorf(fenceview.EINVALID, "reading request body: %v", err))
 			}
 			return false
 		}
@@ -154,7 +153,7 @@ func (n *Node) proxy(base string) http.Handler {
 func (n *Node) serveCluster(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", "GET")
-		httpapi.WriteJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method " + r.Method + " not allowed; use GET"})
+		httpapi.WriteError(w, fenceview.Errorf(fenceview.EMETHODNOTALLOWED, "method %s not allowed; use GET", r.Method))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
@@ -168,8 +167,7 @@ func (n *Node) serveCluster(w http.ResponseWriter, r *http.Request) {
 }
 
 func unavailable(w http.ResponseWriter, msg string) {
-	w.Header().Set("Retry-After", "1")
-	httpapi.WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"error": msg})
+	httpapi.WriteError(w, fenceview.Errorf(fenceview.EUNAVAILABLE, "%s", msg)) // with Retry-After
 }
 
 // retryWriter adds Retry-After to the leader's own 503s (a term ending

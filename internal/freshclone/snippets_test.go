@@ -20,7 +20,13 @@ type snippet struct {
 	file string // relative to the repository, e.g. docs/reference.md
 	line int    // of the block's first line of code
 	code string
+	run  bool // false after a "<!-- not run: why -->" line
 }
+
+// notRun is the Markdown comment, on the line before a block, that keeps a
+// snippet from running (it still compiles); the text beside the block
+// says why to readers.
+const notRun = "<!-- not run:"
 
 // goSnippets returns the ```go blocks of README.md and docs/*.md.
 func goSnippets(t *testing.T, root string) []snippet {
@@ -35,16 +41,18 @@ func goSnippets(t *testing.T, root string) []snippet {
 		}
 		rel, _ := filepath.Rel(root, f)
 		var cur *snippet
+		prev := ""
 		for i, line := range strings.Split(string(data), "\n") {
 			switch {
 			case cur == nil && strings.TrimSpace(line) == "```go":
-				cur = &snippet{file: rel, line: i + 2}
+				cur = &snippet{file: rel, line: i + 2, run: !strings.HasPrefix(strings.TrimSpace(prev), notRun)}
 			case cur != nil && strings.HasPrefix(strings.TrimSpace(line), "```"):
 				out = append(out, *cur)
 				cur = nil
 			case cur != nil:
 				cur.code += line + "\n"
 			}
+			prev = line
 		}
 	}
 	return out
@@ -83,15 +91,20 @@ var snippetImports = map[string]string{
 	"sqlguard": "github.com/fenceview/fenceview/guard/sqlguard", "httpguard": "github.com/fenceview/fenceview/guard/httpguard",
 	"redisguard": "github.com/fenceview/fenceview/guard/redisguard", "goredis": "github.com/fenceview/fenceview/guard/redisguard/goredis",
 	"callguard": "github.com/fenceview/fenceview/guard/callguard", "wasm": "github.com/fenceview/fenceview/wasm",
+	"os": "os", "strings": "strings", "docenv": "github.com/fenceview/fenceview/internal/freshclone/docenv",
 	"redis": "github.com/redis/go-redis/v9", "extism": "github.com/extism/go-sdk",
 }
 
-// Every Go snippet of README.md and docs/*.md compiles against this tree.
-// A snippet that is a whole file (it starts with "package") is built as
-// it is; any other is the body of a function returning error, with the
-// prelude's names declared and its own locals marked used (a snippet shows
-// a step, not a whole program). Errors point at the Markdown file and line.
-func TestDocSnippetsCompile(t *testing.T) {
+// Every Go snippet of README.md and docs/*.md compiles against this tree
+// and runs against a real server. A snippet that is a whole file (it
+// starts with "package") is built as it is; any other is the body of a
+// function returning error, with the prelude's names declared and its own
+// locals marked used (a snippet shows a step, not a whole program). The
+// functions are built into one program whose main starts docenv's world,
+// gives the prelude's names their values and runs every snippet not marked
+// notRun, its server address pointing at the real server. Errors point at
+// the Markdown file and line.
+func TestDocSnippetsRun(t *testing.T) {
 	root := repoRoot(t)
 	snippets := goSnippets(t, root)
 	if len(snippets) < 5 {
@@ -112,33 +125,108 @@ func TestDocSnippetsCompile(t *testing.T) {
 			pkgs = append(pkgs, pkg)
 		}
 	}
-	var bodies strings.Builder
+	var bodies, table strings.Builder
 	bodies.WriteString(prelude)
+	ran := 0
 	for i, s := range snippets {
 		if strings.HasPrefix(strings.TrimSpace(s.code), "package ") {
 			addFile(fmt.Sprintf("whole%d", i), "main.go", fmt.Sprintf("//line %s:%d\n%s", s.file, s.line, s.code))
 			continue
 		}
-		fmt.Fprintf(&bodies, "\nfunc snippet%d() error {\n//line %s:%d\n%s%s\treturn nil\n}\n", i, s.file, s.line, s.code, "\n")
+		code := strings.ReplaceAll(s.code, `"`+docsServer+`"`, "serverURL")
+		fmt.Fprintf(&bodies, "\nfunc snippet%d() error {\n//line %s:%d\n%s%s\treturn nil\n}\n", i, s.file, s.line, code, "\n")
+		if s.run {
+			fmt.Fprintf(&table, "\t{%q, snippet%d},\n", fmt.Sprintf("%s:%d", s.file, s.line), i)
+			ran++
+		}
 	}
+	bodies.WriteString(strings.Replace(runner, "\t// SNIPPETS\n", table.String(), 1))
 	src, err := markUsed(bodies.String())
 	if err != nil {
 		t.Fatalf("a snippet does not parse: %v", err)
 	}
-	addFile("fragments", "fragments.go", "package fragments\n\n"+imports(t, src)+src)
+	addFile("fragments", "fragments.go", "package main\n\n"+imports(t, src)+src)
 	ov, _ := json.Marshal(map[string]any{"Replace": overlay})
 	ovFile := filepath.Join(tmp, "overlay.json")
 	os.WriteFile(ovFile, ov, 0o644)
-	args := []string{"build", "-overlay", ovFile, "-o", os.DevNull}
 	for _, p := range pkgs {
-		args = append(args, "./internal/freshclone/_snippets/"+p)
-	}
-	cmd := exec.Command("go", args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("Go snippets of README.md and docs/ do not compile:\n%s", out)
+		bin := filepath.Join(tmp, p)
+		cmd := exec.Command("go", "build", "-overlay", ovFile, "-o", bin, "./internal/freshclone/_snippets/"+p)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("Go snippets of README.md and docs/ do not compile:\n%s", out)
+		}
+		if p != "fragments" {
+			continue // a whole program is only built: it says how it is run
+		}
+		out, err := exec.Command(bin).CombinedOutput()
+		if err != nil {
+			t.Fatalf("Go snippets of README.md and docs/ do not run against a real server (%v):\n%s", err, out)
+		}
+		if want := fmt.Sprintf("ran %d snippets", ran); !strings.Contains(string(out), want) {
+			t.Fatalf("the snippets' program did not say %q:\n%s", want, out)
+		}
 	}
 }
+
+// docsServer is the server address the docs' snippets name; they run
+// against docenv's server instead.
+const docsServer = "http://127.0.0.1:8080"
+
+// runner is the snippets' main: every runnable snippet in turn, each with a
+// deadline of its own and fresh values for the prelude's names; a panic or
+// an error is a failure that names the snippet's file and line.
+const runner = `
+var serverURL string
+
+var snippets = []struct {
+	at  string
+	run func() error
+}{
+	// SNIPPETS
+}
+
+func main() {
+	setup, stop := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer stop()
+	env, err := docenv.Start(setup)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the snippets' world:", err)
+		os.Exit(2)
+	}
+	defer env.Close()
+	serverURL = env.URL
+	failed := 0
+	for _, s := range snippets {
+		if err := runOne(env, s.run); err != nil {
+			fmt.Printf("%s: %v\n", s.at, err)
+			failed++
+		}
+	}
+	if failed > 0 {
+		env.Close()
+		os.Exit(1)
+	}
+	fmt.Printf("ran %d snippets\n", len(snippets))
+}
+
+func runOne(env *docenv.Env, run func() error) (err error) {
+	var cancel context.CancelFunc
+	ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, fv, marks, token, t2 = env.DB, env.Client, env.Marks, env.Token, env.Token
+	sigText, pub, url, send = env.Signature, env.PublicKey, env.Downstream+"/stock", env.Send
+	r, req, body = env.Request(ctx), env.Request(ctx), strings.NewReader("7")
+	mux, stockHandler, wasmBytes = http.NewServeMux(), http.NotFoundHandler(), wasm.ExtismBytes()
+	d, h2 = guard.Decision{}, wasm.Handle{}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return run()
+}
+`
 
 // markUsed appends `_ = name` for every local a snippet function declares
 // at its top level, so a snippet that shows a value without using it

@@ -158,7 +158,7 @@ func isPage(pattern string) bool {
 	return strings.HasPrefix(pattern, "GET /") && !strings.HasPrefix(pattern, "GET /v1/") && pattern != "GET /metrics"
 }
 
-var errNoCredential = fenceview.Errorf(fenceview.EUNAUTHORIZED, "a credential is required (Authorization: Bearer <key or admin token>)")
+var errNoCredential = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "a credential is required (Authorization: Bearer <key or admin token>)")
 
 // principal finds the request's credential: a bearer secret, else the
 // dashboard's session cookie. An address that has sent too many bad ones
@@ -177,12 +177,12 @@ func (s *Server) principal(w http.ResponseWriter, r *http.Request, creds Credent
 		secret, ok := auth.BearerSecret(h[0])
 		if !ok || len(h) > 1 {
 			s.Throttle.BadCredential(client)
-			return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "Authorization: want one Bearer <key or admin token>")
+			return nil, fenceview.Errorf(fenceview.EUNAUTHENTICATED, "Authorization: want one Bearer <key or admin token>")
 		}
 		p, err := creds.Authenticate(secret)
 		if err != nil {
 			s.Throttle.BadCredential(client)
-			return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "unknown or revoked credential")
+			return nil, fenceview.Errorf(fenceview.EUNAUTHENTICATED, "unknown or revoked credential")
 		}
 		return p, nil
 	}
@@ -194,7 +194,7 @@ func (s *Server) principal(w http.ResponseWriter, r *http.Request, creds Credent
 			p, err := s.Sessions.Principal(c.Value)
 			if err != nil {
 				s.Throttle.BadCredential(client)
-				return nil, fenceview.Errorf(fenceview.EUNAUTHORIZED, "session expired or ended; log in again")
+				return nil, fenceview.Errorf(fenceview.EUNAUTHENTICATED, "session expired or ended; log in again")
 			}
 			return p, nil
 		}

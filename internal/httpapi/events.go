@@ -40,7 +40,14 @@ var upgrader = websocket.Upgrader{
 	// CheckOrigin left nil: gorilla's default accepts requests without an
 	// Origin (non-browser clients) and same-origin browsers, refusing others.
 	Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
-		writeJSON(w, status, map[string]any{"error": "websocket: " + reason.Error()})
+		code := fenceview.EINVALID
+		switch status {
+		case http.StatusForbidden:
+			code = fenceview.EFORBIDDEN
+		case http.StatusMethodNotAllowed:
+			code = fenceview.EMETHODNOTALLOWED
+		}
+		writeJSON(w, status, map[string]any{"error": "websocket: " + reason.Error(), "code": code})
 	},
 }
 

@@ -88,12 +88,14 @@ var fuzzRoutes = []struct{ method, path string }{
 }
 
 // Every request body, on every route: nothing panics, nothing is a 5xx, an
-// error is JSON, and a 4xx other than a refusal (409) records nothing.
+// error is JSON with the code of its status, and a 4xx other than a
+// refusal (409) records nothing (an unknown field included).
 func FuzzRequestBodies(f *testing.F) {
 	for i := range fuzzRoutes {
 		for _, body := range []string{``, `{}`, `{"holder":"owner"}`, `{"holder":"x","leaseMs":5,"waitMs":0}`,
 			`{"token":1}`, `{"token":2,"issuer":"fuzz","scope":"resource:r"}`, `{"floor":7}`,
-			`{"decisions":[{"resourceId":"r","token":3,"accepted":true,"source":"p"}]}`, `{"holder":1e400}`, `[`, `null`} {
+			`{"decisions":[{"resourceId":"r","token":3,"accepted":true,"source":"p"}]}`, `{"holder":1e400}`, `[`, `null`,
+			`{"holder":"x","lease":5}`, `{"Holder":"x"}`, `{"token":1,"tokn":2}`} {
 			f.Add(uint8(i), "r", body, "")
 		}
 	}
@@ -121,6 +123,9 @@ func FuzzRequestBodies(f *testing.F) {
 			var e map[string]any
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e["error"] == nil {
 				t.Fatalf("%s %s: %d without a JSON error: %q", rt.method, path, rec.Code, rec.Body)
+			}
+			if code, _ := e["code"].(string); code == "" || fenceview.Status(code) != rec.Code {
+				t.Fatalf("%s %s: %d with code %v", rt.method, path, rec.Code, e["code"])
 			}
 			if rec.Code != http.StatusConflict && s.Service.Metrics().LastSeq != before {
 				t.Fatalf("%s %s %q: %d but an event was recorded", rt.method, path, body, rec.Code)

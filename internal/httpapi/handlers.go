@@ -51,28 +51,20 @@ func (s *Server) resourceOf(w http.ResponseWriter, r *http.Request, admin bool) 
 	return resource, true
 }
 
-// parseLockRequest reads the body of acquire, renew and release.
-func parseLockRequest(w http.ResponseWriter, r *http.Request) (string, lockRequest, error) {
-	resource, err := pathResource(r)
-	if err != nil {
-		return "", lockRequest{}, err
-	}
-	var req lockRequest
-	if err := decode(w, r, &req, request.MaxBody, false); err != nil {
-		return "", req, err
-	}
-	return resource, req, req.validate()
+// lockRequestOf is the lock request a request line or body carries.
+func lockRequestOf(req *wire.Request) lockRequest {
+	return lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
 }
 
+// validate is the one validation of an acquire, renew or release, over
+// the JSON API and the RPC stream alike (fields the op does not take were
+// refused when it was read).
 func (req lockRequest) validate() error {
-	if req.Holder == nil {
-		return fenceview.Errorf(fenceview.EINVALID, `field "holder" is required`)
+	if err := requiredID("holder", req.Holder); err != nil {
+		return err
 	}
-	if err := guard.ValidateHolderID(*req.Holder); err != nil {
-		return fenceview.Errorf(fenceview.EINVALID, "%v", err)
-	}
-	if req.LeaseMs.Set && (req.LeaseMs.Value < 1 || req.LeaseMs.Value > fenceview.MaxLease.Milliseconds()) {
-		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
+	if err := validateLease(req.LeaseMs); err != nil {
+		return err
 	}
 	return validateTimes(req.WaitMs, req.LockDelayMs)
 }
@@ -81,10 +73,10 @@ func (req lockRequest) validate() error {
 // them (an absent one is 0).
 func validateTimes(waitMs, lockDelayMs wire.Int) error {
 	if waitMs.Set && (waitMs.Value < 0 || waitMs.Value > fenceview.MaxWait.Milliseconds()) {
-		return fenceview.Errorf(fenceview.EINVALID, "waitMs must be between 0 and %d", fenceview.MaxWait.Milliseconds())
+		return fenceview.FieldErrorf(fenceview.EINVALID, "waitMs", "waitMs must be between 0 and %d", fenceview.MaxWait.Milliseconds())
 	}
 	if lockDelayMs.Set && (lockDelayMs.Value < 0 || lockDelayMs.Value > fenceview.MaxLockDelay.Milliseconds()) {
-		return fenceview.Errorf(fenceview.EINVALID, "lockDelayMs must be between 0 and %d", fenceview.MaxLockDelay.Milliseconds())
+		return fenceview.FieldErrorf(fenceview.EINVALID, "lockDelayMs", "lockDelayMs must be between 0 and %d", fenceview.MaxLockDelay.Milliseconds())
 	}
 	return nil
 }
@@ -126,17 +118,25 @@ func (s *Server) release(ctx context.Context, resource string, req lockRequest) 
 	return http.StatusOK, wire.Released{ResourceID: resource, HoldCount: left, Released: true}
 }
 
-// lockHandler serves acquire, renew or release over the JSON API.
-func (s *Server) lockHandler(op func(*Server, context.Context, string, lockRequest) (int, any)) http.HandlerFunc {
+// lockHandler serves acquire, renew or release (op) over the JSON API.
+func (s *Server) lockHandler(op string, serve func(*Server, context.Context, string, lockRequest) (int, any)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		resource, req, err := parseLockRequest(w, r)
+		resource, err := pathResource(r)
+		body := opBody{op: op}
+		if err == nil {
+			err = decode(w, r, &body, request.MaxBody, false)
+		}
+		req := lockRequestOf(&body.req)
+		if err == nil {
+			err = req.validate()
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		s.allowWait(w, time.Duration(req.WaitMs.Value)*time.Millisecond)
-		status, body := op(s, r.Context(), resource, req)
-		writeJSON(w, status, body)
+		status, out := serve(s, r.Context(), resource, req)
+		writeJSON(w, status, out)
 	}
 }
 
@@ -230,19 +230,28 @@ func lockWire(ls fenceview.LockState) wire.Lock {
 }
 
 type fenceRequest struct {
-	Token  wire.Int `json:"token"`
-	Issuer string   `json:"issuer"`
-	Scope  string   `json:"scope"`
-	Holder string   `json:"holder"`
-	Source string   `json:"source"`
-	origin string   // api:<host> or rpc:<host>: the source when auth is off and none is given
-	header *string  // X-Fencing-Token, when given
+	Token  wire.Int
+	Issuer string
+	Scope  string
+	Holder string
+	Source string
+	origin string  // api:<host> or rpc:<host>: the source when auth is off and none is given
+	header *string // X-Fencing-Token, when given
 	// Signature of the token: the JSON "signature" or X-Fencing-Signature.
-	Signature string `json:"signature"`
+	Signature string
 	sigHeader *string
 	// Mode: the JSON "mode" or X-Fencing-Mode (fenceview.FenceModeCurrent).
-	Mode       string `json:"mode"`
+	Mode       string
 	modeHeader *string
+}
+
+// fenceRequestOf is the fence a request line or body carries.
+func fenceRequestOf(req *wire.Request) fenceRequest {
+	fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, Mode: req.Mode}
+	if req.Holder != nil {
+		fr.Holder = *req.Holder
+	}
+	return fr
 }
 
 func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
@@ -250,11 +259,12 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req fenceRequest
-	if err := decode(w, r, &req, request.MaxBody, true); err != nil {
+	body := opBody{op: wire.OpFence}
+	if err := decode(w, r, &body, request.MaxBody, true); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	req := fenceRequestOf(&body.req)
 	if hv := r.Header.Values("X-Fencing-Token"); len(hv) > 0 {
 		if len(hv) > 1 {
 			s.writeError(w, r, errMissingToken)
@@ -277,11 +287,11 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		req.modeHeader = &hv[0]
 	}
 	req.origin = "api:" + clientHost(r)
-	status, body := s.fence(r.Context(), resource, req)
-	if refusal, ok := body.(httpguard.Refusal); ok {
+	status, out := s.fence(r.Context(), resource, req)
+	if refusal, ok := out.(httpguard.Refusal); ok {
 		refusal.SetHeader(w.Header())
 	}
-	writeJSON(w, status, body)
+	writeJSON(w, status, out)
 }
 
 // fence decides a fenced write presented to the server's guard.
@@ -306,7 +316,8 @@ func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (
 	return http.StatusOK, wire.FenceAccepted{Accepted: true, Token: d.Presented, IdempotencyKey: guard.IdempotencyKey(resource, d.Presented)}
 }
 
-var errMissingToken = fenceview.Errorf(fenceview.EINVALID, "missing or invalid fencing token")
+var errMissingToken = fenceview.Errorf(fenceview.EINVALIDTOKEN,
+	"missing or invalid fencing token: send one X-Fencing-Token header (a positive decimal integer) or \"token\" (a positive JSON integer) in the body")
 
 // fence takes the token from the header, the body, or both when they agree.
 func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
@@ -323,7 +334,7 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 			return fenceview.Fence{}, errMissingToken
 		}
 		if token != 0 && token != req.Token.Value {
-			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "X-Fencing-Token header and body token differ")
+			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALIDTOKEN, "X-Fencing-Token header and body token differ: send one, or the same in both")
 		}
 		token = req.Token.Value
 	}
@@ -500,7 +511,8 @@ func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	if err := s.History.Ping(r.Context()); err != nil {
 		s.Logger.Error("health check failed", "err", err)
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database unavailable"})
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database unavailable", "code": fenceview.EUNAVAILABLE})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})

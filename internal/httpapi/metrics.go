@@ -17,7 +17,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.Metrics == nil {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "metrics are not configured"})
+		s.writeError(w, r, fenceview.Errorf(fenceview.ENOTFOUND, "metrics are not configured"))
 		return
 	}
 	s.Metrics.ServeHTTP(w, r)

@@ -22,38 +22,39 @@ import (
 // a status and a body.
 
 func (s *Server) registerPrimitives() {
-	s.mux.HandleFunc("POST /v1/semaphores/{name}/acquire", bodyHandler(s, (*Server).semaphoreAcquire))
-	s.mux.HandleFunc("POST /v1/semaphores/{name}/release", bodyHandler(s, (*Server).semaphoreRelease))
-	s.mux.HandleFunc("PUT /v1/semaphores/{name}", bodyHandler(s, (*Server).semaphorePermits))
+	s.mux.HandleFunc("POST /v1/semaphores/{name}/acquire", s.bodyHandler(wire.OpSemaphoreAcquire))
+	s.mux.HandleFunc("POST /v1/semaphores/{name}/release", s.bodyHandler(wire.OpSemaphoreRelease))
+	s.mux.HandleFunc("PUT /v1/semaphores/{name}", s.bodyHandler(wire.OpSemaphorePermits))
 	s.mux.HandleFunc("GET /v1/semaphores/{name}", s.handleSemaphore)
 	// Three segments, where a lock's routes have four: no lock's route can
 	// take these, whatever the lock is called.
-	s.mux.HandleFunc("POST /v1/locks/acquire-all", bodyHandler(s, (*Server).acquireAll))
-	s.mux.HandleFunc("POST /v1/locks/release-all", bodyHandler(s, (*Server).releaseAll))
-	s.mux.HandleFunc("POST /v1/elections/{name}/campaign", bodyHandler(s, (*Server).campaign))
-	s.mux.HandleFunc("POST /v1/elections/{name}/proclaim", bodyHandler(s, (*Server).proclaim))
-	s.mux.HandleFunc("POST /v1/elections/{name}/resign", bodyHandler(s, (*Server).resign))
-	s.mux.HandleFunc("POST /v1/elections/{name}/renew", bodyHandler(s, (*Server).renewLeadership))
+	s.mux.HandleFunc("POST /v1/locks/acquire-all", s.bodyHandler(wire.OpAcquireAll))
+	s.mux.HandleFunc("POST /v1/locks/release-all", s.bodyHandler(wire.OpReleaseAll))
+	s.mux.HandleFunc("POST /v1/elections/{name}/campaign", s.bodyHandler(wire.OpCampaign))
+	s.mux.HandleFunc("POST /v1/elections/{name}/proclaim", s.bodyHandler(wire.OpProclaim))
+	s.mux.HandleFunc("POST /v1/elections/{name}/resign", s.bodyHandler(wire.OpResign))
+	s.mux.HandleFunc("POST /v1/elections/{name}/renew", s.bodyHandler(wire.OpElectionRenew))
 	s.mux.HandleFunc("GET /v1/elections/{name}", s.handleElection)
 }
 
-// waiter is a request body that may wait for its locks.
-type waiter interface{ Wait() time.Duration }
-
-// bodyHandler serves op over the JSON API: the route's {name} (empty when
-// it has none) and the JSON body, as the lock routes read theirs.
-func bodyHandler[T any](s *Server, op func(*Server, context.Context, string, T) (int, any)) http.HandlerFunc {
+// bodyHandler serves op (one of primitiveOps) over the JSON API: the
+// route's {name} (empty when it has none) and the JSON body, read as the
+// RPC stream reads the op's line and served by the same function.
+func (s *Server) bodyHandler(op string) http.HandlerFunc {
+	serve := primitiveOps[op].serve
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req T
-		if err := decode(w, r, &req, request.MaxBody, false); err != nil {
+		body := opBody{op: op}
+		if err := decode(w, r, &body, request.MaxBody, false); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if wr, ok := any(req).(waiter); ok {
-			s.allowWait(w, min(wr.Wait(), fenceview.MaxWait))
+		req := body.req
+		req.Op, req.Name = op, r.PathValue("name")
+		if req.Waits() {
+			s.allowWait(w, min(millis(req.WaitMs), fenceview.MaxWait))
 		}
-		status, body := op(s, r.Context(), r.PathValue("name"), req)
-		writeJSON(w, status, body)
+		status, out := serve(s, r.Context(), req)
+		writeJSON(w, status, out)
 	}
 }
 
@@ -61,17 +62,17 @@ func bodyHandler[T any](s *Server, op func(*Server, context.Context, string, T) 
 
 func requiredID(field string, v *string) error {
 	if v == nil {
-		return fenceview.Errorf(fenceview.EINVALID, "field %q is required", field)
+		return fenceview.FieldErrorf(fenceview.EINVALID, field, "field %q is required", field)
 	}
 	if err := guard.ValidateHolderID(*v); err != nil {
-		return fenceview.Errorf(fenceview.EINVALID, "%s: %v", field, err)
+		return fenceview.FieldErrorf(fenceview.EINVALID, field, "%s: %v", field, err)
 	}
 	return nil
 }
 
 func validateLease(leaseMs wire.Int) error {
 	if leaseMs.Set && (leaseMs.Value < 1 || leaseMs.Value > fenceview.MaxLease.Milliseconds()) {
-		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
+		return fenceview.FieldErrorf(fenceview.EINVALID, "leaseMs", "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
 	return nil
 }
@@ -93,10 +94,10 @@ func validateSemaphoreName(name string) error {
 
 func validatePermits(permits wire.Int) error {
 	if !permits.Set {
-		return fenceview.Errorf(fenceview.EINVALID, `field "permits" (an integer from 1 to %d) is required`, fenceview.MaxPermits)
+		return fenceview.FieldErrorf(fenceview.EINVALID, "permits", `field "permits" (an integer from 1 to %d) is required`, fenceview.MaxPermits)
 	}
 	if permits.Value < 1 || permits.Value > fenceview.MaxPermits {
-		return fenceview.Errorf(fenceview.EINVALID, "permits must be between 1 and %d", fenceview.MaxPermits)
+		return fenceview.FieldErrorf(fenceview.EINVALID, "permits", "permits must be between 1 and %d", fenceview.MaxPermits)
 	}
 	return nil
 }
@@ -122,7 +123,7 @@ func seeSlots(ctx context.Context, name string, n int) error {
 // refuses the whole request.
 func validateResourceList(ctx context.Context, list *[]string) error {
 	if list == nil {
-		return fenceview.Errorf(fenceview.EINVALID, `field "resources" (an array of resource ids) is required`)
+		return fenceview.FieldErrorf(fenceview.EINVALID, "resources", `field "resources" (an array of resource ids) is required`)
 	}
 	ids := *list
 	if len(ids) < 1 || len(ids) > fenceview.MaxLockAll {
@@ -185,7 +186,7 @@ func (s *Server) semaphoreRelease(ctx context.Context, name string, req wire.Sem
 		err = requiredID("holder", req.Holder)
 	}
 	if err == nil && (!req.Slot.Set || req.Slot.Value < 0 || req.Slot.Value >= fenceview.MaxPermits) {
-		err = fenceview.Errorf(fenceview.EINVALID, `field "slot" (an integer from 0 to %d) is required`, fenceview.MaxPermits-1)
+		err = fenceview.FieldErrorf(fenceview.EINVALID, "slot", `field "slot" (an integer from 0 to %d) is required`, fenceview.MaxPermits-1)
 	}
 	if err != nil {
 		return s.errorBody(ctx, err)
@@ -332,7 +333,7 @@ func validateElection(ctx context.Context, name string, req wire.ElectionRequest
 		return err
 	}
 	if req.Value != nil && len(*req.Value) > fenceview.MaxElectionValue {
-		return fenceview.Errorf(fenceview.EINVALID, "value is at most %d bytes", fenceview.MaxElectionValue)
+		return fenceview.FieldErrorf(fenceview.EINVALID, "value", "value is at most %d bytes", fenceview.MaxElectionValue)
 	}
 	if err := validateLease(req.LeaseMs); err != nil {
 		return err
@@ -369,7 +370,7 @@ func (s *Server) campaign(ctx context.Context, name string, req wire.ElectionReq
 func (s *Server) proclaim(ctx context.Context, name string, req wire.ElectionRequest) (int, any) {
 	err := validateElection(ctx, name, req)
 	if err == nil && req.Value == nil {
-		err = fenceview.Errorf(fenceview.EINVALID, `field "value" (a string) is required`)
+		err = fenceview.FieldErrorf(fenceview.EINVALID, "value", `field "value" (a string) is required`)
 	}
 	if err != nil {
 		return s.errorBody(ctx, err)

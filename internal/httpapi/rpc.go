@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"runtime"
@@ -219,8 +218,8 @@ func (c *rpcConn) readMessage(lines *bufio.Reader) bool {
 // skipLongLine answers a request line over rpcMaxLine and passes over the
 // rest of it, returning the error that ended it (nil at its newline).
 func (c *rpcConn) skipLongLine(lines *bufio.Reader) error {
-	c.reply(0, http.StatusRequestEntityTooLarge,
-		map[string]any{"error": fmt.Sprintf("a request line is at most %d bytes", rpcMaxLine)})
+	status, body := c.s.errorBody(c.ctx, fenceview.Errorf(fenceview.ETOOLARGE, "a request line is at most %d bytes", rpcMaxLine))
+	c.reply(0, status, body)
 	err := bufio.ErrBufferFull
 	for err == bufio.ErrBufferFull {
 		_, err = lines.ReadSlice('\n')
@@ -234,8 +233,18 @@ func (c *rpcConn) skipLongLine(lines *bufio.Reader) error {
 func (c *rpcConn) take(line []byte, single bool) {
 	// Decoded into the reader's own request, then copied: a request
 	// decoded in a local would escape to the heap, one per request.
-	if err := wire.DecodeRequest(line, &c.req); err != nil {
-		c.reply(c.req.ID, http.StatusBadRequest, map[string]any{"error": "invalid request: " + describeJSONError(err)})
+	present, unknown, err := wire.DecodeRequestFields(line, &c.req)
+	if fields, ok := rpcOpFields[c.req.Op]; ok { // an unknown op is refused as such
+		if ferr := checkFields(c.req.Op, fields, present, unknown); ferr != nil {
+			err = ferr
+		}
+	}
+	if err != nil {
+		if fenceview.ErrorCode(err) == fenceview.EINTERNAL { // encoding/json's, not ours
+			err = requestError("invalid request", err)
+		}
+		status, body := c.s.errorBody(c.ctx, err)
+		c.reply(c.req.ID, status, body)
 		return
 	}
 	req := c.req
@@ -258,8 +267,9 @@ func (c *rpcConn) take(line []byte, single bool) {
 func (c *rpcConn) serveWaiting(req wire.Request) {
 	if c.waiting.Add(1) > rpcMaxWaiting {
 		c.waiting.Add(-1)
-		c.reply(req.ID, http.StatusTooManyRequests, map[string]any{
-			"error": fmt.Sprintf("%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting)})
+		status, body := c.s.errorBody(c.ctx, fenceview.Errorf(fenceview.ELIMIT,
+			"%d acquires of this connection are already waiting; use waitMs 0 or another connection", rpcMaxWaiting))
+		c.reply(req.ID, status, body)
 		return
 	}
 	// A lock's acquire keeps only what it needs.
@@ -397,12 +407,14 @@ func (k *keySlots) close(id string) {
 	}
 }
 
+var errRevoked = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")
+
 // answer applies one request, unless the caller's key was revoked or its
 // session ended since the connection opened: a message already read stops
 // being applied at the revocation.
 func (c *rpcConn) answer(req wire.Request) (status int, body any) {
 	if !c.s.ops.enter(c.p) {
-		return http.StatusUnauthorized, map[string]any{"error": "key revoked or session ended"}
+		return c.s.errorBody(c.ctx, errRevoked)
 	}
 	status, body = c.s.dispatchRPC(c.ctx, req, c.source)
 	c.s.ops.leave(c.p)
@@ -461,7 +473,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 	}
 	switch req.Op {
 	case wire.OpAcquire, wire.OpRenew, wire.OpRelease:
-		lr := lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+		lr := lockRequestOf(&req)
 		if err := lr.validate(); err != nil {
 			return s.errorBody(ctx, err)
 		}
@@ -474,10 +486,8 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 			return s.release(ctx, req.Resource, lr)
 		}
 	case wire.OpFence:
-		fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, Mode: req.Mode, origin: origin}
-		if req.Holder != nil {
-			fr.Holder = *req.Holder
-		}
+		fr := fenceRequestOf(&req)
+		fr.origin = origin
 		return s.fence(ctx, req.Resource, fr)
 	case wire.OpLock:
 		return s.lockState(ctx, req.Resource)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/modules"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Server is the HTTP face of a lock service.
@@ -68,9 +70,9 @@ func New(svc fenceview.Services, history fenceview.HistoryService, logger *slog.
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{Service: svc, History: history, Logger: logger, mux: http.NewServeMux()}
-	s.mux.HandleFunc("POST /v1/locks/{resource}/acquire", s.lockHandler((*Server).acquire))
-	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.lockHandler((*Server).renew))
-	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.lockHandler((*Server).release))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/acquire", s.lockHandler(wire.OpAcquire, (*Server).acquire))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.lockHandler(wire.OpRenew, (*Server).renew))
+	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.lockHandler(wire.OpRelease, (*Server).release))
 	s.mux.HandleFunc("POST /v1/locks/{resource}/expire", s.handleExpire)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/reset", s.handleReset)
 	s.mux.HandleFunc("POST /v1/locks/{resource}/recover", s.handleRecover)
@@ -135,15 +137,15 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(allow) > 0 {
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method " + r.Method + " not allowed; use " + strings.Join(allow, " or ")})
+		s.writeError(w, r, fenceview.Errorf(fenceview.EMETHODNOTALLOWED, "method %s not allowed; use %s", r.Method, strings.Join(allow, " or ")))
 		return
 	}
-	body := map[string]any{"error": "no such route: " + r.Method + " " + r.URL.Path}
+	err := fenceview.Errorf(fenceview.ENOTFOUND, "no such route: %s %s", r.Method, r.URL.Path)
 	if hint := escapeHint(r.Method, r.URL.Path); hint != "" {
-		body["error"] = "no such route: " + r.Method + " " + r.URL.Path + "; a resource id with a slash is escaped in the path"
-		body["hint"] = r.Method + " " + hint
+		err.Message += "; a resource id with a slash is escaped in the path"
+		err.Fields = map[string]any{"hint": r.Method + " " + hint}
 	}
-	writeJSON(w, http.StatusNotFound, body)
+	s.writeError(w, r, err)
 }
 
 // escapeHint is the path a request most likely meant when it put a
@@ -194,42 +196,55 @@ func (s *Server) requireAdmin(r *http.Request) error {
 	return nil
 }
 
-// statuses maps error codes to HTTP statuses, in one place; any other
-// code is a 500.
-var statuses = map[string]int{
-	fenceview.EINVALID:      http.StatusBadRequest,
-	fenceview.EUNAUTHORIZED: http.StatusUnauthorized,
-	fenceview.EFORBIDDEN:    http.StatusForbidden,
-	fenceview.ENOTFOUND:     http.StatusNotFound,
-	fenceview.ECONFLICT:     http.StatusConflict,
-	fenceview.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	fenceview.ELIMIT:        http.StatusTooManyRequests,
-	fenceview.EUNAVAILABLE:  http.StatusServiceUnavailable,
-}
-
-func statusOf(code string) int {
-	if status, ok := statuses[code]; ok {
-		return status
-	}
-	return http.StatusInternalServerError
-}
-
-// writeError writes err as a JSON body {"error": message, ...fields}.
+// writeError writes err as a JSON body {"error": message, "code": code,
+// ...fields}, with the headers its code calls for: WWW-Authenticate on
+// 401, Retry-After on 503 and when the error says when to retry.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	if fenceview.ErrorCode(err) == fenceview.EUNAUTHORIZED {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="fenceview"`)
-	}
-	status, body := s.errorBody(r.Context(), err)
+	s.logError(r.Context(), err)
+	WriteError(w, err)
+}
+
+// WriteError writes err as every refusal of the API is written (see
+// writeError); cluster mode's own routes answer through it too.
+func WriteError(w http.ResponseWriter, err error) {
+	status, body := errorJSON(err)
 	writeJSON(w, status, body)
 }
 
-// errorBody is the status and JSON body of err. Only internal errors are
-// logged: the others are the client's business.
+// errorHeaders sets the headers an error body's code calls for, however
+// the body came to be written (an operation answers with a status and a
+// body, which writeJSON writes).
+func errorHeaders(h http.Header, body map[string]any) {
+	code, _ := body["code"].(string)
+	if code == fenceview.EUNAUTHENTICATED {
+		h.Set("WWW-Authenticate", `Bearer realm="fenceview"`)
+	}
+	if h.Get("Retry-After") == "" {
+		if ms := retryAfterMs(body["retryAfterMs"]); ms > 0 {
+			h.Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10)) // whole seconds, rounded up
+		} else if code == fenceview.EUNAVAILABLE {
+			h.Set("Retry-After", "1")
+		}
+	}
+}
+
+// errorBody is the status and JSON body of err, the same over the JSON
+// API and the RPC stream. Only internal errors are logged: the others are
+// the client's business.
 func (s *Server) errorBody(ctx context.Context, err error) (int, map[string]any) {
-	code := fenceview.ErrorCode(err)
-	if code == fenceview.EINTERNAL || code == fenceview.EUNAVAILABLE {
+	s.logError(ctx, err)
+	return errorJSON(err)
+}
+
+func (s *Server) logError(ctx context.Context, err error) {
+	if code := fenceview.ErrorCode(err); code == fenceview.EINTERNAL || code == fenceview.EUNAVAILABLE {
 		s.Logger.ErrorContext(ctx, "request failed", "err", err)
 	}
+}
+
+// errorJSON is the status and JSON body of err.
+func errorJSON(err error) (int, map[string]any) {
+	code := fenceview.ErrorCode(err)
 	body := map[string]any{}
 	if e, ok := err.(*fenceview.Error); ok {
 		for k, v := range e.Fields {
@@ -237,5 +252,17 @@ func (s *Server) errorBody(ctx context.Context, err error) (int, map[string]any)
 		}
 	}
 	body["error"] = fenceview.ErrorMessage(err)
-	return statusOf(code), body
+	body["code"] = code
+	return fenceview.Status(code), body
+}
+
+// retryAfterMs is an error's retryAfterMs field as a number, 0 when none.
+func retryAfterMs(v any) int64 {
+	switch v := v.(type) {
+	case int:
+		return int64(v)
+	case int64:
+		return v
+	}
+	return 0
 }

@@ -51,9 +51,9 @@ func wireValue(v any) any {
 	}
 }
 
-// decode reads one JSON object from the body into v. An empty body is an
-// error unless allowEmpty; trailing data is an error; unknown fields are
-// ignored.
+// decode reads one JSON object from the body into v (an *opBody, or a
+// struct decoded by encoding/json). An empty body is an error unless
+// allowEmpty; trailing data is an error; so is a field v does not define.
 func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, allowEmpty bool) error {
 	buf := getBuffer()
 	defer putBuffer(buf)
@@ -81,17 +81,18 @@ func decodeBody(b []byte, v any, allowEmpty bool) error {
 		}
 		return fenceview.Errorf(fenceview.EINVALID, "a JSON object body is required")
 	}
-	if pb, ok := v.(plainBody); ok && pb.decodePlain(b) {
-		return nil
+	if ob, ok := v.(*opBody); ok {
+		return decodeOp(b, ob.op, &ob.req)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(v); err != nil {
-		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: %s", describeJSONError(err))
-	}
-	if dec.More() {
-		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: data after the object")
-	}
-	return nil
+	return decodeStrict(b, v, "this operation")
+}
+
+// opBody is the body of one of the wire's operations (op), read as the
+// RPC stream reads its lines: into a wire.Request, allocating nothing on
+// the plain shape clients send, its fields held to op's.
+type opBody struct {
+	op  string
+	req wire.Request
 }
 
 // Request bodies and answers are read and built in pooled buffers: the
@@ -107,6 +108,18 @@ func putBuffer(b *bytes.Buffer) {
 	}
 	b.Reset()
 	bufferPool.Put(b)
+}
+
+// requestError is a body or request line encoding/json could not read,
+// as the API answers it: invalid-request, naming the field at fault when
+// there is one.
+func requestError(what string, err error) error {
+	e := fenceview.Errorf(fenceview.EINVALID, "%s: %s", what, describeJSONError(err))
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) && typeErr.Field != "" {
+		e.Fields = map[string]any{"field": typeErr.Field}
+	}
+	return e
 }
 
 func describeJSONError(err error) string {
@@ -163,6 +176,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	b = append(b, '\n')
 	h := w.Header()
+	if m, ok := v.(map[string]any); ok && status >= 400 {
+		errorHeaders(h, m)
+	}
 	h["Content-Type"] = headerJSON
 	h["Cache-Control"] = headerNoStore
 	w.WriteHeader(status)

@@ -162,6 +162,9 @@ func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
 		// also how an id claimed in advance looks: say so.
 		b.alarm(w, fenceview.AlarmForeignMark, r.HighWaterMark, "", b.now)
 	}
+	if x := r.Expired; x != nil && x.Holder == g.holder && x.OwnerKey == g.owner {
+		r.Expired = nil // its holder knows, having the lock again
+	}
 	if r.Holder == g.holder {
 		r.HoldCount++
 	} else {
@@ -218,6 +221,13 @@ func (b *batch) expireIfDue(w *state) {
 func (b *batch) expire(w *state, why string) {
 	holder, token, delay := w.res.Holder, w.res.Token, w.res.LockDelayMs
 	until := w.res.ExpiresAt.Add(time.Duration(delay) * time.Millisecond)
+	// Remembered (one per lock) so its holder's late renew or release is
+	// told its lease ended, and when: a lease that ran out ended at its
+	// expiry, a forced one now.
+	w.res.Expired = &fenceview.ExpiredLease{Holder: holder, OwnerKey: w.res.OwnerKey, At: w.res.ExpiresAt, Forced: why != "lease-expired"}
+	if w.res.Expired.Forced && b.now.Before(w.res.ExpiresAt) {
+		w.res.Expired.At = b.now
+	}
 	b.free(w)
 	e := fenceview.Event{Type: fenceview.EventExpire, ResourceID: w.res.ResourceID, Token: token, Holder: holder, Reason: why}
 	if why == "lease-expired" && delay > 0 {
@@ -235,6 +245,7 @@ func (b *batch) expire(w *state, why string) {
 // at zero, and returns the holds left. The caller checked the holder.
 func (b *batch) release(w *state) int {
 	token, holder := w.res.Token, w.res.Holder
+	w.res.Expired = nil // a release ends what an earlier lease's holder could be told
 	w.res.HoldCount--
 	left := w.res.HoldCount
 	if left == 0 {

@@ -34,7 +34,7 @@ func BenchmarkAcquire(b *testing.B) {
 		}
 		cpu0 := benchenv.CPUTime()
 		for b.Loop() {
-			if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "held", Holder: "b", Lease: time.Minute}); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
+			if _, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "held", Holder: "b", Lease: time.Minute}); fenceview.ErrorCode(err) != fenceview.ELOCKHELD {
 				b.Fatal(err)
 			}
 		}

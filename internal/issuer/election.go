@@ -19,7 +19,7 @@ import (
 // granted (waiting up to req.Wait, first come first served): the term is
 // the grant's token. A campaign by the current leader keeps its term and
 // sets its value (a proclaim). Another leads and the wait is over:
-// ECONFLICT "lock held", field leader.
+// ELOCKHELD "lock held", field leader.
 func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (fenceview.Leader, fenceview.Grant, error) {
 	name, candidate := req.Election, req.Candidate
 	if err := validateAcquire(name, candidate, req.Lease, req.Wait, 0); err != nil {
@@ -79,7 +79,7 @@ func (b *batch) proclaim(w *state, value string) {
 }
 
 // Proclaim changes the leader's value, same term; anyone but the leader:
-// ECONFLICT "not leader".
+// ENOTLEADER "not leader".
 func (s *Service) Proclaim(ctx context.Context, election, candidate, value string) (fenceview.Leader, error) {
 	if err := validateCandidate(election, candidate); err != nil {
 		return fenceview.Leader{}, err
@@ -121,7 +121,7 @@ func (s *Service) RenewLeadership(ctx context.Context, election, candidate strin
 	}
 	g, err := s.Renew(ctx, election, candidate, lease) // checks the holder and its key, as asLeader would
 	if err != nil {
-		if fenceview.ErrorCode(err) == fenceview.ECONFLICT {
+		if fenceview.IsConflict(err) {
 			return fenceview.Leader{}, fenceview.Grant{}, errNotLeader
 		}
 		return fenceview.Leader{}, fenceview.Grant{}, err
@@ -176,7 +176,7 @@ func leaderOf(r *fenceview.Resource) fenceview.Leader {
 	return fenceview.Leader{Candidate: r.Holder, Value: r.Value, Term: r.Token, Since: r.GrantedAt, ExpiresAt: r.ExpiresAt}
 }
 
-var errNotLeader = fenceview.Errorf(fenceview.ECONFLICT, "not leader")
+var errNotLeader = fenceview.Errorf(fenceview.ENOTLEADER, "not leader")
 
 // leadHeldError is a campaign's refusal: who leads, or the lock-delay.
 func leadHeldError(r *fenceview.Resource, now time.Time) error {
@@ -184,7 +184,7 @@ func leadHeldError(r *fenceview.Resource, now time.Time) error {
 		return busyError(r, now)
 	}
 	l := leaderOf(r)
-	return &fenceview.Error{Code: fenceview.ECONFLICT, Message: "lock held", Fields: map[string]any{"leader": map[string]any{
+	return &fenceview.Error{Code: fenceview.ELOCKHELD, Message: "lock held", Fields: map[string]any{"leader": map[string]any{
 		"candidate": l.Candidate, "value": l.Value, "term": l.Term, "since": l.Since, "expiresAt": l.ExpiresAt}}}
 }
 

@@ -38,7 +38,7 @@ func TestFanOutHoldsNoServiceLock(t *testing.T) {
 		t.Fatalf("r1 while its events are delivered: %+v, %v", ls, err)
 	}
 	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r1", Holder: "b", Lease: time.Minute})
-	wantCode(t, err, fenceview.ECONFLICT)
+	wantCode(t, err, fenceview.ELOCKHELD)
 	g2 := acquire(t, h.Service, "r2", "b", time.Minute)
 	select {
 	case err := <-first:

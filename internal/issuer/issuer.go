@@ -333,10 +333,7 @@ func (b *batch) renew(id, holder, owner string, lease time.Duration) outcome {
 	w := b.get(id)
 	b.expireIfDue(w)
 	if w.res.Holder != holder || w.res.OwnerKey != owner {
-		if w.res.Holder == holder {
-			return refusedAfter(errNotOwner)
-		}
-		return refusedAfter(fenceview.Errorf(fenceview.ECONFLICT, "lock not held"))
+		return refusedAfter(notHolderError(&w.res, holder, owner))
 	}
 	leaseMs := w.res.LeaseMs
 	if lease > 0 {
@@ -365,7 +362,7 @@ func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, 
 		w := b.get(resourceID)
 		b.expireIfDue(w)
 		if w.res.Holder != holder || w.res.OwnerKey != owner {
-			return refusedAfter(errNotOwner)
+			return refusedAfter(notHolderError(&w.res, holder, owner))
 		}
 		left = b.release(w)
 		return committed()
@@ -702,7 +699,7 @@ func (s *Service) grantOf(r *fenceview.Resource) fenceview.Grant {
 func busyError(r *fenceview.Resource, now time.Time) error {
 	if r.Holder == "" && r.AvailableAt.After(now) {
 		return &fenceview.Error{
-			Code:    fenceview.ECONFLICT,
+			Code:    fenceview.ELOCKDELAY,
 			Message: "lock delay",
 			Fields:  map[string]any{"availableAt": r.AvailableAt},
 		}
@@ -712,7 +709,7 @@ func busyError(r *fenceview.Resource, now time.Time) error {
 
 func heldError(r *fenceview.Resource) error {
 	return &fenceview.Error{
-		Code:    fenceview.ECONFLICT,
+		Code:    fenceview.ELOCKHELD,
 		Message: "lock held",
 		Fields:  map[string]any{"holder": r.Holder, "expiresAt": r.ExpiresAt},
 	}
@@ -829,7 +826,7 @@ func (b *batch) sweep() {
 func nextToken(r *fenceview.Resource) (int64, error) {
 	next := fenceview.NextToken(*r)
 	if next == 0 {
-		return 0, &fenceview.Error{Code: fenceview.ECONFLICT,
+		return 0, &fenceview.Error{Code: fenceview.EEXHAUSTED,
 			Message: fmt.Sprintf("tokens for %q are exhausted (last token %d, high-water mark %d); an admin can bring it back with POST /v1/locks/{resource}/recover",
 				r.ResourceID, r.LastToken, r.HighWaterMark),
 			Fields: map[string]any{"lastToken": r.LastToken, "highWaterMark": r.HighWaterMark}}

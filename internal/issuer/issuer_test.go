@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -135,7 +136,7 @@ func TestReentrantHoldCountsTakeNewTokens(t *testing.T) {
 	if ls, _ := h.Lock("r"); ls.Locked || ls.LastToken != g2.Fencing.Token {
 		t.Fatalf("after last release: %+v", ls)
 	}
-	if _, err := h.Release(ctx, "r", "a"); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
+	if _, err := h.Release(ctx, "r", "a"); fenceview.ErrorCode(err) != fenceview.ENOTHELD {
 		t.Fatalf("release of a free lock: %v", err)
 	}
 }
@@ -144,9 +145,9 @@ func TestOnlyTheOwnerMayReleaseOrRenew(t *testing.T) {
 	h := newHarness(t)
 	g := acquire(t, h.Service, "r", "a", time.Minute)
 	_, err := h.Release(ctx, "r", "b")
-	wantCode(t, err, fenceview.ECONFLICT)
+	wantCode(t, err, fenceview.ENOTOWNER)
 	_, err = h.Renew(ctx, "r", "b", 0)
-	wantCode(t, err, fenceview.ECONFLICT)
+	wantCode(t, err, fenceview.ENOTOWNER)
 	ls, _ := h.Lock("r")
 	if !ls.Locked || ls.Holder != "a" || ls.HoldCount != 1 || ls.LastToken != g.Fencing.Token {
 		t.Fatalf("after refused release/renew the lock is %+v", ls)
@@ -171,7 +172,7 @@ func TestRenewKeepsTheTokenAndExtends(t *testing.T) {
 	// After expiry a renew is refused: the lease is gone.
 	h.clock.Advance(2 * time.Minute)
 	_, err = h.Renew(ctx, "r", "a", 0)
-	wantCode(t, err, fenceview.ECONFLICT)
+	wantCode(t, err, fenceview.ELEASEEXPIRED)
 }
 
 // A re-entrant acquire without a lease keeps the current lease's length;
@@ -218,7 +219,7 @@ func TestTryLockRefusedImmediatelyAndAfterWait(t *testing.T) {
 	acquire(t, h.Service, "r", "a", time.Minute)
 	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute, Wait: 0})
 	var fe *fenceview.Error
-	if !errors.As(err, &fe) || fe.Code != fenceview.ECONFLICT || fe.Fields["holder"] != "a" {
+	if !errors.As(err, &fe) || fe.Code != fenceview.ELOCKHELD || fe.Fields["holder"] != "a" {
 		t.Fatalf("immediate try-lock: %v", err)
 	}
 
@@ -231,7 +232,7 @@ func TestTryLockRefusedImmediatelyAndAfterWait(t *testing.T) {
 	}()
 	<-queued
 	h.clock.Advance(5 * time.Second) // the wait runs out; the lease (60 s) does not
-	wantCode(t, <-errc, fenceview.ECONFLICT)
+	wantCode(t, <-errc, fenceview.ELOCKHELD)
 	if m := h.Metrics(); m.Waiters != 0 {
 		t.Fatalf("a waiter that gave up is still counted: %d", m.Waiters)
 	}
@@ -257,7 +258,7 @@ func TestWaitersWokenByReleaseFirstComeFirstServed(t *testing.T) {
 		<-queued // b is queued before c starts
 	}
 	// A new arrival does not jump the queue.
-	if _, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "d", Lease: time.Minute, Wait: 0}); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
+	if _, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "d", Lease: time.Minute, Wait: 0}); fenceview.ErrorCode(err) != fenceview.ELOCKHELD {
 		t.Fatalf("new arrival: %v", err)
 	}
 	if _, err := h.Release(ctx, "r", "a"); err != nil {
@@ -513,7 +514,7 @@ func TestClockJumpsNeverMoveTokensBack(t *testing.T) {
 	if ls, _ := h.Lock("r"); !ls.Locked || ls.Holder != "b" {
 		t.Fatalf("after stepping the clock back: %+v", ls)
 	}
-	if _, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "c", Lease: time.Minute, Wait: 0}); fenceview.ErrorCode(err) != fenceview.ECONFLICT {
+	if _, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "c", Lease: time.Minute, Wait: 0}); fenceview.ErrorCode(err) != fenceview.ELOCKHELD {
 		t.Fatalf("b's lease should still hold: %v", err)
 	}
 	if err := h.ForceExpire(ctx, "r"); err != nil {
@@ -526,3 +527,71 @@ func TestClockJumpsNeverMoveTokensBack(t *testing.T) {
 }
 
 var _ Record = (*sqlite.DB)(nil)
+
+// A renew or release by the holder whose lease ended without a release is
+// told lease-expired, and when; anyone else not-owner while another holds
+// the lock, not-held when it is free. The record goes with a release or
+// the same holder's new grant.
+func TestLeaseExpiredIsToldApart(t *testing.T) {
+	h := newHarness(t)
+	refusal := func(err error, code string) map[string]any {
+		t.Helper()
+		var fe *fenceview.Error
+		if !errors.As(err, &fe) || fe.Code != code {
+			t.Fatalf("err = %v, want %s", err, code)
+		}
+		return fe.Fields
+	}
+	acquire(t, h.Service, "r", "a", 10*time.Second)
+	h.clock.Advance(11 * time.Second)
+	_, err := h.Renew(ctx, "r", "a", 0)
+	if at := refusal(err, fenceview.ELEASEEXPIRED)["expiredAt"].(time.Time); !at.Equal(t0.Add(10 * time.Second)) {
+		t.Fatalf("expiredAt = %v, want the lease's end %v", at, t0.Add(10*time.Second))
+	}
+	if !strings.Contains(err.Error(), "ran out at "+t0.Add(10*time.Second).UTC().Format("2006-01-02T15:04:05.000Z")) {
+		t.Fatalf("message does not say when the lease ran out: %v", err)
+	}
+	_, err = h.Release(ctx, "r", "b")
+	refusal(err, fenceview.ENOTHELD)
+	// Another holder's grant keeps the record; its release ends it.
+	acquire(t, h.Service, "r", "b", time.Minute)
+	_, err = h.Release(ctx, "r", "a")
+	refusal(err, fenceview.ELEASEEXPIRED)
+	_, err = h.Renew(ctx, "r", "c", 0)
+	refusal(err, fenceview.ENOTOWNER)
+	if _, err := h.Release(ctx, "r", "b"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Release(ctx, "r", "a")
+	refusal(err, fenceview.ENOTHELD)
+
+	// A forced expiry ends the lease now; the holder's own new grant
+	// ends the record.
+	acquire(t, h.Service, "r", "a", time.Minute)
+	h.clock.Advance(time.Second)
+	if err := h.ForceExpire(ctx, "r"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Release(ctx, "r", "a")
+	if at := refusal(err, fenceview.ELEASEEXPIRED)["expiredAt"].(time.Time); !at.Equal(h.clock.Now()) || !strings.Contains(err.Error(), "force-expired") {
+		t.Fatalf("forced: expiredAt %v (want %v), %v", at, h.clock.Now(), err)
+	}
+	acquire(t, h.Service, "r", "a", time.Minute)
+	if _, err := h.Release(ctx, "r", "a"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.Release(ctx, "r", "a")
+	refusal(err, fenceview.ENOTHELD)
+
+	// The record is the holder's with its key: the same name with another
+	// key is not told.
+	k1, k2 := fenceview.WithOwnerKey(ctx, "k1"), fenceview.WithOwnerKey(ctx, "k2")
+	if _, err := h.Acquire(k1, fenceview.AcquireRequest{ResourceID: "s", Holder: "a", Lease: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(2 * time.Second)
+	_, err = h.Release(k2, "s", "a")
+	refusal(err, fenceview.ENOTHELD)
+	_, err = h.Release(k1, "s", "a")
+	refusal(err, fenceview.ELEASEEXPIRED)
+}

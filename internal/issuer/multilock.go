@@ -16,7 +16,7 @@ import (
 
 // AcquireAll grants every lock of req.ResourceIDs to req.Holder in one
 // atomic change, each with a new token, in the order asked, or none:
-// ECONFLICT "lock held", field held (each lock held by another: its
+// ELOCKHELD "lock held", field held (each lock held by another: its
 // resourceId, holder, expiresAt). With req.Wait it waits until all are
 // free at once, holding none meanwhile. A lock the holder already holds
 // is granted again (re-entrant, a new token), as Acquire does.
@@ -216,7 +216,7 @@ func (b *batch) heldAllError(ids []string, g grantReq) error {
 			held = append(held, map[string]any{"resourceId": id, "holder": nil, "availableAt": r.AvailableAt})
 		}
 	}
-	return &fenceview.Error{Code: fenceview.ECONFLICT, Message: "lock held", Fields: map[string]any{"held": held}}
+	return &fenceview.Error{Code: fenceview.ELOCKHELD, Message: "lock held", Fields: map[string]any{"held": held}}
 }
 
 // ReleaseAll gives up one hold of each of resourceIDs that holder holds,

@@ -10,12 +10,14 @@ import (
 	"github.com/fenceview/fenceview"
 )
 
-// errFields returns err's message and fields, failing unless it is a
-// conflict.
+// conflict returns err's fields, failing unless it is the refusal of
+// message, with its code.
 func conflict(t *testing.T, err error, message string) map[string]any {
 	t.Helper()
+	codes := map[string]string{"lock delay": fenceview.ELOCKDELAY, "lock held": fenceview.ELOCKHELD,
+		"no permit free": fenceview.ENOPERMIT, "permits mismatch": fenceview.EPERMITSMISMATCH}
 	var fe *fenceview.Error
-	if !errors.As(err, &fe) || fe.Code != fenceview.ECONFLICT || fe.Message != message {
+	if !errors.As(err, &fe) || fe.Code != codes[message] || fe.Message != message {
 		t.Fatalf("err = %v, want conflict %q", err, message)
 	}
 	return fe.Fields

@@ -141,7 +141,7 @@ func TestTokensNeverReachTheMaximumByCounting(t *testing.T) {
 		t.Fatalf("last grant = %d, want %d", g.Fencing.Token, fenceview.MaxIssued)
 	}
 	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute, Wait: 0})
-	wantCode(t, err, fenceview.ECONFLICT)
+	wantCode(t, err, fenceview.EEXHAUSTED)
 	if !strings.Contains(err.Error(), "exhausted") || !strings.Contains(err.Error(), "/recover") {
 		t.Fatalf("exhausted error: %v", err)
 	}
@@ -174,7 +174,7 @@ func TestFenceClaimInAdvanceIsVisibleAndRecoverable(t *testing.T) {
 		t.Fatalf("plain rule: %+v", d)
 	}
 	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "orders-8", Holder: "a", Lease: time.Minute, Wait: 0})
-	wantCode(t, err, fenceview.ECONFLICT)
+	wantCode(t, err, fenceview.EEXHAUSTED)
 	res, err = h.Recover(ctx, "orders-8", 0)
 	if err != nil || res.HighWaterMark != 0 || res.LastToken != 0 {
 		t.Fatalf("recover: %+v %v", res, err)

@@ -20,8 +20,8 @@ import (
 // req.Semaphore, waiting up to req.Wait, first come first served, for any
 // slot. The grant is the slot's (ResourceID fenceview.SlotID(name, slot)),
 // signed as any lock's. The first acquire of a name fixes its permits;
-// another count is refused (ECONFLICT "permits mismatch", field permits).
-// All slots taken: ECONFLICT "no permit free", field permits. A holder
+// another count is refused (EPERMITSMISMATCH "permits mismatch", field permits).
+// All slots taken: ENOPERMIT "no permit free", field permits. A holder
 // may hold several slots, one grant each: an acquire never re-enters one.
 func (s *Service) AcquirePermit(ctx context.Context, req fenceview.PermitRequest) (fenceview.Grant, error) {
 	g, err := s.acquirePermit(ctx, req)
@@ -65,7 +65,7 @@ func (b *batch) takePermit(req fenceview.PermitRequest, g grantReq) outcome {
 		b.get(slot0).res.Permits = req.Permits
 		permits = req.Permits
 	} else if permits != req.Permits {
-		return refused(&fenceview.Error{Code: fenceview.ECONFLICT, Message: "permits mismatch",
+		return refused(&fenceview.Error{Code: fenceview.EPERMITSMISMATCH, Message: "permits mismatch",
 			Fields: map[string]any{"permits": permits}})
 	}
 	// Leases that ran out are recorded first: their slots go to the
@@ -264,7 +264,7 @@ func (s *Service) Semaphore(name string) (fenceview.Semaphore, error) {
 }
 
 func noPermitError(permits int) error {
-	return &fenceview.Error{Code: fenceview.ECONFLICT, Message: "no permit free", Fields: map[string]any{"permits": permits}}
+	return &fenceview.Error{Code: fenceview.ENOPERMIT, Message: "no permit free", Fields: map[string]any{"permits": permits}}
 }
 
 // validateSemaphore checks a semaphore's name and a permits count.

@@ -92,6 +92,24 @@ func (r *reader) jsonInt(n *Int) bool {
 	return ok
 }
 
+// ErrorBody is every error body as a client reads it: the code to branch
+// on (fenceview's refusal codes), the message for people, and the fields
+// some codes add. A refusal's own facts (a held lock's holder...) are
+// Conflict's and httpguard.Refusal's.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+	// Field is the body field at fault, of invalid-request and
+	// unknown-field.
+	Field string `json:"field,omitempty"`
+	// ExpiredAt is when a lease-expired lease ended.
+	ExpiredAt Time `json:"expiredAt,omitzero"`
+	// RetryAfterMs is when to retry an overloaded request.
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
+	// Hint is the route a not-found path with an unescaped id meant.
+	Hint string `json:"hint,omitempty"`
+}
+
 // Grant answers an acquire or a renew.
 type Grant struct {
 	ResourceID string  `json:"resourceId"`

@@ -135,6 +135,7 @@ func TestBodiesMatchOpenAPI(t *testing.T) {
 		// own fields).
 		{Conflict{}, "the lock routes' refusals", union(schema("LockDelay"), schema("LocksHeld"), schema("LeaderHeld"), schema("PermitsRefusal"), schema("LockHeld")), false},
 		{HeldLock{}, "LocksHeld's held", item(schema("LocksHeld"), "held"), false},
+		{ErrorBody{}, "Error", schema("Error"), false},
 		// Keys.
 		{KeyRequest{}, "createKey request", requests("createKey"), false},
 		{Key{}, "Key", schema("Key"), true},

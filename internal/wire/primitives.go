@@ -158,10 +158,11 @@ func (req *Request) ElectionBody() ElectionRequest {
 
 // Conflict is every member a 409 of the lock routes may carry (the
 // issuer's refusals: a lock held, a lock-delay, no permit free or a
-// permits mismatch, a campaign's leader); Error says which refusal it is.
+// permits mismatch, a campaign's leader); Code says which refusal it is.
 // A client reads it; the server writes each refusal's own fields.
 type Conflict struct {
 	Error       string     `json:"error"`
+	Code        string     `json:"code"`
 	Holder      string     `json:"holder,omitempty"`
 	ExpiresAt   Time       `json:"expiresAt,omitzero"`
 	AvailableAt Time       `json:"availableAt,omitzero"`

@@ -159,12 +159,99 @@ func (req *Request) decodePlain(line []byte) bool { return req.DecodePlain(line,
 // are requests of fewer fields. Whatever is refused is left to
 // encoding/json, from a zero value.
 func (req *Request) DecodePlain(b []byte, keys []string) bool {
+	var present Fields
+	return req.decodeKeys(b, keys, &present)
+}
+
+// Fields is a set of Request's JSON keys, one bit each, in the order of
+// RequestFields: the keys a request line or body named.
+type Fields uint32
+
+// RequestFields are Request's JSON keys, in the order of Fields' bits.
+var RequestFields = [...]string{"id", "op", "resource", "holder", "leaseMs", "waitMs", "lockDelayMs", "token", "issuer",
+	"scope", "source", "signature", "mode", "name", "permits", "slot", "resources", "candidate", "value"}
+
+// FieldsOf is the set of names, each one of RequestFields.
+func FieldsOf(names ...string) Fields {
+	var k Fields
+	for _, n := range names {
+		bit := keyBit([]byte(n))
+		if bit == 0 {
+			panic("wire: no request key " + n)
+		}
+		k |= bit
+	}
+	return k
+}
+
+// Names lists the keys of k in RequestFields' order.
+func (k Fields) Names() []string {
+	var out []string
+	for i, n := range RequestFields {
+		if k&(1<<i) != 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// keyBit is the bit of key, 0 when it is none of Request's (exactly: a
+// key encoding/json would match by case alone is not one).
+func keyBit(key []byte) Fields {
+	for i, n := range RequestFields {
+		if string(key) == n {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// DecodeRequestFields is DecodeRequest that also reports the keys line
+// names (present) and the first key that is none of Request's (unknown),
+// so a caller can refuse what its op does not define. The keys are read
+// even when the request is not (err: a value of the wrong type).
+func DecodeRequestFields(line []byte, req *Request) (present Fields, unknown string, err error) {
+	if req.decodeKeys(line, nil, &present) {
+		return present, "", nil
+	}
+	*req = Request{}
+	present, unknown = scanKeys(line)
+	return present, unknown, json.Unmarshal(line, req)
+}
+
+// scanKeys reads the keys of the object line, in order, with
+// encoding/json: the slow path's. What is not an object, or not JSON,
+// reports none (encoding/json's error then says why).
+func scanKeys(line []byte) (present Fields, unknown string) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return 0, ""
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		var value json.RawMessage
+		if err != nil || !ok || dec.Decode(&value) != nil {
+			return 0, ""
+		}
+		bit := keyBit([]byte(key))
+		if bit == 0 && unknown == "" {
+			unknown = key
+		}
+		present |= bit
+	}
+	return present, unknown
+}
+
+// decodeKeys is DecodePlain, adding the keys it reads to present.
+func (req *Request) decodeKeys(b []byte, keys []string, present *Fields) bool {
 	*req = Request{}
 	r := reader{b: b}
 	return r.object(func(key []byte) bool {
 		if keys != nil && !among(key, keys) {
 			return false
 		}
+		*present |= keyBit(key)
 		switch string(key) {
 		case "id":
 			return r.uint64(&req.ID)

@@ -104,7 +104,45 @@ func FuzzRPCRequestDecode(f *testing.F) {
 	for _, s := range requestSeeds {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, line []byte) { checkRequest(t, line) })
+	f.Fuzz(func(t *testing.T, line []byte) { checkRequest(t, line); checkRequestFields(t, line) })
+}
+
+// DecodeRequestFields reads the request DecodeRequest reads, and the
+// fast path names the keys encoding/json's scan names.
+func checkRequestFields(t *testing.T, line []byte) {
+	var withKeys, plain Request
+	present, unknown, err := DecodeRequestFields(line, &withKeys)
+	perr := DecodeRequest(line, &plain)
+	if (err == nil) != (perr == nil) || (err == nil && !reflect.DeepEqual(withKeys, plain)) {
+		t.Fatalf("%q: %+v %v, DecodeRequest %+v %v", line, withKeys, err, plain, perr)
+	}
+	if err != nil {
+		return
+	}
+	if sp, su := scanKeys(line); sp != present || su != unknown {
+		t.Fatalf("%q: keys %v %q, encoding/json's %v %q", line, present.Names(), unknown, sp.Names(), su)
+	}
+}
+
+func TestRequestFieldsNameTheKeys(t *testing.T) {
+	for _, s := range requestSeeds {
+		checkRequestFields(t, []byte(s))
+	}
+	for line, want := range map[string]struct {
+		present []string
+		unknown string
+	}{
+		`{"op":"acquire","holder":"a","leaseMs":5}`: {[]string{"op", "holder", "leaseMs"}, ""},
+		`{"holder":"a","lease":5}`:                  {[]string{"holder"}, "lease"},
+		`{"Holder":"a"}`:                            {nil, "Holder"},
+		`{"x":{"holder":1},"y":2,"name":"n"}`:       {[]string{"name"}, "x"},
+	} {
+		var req Request
+		present, unknown, _ := DecodeRequestFields([]byte(line), &req)
+		if !reflect.DeepEqual(present.Names(), want.present) || unknown != want.unknown {
+			t.Errorf("%s: %v %q, want %v %q", line, present.Names(), unknown, want.present, want.unknown)
+		}
+	}
 }
 
 // What a client writes, the server reads back as the same request.

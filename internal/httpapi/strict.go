@@ -1,0 +1,182 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/wire"
+)
+
+// Strict input: a body field an operation does not define is refused
+// (400 unknown-field, naming it and the nearest field the operation
+// has), never ignored: a "lease" meant as leaseMs must not become a
+// silent 30 s lease.
+
+// opFields are the body fields of each operation of the lock routes and
+// the primitives, the same over the JSON API (the body) and the RPC
+// stream (the line, beside id, op and the resource or name).
+var opFields = map[string]wire.Fields{
+	wire.OpAcquire:          wire.FieldsOf("holder", "leaseMs", "waitMs", "lockDelayMs"),
+	wire.OpRenew:            wire.FieldsOf("holder", "leaseMs"),
+	wire.OpRelease:          wire.FieldsOf("holder"),
+	wire.OpFence:            wire.FieldsOf("token", "issuer", "scope", "holder", "source", "signature", "mode"),
+	wire.OpLock:             0,
+	wire.OpSemaphoreAcquire: wire.FieldsOf("holder", "permits", "leaseMs", "waitMs", "lockDelayMs"),
+	wire.OpSemaphoreRelease: wire.FieldsOf("holder", "slot"),
+	wire.OpSemaphorePermits: wire.FieldsOf("permits"),
+	wire.OpSemaphore:        0,
+	wire.OpAcquireAll:       wire.FieldsOf("resources", "holder", "leaseMs", "waitMs", "lockDelayMs"),
+	wire.OpReleaseAll:       wire.FieldsOf("resources", "holder"),
+	wire.OpCampaign:         wire.FieldsOf("candidate", "value", "leaseMs", "waitMs"),
+	wire.OpProclaim:         wire.FieldsOf("candidate", "value"),
+	wire.OpResign:           wire.FieldsOf("candidate"),
+	wire.OpElectionRenew:    wire.FieldsOf("candidate", "leaseMs"),
+	wire.OpElection:         0,
+}
+
+// rpcOpFields are the fields of each op on the RPC stream: its body's,
+// the line's id and op, and the lock's resource or the primitive's name.
+var rpcOpFields = func() map[string]wire.Fields {
+	out := make(map[string]wire.Fields, len(opFields))
+	for op, f := range opFields {
+		f |= wire.FieldsOf("id", "op")
+		if _, ok := primitiveOps[op]; ok {
+			f |= wire.FieldsOf("name")
+		} else {
+			f |= wire.FieldsOf("resource")
+		}
+		out[op] = f
+	}
+	return out
+}()
+
+// checkFields refuses a request of op that names a field outside allowed:
+// unknown, the first key that is none of the wire's, or present, the keys
+// it named.
+func checkFields(op string, allowed, present wire.Fields, unknown string) error {
+	if unknown == "" {
+		extra := (present &^ allowed).Names()
+		if len(extra) == 0 {
+			return nil
+		}
+		unknown = extra[0]
+	}
+	return unknownField(op, unknown, allowed.Names())
+}
+
+// unknownField is the refusal of key, a field that what (an operation)
+// does not define among known: it names the nearest known one.
+func unknownField(what, key string, known []string) error {
+	e := fenceview.FieldErrorf(fenceview.EUNKNOWNFIELD, key, "unknown field %q", truncate(key, 64))
+	switch {
+	case len(known) == 0:
+		e.Message += "; " + what + " takes no body fields"
+	default:
+		e.Message += "; did you mean " + `"` + nearest(key, known) + `"? ` + what + " takes " + strings.Join(known, ", ")
+	}
+	return e
+}
+
+// nearest is the known name closest to key: one key begins (lease,
+// leaseMs), else the least edit distance, case aside; ties go to the
+// first listed.
+func nearest(key string, known []string) string {
+	lk := strings.ToLower(key)
+	best, bestD := known[0], -1
+	for _, k := range known {
+		lc := strings.ToLower(k)
+		d := editDistance(lk, lc)
+		if lk != "" && strings.HasPrefix(lc, lk) {
+			d = 0
+		}
+		if bestD < 0 || d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is Levenshtein's distance between a and b, bytes apart; a
+// hostile key is cut to 64 bytes first, so this stays cheap.
+func editDistance(a, b string) int {
+	a, b = truncate(a, 64), truncate(b, 64)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// decodeOp reads b, the JSON body of op's route, into req: fields op does
+// not define are refused before anything else is looked at.
+func decodeOp(b []byte, op string, req *wire.Request) error {
+	present, unknown, err := wire.DecodeRequestFields(b, req)
+	if err := checkFields(op, opFields[op], present, unknown); err != nil {
+		return err
+	}
+	if err != nil {
+		return requestError("invalid JSON body", err)
+	}
+	return nil
+}
+
+// decodeStrict is encoding/json's decoding of b into v refusing fields v
+// does not define (what names the route in the refusal).
+func decodeStrict(b []byte, v any, what string) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			key = strings.Trim(key, `"`)
+			return unknownField(what, key, jsonNames(reflect.TypeOf(v)))
+		}
+		return requestError("invalid JSON body", err)
+	}
+	if dec.More() {
+		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: data after the object")
+	}
+	return nil
+}
+
+// jsonNames lists the JSON field names of the struct t points to, and of
+// the structs in its fields (a report's decisions), each once.
+func jsonNames(t reflect.Type) []string {
+	var names []string
+	seen := map[string]bool{}
+	var walk func(t reflect.Type, depth int)
+	walk = func(t reflect.Type, depth int) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || depth > 3 {
+			return
+		}
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" || name == "" {
+				continue
+			}
+			if !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+			walk(f.Type, depth+1)
+		}
+	}
+	walk(t, 0)
+	return names
+}
