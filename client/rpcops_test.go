@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,5 +84,52 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// One scheduler renews every hold of a client: many permits held at once
+// cost no goroutine each while they wait, and every one is renewed at
+// each third of its lease, through two lease lengths.
+func TestOneSchedulerRenewsEveryHold(t *testing.T) {
+	const n = 40
+	ctx := context.Background()
+	srv := fenceviewtest.New(t, fenceviewtest.Config{FakeClock: true})
+	c := clientOf(t, srv, client.Config{RPC: true})
+	events := client.HoldEvents(c)
+	sem := c.Semaphore("many", n)
+	if _, err := sem.TryAcquire(ctx, 0); err != nil { // the RPC session's goroutines start
+		t.Fatal(err)
+	}
+	expect(t, events, "armed")
+	before := runtime.NumGoroutine()
+	for range n - 1 {
+		if _, err := sem.TryAcquire(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, events, "armed")
+	}
+	if grew := runtime.NumGoroutine() - before; grew >= n/2 {
+		t.Fatalf("%d holds took %d goroutines", n-1, grew)
+	}
+	for range 6 {
+		srv.Clock().Advance(lease / 3)
+		renewed := 0
+		for range 2 * n {
+			select {
+			case e := <-events:
+				if e == "renewed" {
+					renewed++
+				}
+			case <-time.After(30 * time.Second): // a hang guard
+				t.Fatal("renewals stopped")
+			}
+		}
+		if renewed != n {
+			t.Fatalf("%d of %d renewed", renewed, n)
+		}
+	}
+	st, err := sem.State(ctx)
+	if err != nil || len(st.Held) != n {
+		t.Fatalf("after two leases: %d held, %v", len(st.Held), err)
 	}
 }
