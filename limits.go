@@ -21,9 +21,10 @@ const (
 	// MaxDecisions is the most decisions one report may carry.
 	MaxDecisions = 1000
 	// MaxReportedMark is the highest mark a reported decision (a guard
-	// elsewhere) may set on a resource this server never issued a token
-	// for: 2^62, so that 2^62 grants remain above it. A report claiming
-	// more is recorded as sent and raises the foreign-mark alarm with its
-	// claim, but sets the mark to this bound only.
+	// elsewhere) or a fence may set on a resource this server never
+	// issued a token for: 2^62, so that 2^62 grants remain above it. A
+	// report claiming more is recorded as sent and raises the foreign-mark
+	// alarm with its claim, but sets the mark to this bound only; a fence
+	// presenting more is refused and changes nothing.
 	MaxReportedMark = 1 << 62
 )

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
 )
 
 // Chart is a resource's tokens over time, laid out for a server-rendered
@@ -29,10 +30,12 @@ type Mark struct {
 	Title string
 }
 
-// Tick is an axis label at a position.
+// Tick is an axis label at a position; a time axis's tick has its
+// instant, which the script shows in the viewer's zone.
 type Tick struct {
 	Pos   float64
 	Label string
+	At    time.Time
 }
 
 // newChart lays out events (newest first, as the history gives them),
@@ -98,17 +101,18 @@ func (c *Chart) tokenAxis(pts []fenceview.Event) (y func(int64) float64) {
 	y = func(t int64) float64 {
 		return c.Bot - float64(t-lo)/float64(hi-lo)*(c.Bot-c.Top)
 	}
-	widest := 0
+	widest := 0.0
 	for t := lo; ; t += step { // stepping by count, so a tick near 2^63 cannot wrap
-		label := strconv.FormatInt(t, 10)
-		widest = max(widest, len(label))
-		c.YTicks = append(c.YTicks, Tick{y(t), label})
+		label := group(t)
+		// 13 px digits are about 8 units wide, the group commas half that.
+		widest = max(widest, 8*float64(len(label))-4*float64(strings.Count(label, ",")))
+		c.YTicks = append(c.YTicks, Tick{Pos: y(t), Label: label})
 		if t > hi-step {
 			break
 		}
 	}
-	// Room for the widest label (13 px digits are about 8 units wide).
-	c.Left = max(c.Left, 34+8*float64(widest))
+	// Room for the widest label.
+	c.Left = max(c.Left, 34+widest)
 	return y
 }
 
@@ -129,7 +133,7 @@ func (c *Chart) timeAxis(pts []fenceview.Event) (x func(i int) float64) {
 		}
 		return c.Left + pad + w*float64(pts[i].At.Sub(t0))/float64(span)
 	}
-	c.XTicks = []Tick{{x(0), clockUTC(t0)}}
+	c.XTicks = []Tick{{Pos: x(0), Label: clockUTC(t0), At: t0}}
 	if span > 0 {
 		// Five times along the axis when the span has seconds to tell apart.
 		ticks := 1
@@ -138,16 +142,19 @@ func (c *Chart) timeAxis(pts []fenceview.Event) (x func(i int) float64) {
 		}
 		for i := 1; i <= ticks; i++ {
 			at := t0.Add(span * time.Duration(i) / time.Duration(ticks))
-			c.XTicks = append(c.XTicks, Tick{c.Left + pad + w*float64(i)/float64(ticks), clockUTC(at)})
+			c.XTicks = append(c.XTicks, Tick{Pos: c.Left + pad + w*float64(i)/float64(ticks), Label: clockUTC(at), At: at})
 		}
 	}
 	return x
 }
 
 // plot places a mark for every point and draws the high-water mark as a
-// step line: raised by accepted writes and by the mark a refusal names,
-// but never by a claim above the last token issued (res.LastToken), which
-// no guard could have accepted from this server.
+// step line, by the issuer's rule (internal/issuer, decide): an accepted
+// token raises it, and so may the mark a refusing guard names (its
+// required token; the server's own fence names the mark it already has, so
+// its refusals never move the line). A superseded refusal's required token
+// is the last token issued, not a mark: it moves nothing. A claim above the
+// last token issued (res.LastToken) raises the alarm, never the mark.
 func (c *Chart) plot(pts []fenceview.Event, x func(int) float64, y func(int64) float64, n KeyNames, res fenceview.Resource) {
 	raise := func(mark, claim int64) int64 {
 		if res.LastToken == 0 || claim <= res.LastToken {
@@ -164,16 +171,18 @@ func (c *Chart) plot(pts []fenceview.Event, x func(int) float64, y func(int64) f
 		prev := hwm
 		switch e.Type {
 		case fenceview.EventGrant:
-			m.Y, m.Title = y(e.Token), "granted token "+itoa(e.Token)+" to "+e.Holder+" at "+when
+			m.Y, m.Title = y(e.Token), "granted token "+group(e.Token)+" to "+e.Holder+" at "+when
 			c.Grants++
 		case fenceview.EventAccept:
-			m.Y, m.Title = y(e.Token), "accepted token "+itoa(e.Token)+from(n.Source(e.Source))+" at "+when
+			m.Y, m.Title = y(e.Token), "accepted token "+group(e.Token)+from(n.Source(e.Source))+" at "+when
 			hwm = raise(hwm, e.Token)
 			c.Accepts++
 		case fenceview.EventReject:
 			m.Y = y(e.Presented)
-			m.Title = "refused token " + itoa(e.Presented) + " (" + e.Reason + "), needed " + itoa(e.Required) + from(n.Source(e.Source)) + " at " + when
-			hwm = raise(hwm, e.Required)
+			m.Title = "refused token " + group(e.Presented) + " (" + e.Reason + "), needed " + group(e.Required) + from(n.Source(e.Source)) + " at " + when
+			if e.Reason != guard.ReasonSuperseded {
+				hwm = raise(hwm, e.Required)
+			}
 			c.Rejects++
 		}
 		if hwm != prev {

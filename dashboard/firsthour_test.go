@@ -56,9 +56,9 @@ func TestMetricValuesReadPlainly(t *testing.T) {
 		v    float64
 		want string
 	}{
-		{"process_network_receive_bytes_total", 4.6338925e+08, "463389250 (441.9 MiB)"},
+		{"process_network_receive_bytes_total", 4.6338925e+08, "463,389,250 (441.9 MiB)"},
 		{"process_virtual_memory_max_bytes", 1.8446744073709552e+19, "no limit"},
-		{"process_start_time_seconds", 1796109600.25, "1796109600 (2026-12-01 07:20:00 UTC)"},
+		{"process_start_time_seconds", 1796109600.25, "1,796,109,600"},
 		{"fenceview_grants_total", 44, "44"},
 		{"process_cpu_seconds_total", 0.14, "0.14"},
 		{"x", 8.9814e-05, "0.000089814"},
@@ -66,6 +66,14 @@ func TestMetricValuesReadPlainly(t *testing.T) {
 		if got := valueText(c.name, c.v); got != c.want {
 			t.Errorf("%s %v: %q, want %q", c.name, c.v, got, c.want)
 		}
+	}
+	// A time in Unix seconds is also the instant, which the page shows in
+	// the viewer's zone.
+	if at := valueTime("process_start_time_seconds", 1796109600.25); !at.Equal(time.Date(2026, 12, 1, 7, 20, 0, 0, time.UTC)) {
+		t.Errorf("start time %v", at)
+	}
+	if at := valueTime("fenceview_grants_total", 44); !at.IsZero() {
+		t.Errorf("a count read as a time: %v", at)
 	}
 }
 

@@ -36,9 +36,9 @@ func readable(fams []*dto.MetricFamily) []MetricSeries {
 			v := MetricValue{Labels: strings.Join(labels, " ")}
 			switch {
 			case m.Counter != nil:
-				v.Value = valueText(name, m.Counter.GetValue())
+				v.Value, v.At = valueText(name, m.Counter.GetValue()), valueTime(name, m.Counter.GetValue())
 			case m.Gauge != nil:
-				v.Value = valueText(name, m.Gauge.GetValue())
+				v.Value, v.At = valueText(name, m.Gauge.GetValue()), valueTime(name, m.Gauge.GetValue())
 			case m.Histogram != nil:
 				v.Value = histogramText(m.Histogram, strings.HasSuffix(name, "_seconds"))
 			default:
@@ -61,7 +61,9 @@ func num(f float64) string {
 	a := math.Abs(f)
 	switch {
 	case f == math.Trunc(f) && a < 1e15:
-		return strconv.FormatInt(int64(f), 10)
+		return group(int64(f))
+	case a >= 1e4 && a < 1e18:
+		return group(int64(math.Round(f)))
 	case a >= 1e4:
 		return strconv.FormatFloat(f, 'f', 0, 64)
 	case a < 1e-3:
@@ -70,12 +72,18 @@ func num(f float64) string {
 	return strconv.FormatFloat(f, 'g', 4, 64)
 }
 
+// valueTime is the instant a counter or gauge of Unix seconds names (zero
+// for others), shown beside it in the viewer's zone like every time.
+func valueTime(name string, f float64) time.Time {
+	if strings.HasSuffix(name, "_time_seconds") && f > 0 && f < 1e11 {
+		return time.Unix(int64(f), 0).UTC()
+	}
+	return time.Time{}
+}
+
 // valueText is a counter or gauge: bytes also in MiB or GiB, so a figure
 // such as 4.634e+08 reads as what it is.
 func valueText(name string, f float64) string {
-	if strings.HasSuffix(name, "_time_seconds") && f > 0 && f < 1e11 {
-		return num(f) + " (" + time.Unix(int64(f), 0).UTC().Format("2006-01-02 15:04:05 UTC") + ")"
-	}
 	if strings.HasSuffix(name, "_bytes") || strings.HasSuffix(name, "_bytes_total") {
 		switch {
 		case f >= 1<<60: // what the kernel reports for "unlimited"
@@ -120,7 +128,7 @@ func histogramText(h *dto.Histogram, seconds bool) string {
 		}
 		return unit(v)
 	}
-	return strconv.FormatUint(n, 10) + " observed, mean " + unit(h.GetSampleSum()/float64(n)) +
+	return group(int64(min(n, math.MaxInt64))) + " observed, mean " + unit(h.GetSampleSum()/float64(n)) +
 		", p50 " + q(0.5) + ", p99 " + q(0.99)
 }
 

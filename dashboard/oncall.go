@@ -32,7 +32,7 @@ func (c Choice) CountText() string {
 	if c.Count < 0 {
 		return ""
 	}
-	return " (" + strconv.FormatInt(c.Count, 10) + ")"
+	return " (" + group(c.Count) + ")"
 }
 
 // choicesMax bounds the sources and resources offered in choice lists.
@@ -62,28 +62,35 @@ func rangeNamed(name string) timeRange {
 	return timeRanges[0]
 }
 
-// Rates is the overview's chart: grants, accepted and refused writes per
-// minute over a range, from the history.
+// Rates is the overview's rates: grants, accepted and refused writes per
+// minute, from the history's per-minute counts, over complete minutes
+// only. Every figure ends at End, the start of the minute under way: the
+// cards over the last rateWindow of them, the chart over the range.
 type Rates struct {
 	Range   timeRange
 	Ranges  []timeRange
-	Buckets []RateBucket
-	// Per-minute averages over the whole range, for the stat cards.
-	Grants, Accepted, Refused float64
-	// The rates now: the last complete minute and the five before now,
-	// per minute. An average over a quiet hour hides a busy minute.
-	Last1, Last5 RateNow
-	LastMinute   time.Time // the start of that last complete minute
-	Max          float64   // the tallest bar, per minute
-	Query        url.Values
+	Buckets []RateBucket // the range, oldest first, each complete
+	// Now is the per-minute rate over [Start, End): the one window the
+	// cards and the metrics page show.
+	Now        RateNow
+	Start, End time.Time
+	Max        float64 // the tallest point, per minute
 }
+
+// rateWindow is the window of the rates shown as numbers: long enough
+// that one quiet or busy minute does not swing it, and complete, so it
+// does not dip while a minute is under way.
+const rateWindow = 5 * time.Minute
+
+// rateWindowWords is rateWindow as every rate's label says it.
+var rateWindowWords = "the last " + strconv.Itoa(int(rateWindow/time.Minute)) + " complete minutes"
 
 // RateNow is grants, accepted and refused writes per minute over a span.
 type RateNow struct {
 	Grants, Accepted, Refused float64
 }
 
-// RateBucket is one bar group: per-minute rates in [At, At+bucket).
+// RateBucket is one point of the chart: per-minute rates in [At, At+bucket).
 type RateBucket struct {
 	At                        time.Time
 	Grants, Accepted, Refused float64
@@ -91,66 +98,48 @@ type RateBucket struct {
 
 func (h *Handler) rates(ctx context.Context, name string) (Rates, error) {
 	tr := rangeNamed(name)
-	now := h.Now()
-	end := now.Truncate(tr.Bucket).Add(tr.Bucket)
+	// The minute now under way is not over: a partial count would read as
+	// a drop. Everything ends where it starts.
+	end := h.Now().Truncate(time.Minute)
 	start := end.Add(-tr.Span)
 	n := int(tr.Span / tr.Bucket)
-	r := Rates{Range: tr, Ranges: timeRanges, Buckets: make([]RateBucket, n)}
+	r := Rates{Range: tr, Ranges: timeRanges, Buckets: make([]RateBucket, n), Start: end.Add(-rateWindow), End: end}
 	for i := range r.Buckets {
 		r.Buckets[i].At = start.Add(time.Duration(i) * tr.Bucket)
 	}
-	// The minute now under way is not over; the current rates are of the
-	// complete minutes before it.
-	thisMinute := now.Truncate(time.Minute)
-	r.LastMinute = thisMinute.Add(-time.Minute)
 	counts, err := h.History.MinuteCounts(ctx, start, end)
 	if err != nil {
 		return r, err
 	}
 	perMinute := float64(tr.Bucket / time.Minute)
-	var g, a, f float64
+	window := rateWindow.Minutes()
 	for _, c := range counts {
 		i := int(c.Minute.Sub(start) / tr.Bucket)
-		if i < 0 || i >= n {
+		if c.Minute.Before(start) || i >= n {
 			continue
 		}
-		v := float64(c.N) / perMinute
+		v := float64(c.N)
+		inWindow := !c.Minute.Before(r.Start)
 		switch c.Type {
 		case fenceview.EventGrant:
-			r.Buckets[i].Grants += v
-			g += float64(c.N)
+			r.Buckets[i].Grants += v / perMinute
+			if inWindow {
+				r.Now.Grants += v / window
+			}
 		case fenceview.EventAccept:
-			r.Buckets[i].Accepted += v
-			a += float64(c.N)
+			r.Buckets[i].Accepted += v / perMinute
+			if inWindow {
+				r.Now.Accepted += v / window
+			}
 		case fenceview.EventReject:
-			r.Buckets[i].Refused += v
-			f += float64(c.N)
-		}
-	}
-	minutes := tr.Span.Minutes()
-	r.Grants, r.Accepted, r.Refused = g/minutes, a/minutes, f/minutes
-	for _, b := range r.Buckets {
-		r.Max = max(r.Max, b.Grants, b.Accepted, b.Refused)
-	}
-	recent, err := h.History.MinuteCounts(ctx, thisMinute.Add(-5*time.Minute), thisMinute)
-	if err != nil {
-		return r, err
-	}
-	for _, c := range recent {
-		add := func(n *RateNow, per float64) {
-			switch c.Type {
-			case fenceview.EventGrant:
-				n.Grants += float64(c.N) / per
-			case fenceview.EventAccept:
-				n.Accepted += float64(c.N) / per
-			case fenceview.EventReject:
-				n.Refused += float64(c.N) / per
+			r.Buckets[i].Refused += v / perMinute
+			if inWindow {
+				r.Now.Refused += v / window
 			}
 		}
-		add(&r.Last5, 5)
-		if c.Minute.Equal(r.LastMinute) {
-			add(&r.Last1, 1)
-		}
+	}
+	for _, b := range r.Buckets {
+		r.Max = max(r.Max, b.Grants, b.Accepted, b.Refused)
 	}
 	return r, nil
 }
@@ -251,23 +240,33 @@ func (t TableQuery) RangeURL(name string) string {
 // events over the last hour, five minutes a point.
 const sparkBuckets = 12
 
-// sparkline counts a resource's recent events per five minutes.
-func (h *Handler) sparkline(ctx context.Context, id string) ([]int, error) {
-	events, err := h.History.ResourceEvents(ctx, id, 200)
+// sparkRead bounds the events a sparkline reads per row.
+const sparkRead = 200
+
+// sparkline counts a resource's events per five minutes over the last
+// hour of complete minutes, ending where the rates end. A resource busier
+// than sparkRead events an hour is counted from its newest ones only:
+// more says so, and its count reads "at least".
+func (h *Handler) sparkline(ctx context.Context, id string) (out []int, more bool, err error) {
+	events, err := h.History.ResourceEvents(ctx, id, sparkRead)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	now := h.Now()
-	start := now.Add(-time.Hour)
-	out := make([]int, sparkBuckets)
+	end := h.Now().Truncate(time.Minute)
+	start := end.Add(-time.Hour)
+	out = make([]int, sparkBuckets)
 	for _, e := range events {
+		if !e.At.Before(end) {
+			continue // the minute under way
+		}
 		if e.At.Before(start) {
 			break // newest first: the rest are older
 		}
 		i := int(e.At.Sub(start) / (5 * time.Minute))
 		out[min(max(i, 0), sparkBuckets-1)]++
 	}
-	return out, nil
+	more = len(events) == sparkRead && !events[len(events)-1].At.Before(start)
+	return out, more, nil
 }
 
 // HolderData is the page of one holder: every lock it holds now, and its
@@ -316,9 +315,9 @@ func (h *Handler) holder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.History = events
-	d.HistoryNote = "Its newest " + strconv.Itoa(holderHistoryMax) + " events among the last " + strconv.Itoa(holderScan) + " recorded, newest first."
+	d.HistoryNote = "Its newest " + group(holderHistoryMax) + " events among the last " + group(holderScan) + " recorded, newest first."
 	if len(events) == 0 {
-		d.HistoryNote = "No events of this holder among the last " + strconv.Itoa(holderScan) + " recorded."
+		d.HistoryNote = "No events of this holder among the last " + group(holderScan) + " recorded."
 	}
 	h.render(w, r, http.StatusOK, HolderPage(d))
 }
@@ -339,10 +338,12 @@ type MetricSeries struct {
 	Values     []MetricValue
 }
 
-// MetricValue is one labelled value, already formatted.
+// MetricValue is one labelled value, already formatted, and the instant
+// it names when it is a time.
 type MetricValue struct {
 	Labels string
 	Value  string
+	At     time.Time
 }
 
 func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request) {
@@ -367,26 +368,25 @@ func (h *Handler) metricsPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, MetricsPage(d))
 }
 
+// rate is a per-minute rate in the one format of every rate: one
+// decimal, digits grouped as counts are ("1,234.5"); a rate too small for
+// a decimal says so rather than reading as none.
 func rate(f float64) string {
-	switch {
-	case f == 0:
-		return "0"
-	case f < 0.1:
+	if f > 0 && f < 0.05 {
 		return "< 0.1"
-	case f < 10:
-		return strconv.FormatFloat(f, 'f', 1, 64)
 	}
-	return strconv.FormatFloat(f, 'f', 0, 64)
+	whole, frac := math.Modf(math.Round(f*10) / 10)
+	return group(int64(whole)) + "." + strconv.Itoa(int(math.Round(frac*10)))
 }
 
 func reasonLabel(reason string, n int64) string {
-	return reason + " (" + strconv.FormatInt(n, 10) + ")"
+	return reason + " (" + group(n) + ")"
 }
 
 // The rates chart's view box: about the width the overview draws it at,
 // so its labels keep their size; the plot leaves room for the y axis.
 const (
-	rateW, rateH        = 1200.0, 190.0
+	rateW, rateH        = 1200.0, 196.0
 	rateLeft, rateRight = 52.0, 1192.0
 	rateTop, rateBot    = 10.0, 170.0
 	rateTicksMax        = 4
@@ -436,7 +436,14 @@ func rateTicks(r Rates) []RateTick {
 	return out
 }
 
-// ratePoints is one series of the rates chart as SVG polyline points.
+// rateX is where an instant of the range goes on the rates chart.
+func rateX(r Rates, t time.Time) float64 {
+	start := r.End.Add(-r.Range.Span)
+	return rateLeft + (rateRight-rateLeft)*float64(t.Sub(start))/float64(r.Range.Span)
+}
+
+// ratePoints is one series of the rates chart as SVG polyline points,
+// each bucket at its end: the instant its count is complete.
 func ratePoints(r Rates, series string) string {
 	n := len(r.Buckets)
 	if n == 0 {
@@ -444,7 +451,7 @@ func ratePoints(r Rates, series string) string {
 	}
 	top, _ := rateTopOf(r)
 	var b strings.Builder
-	for i, k := range r.Buckets {
+	for _, k := range r.Buckets {
 		v := k.Grants
 		switch series {
 		case "accepted":
@@ -452,11 +459,39 @@ func ratePoints(r Rates, series string) string {
 		case "refused":
 			v = k.Refused
 		}
-		x := rateLeft + (rateRight-rateLeft)*float64(i)/float64(max(n-1, 1))
+		x := rateX(r, k.At.Add(r.Range.Bucket))
 		y := rateBot - (rateBot-rateTop)*v/top
 		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// RateTimeTick is a time on the rates chart's x axis.
+type RateTimeTick struct {
+	X      float64
+	At     time.Time
+	Anchor string
+}
+
+// rateTimeTicks are five times along the range, its end the last.
+func rateTimeTicks(r Rates) []RateTimeTick {
+	const n = 4
+	start := r.End.Add(-r.Range.Span)
+	var out []RateTimeTick
+	for i := 0; i <= n; i++ {
+		at := start.Add(r.Range.Span * time.Duration(i) / n)
+		out = append(out, RateTimeTick{X: rateX(r, at), At: at, Anchor: xAnchor(i, n+1)})
+	}
+	return out
+}
+
+// rateTimeMode is how the script shows the chart's times: hours and
+// minutes within a day, with the date beyond.
+func rateTimeMode(r Rates) string {
+	if r.Range.Span > 24*time.Hour {
+		return "day"
+	}
+	return "minute"
 }
 
 // sparkPoints draws a sparkline scaled to its own range, lowest to
@@ -486,12 +521,24 @@ func sparkTotal(p []int) int {
 	return n
 }
 
-func sparkLabel(p []int) string {
+// sparkCount is the number beside a sparkline, with what it counts.
+func sparkCount(p []int, more bool) string {
+	if more {
+		return "≥ " + group(sparkTotal(p)) + " events"
+	}
+	return plural(sparkTotal(p), "event", "events")
+}
+
+func sparkLabel(p []int, more bool) string {
 	lo, hi := math.MaxInt, 0
 	for _, v := range p {
 		lo, hi = min(lo, v), max(hi, v)
 	}
-	return plural(sparkTotal(p), "event", "events") + " in the last hour, " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi) + " per 5 minutes"
+	s := sparkCount(p, more) + " in the last hour (complete minutes), " + group(lo) + " to " + group(hi) + " per 5 minutes"
+	if more {
+		s += ", of its newest " + group(sparkRead) + " events"
+	}
+	return s
 }
 
 // liveAdd says whether the script may insert rows for resources it hears

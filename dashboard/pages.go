@@ -45,6 +45,7 @@ type ResourceRow struct {
 	fenceview.Resource
 	RemainingMs int64 // lease left; 0 when free
 	Spark       []int // events per five minutes over the last hour; nil when not drawn
+	SparkMore   bool  // Spark counts only the newest of more events
 }
 
 // OverviewData is the overview page.
@@ -92,7 +93,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		if res.Holder != "" {
 			row.RemainingMs = max(res.ExpiresAt.Sub(now).Milliseconds(), 0)
 		}
-		if row.Spark, err = h.sparkline(r.Context(), res.ResourceID); err != nil {
+		if row.Spark, row.SparkMore, err = h.sparkline(r.Context(), res.ResourceID); err != nil {
 			h.serverError(w, r, err)
 			return
 		}

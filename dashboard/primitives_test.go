@@ -234,7 +234,7 @@ func TestLockDelayCountdown(t *testing.T) {
 	if txt := delay.Find(".countdown").Text(); txt != "9s left" {
 		t.Errorf("lock-delay reads %q", txt)
 	}
-	if exp := p.find("history-row").First().Find(".detail").Text(); !strings.Contains(exp, "lock-delay 10000 ms") {
+	if exp := p.find("history-row").First().Find(".detail").Text(); !strings.Contains(exp, "lock-delay 10,000 ms") {
 		t.Errorf("the expire event reads %q", exp)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -34,6 +35,25 @@ func clockUTC(t time.Time) string { return t.UTC().Format("15:04:05") + " UTC" }
 func dateUTC(t time.Time) string  { return t.UTC().Format("2006-01-02 15:04:05") + " UTC" }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// group is a count or token as people read it, in one format everywhere:
+// digits in groups of three, "12,345" (app.js: group). itoa stays for
+// attributes and URLs, which programs read.
+func group[T ~int | ~int64](n T) string {
+	s := strconv.FormatInt(int64(n), 10)
+	sign := ""
+	if s[0] == '-' {
+		sign, s = "-", s[1:]
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return sign + b.String()
+}
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', 1, 64) }
 
@@ -89,33 +109,33 @@ func detail(e fenceview.Event, n KeyNames) string {
 	from := func(source string) string { return from(n.Source(source)) }
 	switch e.Type {
 	case fenceview.EventGrant:
-		return "token " + itoa(e.Token) + " to " + e.Holder
+		return "token " + group(e.Token) + " to " + e.Holder
 	case fenceview.EventRenew:
-		return "token " + itoa(e.Token) + " renewed by " + e.Holder
+		return "token " + group(e.Token) + " renewed by " + e.Holder
 	case fenceview.EventRelease:
-		return "token " + itoa(e.Token) + " released by " + e.Holder
+		return "token " + group(e.Token) + " released by " + e.Holder
 	case fenceview.EventExpire:
-		s := "token " + itoa(e.Token) + " of " + e.Holder
+		s := "token " + group(e.Token) + " of " + e.Holder
 		if e.Reason == fenceview.ExpireForced {
 			return s + " force-expired"
 		}
 		if e.LockDelayMs > 0 {
-			return s + ": lease ran out; lock-delay " + itoa(e.LockDelayMs) + " ms"
+			return s + ": lease ran out; lock-delay " + group(e.LockDelayMs) + " ms"
 		}
 		return s + ": lease ran out"
 	case fenceview.EventProclaim:
-		return "term " + itoa(e.Token) + ": " + e.Holder + " set its value"
+		return "term " + group(e.Token) + ": " + e.Holder + " set its value"
 	case fenceview.EventAccept:
-		return "token " + itoa(e.Token) + " accepted" + from(e.Source)
+		return "token " + group(e.Token) + " accepted" + from(e.Source)
 	case fenceview.EventReject:
-		return "token " + itoa(e.Presented) + " refused (" + e.Reason + "), needs ≥ " + itoa(e.Required) + from(e.Source)
+		return "token " + group(e.Presented) + " refused (" + e.Reason + "), needs ≥ " + group(e.Required) + from(e.Source)
 	case fenceview.EventAlarm:
-		return e.Reason + ": mark " + itoa(e.Token) + " above the last token issued, " + itoa(e.Required) + from(e.Source)
+		return alarmEventText(e) + from(e.Source)
 	case fenceview.EventReset:
-		return "token counter raised to " + itoa(e.Token) + " (floor " + itoa(e.Required) + ") by " + n.Source(e.Source)
+		return "token counter raised to " + group(e.Token) + " (floor " + group(e.Required) + ") by " + n.Source(e.Source)
 	case fenceview.EventRecover:
 		mark, counter := e.Replaced()
-		return "recovered by " + n.Source(e.Source) + ": counter " + itoa(counter) + " → " + itoa(e.Token) + ", mark " + itoa(mark) + " → ≤ " + itoa(e.Token)
+		return "recovered by " + n.Source(e.Source) + ": counter " + group(counter) + " → " + group(e.Token) + ", mark " + group(mark) + " → ≤ " + group(e.Token)
 	}
 	return ""
 }
@@ -133,7 +153,7 @@ func holderText(r fenceview.Resource) string {
 		return "free"
 	}
 	if r.HoldCount > 1 {
-		return r.Holder + " ×" + strconv.Itoa(r.HoldCount)
+		return r.Holder + " ×" + group(r.HoldCount)
 	}
 	return r.Holder
 }
@@ -142,7 +162,7 @@ func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return strconv.Itoa(n) + " " + many
+	return group(n) + " " + many
 }
 
 func lockHolder(l fenceview.LockState) string {
@@ -150,7 +170,7 @@ func lockHolder(l fenceview.LockState) string {
 		return "nobody"
 	}
 	if l.HoldCount > 1 {
-		return l.Holder + " (held " + strconv.Itoa(l.HoldCount) + " times)"
+		return l.Holder + " (held " + group(l.HoldCount) + " times)"
 	}
 	return l.Holder
 }
@@ -159,7 +179,7 @@ func grantToken(l fenceview.LockState, r fenceview.Resource) string {
 	if !l.Locked {
 		return "—"
 	}
-	return itoa(r.Token)
+	return group(r.Token)
 }
 
 func xAnchor(i, n int) string {
@@ -174,8 +194,29 @@ func xAnchor(i, n int) string {
 
 // alarmText is a behind resource's alarm in words, the same on the banner
 // and the resource page (app.js: alarmText).
+// Once the counter has passed the mark (the first grant above a mark
+// set elsewhere, or grants since), the alarm stays until a reset, and
+// says the mark was in use rather than that the issuer is behind it.
 func alarmText(r fenceview.Resource) string {
-	return "token " + itoa(alarmMark(r)) + " in use at a guard, last token issued " + itoa(r.LastToken)
+	mark := alarmMark(r)
+	if mark <= r.LastToken {
+		return "token " + group(mark) + " was in use at a guard above the token counter, last token issued " + group(r.LastToken)
+	}
+	return "token " + group(mark) + " in use at a guard, last token issued " + group(r.LastToken)
+}
+
+// alarmEventText is an alarm event in words: the mark it claims (its
+// token) beside the last token issued (its required), in the banner's
+// words for the counter alarm (app.js: alarmEventText).
+func alarmEventText(e fenceview.Event) string {
+	mark := "token " + group(e.Token) + " in use at a guard"
+	switch {
+	case e.Reason == fenceview.AlarmForeignMark && e.Token > fenceview.MaxReportedMark:
+		return mark + ", above any mark a report may set; the mark stays at " + group(int64(fenceview.MaxReportedMark)) + " (" + e.Reason + ")"
+	case e.Reason == fenceview.AlarmForeignMark:
+		return mark + " before this server issued any; its first token goes above it (" + e.Reason + ")"
+	}
+	return mark + ", last token issued " + group(e.Required) + " (" + e.Reason + ")"
 }
 
 // whoTitle is the hover text of the logged-in name: which key it is.

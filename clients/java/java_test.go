@@ -294,3 +294,94 @@ func TestJavaBench(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestJavaInstallFromClone does what clients/java/README.md's "Install from a
+// clone" says, word for word: it runs the javac and jar lines of its first sh
+// block in a fresh directory holding what a clone has here (src/main), then
+// compiles and runs a small program against the jar it built, which takes and
+// releases a lock on a real server. (The Maven line needs Maven Central.)
+func TestJavaInstallFromClone(t *testing.T) {
+	javac, java := tools(t)
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := installLines(t, string(readme), "## Install from a clone")
+	clone := t.TempDir()
+	if err := os.CopyFS(filepath.Join(clone, "src", "main"), os.DirFS(filepath.Join("src", "main"))); err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, line := range lines {
+		if !strings.HasPrefix(line, "javac ") && !strings.HasPrefix(line, "jar ") {
+			continue
+		}
+		cmd := exec.Command("sh", "-c", line)
+		cmd.Dir = clone
+		// The README's javac and jar are the JDK's, found on PATH as the test's own.
+		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(javac)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("README line %q: %v\n%s", line, err, out)
+		}
+		ran++
+	}
+	if ran != 2 {
+		t.Fatalf("ran %d javac/jar lines of the README's install block, want 2: %q", ran, lines)
+	}
+	jar := filepath.Join(clone, "build", "fenceview-client.jar")
+	if !exists(jar) {
+		t.Fatalf("the README's commands built no %s", jar)
+	}
+
+	app := t.TempDir()
+	const hello = `import io.fenceview.*;
+
+public class Hello {
+    public static void main(String[] args) {
+        try (FenceviewClient fv = FenceviewClient.create(args[0])) {
+            FencedLock lock = fv.getFencedLock("hello");
+            Long token = lock.tryLockAndGetToken();
+            System.out.println("token " + token + " verified " + TokenVerifier.fetch(fv).verify(lock.getFencingToken()));
+            lock.unlock();
+        }
+    }
+}
+`
+	if err := os.WriteFile(filepath.Join(app, "Hello.java"), []byte(hello), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(javac, "--release", "17", "-cp", jar, "-d", app, filepath.Join(app, "Hello.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac Hello.java against the jar: %v\n%s", err, out)
+	}
+	srv := fenceviewtest.New(t)
+	out, err := exec.Command(java, "-cp", jar+string(os.PathListSeparator)+app, "Hello", srv.URL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("java Hello: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "token 1 verified true" {
+		t.Fatalf("Hello printed %q, want %q", got, "token 1 verified true")
+	}
+}
+
+// installLines returns the command lines of the first sh block after heading
+// in the README, comments and blank lines dropped.
+func installLines(t *testing.T, readme, heading string) []string {
+	t.Helper()
+	i := strings.Index(readme, "\n"+heading+"\n")
+	if i < 0 {
+		t.Fatalf("README.md has no heading %q", heading)
+	}
+	rest := readme[i:]
+	start := strings.Index(rest, "\n```sh\n")
+	if start < 0 {
+		t.Fatalf("no sh block after %q", heading)
+	}
+	rest = rest[start+len("\n```sh\n"):]
+	var out []string
+	for _, l := range strings.Split(rest[:strings.Index(rest, "```")], "\n") {
+		if l, _, _ = strings.Cut(l, " #"); strings.TrimSpace(l) != "" && !strings.HasPrefix(strings.TrimSpace(l), "#") {
+			out = append(out, strings.TrimSpace(l))
+		}
+	}
+	return out
+}

@@ -123,7 +123,6 @@ func TestNodeSuites(t *testing.T) {
 		"FENCEVIEW_ADMIN_TOKEN=" + adminToken,
 		"FENCEVIEW_PG_URL=postgres://postgres@" + pg.Addr + "/postgres?sslmode=disable",
 		"FENCEVIEW_REDIS_URL=redis://" + rd.Addr,
-		"NODE_NO_WARNINGS=1", // node:wasi's "experimental" warning on every load
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -147,6 +146,67 @@ func TestNodeSuites(t *testing.T) {
 		if counts[k] != "0" {
 			t.Errorf("node --test: %s %s (every suite must run and pass here)\n%s", k, counts[k], out)
 		}
+	}
+}
+
+// TestInstallFromClone follows the README's "Install from a clone" into
+// fresh projects: the tarball of npm pack, and the clone's folder itself,
+// each installed with npm and loaded by a script with import and with
+// require. npm takes ws from its cache when it has it (--prefer-offline).
+func TestInstallFromClone(t *testing.T) {
+	node := need(t, "node")
+	npm := need(t, "npm")
+	dir, _ := filepath.Abs(".")
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The words this test follows, so the two cannot drift apart.
+	for _, words := range []string{
+		"## Install from a clone",
+		"cd <path-to-clone>/clients/js && npm ci",
+		"npm pack",
+		"npm install <path-to-clone>/clients/js/fenceview-0.1.0.tgz",
+		"npm install <path-to-clone>/clients/js\n",
+	} {
+		if !strings.Contains(string(readme), words) {
+			t.Errorf("README.md no longer says %q: this test follows those words", words)
+		}
+	}
+	build(t, node, npm, dir) // npm ci's part: node_modules and dist/
+	packs := t.TempDir()
+	run(t, dir, 3*time.Minute, nil, npm, "pack", "--pack-destination", packs)
+	tarball := filepath.Join(packs, "fenceview-0.1.0.tgz")
+	if _, err := os.Stat(tarball); err != nil {
+		t.Fatalf("npm pack wrote no %s: %v", filepath.Base(tarball), err)
+	}
+	for name, from := range map[string]string{"tarball": tarball, "folder": dir} {
+		t.Run(name, func(t *testing.T) {
+			project := t.TempDir()
+			write(t, filepath.Join(project, "package.json"), `{"name":"try-fenceview","version":"1.0.0","private":true}`)
+			run(t, project, 3*time.Minute, nil, npm, "install", "--prefer-offline", "--no-audit", "--no-fund", from)
+			write(t, filepath.Join(project, "esm.mjs"), `import { Client, HeldError, parse } from 'fenceview';
+const lock = new Client('http://127.0.0.1:1').lock('inventory:42');
+console.log(typeof Client, typeof HeldError, lock.resource, parse('{"token":9007199254740993}').token);
+`)
+			write(t, filepath.Join(project, "cjs.cjs"), `const { Client, HeldError, parse } = require('fenceview');
+const lock = new Client('http://127.0.0.1:1').lock('inventory:42');
+console.log(typeof Client, typeof HeldError, lock.resource, parse('{"token":9007199254740993}').token);
+`)
+			want := "function function inventory:42 9007199254740993n\n" // a bigint, exact
+			for _, script := range []string{"esm.mjs", "cjs.cjs"} {
+				if out := run(t, project, time.Minute, nil, node, script); out != want {
+					t.Errorf("node %s in a project that installed the %s: %q, want %q", script, name, out, want)
+				}
+			}
+		})
+	}
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

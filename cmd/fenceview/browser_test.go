@@ -30,8 +30,9 @@ func chromium() string {
 	return ""
 }
 
-// browser starts headless Chromium; in CI a missing browser is a failure.
-func browser(t *testing.T) context.Context {
+// browser starts headless Chromium, with more options when given (a time
+// zone, say); in CI a missing browser is a failure.
+func browser(t *testing.T, more ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	path := chromium()
 	if path == "" {
@@ -52,6 +53,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.WindowSize(1280, 860),
 	)
+	opts = append(opts, more...)
 	// A hang guard for the whole test, not a timing assertion.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

@@ -122,18 +122,24 @@ func TestAlarmShowsOneFigureInBrowser(t *testing.T) {
 	if strings.Contains(p.str(`document.body.textContent`), "high-water mark 10") {
 		t.Error("the page still calls the alarm's token a high-water mark")
 	}
+	// The log says it in the same words, with the alarm's reason and source.
+	logged := `document.querySelector('[data-testid="history-row"][data-type="alarm"] .detail')?.textContent`
+	if got := p.str(logged); got != want+" (counter-behind) from inventory-db" {
+		t.Errorf("the history's alarm: %q", got)
+	}
 	// Live: a higher claim changes both, the same way.
 	report(12)
 	want = "token 12 in use at a guard, last token issued 4"
-	p.do("the banner and the card follow the stream",
+	p.do("the banner, the card and the log follow the stream",
 		waitJS(card("alarm")+` === `+jsString(want)),
 		waitJS(banner+` === `+jsString("inv:42: "+want)),
+		waitJS(logged+` === `+jsString(want+" (counter-behind) from inventory-db")),
 	)
 	p.shot("dashboard-alarm.png")
 }
 
 // "Per minute" was the hour's average: 0.5 grants / min while running at
-// 30 a minute. The last minute and the last five now stand beside it, and
+// 30 a minute. The cards now count the last five complete minutes, and
 // the chart has a legend and a y axis.
 func TestRatesShowNowInBrowser(t *testing.T) {
 	p := newPage(t)
@@ -146,7 +152,7 @@ func TestRatesShowNowInBrowser(t *testing.T) {
 	}
 	s.clock.Advance(time.Minute) // that minute is over, and most of the next one
 	p.open(s.URL()+"/", `document.querySelector('[data-testid="rates"]') !== null`)
-	for id, want := range map[string]string{"rate-grants-1m": "30", "rate-grants-5m": "6.0", "rate-grants": "0.5"} {
+	for id, want := range map[string]string{"rate-grants": "6.0", "rate-accepted": "0.0"} {
 		if got := p.str(`document.querySelector('[data-testid="` + id + `"]').textContent.trim()`); got != want {
 			t.Errorf("%s = %q, want %q", id, got, want)
 		}
@@ -160,9 +166,9 @@ func TestRatesShowNowInBrowser(t *testing.T) {
 	if h := p.num(`document.querySelector('[data-testid="rate-tick"]').getBoundingClientRect().height`); h < 11 {
 		t.Errorf("y-axis labels are %.1f px tall", h)
 	}
-	p.open(s.URL()+"/status", `document.querySelector('[data-field="rates-1m"]') !== null`)
-	if got := p.str(`document.querySelector('[data-field="rates-1m"]').textContent`); !strings.HasPrefix(got, "30 grants") {
-		t.Errorf("metrics page, last minute: %q", got)
+	p.open(s.URL()+"/status", `document.querySelector('[data-field="rates"]') !== null`)
+	if got := p.str(`document.querySelector('[data-field="rates"]').textContent.trim()`); !strings.HasPrefix(got, "6.0 grants") {
+		t.Errorf("metrics page, last 5 complete minutes: %q", got)
 	}
 }
 
@@ -213,7 +219,7 @@ func TestRefusedColumnStaysInViewInBrowser(t *testing.T) {
 	if got := p.str(`getComputedStyle(` + row + `.querySelector('td[data-col="hwm"]')).textAlign`); got != "right" {
 		t.Errorf("numbers align %q", got)
 	}
-	if got := p.str(row + `.querySelector('td[data-col="hwm"]').textContent`); got != "4611686018427387000" {
+	if got := p.str(row + `.querySelector('td[data-col="hwm"]').textContent`); got != "4,611,686,018,427,387,000" {
 		t.Errorf("the mark reads %q", got)
 	}
 }
@@ -280,7 +286,10 @@ func TestTokenChartAndSparklinesInBrowser(t *testing.T) {
 		id, rest, _ := strings.Cut(line, "=")
 		n, pts, _ := strings.Cut(rest, ":")
 		counts[n], shapes[pts] = true, true
-		if id == "payments/eu" && n == "0" {
+		if !strings.HasSuffix(n, " events") && n != "1 event" {
+			t.Errorf("%s: the sparkline's number reads %q, without saying what it counts", id, n)
+		}
+		if id == "payments/eu" && n == "0 events" {
 			t.Error("the busiest resource's sparkline counts nothing")
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/cluster"
+	"github.com/fenceview/fenceview/internal/fair"
 	"github.com/fenceview/fenceview/internal/httpapi"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/server"
@@ -116,6 +117,9 @@ type Main struct {
 	MaxWaiters     int
 	MaxWebsockets  int
 	RequestTimeout time.Duration
+	// Admission control (docs/operations.md, "Overload").
+	Overload         fair.Config
+	MaxWaitersPerKey int
 	// History retention (docs/operations.md); zero keeps every event.
 	History sqlite.Retention
 
@@ -143,7 +147,7 @@ func NewMain() *Main {
 		Addr:        "127.0.0.1:8080",
 		DBPath:      "fenceview.db",
 		EtcdPrefix:  cluster.DefaultPrefix,
-		ElectionTTL: 5 * time.Second,
+		ElectionTTL: cluster.DefaultElectionTTL,
 		FenceMode:   fenceview.FenceModeMark,
 		Signing:     "on",
 		Clock:       clock.Real{},
@@ -155,6 +159,9 @@ func NewMain() *Main {
 		MaxWaiters:     issuer.DefaultMaxWaiters,
 		MaxWebsockets:  httpapi.DefaultMaxWebsockets,
 		RequestTimeout: httpapi.DefaultRequestTimeout,
+
+		Overload:         fair.Defaults(),
+		MaxWaitersPerKey: httpapi.DefaultMaxWaitersPerKey,
 	}
 }
 
@@ -189,10 +196,17 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.StringVar(&m.Etcd, "etcd", m.Etcd, "etcd client URLs, comma-separated: run as a node of a cluster whose state lives in etcd")
 	fs.StringVar(&m.EtcdPrefix, "etcd-prefix", m.EtcdPrefix, "etcd key prefix of the cluster")
 	fs.StringVar(&m.Advertise, "advertise", m.Advertise, "this node's base URL for its peers (default: http://<listen address>)")
-	fs.DurationVar(&m.ElectionTTL, "election-ttl", m.ElectionTTL, "a dead leader is replaced within this (whole seconds)")
+	fs.DurationVar(&m.ElectionTTL, "election-ttl", m.ElectionTTL, "the leader's session lease (whole seconds): a leader whose machine is gone is replaced within it; one whose process died, sooner")
 	fs.IntVar(&m.MaxResources, "max-resources", m.MaxResources, "resources the server may know; a request that would create one more is refused (429)")
 	fs.IntVar(&m.MaxWaiters, "max-waiters", m.MaxWaiters, "acquires that may wait for a lock at once, across all clients")
 	fs.IntVar(&m.MaxWebsockets, "max-websockets", m.MaxWebsockets, "open event streams and RPC connections, together")
+	fs.IntVar(&m.Overload.Seats, "overload-seats", m.Overload.Seats, "lock operations, fences, reports and reads served at once; more wait in fair queues, one per key (default: 32 per processor)")
+	fs.IntVar(&m.Overload.LeaseSeats, "overload-lease-seats", m.Overload.LeaseSeats, "of --overload-seats, those kept for renew and release, which go before new acquires (default: a quarter)")
+	fs.IntVar(&m.Overload.FlowSeats, "overload-flow-seats", m.Overload.FlowSeats, "seats one key may hold while other keys have requests too (default: 1 per processor, at least 2)")
+	fs.IntVar(&m.Overload.FlowQueue, "overload-queue", m.Overload.FlowQueue, "requests one key may have queued for a seat; beyond, 429 overloaded (default: 4 per seat)")
+	fs.IntVar(&m.Overload.TotalQueue, "overload-queue-total", m.Overload.TotalQueue, "requests queued for a seat across all keys; beyond, the longest queue gives up its last (default: 64 per seat)")
+	fs.DurationVar(&m.Overload.MaxWait, "overload-max-wait", m.Overload.MaxWait, "a new request expected to wait longer than this for a seat is answered 429 overloaded at once")
+	fs.IntVar(&m.MaxWaitersPerKey, "max-waiters-per-key", m.MaxWaitersPerKey, "acquires (waitMs > 0) one key may have waiting at once; beyond, 429 limit (with auth off: per client address)")
 	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
 	fs.DurationVar(&m.History.MaxAge, "history-retention", m.History.MaxAge, "prune events older than this from the history, in the background (0: keep them all); counters and marks are never pruned")
 	fs.Int64Var(&m.History.MaxEvents, "history-max-events", m.History.MaxEvents, "keep at most about this many of the newest events in the history (0: no bound)")
@@ -226,6 +240,9 @@ func (m *Main) ParseFlags(args []string) error {
 	m.Logger = logger
 	if m.accessLog, err = newLogger(m.LogOutput, *logFormat, "info"); err != nil {
 		return err
+	}
+	if o := m.Overload; o.Seats < 2 || o.LeaseSeats < 1 || o.LeaseSeats >= o.Seats || o.FlowSeats < 1 || o.FlowQueue < 1 || o.TotalQueue < o.FlowQueue || o.MaxWait <= 0 || m.MaxWaitersPerKey < 1 {
+		return fmt.Errorf("--overload-seats must be at least 2, --overload-lease-seats between 1 and seats-1, --overload-flow-seats and --overload-queue at least 1, --overload-queue-total at least --overload-queue, --overload-max-wait positive, --max-waiters-per-key at least 1")
 	}
 	if m.MaxResources < 1 || m.MaxWaiters < 1 || m.MaxWebsockets < 1 || m.RequestTimeout < time.Second {
 		return fmt.Errorf("--max-resources, --max-waiters and --max-websockets must be at least 1, --request-timeout at least 1s")
@@ -272,6 +289,7 @@ func (m *Main) Run(ctx context.Context) error {
 			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,
 		},
 		MaxResources: m.MaxResources, MaxWaiters: m.MaxWaiters, MaxWebsockets: m.MaxWebsockets, RequestTimeout: m.RequestTimeout,
+		Overload: m.Overload, MaxWaitersPerKey: m.MaxWaitersPerKey,
 		History: m.History,
 	})
 	if err != nil {

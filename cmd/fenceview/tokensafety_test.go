@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -68,19 +69,35 @@ func TestPoisonedReportCannotExhaustAResource(t *testing.T) {
 	}
 }
 
-// A resource this server never issued for is claimed in advance with
-// 2^63-1 through /v1/fence (the plain rule accepts it). Acquire refuses
-// with a clear error, nothing in any answer overflows, and the admin's
-// recovery call brings the resource back, recorded as an event.
+// A resource this server never issued for cannot be claimed in advance
+// with 2^63-1 through /v1/fence: above 2^62 the fence is refused (400) and
+// nothing is recorded. A resource whose tokens did run out (the last
+// token issued, then fenced) refuses acquire with a clear error, nothing
+// in any answer overflows, and the admin's recovery call brings it back,
+// recorded as an event.
 func TestClaimedResourceIsRecoveredByTheAdmin(t *testing.T) {
 	s := startServer(t, func(m *Main) { m.AdminToken = "admin" })
 	events := s.stream("?resource=orders-9")
 	r := s.do("POST", "/v1/fence/orders-9", nil, "X-Fencing-Token", maxToken)
-	if r.Status != 200 {
-		t.Fatalf("claim: %d %s", r.Status, r.Raw)
+	if r.Status != 400 {
+		t.Fatalf("claim with 2^63-1: %d %s", r.Status, r.Raw)
+	}
+	if r := s.do("GET", "/v1/resources/orders-9", nil); r.Status != 404 {
+		t.Fatalf("the refused claim recorded a resource: %d %s", r.Status, r.Raw)
+	}
+	const lastFloor = "9223372036854775805" // the next grant takes the last token, 2^63-2
+	if r := s.do("POST", "/v1/locks/orders-9/reset", `{"floor":`+lastFloor+`}`, "Authorization", "Bearer admin"); r.Status != 200 {
+		t.Fatalf("reset to the end: %d %s", r.Status, r.Raw)
+	}
+	if r := s.acquire("orders-9", "a", 60000); r.Status != 200 || !strings.Contains(string(r.Raw), `"token":9223372036854775806`) {
+		t.Fatalf("the last grant: %d %s", r.Status, r.Raw)
+	}
+	s.do("POST", "/v1/locks/orders-9/release", map[string]any{"holder": "a"})
+	if r := s.do("POST", "/v1/fence/orders-9", nil, "X-Fencing-Token", "9223372036854775806"); r.Status != 200 {
+		t.Fatalf("fence of the last token: %d %s", r.Status, r.Raw)
 	}
 	r = s.do("POST", "/v1/locks/orders-9/acquire", map[string]any{"holder": "a"})
-	if r.Status != 409 || exact(t, r.Raw, "highWaterMark") != math.MaxInt64 {
+	if r.Status != 409 || exact(t, r.Raw, "highWaterMark") != math.MaxInt64-1 {
 		t.Fatalf("acquire of an exhausted resource: %d %s", r.Status, r.Raw)
 	}
 	r = s.do("POST", "/v1/locks/orders-9/reset", map[string]any{"floor": 5}, "Authorization", "Bearer admin")
@@ -109,7 +126,7 @@ func TestClaimedResourceIsRecoveredByTheAdmin(t *testing.T) {
 	for e.Type != "recover" {
 		e = events.next()
 	}
-	if e.Token != 5 || e.Presented == nil || *e.Presented != math.MaxInt64 || e.Required == nil || *e.Required != 5 || e.Source != "admin" {
+	if e.Token != 5 || e.Presented == nil || *e.Presented != math.MaxInt64-1 || e.Required == nil || *e.Required != math.MaxInt64-1 || e.Source != "admin" {
 		t.Fatalf("recover event: %+v", e)
 	}
 	if r := s.do("GET", "/v1/resources/orders-9", nil); exact(t, r.Raw, "counterAlarm") != 0 {

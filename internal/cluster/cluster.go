@@ -12,9 +12,10 @@
 // those transactions, so they strictly increase across leader changes.
 //
 // Followers forward every request to the leader (a reverse proxy to the
-// leader's advertised URL) and answer 503 with Retry-After while there is
-// none. Every node copies the cluster's event log into its own SQLite
-// history (see the feed), so history survives on every node.
+// leader's advertised URL); while there is none they hold a request for a
+// few seconds, then answer 503 with Retry-After (failover.go). Every node
+// copies the cluster's event log into its own SQLite history (see the
+// feed), so history survives on every node.
 //
 // Waiters (acquire with waitMs) are not carried over a leader change: they
 // live in the leader's memory, and the leader that loses its term answers
@@ -61,7 +62,7 @@ type Config struct {
 	Endpoints   []string      // etcd client URLs
 	Prefix      string        // keys live under it; default /fenceview/
 	Advertise   string        // this node's base URL for its peers, e.g. http://10.0.0.5:8080
-	ElectionTTL time.Duration // a dead leader's term ends within it; default 5s, whole seconds
+	ElectionTTL time.Duration // a dead leader's term ends within it; default 2s, whole seconds
 	Issuer      string        // wanted issuer id; empty: the cluster's, created on first start
 	History     History
 	// Serve builds the handler that answers requests while this node leads,
@@ -103,11 +104,18 @@ type Config struct {
 // DefaultPrefix is where the cluster's keys live unless told otherwise.
 const DefaultPrefix = "/fenceview/"
 
+// DefaultElectionTTL is the election TTL unless told otherwise: the
+// shortest lease etcd grants with its default election timeout (1s). A
+// dead leader's process is usually found sooner (failover.go).
+const DefaultElectionTTL = 2 * time.Second
+
 // Member is a node as the cluster sees it.
 type Member struct {
 	ID   string `json:"id"`
 	URL  string `json:"url"`
 	Role string `json:"role,omitempty"`
+
+	lease clientv3.LeaseID // a leader's session lease (failover.go)
 }
 
 // Node is one fenceview node of a cluster. It serves HTTP (ServeHTTP) as
@@ -124,9 +132,10 @@ type Node struct {
 	creds      *auth.Keyring          // the cluster's API keys (authkeys.go)
 	peerSecret string                 // proves a forwarded request's client address (peer.go)
 	current    atomic.Pointer[term]   // set while this node leads and serves
-	leader     atomic.Pointer[Member] // the leader as etcd says, nil when none
-	gaps       atomic.Int64           // holes found in the history (see the feed)
-	keep       atomic.Int64           // events the log keeps (Config.LogRetention)
+	leader     atomic.Pointer[Member] // the leader as etcd says, nil when none (setLeader)
+	ls         leaderState
+	gaps       atomic.Int64 // holes found in the history (see the feed)
+	keep       atomic.Int64 // events the log keeps (Config.LogRetention)
 	closed     sync.Once
 
 	proxyMu sync.Mutex
@@ -163,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		cfg.Prefix += "/"
 	}
 	if cfg.ElectionTTL <= 0 {
-		cfg.ElectionTTL = 5 * time.Second
+		cfg.ElectionTTL = DefaultElectionTTL
 	}
 	if cfg.LogRetention <= 0 {
 		cfg.LogRetention = 1_000_000
@@ -215,9 +224,10 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel
-	n.done.Add(3)
+	n.done.Add(4)
 	go func() { defer n.done.Done(); n.watchKeys(rctx) }()
 	go func() { defer n.done.Done(); n.watchLeader(rctx) }()
+	go func() { defer n.done.Done(); n.watchLeaderProcess(rctx) }()
 	go func() { defer n.done.Done(); n.run(rctx) }()
 	return n, nil
 }
@@ -340,6 +350,7 @@ func (n *Node) term(ctx context.Context) error {
 		case <-cctx.Done():
 		}
 	}()
+	go n.keepAlive(cctx, sess.Lease())
 
 	feedCtx, stopFeed := context.WithCancel(cctx)
 	feedDone := make(chan struct{})
@@ -402,6 +413,7 @@ func (n *Node) lead(ctx context.Context, el *concurrency.Election) error {
 	// they began.
 	sync := func(ctx context.Context) error { return lw.sync(ctx, svc.LastSeq()) }
 	n.current.Store(&term{svc: svc, handler: n.cfg.Serve(svc, keyring, sync), key: el.Key(), rev: el.Rev(), leading: leading})
+	n.notify() // requests held for a leader (ServeHTTP)
 	n.log.Info("leading the cluster", "url", n.self.URL, "resources", len(resources), "lastSeq", seq)
 
 	trim := time.NewTicker(10 * time.Second)
@@ -419,6 +431,7 @@ func (n *Node) lead(ctx context.Context, el *concurrency.Election) error {
 		}
 	}
 	n.current.Store(nil)
+	n.notify()
 	svc.Close()
 	n.log.Info("leadership ended", "why", why)
 	return why
@@ -457,7 +470,7 @@ func (n *Node) watchLeader(ctx context.Context) {
 		}
 		return err
 	}, func(error) {
-		n.leader.Store(nil) // unknown: answer 503 rather than guess
+		n.setLeader(nil) // unknown: answer 503 rather than guess
 	})
 }
 
@@ -467,16 +480,17 @@ func (n *Node) readLeader(ctx context.Context, pfx string) (int64, error) {
 		return 0, err
 	}
 	if len(resp.Kvs) == 0 {
-		n.leader.Store(nil)
+		n.setLeader(nil)
 		return resp.Header.Revision, nil
 	}
 	var m Member
 	if err := json.Unmarshal(resp.Kvs[0].Value, &m); err != nil || m.URL == "" {
-		n.leader.Store(nil)
+		n.setLeader(nil)
 		return resp.Header.Revision, nil
 	}
 	m.Role = "leader"
-	n.leader.Store(&m)
+	m.lease = clientv3.LeaseID(resp.Kvs[0].Lease)
+	n.setLeader(&m)
 	return resp.Header.Revision, nil
 }
 

@@ -25,8 +25,9 @@ import (
 // two nodes with different views of the leader never bounce a request.
 const forwardedHeader = "X-Fenceview-Forwarded-By"
 
-// ServeHTTP answers as the leader, forwards to the leader, or says there is
-// none (503 with Retry-After).
+// ServeHTTP answers as the leader or forwards to the leader. While there is
+// none it can reach, it waits for the next one, up to failoverWait, and
+// then says there is none (503 with Retry-After).
 func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/v1/cluster" {
 		switch {
@@ -39,32 +40,109 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if t := n.current.Load(); t != nil {
-		if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !websocket.IsWebSocketUpgrade(r) {
-			// A paused leader may not know yet that it was deposed: a read
-			// answers only after etcd confirms the term still stands.
-			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-			err := n.confirm(ctx, t)
-			cancel()
-			if err != nil {
-				unavailable(w, "this node's leadership could not be confirmed; retry")
+	deadline := time.Now().Add(failoverWait)
+	var body []byte // a forwarded request's body, kept to forward it again
+	retryable, read := true, false
+	for {
+		changed := n.changes()
+		if t := n.current.Load(); t != nil {
+			if body != nil { // read to forward it, then this node came to lead
+				r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			}
+			n.serveLeading(w, r, t)
+			return
+		}
+		l := n.leader.Load()
+		if r.Header.Get(forwardedHeader) != "" && (l == nil || l.ID != n.self.ID) {
+			// Another node took this one for the leader: it holds the
+			// request, not this one (no bouncing between views).
+			unavailable(w, "the leader changed; retry")
+			return
+		}
+		if l != nil && l.ID != n.self.ID {
+			if !read {
+				read = true
+				if !n.extendDeadlines(w, r) {
+					return
+				}
+				var ok bool
+				if body, retryable, ok = keepBody(w, r); !ok {
+					return
+				}
+			}
+			if n.forward(w, r, l, body, retryable) {
 				return
 			}
+			// The leader could not be reached and nothing was sent: its
+			// process may be gone. Wait for the next, and forward again.
 		}
-		t.handler.ServeHTTP(&retryWriter{ResponseWriter: w}, r)
-		return
-	}
-	if r.Header.Get(forwardedHeader) != "" {
-		unavailable(w, "the leader changed; retry")
-		return
-	}
-	if l := n.leader.Load(); l != nil && l.ID != n.self.ID {
-		if n.extendDeadlines(w, r) {
-			n.proxy(l.URL).ServeHTTP(w, r)
+		// No leader, or this node won and is not serving yet, or the
+		// leader is unreachable: wait a little for the next one.
+		if time.Now().After(deadline) {
+			unavailable(w, "no cluster leader; retry")
+			return
 		}
-		return
+		select {
+		case <-r.Context().Done():
+			return
+		case <-changed:
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	unavailable(w, "no cluster leader; retry")
+}
+
+// serveLeading answers r as the leader of term t.
+func (n *Node) serveLeading(w http.ResponseWriter, r *http.Request, t *term) {
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !websocket.IsWebSocketUpgrade(r) {
+		// A paused leader may not know yet that it was deposed: a read
+		// answers only after etcd confirms the term still stands.
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		err := n.confirm(ctx, t)
+		cancel()
+		if err != nil {
+			unavailable(w, "this node's leadership could not be confirmed; retry")
+			return
+		}
+	}
+	t.handler.ServeHTTP(&retryWriter{ResponseWriter: w}, r)
+}
+
+// keepBody reads r's body, when it is small enough, so that it can be
+// forwarded again after a leader could not be reached: retryable says so
+// (no body, or one kept). ok is false when the answer is written.
+func keepBody(w http.ResponseWriter, r *http.Request) (body []byte, retryable, ok bool) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, true, true
+	}
+	if r.ContentLength < 0 || r.ContentLength > request.MaxBody {
+		return nil, false, true // streamed through once, as before
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, request.MaxBody))
+	if err != nil {
+		httpapi.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": "reading request body: " + err.Error()})
+		return nil, false, false
+	}
+	return body, true, true
+}
+
+// dialFailed, in a forwarded request's context, is set by the proxy when
+// the leader could not be reached (nothing sent, nothing answered).
+type dialFailed struct{}
+
+// forward sends r to leader l and reports whether it was answered: false
+// when l could not be reached and r, retryable, may go to the next one.
+func (n *Node) forward(w http.ResponseWriter, r *http.Request, l *Member, body []byte, retryable bool) bool {
+	if !retryable {
+		n.proxy(l.URL).ServeHTTP(w, r)
+		return true
+	}
+	failed := false
+	fr := r.WithContext(context.WithValue(r.Context(), dialFailed{}, &failed))
+	if body != nil {
+		fr.Body, fr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
+	n.proxy(l.URL).ServeHTTP(w, fr)
+	return !failed
 }
 
 // extendDeadlines lifts this node's request timeout where the leader sets
@@ -138,7 +216,12 @@ func (n *Node) proxy(base string) http.Handler {
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			var op *net.OpError
 			if errors.As(err, &op) && op.Op == "dial" {
-				// Nothing was sent: the request certainly changed nothing.
+				// Nothing was sent: the request certainly changed nothing,
+				// and may go to the next leader (forward).
+				if failed, ok := r.Context().Value(dialFailed{}).(*bool); ok {
+					*failed = true
+					return
+				}
 				unavailable(w, "the leader is unreachable; retry")
 				return
 			}

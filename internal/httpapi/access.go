@@ -65,7 +65,7 @@ var routeActions = map[string]auth.Action{
 	"POST /v1/elections/{name}/proclaim": auth.Lock,
 	"POST /v1/elections/{name}/resign":   auth.Lock,
 	"POST /v1/elections/{name}/renew":    auth.Lock,
-	"GET /v1/rpc":                        auth.Lock,
+	"GET /v1/rpc":                        auth.Fence, // each op is checked by its own action (rpcAllowed): a guard fences over it
 	"POST /v1/fence/{resource}":          auth.Fence,
 	"POST /v1/decisions":                 auth.Report,
 	"GET /v1/auth/keys":                  auth.Manage,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -135,7 +136,10 @@ func TestRefusalCodes(t *testing.T) {
 	setup("POST", "/v1/fence/marked", `{"token":5}`)
 	setup("POST", "/v1/locks/issued/acquire", `{"holder":"a"}`)
 	setup("POST", "/v1/locks/issued/acquire", `{"holder":"a"}`) // re-entrant: token 2, so token 1 is superseded
-	setup("POST", "/v1/fence/maxed", `{"token":9223372036854775807}`)
+	// The next grant of "maxed" takes its last token; the one after is refused.
+	setup("POST", "/v1/locks/maxed/reset", `{"floor":9223372036854775805}`)
+	setup("POST", "/v1/locks/maxed/acquire", `{"holder":"a"}`)
+	setup("POST", "/v1/locks/maxed/release", `{"holder":"a"}`)
 	a.clock.Advance(1500 * time.Millisecond) // the 1 s leases ran out; "delayed" is in its delay
 	lapsedAt := clock.TestDate.Add(time.Second)
 
@@ -194,7 +198,7 @@ func TestRefusalCodes(t *testing.T) {
 		{code: fenceview.ENOTLEADER, method: "POST", path: "/v1/elections/e/proclaim", body: `{"candidate":"x","value":"v"}`, status: 409,
 			rpc: `{"id":1,"op":"proclaim","name":"e","candidate":"x","value":"v"}`},
 		{code: fenceview.EEXHAUSTED, method: "POST", path: "/v1/locks/maxed/acquire", body: `{"holder":"a"}`, status: 409,
-			want: fields{"lastToken": 0.0}, rpc: `{"id":1,"op":"acquire","resource":"maxed","holder":"a"}`},
+			want: fields{"lastToken": float64(math.MaxInt64 - 1)}, rpc: `{"id":1,"op":"acquire","resource":"maxed","holder":"a"}`},
 		{code: fenceview.ECONFLICT, method: "POST", path: "/v1/locks/issued/recover", body: `{"token":0}`, status: 409},
 		{code: fenceview.ESTALETOKEN, method: "POST", path: "/v1/fence/marked", body: `{"token":3}`, status: 409, wantHeader: "X-Required-Token",
 			want: fields{"reason": "stale-token", "required": 5.0}, rpc: `{"id":1,"op":"fence","resource":"marked","token":3}`},

@@ -134,8 +134,9 @@ func (s *Server) lockHandler(op string, serve func(*Server, context.Context, str
 			s.writeError(w, r, err)
 			return
 		}
-		s.allowWait(w, time.Duration(req.WaitMs.Value)*time.Millisecond)
-		status, out := serve(s, r.Context(), resource, req)
+		wait := time.Duration(req.WaitMs.Value) * time.Millisecond
+		s.allowWait(w, wait)
+		status, out := s.admittedRoute(r, wait, func() (int, any) { return serve(s, r.Context(), resource, req) })
 		writeJSON(w, status, out)
 	}
 }
@@ -207,7 +208,7 @@ func (s *Server) readHandler(read func(*Server, context.Context, string) (int, a
 		if !ok {
 			return
 		}
-		status, body := read(s, r.Context(), resource)
+		status, body := s.admittedRoute(r, 0, func() (int, any) { return read(s, r.Context(), resource) })
 		writeJSON(w, status, body)
 	}
 }
@@ -287,7 +288,7 @@ func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
 		req.modeHeader = &hv[0]
 	}
 	req.origin = "api:" + clientHost(r)
-	status, out := s.fence(r.Context(), resource, req)
+	status, out := s.admittedRoute(r, 0, func() (int, any) { return s.fence(r.Context(), resource, req) })
 	if refusal, ok := out.(httpguard.Refusal); ok {
 		refusal.SetHeader(w.Header())
 	}
@@ -461,12 +462,14 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 		}
 		reports = append(reports, rep)
 	}
-	n, err := s.Service.Report(r.Context(), reports)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"recorded": n})
+	status, body := s.admittedRoute(r, 0, func() (int, any) {
+		n, err := s.Service.Report(r.Context(), reports)
+		if err != nil {
+			return s.errorBody(r.Context(), err)
+		}
+		return http.StatusOK, map[string]any{"recorded": n}
+	})
+	writeJSON(w, status, body)
 }
 
 // resourceState answers GET /v1/resources/{resource}: the resource with

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -50,10 +51,12 @@ func (s *Server) bodyHandler(op string) http.HandlerFunc {
 		}
 		req := body.req
 		req.Op, req.Name = op, r.PathValue("name")
+		var wait time.Duration
 		if req.Waits() {
-			s.allowWait(w, min(millis(req.WaitMs), fenceview.MaxWait))
+			wait = min(millis(req.WaitMs), fenceview.MaxWait)
+			s.allowWait(w, wait)
 		}
-		status, out := serve(s, r.Context(), req)
+		status, out := s.admittedRoute(r, wait, func() (int, any) { return serve(s, r.Context(), req) })
 		writeJSON(w, status, out)
 	}
 }
@@ -173,11 +176,28 @@ func (s *Server) semaphoreAcquire(ctx context.Context, name string, req wire.Sem
 	g, err := s.Service.AcquirePermit(ctx, fenceview.PermitRequest{Semaphore: name, Holder: *req.Holder, Permits: int(req.Permits.Value),
 		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return s.errorBody(ctx, hidePermits(ctx, name, int(req.Permits.Value), err))
 	}
 	s.observeGrant(fenceview.KindPermit, start)
 	_, slot, _ := fenceview.ParseSlotID(g.ResourceID)
 	return http.StatusOK, wire.PermitGrant{Grant: grantWire(g), Semaphore: name, Slot: slot}
+}
+
+// hidePermits keeps a semaphore's permits from a key that may not use
+// every one of its slots: a refusal naming a count other than the one
+// asked ("permits mismatch", or "no permit free" after an admin changed
+// it) becomes the 403 that asking with that count gets (seeSlots), so no
+// answer tells such a key more than "not the count you asked".
+func hidePermits(ctx context.Context, name string, asked int, err error) error {
+	var fe *fenceview.Error
+	if !errors.As(err, &fe) {
+		return err
+	}
+	n, ok := fe.Fields["permits"].(int)
+	if !ok || n == asked || seeSlots(ctx, name, n) == nil {
+		return err
+	}
+	return fenceview.Errorf(fenceview.EFORBIDDEN, "this key may not use every slot of semaphore %q", name)
 }
 
 func (s *Server) semaphoreRelease(ctx context.Context, name string, req wire.SemaphoreRequest) (int, any) {
@@ -226,7 +246,7 @@ func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.Per
 }
 
 func (s *Server) handleSemaphore(w http.ResponseWriter, r *http.Request) {
-	status, body := s.semaphoreState(r.Context(), r.PathValue("name"))
+	status, body := s.admittedRoute(r, 0, func() (int, any) { return s.semaphoreState(r.Context(), r.PathValue("name")) })
 	writeJSON(w, status, body)
 }
 
@@ -405,7 +425,7 @@ func (s *Server) renewLeadership(ctx context.Context, name string, req wire.Elec
 }
 
 func (s *Server) handleElection(w http.ResponseWriter, r *http.Request) {
-	status, body := s.electionState(r.Context(), r.PathValue("name"))
+	status, body := s.admittedRoute(r, 0, func() (int, any) { return s.electionState(r.Context(), r.PathValue("name")) })
 	writeJSON(w, status, body)
 }
 

@@ -1,24 +1,83 @@
 package httpapi
 
 import (
+	"context"
+	"net/http"
 	"sync"
 
+	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
 )
 
-// opGate counts, per key, the RPC operations being applied, so that
+// opGate counts, per key, the operations being applied (RPC operations,
+// and the JSON API's lock operations, fences and reports), so that
 // revoking a key can wait until none of them is: from the revocation's
 // answer on, nothing more of that key is committed. An operation enters
 // only while its key holds, checked under the same lock that drain takes
-// after the revocation, so none slips in between.
+// after the revocation, so none slips in between. A JSON request enters
+// with its cancel: drain ends its wait (an acquire waiting for a held
+// lock) instead of letting it be granted after the revocation.
 type opGate struct {
 	mu   sync.Mutex
 	keys map[string]*gateCount // by key id; an entry lives while ops run
 }
 
 type gateCount struct {
-	n    int
-	idle chan struct{} // made by drain, closed when n reaches 0
+	n       int
+	idle    chan struct{}              // made by drain, closed when n reaches 0
+	cancels map[*gatedRequest]struct{} // the JSON requests in, to end at drain
+}
+
+// gatedRequest is a JSON API request inside the gate.
+type gatedRequest struct{ cancel context.CancelCauseFunc }
+
+// errKeyGone is the answer of a request whose key was revoked while it
+// was being served (errorBody): a 401, whatever the operation said.
+var errKeyGone = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")
+
+// gateRequest serves r inside the gate when it changes state for a key
+// that can be revoked, and refuses it (401) when the key is gone already.
+func (s *Server) gateRequest(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	p := auth.FromContext(r.Context())
+	if p.KeyID == "" || r.Method == http.MethodGet {
+		next.ServeHTTP(w, r) // auth off, and reads and websockets (the RPC stream gates each op)
+		return
+	}
+	if a, _ := actionOf(r.Pattern); a != auth.Lock && a != auth.Fence && a != auth.Report {
+		next.ServeHTTP(w, r) // an admin's call: its key's own revocation must not wait for it
+		return
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	gr := &gatedRequest{cancel: cancel}
+	if !s.ops.enterRequest(p, gr) {
+		s.writeError(w, r, errKeyGone)
+		return
+	}
+	defer s.ops.leaveRequest(p, gr)
+	next.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// enterRequest is enter for a JSON request, which drain cancels.
+func (g *opGate) enterRequest(p *auth.Principal, gr *gatedRequest) bool {
+	if !g.enter(p) {
+		return false
+	}
+	g.mu.Lock()
+	c := g.keys[p.KeyID]
+	if c.cancels == nil {
+		c.cancels = map[*gatedRequest]struct{}{}
+	}
+	c.cancels[gr] = struct{}{}
+	g.mu.Unlock()
+	return true
+}
+
+func (g *opGate) leaveRequest(p *auth.Principal, gr *gatedRequest) {
+	g.mu.Lock()
+	delete(g.keys[p.KeyID].cancels, gr)
+	g.mu.Unlock()
+	g.leave(p)
 }
 
 // enter reports whether p may apply one more operation; when true the
@@ -67,6 +126,13 @@ func (g *opGate) drain(id string) {
 		c.idle = make(chan struct{})
 	}
 	idle := c.idle
+	cancels := make([]*gatedRequest, 0, len(c.cancels))
+	for gr := range c.cancels {
+		cancels = append(cancels, gr)
+	}
 	g.mu.Unlock()
+	for _, gr := range cancels {
+		gr.cancel(errKeyGone) // a waiting acquire gives up, answered 401
+	}
 	<-idle
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -40,8 +39,8 @@ import (
 //
 // A connection costs a fixed budget, whatever its client does: a reader, a
 // writer, at most rpcWorkers workers and rpcMaxWaiting waiting acquires,
-// one request line buffered at a time, and at most rpcAnswerQueue answers
-// waiting for the writer. A client that sends faster than it is served is
+// one message buffered at a time (see readWhole), and at most
+// rpcAnswerQueue answers waiting for the writer. A client that sends faster than it is served is
 // not read until a worker is free (TCP pushes back); a client that does not
 // read its answers is closed once rpcAnswerQueue of them wait, as gorilla's
 // chat example drops a client whose send buffer is full: nothing is
@@ -91,11 +90,13 @@ type rpcConn struct {
 	conn   *websocket.Conn
 	p      *auth.Principal
 	source string
+	addr   string // the client's address: its flow with auth off
 	ctx    context.Context
 	cancel context.CancelFunc
 	out    rpcOut
 	work   chan wire.Request // to an idle worker; unbuffered
 	req    wire.Request      // the reader's decoding target (take)
+	msg    []byte            // the reader's message buffer (readWhole)
 	inline []byte            // the reader's answer buffer (serveInline)
 
 	// Answers waiting for the writer, encoded straight into one buffer
@@ -120,7 +121,7 @@ type rpcConn struct {
 // caller's share of the key's requests in flight; close releases it.
 func (s *Server) newRPCConn(conn *websocket.Conn, r *http.Request) *rpcConn {
 	c := &rpcConn{
-		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r),
+		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r), addr: s.clientAddr(r),
 		wake: make(chan struct{}, 1), work: make(chan wire.Request),
 	}
 	c.out.conn = conn
@@ -162,69 +163,109 @@ func (c *rpcConn) shutdown(writerDone <-chan struct{}) {
 }
 
 // read takes requests until the client leaves or the connection is
-// closed. A message's lines are read one at a time into a buffer of
-// rpcMaxLine bytes: a long message costs no more than a short one.
+// closed. Each message is read whole before any of its requests is
+// applied, so a message over rpcMaxMessage changes nothing: gorilla ends
+// the read at the limit and closes the connection (1009).
 func (c *rpcConn) read() {
 	conn := c.conn
 	conn.SetReadLimit(rpcMaxMessage)
 	conn.SetReadDeadline(time.Now().Add(pongWait))
 	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
-	var lines *bufio.Reader
 	for {
 		_, mr, err := conn.NextReader()
 		if err != nil {
 			return
 		}
 		conn.SetReadDeadline(time.Now().Add(pongWait))
-		if lines == nil {
-			lines = bufio.NewReaderSize(mr, rpcMaxLine)
-		} else {
-			lines.Reset(mr)
-		}
-		if !c.readMessage(lines) {
+		msg, big, err := c.readWhole(mr)
+		if err != nil {
+			c.s.rpcBig.put(big)
 			return
+		}
+		c.readMessage(msg)
+		c.s.rpcBig.put(big)
+		if cap(msg) <= rpcKeptMessage {
+			c.msg = msg[:0]
+		} else {
+			c.msg = nil // a large message's buffer is not kept
 		}
 	}
 }
 
-// readMessage takes the request lines of one message, reporting false
-// when the connection failed or the message is over rpcMaxMessage.
-func (c *rpcConn) readMessage(lines *bufio.Reader) bool {
-	first := true
+// Message buffers: a connection keeps one of up to rpcKeptMessage bytes;
+// a message growing past rpcBigMessage takes one of the server's
+// rpcBigMessages places first (the reader waits for one, and TCP pushes
+// the client back), so large messages cost at most rpcBigMessages *
+// rpcMaxMessage bytes at once, however many connections send them.
+const (
+	rpcKeptMessage = 16 << 10
+	rpcBigMessage  = 64 << 10
+	rpcBigMessages = 64
+)
+
+// bigMessages holds the places of messages over rpcBigMessage being read
+// or served.
+type bigMessages struct {
+	once  sync.Once
+	slots chan struct{}
+}
+
+func (b *bigMessages) take() {
+	b.once.Do(func() { b.slots = make(chan struct{}, rpcBigMessages) })
+	b.slots <- struct{}{}
+}
+
+// put gives back a place taken (big), if any.
+func (b *bigMessages) put(big bool) {
+	if big {
+		<-b.slots
+	}
+}
+
+// readWhole reads one message into the connection's buffer, reporting
+// whether it took a place for a big message (put it back when done).
+func (c *rpcConn) readWhole(r io.Reader) (msg []byte, big bool, err error) {
+	buf := c.msg[:0]
+	if cap(buf) == 0 {
+		buf = make([]byte, 0, 4<<10)
+	}
 	for {
-		line, err := lines.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			err = c.skipLongLine(lines)
-			first = false
-			if err == nil {
-				continue
+		if len(buf) == cap(buf) {
+			if !big && len(buf) >= rpcBigMessage {
+				c.s.rpcBig.take()
+				big = true
 			}
-			line = nil
+			buf = append(buf, 0)[:len(buf)]
 		}
-		if err != nil && err != io.EOF {
-			return false
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, big, nil
+		}
+		if err != nil {
+			return nil, big, err // over the limit, or the connection failed
+		}
+	}
+}
+
+// readMessage takes the request lines of one message.
+func (c *rpcConn) readMessage(msg []byte) {
+	first := true
+	for len(msg) > 0 {
+		line, rest, found := bytes.Cut(msg, []byte{'\n'})
+		msg = rest
+		if len(line) >= rpcMaxLine {
+			status, body := c.s.errorBody(c.ctx, fenceview.Errorf(fenceview.ETOOLARGE, "a request line is at most %d bytes", rpcMaxLine))
+			c.reply(0, status, body)
+			first = false
+			continue
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			// A lone request: the message's only line, with no newline.
-			c.take(bytes.TrimSuffix(line, []byte{'\n'}), first && err == io.EOF)
+			c.take(line, first && !found)
 			first = false
 		}
-		if err == io.EOF {
-			return true
-		}
 	}
-}
-
-// skipLongLine answers a request line over rpcMaxLine and passes over the
-// rest of it, returning the error that ended it (nil at its newline).
-func (c *rpcConn) skipLongLine(lines *bufio.Reader) error {
-	status, body := c.s.errorBody(c.ctx, fenceview.Errorf(fenceview.ETOOLARGE, "a request line is at most %d bytes", rpcMaxLine))
-	c.reply(0, status, body)
-	err := bufio.ErrBufferFull
-	for err == bufio.ErrBufferFull {
-		_, err = lines.ReadSlice('\n')
-	}
-	return err
 }
 
 // take decodes one request line and hands it on: a request that may wait
@@ -252,7 +293,7 @@ func (c *rpcConn) take(line []byte, single bool) {
 		c.serveWaiting(req)
 		return
 	}
-	c.takeSlot() // the key at its share: this connection is not read until a request of the key is done
+	c.takeSlot()
 	if single && c.busy.Load() == 0 {
 		c.serveInline(req)
 		return
@@ -262,8 +303,9 @@ func (c *rpcConn) take(line []byte, single bool) {
 }
 
 // serveWaiting serves an acquire that may wait in a goroutine of its own
-// (bounded by rpcMaxWaiting, and by the server's --max-waiters), so a
-// wait never takes a worker.
+// (bounded by rpcMaxWaiting, by the key's --max-waiters-per-key and by the
+// server's --max-waiters), so a wait never takes a worker. Until it starts
+// waiting it holds one of the key's in-flight slots, as any request does.
 func (c *rpcConn) serveWaiting(req wire.Request) {
 	if c.waiting.Add(1) > rpcMaxWaiting {
 		c.waiting.Add(-1)
@@ -272,6 +314,7 @@ func (c *rpcConn) serveWaiting(req wire.Request) {
 		c.reply(req.ID, status, body)
 		return
 	}
+	c.takeSlot()
 	// A lock's acquire keeps only what it needs.
 	if req.Op == wire.OpAcquire {
 		req = wire.Request{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
@@ -281,7 +324,9 @@ func (c *rpcConn) serveWaiting(req wire.Request) {
 	go func() {
 		defer c.inflight.Done()
 		defer c.waiting.Add(-1)
-		c.serve(req)
+		entered := sync.OnceFunc(c.freeSlot)
+		defer entered()
+		c.serveEntered(req, entered)
 	}()
 }
 
@@ -290,7 +335,7 @@ func (c *rpcConn) serveWaiting(req wire.Request) {
 // is busy. One client calling one request at a time (Redis's usual
 // caller) saves two goroutine hand-offs per call.
 func (c *rpcConn) serveInline(req wire.Request) {
-	status, body := c.answer(req)
+	status, body := c.answer(req, nil)
 	c.freeSlot()
 	c.qmu.Lock()
 	idle := c.npending == 0
@@ -348,15 +393,30 @@ func (c *rpcConn) worker(req wire.Request) {
 }
 
 func (c *rpcConn) serve(req wire.Request) {
-	status, body := c.answer(req)
+	status, body := c.answer(req, nil)
 	c.busy.Add(-1)
-	if !req.Waits() {
-		c.freeSlot()
-	}
+	c.freeSlot()
 	c.reply(req.ID, status, body)
 }
 
+// serveEntered serves a waiting acquire, whose slot entered frees.
+func (c *rpcConn) serveEntered(req wire.Request, entered func()) {
+	status, body := c.answer(req, entered)
+	c.busy.Add(-1)
+	c.reply(req.ID, status, body)
+}
+
+// takeSlot takes one of the key's in-flight slots: while the key is at its
+// share, this connection is not read until a request of the key is done.
 func (c *rpcConn) takeSlot() {
+	if c.slots != nil && c.s.slotFull != nil {
+		select {
+		case c.slots <- struct{}{}:
+			return
+		default:
+			c.s.slotFull()
+		}
+	}
 	if c.slots != nil {
 		c.slots <- struct{}{}
 	}
@@ -409,14 +469,27 @@ func (k *keySlots) close(id string) {
 
 var errRevoked = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")
 
-// answer applies one request, unless the caller's key was revoked or its
-// session ended since the connection opened: a message already read stops
-// being applied at the revocation.
-func (c *rpcConn) answer(req wire.Request) (status int, body any) {
+// answer applies one request once admitted (admission.go), unless the
+// caller's key was revoked or its session ended since the connection
+// opened: a message already read stops being applied at the revocation.
+// entered, for a waiting acquire, is called when it starts or is refused.
+func (c *rpcConn) answer(req wire.Request, entered func()) (status int, body any) {
 	if !c.s.ops.enter(c.p) {
+		if entered != nil {
+			entered()
+		}
 		return c.s.errorBody(c.ctx, errRevoked)
 	}
-	status, body = c.s.dispatchRPC(c.ctx, req, c.source)
+	dispatch := func() (int, any) { return c.s.dispatchRPC(c.ctx, req, c.source) }
+	if class, ok := rpcClasses[req.Op]; ok {
+		var wait time.Duration
+		if req.Waits() {
+			wait = min(time.Duration(req.WaitMs.Value)*time.Millisecond, fenceview.MaxWait)
+		}
+		status, body = c.s.admitted(c.ctx, c.addr, class, wait, entered, dispatch)
+	} else {
+		status, body = dispatch()
+	}
 	c.s.ops.leave(c.p)
 	return status, body
 }

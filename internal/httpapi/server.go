@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -45,9 +46,16 @@ type Server struct {
 	// or empty: each request's own; FenceModeCurrent: all current).
 	FenceMode string
 
+	// Overload is the admission control of lock operations, fences,
+	// reports and reads (admission.go); nil: its defaults.
+	Overload     *Overload
+	overloadOnce sync.Once
+	slotFull     func() // tests: told when an RPC request waits for its key's in-flight slot
+
 	websockets wsCount
 	ops        opGate   // RPC operations being applied, per key (revoke.go)
 	keySlots   keySlots // RPC requests in flight, per key (rpc.go)
+	rpcBig     bigMessages
 
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
 	Auth     Credentials
@@ -118,7 +126,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.mux.ServeHTTP(w, r)
+	s.gateRequest(w, r, s.mux)
 }
 
 // handleNoRoute answers every path no route matched: 405 when another method
@@ -200,8 +208,18 @@ func (s *Server) requireAdmin(r *http.Request) error {
 // ...fields}, with the headers its code calls for: WWW-Authenticate on
 // 401, Retry-After on 503 and when the error says when to retry.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = keyGoneOr(r.Context(), err)
 	s.logError(r.Context(), err)
 	WriteError(w, err)
+}
+
+// keyGoneOr is errKeyGone for a request whose key was revoked while it
+// waited (whatever the refusal, the key is why), err otherwise.
+func keyGoneOr(ctx context.Context, err error) error {
+	if ctx.Err() != nil && context.Cause(ctx) == errKeyGone {
+		return errKeyGone
+	}
+	return err
 }
 
 // WriteError writes err as every refusal of the API is written (see
@@ -232,6 +250,7 @@ func errorHeaders(h http.Header, body map[string]any) {
 // API and the RPC stream. Only internal errors are logged: the others are
 // the client's business.
 func (s *Server) errorBody(ctx context.Context, err error) (int, map[string]any) {
+	err = keyGoneOr(ctx, err)
 	s.logError(ctx, err)
 	return errorJSON(err)
 }

@@ -20,6 +20,11 @@ type batch struct {
 	order   []*state
 	events  []fenceview.Event
 	serve   []handoff
+	// taken are the semaphore and multi-lock waiters this batch answers
+	// (serve): they leave their queues, which live outside the working
+	// copies, only when the batch is applied (applyLocked), so a change
+	// refused after a hand-off leaves them waiting, not lost.
+	taken []*waiter
 
 	grants, renewals, releases, expiries int
 	byKind                               [kinds]int // grants
@@ -51,10 +56,35 @@ type batch struct {
 }
 
 type handoff struct {
-	w  *waiter
-	g  *fenceview.Grant
-	gs []fenceview.Grant // a multi-lock's grants
+	w   *waiter
+	g   *fenceview.Grant
+	gs  []fenceview.Grant // a multi-lock's grants
+	err error             // the waiter's own refusal, instead of a grant
 }
+
+// take answers wt, a semaphore's or a multi-lock's waiter, from this
+// batch: h once it is durable. Until the batch is applied, the batch's
+// decisions see wt as gone from its queues (waiting).
+func (b *batch) take(wt *waiter, h handoff) {
+	h.w = wt
+	b.serve = append(b.serve, h)
+	b.taken = append(b.taken, wt)
+}
+
+// waiting reports whether wt still waits as this batch sees it.
+func (b *batch) waiting(wt *waiter) bool {
+	for _, x := range b.taken {
+		if x == wt {
+			return false
+		}
+	}
+	return true
+}
+
+// handOffRefused is why the waiter g cannot be handed a lock whatever its
+// state: an id recorded before ValidateNewID refused such ids, say. It
+// gets that refusal as its answer rather than waiting for nothing.
+func handOffRefused(g grantReq) error { return ValidateNewID(g.holder) }
 
 // begin starts a batch. s.mu must be held until commit returns.
 func (s *Service) begin() *batch {
@@ -266,12 +296,19 @@ func (b *batch) handOff(w *state) {
 	if w.res.Holder != "" || b.delayed(w) {
 		return
 	}
-	if len(w.waiters) > 0 {
+	for len(w.waiters) > 0 {
 		next := w.waiters[0]
 		w.waiters = w.waiters[1:]
-		g, err := b.grant(w, next.grantReq)
+		err := handOffRefused(next.grantReq)
+		var g fenceview.Grant
+		if err == nil {
+			g, err = b.grant(w, next.grantReq)
+		}
 		if err != nil {
-			return // tokens exhausted: the waiter times out like any other
+			// Its own refusal (the lock's tokens are exhausted, its id
+			// is refused) is its answer: the next waiter's turn.
+			b.serve = append(b.serve, handoff{w: next, err: err})
+			continue
 		}
 		b.serve = append(b.serve, handoff{w: next, g: &g})
 		return
@@ -332,7 +369,7 @@ func (b *batch) decide(w *state, d guard.Decision, holder, source string, at tim
 		// Tokens from elsewhere: the plain rule. The first grant here
 		// goes above the mark, with an alarm (grant).
 		vouched := proven && d.Accepted // claimed is a token this issuer signed
-		if reported && !vouched && claimed > fenceview.MaxReportedMark {
+		if reported && aboveForeignCap(r, claimed, vouched) {
 			b.alarm(w, fenceview.AlarmForeignMark, claimed, source, at)
 			claimed = fenceview.MaxReportedMark
 		}

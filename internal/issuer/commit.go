@@ -94,7 +94,22 @@ func (s *Service) applyLocked(b *batch) bool {
 		st.waiters = w.waiters
 		s.track(st, &r)
 	}
+	for _, wt := range b.taken { // answered by b: out of their queues
+		if wt.ids != nil {
+			s.dropMulti(wt)
+		} else {
+			q := s.permitQ[wt.sem]
+			removeWaiter(&q, wt)
+			s.setPermitQ(wt.sem, q)
+		}
+	}
 	if len(b.events) == 0 {
+		// Nothing durable, so nothing granted: the waiters it answers
+		// are told their own refusals now.
+		for _, h := range b.serve {
+			h.w.result <- waitResult{err: h.err}
+			s.unwait(h.w)
+		}
 		return false
 	}
 	for i := range b.events {
@@ -244,7 +259,7 @@ func (s *Service) commitGroup(group []*batch) delivery {
 	}
 	for _, b := range group {
 		for _, h := range b.serve {
-			h.w.result <- waitResult{grant: h.g, grants: h.gs}
+			h.w.result <- waitResult{grant: h.g, grants: h.gs, err: h.err}
 			s.unwait(h.w)
 		}
 		s.metrics.add(b)

@@ -140,6 +140,7 @@ type waiter struct {
 	grantReq
 	result chan waitResult // buffered; written once, or closed on shutdown
 	ids    []string        // a multi-lock's resources (multilock.go)
+	sem    string          // a semaphore's name, for its waiters (semaphore.go)
 	// How long it may wait, how to take it out of its queue when it gives
 	// up (await), and the resource queuedHook names.
 	wait     time.Duration
@@ -452,6 +453,9 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 		return guard.Decision{}, err
 	}
 	verified := s.fenceVerified(f) // Ed25519 before the lock, not under it
+	// A token above the foreign cap proves itself issued here by its
+	// signature alone (as a report's does), checked here, outside the lock.
+	proven := f.Token.Token > fenceview.MaxReportedMark && f.Token.Signature != "" && s.verify(f.ResourceID, f.Token.Token, f.Token.Signature)
 	if f.Source != "" {
 		if err := fenceview.ValidateSource(f.Source); err != nil {
 			return guard.Decision{}, err
@@ -468,6 +472,9 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 			return refused(err)
 		}
 		w := b.get(f.ResourceID)
+		if err := overForeignCap(&w.res, f.Token.Token, proven); err != nil {
+			return refused(err)
+		}
 		b.expireIfDue(w)
 		d = s.fenceDecision(&w.res, f, mode, verified)
 		b.decide(w, d, f.Holder, f.Source, b.now, false, false)
@@ -477,6 +484,31 @@ func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision,
 		return guard.Decision{}, err
 	}
 	return d, nil
+}
+
+// overForeignCap refuses a fence of token on r that would set r's mark
+// above fenceview.MaxReportedMark while this server never issued a token
+// for r: one fence of 2^63-1 would otherwise leave it, or a semaphore's
+// slot, unable to grant until an admin's recovery. It is the rule reports
+// follow (decide), but a fence is answered, not recorded as a guard's
+// claim, so it is refused and changes nothing. proven: the token carries
+// this issuer's signature, so it was issued here.
+func overForeignCap(r *fenceview.Resource, token int64, proven bool) error {
+	if !aboveForeignCap(r, token, proven) {
+		return nil
+	}
+	return &fenceview.Error{Code: fenceview.EINVALID,
+		Message: fmt.Sprintf("token %d is above %d (2^62), the highest a resource this server never issued a token for accepts; present a lower token, or acquire the lock first",
+			token, int64(fenceview.MaxReportedMark)),
+		Fields: map[string]any{"maxToken": int64(fenceview.MaxReportedMark)}}
+}
+
+// aboveForeignCap is the one rule of fences and reports: a mark above
+// fenceview.MaxReportedMark on a resource this server never issued a
+// token for, unless vouched for by this issuer's signature, is more than
+// anything from elsewhere may set (2^62 grants must remain above it).
+func aboveForeignCap(r *fenceview.Resource, mark int64, vouched bool) bool {
+	return r.LastToken == 0 && !vouched && mark > fenceview.MaxReportedMark
 }
 
 // fenceDecision is the server's own guard: f's token against r, in mode,

@@ -138,9 +138,12 @@ func (s *Service) dropMulti(mw *waiter) bool {
 // lock is free now, in this batch. Waiting multi-locks are queued by each
 // of their locks, so a release looks only at those that name its lock.
 func (b *batch) handOffMulti(id string) {
-	s := b.s
-	for _, mw := range s.multi[id] {
-		if !b.takeableNoExpiry(mw.ids, mw.grantReq) {
+	for _, mw := range b.s.multi[id] {
+		if !b.waiting(mw) || !b.takeableNoExpiry(mw.ids, mw.grantReq) {
+			continue
+		}
+		if err := handOffRefused(mw.grantReq); err != nil {
+			b.take(mw, handoff{err: err})
 			continue
 		}
 		// Each grant is checked first, so grantAll cannot fail half way
@@ -152,8 +155,7 @@ func (b *batch) handOffMulti(id string) {
 		if err != nil {
 			continue
 		}
-		s.dropMulti(mw)
-		b.serve = append(b.serve, handoff{w: mw, gs: gs})
+		b.take(mw, handoff{gs: gs}) // out of its queues once b is applied
 		return
 	}
 }

@@ -57,14 +57,10 @@ func TestReportCannotExhaustAnUnusedID(t *testing.T) {
 	if res, _ := h.Resource("moved"); res.HighWaterMark != fenceview.MaxReportedMark || res.CounterAlarm != 0 {
 		t.Fatalf("report at the bound: %+v", res)
 	}
-	// The server's own fence keeps the plain rule: what it accepted is its
-	// mark, bound or not.
-	if d := h.fence(t, "claimed", math.MaxInt64-5); !d.Accepted {
-		t.Fatalf("own fence: %+v", d)
-	}
-	if res, _ := h.Resource("claimed"); res.HighWaterMark != math.MaxInt64-5 {
-		t.Fatalf("own fence's mark: %+v", res)
-	}
+	// The server's own fence follows the same cap: above it, refused,
+	// nothing recorded (TestFenceAboveTheForeignCapChangesNothing).
+	_, err := h.Fence(ctx, fenceview.Fence{ResourceID: "claimed", Token: guard.Token{Token: math.MaxInt64 - 5}})
+	wantCode(t, err, fenceview.EINVALID)
 }
 
 // With --require-signatures an unsigned report raises nothing, on an

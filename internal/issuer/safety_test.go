@@ -151,10 +151,10 @@ func TestTokensNeverReachTheMaximumByCounting(t *testing.T) {
 }
 
 // /v1/fence on a resource this server never issued for keeps the plain
-// rule, so an id can be claimed in advance with a huge token. The first
-// grant then goes above the claimed mark (any guard that saw it would
-// refuse a lower one) and raises a foreign-mark alarm; a claim at 2^63-1
-// leaves nothing to grant, and recovery brings the resource back.
+// rule up to 2^62, so an id can be claimed in advance with a large token.
+// The first grant then goes above the claimed mark (any guard that saw it
+// would refuse a lower one) and raises a foreign-mark alarm; recovery
+// brings the resource back to small tokens.
 func TestFenceClaimInAdvanceIsVisibleAndRecoverable(t *testing.T) {
 	h := newHarness(t)
 	if d := h.fence(t, "orders-7", 1<<40); !d.Accepted {
@@ -170,12 +170,16 @@ func TestFenceClaimInAdvanceIsVisibleAndRecoverable(t *testing.T) {
 		t.Fatalf("no foreign-mark alarm: %+v %+v", res, alarms)
 	}
 
-	if d := h.fence(t, "orders-8", math.MaxInt64); !d.Accepted {
-		t.Fatalf("plain rule: %+v", d)
+	if d := h.fence(t, "orders-8", fenceview.MaxReportedMark); !d.Accepted {
+		t.Fatalf("plain rule at the cap: %+v", d)
 	}
-	_, err := h.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "orders-8", Holder: "a", Lease: time.Minute, Wait: 0})
-	wantCode(t, err, fenceview.EEXHAUSTED)
-	res, err = h.Recover(ctx, "orders-8", 0)
+	if g := acquire(t, h.Service, "orders-8", "a", time.Minute); g.Fencing.Token != fenceview.MaxReportedMark+1 {
+		t.Fatalf("grant above a claim at the cap = %d", g.Fencing.Token)
+	}
+	if err := h.ForceExpire(ctx, "orders-8"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Recover(ctx, "orders-8", 0)
 	if err != nil || res.HighWaterMark != 0 || res.LastToken != 0 {
 		t.Fatalf("recover: %+v %v", res, err)
 	}
@@ -183,8 +187,40 @@ func TestFenceClaimInAdvanceIsVisibleAndRecoverable(t *testing.T) {
 		t.Fatalf("grant after recovery = %d, want 1", g.Fencing.Token)
 	}
 	rec := h.events(t, "orders-8", fenceview.EventRecover)
-	if len(rec) != 1 || rec[0].Presented != math.MaxInt64 || rec[0].Required != 0 || rec[0].Token != 0 || rec[0].Source != "admin" {
+	if len(rec) != 1 || rec[0].Presented != fenceview.MaxReportedMark || rec[0].Required != fenceview.MaxReportedMark+1 || rec[0].Token != 0 || rec[0].Source != "admin" {
 		t.Fatalf("recover event: %+v", rec)
+	}
+}
+
+// A fence of 2^63-1 on an id never granted set the mark there, and the id
+// could not be granted again until an admin recovered it; on a slot
+// (jobs#1) it blocked the whole semaphore. Above 2^62, the cap reports
+// already had, a fence is refused as a report is capped, and changes
+// nothing: no resource, no mark, no event.
+func TestFenceAboveTheForeignCapChangesNothing(t *testing.T) {
+	h := newHarness(t)
+	for _, id := range []string{"never-granted", "jobs#1"} {
+		for _, tok := range []int64{math.MaxInt64, fenceview.MaxIssued, fenceview.MaxReportedMark + 1} {
+			_, err := h.Fence(ctx, fenceview.Fence{ResourceID: id, Token: guard.Token{Token: tok}})
+			wantCode(t, err, fenceview.EINVALID)
+		}
+		if _, err := h.Resource(id); fenceview.ErrorCode(err) != fenceview.ENOTFOUND {
+			t.Fatalf("%s after refused fences: %v", id, err)
+		}
+	}
+	if evs, _ := h.db.EventsAfter(ctx, 0, "", 10); len(evs) != 0 {
+		t.Fatalf("refused fences recorded: %+v", evs)
+	}
+	acquire(t, h.Service, "never-granted", "a", time.Minute)
+	for _, holder := range []string{"a", "b"} {
+		if _, err := h.AcquirePermit(ctx, fenceview.PermitRequest{Semaphore: "jobs", Holder: holder, Permits: 2, Lease: time.Minute}); err != nil {
+			t.Fatalf("permit for %s: %v", holder, err)
+		}
+	}
+	// Once tokens are issued for it, a large token is unissued as before.
+	d, err := h.Fence(ctx, fenceview.Fence{ResourceID: "never-granted", Token: guard.Token{Token: math.MaxInt64}})
+	if err != nil || d.Accepted || d.Reason != guard.ReasonUnissued {
+		t.Fatalf("a huge token after a grant: %+v %v", d, err)
 	}
 }
 

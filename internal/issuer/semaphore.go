@@ -77,7 +77,7 @@ func (b *batch) takePermit(req fenceview.PermitRequest, g grantReq) outcome {
 			}
 		}
 	}
-	if len(s.permitQ[name]) == 0 {
+	if b.permitWaiters(name) == 0 {
 		w, err := b.freeSlot(name, permits)
 		if err != nil {
 			return refused(err)
@@ -89,6 +89,7 @@ func (b *batch) takePermit(req fenceview.PermitRequest, g grantReq) outcome {
 	o := b.mayWait(req.Wait, g, noPermitError(permits))
 	if wt := o.waiter; wt != nil {
 		s.permitQ[name] = append(s.permitQ[name], wt)
+		wt.sem = name
 		wt.queuedOn = fenceview.SlotID(name, 0)
 		wt.dequeue = func() (error, bool) {
 			q := s.permitQ[name]
@@ -104,12 +105,14 @@ func (b *batch) takePermit(req fenceview.PermitRequest, g grantReq) outcome {
 
 // freeSlot returns the working copy of the lowest slot of name below
 // permits that a newcomer can be granted now, nil when every one is
-// taken, or the error of admitting a new one.
+// taken, or the error of admitting a new one. A slot whose tokens are
+// exhausted is skipped: it waits for an admin's recovery while the other
+// slots serve.
 func (b *batch) freeSlot(name string, permits int) (*state, error) {
 	for i := range permits {
 		id := fenceview.SlotID(name, i)
 		if w, ok := b.lookup(id); ok {
-			if b.vacant(w) {
+			if b.vacant(w) && fenceview.NextToken(w.res) != 0 {
 				return w, nil
 			}
 			continue
@@ -121,11 +124,23 @@ func (b *batch) freeSlot(name string, permits int) (*state, error) {
 			}
 			return b.get(id), nil
 		}
-		if r := st.res.Load(); r.Holder == "" && len(st.waiters) == 0 && !r.AvailableAt.After(b.now) {
+		if r := st.res.Load(); r.Holder == "" && len(st.waiters) == 0 && !r.AvailableAt.After(b.now) && fenceview.NextToken(*r) != 0 {
 			return b.get(id), nil
 		}
 	}
 	return nil, nil
+}
+
+// permitWaiters counts the semaphore name's waiters as this batch sees
+// them: those it answers are gone.
+func (b *batch) permitWaiters(name string) int {
+	n := 0
+	for _, wt := range b.s.permitQ[name] {
+		if b.waiting(wt) {
+			n++
+		}
+	}
+	return n
 }
 
 // handOffPermit grants w, a free slot, to its semaphore's first waiter,
@@ -136,18 +151,25 @@ func (b *batch) handOffPermit(w *state) bool {
 	if !ok {
 		return false
 	}
-	q := b.s.permitQ[name]
-	if len(q) == 0 || slot >= b.permits(name) {
-		return false
+	if slot >= b.permits(name) || fenceview.NextToken(w.res) == 0 {
+		return false // lowered away, or its tokens exhausted: the waiters wait for another slot
 	}
-	next := q[0]
-	b.s.setPermitQ(name, q[1:])
-	g, err := b.grant(w, next.grantReq)
-	if err != nil {
-		return false // tokens of this slot exhausted: the waiter waits on
+	for _, next := range b.s.permitQ[name] {
+		if !b.waiting(next) {
+			continue
+		}
+		if err := handOffRefused(next.grantReq); err != nil {
+			b.take(next, handoff{err: err})
+			continue
+		}
+		g, err := b.grant(w, next.grantReq)
+		if err != nil {
+			return false // not for a checked slot; the waiter waits on
+		}
+		b.take(next, handoff{g: &g})
+		return true
 	}
-	b.serve = append(b.serve, handoff{w: next, g: &g})
-	return true
+	return false
 }
 
 func (s *Service) setPermitQ(name string, q []*waiter) {
@@ -210,7 +232,7 @@ func (b *batch) setPermits(name string, permits int) outcome {
 	}
 	b.get(slot0).res.Permits = permits
 	b.event(fenceview.Event{Type: fenceview.EventPermits, ResourceID: slot0, Permits: permits, Source: "admin"})
-	for len(b.s.permitQ[name]) > 0 {
+	for b.permitWaiters(name) > 0 {
 		w, err := b.freeSlot(name, permits)
 		if err != nil || w == nil || !b.handOffPermit(w) {
 			break
@@ -253,8 +275,8 @@ func (s *Service) Semaphore(name string) (fenceview.Semaphore, error) {
 		if held {
 			sem.Held = append(sem.Held, fenceview.Slot{Slot: slot, ResourceID: k.id, Holder: r.Holder, Token: r.Token, ExpiresAt: r.ExpiresAt})
 		}
-		if slot < permits && (held || r.AvailableAt.After(now)) {
-			sem.Free--
+		if slot < permits && (held || r.AvailableAt.After(now) || fenceview.NextToken(*r) == 0) {
+			sem.Free-- // held, in its delay, or out of tokens (freeSlot passes it over)
 		}
 		return true
 	})

@@ -30,10 +30,11 @@ func memInUse() uint64 {
 }
 
 func TestRPCConnectionMemoryBudget(t *testing.T) {
-	s := servertest.Start(t, server.Config{AdminToken: admin})
+	const conns = 32 // 8,192 waiters, under the default --max-waiters
+	// One key has them all: its own cap (--max-waiters-per-key) is raised.
+	s := servertest.Start(t, server.Config{AdminToken: admin, MaxWaitersPerKey: conns * rpcMaxWaitingForTest})
 	_, cli := newKey(t, s, "busy", "client")
 	call(t, nil, "POST", s.URL()+"/v1/locks/held/acquire", admin, acquireBody("owner"))
-	const conns = 32 // 8,192 waiters, under the default --max-waiters
 	baseMem, baseG := memInUse(), goroutines()
 	var ws []*websocket.Conn
 	var work strings.Builder // more requests than workers, the longest lines allowed among them

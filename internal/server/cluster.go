@@ -72,6 +72,7 @@ func (s *Server) startCluster(ctx context.Context, cfg Config) error {
 			// The single server's limits, per term: every term's API caps
 			// its websockets and gives waits their time on top.
 			api.MaxWebsockets, api.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
+			api.Overload = s.overload(cfg)
 			// The throttle counts the clients a follower forwards for, not
 			// the follower. s.Node is set before the listener serves.
 			clientAddr := func(r *http.Request) string { return s.Node.ClientAddr(r) }

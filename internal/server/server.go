@@ -20,6 +20,7 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/cluster"
 	"github.com/fenceview/fenceview/internal/demo"
+	"github.com/fenceview/fenceview/internal/fair"
 	"github.com/fenceview/fenceview/internal/httpapi"
 	"github.com/fenceview/fenceview/internal/issuer"
 	"github.com/fenceview/fenceview/internal/signing"
@@ -62,6 +63,10 @@ type Config struct {
 	MaxWaiters     int
 	MaxWebsockets  int
 	RequestTimeout time.Duration
+	// Overload bounds admission control (package fair; zero fields take
+	// fair.Defaults), MaxWaitersPerKey each flow's waiting acquires.
+	Overload         fair.Config
+	MaxWaitersPerKey int
 	// History bounds the event history, pruned in the background (zero:
 	// keep every event).
 	History sqlite.Retention
@@ -236,6 +241,7 @@ func (s *Server) buildAPI(ctx context.Context, cfg Config) (err error) {
 	s.API.StreamLag = s.Metrics.ObserveStreamLag
 	s.API.ObserveGrant = s.Metrics.ObserveGrant
 	s.API.MaxWebsockets, s.API.RequestTimeout = cfg.MaxWebsockets, cfg.RequestTimeout
+	s.API.Overload = s.overload(cfg)
 	if s.Credentials, err = auth.NewKeyring(ctx, s.DB, cfg.AdminToken, cfg.Clock.Now); err != nil {
 		return err
 	}
@@ -369,4 +375,19 @@ func (s *Server) Close() error {
 func isLoopback(addr net.Addr) bool {
 	tcp, ok := addr.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
+}
+
+// DefaultHoldShed is how long a shed answer is held at most before it
+// goes out (httpapi.Overload.HoldShed).
+const DefaultHoldShed = time.Second
+
+// overload is the API's admission control, its metrics fed to s.Metrics.
+// In cluster mode each term's API has its own: a new leader starts with
+// empty queues.
+func (s *Server) overload(cfg Config) *httpapi.Overload {
+	return &httpapi.Overload{
+		Dispatcher: fair.NewDispatcher(cfg.Overload), MaxWaitersPerKey: cfg.MaxWaitersPerKey,
+		ObserveShed: s.Metrics.ObserveShed, ObserveQueueWait: s.Metrics.ObserveQueueWait,
+		HoldShed: DefaultHoldShed,
+	}
 }

@@ -39,6 +39,7 @@ type Metrics struct {
 	watchOnce sync.Once
 	service   serviceCollector
 	lockTimes lockTimesCollector // locktimes.go
+	overload  overloadMetrics    // overload.go
 }
 
 // Buckets for durations in seconds: 0.25 ms to about 8 s, where a fenceview
@@ -89,6 +90,7 @@ func New() *Metrics {
 	}
 	m.streamLag = seconds("fenceview_stream_lag_seconds",
 		"Event stream lag: from an event's publication (its commit is durable) to its frame leaving for a websocket client.")
+	m.overload = newOverloadMetrics(m.Registry)
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

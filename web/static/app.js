@@ -52,19 +52,49 @@
     return future ? 'in ' + text : text + ' ago';
   }
 
-  // localize shows a <time> one way everywhere: local time in the viewer's
-  // zone (with the date when it is not today), how long ago, and the exact
-  // UTC on hover.
+  // group is a count or token (a number, or its decimal text) in the one
+  // format of every number on the page, digits in groups of three (the
+  // server's dashboard.group).
+  function group(n) {
+    return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  }
+
+  // ungroup reads a grouped number back.
+  function ungroup(text) { return Number(String(text).replace(/,/g, '')) || 0; }
+
+  var CLOCK = { hour: '2-digit', minute: '2-digit', second: '2-digit' };
+  var MINUTE = { hour: '2-digit', minute: '2-digit' };
+  var DATE = { year: 'numeric', month: 'short', day: 'numeric' };
+
+  // localize shows an instant one way everywhere, in the viewer's zone: the
+  // server writes every time as UTC (a <time datetime>, or an axis label's
+  // data-datetime) and this formats all of them, rows and axes alike, with
+  // the same clock. Modes (data-local): "time" is the time of day (with the
+  // date when not today) and how long ago, "datetime" the same with the
+  // date always, "clock" the time of day alone, "minute" hours and minutes,
+  // "day" the date and hours and minutes. A <time> keeps the exact UTC on
+  // hover.
   function localize(t) {
-    var d = new Date(t.getAttribute('datetime'));
+    var d = new Date(t.getAttribute('datetime') || t.getAttribute('data-datetime'));
     if (isNaN(d.getTime())) return;
-    var opts = { hour: '2-digit', minute: '2-digit', second: '2-digit' };
-    var today = new Date().toDateString() === d.toDateString();
-    if (!today || t.dataset.local === 'datetime') {
-      opts.year = 'numeric'; opts.month = 'short'; opts.day = 'numeric';
+    var mode = t.getAttribute('data-local');
+    var clock = d.toLocaleTimeString(undefined, CLOCK);
+    switch (mode) {
+      case 'clock': t.textContent = clock; break;
+      case 'minute': t.textContent = d.toLocaleTimeString(undefined, MINUTE); break;
+      case 'day':
+        t.textContent = d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' }) + ', ' + d.toLocaleTimeString(undefined, MINUTE);
+        break;
+      default:
+        var today = new Date().toDateString() === d.toDateString();
+        var date = !today || mode === 'datetime' ? d.toLocaleDateString(undefined, DATE) + ', ' : '';
+        t.textContent = date + clock + ' \u00b7 ' + relative(d);
     }
-    t.textContent = d.toLocaleString(undefined, opts) + ' \u00b7 ' + relative(d);
-    t.title = exactUTC(d);
+    if (t.localName === 'time') t.title = exactUTC(d);
+  }
+
+  function localizeAll(root) {
+    root.querySelectorAll('[data-local]').forEach(localize);
   }
 
   function timeEl(iso, mode) {
@@ -138,24 +168,23 @@
   }
 
   function detail(e) {
-    var tok = 'token ' + (e.token || 0);
+    var tok = 'token ' + group(e.token || 0);
     switch (e.type) {
       case 'grant': return tok + ' to ' + (e.holder || '');
       case 'renew': return tok + ' renewed by ' + (e.holder || '');
       case 'release': return tok + ' released by ' + (e.holder || '');
       case 'expire':
         return tok + ' of ' + (e.holder || '') + (e.reason === 'forced' ? ' force-expired' : ': lease ran out') +
-          (e.lockDelayMs > 0 ? '; lock-delay ' + e.lockDelayMs + ' ms' : '');
-      case 'proclaim': return 'term ' + (e.token || 0) + ': ' + (e.holder || '') + ' set its value';
+          (e.lockDelayMs > 0 ? '; lock-delay ' + group(e.lockDelayMs) + ' ms' : '');
+      case 'proclaim': return 'term ' + group(e.token || 0) + ': ' + (e.holder || '') + ' set its value';
       case 'accept': return tok + ' accepted' + from(e.source);
       case 'reject':
-        return 'token ' + e.presented + ' refused (' + e.reason + '), needs \u2265 ' + e.required + from(e.source);
-      case 'alarm':
-        return e.reason + ': mark ' + (e.token || 0) + ' above the last token issued, ' + e.required + from(e.source);
+        return 'token ' + group(e.presented) + ' refused (' + e.reason + '), needs \u2265 ' + group(e.required) + from(e.source);
+      case 'alarm': return alarmEventText(e) + from(e.source);
       case 'reset':
-        return 'token counter raised to ' + (e.token || 0) + ' (floor ' + e.required + ') by ' + sourceText(e.source);
+        return 'token counter raised to ' + group(e.token || 0) + ' (floor ' + group(e.required) + ') by ' + sourceText(e.source);
       case 'recover':
-        return 'recovered by ' + sourceText(e.source) + ': counter ' + e.required + ' \u2192 ' + (e.token || 0) + ', mark ' + e.presented + ' \u2192 \u2264 ' + (e.token || 0);
+        return 'recovered by ' + sourceText(e.source) + ': counter ' + group(e.required) + ' \u2192 ' + group(e.token || 0) + ', mark ' + group(e.presented) + ' \u2192 \u2264 ' + group(e.token || 0);
     }
     return '';
   }
@@ -232,7 +261,22 @@
   }
 
   function alarmText(r) {
-    return 'token ' + alarmMark(r) + ' in use at a guard, last token issued ' + r.lastToken;
+    var mark = alarmMark(r);
+    if (mark <= r.lastToken) {
+      return 'token ' + group(mark) + ' was in use at a guard above the token counter, last token issued ' + group(r.lastToken);
+    }
+    return 'token ' + group(mark) + ' in use at a guard, last token issued ' + group(r.lastToken);
+  }
+
+  // alarmEventText: an alarm event in words, the server's (view.go).
+  var MAX_REPORTED_MARK = 4611686018427387904; // fenceview.MaxReportedMark, 2^62
+  function alarmEventText(e) {
+    var mark = 'token ' + group(e.token || 0) + ' in use at a guard';
+    if (e.reason === 'foreign-mark' && e.token > MAX_REPORTED_MARK) {
+      return mark + ', above any mark a report may set; the mark stays at ' + group('4611686018427387904') + ' (' + e.reason + ')';
+    }
+    if (e.reason === 'foreign-mark') return mark + ' before this server issued any; its first token goes above it (' + e.reason + ')';
+    return mark + ', last token issued ' + group(e.required || 0) + ' (' + e.reason + ')';
   }
 
   function setBehind(r) {
@@ -329,6 +373,7 @@
       if (rows[i].dataset.resource > id) { before = rows[i]; break; }
     }
     tbody.insertBefore(tr, before);
+    tbody.closest('table').hidden = false; // an empty table is hidden, header and all
     var empty = document.querySelector('[data-testid="no-resources"]');
     if (empty) empty.remove();
     return tr;
@@ -336,14 +381,14 @@
 
   function holderText(r) {
     if (!r.holder) return 'free';
-    return r.holdCount > 1 ? r.holder + ' \u00d7' + r.holdCount : r.holder;
+    return r.holdCount > 1 ? r.holder + ' \u00d7' + group(r.holdCount) : r.holder;
   }
 
   // numCell matches the server's Num: the number, cut to its last digits
   // when long, whole on hover.
   function numCell(td, n) {
-    var s = el('span', 'n', String(n));
-    s.title = String(n);
+    var s = el('span', 'n', group(n));
+    s.title = group(n);
     td.textContent = '';
     td.appendChild(s);
   }
@@ -410,12 +455,12 @@
     var held = 0, acc = 0, rej = 0;
     rows.forEach(function (tr) {
       if (tr.querySelector('td[data-col="lease"] .countdown')) held++;
-      acc += Number(tr.querySelector('td[data-col="accepted"]').textContent) || 0;
-      rej += Number(tr.querySelector('td[data-col="rejected"]').textContent) || 0;
+      acc += ungroup(tr.querySelector('td[data-col="accepted"]').textContent);
+      rej += ungroup(tr.querySelector('td[data-col="rejected"]').textContent);
     });
     var set = function (id, n) {
       var s = document.querySelector('[data-testid="' + id + '"]');
-      if (s) s.textContent = String(n);
+      if (s) s.textContent = group(n);
     };
     set('stat-resources', rows.length);
     set('stat-held', held);
@@ -472,7 +517,7 @@
     a.href = resourceURL(e.resourceId);
     a.title = e.resourceId;
     li.appendChild(a);
-    li.appendChild(detailEl('span', e, 'token ' + e.presented + ' < ' + e.required + from(e.source)));
+    li.appendChild(detailEl('span', e, 'token ' + group(e.presented) + ' < ' + group(e.required) + from(e.source)));
     li.appendChild(timeEl(e.at, 'time'));
     return li;
   }
@@ -500,15 +545,15 @@
     state.textContent = '';
     state.appendChild(el('span', lock.locked ? 'tag held' : 'tag', lock.locked ? 'locked' : 'free'));
     f('holder').textContent = lock.locked
-      ? (lock.holdCount > 1 ? lock.holder + ' (held ' + lock.holdCount + ' times)' : lock.holder) : 'nobody';
-    f('token').textContent = lock.locked ? String(lock.token) : '\u2014';
+      ? (lock.holdCount > 1 ? lock.holder + ' (held ' + group(lock.holdCount) + ' times)' : lock.holder) : 'nobody';
+    f('token').textContent = lock.locked ? group(lock.token) : '\u2014';
     var lease = f('lease');
     lease.textContent = '';
     if (lock.locked) lease.appendChild(countdown(lock.remainingMs)); else lease.textContent = '\u2014';
-    f('waiters').textContent = String(lock.waiters || 0);
-    f('hwm').textContent = String(r.highWaterMark);
+    f('waiters').textContent = group(lock.waiters || 0);
+    f('hwm').textContent = group(r.highWaterMark);
     var last = f('last');
-    last.textContent = String(r.lastToken);
+    last.textContent = group(r.lastToken);
     var alarm = f('alarm');
     var alarmLabel = document.querySelector('[data-testid="lock-state"] [data-field-label="alarm"]');
     if (isBehind(r)) {
@@ -519,9 +564,9 @@
       alarm.textContent = isBehind(r) ? alarmText(r) : '';
       alarm.hidden = alarmLabel.hidden = !isBehind(r);
     }
-    f('accepted').textContent = String(r.accepted);
+    f('accepted').textContent = group(r.accepted);
     var rej = f('rejected');
-    rej.textContent = String(r.rejected) + ' ';
+    rej.textContent = group(r.rejected) + ' ';
     if (r.rejected > 0) {
       var a = el('a', '', 'see them');
       a.href = '/rejections?resource=' + encodeURIComponent(r.resourceId);
@@ -535,13 +580,18 @@
 
   function onResourceEvent(e) {
     var tbody = document.querySelector('table[data-testid="history"] tbody');
-    if (tbody) tbody.insertBefore(historyRow(e), tbody.firstChild);
+    if (tbody) {
+      tbody.insertBefore(historyRow(e), tbody.firstChild);
+      tbody.closest('table').hidden = false;
+      var none = document.querySelector('[data-testid="no-history"]');
+      if (none) none.remove();
+    }
     var note = document.querySelector('[data-testid="chart-note"]');
     if (note && (e.type === 'grant' || e.type === 'accept' || e.type === 'reject')) {
       chartBehind++;
       note.querySelector('.chart-note-text').textContent = chartBehind === 1
         ? '1 new grant or write since this chart was drawn.'
-        : chartBehind + ' new grants or writes since this chart was drawn.';
+        : group(chartBehind) + ' new grants or writes since this chart was drawn.';
       note.hidden = false;
     }
     refresh(e.resourceId, updateLockCard);
@@ -599,7 +649,7 @@
           if (!fresh) return;
           fresh = document.adoptNode(fresh);
           part.replaceWith(fresh);
-          fresh.querySelectorAll('time[data-local]').forEach(localize);
+          localizeAll(fresh);
           fresh.querySelectorAll('.countdown[data-remaining-ms]').forEach(function (s) {
             startCountdown(s, Number(s.dataset.remainingMs));
           });
@@ -691,24 +741,24 @@
     form.addEventListener('submit', function (ev) {
       ev.preventDefault();
       var floor = Number(form.elements.floor.value);
-      confirmThen('Reset the token counter of \u201c' + id + '\u201d to at least ' + floor + '?',
-        'The next grant on ' + id + ' takes a token above ' + floor + ' and the counter alarm is cleared. ' +
-        'Only do this once no token above ' + floor + ' is in use anywhere: a guard holding a higher mark refuses every new token below it.',
+      confirmThen('Reset the token counter of \u201c' + id + '\u201d to at least ' + group(floor) + '?',
+        'The next grant on ' + id + ' takes a token above ' + group(floor) + ' and the counter alarm is cleared. ' +
+        'Only do this once no token above ' + group(floor) + ' is in use anywhere: a guard holding a higher mark refuses every new token below it.',
         'Reset ' + id, function () {
-          call('reset', { floor: floor }, function (j) { return 'Reset: the next grant takes token ' + j.nextToken + '.'; });
+          call('reset', { floor: floor }, function (j) { return 'Reset: the next grant takes token ' + group(j.nextToken) + '.'; });
         });
     });
   }
 
   // ---- start -------------------------------------------------------------
 
-  document.querySelectorAll('time[data-local]').forEach(localize);
+  localizeAll(document);
   document.querySelectorAll('.countdown[data-remaining-ms]').forEach(function (s) {
     startCountdown(s, Number(s.dataset.remainingMs));
   });
   setInterval(function () { tick(); checkBurst(); }, 500);
   // Relative times age: refresh them every 15 s.
-  setInterval(function () { document.querySelectorAll('time[data-local]').forEach(localize); }, 15000);
+  setInterval(function () { localizeAll(document); }, 15000);
   adminActions();
   if (page === 'overview' || page === 'resource' || page === 'election' || page === 'semaphore') connect();
 })();

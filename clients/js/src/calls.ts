@@ -79,7 +79,7 @@ export async function callFencedService(
     }
     return {
       accepted: false,
-      reason: typeof b.reason === 'string' ? b.reason : REASON_STALE,
+      reason: typeof b.reason === 'string' ? b.reason : typeof b.code === 'string' ? b.code : REASON_STALE,
       presented: typeof b.presented === 'bigint' ? b.presented : tok,
       required,
       response,

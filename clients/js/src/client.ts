@@ -3,10 +3,11 @@
 
 import { randomUUID } from 'node:crypto';
 import { parse, stringify, type JSONValue } from './json.js';
-import { ConnectionError, FenceviewError, HeldError, LeaseLostError, LockDelayError, NotHeldError, ReleasedError } from './errors.js';
+import { ConnectionError, FenceRefusedError, FenceviewError, HeldError, LeaseLostError, NotHeldError, ReleasedError, errorFor, type ErrorContext } from './errors.js';
 import { EventStream } from './events.js';
 import { Election, MultiLock, Semaphore, type ElectionOptions, type LockAllOptions, type Leader, type SemaphoreState } from './primitives.js';
 import { RpcSession } from './rpc.js';
+import { grantOf, rawCall } from './call.js';
 import { viaFetch, viaNodeHttp, type Requester } from './transport.js';
 import {
   HEADER_RESOURCE,
@@ -31,6 +32,13 @@ export interface ClientOptions {
   rpc?: boolean;
   /** The lease of locks that do not set their own; default 30 s. */
   leaseMs?: number;
+  /**
+   * How many times a call the server shed (429 overloaded, or 503 with a
+   * Retry-After: nothing was changed) is sent again, after the wait the
+   * server asked for plus jitter, before its error is thrown; default 5.
+   * A call's signal stops the waiting.
+   */
+  overloadRetries?: number;
 }
 
 /** The fencing envelope of a grant: the seed's token scope, signed. */
@@ -117,17 +125,61 @@ interface Answer {
 /** The largest answer body the client reads (decisions, long pages). */
 const MAX_BODY = 8 << 20;
 
+/** The longest wait between retries of a shed call, whatever the server asked. */
+const MAX_RETRY_WAIT_MS = 30_000;
+
+/**
+ * shedWait is how long to wait before sending again a call the server
+ * shed, or null when the answer is not one: 429, or 503 with a
+ * Retry-After (a header, or retryAfterMs in the body as the RPC stream
+ * carries it). The wait is the server's (retryAfterMs, else Retry-After),
+ * else a backoff doubling from 50 ms, plus up to half of it again at
+ * random, so clients shed together do not come back together.
+ */
+export function shedWait(a: { status: number; body: JSONValue; headers?: { get(name: string): string | null } | null }, attempt: number, random: () => number = Math.random): number | null {
+  const b = a.body as { retryAfterMs?: unknown; code?: unknown } | null;
+  const bodyMs = typeof b?.retryAfterMs === 'number' && b.retryAfterMs >= 0 ? b.retryAfterMs : typeof b?.retryAfterMs === 'bigint' && b.retryAfterMs >= 0n ? Number(b.retryAfterMs) : null;
+  const headerMs = retryAfterOf(a.headers ?? null);
+  if (a.status !== 429 && !(a.status === 503 && (headerMs !== null || bodyMs !== null || b?.code === 'unavailable'))) return null;
+  const base = bodyMs ?? headerMs ?? Math.min(50 * 2 ** attempt, 2_000);
+  return Math.min(MAX_RETRY_WAIT_MS, Math.round(base + random() * (base / 2)));
+}
+
+/** pause waits ms, or until signal aborts (then throws its reason). */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /** One server-side wait of a blocking acquire: long enough to be cheap, short enough for proxies that cut idle requests. */
 const WAIT_CHUNK_MS = 60_000;
 
-/** busyError is the error of a 409 to an acquire: a lock-delay, or held. */
-export function busyError(resource: string, body: JSONValue): HeldError {
-  return (body as { error?: unknown } | null)?.error === 'lock delay' ? new LockDelayError(resource, body) : new HeldError(resource, body);
+/**
+ * refusal is the typed error of an answer that is not a success, chosen by
+ * its code (see errorFor), with its Retry-After when it had one.
+ */
+export function refusal(a: { status: number; body: JSONValue; headers?: { get(name: string): string | null } | null }, ctx: ErrorContext = {}): FenceviewError {
+  return errorFor(a.status, a.body, { ...ctx, retryAfterMs: retryAfterOf(a.headers ?? null) });
 }
 
-export function errorOf(status: number, body: JSONValue): FenceviewError {
-  const msg = (body as { error?: unknown } | null)?.error;
-  return new FenceviewError(`fenceview: ${status}${typeof msg === 'string' ? `: ${msg}` : ''}`, status, body);
+/** retryAfterOf reads Retry-After in whole seconds (the form fenceview writes), in ms; null when absent or another form. */
+export function retryAfterOf(headers: { get(name: string): string | null } | null): number | null {
+  const v = headers?.get('retry-after');
+  if (v == null || !/^[0-9]{1,6}$/.test(v.trim())) return null;
+  return Number(v.trim()) * 1000;
 }
 
 /**
@@ -149,6 +201,7 @@ export class Client {
   #session: RpcSession | null = null;
   #current = 0; // index in urls of the node that answered last
   #closed = false;
+  #retries: number;
 
   constructor(url: string, opts: ClientOptions = {}) {
     this.urls = [url, ...(opts.urls ?? [])].map((u) => {
@@ -161,6 +214,18 @@ export class Client {
     this.#request = opts.fetch === undefined ? viaNodeHttp() : viaFetch(opts.fetch);
     this.#rpc = opts.rpc ?? false;
     this.leaseMs = opts.leaseMs ?? 30_000;
+    this.#retries = opts.overloadRetries ?? 5;
+    if (!Number.isSafeInteger(this.#retries) || this.#retries < 0) throw new InvalidInputError('overloadRetries must be a non-negative integer');
+  }
+
+  /** retrying makes a call again while the server sheds it, at most overloadRetries more times, waiting as shedWait says. */
+  async #retrying<A extends { status: number; body: JSONValue; headers?: { get(name: string): string | null } | null }>(signal: AbortSignal | undefined, call: () => Promise<A>): Promise<A> {
+    for (let attempt = 0; ; attempt++) {
+      const a = await call();
+      const wait = attempt < this.#retries ? shedWait(a, attempt) : null;
+      if (wait === null) return a;
+      await pause(wait, signal);
+    }
   }
 
   /** Whether lock operations go over the RPC stream. */
@@ -176,7 +241,11 @@ export class Client {
   }
 
   /** request makes one HTTP call, trying the next node when one is unreachable or leaderless. */
-  async #http(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
+  #http(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
+    return this.#retrying(signal, () => this.#httpOnce(method, path, body, signal));
+  }
+
+  async #httpOnce(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Answer> {
     if (this.#closed) throw new ConnectionError('fenceview: client closed');
     let lastErr: unknown;
     for (let attempt = 0; attempt < this.urls.length; attempt++) {
@@ -190,7 +259,7 @@ export class Client {
         continue;
       }
       if (res.status === 503 && attempt + 1 < this.urls.length) {
-        lastErr = errorOf(503, safeParse(res.text));
+        lastErr = refusal({ status: 503, body: safeParse(res.text), headers: res.headers });
         continue;
       }
       this.#current = (this.#current + attempt) % this.urls.length;
@@ -218,7 +287,7 @@ export class Client {
       for (let attempt = 1; ; attempt++) {
         const s = await this.#stream();
         try {
-          const a = await s.call({ op, resource, ...fields }, signal);
+          const a = await this.#retrying(signal, () => s.call({ op, resource, ...fields }, signal));
           return { status: a.status, headers: null, body: a.body };
         } catch (err) {
           // A stream that never opened sent nothing: the next node may take it.
@@ -238,15 +307,16 @@ export class Client {
   }
 
   /**
-   * v3 carries one of contract v3's operations: over the RPC stream as op
-   * (the route's {name} in fields), else as the route.
+   * rawCall carries one operation of the semaphores, multi-locks or
+   * elections: over the RPC stream as op (the route's {name} in fields),
+   * else as the route. Not part of the package's API: the primitives call it.
    */
-  async v3(op: string, method: string, path: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<{ status: number; body: JSONValue }> {
+  async [rawCall](op: string, method: string, path: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<{ status: number; body: JSONValue }> {
     if (this.#rpc) {
       for (let attempt = 1; ; attempt++) {
         const s = await this.#stream();
         try {
-          return await s.call({ op, ...fields }, signal);
+          return await this.#retrying(signal, () => s.call({ op, ...fields }, signal));
         } catch (err) {
           if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length) throw err;
         }
@@ -263,16 +333,16 @@ export class Client {
 
   /** semaphoreState is GET /v1/semaphores/{name}, or null when it was never acquired. */
   async semaphoreState(name: string, signal?: AbortSignal): Promise<SemaphoreState | null> {
-    const a = await this.v3('semaphore', 'GET', `/v1/semaphores/${encodeURIComponent(name)}`, { name }, signal);
+    const a = await this[rawCall]('semaphore', 'GET', `/v1/semaphores/${encodeURIComponent(name)}`, { name }, signal);
     if (a.status === 404) return null;
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a);
     return a.body as unknown as SemaphoreState;
   }
 
   /** setPermits changes a semaphore's permits (admin); held slots above the new count stay held until released. */
   async setPermits(name: string, permits: number): Promise<SemaphoreState> {
-    const a = await this.v3('semaphore-permits', 'PUT', `/v1/semaphores/${encodeURIComponent(name)}`, { name, permits });
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    const a = await this[rawCall]('semaphore-permits', 'PUT', `/v1/semaphores/${encodeURIComponent(name)}`, { name, permits });
+    if (a.status !== 200) throw refusal(a);
     return a.body as unknown as SemaphoreState;
   }
 
@@ -303,8 +373,8 @@ export class Client {
 
   /** leader is the election's leader now, or null when nobody leads (GET /v1/elections/{name}). */
   async leader(name: string, signal?: AbortSignal): Promise<Leader | null> {
-    const a = await this.v3('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name))}`, { name }, signal);
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    const a = await this[rawCall]('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name))}`, { name }, signal);
+    if (a.status !== 200) throw refusal(a);
     return ((a.body as { leader?: Leader | null }).leader ?? null) as Leader | null;
   }
 
@@ -322,69 +392,73 @@ export class Client {
     return new EventStream(this.urls[this.#current]!, q, this.#key === undefined ? {} : { authorization: `Bearer ${this.#key}` });
   }
 
-  /** lock returns the lock on resource for holder. Ids are checked here. */
-  lock(resource: string, opts: { holder: string; leaseMs?: number }): Lock {
-    return new Lock(this, validateResourceId(resource), validateHolderId(opts.holder), opts.leaseMs ?? this.leaseMs);
+  /** lock returns the lock on resource for holder (default a random id, one per Lock). Ids are checked here. */
+  lock(resource: string, opts: { holder?: string; leaseMs?: number } = {}): Lock {
+    return new Lock(this, validateResourceId(resource), validateHolderId(opts.holder ?? randomUUID()), opts.leaseMs ?? this.leaseMs);
   }
 
   /** grant asks for the lock once: a Grant, or HeldError (LockDelayError in a lock-delay) when it stayed held through waitMs. */
   async grant(resource: string, holder: string, leaseMs: number, waitMs: number, signal?: AbortSignal, lockDelayMs?: number): Promise<Grant> {
     const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: lockDelayMs || undefined }, signal);
     if (a.status === 200) return grantOf(a.body);
-    if (a.status === 409) throw busyError(resource, a.body);
-    throw errorOf(a.status, a.body);
+    throw refusal(a, { resource, conflict: 'lock-held' });
   }
 
   /** renewGrant extends holder's lease; NotHeldError when it is no longer held. */
   async renewGrant(resource: string, holder: string, leaseMs?: number, signal?: AbortSignal): Promise<Grant> {
     const a = await this.#op('renew', resource, { holder, leaseMs }, signal);
     if (a.status === 200) return grantOf(a.body);
-    if (a.status === 409) throw new NotHeldError(resource, a.body);
-    throw errorOf(a.status, a.body);
+    throw refusal(a, { resource, conflict: 'not-held' });
   }
 
   /** releaseHold releases one hold of holder and returns the holds left. */
   async releaseHold(resource: string, holder: string, signal?: AbortSignal): Promise<number> {
     const a = await this.#op('release', resource, { holder }, signal);
     if (a.status === 200) return Number((a.body as { holdCount?: unknown }).holdCount ?? 0);
-    if (a.status === 409) throw new NotHeldError(resource, a.body);
-    throw errorOf(a.status, a.body);
+    throw refusal(a, { resource, conflict: 'not-held' });
   }
 
   /** state is the lock's state (GET /v1/locks/{resource}). */
   async state(resource: string, signal?: AbortSignal): Promise<LockState> {
     const a = await this.#op('lock', validateResourceId(resource), {}, signal);
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a);
     return a.body as unknown as LockState;
   }
 
   /**
    * fence presents a token to the server's own guard. A refusal is a
-   * FenceResult with accepted false (409), not an error.
+   * FenceResult with accepted false and its reason (409), not an error;
+   * with throwOnRefusal it is a FenceRefusedError whose code is the reason.
    */
-  async fence(resource: string, token: bigint, opts: { signature?: string; source?: string; signal?: AbortSignal } = {}): Promise<FenceResult> {
+  async fence(resource: string, token: bigint, opts: { signature?: string; source?: string; signal?: AbortSignal; throwOnRefusal?: boolean } = {}): Promise<FenceResult> {
     validateResourceId(resource);
     const a = await this.#op('fence', resource, { token: toToken(token), signature: opts.signature, source: opts.source }, opts.signal);
-    if (a.status === 200 || a.status === 409) {
+    if (a.status === 409) {
+      const err = refusal(a, { resource, conflict: 'stale-token' });
+      if (!(err instanceof FenceRefusedError)) throw err;
+      if (opts.throwOnRefusal) throw err;
+      const d: FenceResult = { accepted: false, reason: err.reason, presented: err.presented ?? toToken(token), required: err.required ?? 0n };
       const b = a.body as Record<string, JSONValue>;
-      const d: FenceResult = {
-        accepted: b.accepted === true,
-        presented: typeof b.presented === 'bigint' ? b.presented : toToken(token),
-        required: typeof b.required === 'bigint' ? b.required : 0n,
-      };
-      if (typeof b.reason === 'string') d.reason = b.reason;
       if (typeof b.idempotencyKey === 'string') d.idempotencyKey = b.idempotencyKey;
-      if (a.status === 200 && !d.accepted) throw errorOf(a.status, a.body);
       return d;
     }
-    throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a, { resource });
+    const b = a.body as Record<string, JSONValue>;
+    if (b?.accepted !== true) throw new FenceviewError('fenceview: a fence answer of 200 that is not an acceptance', 200, a.body, 'internal');
+    const d: FenceResult = {
+      accepted: true,
+      presented: typeof b.presented === 'bigint' ? b.presented : toToken(token),
+      required: typeof b.required === 'bigint' ? b.required : 0n,
+    };
+    if (typeof b.idempotencyKey === 'string') d.idempotencyKey = b.idempotencyKey;
+    return d;
   }
 
   /** report records decisions made by guards elsewhere (POST /v1/decisions); returns how many were recorded. */
   async report(decisions: DecisionReport[], signal?: AbortSignal): Promise<number> {
     if (decisions.length === 0) return 0;
     const a = await this.#http('POST', '/v1/decisions', { decisions }, signal);
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a);
     return Number((a.body as { recorded?: unknown }).recorded ?? 0);
   }
 
@@ -392,7 +466,7 @@ export class Client {
   async resource(resource: string, signal?: AbortSignal): Promise<ResourceInfo | null> {
     const a = await this.#http('GET', `/v1/resources/${encodeURIComponent(validateResourceId(resource))}`, undefined, signal);
     if (a.status === 404) return null;
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a);
     return a.body as unknown as ResourceInfo;
   }
 
@@ -404,7 +478,7 @@ export class Client {
       if (opts.prefix) q.set('prefix', opts.prefix);
       if (cursor !== null) q.set('cursor', cursor);
       const a = await this.#http('GET', `/v1/resources?${q}`, undefined, opts.signal);
-      if (a.status !== 200) throw errorOf(a.status, a.body);
+      if (a.status !== 200) throw refusal(a);
       const b = a.body as { resources?: ResourceInfo[]; next?: string | null };
       for (const r of b.resources ?? []) yield r;
       cursor = typeof b.next === 'string' && b.next !== '' ? b.next : null;
@@ -423,14 +497,14 @@ export class Client {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(q)) if (v !== undefined) params.set(k, String(v));
     const a = await this.#http('GET', `/v1/rejections?${params}`, undefined, signal);
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a);
     return a.body as unknown as { rejections: Rejection[]; next: string | null };
   }
 
   /** signingKeys is GET /v1/signing-keys. */
   async signingKeys(signal?: AbortSignal): Promise<{ issuer: string; keys: SigningKey[] }> {
     const a = await this.#http('GET', '/v1/signing-keys', undefined, signal);
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a);
     return a.body as unknown as { issuer: string; keys: SigningKey[] };
   }
 
@@ -454,27 +528,27 @@ export class Client {
   /** forceExpire frees the lock whatever its state (admin). */
   async forceExpire(resource: string): Promise<void> {
     const a = await this.#http('POST', `/v1/locks/${encodeURIComponent(validateResourceId(resource))}/expire`);
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a);
   }
 
   /** reset raises resource's token counter to at least floor (admin): the next grant takes floor+1. */
   async reset(resource: string, floor: bigint): Promise<{ lastToken: bigint; highWaterMark: bigint; nextToken: bigint }> {
     const a = await this.#http('POST', `/v1/locks/${encodeURIComponent(validateResourceId(resource))}/reset`, { floor: toToken(floor) });
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a);
     return a.body as unknown as { lastToken: bigint; highWaterMark: bigint; nextToken: bigint };
   }
 
   /** rotateSigningKey makes a new active signing key (admin). */
   async rotateSigningKey(): Promise<SigningKey> {
     const a = await this.#http('POST', '/v1/signing-keys');
-    if (a.status !== 201) throw errorOf(a.status, a.body);
+    if (a.status !== 201) throw refusal(a);
     return a.body as unknown as SigningKey;
   }
 
   /** removeSigningKey removes an inactive key: what it signed stops verifying (admin). */
   async removeSigningKey(keyId: string): Promise<void> {
     const a = await this.#http('DELETE', `/v1/signing-keys/${encodeURIComponent(keyId)}`);
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    if (a.status !== 200) throw refusal(a);
   }
 
   /** close ends the RPC stream; the client makes no more calls. */
@@ -492,14 +566,6 @@ function safeParse(text: string): JSONValue {
   } catch {
     return { error: text.slice(0, 200) };
   }
-}
-
-export function grantOf(body: JSONValue): Grant {
-  const g = body as unknown as Grant;
-  if (g === null || typeof g !== 'object' || typeof g.fencing?.token !== 'bigint') {
-    throw new FenceviewError('fenceview: a grant without a token', 200, body);
-  }
-  return g;
 }
 
 export interface AcquireOptions {

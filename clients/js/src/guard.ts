@@ -3,7 +3,7 @@
 // records it, in one atomic step.
 
 import { REASON_BAD_SIGNATURE, type Decision } from './token.js';
-import type { Verifier } from './verifier.js';
+import { Verifier, type KeySource } from './verifier.js';
 
 /**
  * Checker applies the rule for one resource: accept token >= mark (and
@@ -25,4 +25,25 @@ export function badSignature(token: bigint, required: bigint): Decision {
 /** verified is true when no verifier is set, or the signature verifies. */
 export async function verified(v: Verifier | undefined, resource: string, token: bigint, signature: string | undefined): Promise<boolean> {
   return v === undefined || (await v.verify(resource, token, signature));
+}
+
+/** The options every guard takes about signatures. */
+export interface SignatureOptions {
+  /** Refuse tokens whose signature this verifier does not accept (bad-signature). */
+  verifier?: Verifier;
+  /**
+   * The fenceview client (or any source of its signing keys): the guard
+   * then refuses unsigned and forged tokens with the server's keys
+   * (fetched at the first check, and again as they rotate), unless
+   * acceptUnsignedTokens.
+   */
+  client?: KeySource;
+  /** With a client, accept unsigned tokens: anyone who reaches the guard can present any token. Default false. */
+  acceptUnsignedTokens?: boolean;
+}
+
+/** verifierOf is a guard's verifier: the one given, else one of the client's keys unless unsigned tokens are accepted. */
+export function verifierOf(opts: SignatureOptions): Verifier | undefined {
+  if (opts.verifier !== undefined || opts.client === undefined || opts.acceptUnsignedTokens === true) return opts.verifier;
+  return new Verifier(opts.client);
 }

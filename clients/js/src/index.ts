@@ -17,9 +17,9 @@ export { WasmGuard } from './wasm.js';
 export type { WasmGuardOptions } from './wasm.js';
 export { callFencedService, callUnfenceable } from './calls.js';
 export type { FencedRequest, FencedCallResult, TokenSource, UnfenceableResult } from './calls.js';
-export { Verifier, decodeSignature, decodePublicKey } from './verifier.js';
-export type { SigningKey, KeySource, VerifierOptions } from './verifier.js';
-export type { Checker } from './guard.js';
+export { Verifier, decodeSignature, decodeCarrier, decodePublicKey, leafHash, rootFromPath, batchMessage } from './verifier.js';
+export type { SigningKey, KeySource, VerifierOptions, Carrier } from './verifier.js';
+export type { Checker, SignatureOptions } from './guard.js';
 export { parse, stringify, TOKEN_FIELDS, JSONSyntaxError } from './json.js';
 export type { JSONValue } from './json.js';
 export {
@@ -39,5 +39,28 @@ export {
   validateHolderId,
 } from './token.js';
 export type { Decision, SignedToken } from './token.js';
-export { FenceviewError, HeldError, LockDelayError, NotHeldError, LeaseLostError, ReleasedError, ConnectionError } from './errors.js';
-export type { HeldLock } from './errors.js';
+export {
+  FenceviewError,
+  HeldError,
+  LockDelayError,
+  NotHeldError,
+  LeaseExpiredError,
+  NotOwnerError,
+  NotLeaderError,
+  PermitsMismatchError,
+  FenceRefusedError,
+  OverloadedError,
+  LimitError,
+  UnavailableError,
+  InvalidRequestError,
+  UnauthenticatedError,
+  ForbiddenError,
+  NotFoundError,
+  LeaseLostError,
+  ReleasedError,
+  ConnectionError,
+  ERROR_CLASSES,
+  FENCE_CODES,
+  errorFor,
+} from './errors.js';
+export type { HeldLock, ErrorCode, ErrorContext } from './errors.js';

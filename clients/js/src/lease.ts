@@ -1,4 +1,4 @@
-// The lease of a grant period of contract v3's primitives (a permit, a
+// The lease of a grant period of the primitives (a permit, a
 // multi-lock, a leadership): its watchdog and the signal aborted when it
 // is lost, as Lock keeps its own.
 

@@ -59,7 +59,7 @@ function headerResource(req: IncomingMessage): string {
 }
 
 /** refusalBody is the 409 body of a refused decision, as fenceview's server and Go middleware write it. */
-export function refusalBody(d: Decision): { error: string; accepted: false; reason: string; presented: bigint; required: bigint } {
+export function refusalBody(d: Decision): { error: string; code: string; accepted: false; reason: string; presented: bigint; required: bigint } {
   const reason = d.reason ?? REASON_STALE;
   const error =
     {
@@ -69,7 +69,7 @@ export function refusalBody(d: Decision): { error: string; accepted: false; reas
       'scope-mismatch': 'token issued for another scope',
       'unissued-token': 'token above any this server issued for the resource',
     }[reason] ?? 'fencing token refused';
-  return { error, accepted: false, reason, presented: d.presented, required: d.required };
+  return { error, code: reason, accepted: false, reason, presented: d.presented, required: d.required };
 }
 
 interface Outcome {
@@ -108,22 +108,22 @@ function makeCheck(checker: Checker, opts: FencingOptions) {
   const resourceOf = opts.resource ?? headerResource;
   const serialize = opts.serialize ?? true;
   const locks = new KeyedLocks();
-  const bad = (error: string): Outcome => ({ status: 400, headers: {}, body: { error } });
+  const bad = (error: string, code = 'invalid-token'): Outcome => ({ status: 400, headers: {}, body: { error, code } });
   const run = async (req: IncomingMessage, onDone: (release: () => void) => void): Promise<{ fence: Fence } | { answer: Outcome }> => {
     let token: bigint;
     try {
       token = parseToken(single(req, HEADER_TOKEN.toLowerCase()));
     } catch {
-      return { answer: bad('missing or invalid fencing token') };
+      return { answer: bad(`missing or invalid ${HEADER_TOKEN}`) };
     }
     const sigs = req.headersDistinct?.[HEADER_SIGNATURE.toLowerCase()];
-    if (sigs !== undefined && sigs.length > 1) return { answer: bad('missing or invalid fencing token') };
+    if (sigs !== undefined && sigs.length > 1) return { answer: bad(`missing or invalid ${HEADER_TOKEN}`) };
     const signature = sigs?.[0];
     let resource: string;
     try {
       resource = validateResourceId(resourceOf(req));
     } catch {
-      return { answer: bad('missing or invalid resource id') };
+      return { answer: bad(`missing or invalid ${HEADER_RESOURCE}`, 'invalid-request') };
     }
     let release: (() => void) | null = null;
     if (serialize) {
@@ -135,8 +135,8 @@ function makeCheck(checker: Checker, opts: FencingOptions) {
       d = await checker.check(resource, token, signature);
     } catch (err) {
       release?.();
-      if (err instanceof InvalidInputError) return { answer: bad('missing or invalid fencing token') };
-      return { answer: { status: 500, headers: {}, body: { error: 'fencing check failed' } } };
+      if (err instanceof InvalidInputError) return { answer: bad(`missing or invalid ${HEADER_TOKEN}`) };
+      return { answer: { status: 500, headers: {}, body: { error: 'fencing check failed', code: 'internal' } } };
     }
     opts.onDecision?.(req, resource, d);
     if (!d.accepted) {

@@ -5,7 +5,7 @@
 //   UPDATE inventory SET stock = $1, fence_token = $2
 //    WHERE product_id = $3 AND fence_token <= $2
 
-import { badSignature, verified, type Checker } from './guard.js';
+import { badSignature, verified, verifierOf, type Checker, type SignatureOptions } from './guard.js';
 import { InvalidInputError, REASON_STALE, toToken, validateResourceId, type Decision } from './token.js';
 import type { Verifier } from './verifier.js';
 
@@ -39,15 +39,13 @@ function markOf(v: unknown): bigint {
 /** The seed's answer of FencedResource.apply. */
 export type ApplyResult = { accepted: true; token: bigint } | { accepted: false; reason: string; presented: bigint; required: bigint };
 
-export interface FencedResourceOptions {
+export interface FencedResourceOptions extends SignatureOptions {
   /** The table (plain or schema-qualified). */
   table: string;
   /** The key column the rows are found by. */
   key: string;
   /** The column holding each row's mark; default "fence_token" (BIGINT NOT NULL DEFAULT 0). */
   tokenColumn?: string;
-  /** Refuse tokens whose signature this verifier does not accept (bad-signature). */
-  verifier?: Verifier;
   /**
    * The lock's resource id for a row's key, which signatures are checked
    * against; default String(key).
@@ -73,7 +71,7 @@ export class FencedResource {
     this.#table = quoteIdent(opts.table, 'table');
     this.#key = quoteIdent(opts.key, 'key column');
     this.#mark = quoteIdent(opts.tokenColumn ?? 'fence_token', 'token column');
-    this.#verifier = opts.verifier;
+    this.#verifier = verifierOf(opts);
     this.#resourceOf = opts.resourceOf ?? ((k) => String(k));
   }
 
@@ -132,10 +130,10 @@ export class PgMarks implements Checker {
   readonly #table: string;
   readonly #verifier: Verifier | undefined;
 
-  constructor(db: Queryable, opts: { table?: string; verifier?: Verifier } = {}) {
+  constructor(db: Queryable, opts: { table?: string } & SignatureOptions = {}) {
     this.#db = db;
     this.#table = quoteIdent(opts.table ?? 'fence_marks', 'table');
-    this.#verifier = opts.verifier;
+    this.#verifier = verifierOf(opts);
   }
 
   /** createTable makes the table if it is missing. */

@@ -1,10 +1,10 @@
-// Contract v3's primitives, each made of ordinary fenced locks: semaphores
+// The primitives, each made of ordinary fenced locks: semaphores
 // (N slots, each a lock), multi-locks (all or nothing) and elections (the
 // term is the token).
 
 import type { Client, Grant } from './client.js';
-import { busyError, errorOf, grantOf } from './client.js';
-import { FenceviewError, HeldError, NotHeldError } from './errors.js';
+import { grantOf, rawCall } from './call.js';
+import { FenceviewError, HeldError, NotHeldError, errorFor } from './errors.js';
 import type { FenceEvent } from './events.js';
 import type { JSONValue } from './json.js';
 import { Lease } from './lease.js';
@@ -13,7 +13,7 @@ import { HEADER_RESOURCE, HEADER_SIGNATURE, HEADER_TOKEN, InvalidInputError, val
 /** One server-side wait of a blocking call, as Lock's. */
 const WAIT_CHUNK_MS = 60_000;
 
-/** The bounds of contract v3. */
+/** The bounds of the primitives, as the server's. */
 const MAX_PERMITS = 1024;
 const MAX_SEMAPHORE_NAME = 150;
 const MAX_LOCK_ALL = 64;
@@ -107,11 +107,10 @@ export class Semaphore {
   async acquire(opts: HoldOptions & { lockDelayMs?: number } = {}): Promise<Permit> {
     const lease = leaseOf(opts.leaseMs ?? this.#leaseMs);
     return waitFor(opts, async (waitMs, sent) => {
-      const a = await this.client.v3('semaphore-acquire', 'POST', `/v1/semaphores/${encodeURIComponent(this.name)}/acquire`,
+      const a = await this.client[rawCall]('semaphore-acquire', 'POST', `/v1/semaphores/${encodeURIComponent(this.name)}/acquire`,
         { name: this.name, holder: this.holder, permits: this.permits, leaseMs: lease, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: opts.lockDelayMs || undefined }, opts.signal);
       if (a.status === 200) return new Permit(this.client, this.name, grantOf(a.body), Number((a.body as { slot?: unknown }).slot), lease, opts.watchdog ?? true, sent);
-      if (a.status === 409 && (a.body as { error?: unknown } | null)?.error !== 'permits mismatch') throw busyError(this.name, a.body);
-      throw errorOf(a.status, a.body);
+      throw errorFor(a.status, a.body, { resource: this.name, conflict: 'lock-held', permits: this.permits });
     });
   }
 
@@ -186,13 +185,13 @@ export class Permit {
 
   /** release gives the slot back; the watchdog stops and signal aborts with ReleasedError. */
   async release(): Promise<void> {
-    const a = await this.client.v3('semaphore-release', 'POST', `/v1/semaphores/${encodeURIComponent(this.semaphore)}/release`,
+    const a = await this.client[rawCall]('semaphore-release', 'POST', `/v1/semaphores/${encodeURIComponent(this.semaphore)}/release`,
       { name: this.semaphore, holder: this.holder, slot: this.slot });
-    if (a.status === 409) {
-      this.#lease.lose('it was not held when released');
-      throw new NotHeldError(this.resource, a.body);
+    if (a.status !== 200) {
+      const err = errorFor(a.status, a.body, { resource: this.resource, conflict: 'not-held' });
+      if (err instanceof NotHeldError) this.#lease.lose('it was not held when released');
+      throw err;
     }
-    if (a.status !== 200) throw errorOf(a.status, a.body);
     this.#lease.released();
   }
 }
@@ -234,15 +233,14 @@ export class MultiLock {
     const holder = validateHolderId(opts.holder);
     const lease = leaseOf(opts.leaseMs ?? client.leaseMs);
     return waitFor(opts, async (waitMs, sent) => {
-      const a = await client.v3('acquire-all', 'POST', '/v1/locks/acquire-all',
+      const a = await client[rawCall]('acquire-all', 'POST', '/v1/locks/acquire-all',
         { resources: ids, holder, leaseMs: lease, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: opts.lockDelayMs || undefined }, opts.signal);
       if (a.status === 200) {
         const grants = ((a.body as { grants?: JSONValue[] }).grants ?? []).map(grantOf);
         if (grants.length !== ids.length) throw new FenceviewError('fenceview: acquire-all answered another number of grants', 200, a.body);
         return new MultiLock(client, ids, holder, grants, lease, opts.watchdog ?? true, sent);
       }
-      if (a.status === 409) throw busyError(ids.join(', '), a.body);
-      throw errorOf(a.status, a.body);
+      throw errorFor(a.status, a.body, { resource: ids.join(', '), conflict: 'lock-held' });
     });
   }
 
@@ -284,8 +282,8 @@ export class MultiLock {
 
   /** release gives up one hold of each lock; the watchdog stops. notHeld lists those already lost. */
   async release(): Promise<{ released: string[]; notHeld: string[] }> {
-    const a = await this.client.v3('release-all', 'POST', '/v1/locks/release-all', { resources: this.resources, holder: this.holder });
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    const a = await this.client[rawCall]('release-all', 'POST', '/v1/locks/release-all', { resources: this.resources, holder: this.holder });
+    if (a.status !== 200) throw errorFor(a.status, a.body, { resource: this.resources.join(', '), conflict: 'not-held' });
     const b = a.body as { released?: string[]; notHeld?: string[] };
     if ((b.notHeld ?? []).length > 0) this.#lease.lose(`not held when released: ${b.notHeld!.join(', ')}`);
     else this.#lease.released();
@@ -346,9 +344,9 @@ export class Election {
     if (Buffer.byteLength(value) > MAX_VALUE) throw new InvalidInputError(`an election value is at most ${MAX_VALUE} bytes`);
     const lease = leaseOf(opts.leaseMs ?? this.#leaseMs);
     return waitFor(opts, async (waitMs, sent) => {
-      const a = await this.client.v3('campaign', 'POST', this.#path('campaign'),
+      const a = await this.client[rawCall]('campaign', 'POST', this.#path('campaign'),
         { name: this.name, candidate: this.candidate, value, leaseMs: lease, waitMs: waitMs > 0 ? waitMs : undefined }, opts.signal);
-      if (a.status === 409) throw busyError(this.name, a.body);
+      if (a.status !== 200) throw errorFor(a.status, a.body, { resource: this.name, conflict: 'lock-held' });
       const b = this.#elected(a.status, a.body);
       if (this.#lease === null || !this.#lease.held) {
         this.#lease = new Lease(this.name, () => this.term, lease, (opts.watchdog ?? true) ? (ms, signal) => this.#renew(ms, signal) : null, sent);
@@ -358,7 +356,7 @@ export class Election {
   }
 
   #elected(status: number, body: JSONValue): { leader: Leader; fencing: { token: bigint; signature?: string } } {
-    if (status !== 200) throw errorOf(status, body);
+    if (status !== 200) throw errorFor(status, body, { resource: this.name, conflict: 'not-leader' });
     const b = body as unknown as { leader: Leader; fencing: { token: bigint; signature?: string } };
     if (typeof b?.leader?.term !== 'bigint' || typeof b.fencing?.token !== 'bigint') throw new FenceviewError('fenceview: an election answer without a term', status, body);
     this.#leader = b.leader;
@@ -367,29 +365,27 @@ export class Election {
   }
 
   async #renew(ms: number, signal: AbortSignal): Promise<void> {
-    const a = await this.client.v3('election-renew', 'POST', this.#path('renew'), { name: this.name, candidate: this.candidate, leaseMs: ms }, signal);
-    if (a.status === 409) throw new NotHeldError(this.name, a.body);
+    const a = await this.client[rawCall]('election-renew', 'POST', this.#path('renew'), { name: this.name, candidate: this.candidate, leaseMs: ms }, signal);
     this.#elected(a.status, a.body);
   }
 
   /** proclaim changes the leader's value, same term; NotHeldError ("not leader") for anyone else. */
   async proclaim(value: string): Promise<Leader> {
     if (Buffer.byteLength(value) > MAX_VALUE) throw new InvalidInputError(`an election value is at most ${MAX_VALUE} bytes`);
-    const a = await this.client.v3('proclaim', 'POST', this.#path('proclaim'), { name: this.name, candidate: this.candidate, value });
-    if (a.status === 409) throw new NotHeldError(this.name, a.body);
-    if (a.status !== 200) throw errorOf(a.status, a.body);
+    const a = await this.client[rawCall]('proclaim', 'POST', this.#path('proclaim'), { name: this.name, candidate: this.candidate, value });
+    if (a.status !== 200) throw errorFor(a.status, a.body, { resource: this.name, conflict: 'not-leader' });
     this.#leader = (a.body as unknown as { leader: Leader }).leader;
     return this.#leader;
   }
 
   /** resign gives up the leadership (and every hold of its lock); signal aborts with ReleasedError. */
   async resign(): Promise<void> {
-    const a = await this.client.v3('resign', 'POST', this.#path('resign'), { name: this.name, candidate: this.candidate });
-    if (a.status === 409) {
-      this.#lease?.lose('it was not leading when it resigned');
-      throw new NotHeldError(this.name, a.body);
+    const a = await this.client[rawCall]('resign', 'POST', this.#path('resign'), { name: this.name, candidate: this.candidate });
+    if (a.status !== 200) {
+      const err = errorFor(a.status, a.body, { resource: this.name, conflict: 'not-leader' });
+      if (err instanceof NotHeldError) this.#lease?.lose('it was not leading when it resigned');
+      throw err;
     }
-    if (a.status !== 200) throw errorOf(a.status, a.body);
     this.#lease?.released();
   }
 

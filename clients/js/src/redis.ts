@@ -7,7 +7,7 @@
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { badSignature, verified, type Checker } from './guard.js';
+import { badSignature, verified, verifierOf, type Checker, type SignatureOptions } from './guard.js';
 import { InvalidInputError, REASON_STALE, toToken, validateResourceId, type Decision } from './token.js';
 import type { Verifier } from './verifier.js';
 
@@ -45,11 +45,9 @@ const MAX_NAME_BYTES = 200;
 const MAX_PREFIX_BYTES = 100;
 const decimalToken = /^[1-9][0-9]{0,18}$/;
 
-export interface RedisGuardOptions {
+export interface RedisGuardOptions extends SignatureOptions {
   /** A namespace before every key: "shop:" gives "shop:{inventory:42}:stock". No braces. */
   prefix?: string;
-  /** Refuse tokens whose signature this verifier does not accept (bad-signature). */
-  verifier?: Verifier;
 }
 
 /** RedisGuard fences writes to resources kept in Redis, one atomic script per write. */
@@ -65,7 +63,7 @@ export class RedisGuard implements Checker {
     }
     this.#redis = redis;
     this.#prefix = prefix;
-    this.#verifier = opts.verifier;
+    this.#verifier = verifierOf(opts);
   }
 
   #tag(resource: string): string {

@@ -3,6 +3,7 @@
 // the same turn of the event loop sent as one message; answers come back as
 // {"id","status","body"} lines, in any order.
 
+import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import { parse, stringify, type JSONValue } from './json.js';
 import { ConnectionError } from './errors.js';
@@ -33,6 +34,10 @@ export class RpcSession {
   #scheduled = false;
   #dead: Error | null = null;
   #opened = false;
+  // The connection keeps the process alive only while calls wait on it:
+  // an idle client must not stop a script from exiting.
+  #socket: Socket | null = null;
+  #active = 0;
 
   constructor(url: string, headers: Record<string, string>) {
     const u = new URL('/v1/rpc', url);
@@ -46,6 +51,10 @@ export class RpcSession {
       this.#ws.once('error', (err) => reject(new ConnectionError(`fenceview: rpc stream: ${err.message}`, { cause: err })));
     });
     this.#open.catch(() => {}); // reported to callers through #fail
+    this.#ws.once('upgrade', (res) => {
+      this.#socket = res.socket;
+      this.#hold();
+    });
     this.#ws.on('message', (data) => this.#receive(data.toString()));
     this.#ws.on('error', (err) => this.#fail(new ConnectionError(`fenceview: rpc stream: ${err.message}`, { cause: err })));
     this.#ws.on('close', (code) => this.#fail(new ConnectionError(`fenceview: rpc stream closed (${code})`)));
@@ -59,6 +68,12 @@ export class RpcSession {
   /** Whether the stream can still carry calls. */
   get alive(): boolean {
     return this.#dead === null;
+  }
+
+  /** hold refs the socket while calls wait, and unrefs it when none does. */
+  #hold(): void {
+    if (this.#active > 0) this.#socket?.ref();
+    else this.#socket?.unref();
   }
 
   #fail(err: Error): void {
@@ -118,6 +133,17 @@ export class RpcSession {
    */
   async call(req: Record<string, unknown>, signal?: AbortSignal): Promise<RpcAnswer> {
     if (this.#dead !== null) throw this.#dead;
+    this.#active++;
+    if (this.#active === 1) this.#hold();
+    try {
+      return await this.#call(req, signal);
+    } finally {
+      this.#active--;
+      if (this.#active === 0) this.#hold();
+    }
+  }
+
+  async #call(req: Record<string, unknown>, signal?: AbortSignal): Promise<RpcAnswer> {
     signal?.throwIfAborted();
     if (this.#pending.size >= MAX_PENDING) throw new ConnectionError(`fenceview: rpc stream: ${MAX_PENDING} calls already waiting`);
     await this.#open.catch((err) => {

@@ -1,6 +1,8 @@
-// Verifying fenceview's signed tokens with node:crypto's Ed25519.
+// Verifying fenceview's signed tokens with node:crypto's Ed25519: a
+// signature over the token's own message, or one over a batch's Merkle
+// root (RFC 9162) with the token's audit path.
 
-import { createPublicKey, verify, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto';
 import { signedMessage } from './token.js';
 
 /** One public key of GET /v1/signing-keys. */
@@ -32,6 +34,8 @@ export interface VerifierOptions {
   minRefreshMs?: number;
   /** Verified (resource, token, signature) remembered; default 10,000. */
   cacheSize?: number;
+  /** Verified batch roots (root and signature) remembered, so a batch's tokens cost one Ed25519 verification; default 1024. */
+  rootCacheSize?: number;
   /** The time source, for tests; default Date.now. */
   now?: () => number;
 }
@@ -39,17 +43,93 @@ export interface VerifierOptions {
 const sigText = /^[A-Za-z0-9_-]{86}$/;
 const keyText = /^[A-Za-z0-9_-]{43}$/;
 
+/** The batch carrier: 0x01, the signature, index and size (u32 big-endian), then the audit path. */
+const BATCH_TAG = 0x01;
+const BATCH_HEAD = 1 + 64 + 4 + 4;
+/** A tree of at most 2^32 leaves has paths of at most 32 hashes. */
+const MAX_PATH = 32;
+const carrierText = new RegExp(`^[A-Za-z0-9_-]{1,${Math.ceil(((BATCH_HEAD + 32 * MAX_PATH) * 4) / 3)}}$`);
+
 /**
- * decodeSignature returns the 64 raw bytes of a signature's text, or null
- * when the text is not exactly the canonical base64url without padding.
- * Lenient decoders let several texts stand for one signature; fenceview's
- * guards accept exactly one, and so does this.
+ * decodeSignature returns the 64 raw bytes of a signature over the token's
+ * own message, or null when the text is not exactly the canonical
+ * base64url without padding of 64 bytes (a batch carrier is null here:
+ * see decodeCarrier). Lenient decoders let several texts stand for one
+ * signature; fenceview's guards accept exactly one, and so does this.
  */
 export function decodeSignature(text: string | undefined | null): Buffer | null {
   if (typeof text !== 'string' || !sigText.test(text)) return null;
   const raw = Buffer.from(text, 'base64url');
   if (raw.length !== 64 || raw.toString('base64url') !== text) return null;
   return raw;
+}
+
+/** A decoded signature carrier: a token's own signature, or a batch root's with the token's place in the batch. */
+export type Carrier =
+  | { kind: 'token'; signature: Buffer }
+  | { kind: 'batch'; signature: Buffer; index: number; size: number; path: Buffer[] };
+
+/**
+ * decodeCarrier reads a signature carrier: 64 bytes (a signature of the
+ * token's message), or 0x01 || signature || index || size || audit path
+ * (a signature of the batch's root). Anything else, and any text that is
+ * not the canonical base64url without padding, is null. Whether the path
+ * has the right length for index and size is the verifier's to say.
+ */
+export function decodeCarrier(text: string | undefined | null): Carrier | null {
+  if (typeof text !== 'string' || !carrierText.test(text)) return null;
+  const raw = Buffer.from(text, 'base64url');
+  if (raw.toString('base64url') !== text) return null;
+  if (raw.length === 64) return { kind: 'token', signature: raw };
+  if (raw.length < BATCH_HEAD || raw[0] !== BATCH_TAG || (raw.length - BATCH_HEAD) % 32 !== 0) return null;
+  const path: Buffer[] = [];
+  for (let o = BATCH_HEAD; o < raw.length; o += 32) path.push(raw.subarray(o, o + 32));
+  return { kind: 'batch', signature: raw.subarray(1, 65), index: raw.readUInt32BE(65), size: raw.readUInt32BE(69), path };
+}
+
+/** leafHash is RFC 9162's hash of a leaf: SHA-256(0x00 || message). */
+export function leafHash(message: Buffer): Buffer {
+  return createHash('sha256').update(Buffer.of(0x00)).update(message).digest();
+}
+
+function nodeHash(left: Buffer, right: Buffer): Buffer {
+  return createHash('sha256').update(Buffer.of(0x01)).update(left).update(right).digest();
+}
+
+/**
+ * rootFromPath recomputes a tree's root from a leaf's hash, its index,
+ * the tree's size and the audit path (RFC 9162 §2.1.3.2), or null when
+ * the path does not fit index and size (too short, too long, index out of
+ * the tree).
+ */
+export function rootFromPath(leaf: Buffer, index: number, size: number, path: Buffer[]): Buffer | null {
+  if (!Number.isInteger(index) || !Number.isInteger(size) || index < 0 || index >= size || size > 0xffffffff) return null;
+  let fn = index;
+  let sn = size - 1;
+  let r = leaf;
+  for (const p of path) {
+    if (sn === 0) return null; // the path is longer than the tree is tall
+    if (fn % 2 === 1 || fn === sn) {
+      r = nodeHash(p, r);
+      if (fn % 2 === 0) {
+        // A right edge: climb past the levels where this node has no sibling.
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
+      }
+    } else {
+      r = nodeHash(r, p);
+    }
+    fn = Math.floor(fn / 2);
+    sn = Math.floor(sn / 2);
+  }
+  return sn === 0 ? r : null; // sn > 0: the path is too short
+}
+
+/** batchMessage is the text a batch's key signs: "fenceview/batch/v1 <root as 64 lowercase hex digits>". */
+export function batchMessage(root: Buffer): Buffer {
+  return Buffer.from(`fenceview/batch/v1 ${root.toString('hex')}`, 'utf8');
 }
 
 /** decodePublicKey returns the 32 raw bytes of a public key's text, or null. */
@@ -69,7 +149,10 @@ interface Trusted {
 /**
  * Verifier checks that a token was issued by a fenceview server: its
  * signature is Ed25519 over "fenceview/v1 <resource> <token>" by one of the
- * keys of GET /v1/signing-keys. It follows rotation: a signature none of
+ * keys of GET /v1/signing-keys, or over "fenceview/batch/v1 <root>" where
+ * root is the Merkle root the token's audit path leads to; verified roots
+ * are remembered, so the tokens of one batch cost one verification. It
+ * follows rotation: a signature none of
  * its keys verifies makes it fetch the keys again (rate-limited) before it
  * answers no, and keys older than maxAgeMs are fetched again first.
  */
@@ -83,6 +166,11 @@ export class Verifier {
   refreshErrors = 0;
   #refreshing: Promise<void> | null = null;
   #cache = new Map<string, true>();
+  // Verified batch roots, least recently used first.
+  #roots = new Map<string, true>();
+  /** Ed25519 verifications made (each key tried counts one): a batch's tokens cost one between them. */
+  verifications = 0;
+  readonly #rootCacheSize: number;
   readonly #maxAge: number;
   readonly #minRefresh: number;
   readonly #cacheSize: number;
@@ -94,6 +182,7 @@ export class Verifier {
     this.#maxAge = opts.maxAgeMs ?? 60_000;
     this.#minRefresh = opts.minRefreshMs ?? 1_000;
     this.#cacheSize = opts.cacheSize ?? 10_000;
+    this.#rootCacheSize = opts.rootCacheSize ?? 1024;
     this.#now = opts.now ?? Date.now;
   }
 
@@ -132,7 +221,11 @@ export class Verifier {
     const active = new Set(keys.filter((k) => k.active).map((k) => k.keyId));
     next.sort((a, b) => Number(active.has(b.keyId)) - Number(active.has(a.keyId)));
     const same = next.length === this.#keys.length && next.every((k, i) => k.raw.equals(this.#keys[i]!.raw));
-    if (!same) this.#cache.clear(); // a removed key takes its verifications with it
+    if (!same) {
+      // A removed key takes its verifications with it.
+      this.#cache.clear();
+      this.#roots.clear();
+    }
     this.#keys = next;
   }
 
@@ -173,17 +266,43 @@ export class Verifier {
     }
   }
 
-  #check(resource: string, token: bigint, sig: Buffer): boolean {
+  #signed(msg: Buffer, sig: Buffer): boolean {
+    for (const k of this.#keys) {
+      this.verifications++;
+      if (verify(null, msg, k.key, sig)) return true;
+    }
+    return false;
+  }
+
+  #check(resource: string, token: bigint, c: Carrier): boolean {
     const msg = signedMessage(resource, token);
-    return this.#keys.some((k) => verify(null, msg, k.key, sig));
+    if (c.kind === 'token') return this.#signed(msg, c.signature);
+    const root = rootFromPath(leafHash(msg), c.index, c.size, c.path);
+    if (root === null) return false;
+    const key = root.toString('hex') + c.signature.toString('hex');
+    if (this.#roots.has(key)) {
+      // Most recently used last: the first is the one to evict.
+      this.#roots.delete(key);
+      this.#roots.set(key, true);
+      return true;
+    }
+    if (!this.#signed(batchMessage(root), c.signature)) return false;
+    if (this.#roots.size >= this.#rootCacheSize) {
+      const oldest = this.#roots.keys().next();
+      if (!oldest.done) this.#roots.delete(oldest.value);
+    }
+    this.#roots.set(key, true);
+    return true;
   }
 
   /**
    * verify reports whether signature is a valid signature of token for
-   * resource by a trusted key. A missing or malformed signature is false.
+   * resource by a trusted key: a signature of the token's message, or of
+   * its batch's root with the token's audit path. A missing or malformed
+   * signature, or a path that does not lead to a signed root, is false.
    */
   async verify(resource: string, token: bigint, signature: string | undefined | null): Promise<boolean> {
-    const sig = decodeSignature(signature);
+    const sig = decodeCarrier(signature);
     if (sig === null) return false;
     const cacheKey = `${resource}\n${token}\n${signature}`;
     if (this.#source !== null && this.#now() - this.#fetchedAt > this.#maxAge) await this.#tryRefresh();

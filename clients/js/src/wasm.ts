@@ -3,6 +3,7 @@
 // in process, with its marks restored from the server on start and its
 // decisions reported back to it.
 
+import { createRequire } from 'node:module';
 import type { Client, DecisionReport } from './client.js';
 import { badSignature, verified, type Checker } from './guard.js';
 import { InvalidInputError, REASON_STALE, toToken, type Decision } from './token.js';
@@ -21,8 +22,19 @@ export interface WasmGuardOptions {
   source?: string;
   /** How often queued reports are sent; default 1000 ms. */
   flushMs?: number;
-  /** Refuse tokens whose signature this verifier does not accept (bad-signature). */
+  /**
+   * Refuse tokens whose signature this verifier does not accept
+   * (bad-signature). Default with a client: a verifier of the server's
+   * signing keys (GET /v1/signing-keys), so unsigned and forged tokens are
+   * refused.
+   */
   verifier?: Verifier;
+  /**
+   * Accept unsigned tokens from a guard loaded with a client: no verifier
+   * is made, and anyone who can reach the guard can present any token
+   * (a forged high one locks the honest holder out). Default false.
+   */
+  acceptUnsignedTokens?: boolean;
 }
 
 interface Exports {
@@ -56,6 +68,46 @@ const MAX_QUEUE = 100_000;
 const MAX_BATCH = 1000;
 
 const utf8 = new TextEncoder();
+
+type WasiClass = typeof import('node:wasi').WASI;
+let wasiLoaded: WasiClass | null = null;
+
+/**
+ * wasiClass loads node:wasi when a guard is first loaded, not with the
+ * package, and without the ExperimentalWarning Node prints when it loads:
+ * that one warning, and only while it loads (synchronously, so no other
+ * code runs meanwhile), is kept from process.emitWarning.
+ */
+function wasiClass(): WasiClass {
+  if (wasiLoaded !== null) return wasiLoaded;
+  const emit = process.emitWarning;
+  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
+    const opt = rest[0] as string | { type?: string } | undefined;
+    const type = typeof opt === 'string' ? opt : opt?.type ?? (warning instanceof Error ? warning.name : undefined);
+    const text = typeof warning === 'string' ? warning : warning.message;
+    if (type === 'ExperimentalWarning' && text.startsWith('WASI ')) return;
+    return (emit as (...a: unknown[]) => void).call(this, warning, ...rest);
+  } as typeof process.emitWarning;
+  try {
+    wasiLoaded = (createRequire(import.meta.url)('node:wasi') as typeof import('node:wasi')).WASI;
+  } finally {
+    process.emitWarning = emit;
+  }
+  return wasiLoaded;
+}
+
+/**
+ * verifierOf is the guard's verifier: the one given, else with a client
+ * (unless acceptUnsignedTokens) one of the server's keys, fetched now.
+ */
+async function verifierOf(opts: WasmGuardOptions): Promise<Verifier | undefined> {
+  if (opts.verifier !== undefined || opts.client === undefined || opts.acceptUnsignedTokens === true) return opts.verifier;
+  const v = await opts.client.verifier();
+  if (v.keyIds.length === 0) {
+    throw new InvalidInputError('fenceview: the server publishes no signing keys, so every token would be refused: pass acceptUnsignedTokens: true to accept unsigned tokens');
+  }
+  return v;
+}
 
 /**
  * WasmGuard is one instance of guard.wasm: one set of marks, checked
@@ -98,13 +150,11 @@ export class WasmGuard implements Checker {
       mod = await opts.client.guardModule();
     }
     const compiled = mod instanceof WA.Module ? mod : await WA.compile(mod as Uint8Array);
-    // Imported here, not at the top: node:wasi warns that it is
-    // experimental when loaded, which users of the rest need not see.
-    const { WASI } = await import('node:wasi');
+    const WASI = wasiClass();
     const wasi = new WASI({ version: 'preview1', args: [], env: {} });
     const instance = await WA.instantiate(compiled, wasi.getImportObject());
     wasi.initialize(instance); // _initialize: every export traps before it
-    const g = new WasmGuard(instance.exports as unknown as Exports, opts);
+    const g = new WasmGuard(instance.exports as unknown as Exports, { ...opts, verifier: await verifierOf(opts) });
     const restore = opts.restore ?? opts.client !== undefined;
     if (restore && opts.client !== undefined) await g.restore(typeof restore === 'object' ? restore.prefix : undefined);
     return g;

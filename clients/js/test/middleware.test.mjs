@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import express from 'express';
 import Fastify from 'fastify';
 import { WasmGuard, fencingMiddleware, callFencedService, validateResourceId, parse, stringify } from '../dist/index.js';
-import { client, unique, listen, needServer, paused } from './helpers.mjs';
+import { client, client as c0, unique, listen, needServer, paused } from './helpers.mjs';
 
 /** A downstream service behind the middleware: it stores the last accepted value per resource. */
 function service(guard, store) {
@@ -24,7 +24,8 @@ describe('fencingMiddleware on node:http, backed by the WebAssembly guard', need
   let guard, svc;
   const store = new Map();
   before(async () => {
-    guard = await WasmGuard.load({ client: c, source: 'node-test' });
+    // These cases present bare tokens: the unsigned opt-out, said out loud.
+    guard = await WasmGuard.load({ client: c, source: 'node-test', acceptUnsignedTokens: true });
     svc = await listen(service(guard, store));
   });
   after(async () => {
@@ -90,7 +91,11 @@ describe('fencingMiddleware on node:http, backed by the WebAssembly guard', need
     for (const headers of cases) {
       const res = await fetch(svc.url, { method: 'POST', headers, body: '{"value":"bad"}' });
       assert.equal(res.status, 400, JSON.stringify(headers));
-      assert.match((await res.json()).error, /missing or invalid/);
+      const refusal = await res.json();
+      // The refusal names the header at fault, and its code says which.
+      const token = headers['x-resource-id'] !== undefined && headers['x-resource-id'].length <= 160;
+      assert.match(refusal.error, token ? /X-Fencing-Token/ : /X-Resource-Id/);
+      assert.equal(refusal.code, token ? 'invalid-token' : 'invalid-request');
     }
     // Two token headers are refused too.
     const h = new Headers({ 'x-resource-id': r });
@@ -114,6 +119,49 @@ describe('fencingMiddleware on node:http, backed by the WebAssembly guard', need
     assert.equal(results.filter((res) => res.status !== 200 && res.status !== 409).length, 0);
     assert.equal(guard.highWater(r), 119n);
     assert.equal(store.get(r), 19);
+  });
+});
+
+describe("the README's middleware example, as written", needServer, () => {
+  test('a forged X-Fencing-Token: 99 is refused and the honest holder keeps writing', async () => {
+    const client = c0();
+    // The README's words: a guard loaded from the client, behind express.
+    const guard = await WasmGuard.load({ client, source: 'orders-api' });
+    const app = express();
+    app.use(fencingMiddleware(guard));
+    const written = [];
+    app.post('/apply', (req, res) => {
+      const { resource, token } = req.fencing;
+      written.push([resource, token]);
+      res.json({ applied: true });
+    });
+    const svc = await listen(app);
+    try {
+      const r = unique('orders');
+      const lock = client.lock(r, { holder: 'honest' });
+      const token = await lock.acquire();
+      assert.ok(token < 99n, 'the forger goes above the honest token');
+      const write = (headers) => fetch(svc.url + '/apply', { method: 'POST', headers });
+      assert.equal((await write(lock.headers())).status, 200);
+      // Forged: a higher token without a signature, then with a made-up one.
+      for (const forged of [{}, { 'x-fencing-signature': 'A'.repeat(86) }]) {
+        const res = await write({ 'x-fencing-token': '99', 'x-resource-id': r, ...forged });
+        assert.equal(res.status, 409);
+        const body = parse(await res.text());
+        assert.deepEqual([body.code, body.reason, body.presented], ['bad-signature', 'bad-signature', 99n]);
+        assert.equal(guard.highWater(r), token, 'the forgery moved no mark');
+      }
+      // The honest holder keeps writing, its renewed lease and all.
+      assert.equal((await write(lock.headers())).status, 200);
+      await lock.renew();
+      assert.equal((await write(lock.headers())).status, 200);
+      assert.deepEqual(written.map(([, t]) => t), [token, token, token]);
+      await lock.release();
+    } finally {
+      await svc.close();
+      await guard.close();
+      client.close();
+    }
   });
 });
 

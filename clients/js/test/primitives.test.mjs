@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { HeldError, LockDelayError, NotHeldError, LeaseLostError, ReleasedError, FenceviewError, InvalidInputError } from '../dist/index.js';
 import { client, env, unique, until, needServer, TWO_53_PLUS_1 } from './helpers.mjs';
 
-// Contract v3 against the real server, over both transports: lock-delay,
+// The primitives against the real server, over both transports: lock-delay,
 // semaphores, multi-locks and elections.
 for (const transport of ['http', 'rpc']) {
-  describe(`contract v3 over ${transport}`, needServer, () => {
+  describe(`the primitives over ${transport}`, needServer, () => {
     const c = client({ rpc: transport === 'rpc' });
     const admin = client();
     after(() => { c.close(); admin.close(); });

@@ -118,15 +118,18 @@ describe('signed tokens at the PostgreSQL and Redis guards', { skip: needPg.skip
     c.close();
   });
 
-  test('FencedResource, PgMarks, RedisGuard and callUnfenceable refuse forgeries and move no mark', async () => {
+  // Given a verifier, or built from the client: safe by default, the
+  // client's guards fetch the server's keys themselves.
+  for (const how of ['a verifier', 'the client']) test(`FencedResource, PgMarks, RedisGuard and callUnfenceable given ${how} refuse forgeries and move no mark`, async () => {
+    const signed = how === 'the client' ? { client: c } : { verifier };
     const table = unique('signed_rows').replace('-', '_');
     await pool.query(`CREATE TABLE ${table} (id TEXT PRIMARY KEY, v TEXT, fence_token BIGINT NOT NULL DEFAULT 0)`);
     const r = unique('signed-row');
     await pool.query(`INSERT INTO ${table} (id, v) VALUES ($1, 'start')`, [r]);
-    const rows = new FencedResource(pool, { table, key: 'id', verifier });
-    const marks = new PgMarks(pool, { table: unique('signed_marks').replace('-', '_'), verifier });
+    const rows = new FencedResource(pool, { table, key: 'id', ...signed });
+    const marks = new PgMarks(pool, { table: unique('signed_marks').replace('-', '_'), ...signed });
     await marks.createTable();
-    const kv = new RedisGuard(redis, { verifier });
+    const kv = new RedisGuard(redis, signed);
     const lock = c.lock(r, { holder: 'h' });
     await lock.acquire();
     let called = 0;

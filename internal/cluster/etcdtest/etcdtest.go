@@ -27,7 +27,8 @@ type member struct {
 }
 
 // Start starts an etcd cluster of n members and stops it when the test ends.
-func Start(t testing.TB, n int) *Cluster {
+// Each member's config is changed by opts, after the test defaults.
+func Start(t testing.TB, n int, opts ...func(*embed.Config)) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t}
 	var initial []string
@@ -45,6 +46,9 @@ func Start(t testing.TB, n int) *Cluster {
 		// Keep MVCC history short, as an operator would, so the event log's
 		// watchers meet compaction in tests too.
 		cfg.AutoCompactionMode, cfg.AutoCompactionRetention = "revision", "5000"
+		for _, o := range opts {
+			o(cfg)
+		}
 		initial = append(initial, cfg.Name+"="+peer.String())
 		c.members = append(c.members, &member{cfg: cfg})
 	}
@@ -75,6 +79,11 @@ func Start(t testing.TB, n int) *Cluster {
 	t.Cleanup(c.Close)
 	return c
 }
+
+// DefaultTiming gives members etcd's own heartbeat and election timeout
+// (100 ms, 1 s), as a cluster left at its defaults has, instead of the
+// tests' quicker ones.
+func DefaultTiming(cfg *embed.Config) { cfg.TickMs, cfg.ElectionMs = 100, 1000 }
 
 // Endpoints are the client URLs of the members still running.
 func (c *Cluster) Endpoints() []string {

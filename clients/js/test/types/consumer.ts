@@ -3,7 +3,7 @@
 // Fastify's own types.
 import http from 'node:http';
 import Fastify from 'fastify';
-import { Client, WasmGuard, fencingMiddleware, callFencedService, LockDelayError, type Decision, type FencedHttpRequest, type Leader, type MultiLock, type Permit } from 'fenceview';
+import { Client, WasmGuard, PgMarks, fencingMiddleware, callFencedService, LockDelayError, LeaseExpiredError, FenceviewError, errorFor, type ErrorCode, type Queryable, type Decision, type FencedHttpRequest, type Leader, type MultiLock, type Permit } from 'fenceview';
 
 export async function consumer(): Promise<bigint> {
   const client = new Client('http://127.0.0.1:8080', { key: 'k', rpc: true });
@@ -26,7 +26,7 @@ export async function consumer(): Promise<bigint> {
   return token;
 }
 
-// Contract v3: lock-delay, semaphores, multi-locks, elections.
+// Lock-delay, semaphores, multi-locks, elections.
 export async function consumerV3(client: Client): Promise<bigint> {
   await client.lock('r', { holder: 'h' }).acquire({ lockDelayMs: 5000 }).catch((e: unknown) => {
     if (e instanceof LockDelayError) {
@@ -49,4 +49,28 @@ export async function consumerV3(client: Client): Promise<bigint> {
   void slotToken;
   void tokens;
   return term;
+}
+
+// Typed errors, lock(name) without options, the signature options.
+export async function consumerErrors(client: Client, db: Queryable): Promise<string> {
+  const lock = client.lock('r');
+  await lock.acquire();
+  const unsigned = await WasmGuard.load({ client, acceptUnsignedTokens: true });
+  const marks = new PgMarks(db, { client });
+  void unsigned;
+  void marks;
+  try {
+    await lock.release();
+  } catch (e: unknown) {
+    if (e instanceof LeaseExpiredError) {
+      const at: string | null = e.expiredAt;
+      void at;
+    }
+  }
+  const code: ErrorCode = 'lease-expired';
+  const err: FenceviewError = errorFor(409, { code });
+  const retry: number | null = err.retryAfterMs;
+  void retry;
+  client.close();
+  return err.code;
 }

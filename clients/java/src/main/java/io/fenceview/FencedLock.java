@@ -29,7 +29,7 @@ public final class FencedLock extends Named implements Lock {
     /** One server-side wait of a blocking lock: long enough to be cheap, short enough for proxies. */
     static final long MAX_WAIT_CHUNK_MS = 60_000;
 
-    /** The longest lock-delay the server takes (contract v3). */
+    /** The longest lock-delay the server takes. */
     public static final Duration MAX_LOCK_DELAY = Duration.ofSeconds(60);
 
     private final long lockDelayMs;
@@ -77,7 +77,7 @@ public final class FencedLock extends Named implements Lock {
             if (refusal[0] == null) {
                 throw new FenceviewException(0, "fenceview: acquire " + name + " gave up");
             }
-            throw LockHeldException.of(name, refusal[0].body);
+            throw Refusals.held(refusal[0], 0, name);
         }
         return getFencingToken();
     }
@@ -196,7 +196,7 @@ public final class FencedLock extends Named implements Lock {
             return c.call("POST", path("acquire"), in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(threadId, holder, a.body, lease, renewing, sent),
                 // Nobody will unlock a grant its asker gave up on.
-                a -> releaseQuietly(holder), token -> unlockAsync(threadId), refusal, a -> true);
+                a -> releaseQuietly(holder), token -> unlockAsync(threadId), refusal, 0);
     }
 
     private void releaseQuietly(String holder) {
@@ -230,9 +230,14 @@ public final class FencedLock extends Named implements Lock {
 
     /**
      * Releases one hold of the current thread; at the last one the watchdog stops.
+     * After the thread's lease was lost it returns quietly: the loss was already
+     * signalled by {@link #leaseLost()} (and a guard refuses the token), and an
+     * exception here would only hide the one that explains what happened.
      *
-     * @throws IllegalMonitorStateException when this thread does not hold the lock (never
-     *                                      did, or its lease was lost meanwhile)
+     * @throws IllegalMonitorStateException when this thread does not hold the lock and
+     *                                      its lease was not lost: it never locked it, or
+     *                                      unlocked it already (a {@link LockOwnershipException}
+     *                                      with the server's code)
      */
     @Override
     public void unlock() {
@@ -245,12 +250,17 @@ public final class FencedLock extends Named implements Lock {
 
     /**
      * Releases one hold of the thread threadId, from any thread (Redisson's
-     * {@code unlockAsync(threadId)}). Completes exceptionally with
-     * {@link IllegalMonitorStateException} when that thread does not hold the lock.
+     * {@code unlockAsync(threadId)}). Completes quietly after that thread's lease was
+     * lost, and exceptionally with {@link IllegalMonitorStateException} when that thread
+     * does not hold the lock otherwise.
      */
     public CompletableFuture<Void> unlockAsync(long threadId) {
         Hold.Key key = new Hold.Key(name, threadId);
         Hold h = c.holds.get(key);
+        if (h != null && h.isLost()) {
+            h.unlockLost();
+            return CompletableFuture.completedFuture(null);
+        }
         if (h != null && h.count() <= 1) {
             h.releasing(true);
         }
@@ -275,17 +285,19 @@ public final class FencedLock extends Named implements Lock {
                 }
                 return null;
             }
-            if (a.status == 409) {
-                if (h != null) {
-                    h.lose("unlock refused: " + a.error(), null);
-                }
-                throw new IllegalMonitorStateException("attempt to unlock " + name
-                        + ", not locked by thread " + threadId + " (holder " + holder + "): " + a.error());
+            RuntimeException refused = a.failure(Refusals.Op.OWNERSHIP, name,
+                    "unlock " + name + " by thread " + threadId + " (holder " + holder + ")");
+            if (h != null && refused instanceof LockOwnershipException) {
+                // The thread held the lock and the server no longer counts it as the
+                // holder: its lease was lost, and this is where the client learns it.
+                h.lose("unlock refused: " + refused.getMessage(), refused);
+                h.unlockLost();
+                return null;
             }
             if (h != null) {
                 h.releasing(false);
             }
-            throw a.failure("release " + name);
+            throw refused;
         });
     }
 
@@ -298,7 +310,7 @@ public final class FencedLock extends Named implements Lock {
         boolean was = isLocked();
         FenceviewClient.Answer a = FenceviewClient.await(c.admin("POST", path("expire"), null));
         if (!a.ok()) {
-            throw a.failure("force-expire " + name);
+            throw a.failure(Refusals.Op.OTHER, name, "force-expire " + name);
         }
         return was;
     }
@@ -332,16 +344,20 @@ public final class FencedLock extends Named implements Lock {
         return s.locked() ? s.remainingMs() : -2;
     }
 
-    /** The token of the current thread's latest grant, null when it holds no lease. */
+    /**
+     * The token of the current thread's latest grant; after its lease was lost, still
+     * that token (until the thread's unlocks), so the refusal can be reported and a
+     * guard refuses it. Null when the thread holds no lock.
+     */
     public Long getToken() {
         FencingToken t = getFencingToken();
         return t == null ? null : t.number();
     }
 
-    /** The current thread's latest grant's token with its signature, null when it holds no lease. */
+    /** The current thread's latest grant's token with its signature, as {@link #getToken()}. */
     public FencingToken getFencingToken() {
         Hold h = c.holds.get(new Hold.Key(name, me()));
-        return h == null || h.ended ? null : h.token();
+        return h == null ? null : h.token();
     }
 
     /**

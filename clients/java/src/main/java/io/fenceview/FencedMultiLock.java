@@ -101,7 +101,7 @@ public final class FencedMultiLock implements Lock {
         Map<String, Long> t = Waiting.tryAwait(acquire(me(), Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit), refusal));
         if (t == null) {
             throw refusal[0] == null ? new FenceviewException(0, "fenceview: acquire-all gave up")
-                    : LockHeldException.of(String.join(", ", resources), refusal[0].body);
+                    : Refusals.held(refusal[0], 0, String.join(", ", resources));
         }
         return t;
     }
@@ -123,7 +123,7 @@ public final class FencedMultiLock implements Lock {
             in.put("resources", resources);
             return c.call("POST", "/v1/locks/acquire-all", in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(threadId, holder, a, lease, renewing, sent), a -> release(holder), refusal,
-                a -> "lock held".equals(a.error()) || "lock delay".equals(a.error()));
+                0);
     }
 
     private Map<String, Long> granted(long threadId, String holder, FenceviewClient.Answer a, long lease, boolean renewing, long sent) {
@@ -190,11 +190,11 @@ public final class FencedMultiLock implements Lock {
 
     /**
      * Releases one hold of each lock for the current thread; at the last the watchdog
-     * stops.
+     * stops. After a lease of the thread's hold was lost it returns quietly (the others
+     * are released all the same): {@link #leaseLost()} already said so.
      *
-     * @throws IllegalMonitorStateException when some lock was not held by this thread
-     *                                      (its lease was lost): the others are
-     *                                      released all the same
+     * @throws IllegalMonitorStateException when this thread holds none of the locks
+     *                                      and lost no lease of them
      */
     @Override
     public void unlock() {
@@ -203,6 +203,13 @@ public final class FencedMultiLock implements Lock {
 
     public CompletableFuture<Void> unlockAsync(long threadId) {
         Hold h = c.holds.get(key(threadId));
+        if (h != null && h.isLost()) {
+            // As FencedLock's: the loss was signalled by leaseLost() and the guards.
+            // The locks whose leases were not lost are still this thread's on the
+            // server: give them back now rather than at the end of their leases.
+            h.unlockLost();
+            return release(c.holderId(threadId)).handle((a, err) -> null);
+        }
         if (h != null && h.count() <= 1) {
             h.releasing(true);
         }
@@ -217,14 +224,18 @@ public final class FencedMultiLock implements Lock {
                 if (h != null) {
                     h.releasing(false);
                 }
-                throw a.failure("release-all");
+                throw a.failure(Refusals.Op.OWNERSHIP, String.join(", ", resources), "release-all");
             }
             List<Object> notHeld = Json.list(a.body, "notHeld");
             if (!notHeld.isEmpty()) {
                 if (h != null) {
+                    // The thread held them all: a lease was lost, learnt here.
                     h.lose("not held at unlock: " + notHeld, null);
+                    h.unlockLost();
+                    return null;
                 }
-                throw new IllegalMonitorStateException("attempt to unlock " + notHeld + ", not locked by thread " + threadId);
+                throw new NotHeldException(String.join(", ", resources), "fenceview: attempt to unlock " + notHeld
+                        + ", not locked by thread " + threadId);
             }
             if (h != null) {
                 if (h.count() <= 1) {
@@ -239,20 +250,23 @@ public final class FencedMultiLock implements Lock {
 
     // ---- state ----
 
-    /** The current thread's tokens by resource, in the order given; empty when it holds none. */
+    /**
+     * The current thread's tokens by resource, in the order given, still there after a
+     * lease was lost (to report it; guards refuse them); empty when it holds none.
+     */
     public Map<String, Long> getTokens() {
         Hold h = c.holds.get(key(me()));
         Map<String, Long> out = new LinkedHashMap<>();
-        if (h != null && !h.ended && h.tokens != null) {
+        if (h != null && h.tokens != null) {
             h.tokens.forEach((r, t) -> out.put(r, t.number()));
         }
         return Collections.unmodifiableMap(out);
     }
 
-    /** The current thread's token of one lock with its signature, null when it holds none. */
+    /** The current thread's token of one lock with its signature, as {@link #getTokens()}; null when it holds none. */
     public FencingToken getFencingToken(String resource) {
         Hold h = c.holds.get(key(me()));
-        return h == null || h.ended || h.tokens == null ? null : h.tokens.get(resource);
+        return h == null || h.tokens == null ? null : h.tokens.get(resource);
     }
 
     /** Completes when any lease of the current thread's hold is found lost; cancelled after its last unlock. */

@@ -14,6 +14,11 @@ public class FencedOutException extends FencingException {
         this.decision = d;
     }
 
+    /** The refusal's code: the decision's reason ({@code stale-token}, {@code bad-signature}, ...). */
+    public String getCode() {
+        return decision.reason();
+    }
+
     public Decision decision() {
         return decision;
     }

@@ -87,7 +87,7 @@ public final class FencedSemaphore extends Named {
         Permit p = Waiting.tryAwait(acquireAsync(Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit), refusal));
         if (p == null) {
             throw refusal[0] == null ? new FenceviewException(0, "fenceview: acquire of " + name + " gave up")
-                    : LockHeldException.of(name, refusal[0].body);
+                    : Refusals.held(refusal[0], permits, name);
         }
         return p;
     }
@@ -109,7 +109,7 @@ public final class FencedSemaphore extends Named {
             in.put("permits", permits);
             return c.call("POST", path("acquire"), in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(a, holder, lease, renewing, sent), a -> release(holder, (int) Json.lng(a.body, "slot")),
-                refusal, a -> "no permit free".equals(a.error()));
+                refusal, permits);
     }
 
     private Permit granted(FenceviewClient.Answer a, String holder, long lease, boolean renewing, long sent) {
@@ -157,12 +157,13 @@ public final class FencedSemaphore extends Named {
                 h.finish();
                 return null;
             }
-            if (a.status == 409) {
-                h.lose("release refused: " + a.error(), null);
-                throw new IllegalMonitorStateException("fenceview: " + p.getId() + " is not held by this permit: " + a.error());
+            RuntimeException refused = a.failure(Refusals.Op.OWNERSHIP, p.getId(), "release " + p.getId());
+            if (refused instanceof LockOwnershipException) {
+                h.lose("release refused: " + refused.getMessage(), refused);
+            } else {
+                h.releasing(false);
             }
-            h.releasing(false);
-            throw a.failure("release " + p.getId());
+            throw refused;
         });
     }
 
@@ -204,7 +205,7 @@ public final class FencedSemaphore extends Named {
         in.put("permits", n);
         FenceviewClient.Answer a = FenceviewClient.await(c.admin("PUT", path(""), in));
         if (!a.ok()) {
-            throw a.failure("set the permits of " + name);
+            throw a.failure(Refusals.Op.OTHER, name, "set the permits of " + name);
         }
         return next;
     }

@@ -26,6 +26,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Flow;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.SSLContext;
 
@@ -64,6 +65,8 @@ public final class FenceviewClient implements AutoCloseable {
     final ScheduledExecutorService scheduler;
     final ConcurrentHashMap<Hold.Key, Hold> holds = new ConcurrentHashMap<>();
     private volatile boolean closed;
+    private final boolean useRpc;
+    private RpcSession rpc; // guarded by this; null until the first call over it
 
     private FenceviewClient(Builder b) {
         if (b.urls.isEmpty()) {
@@ -87,6 +90,7 @@ public final class FenceviewClient implements AutoCloseable {
             throw new IllegalArgumentException("fenceview: watchdog timeout " + b.watchdogTimeout + ": want 1ms..24h");
         }
         this.watchdogTimeout = b.watchdogTimeout;
+        this.useRpc = b.rpc;
         this.requestTimeout = b.requestTimeout;
         HttpClient.Builder hb = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
@@ -146,8 +150,20 @@ public final class FenceviewClient implements AutoCloseable {
         private Duration watchdogTimeout = DEFAULT_WATCHDOG_TIMEOUT;
         private Duration connectTimeout = Duration.ofSeconds(5);
         private Duration requestTimeout = Duration.ofSeconds(30);
+        private boolean rpc;
 
         private Builder() {}
+
+        /**
+         * Whether locks' acquire, renew and release go over one websocket to the
+         * server's RPC stream ({@code /v1/rpc}) instead of an HTTP request each (default
+         * false). Many threads' calls then share one connection, batched per message;
+         * answers and exceptions are the same. Other calls stay on HTTP.
+         */
+        public Builder rpc(boolean on) {
+            this.rpc = on;
+            return this;
+        }
 
         /** The server's base URL, optionally with a path prefix. Several calls add cluster nodes. */
         public Builder url(String url) {
@@ -280,6 +296,11 @@ public final class FenceviewClient implements AutoCloseable {
     @Override
     public void close() {
         closed = true;
+        synchronized (this) {
+            if (rpc != null) {
+                rpc.close();
+            }
+        }
         for (Hold h : new ArrayList<>(holds.values())) {
             h.lose("the client was closed", null);
         }
@@ -304,13 +325,21 @@ public final class FenceviewClient implements AutoCloseable {
             return status == 200 || status == 201;
         }
 
+        /** The server's sentence for people (bounded), for messages only: never matched. */
         String error() {
             Object e = body.get("error");
-            return e instanceof String ? (String) e : "HTTP " + status;
+            String s = e instanceof String ? (String) e : "HTTP " + status;
+            return s.length() > 300 ? s.substring(0, 300) + "..." : s;
         }
 
-        FenceviewException failure(String what) {
-            return new FenceviewException(status, "fenceview: " + what + ": " + status + " " + error());
+        /** The typed exception of this error answer to what (see {@link Refusals}). */
+        RuntimeException failure(String what) {
+            return Refusals.exception(this, Refusals.Op.OTHER, 0, null, what);
+        }
+
+        /** The same for a call of kind op on resource. */
+        RuntimeException failure(Refusals.Op op, String resource, String what) {
+            return Refusals.exception(this, op, 0, resource, what);
         }
     }
 
@@ -338,9 +367,33 @@ public final class FenceviewClient implements AutoCloseable {
         return path("locks", resource, action);
     }
 
-    /** Sends a call with the ordinary credential. */
+    /** Sends a call with the ordinary credential: over the RPC stream when it is on and carries it. */
     CompletableFuture<Answer> call(String method, String path, Map<String, Object> body, Duration timeout) {
+        if (useRpc && !closed && "POST".equals(method) && path.startsWith(LOCKS)) {
+            String rest = path.substring(LOCKS.length());
+            int slash = rest.indexOf('/');
+            String op = slash < 0 ? "" : rest.substring(slash + 1);
+            if (op.equals("acquire") || op.equals("renew") || op.equals("release")) {
+                // The segment's every byte outside the unreserved set is %XX, so decoding is exact.
+                String resource = java.net.URLDecoder.decode(rest.substring(0, slash), StandardCharsets.UTF_8);
+                Duration t = timeout == null ? requestTimeout : timeout;
+                return overloadRetry(left -> rpcSession().call(op, resource, body, left), t, System.nanoTime() + t.toNanos(), 0);
+            }
+        }
         return call(method, path, body, timeout, apiKey != null ? apiKey : adminToken);
+    }
+
+    private static final String LOCKS = "/v1/locks/";
+
+    /** The RPC stream, opened anew after the last one broke. */
+    synchronized RpcSession rpcSession() {
+        if (rpc == null || !rpc.alive()) {
+            if (rpc != null && bases.size() > 1) {
+                current.incrementAndGet(); // a broken stream: the next node
+            }
+            rpc = new RpcSession(this);
+        }
+        return rpc;
     }
 
     /**
@@ -375,7 +428,43 @@ public final class FenceviewClient implements AutoCloseable {
             return CompletableFuture.failedFuture(new FenceviewException(0, "fenceview: the client is closed"));
         }
         String json = body == null ? null : Json.write(body);
-        return attempt(method, path, json, timeout == null ? requestTimeout : timeout, credential, 0);
+        Duration t = timeout == null ? requestTimeout : timeout;
+        long deadline = System.nanoTime() + t.toNanos();
+        return overloadRetry(left -> attempt(method, path, json, left, credential, 0), t, deadline, 0);
+    }
+
+    /** The first wait before retrying a shed call that gave no Retry-After. */
+    static final long RETRY_BASE_MS = 50;
+    /** The longest wait between two tries of a shed call, Retry-After aside. */
+    static final long RETRY_CAP_MS = 5_000;
+
+    /**
+     * Sends a call (send, given the time a try may take, over HTTP or the RPC stream)
+     * and, while the server sheds it (429; 503 with a Retry-After: nothing was done),
+     * tries again after the wait the server asked for or an exponential
+     * backoff, whichever is longer, plus up to a quarter more of jitter so that shed
+     * callers do not come back in step, as long as the next try can start before
+     * deadline. Then the last answer stands (an {@link OverloadedException} for the caller).
+     */
+    private CompletableFuture<Answer> overloadRetry(java.util.function.Function<Duration, CompletableFuture<Answer>> send,
+            Duration timeout, long deadline, int tries) {
+        return send.apply(timeout).thenCompose(a -> {
+            Duration asked = Refusals.retryAfter(a.body, a.headers);
+            boolean shed = a.status == 429 || (a.status == 503 && asked != null);
+            if (!shed || closed) {
+                return CompletableFuture.completedFuture(a);
+            }
+            long backoff = Math.min(RETRY_CAP_MS, RETRY_BASE_MS << Math.min(tries, 16));
+            long wait = Math.max(asked == null ? 0 : asked.toMillis(), backoff);
+            wait += java.util.concurrent.ThreadLocalRandom.current().nextLong(wait / 4 + 1);
+            long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+            if (wait >= left) {
+                return CompletableFuture.completedFuture(a);
+            }
+            Duration rest = Duration.ofMillis(left - wait);
+            return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(wait, TimeUnit.MILLISECONDS))
+                    .thenCompose(x -> overloadRetry(send, rest.compareTo(timeout) < 0 ? rest : timeout, deadline, tries + 1));
+        });
     }
 
     private CompletableFuture<Answer> attempt(String method, String path, String json, Duration timeout, String credential, int attempt) {
@@ -564,10 +653,11 @@ public final class FenceviewClient implements AutoCloseable {
             return Decision.accept(token.number());
         }
         if (a.status == 409) {
-            return new Decision(false, Objects.requireNonNullElse(Json.str(a.body, "reason"), Decision.STALE_TOKEN),
-                    token.number(), Json.lng(a.body, "required"));
+            // A refused fence is a decision, not an error: its code is its reason.
+            String reason = Refusals.code(a.status, a.body, Refusals.Op.FENCE, 0);
+            return new Decision(false, reason, token.number(), Json.lng(a.body, "required"));
         }
-        throw a.failure("fence " + token.resource());
+        throw a.failure(Refusals.Op.FENCE, token.resource(), "fence " + token.resource());
     }
 
     /**

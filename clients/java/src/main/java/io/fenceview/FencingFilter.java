@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -14,9 +15,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * mark before the handler runs. A token at least the mark is accepted (and becomes the
  * mark, atomically); a lower one gets 409 with {@code X-Required-Token} and
  * {@code {"accepted":false,"reason","presented","required"}}; a missing or malformed
- * token or resource id gets 400. With a {@link TokenVerifier} the filter is in signed
- * mode: a token without a valid signature is refused with {@code bad-signature} and
- * never raises the mark.
+ * token or resource id gets 400. A token without a valid signature (from the server's
+ * published keys, or a {@link TokenVerifier}'s) is refused with {@code bad-signature}
+ * and never raises the mark, so a forged {@code X-Fencing-Token: 99} cannot lock the
+ * honest holder out. Only {@link #acceptingUnsignedTokens()} takes bare numbers.
  *
  * <p>Marks live in memory, for at most {@code maxResources} resources (then 503): seed
  * them from your store after a restart with {@link #seed}. The accepted token is left
@@ -26,20 +28,54 @@ public final class FencingFilter extends Filter {
     public static final String TOKEN_ATTRIBUTE = "io.fenceview.token";
 
     private final ConcurrentHashMap<String, Long> marks = new ConcurrentHashMap<>();
-    private final TokenVerifier verifier;
+    /** The resources a filter keeps marks for unless told otherwise. */
+    public static final int DEFAULT_MAX_RESOURCES = 100_000;
+
+    private final TokenVerifier verifier; // null: unsigned tokens accepted
     private final int maxResources;
 
-    public FencingFilter() {
-        this(null, 100_000);
+    /**
+     * A filter that accepts only tokens signed by client's server: its signing keys are
+     * fetched now ({@code GET /v1/signing-keys}) and again when a signature names a key
+     * it does not know yet (see {@link TokenVerifier#fetch(FenceviewClient)}).
+     */
+    public FencingFilter(FenceviewClient client) {
+        this(client, DEFAULT_MAX_RESOURCES);
     }
 
-    /** A filter in signed mode when verifier is not null. */
+    public FencingFilter(FenceviewClient client, int maxResources) {
+        this(TokenVerifier.fetch(Objects.requireNonNull(client, "client")), maxResources);
+    }
+
+    /** A filter that accepts only tokens verifier vouches for. */
     public FencingFilter(TokenVerifier verifier, int maxResources) {
+        this(maxResources, Objects.requireNonNull(verifier, "verifier"));
+    }
+
+    private FencingFilter(int maxResources, TokenVerifier verifier) {
         if (maxResources < 1) {
             throw new IllegalArgumentException("fenceview: maxResources must be positive");
         }
         this.verifier = verifier;
         this.maxResources = maxResources;
+    }
+
+    /**
+     * A filter that takes any well-formed token number, signed or not: anyone who can
+     * reach the service can present a high number and lock the real holder out. For
+     * tokens from a server that does not sign, or a test.
+     */
+    public static FencingFilter acceptingUnsignedTokens() {
+        return acceptingUnsignedTokens(DEFAULT_MAX_RESOURCES);
+    }
+
+    public static FencingFilter acceptingUnsignedTokens(int maxResources) {
+        return new FencingFilter(maxResources, null);
+    }
+
+    /** Whether the filter refuses tokens without a valid signature (all but {@link #acceptingUnsignedTokens()}). */
+    public boolean verifiesSignatures() {
+        return verifier != null;
     }
 
     @Override

@@ -50,6 +50,13 @@ final class Hold {
     private ScheduledFuture<?> renewTask;
     private ScheduledFuture<?> expiryTask;
     volatile boolean ended;
+    /**
+     * Ended by the loss of its lease, not by a last unlock. A lost hold stays in the
+     * client's map, with its last token, until its holder has unlocked it as often as
+     * it locked it (or a new grant replaces it): the token can still be reported and
+     * shown to a guard, which refuses it, and those unlocks return quietly.
+     */
+    private boolean wasLost;
 
     Hold(FenceviewClient c, Key key, String holder, long leaseMs, boolean renewing) {
         this(c, key, holder, leaseMs, renewing, null);
@@ -183,11 +190,12 @@ final class Hold {
                 scheduleRenewal(interval());
                 return;
             }
-            FenceviewException fe = err != null
-                    ? (FenceviewClient.unwrap(err) instanceof FenceviewException ? (FenceviewException) FenceviewClient.unwrap(err)
-                            : new FenceviewException("fenceview: renewal: " + FenceviewClient.unwrap(err), FenceviewClient.unwrap(err)))
-                    : a.failure("renew " + key.resource());
-            if (!fe.isTemporary()) {
+            Throwable cause = err != null ? FenceviewClient.unwrap(err) : a.failure(Refusals.Op.OWNERSHIP, key.resource(), "renew " + key.resource());
+            RuntimeException fe = cause instanceof RuntimeException ? (RuntimeException) cause
+                    : new FenceviewException("fenceview: renewal: " + cause, cause);
+            // No answer, overload, no leader: try again while the lease lasts.
+            boolean temporary = fe instanceof FenceviewException && ((FenceviewException) fe).isTemporary();
+            if (!temporary) {
                 if (releasing) {
                     return; // the last unlock is on its way: its answer ends the hold
                 }
@@ -214,7 +222,10 @@ final class Hold {
         releasing = false;
     }
 
-    /** Ends the hold because its lease is gone; completes {@link #lost}. */
+    /**
+     * Ends the hold because its lease is gone; completes {@link #lost}. The hold stays
+     * in the client's map (see {@link #wasLost}).
+     */
     void lose(String why, Throwable cause) {
         LeaseLostException e;
         synchronized (this) {
@@ -222,10 +233,30 @@ final class Hold {
                 return;
             }
             end();
+            wasLost = true;
             e = new LeaseLostException(key.resource(), token == null ? 0 : token.number(), why, cause);
         }
-        c.holds.remove(key, this);
         lost.complete(e);
+    }
+
+    /** Whether the hold ended by the loss of its lease. */
+    synchronized boolean isLost() {
+        return wasLost;
+    }
+
+    /**
+     * One unlock of a lost hold: nothing to release on the server (the lease is gone),
+     * so it only counts; the last one forgets the hold.
+     */
+    void unlockLost() {
+        boolean last;
+        synchronized (this) {
+            count = Math.max(0, count - 1);
+            last = count == 0;
+        }
+        if (last) {
+            c.holds.remove(key, this);
+        }
     }
 
     /** Ends the hold after its last unlock; {@link #lost} is cancelled: it will never be lost. */

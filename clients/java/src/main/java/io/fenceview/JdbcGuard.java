@@ -26,6 +26,12 @@ import java.util.Set;
  * write matches no row; only then is the row's mark read, to explain the refusal
  * with the mark that actually beat the token.
  *
+ * <p>A guard made from a client ({@link #create(FenceviewClient)}) or a
+ * {@link TokenVerifier} takes only tokens the server signed: a token without a valid
+ * signature (a bare number, a forgery) is refused with {@code bad-signature} before the
+ * database is touched, so it can neither write nor raise the mark. Only
+ * {@link #acceptingUnsignedTokens()} takes bare numbers.
+ *
  * <p>Table and column names must be plain identifiers (letters, digits, {@code _};
  * the table may be schema-qualified) and are quoted; values are always bound. The
  * guard never commits or rolls back: pass a connection inside your transaction to
@@ -59,46 +65,104 @@ public final class JdbcGuard {
     /** The longest identifier part: PostgreSQL's NAMEDATALEN-1. */
     static final int MAX_IDENT = 63;
 
+    private final TokenVerifier verifier; // null: unsigned tokens accepted
     private final Dialect dialect; // null: from each connection
     private final String tokenColumn;
     private final String versionColumn;
 
-    private JdbcGuard(Dialect dialect, String tokenColumn, String versionColumn) {
+    private JdbcGuard(TokenVerifier verifier, Dialect dialect, String tokenColumn, String versionColumn) {
+        this.verifier = verifier;
         this.dialect = dialect;
         this.tokenColumn = ident(tokenColumn);
         this.versionColumn = ident(versionColumn);
     }
 
-    /** A guard whose dialect is read from each connection's metadata. */
-    public static JdbcGuard create() {
-        return new JdbcGuard(null, "fence_token", "version");
+    /**
+     * A guard that takes only tokens signed by client's server: its signing keys are
+     * fetched now ({@code GET /v1/signing-keys}) and again when a signature names a key
+     * it does not know yet. The dialect is read from each connection's metadata.
+     */
+    public static JdbcGuard create(FenceviewClient client) {
+        return create(TokenVerifier.fetch(Objects.requireNonNull(client, "client")));
     }
 
-    public static JdbcGuard create(Dialect d) {
-        return new JdbcGuard(Objects.requireNonNull(d), "fence_token", "version");
+    /** A guard that takes only tokens verifier vouches for. */
+    public static JdbcGuard create(TokenVerifier verifier) {
+        return new JdbcGuard(Objects.requireNonNull(verifier, "verifier"), null, "fence_token", "version");
+    }
+
+    /**
+     * A guard that takes any token number, signed or not: whoever can call your code
+     * with a high number locks the real holder out of the row. For tokens from a server
+     * that does not sign, or a test. Use {@link #update(Connection, String, String, Object, long, Map)}.
+     */
+    public static JdbcGuard acceptingUnsignedTokens() {
+        return new JdbcGuard(null, null, "fence_token", "version");
+    }
+
+    /** This guard with a fixed dialect instead of each connection's. */
+    public JdbcGuard withDialect(Dialect d) {
+        return new JdbcGuard(verifier, Objects.requireNonNull(d), tokenColumn, versionColumn);
     }
 
     /** This guard with the row's mark kept in column (default {@code fence_token}). */
     public JdbcGuard withTokenColumn(String column) {
-        return new JdbcGuard(dialect, column, versionColumn);
+        return new JdbcGuard(verifier, dialect, column, versionColumn);
     }
 
     /** This guard with the optimistic-locking version in column (default {@code version}). */
     public JdbcGuard withVersionColumn(String column) {
-        return new JdbcGuard(dialect, tokenColumn, column);
+        return new JdbcGuard(verifier, dialect, tokenColumn, column);
+    }
+
+    /** Whether the guard refuses tokens without a valid signature (all but {@link #acceptingUnsignedTokens()}). */
+    public boolean verifiesSignatures() {
+        return verifier != null;
     }
 
     /**
      * Sets columns of the row whose idColumn is id, only if token is at least the row's
-     * mark, and records token as the new mark, in one statement.
+     * mark and (unless the guard accepts unsigned tokens) carries a valid signature, and
+     * records token as the new mark, in one statement.
      *
-     * @return accepted, or refused with reason {@code stale-token} and the row's mark
+     * @return accepted, or refused with reason {@code stale-token} and the row's mark, or
+     *         {@code bad-signature} (required 0: the row was not read)
      * @throws RowNotFoundException       when no such row exists (create rows before fencing writes to them)
      * @throws FoundRowsRequiredException on a MySQL connection that counts changed rows only
      */
+    public Decision update(Connection conn, String table, String idColumn, Object id, FencingToken token, Map<String, ?> set)
+            throws SQLException {
+        if (!signed(token)) {
+            return new Decision(false, Decision.BAD_SIGNATURE, token.number(), 0);
+        }
+        return write(conn, table, idColumn, id, token.number(), null, set);
+    }
+
+    /**
+     * The same with a bare token number, which carries no signature: only a guard that
+     * {@linkplain #acceptingUnsignedTokens() accepts unsigned tokens} writes with it;
+     * any other refuses it with {@code bad-signature}.
+     */
     public Decision update(Connection conn, String table, String idColumn, Object id, long token, Map<String, ?> set)
             throws SQLException {
+        if (verifier != null) {
+            return new Decision(false, Decision.BAD_SIGNATURE, Ids.token(token), 0);
+        }
         return write(conn, table, idColumn, id, token, null, set);
+    }
+
+    /** {@link #updateVersion(Connection, String, String, Object, long, long, Map)} with a signed token. */
+    public Decision updateVersion(Connection conn, String table, String idColumn, Object id, FencingToken token, long expected,
+            Map<String, ?> set) throws SQLException {
+        if (!signed(token)) {
+            return new Decision(false, Decision.BAD_SIGNATURE, token.number(), 0);
+        }
+        return write(conn, table, idColumn, id, token.number(), expected, set);
+    }
+
+    private boolean signed(FencingToken token) {
+        Objects.requireNonNull(token, "token");
+        return verifier == null || verifier.verify(token);
     }
 
     /**
@@ -109,6 +173,9 @@ public final class JdbcGuard {
      */
     public Decision updateVersion(Connection conn, String table, String idColumn, Object id, long token, long expected,
             Map<String, ?> set) throws SQLException {
+        if (verifier != null) {
+            return new Decision(false, Decision.BAD_SIGNATURE, Ids.token(token), 0);
+        }
         return write(conn, table, idColumn, id, token, expected, set);
     }
 

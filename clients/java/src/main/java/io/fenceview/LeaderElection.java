@@ -70,7 +70,7 @@ public final class LeaderElection extends Named {
         Long t = Waiting.tryAwait(campaignAsync(value, Waiting.waitMs(waitTime, unit), Waiting.lease(leaseTime, unit), refusal));
         if (t == null) {
             throw refusal[0] == null ? new FenceviewException(0, "fenceview: campaign in " + name + " gave up")
-                    : LockHeldException.of(name, refusal[0].body);
+                    : Refusals.held(refusal[0], 0, name);
         }
         return t;
     }
@@ -91,7 +91,7 @@ public final class LeaderElection extends Named {
             in.put("leaseMs", lease);
             in.put("waitMs", chunk);
             return c.call("POST", path("campaign"), in, c.requestTimeout().plusMillis(chunk));
-        }, (a, sent) -> elected(a, lease, renewing, sent), a -> resignQuietly(), refusal, a -> "lock held".equals(a.error()));
+        }, (a, sent) -> elected(a, lease, renewing, sent), a -> resignQuietly(), refusal, 0);
     }
 
     private long elected(FenceviewClient.Answer a, long lease, boolean renewing, long sent) {
@@ -133,11 +133,8 @@ public final class LeaderElection extends Named {
         in.put("candidate", candidate);
         in.put("value", checkValue(value));
         FenceviewClient.Answer a = FenceviewClient.await(c.call("POST", path("proclaim"), in, null));
-        if (a.status == 409) {
-            throw new IllegalMonitorStateException("fenceview: " + candidate + " does not lead " + name + ": " + a.error());
-        }
         if (!a.ok()) {
-            throw a.failure("proclaim in " + name);
+            throw a.failure(Refusals.Op.OWNERSHIP, name, candidate + " proclaims in " + name);
         }
         return Leader.of(Json.obj(a.body, "leader"));
     }
@@ -170,16 +167,15 @@ public final class LeaderElection extends Named {
             }
             return;
         }
-        if (a.status == 409) {
-            if (h != null) {
-                h.lose("resign refused: " + a.error(), null);
-            }
-            throw new IllegalMonitorStateException("fenceview: " + candidate + " does not lead " + name + ": " + a.error());
-        }
+        RuntimeException refused = a.failure(Refusals.Op.OWNERSHIP, name, candidate + " resigns from " + name);
         if (h != null) {
-            h.releasing(false);
+            if (refused instanceof LockOwnershipException) {
+                h.lose("resign refused: " + refused.getMessage(), refused);
+            } else {
+                h.releasing(false);
+            }
         }
-        throw a.failure("resign from " + name);
+        throw refused;
     }
 
     // ---- state ----

@@ -8,9 +8,9 @@ import java.util.Map;
 
 /**
  * A lock (or a semaphore's every slot, a multi-lock's lock, an election) was not
- * granted because another holder has it (409 {@code "lock held"}, {@code "no permit
- * free"}). Thrown by the methods that say why they did not acquire; the Redisson-shaped
- * ones answer null or false instead.
+ * granted because another holder has it (409 {@code lock-held}, {@code no-permit}).
+ * Thrown by the methods that say why they did not acquire; the Redisson-shaped ones
+ * answer null or false instead.
  */
 public class LockHeldException extends FenceviewException {
     private static final long serialVersionUID = 1L;
@@ -22,8 +22,8 @@ public class LockHeldException extends FenceviewException {
     private final transient Instant expiresAt;
     private final transient List<HeldLock> held;
 
-    LockHeldException(String what, Map<String, Object> body, String message) {
-        super(409, message);
+    LockHeldException(Map<String, Object> body, String code, String message) {
+        super(409, code, message);
         List<HeldLock> hs = new ArrayList<>();
         for (Object o : Json.list(body, "held")) {
             if (o instanceof Map) {
@@ -45,15 +45,6 @@ public class LockHeldException extends FenceviewException {
         this.holder = who;
         this.expiresAt = until;
         this.held = Collections.unmodifiableList(hs);
-    }
-
-    /** The error of a 409 answer to an acquire of what: a lock-delay, or held. */
-    static LockHeldException of(String what, Map<String, Object> body) {
-        if ("lock delay".equals(Json.str(body, "error"))) {
-            return new LockDelayException(what, body);
-        }
-        String err = Json.str(body, "error");
-        return new LockHeldException(what, body, "fenceview: " + what + ": " + (err == null ? "lock held" : err));
     }
 
     /** The holder that has it (for an election, the leader), null when the server did not say. */

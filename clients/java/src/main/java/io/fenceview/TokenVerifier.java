@@ -2,6 +2,8 @@ package io.fenceview;
 
 import java.security.GeneralSecurityException;
 import java.security.KeyFactory;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.security.PublicKey;
 import java.security.Signature;
 import java.security.spec.X509EncodedKeySpec;
@@ -10,16 +12,29 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
  * Verifies fenceview's signed tokens offline, with the JDK's own Ed25519.
  *
- * <p>A signature is Ed25519 over the UTF-8 bytes of {@code fenceview/v1 <resourceId>
- * <token>}, in base64url without padding (86 characters). Only that exact text is
- * accepted: padding, the {@code +/} alphabet, another length or non-zero unused bits
- * are refused before any key is tried.
+ * <p>A token's signature (its carrier, base64url without padding) is one of two forms:
+ * <ul>
+ * <li>64 bytes (86 characters): Ed25519 over the UTF-8 bytes of
+ * {@code fenceview/v1 <resourceId> <token>};
+ * <li>a batch signature: {@code 0x01 || signature (64) || index (u32be) || size (u32be)
+ * || audit path (32 bytes a hash)}. The token's message is leaf {@code index} of an
+ * RFC 9162 Merkle tree of {@code size} leaves (leaf hash {@code SHA-256(0x00 ||
+ * message)}, node hash {@code SHA-256(0x01 || left || right)}); the path leads from it
+ * to the root, and the key signed {@code fenceview/batch/v1 <root in lowercase hex>}.
+ * The verifier recomputes the root (a path of the wrong length is refused) and checks
+ * the signature over it. Verified roots are remembered (at most
+ * {@link #ROOT_CACHE} of them), so the tokens of one batch cost one Ed25519
+ * verification between them.
+ * </ul>
+ * Only that exact text is accepted: padding, the {@code +/} alphabet, another length
+ * or non-zero unused bits are refused before any key is tried.
  *
  * <p>{@link #fetch(FenceviewClient)} takes the keys from the server's public
  * {@code /v1/signing-keys}. When a signature matches none of them and the keys are
@@ -33,12 +48,29 @@ public final class TokenVerifier {
     private static final byte[] X509_PREFIX = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
     static final int SIGNATURE_TEXT = 86;
     static final int KEY_TEXT = 43;
+    /** The bytes of a batch carrier before its path: 0x01, signature, index, size. */
+    static final int BATCH_HEADER = 1 + 64 + 4 + 4;
+    /** A tree of at most 2^32 - 1 leaves has paths of at most 32 hashes. */
+    static final int MAX_PATH = 32;
+    /** The longest carrier text: a batch carrier with the longest path. */
+    static final int MAX_CARRIER_TEXT = ((BATCH_HEADER + 32 * MAX_PATH) * 4 + 2) / 3;
+    /** How many verified (root, signature) pairs are remembered. */
+    public static final int ROOT_CACHE = 4096;
 
     private final FenceviewClient client; // null: a fixed set of keys
     private final Duration refreshInterval;
     private volatile List<PublicKey> keys;
     private volatile String issuer = "";
     private volatile long fetchedAt;
+    /** Verified batch roots with their signatures, most recently used last; guarded by itself. */
+    private final Map<String, Boolean> roots = new LinkedHashMap<>(64, 0.75f, true) {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Boolean> eldest) {
+            return size() > ROOT_CACHE;
+        }
+    };
 
     private TokenVerifier(FenceviewClient client, Duration refreshInterval, List<PublicKey> keys) {
         this.client = client;
@@ -87,6 +119,9 @@ public final class TokenVerifier {
             ks.add(publicKey(Json.str(k, "publicKey")));
         }
         keys = Collections.unmodifiableList(ks);
+        synchronized (roots) {
+            roots.clear(); // a removed key's roots must stop verifying
+        }
         String iss = Json.str(b, "issuer");
         issuer = iss == null ? "" : iss;
         fetchedAt = System.nanoTime();
@@ -107,20 +142,38 @@ public final class TokenVerifier {
         return verify(t.resource(), t.number(), t.signature());
     }
 
-    /** Whether signature is a trusted key's signature of token on resource. */
+    /** Whether signature (a carrier of either form) is a trusted key's signature of token on resource. */
     public boolean verify(String resource, long token, String signature) {
         if (!Ids.validResource(resource) || token <= 0) {
             return false;
         }
-        byte[] sig = decode(signature, SIGNATURE_TEXT);
-        if (sig == null) {
+        byte[] raw = decodeCarrier(signature);
+        if (raw == null) {
             return false;
         }
-        byte[] msg = Ids.utf8("fenceview/v1 " + resource + " " + token);
-        if (anyVerifies(keys, msg, sig)) {
-            return true;
+        byte[] leafMsg = Ids.utf8("fenceview/v1 " + resource + " " + token);
+        byte[] msg;
+        byte[] sig;
+        String cacheKey = null;
+        if (raw.length == 64) {
+            msg = leafMsg;
+            sig = raw;
+        } else {
+            byte[] root = batchRoot(raw, leafMsg);
+            if (root == null) {
+                return false;
+            }
+            sig = Arrays.copyOfRange(raw, 1, 65);
+            msg = Ids.utf8("fenceview/batch/v1 " + hex(root));
+            cacheKey = hex(root) + Base64.getEncoder().encodeToString(sig);
+            synchronized (roots) {
+                if (roots.get(cacheKey) != null) {
+                    return true;
+                }
+            }
         }
-        if (client != null && System.nanoTime() - fetchedAt >= refreshInterval.toNanos()) {
+        boolean ok = anyVerifies(keys, msg, sig);
+        if (!ok && client != null && System.nanoTime() - fetchedAt >= refreshInterval.toNanos()) {
             synchronized (this) {
                 if (System.nanoTime() - fetchedAt >= refreshInterval.toNanos()) {
                     try {
@@ -133,9 +186,81 @@ public final class TokenVerifier {
                     }
                 }
             }
-            return anyVerifies(keys, msg, sig);
+            ok = anyVerifies(keys, msg, sig);
         }
-        return false;
+        if (ok && cacheKey != null) {
+            synchronized (roots) {
+                roots.put(cacheKey, Boolean.TRUE);
+            }
+        }
+        return ok;
+    }
+
+    /**
+     * The root a batch carrier's path leads to from the leaf message, per RFC 9162
+     * section 2.1.3.2; null when the carrier is malformed or its path has the wrong
+     * length for its index and size.
+     */
+    static byte[] batchRoot(byte[] raw, byte[] leafMsg) {
+        if (raw.length < BATCH_HEADER || raw[0] != 0x01 || (raw.length - BATCH_HEADER) % 32 != 0) {
+            return null;
+        }
+        long index = u32(raw, 65);
+        long size = u32(raw, 69);
+        int hashes = (raw.length - BATCH_HEADER) / 32;
+        if (size == 0 || index >= size || hashes > MAX_PATH) {
+            return null;
+        }
+        MessageDigest sha = sha256();
+        sha.update((byte) 0x00);
+        byte[] r = sha.digest(leafMsg);
+        long fn = index;
+        long sn = size - 1;
+        for (int k = 0; k < hashes; k++) {
+            if (sn == 0) {
+                return null; // a path longer than the tree is high
+            }
+            int off = BATCH_HEADER + 32 * k;
+            sha.update((byte) 0x01);
+            if ((fn & 1) == 1 || fn == sn) {
+                sha.update(raw, off, 32);
+                sha.update(r);
+                r = sha.digest();
+                if ((fn & 1) == 0) {
+                    while ((fn & 1) == 0 && fn != 0) {
+                        fn >>= 1;
+                        sn >>= 1;
+                    }
+                }
+            } else {
+                sha.update(r);
+                sha.update(raw, off, 32);
+                r = sha.digest();
+            }
+            fn >>= 1;
+            sn >>= 1;
+        }
+        return sn == 0 ? r : null; // sn > 0: a path one hash short (or more)
+    }
+
+    private static long u32(byte[] b, int off) {
+        return ((b[off] & 0xffL) << 24) | ((b[off + 1] & 0xffL) << 16) | ((b[off + 2] & 0xffL) << 8) | (b[off + 3] & 0xffL);
+    }
+
+    static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK has no SHA-256", e);
+        }
+    }
+
+    static String hex(byte[] b) {
+        StringBuilder s = new StringBuilder(b.length * 2);
+        for (byte x : b) {
+            s.append(Character.forDigit((x >> 4) & 15, 16)).append(Character.forDigit(x & 15, 16));
+        }
+        return s.toString();
     }
 
     private static boolean anyVerifies(List<PublicKey> ks, byte[] msg, byte[] sig) {
@@ -152,6 +277,21 @@ public final class TokenVerifier {
             }
         }
         return false;
+    }
+
+    /**
+     * Decodes a carrier: base64url without padding, in canonical form, of 64 bytes or
+     * of a batch carrier's length; null for anything else.
+     */
+    static byte[] decodeCarrier(String text) {
+        if (text == null || text.length() < SIGNATURE_TEXT || text.length() > MAX_CARRIER_TEXT) {
+            return null;
+        }
+        byte[] raw = decode(text, text.length());
+        if (raw == null || (raw.length != 64 && raw.length < BATCH_HEADER)) {
+            return null;
+        }
+        return raw;
     }
 
     /** Decodes base64url without padding of exactly len characters; null for anything else. */

@@ -38,14 +38,15 @@ final class Waiting {
     /**
      * Asks (with the chunk of the wait in ms) until granted or the wait (waitMs; -1:
      * forever) is over. Completes with the granted result, or null after the last
-     * refusal (409 with an error that busy accepts), which is kept in refusal[0]. Any
+     * refusal that means "held now" (lock-held, lock-delay, no-permit; askedPermits is
+     * a semaphore's, 0 otherwise), which is kept in refusal[0]. Any
      * other answer fails it. A grant that arrives after the future was cancelled is
      * handed to late, which gives it back.
      */
     static <T> CompletableFuture<T> run(FenceviewClient c, String what, long waitMs, LongFunction<CompletableFuture<FenceviewClient.Answer>> ask,
             Granted<T> granted, Consumer<FenceviewClient.Answer> late, FenceviewClient.Answer[] refusal,
-            java.util.function.Predicate<FenceviewClient.Answer> busy) {
-        return run(c, what, waitMs, ask, granted, late, null, refusal, busy);
+            int askedPermits) {
+        return run(c, what, waitMs, ask, granted, late, null, refusal, askedPermits);
     }
 
     /**
@@ -55,19 +56,19 @@ final class Waiting {
      */
     static <T> CompletableFuture<T> run(FenceviewClient c, String what, long waitMs, LongFunction<CompletableFuture<FenceviewClient.Answer>> ask,
             Granted<T> granted, Consumer<FenceviewClient.Answer> late, Consumer<T> undo, FenceviewClient.Answer[] refusal,
-            java.util.function.Predicate<FenceviewClient.Answer> busy) {
+            int askedPermits) {
         if (waitMs < -1) {
             throw new IllegalArgumentException("fenceview: negative wait " + waitMs + " ms");
         }
         long deadline = waitMs < 0 ? 0 : System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
         CompletableFuture<T> out = new CompletableFuture<>();
-        attempt(c, what, out, waitMs < 0, deadline, ask, granted, late, undo, refusal, busy);
+        attempt(c, what, out, waitMs < 0, deadline, ask, granted, late, undo, refusal, askedPermits);
         return out;
     }
 
     private static <T> void attempt(FenceviewClient c, String what, CompletableFuture<T> out, boolean forever, long deadline,
             LongFunction<CompletableFuture<FenceviewClient.Answer>> ask, Granted<T> granted, Consumer<FenceviewClient.Answer> late,
-            Consumer<T> undo, FenceviewClient.Answer[] refusal, java.util.function.Predicate<FenceviewClient.Answer> busy) {
+            Consumer<T> undo, FenceviewClient.Answer[] refusal, int askedPermits) {
         if (out.isDone()) {
             return;
         }
@@ -96,15 +97,15 @@ final class Waiting {
                             late.accept(a);
                         }
                     }
-                } else if (a.status == 409 && busy.test(a) && (forever || (wait > 0 && deadline - System.nanoTime() > 0))) {
-                    attempt(c, what, out, forever, deadline, ask, granted, late, undo, refusal, busy);
-                } else if (a.status == 409 && busy.test(a)) {
+                } else if (Refusals.busy(a, askedPermits) && (forever || (wait > 0 && deadline - System.nanoTime() > 0))) {
+                    attempt(c, what, out, forever, deadline, ask, granted, late, undo, refusal, askedPermits);
+                } else if (Refusals.busy(a, askedPermits)) {
                     if (refusal != null) {
                         refusal[0] = a;
                     }
                     out.complete(null);
                 } else {
-                    out.completeExceptionally(a.failure(what));
+                    out.completeExceptionally(Refusals.exception(a, Refusals.Op.ACQUIRE, askedPermits, null, what));
                 }
             } catch (RuntimeException e) {
                 out.completeExceptionally(e);

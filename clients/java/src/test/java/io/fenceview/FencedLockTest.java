@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.sql.Connection;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -178,13 +180,22 @@ class FencedLockTest {
         }
     }
 
+    /**
+     * A lease lost to a force-expire: leaseLost() says so, the token stays readable
+     * (to report the refusal and show it to a guard, which refuses it once a newer
+     * holder wrote), and the holder's unlock in its finally returns quietly; another
+     * thread's unlock still throws.
+     */
     @Test
     void forceExpireIsSignalledAsLeaseLost() throws Exception {
         String r = Env.resource("expire");
+        JdbcGuard guard = JdbcGuard.acceptingUnsignedTokens();
         // The lease is long enough that only the force-expire can end it.
-        try (FenceviewClient holder = Env.client(Duration.ofSeconds(3))) {
+        try (FenceviewClient holder = Env.client(Duration.ofSeconds(3)); Connection db = JdbcGuardTest.connect("sqlite")) {
+            String table = JdbcGuardTest.inventory(db);
             FencedLock lock = holder.getFencedLock(r);
             Long token = lock.lockAndGetToken();
+            FencingToken before = lock.getFencingToken();
             CompletableFuture<LeaseLostException> lost = lock.leaseLost();
             // The admin, elsewhere, force-expires the lock (Redisson's forceUnlock).
             try (FenceviewClient admin = FenceviewClient.builder().url(Env.url()).apiKey(Env.prop("admin")).build()) {
@@ -194,8 +205,51 @@ class FencedLockTest {
             assertEquals(r, e.resource());
             assertEquals(token.longValue(), e.token());
             assertTrue(e.getMessage().contains("renewal refused"), e.getMessage());
-            assertNull(lock.getToken(), "no token after the lease is lost");
+            assertEquals(token, lock.getToken(), "the last grant's token, after the lease is lost");
+            assertEquals(before, lock.getFencingToken(), "with its signature");
+            assertTrue(lock.leaseLost().isDone() && !lock.leaseLost().isCancelled(), "leaseLost() still says lost");
+
+            // A newer holder writes; the old token is refused by the row.
+            FencedLock next = c.getFencedLock(r);
+            Long newer = next.lockAndGetToken();
+            assertTrue(guard.update(db, table, "product_id", 42, newer, Map.of("stock", 7)).accepted());
+            Decision d = guard.update(db, table, "product_id", 42, lock.getToken(), Map.of("stock", 1));
+            assertEquals(new Decision(false, Decision.STALE_TOKEN, token, newer), d);
+
+            // The old holder's finally: quiet. Another thread never held it: it throws.
+            ExecutionException other = assertThrows(ExecutionException.class, () -> pool.submit(lock::unlock).get());
+            assertTrue(other.getCause() instanceof IllegalMonitorStateException, "another thread: " + other.getCause());
+            lock.unlock();
+            assertNull(lock.getToken(), "forgotten after the thread's unlock");
+            assertThrows(IllegalMonitorStateException.class, lock::unlock, "one unlock too many");
+            assertTrue(next.isHeldByCurrentThread(), "the quiet unlock released nothing");
+            next.unlock();
+        }
+    }
+
+    /**
+     * A re-entrant hold whose lease was lost takes as many quiet unlocks as it had
+     * grants; the first refused release is where the client may learn of the loss.
+     */
+    @Test
+    void unlockAfterALossTheWatchdogHasNotSeenIsQuiet() throws Exception {
+        String r = Env.resource("expire-unseen");
+        // A watchdog lease so long that no renewal happens during the test.
+        try (FenceviewClient holder = Env.client(Duration.ofMinutes(10))) {
+            FencedLock lock = holder.getFencedLock(r);
+            Long first = lock.lockAndGetToken();
+            Long second = lock.lockAndGetToken();
+            CompletableFuture<LeaseLostException> lost = lock.leaseLost();
+            var expired = Env.admin("POST", "/v1/locks/" + FenceviewClient.segment(r) + "/expire");
+            assertEquals(200, expired.getKey(), "force-expire: " + expired.getValue());
+            assertFalse(lost.isDone(), "nothing has told the client yet");
+            lock.unlock();
+            assertEquals(second.longValue(), lost.get(10, TimeUnit.SECONDS).token(), "the refused release signals the loss");
+            assertEquals(second, lock.getToken());
+            lock.unlock();
+            assertNull(lock.getToken());
             assertThrows(IllegalMonitorStateException.class, lock::unlock);
+            assertTrue(first < second);
         }
     }
 

@@ -21,16 +21,18 @@ class HttpCarrierTest {
     private HttpServer server;
     private FencingFilter plain;
     private FencingFilter signed;
+    private FencingFilter byDefault;
     private FenceviewClient c;
     private final HttpClient http = HttpClient.newHttpClient();
 
     @BeforeEach
     void setUp() throws Exception {
         c = Env.client();
-        plain = new FencingFilter();
+        plain = FencingFilter.acceptingUnsignedTokens();
         signed = new FencingFilter(TokenVerifier.fetch(c, Duration.ofHours(1)), 1);
+        byDefault = new FencingFilter(c);
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        for (var ctx : new Object[][] {{"/apply", plain}, {"/signed", signed}}) {
+        for (var ctx : new Object[][] {{"/apply", plain}, {"/signed", signed}, {"/default", byDefault}}) {
             server.createContext((String) ctx[0], ex -> {
                 byte[] b = ("applied " + ex.getAttribute(FencingFilter.TOKEN_ATTRIBUTE)).getBytes(StandardCharsets.UTF_8);
                 ex.sendResponseHeaders(200, b.length);
@@ -111,5 +113,32 @@ class HttpCarrierTest {
         FencingToken elsewhere = grant(Env.resource("http-signed-2"));
         assertEquals(503, FencedHttp.send(http, HttpRequest.newBuilder(uri("/signed")), elsewhere,
                 HttpResponse.BodyHandlers.ofString()).response().statusCode());
+    }
+
+    /**
+     * A filter made from the client verifies by default: a forged X-Fencing-Token: 99
+     * (no signature, or the holder's signature on another number) is refused and moves
+     * no mark; the honest holder keeps writing.
+     */
+    @Test
+    void theFilterFromTheClientRefusesForgedTokens() throws Exception {
+        String r = Env.resource("http-default");
+        assertTrue(byDefault.verifiesSignatures());
+        assertFalse(plain.verifiesSignatures());
+        FencedLock lock = c.getFencedLock(r);
+        lock.lock();
+        FencingToken honest = lock.getFencingToken();
+        assertTrue(FencedHttp.send(http, HttpRequest.newBuilder(uri("/default")), honest, HttpResponse.BodyHandlers.ofString()).accepted());
+        HttpResponse<String> bare = http.send(HttpRequest.newBuilder(uri("/default")).header(FencingToken.TOKEN_HEADER, "99")
+                .header(FencedHttp.RESOURCE_HEADER, r).build(), HttpResponse.BodyHandlers.ofString());
+        assertEquals(409, bare.statusCode(), bare.body());
+        assertEquals(Decision.BAD_SIGNATURE, Json.str(Json.parseObject(bare.body()), "reason"));
+        FencingToken reused = new FencingToken(r, honest.number() + 99, honest.signature(), honest.keyId(), "", "");
+        assertEquals(Decision.BAD_SIGNATURE,
+                FencedHttp.send(http, HttpRequest.newBuilder(uri("/default")), reused, HttpResponse.BodyHandlers.ofString()).decision().reason());
+        assertEquals(honest.number(), byDefault.highWaterMark(r), "no forgery moved the mark");
+        assertTrue(FencedHttp.send(http, HttpRequest.newBuilder(uri("/default")), honest, HttpResponse.BodyHandlers.ofString()).accepted(),
+                "the honest holder keeps writing");
+        lock.unlock();
     }
 }

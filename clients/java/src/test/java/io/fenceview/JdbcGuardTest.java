@@ -66,11 +66,51 @@ class JdbcGuardTest {
      * with a newer token and writes; A wakes and writes with its old token: the
      * update matches no row and the guard refuses it, naming B's token.
      */
+    /**
+     * clients/java/README.md's inventory example, as written, with the worker's lease
+     * lost in the middle: the refusal is reported with the token's signature and
+     * thrown, and the unlock in its finally neither throws nor hides it.
+     */
+    @Test
+    void readmeExampleSurvivesALostLease() throws Exception {
+        String r = Env.resource("inventory:42");
+        // fv.report needs a key with the guard or admin role.
+        try (FenceviewClient fv = FenceviewClient.builder().url(Env.url()).apiKey(Env.prop("admin")).build();
+                Connection db = connect("sqlite"); FenceviewClient other = Env.client()) {
+            String table = inventory(db);
+            FencedLock lock = fv.getFencedLock(r);
+            Long token = lock.tryLockAndGetToken(10, -1, TimeUnit.SECONDS);
+            assertNotNull(token);
+            FencedOutException e = assertThrows(FencedOutException.class, () -> {
+                try {
+                    // Meanwhile: the lease is force-expired (the watchdog may or may
+                    // not have noticed yet), and a newer holder writes.
+                    assertTrue(fv.getFencedLock(r).forceUnlock());
+                    FencedLock theirs = other.getFencedLock(r);
+                    theirs.lockAndGetToken();
+                    assertTrue(JdbcGuard.create(other).update(db, table, "product_id", 42, theirs.getFencingToken(), Map.of("stock", 5)).accepted());
+
+                    int stock = 10 - 3;
+                    Decision d = JdbcGuard.create(fv).update(db, table, "product_id", 42, lock.getFencingToken(),
+                            Map.of("stock", stock));
+                    if (!d.accepted()) {
+                        fv.report(r, d, "stock-worker", lock.getFencingToken().signature());
+                        throw d.toException(r);
+                    }
+                } finally {
+                    lock.unlock();
+                }
+            });
+            assertEquals(token.longValue(), e.token());
+            assertEquals(5, row(db, table)[0], "the newer holder's write stands");
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"postgresql", "mariadb", "sqlite"})
     void pausedHolderIsFencedOut(String db) throws Exception {
         String r = Env.resource("inventory-42");
-        JdbcGuard guard = JdbcGuard.create();
+        JdbcGuard guard = JdbcGuard.acceptingUnsignedTokens();
         try (Connection conn = connect(db); FenceviewClient a = Env.client(); FenceviewClient b = Env.client()) {
             String t = inventory(conn);
             // A takes the lock for 300 ms and then "pauses": it never renews.
@@ -117,10 +157,50 @@ class JdbcGuardTest {
         }
     }
 
+    /**
+     * A guard made from the client takes only tokens the server signed: a forged
+     * number, a real signature on another number or resource, an unsigned token and a
+     * bare long are all refused with bad-signature, the row untouched; the honest
+     * holder keeps writing.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"postgresql", "sqlite"})
+    void forgedTokensAreRefusedAndTheHolderKeepsWriting(String db) throws Exception {
+        String r = Env.resource("inventory-signed");
+        try (Connection conn = connect(db); FenceviewClient fv = Env.client()) {
+            JdbcGuard guard = JdbcGuard.create(fv);
+            assertTrue(guard.verifiesSignatures());
+            String t = inventory(conn);
+            FencedLock lock = fv.getFencedLock(r);
+            lock.lock();
+            FencingToken honest = lock.getFencingToken();
+            assertTrue(guard.update(conn, t, "product_id", 42, honest, Map.of("stock", 9)).accepted());
+            FencedLock elsewhere = fv.getFencedLock(r + "-elsewhere");
+            elsewhere.lock();
+            FencingToken theirs = elsewhere.getFencingToken();
+            elsewhere.unlock();
+            long high = honest.number() + 1000;
+            Map<String, FencingToken> forged = Map.of(
+                    "a higher number with the holder's signature", new FencingToken(r, high, honest.signature(), honest.keyId(), "", ""),
+                    "unsigned", new FencingToken(r, high, "", "", "", ""),
+                    "another resource's signature", new FencingToken(r, theirs.number(), theirs.signature(), theirs.keyId(), "", ""));
+            for (Map.Entry<String, FencingToken> e : forged.entrySet()) {
+                Decision d = guard.update(conn, t, "product_id", 42, e.getValue(), Map.of("stock", 0));
+                assertEquals(new Decision(false, Decision.BAD_SIGNATURE, e.getValue().number(), 0), d, e.getKey());
+                assertFalse(guard.updateVersion(conn, t, "product_id", 42, e.getValue(), 0, Map.of("stock", 0)).accepted(), e.getKey());
+            }
+            assertEquals(Decision.BAD_SIGNATURE, guard.update(conn, t, "product_id", 42, high, Map.of("stock", 0)).reason(), "a bare number");
+            assertEquals(List.of(9L, honest.number()), List.of(row(conn, t)[0], row(conn, t)[1]), "nothing was written, the mark did not move");
+            assertTrue(guard.update(conn, t, "product_id", 42, honest, Map.of("stock", 8)).accepted(), "the holder keeps writing");
+            assertEquals(8, row(conn, t)[0]);
+            lock.unlock();
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"postgresql", "mariadb", "sqlite"})
     void versionVariant(String db) throws Exception {
-        JdbcGuard guard = JdbcGuard.create();
+        JdbcGuard guard = JdbcGuard.acceptingUnsignedTokens();
         try (Connection conn = connect(db)) {
             String t = inventory(conn);
             assertTrue(guard.updateVersion(conn, t, "product_id", 42, 5, 0, Map.of("stock", 9)).accepted());
@@ -141,7 +221,7 @@ class JdbcGuardTest {
 
     @Test
     void identifiersAreCheckedAndValuesBound() throws Exception {
-        JdbcGuard guard = JdbcGuard.create();
+        JdbcGuard guard = JdbcGuard.acceptingUnsignedTokens();
         try (Connection conn = connect("postgresql")) {
             String t = inventory(conn);
             for (String bad : List.of("inv; DROP TABLE x", "a.b.c", "", "1abc", "inv\"", "x".repeat(64))) {
@@ -166,7 +246,7 @@ class JdbcGuardTest {
      */
     @Test
     void mysqlConnectionCountingChangedRowsOnlyIsCaught() throws Exception {
-        JdbcGuard guard = JdbcGuard.create(JdbcGuard.Dialect.MYSQL);
+        JdbcGuard guard = JdbcGuard.acceptingUnsignedTokens().withDialect(JdbcGuard.Dialect.MYSQL);
         try (Connection conn = mariadb("&useAffectedRows=true")) {
             String t = inventory(conn);
             assertTrue(guard.update(conn, t, "product_id", 42, 3, Map.of("stock", 4)).accepted());

@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -26,7 +27,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-/** Contract v3 against a real server: lock-delay, semaphores, multi-locks and elections. */
+/** The primitives against a real server: lock-delay, semaphores, multi-locks and elections. */
 class PrimitivesTest {
     private FenceviewClient c;
     private FenceviewClient admin;
@@ -100,6 +101,7 @@ class PrimitivesTest {
         LockDelayException e = (LockDelayException) seen[0];
         assertEquals(expiresAt.plusSeconds(60), e.availableAt());
         assertEquals(409, e.status());
+        assertEquals("lock-delay", e.getCode());
         assertNull(e.holder());
         assertTrue(lock.leaseLost().isCancelled() || lock.leaseLost().isDone());
         // The old holder is kept out too; the Redisson-shaped try answers null.
@@ -172,10 +174,10 @@ class PrimitivesTest {
     void semaphoreOfAnotherPermitsCountIsAMismatchNotAWait() {
         String name = Env.resource("semcount");
         Permit p = c.getSemaphore(name, 3).acquire();
-        FenceviewException e = assertThrows(FenceviewException.class, () -> c.getSemaphore(name, 4).tryAcquire(10, TimeUnit.SECONDS));
-        assertFalse(e instanceof LockHeldException, e.toString());
+        PermitsMismatchException e = assertThrows(PermitsMismatchException.class, () -> c.getSemaphore(name, 4).tryAcquire(10, TimeUnit.SECONDS));
         assertEquals(409, e.status());
-        assertTrue(e.getMessage().contains("permits mismatch"), e.getMessage());
+        assertEquals("permits-mismatch", e.getCode());
+        assertEquals(3, e.permits(), "the server's count");
         assertThrows(IllegalArgumentException.class, () -> c.getSemaphore("a#b", 2));
         assertThrows(IllegalArgumentException.class, () -> c.getSemaphore(name, 0));
         assertThrows(IllegalArgumentException.class, () -> c.getSemaphore(name, 1025));
@@ -243,6 +245,7 @@ class PrimitivesTest {
         FencedMultiLock other = admin.getMultiLock(z, y);
         assertNull(other.tryLockAndGetTokens());
         LockHeldException e = assertThrows(LockHeldException.class, () -> other.tryAcquire(0, -1, TimeUnit.SECONDS));
+        assertEquals("lock-held", e.getCode());
         assertEquals(1, e.held().size());
         assertEquals(y, e.held().get(0).resource());
         assertEquals(lockState(y).get("holder"), e.held().get(0).holder());
@@ -284,7 +287,16 @@ class PrimitivesTest {
             assertFalse(lost.isDone());
             assertTrue(admin.getFencedLock(y).forceUnlock());
             assertNotNull(lost.get(10, TimeUnit.SECONDS));
+            assertEquals(tokens, m.getTokens(), "the tokens stay, to report the loss (guards refuse them)");
+            assertEquals(tokens.get(y).longValue(), m.getFencingToken(y).number());
+            // The holder's unlock is quiet and gives x back; another thread's throws.
+            ExecutionException other = assertThrows(ExecutionException.class,
+                    () -> CompletableFuture.runAsync(m::unlock).get(10, TimeUnit.SECONDS));
+            assertTrue(other.getCause() instanceof IllegalMonitorStateException, other.getCause().toString());
+            m.unlock();
             assertTrue(m.getTokens().isEmpty());
+            assertEquals(false, lockState(x).get("locked"), "x was released at the unlock");
+            assertThrows(IllegalMonitorStateException.class, m::unlock, "one unlock too many");
         }
     }
 
@@ -306,6 +318,7 @@ class PrimitivesTest {
         assertEquals(List.of("c1", "v1", term), List.of(l.candidate(), l.value(), l.term()));
         LockHeldException held = assertThrows(LockHeldException.class, () -> e2.tryCampaignOrThrow("v2", 0, -1, TimeUnit.SECONDS));
         assertEquals("c1", held.holder());
+        assertEquals("lock-held", held.getCode());
         assertNull(e2.tryCampaign("v2", 0, TimeUnit.SECONDS));
         assertThrows(IllegalMonitorStateException.class, () -> e2.proclaim("nope"));
         Leader p = e1.proclaim("v1b");

@@ -28,7 +28,7 @@ class SignedTokenTest {
             Long n = lock.lockAndGetToken();
             FencingToken t = lock.getFencingToken();
             assertEquals(n.longValue(), t.number());
-            assertEquals(86, t.signature().length());
+            assertTrue(t.signature().length() >= 86, "a signature or a batch carrier: " + t.signature());
             assertFalse(t.keyId().isEmpty());
             assertEquals("resource:" + r, t.scope());
             TokenVerifier v = TokenVerifier.fetch(c, Duration.ofHours(1));
