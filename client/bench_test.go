@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -128,4 +129,48 @@ func BenchmarkRPCFence(b *testing.B) {
 			}
 		}
 	})
+}
+
+// The watchdog's cost: a lock with a renewing lease (TryLock without a
+// lease) granted and released, over the RPC stream.
+func BenchmarkRPCHoldCycle(b *testing.B) {
+	_, c, _ := benchServer(b, client.Config{RPC: true})
+	var next atomic.Int64
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		m := c.Mutex("hold/"+itoa(next.Add(1)), "b")
+		for pb.Next() {
+			if _, err := m.TryLock(ctx, 0, 0); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := m.Unlock(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// Goroutines a held lock costs while its watchdog waits to renew it:
+// b.N locks held at once, counted before they are released.
+func BenchmarkRPCHeld(b *testing.B) {
+	_, c, _ := benchServer(b, client.Config{RPC: true})
+	ctx := context.Background()
+	base := runtime.NumGoroutine()
+	var held []*client.Mutex
+	b.ReportAllocs()
+	for b.Loop() {
+		m := c.Mutex("held/"+itoa(int64(len(held))), "b")
+		if _, err := m.TryLock(ctx, 0, 0); err != nil {
+			b.Fatal(err)
+		}
+		held = append(held, m)
+	}
+	b.ReportMetric(float64(runtime.NumGoroutine()-base)/float64(len(held)), "goroutines/hold")
+	for _, m := range held {
+		m.Unlock(ctx)
+	}
 }

@@ -43,6 +43,14 @@
 // Every handle has a Context that ends when its lease is lost. Semaphores
 // and elections act as the client's holder id (Config.Holder).
 //
+// # Errors
+//
+// Every refusal of the server is an *APIError chosen by its refusal code
+// (never by its English message), matching the code's sentinel with
+// errors.Is (ErrLockHeld, ErrLeaseExpired, ErrStaleToken, ErrOverloaded,
+// ...). A call the server sheds (429 overloaded) is sent again after its
+// Retry-After, with jitter, within the call's context deadline.
+//
 // All methods take a context and are safe for concurrent use. One Client
 // shares one http.Client with keep-alive connections; make one per server.
 // Close ends it for good: later calls fail with ErrClosed, the watchdogs
@@ -64,7 +72,6 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/wire"
 )
@@ -91,8 +98,14 @@ type Client struct {
 	// candidate id of its elections (Config.Holder).
 	holder string
 	nodes  *nodes // nil: one server
+	sched  *scheduler
 
 	hook func(event string) // tests: what the watchdogs of permits, multi-locks and elections do
+
+	// How a shed call waits before it is sent again (see retrying);
+	// tests replace them so that nothing sleeps.
+	jitter func(d time.Duration) time.Duration
+	sleep  func(ctx context.Context, d time.Duration) error
 }
 
 // Config is what New builds a Client from. Only URL is required; every
@@ -134,13 +147,15 @@ type Config struct {
 	// cost more renewals.
 	Lease time.Duration
 
-	// RPC sends lock operations (acquire, renew, release) and fenced
-	// writes over one websocket to the server's RPC stream (/v1/rpc)
-	// instead of one HTTP request each. Calls of every goroutine share the
-	// connection and are batched into few messages, which is what lets
-	// many concurrent callers on one host go several times faster.
-	// Answers, errors included, are the same as over HTTP; state,
-	// force-expire and reports still use HTTP. The connection is dialed on
+	// RPC sends every operation the server's RPC stream (/v1/rpc) has
+	// over one websocket instead of one HTTP request each: a lock's
+	// acquire, renew, release and state, fences, semaphores, multi-locks
+	// and elections (their state included), and every watchdog renewal.
+	// Calls of every goroutine share the connection and are batched into
+	// few messages, which is what lets many concurrent callers on one
+	// host go several times faster. Answers, errors included, are the
+	// same as over HTTP. What the stream does not have still uses HTTP:
+	// force-expire, reset, reports, listings, keys and signing keys. The connection is dialed on
 	// first use and again after it breaks, never after Close. A call in
 	// flight when it breaks fails with a network error: like an HTTP
 	// request cut off, the server may or may not have done it.
@@ -199,6 +214,8 @@ func New(cfg Config) (*Client, error) {
 	if c.lease == 0 {
 		c.lease = DefaultLease
 	}
+	c.jitter, c.sleep = jitterOf, c.sleepOn
+	c.sched = newScheduler(c)
 	if cfg.RPC {
 		c.rpc = &rpcPool{}
 	}
@@ -248,7 +265,7 @@ func (c *Client) getOne(ctx context.Context, kind, resource string, out any) err
 	if err := guard.ValidateResourceID(resource); err != nil {
 		return invalid(err)
 	}
-	return c.call(ctx, http.MethodGet, c.endpoint(kind, resource, ""), nil, nil, out, nil)
+	return c.call(ctx, http.MethodGet, c.endpoint(kind, resource, ""), nil, nil, out, refusal{resource: resource})
 }
 
 // path is base + p, for routes without a resource.
@@ -258,14 +275,22 @@ func (c *Client) path(p string) *url.URL {
 	return &u
 }
 
-// call sends a JSON request and decodes a 200 JSON response into out. Any
-// other status becomes an error by errFor.
-func (c *Client) call(ctx context.Context, method string, u *url.URL, header http.Header, in, out any, errFor func(status int, body []byte, h http.Header) error) error {
-	return c.callLimit(ctx, maxResponse, method, u, header, in, out, errFor)
+// call sends a JSON request and decodes a 200 JSON response into out.
+// Any other status becomes an *APIError read by r. A GET the server sheds
+// is sent again (see retrying).
+func (c *Client) call(ctx context.Context, method string, u *url.URL, header http.Header, in, out any, r refusal) error {
+	return c.callLimit(ctx, maxResponse, method, u, header, in, out, r)
 }
 
 // callLimit is call reading at most limit bytes of the response.
-func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *url.URL, header http.Header, in, out any, errFor func(status int, body []byte, h http.Header) error) error {
+func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *url.URL, header http.Header, in, out any, r refusal) error {
+	return c.retrying(ctx, method == http.MethodGet, func() error {
+		return c.send(ctx, limit, method, u, header, in, out, r)
+	})
+}
+
+// send is one HTTP request of call.
+func (c *Client) send(ctx context.Context, limit int64, method string, u *url.URL, header http.Header, in, out any, r refusal) error {
 	ctx, done, err := c.life.begin(ctx)
 	if err != nil {
 		return err
@@ -314,12 +339,7 @@ func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *u
 		return fmt.Errorf("fenceview: reading response: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
-		if errFor != nil {
-			if err := errFor(resp.StatusCode, raw, resp.Header); err != nil {
-				return err
-			}
-		}
-		return apiError(resp.StatusCode, raw, nil)
+		return r.decode(resp.StatusCode, raw, resp.Header)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -329,60 +349,32 @@ func (c *Client) callLimit(ctx context.Context, limit int64, method string, u *u
 	return nil
 }
 
-// apiError maps a non-200 response to an *APIError; kind409 is the sentinel
-// a 409 of this endpoint means.
-func apiError(status int, raw []byte, kind409 error) *APIError {
-	var e struct {
-		Error string `json:"error"`
-	}
-	if json.Unmarshal(raw, &e) != nil || e.Error == "" {
-		e.Error = strings.TrimSpace(string(raw))
-		if len(e.Error) > 200 {
-			e.Error = e.Error[:200]
-		}
-	}
-	ae := &APIError{StatusCode: status, Message: e.Error}
-	switch status {
-	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusMethodNotAllowed:
-		ae.kind = ErrInvalid
-	case http.StatusUnauthorized, http.StatusForbidden:
-		ae.kind = ErrUnauthorized
-	case http.StatusNotFound:
-		ae.kind = ErrNotFound
-	case http.StatusConflict:
-		ae.kind = kind409
-	}
-	return ae
-}
-
 func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait, lockDelay time.Duration) (wire.Grant, error) {
 	var g wire.Grant
-	err := c.exchange(ctx, wire.OpAcquire, resource,
+	err := c.exchange(ctx, opAcquire, resource,
 		wire.Request{Holder: wire.StringOf(holder), LeaseMs: wire.IntOf(lease.Milliseconds()), WaitMs: wire.IntOf(wait.Milliseconds()),
 			LockDelayMs: wire.IntOf(lockDelay.Milliseconds())}, &g,
-		conflictOf(resource, 0, nil))
+		refusal{resource: resource})
 	return g, err
 }
 
 func (c *Client) renew(ctx context.Context, resource, holder string) (wire.Grant, error) {
 	var g wire.Grant
-	err := c.exchange(ctx, wire.OpRenew, resource, wire.Request{Holder: wire.StringOf(holder)}, &g, kind409(ErrNotHeld))
+	err := c.exchange(ctx, opRenew, resource, wire.Request{Holder: wire.StringOf(holder)}, &g, refusal{resource: resource, conflict: "not-held"})
 	return g, err
 }
 
 func (c *Client) release(ctx context.Context, resource, holder string) (int, error) {
 	var b wire.Released
-	err := c.exchange(ctx, wire.OpRelease, resource, wire.Request{Holder: wire.StringOf(holder)}, &b, kind409(ErrNotOwner))
+	err := c.exchange(ctx, opRelease, resource, wire.Request{Holder: wire.StringOf(holder)}, &b, refusal{resource: resource, conflict: "not-owner"})
 	return b.HoldCount, err
 }
 
-func kind409(kind error) func(int, []byte, http.Header) error {
-	return func(status int, raw []byte, _ http.Header) error {
-		if status == http.StatusConflict {
-			return apiError(status, raw, kind)
-		}
-		return nil
-	}
+// lostLease reports whether err is the server saying the holder does not
+// hold the lock (any longer): its lease ran out or was force-expired,
+// another holds it, or nobody does.
+func lostLease(err error) bool {
+	return errors.Is(err, ErrLeaseExpired) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrNotHeld)
 }
 
 // State is a lock as the server sees it (GET /v1/locks/{resource}).
@@ -403,8 +395,11 @@ type State struct {
 
 // State returns the state of the lock on resource.
 func (c *Client) State(ctx context.Context, resource string) (State, error) {
+	if err := guard.ValidateResourceID(resource); err != nil {
+		return State{}, invalid(err)
+	}
 	var b wire.Lock
-	if err := c.getOne(ctx, "locks", resource, &b); err != nil {
+	if err := c.exchange(ctx, opLock, resource, wire.Request{}, &b, refusal{resource: resource}); err != nil {
 		return State{}, err
 	}
 	return State{Resource: b.ResourceID, Locked: b.Locked, Holder: string(b.Holder), HoldCount: b.HoldCount, Token: b.Token,
@@ -425,7 +420,7 @@ func (c *Client) ForceExpire(ctx context.Context, resource string) error {
 	if c.admin != "" {
 		h.Set("Authorization", "Bearer "+c.admin)
 	}
-	return c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "expire"), h, nil, nil, nil)
+	return c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "expire"), h, nil, nil, refusal{resource: resource})
 }
 
 // Fenced is a token the server's guard accepted.
@@ -468,15 +463,7 @@ func (c *Client) fence(ctx context.Context, resource string, t guard.Token, mode
 	}
 	in := wire.Request{Token: wire.IntOf(t.Token), Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode}
 	var out wire.FenceAccepted
-	err := c.exchange(ctx, wire.OpFence, resource, in, &out,
-		func(status int, raw []byte, h http.Header) error {
-			if status != http.StatusConflict {
-				return nil
-			}
-			e, _ := httpguard.ParseRefusal(h, raw)
-			e.Resource, e.Presented = resource, t.Token
-			return e
-		})
+	err := c.exchange(ctx, opFence, resource, in, &out, refusal{resource: resource, fence: true, token: t.Token})
 	if err != nil {
 		return Fenced{}, err
 	}
@@ -528,14 +515,14 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 	var out struct {
 		Recorded int `json:"recorded"`
 	}
-	if err := c.call(ctx, http.MethodPost, c.path("/v1/decisions"), nil, in, &out, nil); err != nil {
+	if err := c.call(ctx, http.MethodPost, c.path("/v1/decisions"), nil, in, &out, refusal{}); err != nil {
 		return 0, err
 	}
 	return out.Recorded, nil
 }
 
 // errorsIsTemporary reports whether err is worth retrying until the lease
-// ends: transport failures and 5xx answers; refusals are final.
+// ends: transport failures, 429 and 5xx answers; refusals are final.
 func errorsIsTemporary(err error) bool {
 	if errors.Is(err, ErrClosed) {
 		return false

@@ -99,6 +99,7 @@ func (c *Client) Close() error {
 	for h := range holds {
 		h.end(ErrClosed)
 	}
+	c.sched.wait()
 	l.calls.Wait()
 	if c.rpc != nil {
 		c.rpc.close()

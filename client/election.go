@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
@@ -88,10 +87,10 @@ func (e *Election) Campaign(ctx context.Context, value string) (int64, error) {
 }
 
 func (e *Election) campaign(ctx context.Context, value string, wait time.Duration) (int64, error) {
-	in := wire.ElectionRequest{Candidate: &e.candidate, Value: &value, LeaseMs: wire.IntSet(e.c.lease.Milliseconds()), WaitMs: wire.IntOf(wait.Milliseconds())}
+	in := wire.Request{Candidate: &e.candidate, Value: &value, LeaseMs: wire.IntSet(e.c.lease.Milliseconds()), WaitMs: wire.IntOf(wait.Milliseconds())}
 	var out wire.Elected
 	sent := e.c.clock.Now()
-	err := e.c.call(ctx, http.MethodPost, e.c.endpoint("elections", e.name, "campaign"), nil, in, &out, conflictOf(e.name, 0, nil))
+	err := e.c.exchange(ctx, opCampaign, e.name, in, &out, refusal{resource: e.name})
 	if err != nil {
 		return 0, err
 	}
@@ -124,9 +123,9 @@ func (e *Election) leading() *hold {
 }
 
 func (e *Election) renewOnce(ctx context.Context) (time.Duration, error) {
-	in := wire.ElectionRequest{Candidate: &e.candidate, LeaseMs: wire.IntSet(e.c.lease.Milliseconds())}
+	in := wire.Request{Candidate: &e.candidate, LeaseMs: wire.IntSet(e.c.lease.Milliseconds())}
 	var out wire.Elected
-	err := e.c.call(ctx, http.MethodPost, e.c.endpoint("elections", e.name, "renew"), nil, in, &out, conflictOf(e.name, 0, ErrNotLeader))
+	err := e.c.exchange(ctx, opElectionRenew, e.name, in, &out, refusal{resource: e.name, conflict: "not-leader"})
 	return 0, err // the lease asked: the answer carries none
 }
 
@@ -145,8 +144,8 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	if h == nil {
 		return fmt.Errorf("%w: %q does not lead election %q", ErrNotLeader, e.candidate, e.name)
 	}
-	in := wire.ElectionRequest{Candidate: &e.candidate, Value: &value}
-	err := e.c.call(ctx, http.MethodPost, e.c.endpoint("elections", e.name, "proclaim"), nil, in, nil, conflictOf(e.name, 0, ErrNotLeader))
+	in := wire.Request{Candidate: &e.candidate, Value: &value}
+	err := e.c.exchange(ctx, opProclaim, e.name, in, nil, refusal{resource: e.name, conflict: "not-leader"})
 	if errors.Is(err, ErrNotLeader) {
 		h.lose(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 	}
@@ -172,12 +171,12 @@ func (e *Election) Resign(ctx context.Context) error {
 	if h == nil {
 		return nil
 	}
-	in := wire.ElectionRequest{Candidate: &e.candidate}
-	err := e.c.call(ctx, http.MethodPost, e.c.endpoint("elections", e.name, "resign"), nil, in, nil, conflictOf(e.name, 0, ErrNotLeader))
+	in := wire.Request{Candidate: &e.candidate}
+	err := e.c.exchange(ctx, opResign, e.name, in, nil, refusal{resource: e.name, conflict: "not-leader"})
 	switch {
 	case err == nil:
 		h.end(ErrResigned)
-	case errors.Is(err, ErrNotLeader) || errors.Is(err, ErrNotOwner):
+	case errors.Is(err, ErrNotLeader) || lostLease(err):
 		h.end(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 	}
 	return err
@@ -186,8 +185,11 @@ func (e *Election) Resign(ctx context.Context) error {
 // Leader returns the election's current leader (GET /v1/elections/{name}),
 // or an error matching ErrNoLeader when nobody leads.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
+	if err := guard.ValidateResourceID(e.name); err != nil {
+		return Leader{}, invalid(err)
+	}
 	var out wire.Election
-	if err := e.c.getOne(ctx, "elections", e.name, &out); err != nil {
+	if err := e.c.exchange(ctx, opElection, e.name, wire.Request{}, &out, refusal{resource: e.name}); err != nil {
 		return Leader{}, err
 	}
 	if out.Leader == nil || out.Leader.Term <= 0 {

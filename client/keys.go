@@ -28,14 +28,14 @@ type Key struct {
 func (c *Client) CreateKey(ctx context.Context, name, role string, resources []string) (Key, error) {
 	var k wire.Key
 	in := wire.KeyRequest{Name: &name, Role: &role, Resources: resources}
-	err := c.call(ctx, http.MethodPost, c.path("/v1/auth/keys"), c.adminHeader(), in, &k, nil)
+	err := c.call(ctx, http.MethodPost, c.path("/v1/auth/keys"), c.adminHeader(), in, &k, refusal{})
 	return keyOf(k), err
 }
 
 // Keys lists the API keys (admin), without secrets.
 func (c *Client) Keys(ctx context.Context) ([]Key, error) {
 	var out wire.Keys
-	err := c.call(ctx, http.MethodGet, c.path("/v1/auth/keys"), c.adminHeader(), nil, &out, nil)
+	err := c.call(ctx, http.MethodGet, c.path("/v1/auth/keys"), c.adminHeader(), nil, &out, refusal{})
 	var keys []Key // nil when the answer had none, empty for []
 	if out.Keys != nil {
 		keys = make([]Key, 0, len(out.Keys))
@@ -53,7 +53,7 @@ func keyOf(k wire.Key) Key {
 // RevokeKey deletes an API key (admin); it stops working at once, on open
 // streams too.
 func (c *Client) RevokeKey(ctx context.Context, id string) error {
-	return c.call(ctx, http.MethodDelete, c.path("/v1/auth/keys/"+id), c.adminHeader(), nil, nil, nil)
+	return c.call(ctx, http.MethodDelete, c.path("/v1/auth/keys/"+id), c.adminHeader(), nil, nil, refusal{})
 }
 
 // adminHeader carries the admin token when one is set, else the key.
@@ -83,7 +83,7 @@ const maxSigningKeys = guard.MaxTrustedKeys
 func (c *Client) SigningKeys(ctx context.Context) (issuer string, keys []SigningKey, err error) {
 	var b wire.SigningKeys
 	u := &url.URL{Scheme: c.base.Scheme, Host: c.base.Host, Path: c.base.Path + "/v1/signing-keys"}
-	if err := c.call(ctx, http.MethodGet, u, nil, nil, &b, nil); err != nil {
+	if err := c.call(ctx, http.MethodGet, u, nil, nil, &b, refusal{}); err != nil {
 		return "", nil, err
 	}
 	if len(b.Keys) > maxSigningKeys {

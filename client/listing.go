@@ -205,7 +205,7 @@ func (c *Client) Reset(ctx context.Context, resource string, floor int64) (Reset
 		HighWaterMark int64 `json:"highWaterMark"`
 		NextToken     int64 `json:"nextToken"`
 	}
-	if err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "reset"), h, map[string]int64{"floor": floor}, &out, nil); err != nil {
+	if err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "reset"), h, map[string]int64{"floor": floor}, &out, refusal{}); err != nil {
 		return ResetResult{}, err
 	}
 	return ResetResult{Resource: resource, LastToken: out.LastToken, HighWaterMark: out.HighWaterMark, NextToken: out.NextToken}, nil
@@ -225,7 +225,7 @@ func (c *Client) getPage(ctx context.Context, path string, v url.Values, limit i
 	if cursor != "" {
 		v.Set("cursor", cursor)
 	}
-	return c.call(ctx, http.MethodGet, c.pathQuery(path, v), nil, nil, out, nil)
+	return c.call(ctx, http.MethodGet, c.pathQuery(path, v), nil, nil, out, refusal{})
 }
 
 func (c *Client) pathQuery(p string, q url.Values) *url.URL {

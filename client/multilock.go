@@ -2,9 +2,7 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 
@@ -80,11 +78,11 @@ func (m *MultiLock) TryLock(ctx context.Context, wait time.Duration) (*Locks, er
 }
 
 func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (*Locks, error) {
-	in := wire.LockAllRequest{Resources: &m.resources, Holder: &m.holder, LeaseMs: wire.IntSet(m.c.lease.Milliseconds()),
+	in := wire.Request{Resources: &m.resources, Holder: &m.holder, LeaseMs: wire.IntSet(m.c.lease.Milliseconds()),
 		WaitMs: wire.IntOf(wait.Milliseconds()), LockDelayMs: wire.IntOf(m.lockDelay.Milliseconds())}
 	var out wire.Grants
 	sent := m.c.clock.Now()
-	err := m.c.call(ctx, http.MethodPost, m.c.path("/v1/locks/acquire-all"), nil, in, &out, conflictOf("", 0, nil))
+	err := m.c.exchange(ctx, opAcquireAll, "", in, &out, refusal{})
 	if err != nil {
 		return nil, err
 	}
@@ -198,10 +196,10 @@ func (l *Locks) renewOnce(ctx context.Context) (time.Duration, error) {
 // matches ErrNotOwner and names them, and Context is cancelled with
 // ErrLeaseLost.
 func (l *Locks) Unlock(ctx context.Context) error {
-	in := wire.LockAllRequest{Resources: &l.resources, Holder: &l.holder}
+	in := wire.Request{Resources: &l.resources, Holder: &l.holder}
 	var out wire.ReleasedAll
-	if err := l.c.call(ctx, http.MethodPost, l.c.path("/v1/locks/release-all"), nil, in, &out, kind409(ErrNotOwner)); err != nil {
-		if errors.Is(err, ErrNotOwner) {
+	if err := l.c.exchange(ctx, opReleaseAll, "", in, &out, refusal{conflict: "not-owner"}); err != nil {
+		if lostLease(err) {
 			l.h.end(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 		}
 		return err

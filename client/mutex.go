@@ -181,7 +181,9 @@ func (m *Mutex) granted(g wire.Grant, lease time.Duration, renew bool, sent time
 // Unlock releases one hold. At the last one the watchdog stops and Context
 // is cancelled with cause ErrUnlocked. When the server says this holder is
 // not the owner (the lease was lost meanwhile), the error matches
-// ErrNotOwner and Context is cancelled with ErrLeaseLost.
+// ErrLeaseExpired (the lease ran out or was force-expired), ErrNotOwner
+// (another holds the lock) or ErrNotHeld (nobody does), and Context is
+// cancelled with ErrLeaseLost.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.validate(); err != nil {
 		return err
@@ -192,7 +194,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	left, err := m.c.release(ctx, m.resource, m.holder)
 	var end error
 	switch {
-	case errors.Is(err, ErrNotOwner):
+	case lostLease(err):
 		end = fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	case err != nil:
 		return err

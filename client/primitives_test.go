@@ -26,7 +26,7 @@ func outliveTwoLeases(t *testing.T, srv *fenceviewtest.Server, events <-chan str
 
 // forceLoss force-expires resource: the watchdog's next renewal is
 // refused, and held, the context of the hold, ends with ErrLeaseLost and
-// ErrNotHeld.
+// ErrLeaseExpired.
 func forceLoss(t *testing.T, srv *fenceviewtest.Server, c *client.Client, events <-chan string, resource string, held context.Context) {
 	t.Helper()
 	if err := c.ForceExpire(context.Background(), resource); err != nil {
@@ -34,7 +34,7 @@ func forceLoss(t *testing.T, srv *fenceviewtest.Server, c *client.Client, events
 	}
 	srv.Clock().Advance(lease / 3)
 	expect(t, events, "lost")
-	if cause := context.Cause(held); !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrNotHeld) {
+	if cause := context.Cause(held); !errors.Is(cause, client.ErrLeaseLost) || !errors.Is(cause, client.ErrLeaseExpired) {
 		t.Fatalf("cause = %v", cause)
 	}
 }
@@ -176,8 +176,8 @@ func TestSemaphoreSlots(t *testing.T) {
 	if !isDone(p0.Context()) || !errors.Is(context.Cause(p0.Context()), client.ErrUnlocked) {
 		t.Fatalf("after Release: cause %v", context.Cause(p0.Context()))
 	}
-	if err := p0.Release(ctx); !errors.Is(err, client.ErrNotOwner) {
-		t.Fatalf("second Release = %v, want ErrNotOwner", err)
+	if err := p0.Release(ctx); !errors.Is(err, client.ErrNotHeld) {
+		t.Fatalf("second Release = %v, want ErrNotHeld", err)
 	}
 	again, err := sem.Acquire(ctx)
 	if err != nil {
@@ -257,7 +257,7 @@ func TestPermitWatchdog(t *testing.T) {
 		t.Fatalf("slot after two leases: %+v", st)
 	}
 	forceLoss(t, srv, c, events, "jobs#0", p.Context())
-	if err := p.Release(ctx); !errors.Is(err, client.ErrNotOwner) {
+	if err := p.Release(ctx); !errors.Is(err, client.ErrLeaseExpired) {
 		t.Fatalf("Release after loss = %v", err)
 	}
 }

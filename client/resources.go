@@ -30,7 +30,7 @@ func (c *Client) HighWaterMarks(ctx context.Context) (map[string]int64, error) {
 			q.Set("cursor", cursor)
 		}
 		u.RawQuery = q.Encode()
-		if err := c.callLimit(ctx, maxListResponse, http.MethodGet, u, nil, nil, &body, nil); err != nil {
+		if err := c.callLimit(ctx, maxListResponse, http.MethodGet, u, nil, nil, &body, refusal{}); err != nil {
 			return nil, err
 		}
 		for _, r := range body.Resources {

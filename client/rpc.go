@@ -3,7 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,47 +14,6 @@ import (
 
 	"github.com/fenceview/fenceview/internal/wire"
 )
-
-// exchange makes one lock or fence call, over the RPC stream when the
-// client has one, else over HTTP, where req (id, op and resource left out)
-// is the body.
-func (c *Client) exchange(ctx context.Context, op, resource string, req wire.Request, out any, errFor func(int, []byte, http.Header) error) error {
-	if c.rpc == nil {
-		kind, action := "locks", op
-		if op == wire.OpFence {
-			kind, action = "fence", ""
-		}
-		body := json.RawMessage(wire.AppendRequest(nil, &req))
-		return c.call(ctx, http.MethodPost, c.endpoint(kind, resource, action), nil, body, out, errFor)
-	}
-	req.Op, req.Resource = op, resource
-	if err := c.life.enter(); err != nil {
-		return err
-	}
-	defer c.life.calls.Done()
-	sess, err := c.rpc.session(ctx, c)
-	if err != nil {
-		return err
-	}
-	a, err := sess.call(ctx, c.life.ctx.Done(), req)
-	if err != nil {
-		return err
-	}
-	if a.Status != http.StatusOK {
-		if errFor != nil {
-			if err := errFor(a.Status, a.Body, nil); err != nil {
-				return err
-			}
-		}
-		return apiError(a.Status, a.Body, nil)
-	}
-	if out != nil {
-		if err := wire.DecodeBody(a.Body, out); err != nil {
-			return fmt.Errorf("fenceview: decoding answer: %w", err)
-		}
-	}
-	return nil
-}
 
 // rpcPool holds the client's one live RPC session.
 type rpcPool struct {
@@ -113,7 +71,7 @@ func (c *Client) dialWS(ctx context.Context, path, query string) (*websocket.Con
 		if resp != nil && resp.StatusCode >= 400 {
 			raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
 			resp.Body.Close()
-			return nil, apiError(resp.StatusCode, raw, nil)
+			return nil, refusal{}.decode(resp.StatusCode, raw, resp.Header)
 		}
 		return nil, fmt.Errorf("fenceview: websocket %s: %w", path, err)
 	}

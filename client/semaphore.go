@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -96,12 +95,11 @@ func (s *Semaphore) TryAcquire(ctx context.Context, wait time.Duration) (*Permit
 }
 
 func (s *Semaphore) acquire(ctx context.Context, wait time.Duration) (*Permit, error) {
-	in := wire.SemaphoreRequest{Holder: &s.c.holder, Permits: wire.IntSet(int64(s.permits)), LeaseMs: wire.IntSet(s.c.lease.Milliseconds()),
+	in := wire.Request{Holder: &s.c.holder, Permits: wire.IntSet(int64(s.permits)), LeaseMs: wire.IntSet(s.c.lease.Milliseconds()),
 		WaitMs: wire.IntOf(wait.Milliseconds()), LockDelayMs: wire.IntOf(s.lockDelay.Milliseconds())}
 	var g wire.PermitGrant
 	sent := s.c.clock.Now()
-	err := s.c.call(ctx, http.MethodPost, s.c.endpoint("semaphores", s.name, "acquire"), nil, in, &g,
-		conflictOf(s.name, s.permits, nil))
+	err := s.c.exchange(ctx, opSemaphoreAcq, s.name, in, &g, refusal{resource: s.name, asked: s.permits})
 	if err != nil {
 		return nil, err
 	}
@@ -218,13 +216,13 @@ func (p *Permit) renewOnce(ctx context.Context) (time.Duration, error) {
 // Release gives the permit back (POST /v1/semaphores/{name}/release): the
 // watchdog stops and Context is cancelled with ErrUnlocked. When the
 // server says the slot is no longer this holder's (its lease was lost
-// meanwhile), the error matches ErrNotOwner and Context is cancelled with
-// ErrLeaseLost.
+// meanwhile), the error matches ErrLeaseExpired, ErrNotOwner or ErrNotHeld
+// (as Mutex.Unlock's) and Context is cancelled with ErrLeaseLost.
 func (p *Permit) Release(ctx context.Context) error {
-	in := wire.SemaphoreRequest{Holder: &p.holder, Slot: wire.IntSet(int64(p.slot))}
-	err := p.s.c.call(ctx, http.MethodPost, p.s.c.endpoint("semaphores", p.s.name, "release"), nil, in, nil, kind409(ErrNotOwner))
+	in := wire.Request{Holder: &p.holder, Slot: wire.IntSet(int64(p.slot))}
+	err := p.s.c.exchange(ctx, opSemaphoreRel, p.s.name, in, nil, refusal{resource: p.s.name, conflict: "not-owner"})
 	switch {
-	case errors.Is(err, ErrNotOwner):
+	case lostLease(err):
 		p.h.end(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 	case err == nil:
 		p.h.end(ErrUnlocked)
@@ -258,7 +256,7 @@ func (s *Semaphore) State(ctx context.Context) (SemaphoreState, error) {
 		return SemaphoreState{}, err
 	}
 	var b wire.Semaphore
-	if err := s.c.call(ctx, http.MethodGet, s.c.endpoint("semaphores", s.name, ""), nil, nil, &b, nil); err != nil {
+	if err := s.c.exchange(ctx, opSemaphore, s.name, wire.Request{}, &b, refusal{resource: s.name}); err != nil {
 		return SemaphoreState{}, err
 	}
 	st := SemaphoreState{Name: b.Name, Permits: b.Permits, Free: b.Free, Waiters: b.Waiters}

@@ -232,7 +232,7 @@ func TestClientOverRPC(t *testing.T) {
 	if _, err := c.Fence(ctx, "inv", tokA); !errors.As(err, &stale) || stale.Required != tokB {
 		t.Fatalf("A's stale write: %v", err)
 	}
-	if err := a.Unlock(ctx); !errors.Is(err, client.ErrNotOwner) {
+	if err := a.Unlock(ctx); !errors.Is(err, client.ErrLeaseExpired) {
 		t.Fatalf("A's unlock after expiry: %v", err)
 	}
 
