@@ -174,7 +174,7 @@ type Report struct {
 	Signature string
 	// Proven is set by the issuer, never from input: Signature is a valid
 	// signature of this issuer's keys for ResourceID and Token, so the token
-	// was really issued (contract v2, token safety).
+	// was really issued (signed tokens, token safety).
 	Proven bool
 }
 

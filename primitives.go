@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// Contract v3 builds every primitive from ordinary lock resources, so
-// tokens, marks, signatures, guards, history and ownership apply to each
-// unchanged: a semaphore is N locks (its slots), a multi-lock is one atomic
-// change over several locks, an election is a lock plus a value whose token
-// is the term.
+// Every primitive (semaphores, multi-locks, elections) is built from
+// ordinary lock resources, so tokens, marks, signatures, guards, history
+// and ownership apply to each unchanged: a semaphore is N locks (its
+// slots), a multi-lock is one atomic change over several locks, an election
+// is a lock plus a value whose token is the term.
 
 // Bounds of the primitives' inputs.
 const (
@@ -27,7 +27,7 @@ const (
 	MaxElectionValue = 4 << 10
 )
 
-// Event types of contract v3.
+// Event types of the primitives and lock-delay.
 const (
 	// EventProclaim: an election's leader changed its value (Value), same
 	// term (Token).

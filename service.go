@@ -28,7 +28,7 @@ type LockService interface {
 	Issuer() string
 }
 
-// PrimitiveService is contract v3's primitives, each made of lock
+// PrimitiveService is the primitives, each made of lock
 // resources: semaphores, multi-locks and elections.
 type PrimitiveService interface {
 	AcquirePermit(ctx context.Context, req PermitRequest) (Grant, error)

@@ -10,7 +10,7 @@ import (
 	"github.com/fenceview/fenceview/guard"
 )
 
-// Semaphores and elections are made of ordinary locks (contract v3): a
+// Semaphores and elections are made of ordinary locks: a
 // semaphore's page gathers its slots, an election's page its lock's
 // leader and the terms and values in the lock's history.
 

@@ -71,7 +71,7 @@ var (
 
 func pub(k ed25519.PrivateKey) []byte { return k.Public().(ed25519.PublicKey) }
 
-// sign is an issuer's signature of token on id (contract v2's message).
+// sign is an issuer's signature of token on id (the signed-token message).
 func sign(k ed25519.PrivateKey, id string, token int64) []byte {
 	return ed25519.Sign(k, ledger.AppendMessage(nil, id, token))
 }

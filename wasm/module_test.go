@@ -132,7 +132,7 @@ func TestModuleInterface(t *testing.T) {
 		"guard_check_handle":      {{i32, i64}, {i64}},
 		"guard_high_water_handle": {{i32}, {i64}},
 		"guard_check_batch":       {{i32, i32}, {i32}},
-		// Contract v2, signed tokens.
+		// Signed tokens.
 		"guard_trust_key":    {{i32, i32}, {i64}},
 		"guard_check_signed": {{i32, i32, i64, i32, i32}, {i64}},
 		// Extension: guard_check_signed by handle.

@@ -347,10 +347,10 @@ func unexpected(resp *http.Response) error {
 	return fmt.Errorf("%s %s: %d %s", resp.Request.Method, resp.Request.URL, resp.StatusCode, b)
 }
 
-// Linearizability of contract v3's primitives through the real server, a
-// process: concurrent clients take a semaphore's permits, multi-locks over
-// overlapping sets, and an election's leadership, while observers read
-// their state and the event stream. The recorded histories are checked
+// Linearizability of semaphores, multi-locks and elections through the
+// real server, a process: concurrent clients take a semaphore's permits,
+// multi-locks over overlapping sets, and an election's leadership, while
+// observers read their state and the event stream. The recorded histories are checked
 // with porcupine against internal/proof's models (never more holders than
 // permits, a slot's tokens strictly increase; a multi-lock all or nothing
 // for every reader; at most one leader per term, terms strictly increase),

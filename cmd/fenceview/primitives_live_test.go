@@ -14,8 +14,8 @@ import (
 	"github.com/fenceview/fenceview/internal/servertest"
 )
 
-// Contract v3's primitives working end to end over the JSON API and the
-// RPC stream, on the fake clock.
+// Semaphores, multi-locks, elections and lock-delay working end to end
+// over the JSON API and the RPC stream, on the fake clock.
 
 // async sends a request in the background; its answer arrives on the
 // channel.

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Contract v3's routes (semaphores, multi-locks, elections, lock-delay)
+// The routes of semaphores, multi-locks, elections, lock-delay)
 // over a real server. Every answer is checked against internal/api/openapi.yaml by
 // doRequest, every RPC answer by rpcConn.send.
 

@@ -11,7 +11,7 @@ import (
 
 func TestGuardWasm(t *testing.T) { testModule(t, modules.Guard) }
 
-// The Extism plugin is served like guard.wasm (contract v2).
+// The Extism plugin is served like guard.wasm.
 func TestGuardExtismWasm(t *testing.T) {
 	if modules.Extism.Name() != "guard-extism.wasm" {
 		t.Fatalf("published as %s", modules.Extism.Name())

@@ -18,7 +18,7 @@ type lockRequest struct {
 	Holder  *string  `json:"holder"`
 	LeaseMs wire.Int `json:"leaseMs"`
 	WaitMs  wire.Int `json:"waitMs"`
-	// LockDelayMs of an acquire (contract v3's lock-delay); renew and
+	// LockDelayMs of an acquire (lock-delay); renew and
 	// release take none and ignore it.
 	LockDelayMs wire.Int `json:"lockDelayMs"`
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// Contract v3's primitives over the JSON API: semaphores, multi-locks and
+// The primitives over the JSON API: semaphores, multi-locks and
 // elections. Each is made of lock resources, so each request is checked
 // against the caller's prefixes for every lock it touches (a semaphore's
 // slots, a multi-lock's list, an election's lock) and refused whole when

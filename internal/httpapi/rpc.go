@@ -30,7 +30,7 @@ import (
 //	{"id":7,"op":"acquire","resource":"r","holder":"a","leaseMs":30000,"waitMs":0}
 //	{"id":8,"op":"fence","resource":"r","token":12}
 //
-// op is acquire, renew, release, fence or lock, or one of contract v3's
+// op is acquire, renew, release, fence or lock, or one of the primitives'
 // (primitiveOps: semaphore-acquire, acquire-all, campaign...), whose
 // fields are the JSON API's ({name} of the route included). Answers come
 // back as they are ready, in any order, batched the same way:
@@ -570,7 +570,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 		"campaign, proclaim, resign, election-renew or election"))
 }
 
-// primitiveOps are the RPC stream's ops of contract v3: each is the JSON
+// primitiveOps are the RPC stream's ops of the primitives: each is the JSON
 // API's route of the same action, its {name} and body fields read from
 // the request line. Each op checks the caller's prefixes for every lock it
 // touches, as the route does.

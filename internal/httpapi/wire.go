@@ -15,7 +15,7 @@ import (
 )
 
 // wireValue converts domain values in error fields to their wire form,
-// inside the lists and objects of contract v3's refusals too (a
+// inside the lists and objects of the primitives' refusals too (a
 // multi-lock's held locks, a campaign's leader).
 func wireValue(v any) any {
 	switch v := v.(type) {

@@ -58,8 +58,8 @@ func (m Module) ETag() string { return m.etag }
 // Guard is guard.wasm, the WASI reactor of the contract.
 var Guard = newModule("guard.wasm", guardWasm)
 
-// Extism is guard-extism.wasm, the same guard as an Extism plugin (contract
-// v2, "Extism module").
+// Extism is guard-extism.wasm, the same guard as an Extism plugin
+// (docs/wasm-abi.md, the Extism module).
 var Extism = newModule("guard-extism.wasm", extismWasm)
 
 // All lists every published module; a module added here is served by the

@@ -8,7 +8,7 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// Models of contract v3's primitives, each built from locks: a semaphore
+// Models of the primitives, each built from locks: a semaphore
 // of N slots, a multi-lock over a few locks, an election. Histories of
 // them are one partition each (a multi-lock's operations span its locks,
 // so they cannot be split per lock), recorded with Recorder.AddOp and

@@ -127,7 +127,7 @@ type Fencing struct {
 	Scope    string `json:"scope"`
 	IssuedAt Time   `json:"issuedAt"`
 	// The issuer's Ed25519 signature of "fenceview/v1 <resource> <token>"
-	// and the id of the key that made it (contract v2, signed tokens).
+	// and the id of the key that made it (signed tokens).
 	KeyID     string `json:"keyId,omitempty"`
 	Signature string `json:"signature,omitempty"`
 }
@@ -174,8 +174,8 @@ type Resource struct {
 	Rejected        int64      `json:"rejected"`
 	LastRejectionAt Time       `json:"lastRejectionAt"`
 	CounterAlarm    int64      `json:"counterAlarm"`
-	// Contract v3, present only when set: the current grant's lock-delay,
-	// when a running one ends, a semaphore's permits (on its slot 0), and
+	// Lock-delay and the primitives, present only when set: the current
+	// grant's lock-delay, when a running one ends, a semaphore's permits (on its slot 0), and
 	// an election's flag and leader value.
 	LockDelayMs int64   `json:"lockDelayMs,omitempty"`
 	AvailableAt *Time   `json:"availableAt,omitempty"`

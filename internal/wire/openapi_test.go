@@ -114,7 +114,7 @@ func TestBodiesMatchOpenAPI(t *testing.T) {
 		{httpguard.Refusal{}, "fence's refusal", answer("fence", 409), true},
 		{Request{}, "RpcRequest", schema("RpcRequest"), false},
 		{Answer{}, "RpcAnswer", schema("RpcAnswer"), true},
-		// Contract v3's primitives.
+		// Semaphores, multi-locks and elections.
 		{SemaphoreRequest{}, "semaphore acquire and release requests", requests("semaphoreAcquire", "semaphoreRelease"), false},
 		{PermitsRequest{}, "setPermits request", requests("setPermits"), false},
 		{PermitGrant{}, "PermitGrant", schema("PermitGrant"), true},

@@ -2,7 +2,7 @@ package wire
 
 import "time"
 
-// The bodies of contract v3's primitives (semaphores, multi-locks,
+// The bodies of the primitives (semaphores, multi-locks,
 // elections, each request's lock-delay) and their refusals. A request
 // body is the server's reading of every route that shares it: pointers
 // and Ints tell an absent field from a zero one, and a client sends only

@@ -19,7 +19,7 @@ const (
 	OpFence   = "fence"
 	OpLock    = "lock"
 
-	// Contract v3's primitives: the JSON API's routes of the same names.
+	// Semaphores, multi-locks and elections: the JSON API's routes of the same names.
 	OpSemaphoreAcquire = "semaphore-acquire"
 	OpSemaphoreRelease = "semaphore-release"
 	OpSemaphorePermits = "semaphore-permits"
@@ -43,7 +43,7 @@ type Request struct {
 	Holder   *string `json:"holder,omitempty"`
 	LeaseMs  Int     `json:"leaseMs,omitzero"`
 	WaitMs   Int     `json:"waitMs,omitzero"`
-	// LockDelayMs of an acquire (contract v3's lock-delay).
+	// LockDelayMs of an acquire (lock-delay).
 	LockDelayMs Int    `json:"lockDelayMs,omitzero"`
 	Token       Int    `json:"token,omitzero"`
 	Issuer      string `json:"issuer,omitempty"`
@@ -53,7 +53,7 @@ type Request struct {
 	Signature string `json:"signature,omitempty"`
 	Mode      string `json:"mode,omitempty"` // of a fence: "current", or empty for the rule
 
-	// Contract v3's primitives: the JSON API's path {name} and body fields.
+	// Semaphores, multi-locks and elections: the JSON API's path {name} and body fields.
 	Name      string    `json:"name,omitempty"`
 	Permits   Int       `json:"permits,omitzero"`
 	Slot      Int       `json:"slot,omitzero"`

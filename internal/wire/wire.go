@@ -1,7 +1,7 @@
 // Package wire is fenceview's wire: every message of the RPC stream
 // (GET /v1/rpc), its ops and line framing, the bodies of the JSON API's
 // locks, grants, fenced writes, resources, rejections and events, of
-// contract v3's semaphores, multi-locks and elections, of API and signing
+// semaphores, multi-locks and elections, of API and signing
 // keys, the time layout of every JSON time, and the codec both ends use.
 // The codec writes what encoding/json writes and reads what it reads,
 // byte for byte, without reflection on the busiest paths; the fuzz tests

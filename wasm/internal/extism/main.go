@@ -3,8 +3,8 @@
 // Command extism is the WebAssembly guard as an Extism plugin
 // (guard-extism.wasm): the same ledger as guard.wasm and guard.Guard
 // (package guard/ledger), behind functions that take and return JSON
-// through the Extism kernel (extism:host/env), as contract v2's "Extism
-// module" says.
+// through the Extism kernel (extism:host/env), as docs/wasm-abi.md's
+// Extism section says.
 //
 // Marks and trusted keys live in the plugin instance from call to call.
 // Invalid input fails the call with an Extism error; it is never answered

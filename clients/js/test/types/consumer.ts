@@ -27,7 +27,7 @@ export async function consumer(): Promise<bigint> {
 }
 
 // Lock-delay, semaphores, multi-locks, elections.
-export async function consumerV3(client: Client): Promise<bigint> {
+export async function consumerPrimitives(client: Client): Promise<bigint> {
   await client.lock('r', { holder: 'h' }).acquire({ lockDelayMs: 5000 }).catch((e: unknown) => {
     if (e instanceof LockDelayError) {
       const at: string = e.availableAt;

@@ -7,8 +7,8 @@ import (
 	"github.com/fenceview/fenceview/internal/servertest"
 )
 
-// GET /v1/resources/{r} shows a resource's contract v3 state: the grant's
-// lock-delay, a semaphore's permits on its slot 0, an election's flag and
+// GET /v1/resources/{r} shows a resource's state of the primitives: the
+// grant's lock-delay, a semaphore's permits on its slot 0, an election's flag and
 // its leader's value; absent on a plain lock.
 func TestResourceShowsPrimitivesState(t *testing.T) {
 	s := servertest.Start(t, server.Config{AdminToken: admin})
