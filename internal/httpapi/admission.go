@@ -312,4 +312,3 @@ func (s *Server) clientAddr(r *http.Request) string {
 	}
 	return r.RemoteAddr
 }
-
