@@ -252,3 +252,74 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestGoInstallFromClone follows the README's "Use it from Go" words into a
+// fresh module: the replace directive to this clone, the driver, tidy, and
+// a program using the client and a guard that builds and runs.
+func TestGoInstallFromClone(t *testing.T) {
+	needed(t, "go")
+	root := repoRoot(t)
+	readme := string(must(os.ReadFile(filepath.Join(root, "README.md"))))
+	var lines []string
+	for _, line := range shBlock(t, readme, "## Use it from Go") {
+		if strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+		}
+	}
+	want := []string{
+		"cd <your-project>",
+		"go mod edit -require=github.com/fenceview/fenceview@v0.0.0 -replace=github.com/fenceview/fenceview=<path-to-clone>",
+		"go get github.com/mattn/go-sqlite3",
+		"go mod tidy",
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("the README's Go install block is %q; this test follows %q", lines, want)
+	}
+	project := t.TempDir()
+	gomod := "module example.com/tryfenceview\n\ngo 1.26\n"
+	if err := os.WriteFile(filepath.Join(project, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const program = `package main
+
+import (
+	"fmt"
+
+	_ "github.com/mattn/go-sqlite3"
+
+	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/guard"
+)
+
+func main() {
+	g := guard.New()
+	d, _ := g.Check("inventory:42", 7)
+	_, err := client.New(client.Config{URL: "http://127.0.0.1:8080"})
+	fmt.Println(d.Accepted, err == nil)
+}
+`
+	if err := os.WriteFile(filepath.Join(project, "main.go"), []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, line := range lines {
+		if !strings.HasPrefix(line, want[i]) {
+			t.Fatalf("README line %q, want it to start %q", line, want[i])
+		}
+		if line == "cd <your-project>" {
+			continue
+		}
+		line, _, _ = strings.Cut(line, "#") // the comment beside the driver
+		args := strings.Fields(strings.ReplaceAll(line, "<path-to-clone>", root))
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Dir = project
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", line, err, out)
+		}
+	}
+	cmd := exec.Command("go", "run", ".")
+	cmd.Dir = project
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "true true" {
+		t.Fatalf("go run in the new module: %v\n%s", err, out)
+	}
+}
