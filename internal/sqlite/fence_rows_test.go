@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fenceview/fenceview"
+)
+
+// A fenced write appends its event alone, and readers, the fold and a
+// reopen still see each resource exactly as committed: grants (whole rows)
+// and fences (the mark, the last token, the counters, the last rejection
+// and the alarm, carried by the event) interleaved on the same resources,
+// in one commit and across commits, with folds after every commit, every
+// few or never, and reopens in between (which forget what was last
+// written, so the next change of each resource logs its whole row).
+func TestFencedWriteAppendsOneRow(t *testing.T) {
+	for _, every := range []int{1, 5, 1 << 30} {
+		t.Run(fmt.Sprintf("every=%d", every), func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "f.db")
+			db, err := Open(ctx, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { db.Close() }()
+			db.FoldEvery = every
+			rng := rand.New(rand.NewPCG(2, uint64(every)))
+			ids := []string{"a", "b", "c", "d", "e"}
+			latest := map[string]fenceview.Resource{}
+			var history []fenceview.Event
+			start := time.UnixMilli(1_700_000_000_000).UTC()
+			fencesAlone := 0
+			for commit := 0; commit < 60; commit++ {
+				if commit == 30 {
+					db.Close()
+					if db, err = Open(ctx, path); err != nil {
+						t.Fatal(err)
+					}
+					db.FoldEvery = every
+				}
+				at := start.Add(time.Duration(commit) * 20 * time.Second)
+				// The copy of each resource this commit changed: a group
+				// commit writes each resource's latest copy once.
+				changed := map[string]*fenceview.Resource{}
+				var order []string
+				var events []fenceview.Event
+				for range 1 + rng.IntN(6) {
+					id := ids[rng.IntN(len(ids))]
+					r := latest[id]
+					r.ResourceID = id
+					e := fenceview.Event{Seq: int64(len(history) + len(events) + 1), ResourceID: id, At: at}
+					switch k := rng.IntN(4); {
+					case k == 0 || r.LastToken == 0:
+						r.LastToken++
+						r.Token, r.Holder, r.HoldCount, r.LeaseMs = r.LastToken, fmt.Sprintf("h%d", commit), 1, 30000
+						r.GrantedAt, r.ExpiresAt = at, at.Add(30*time.Second)
+						e.Type, e.Token, e.Holder = fenceview.EventGrant, r.LastToken, r.Holder
+					case k == 1:
+						r.Rejected++
+						r.LastRejectionAt = at
+						if rng.IntN(2) == 0 {
+							r.CounterAlarm = r.LastToken + 7
+						}
+						e.Type, e.Reason, e.Presented, e.Required = fenceview.EventReject, "stale-token", 1, r.HighWaterMark
+					default:
+						r.Accepted++
+						r.HighWaterMark = r.LastToken
+						if rng.IntN(4) == 0 {
+							r.LastToken++ // a proven report above the counter
+						}
+						e.Type, e.Token, e.Holder = fenceview.EventAccept, r.HighWaterMark, "w"
+					}
+					latest[id] = r
+					if _, ok := changed[id]; !ok {
+						order = append(order, id)
+					}
+					changed[id] = &r
+					events = append(events, e)
+				}
+				var rows []*fenceview.Resource
+				for _, id := range order {
+					rows = append(rows, changed[id])
+				}
+				var before int
+				if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE r_accepted IS NOT NULL`).Scan(&before); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.Apply(ctx, rows, events); err != nil {
+					t.Fatal(err)
+				}
+				var after int
+				if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE r_accepted IS NOT NULL`).Scan(&after); err != nil {
+					t.Fatal(err)
+				}
+				fencesAlone += after - before
+				history = append(history, events...)
+				checkReads(t, db, latest, history)
+			}
+			if fencesAlone < 20 {
+				t.Fatalf("only %d fenced writes appended their event alone", fencesAlone)
+			}
+			db.Close()
+			if db, err = Open(ctx, path); err != nil {
+				t.Fatal(err)
+			}
+			checkReads(t, db, latest, history)
+		})
+	}
+}
+
+// A fence on a resource whose row was written before appends its event
+// and no resource_log row; a grant still logs the whole row.
+func TestFenceLogsNoResourceRow(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	db.FoldEvery = 1 << 30
+	at := time.UnixMilli(1_700_000_000_000).UTC()
+	r := fenceview.Resource{ResourceID: "x", LastToken: 1, Token: 1, Holder: "h", HoldCount: 1, LeaseMs: 1000, GrantedAt: at, ExpiresAt: at.Add(time.Second)}
+	logRows := func() (n int) {
+		if err := db.read.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if err := db.Apply(ctx, []*fenceview.Resource{&r}, []fenceview.Event{{Seq: 1, Type: fenceview.EventGrant, ResourceID: "x", Token: 1, At: at}}); err != nil {
+		t.Fatal(err)
+	}
+	if logRows() != 1 {
+		t.Fatalf("a grant logged %d rows, want 1", logRows())
+	}
+	f := r
+	f.Accepted, f.HighWaterMark = 1, 1
+	if err := db.Apply(ctx, []*fenceview.Resource{&f}, []fenceview.Event{{Seq: 2, Type: fenceview.EventAccept, ResourceID: "x", Token: 1, At: at}}); err != nil {
+		t.Fatal(err)
+	}
+	if logRows() != 1 {
+		t.Fatalf("a fence logged a resource row (%d rows)", logRows())
+	}
+	got, err := db.Resources(ctx)
+	if err != nil || len(got) != 1 || got[0].Accepted != 1 || got[0].HighWaterMark != 1 || got[0].Holder != "h" {
+		t.Fatalf("Resources = %+v (%v)", got, err)
+	}
+}
