@@ -23,6 +23,15 @@ import (
 func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events []fenceview.Event) error {
 	db.applyMu.Lock()
 	defer db.applyMu.Unlock()
+	ok := false
+	defer func() {
+		if !ok {
+			// A failed COMMIT may still have reached the disk: what was
+			// last written is no longer known, so each resource's next
+			// change logs its whole row (see fenceRows).
+			clear(db.logged)
+		}
+	}()
 	conn, err := db.write.Conn(ctx)
 	if err != nil {
 		return err
@@ -58,7 +67,8 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		rows, carry := db.fenceRows(resources, events)
 		defer clear(carry) // no resources kept between commits
 		defer clear(rows)
-		if err := st.log.insert(ctx, len(rows), func(a []driver.NamedValue, i int) { logArgs(a, rows[i], maxSeq) }); err != nil {
+		seq := driver.Value(maxSeq) // boxed once for every row
+		if err := st.log.insert(ctx, len(rows), func(a []driver.NamedValue, i int) { logArgs(a, rows[i], seq) }); err != nil {
 			return err
 		}
 		if err := st.events.insert(ctx, len(events), func(a []driver.NamedValue, i int) { eventArgs(a, &events[i], carry[i]) }); err != nil {
@@ -102,6 +112,7 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		for _, r := range resources {
 			db.logged[r.ResourceID] = keyOf(r)
 		}
+		ok = true
 		return nil
 	})
 }
@@ -302,7 +313,7 @@ func forget(args []driver.NamedValue) {
 
 // logArgs sets a (resourceWidth values, in resourceColumns' order and
 // seq) to r, logged when the last event was seq.
-func logArgs(a []driver.NamedValue, r *fenceview.Resource, seq int64) {
+func logArgs(a []driver.NamedValue, r *fenceview.Resource, seq driver.Value) {
 	var holder driver.Value
 	if r.Holder != "" {
 		holder = r.Holder
