@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -259,7 +260,7 @@ func (m *multiInsert) close() {
 
 // resourceWidth and eventWidth are how many columns a resource_log row
 // and an events row have: the arguments of one row of their INSERTs.
-const resourceWidth, eventWidth = 20, 19
+const resourceWidth, eventWidth = 20, 14
 
 // applyStmtsOf returns the statements prepared on c, preparing them again
 // if database/sql replaced the connection since.
@@ -278,8 +279,7 @@ func (db *DB) applyStmtsOf(c *sqlite3.SQLiteConn) (*applyStmts, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, err := prepareMultiInsert(c, "events", eventColumns+`, r_mark, r_last_token, r_accepted, r_rejected,
-		r_last_rejection_at, r_counter_alarm`, eventWidth)
+	events, err := prepareMultiInsert(c, "events", eventColumns+", resource_state", eventWidth)
 	if err != nil {
 		log.close()
 		return nil, err
@@ -336,9 +336,26 @@ func eventArgs(a []driver.NamedValue, e *fenceview.Event, r *fenceview.Resource)
 	a[7].Value, a[8].Value, a[9].Value = e.Reason, e.Source, e.At.UnixMilli()
 	a[10].Value, a[11].Value, a[12].Value = e.Value, e.LockDelayMs, int64(e.Permits)
 	if r != nil {
-		a[13].Value, a[14].Value, a[15].Value = r.HighWaterMark, r.LastToken, r.Accepted
-		a[16].Value, a[17].Value, a[18].Value = r.Rejected, toMs(r.LastRejectionAt), r.CounterAlarm
-	} // else NULL: forget left them so
+		a[13].Value = resourceState(r)
+	} // else NULL: forget left it so
+}
+
+// resourceState is what a fence changes on r, as events' resource_state
+// (see migration 0010).
+func resourceState(r *fenceview.Resource) string {
+	b := make([]byte, 0, 64)
+	b = append(b, '[')
+	for i, v := range [...]int64{r.HighWaterMark, r.LastToken, r.Accepted, r.Rejected, r.LastRejectionAt.UnixMilli(), r.CounterAlarm} {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if i == 4 && r.LastRejectionAt.IsZero() {
+			b = append(b, "null"...)
+			continue
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	return string(append(b, ']'))
 }
 
 // run executes an INSERT through the query path (see multiInsert).

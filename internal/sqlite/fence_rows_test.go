@@ -87,14 +87,14 @@ func TestFencedWriteAppendsOneRow(t *testing.T) {
 					rows = append(rows, changed[id])
 				}
 				var before int
-				if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE r_accepted IS NOT NULL`).Scan(&before); err != nil {
+				if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE resource_state IS NOT NULL`).Scan(&before); err != nil {
 					t.Fatal(err)
 				}
 				if err := db.Apply(ctx, rows, events); err != nil {
 					t.Fatal(err)
 				}
 				var after int
-				if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE r_accepted IS NOT NULL`).Scan(&after); err != nil {
+				if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE resource_state IS NOT NULL`).Scan(&after); err != nil {
 					t.Fatal(err)
 				}
 				fencesAlone += after - before

@@ -219,10 +219,12 @@ const foldSQL = `
 // see Apply), with logged, the seq of its latest resource_log row (0 when
 // none). The event's state is the resource's iff its seq is above logged.
 const fenceStatesCTE = `WITH l AS (SELECT resource_id, MAX(seq) AS seq FROM resource_log GROUP BY resource_id),
-	s AS (SELECT e.resource_id, MAX(e.seq) AS seq, e.r_mark, e.r_last_token, e.r_accepted, e.r_rejected,
-			e.r_last_rejection_at, e.r_counter_alarm, COALESCE(l.seq, 0) AS logged
+	f AS (SELECT e.resource_id, MAX(e.seq) AS seq, e.resource_state AS state, COALESCE(l.seq, 0) AS logged
 		FROM events e LEFT JOIN l ON l.resource_id = e.resource_id
-		WHERE e.seq > ` + foldedSeq + ` AND e.r_accepted IS NOT NULL GROUP BY e.resource_id)`
+		WHERE e.seq > ` + foldedSeq + ` AND e.resource_state IS NOT NULL GROUP BY e.resource_id),
+	s AS (SELECT resource_id, seq, logged, state ->> '$[0]' AS r_mark, state ->> '$[1]' AS r_last_token,
+			state ->> '$[2]' AS r_accepted, state ->> '$[3]' AS r_rejected,
+			state ->> '$[4]' AS r_last_rejection_at, state ->> '$[5]' AS r_counter_alarm FROM f)`
 
 // foldedSeq is the last event in resource_events, as an SQL expression.
 // It never goes down, even when pruning has emptied events: it is also
