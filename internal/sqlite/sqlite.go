@@ -38,7 +38,8 @@ var migrationFS embed.FS
 // through a pool that WAL lets run beside the writer.
 //
 // A commit only appends: each changed resource's new row to resource_log,
-// each event to events. Every FoldEvery appended rows, the commit that
+// each event to events; a fenced write's event alone, carrying the
+// resource's new mark and counters (see fenceRows). Every FoldEvery appended rows, the commit that
 // crosses the mark also folds: the log's latest row of each resource goes
 // into resources and the log is emptied, and the events since the last
 // fold go into the per-resource history index and the per-minute counts.
