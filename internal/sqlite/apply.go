@@ -110,6 +110,11 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		}
 		db.unfolded, db.maxSeq, db.folded = unfolded, maxSeq, folded
 		db.committed(len(rows) + len(events))
+		if len(db.logged) > maxLogged {
+			// Memory stays bounded; a resource forgotten logs its whole
+			// row at its next change, and is remembered again.
+			clear(db.logged)
+		}
 		for _, r := range resources {
 			db.logged[r.ResourceID] = keyOf(r)
 		}
@@ -117,6 +122,11 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		return nil
 	})
 }
+
+// maxLogged bounds the resources fenceRows remembers (about 280 bytes
+// each, some 18 MiB): those written most recently, and so the ones most
+// likely fenced again soon.
+var maxLogged = 1 << 16 // a variable for tests
 
 // rowKey is what a resource row holds beside the fields a fence changes
 // (the mark, the last token, the counters, the last rejection, the alarm),

@@ -19,8 +19,11 @@ import (
 // few or never, and reopens in between (which forget what was last
 // written, so the next change of each resource logs its whole row).
 func TestFencedWriteAppendsOneRow(t *testing.T) {
-	for _, every := range []int{1, 5, 1 << 30} {
-		t.Run(fmt.Sprintf("every=%d", every), func(t *testing.T) {
+	for _, c := range []struct{ every, remember int }{{1, maxLogged}, {5, maxLogged}, {1 << 30, maxLogged}, {1 << 30, 2}} {
+		every := c.every
+		t.Run(fmt.Sprintf("every=%d,remember=%d", every, c.remember), func(t *testing.T) {
+			defer func(was int) { maxLogged = was }(maxLogged)
+			maxLogged = c.remember // 2: forgotten every few commits
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "f.db")
 			db, err := Open(ctx, path)
