@@ -174,12 +174,14 @@ func (db *DB) fenceRows(resources []*fenceview.Resource, events []fenceview.Even
 		}
 	}
 	for _, r := range resources {
-		if i, ok := db.fenceAt[r.ResourceID]; ok {
-			if k, ok := db.logged[r.ResourceID]; ok && k == keyOf(r) {
-				carry[i] = r
-				delete(db.fenceAt, r.ResourceID) // one state per resource
-				continue
-			}
+		i, fenced := db.fenceAt[r.ResourceID]
+		// A resource's first copy only: a later copy in the same commit
+		// (newer, where a caller passes several) is logged, and a logged
+		// row is as new as any event of its commit.
+		delete(db.fenceAt, r.ResourceID)
+		if k, ok := db.logged[r.ResourceID]; fenced && ok && k == keyOf(r) {
+			carry[i] = r
+			continue
 		}
 		rows = append(rows, r)
 	}

@@ -52,6 +52,7 @@ func TestFencedWriteAppendsOneRow(t *testing.T) {
 				changed := map[string]*fenceview.Resource{}
 				var order []string
 				var events []fenceview.Event
+				var all []*fenceview.Resource
 				for range 1 + rng.IntN(6) {
 					id := ids[rng.IntN(len(ids))]
 					r := latest[id]
@@ -83,11 +84,15 @@ func TestFencedWriteAppendsOneRow(t *testing.T) {
 						order = append(order, id)
 					}
 					changed[id] = &r
+					all = append(all, &r)
 					events = append(events, e)
 				}
 				var rows []*fenceview.Resource
 				for _, id := range order {
 					rows = append(rows, changed[id])
+				}
+				if commit%3 == 2 {
+					rows = all // every copy, in order: the newest of each must win
 				}
 				var before int
 				if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE resource_state IS NOT NULL`).Scan(&before); err != nil {
@@ -147,5 +152,31 @@ func TestFenceLogsNoResourceRow(t *testing.T) {
 	got, err := db.Resources(ctx)
 	if err != nil || len(got) != 1 || got[0].Accepted != 1 || got[0].HighWaterMark != 1 || got[0].Holder != "h" {
 		t.Fatalf("Resources = %+v (%v)", got, err)
+	}
+}
+
+// When a commit holds several copies of a resource, the newest wins even
+// if it matches the row last written and an earlier copy does not.
+func TestNewestCopyWinsOverAFence(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	db.FoldEvery = 1 << 30
+	at := time.UnixMilli(1_700_000_000_000).UTC()
+	a := fenceview.Resource{ResourceID: "x", LastToken: 1, Token: 1, Holder: "h", HoldCount: 1, LeaseMs: 1000, GrantedAt: at, ExpiresAt: at.Add(time.Second)}
+	if err := db.Apply(ctx, []*fenceview.Resource{&a}, []fenceview.Event{{Seq: 1, Type: fenceview.EventGrant, ResourceID: "x", Token: 1, At: at}}); err != nil {
+		t.Fatal(err)
+	}
+	freed := fenceview.Resource{ResourceID: "x", LastToken: 1}
+	again := a
+	again.Accepted, again.HighWaterMark = 1, 1
+	if err := db.Apply(ctx, []*fenceview.Resource{&freed, &again}, []fenceview.Event{
+		{Seq: 2, Type: fenceview.EventRelease, ResourceID: "x", Token: 1, At: at},
+		{Seq: 3, Type: fenceview.EventAccept, ResourceID: "x", Token: 1, At: at},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Resources(ctx)
+	if err != nil || len(got) != 1 || got[0].Holder != "h" || got[0].Accepted != 1 {
+		t.Fatalf("Resources = %+v (%v), want the newest copy %+v", got, err, again)
 	}
 }
