@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +24,15 @@ import (
 func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events []fenceview.Event) error {
 	db.applyMu.Lock()
 	defer db.applyMu.Unlock()
+	ok := false
+	defer func() {
+		if !ok {
+			// A failed COMMIT may still have reached the disk: what was
+			// last written is no longer known, so each resource's next
+			// change logs its whole row (see fenceRows).
+			clear(db.logged)
+		}
+	}()
 	conn, err := db.write.Conn(ctx)
 	if err != nil {
 		return err
@@ -50,13 +61,20 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 				tx.Rollback()
 			}
 		}()
-		if err := st.log.insert(ctx, len(resources), func(a []driver.NamedValue, i int) { logArgs(a, resources[i]) }); err != nil {
-			return err
-		}
-		if err := st.events.insert(ctx, len(events), func(a []driver.NamedValue, i int) { eventArgs(a, &events[i]) }); err != nil {
-			return err
-		}
 		maxSeq := db.maxSeq
+		for i := range events {
+			maxSeq = max(maxSeq, events[i].Seq)
+		}
+		rows, carry := db.fenceRows(resources, events)
+		defer clear(carry) // no resources kept between commits
+		defer clear(rows)
+		seq := driver.Value(maxSeq) // boxed once for every row
+		if err := st.log.insert(ctx, len(rows), func(a []driver.NamedValue, i int) { logArgs(a, rows[i], seq) }); err != nil {
+			return err
+		}
+		if err := st.events.insert(ctx, len(events), func(a []driver.NamedValue, i int) { eventArgs(a, &events[i], carry[i]) }); err != nil {
+			return err
+		}
 		for i := range events {
 			e := &events[i]
 			if e.Seq <= db.folded {
@@ -69,14 +87,13 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 					}
 				}
 			}
-			maxSeq = max(maxSeq, e.Seq)
 		}
 		folded := db.folded
 		every := db.FoldEvery
 		if every <= 0 {
 			every = DefaultFoldEvery
 		}
-		unfolded := db.unfolded + len(resources) + len(events)
+		unfolded := db.unfolded + len(rows) + len(events)
 		if unfolded >= every {
 			if _, err := c.ExecContext(ctx, foldSQL, nil); err != nil {
 				return fmt.Errorf("fold: %w", err)
@@ -92,9 +109,84 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 			db.ObserveCommit(time.Since(start))
 		}
 		db.unfolded, db.maxSeq, db.folded = unfolded, maxSeq, folded
-		db.committed(len(resources) + len(events))
+		db.committed(len(rows) + len(events))
+		if len(db.logged) > maxLogged {
+			// Memory stays bounded; a resource forgotten logs its whole
+			// row at its next change, and is remembered again.
+			clear(db.logged)
+		}
+		for _, r := range resources {
+			db.logged[r.ResourceID] = keyOf(r)
+		}
+		ok = true
 		return nil
 	})
+}
+
+// maxLogged bounds the resources fenceRows remembers (about 280 bytes
+// each, some 18 MiB): those written most recently, and so the ones most
+// likely fenced again soon.
+var maxLogged = 1 << 16 // a variable for tests
+
+// rowKey is what a resource row holds beside the fields a fence changes
+// (the mark, the last token, the counters, the last rejection, the alarm),
+// as written.
+type rowKey struct {
+	holder, owner, value                                           string
+	holdCount, permits                                             int
+	token, leaseMs, lockDelayMs, grantedAt, expiresAt, availableAt int64
+	election                                                       bool
+}
+
+func keyOf(r *fenceview.Resource) rowKey {
+	return rowKey{holder: r.Holder, owner: r.OwnerKey, value: r.Value, holdCount: r.HoldCount, permits: r.Permits,
+		token: r.Token, leaseMs: r.LeaseMs, lockDelayMs: r.LockDelayMs,
+		grantedAt: msKey(r.GrantedAt), expiresAt: msKey(r.ExpiresAt), availableAt: msKey(r.AvailableAt), election: r.Election}
+}
+
+// msKey is t as written (Unix milliseconds), math.MinInt64 for none.
+func msKey(t time.Time) int64 {
+	if t.IsZero() {
+		return math.MinInt64
+	}
+	return t.UnixMilli()
+}
+
+// fenceRows splits a commit's resources into the rows to append to
+// resource_log and the states its fenced writes' events carry instead
+// (carry[i], for events[i]; nil for none). A resource's row is left out
+// when everything but what a fence changes is as last written (in this
+// process: db.logged) and one of this commit's new accept or reject events
+// is on it: that event alone then says the resource's new state, one row
+// where there were two. Readers and the fold take the newer of the two
+// (see fenceStatesCTE). The comparison is exact, so a change of anything
+// else always logs the whole row.
+func (db *DB) fenceRows(resources []*fenceview.Resource, events []fenceview.Event) (rows, carry []*fenceview.Resource) {
+	rows, carry = db.rowsBuf[:0], db.carryBuf[:0]
+	for range events {
+		carry = append(carry, nil)
+	}
+	clear(db.fenceAt)
+	for i := range events {
+		e := &events[i]
+		if e.Seq > db.maxSeq && (e.Type == fenceview.EventAccept || e.Type == fenceview.EventReject) {
+			db.fenceAt[e.ResourceID] = i
+		}
+	}
+	for _, r := range resources {
+		i, fenced := db.fenceAt[r.ResourceID]
+		// A resource's first copy only: a later copy in the same commit
+		// (newer, where a caller passes several) is logged, and a logged
+		// row is as new as any event of its commit.
+		delete(db.fenceAt, r.ResourceID)
+		if k, ok := db.logged[r.ResourceID]; fenced && ok && k == keyOf(r) {
+			carry[i] = r
+			continue
+		}
+		rows = append(rows, r)
+	}
+	db.rowsBuf, db.carryBuf = rows, carry
+	return rows, carry
 }
 
 // lateEventSQL indexes and counts one event (seq ?1) whose place the
@@ -180,7 +272,7 @@ func (m *multiInsert) close() {
 
 // resourceWidth and eventWidth are how many columns a resource_log row
 // and an events row have: the arguments of one row of their INSERTs.
-const resourceWidth, eventWidth = 19, 13
+const resourceWidth, eventWidth = 20, 14
 
 // applyStmtsOf returns the statements prepared on c, preparing them again
 // if database/sql replaced the connection since.
@@ -195,11 +287,11 @@ func (db *DB) applyStmtsOf(c *sqlite3.SQLiteConn) (*applyStmts, error) {
 	if _, err := c.ExecContext(context.Background(), `PRAGMA wal_autocheckpoint = 0`, nil); err != nil {
 		return nil, err
 	}
-	log, err := prepareMultiInsert(c, "resource_log", resourceColumns, resourceWidth)
+	log, err := prepareMultiInsert(c, "resource_log", resourceColumns+", seq", resourceWidth)
 	if err != nil {
 		return nil, err
 	}
-	events, err := prepareMultiInsert(c, "events", eventColumns, eventWidth)
+	events, err := prepareMultiInsert(c, "events", eventColumns+", resource_state", eventWidth)
 	if err != nil {
 		log.close()
 		return nil, err
@@ -231,8 +323,9 @@ func forget(args []driver.NamedValue) {
 	}
 }
 
-// logArgs sets a (resourceWidth values, in resourceColumns' order) to r.
-func logArgs(a []driver.NamedValue, r *fenceview.Resource) {
+// logArgs sets a (resourceWidth values, in resourceColumns' order and
+// seq) to r, logged when the last event was seq.
+func logArgs(a []driver.NamedValue, r *fenceview.Resource, seq driver.Value) {
 	var holder driver.Value
 	if r.Holder != "" {
 		holder = r.Holder
@@ -244,14 +337,37 @@ func logArgs(a []driver.NamedValue, r *fenceview.Resource) {
 	a[12].Value, a[13].Value = r.CounterAlarm, r.OwnerKey
 	a[14].Value, a[15].Value, a[16].Value = r.LockDelayMs, toMs(r.AvailableAt), int64(r.Permits)
 	a[17].Value, a[18].Value = r.Election, r.Value
+	a[19].Value = seq
 }
 
-// eventArgs sets a (eventWidth values, in eventColumns' order) to e.
-func eventArgs(a []driver.NamedValue, e *fenceview.Event) {
+// eventArgs sets a (eventWidth values, in eventColumns' order and the
+// state columns) to e, with the state of r when it carries one.
+func eventArgs(a []driver.NamedValue, e *fenceview.Event, r *fenceview.Resource) {
 	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.Seq, e.Type, e.ResourceID, e.Token
 	a[4].Value, a[5].Value, a[6].Value = e.Holder, e.Presented, e.Required
 	a[7].Value, a[8].Value, a[9].Value = e.Reason, e.Source, e.At.UnixMilli()
 	a[10].Value, a[11].Value, a[12].Value = e.Value, e.LockDelayMs, int64(e.Permits)
+	if r != nil {
+		a[13].Value = resourceState(r)
+	} // else NULL: forget left it so
+}
+
+// resourceState is what a fence changes on r, as events' resource_state
+// (see migration 0010).
+func resourceState(r *fenceview.Resource) string {
+	b := make([]byte, 0, 64)
+	b = append(b, '[')
+	for i, v := range [...]int64{r.HighWaterMark, r.LastToken, r.Accepted, r.Rejected, r.LastRejectionAt.UnixMilli(), r.CounterAlarm} {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if i == 4 && r.LastRejectionAt.IsZero() {
+			b = append(b, "null"...)
+			continue
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	return string(append(b, ']'))
 }
 
 // run executes an INSERT through the query path (see multiInsert).

@@ -38,7 +38,8 @@ var migrationFS embed.FS
 // through a pool that WAL lets run beside the writer.
 //
 // A commit only appends: each changed resource's new row to resource_log,
-// each event to events. Every FoldEvery appended rows, the commit that
+// each event to events; a fenced write's event alone, carrying the
+// resource's new mark and counters (see fenceRows). Every FoldEvery appended rows, the commit that
 // crosses the mark also folds: the log's latest row of each resource goes
 // into resources and the log is emptied, and the events since the last
 // fold go into the per-resource history index and the per-minute counts.
@@ -80,6 +81,12 @@ type DB struct {
 	maxSeq   int64      // the highest event seq written
 	folded   int64      // folded_seq: events up to it are indexed and counted
 	stmts    *applyStmts
+	// logged is each resource's row as last written in this process, but
+	// for what a fence changes; fenceAt, rowsBuf and carryBuf are
+	// fenceRows' reused scratch. All under applyMu.
+	logged            map[string]rowKey
+	fenceAt           map[string]int
+	rowsBuf, carryBuf []*fenceview.Resource
 
 	checkpoints
 }
@@ -194,6 +201,10 @@ const foldSQL = `
 		last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm, owner = excluded.owner,
 		lock_delay_ms = excluded.lock_delay_ms, available_at = excluded.available_at, permits = excluded.permits,
 		election = excluded.election, value = excluded.value;
+	` + fenceStatesCTE + `
+	UPDATE resources SET high_water_mark = s.r_mark, last_token = s.r_last_token, accepted = s.r_accepted,
+		rejected = s.r_rejected, last_rejection_at = s.r_last_rejection_at, counter_alarm = s.r_counter_alarm
+		FROM s WHERE resources.resource_id = s.resource_id AND s.seq > s.logged;
 	DELETE FROM resource_log;
 	INSERT OR IGNORE INTO resource_events (resource_id, seq)
 		SELECT resource_id, seq FROM events WHERE seq > ` + foldedSeq + `
@@ -203,6 +214,18 @@ const foldSQL = `
 		WHERE seq > ` + foldedSeq + ` GROUP BY 1, 2, 3
 	ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n;
 	UPDATE meta SET value = MAX(CAST(value AS INTEGER), (SELECT COALESCE(MAX(seq), 0) FROM events)) WHERE key = 'folded_seq';`
+
+// fenceStatesCTE names s: per resource, the state its latest unfolded
+// fenced write carried in its event (a fence appends no resource_log row,
+// see Apply), with logged, the seq of its latest resource_log row (0 when
+// none). The event's state is the resource's iff its seq is above logged.
+const fenceStatesCTE = `WITH l AS (SELECT resource_id, MAX(seq) AS seq FROM resource_log GROUP BY resource_id),
+	f AS (SELECT e.resource_id, MAX(e.seq) AS seq, e.resource_state AS state, COALESCE(l.seq, 0) AS logged
+		FROM events e LEFT JOIN l ON l.resource_id = e.resource_id
+		WHERE e.seq > ` + foldedSeq + ` AND e.resource_state IS NOT NULL GROUP BY e.resource_id),
+	s AS (SELECT resource_id, seq, logged, state ->> '$[0]' AS r_mark, state ->> '$[1]' AS r_last_token,
+			state ->> '$[2]' AS r_accepted, state ->> '$[3]' AS r_rejected,
+			state ->> '$[4]' AS r_last_rejection_at, state ->> '$[5]' AS r_counter_alarm FROM f)`
 
 // foldedSeq is the last event in resource_events, as an SQL expression.
 // It never goes down, even when pruning has emptied events: it is also
@@ -231,7 +254,7 @@ func OpenInit(ctx context.Context, path string, init func(context.Context, *DB) 
 
 // open opens and migrates the database at path.
 func open(ctx context.Context, path string) (*DB, error) {
-	db := &DB{Path: path}
+	db := &DB{Path: path, logged: map[string]rowKey{}, fenceAt: map[string]int{}}
 	var err error
 	if db.write, err = sql.Open("sqlite3", dsn(path, false)); err != nil {
 		return nil, err
@@ -426,16 +449,23 @@ func (db *DB) Issuer(ctx context.Context, want string) (string, error) {
 func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 	// The rows not changed since the last fold, then the latest logged
 	// row of each resource changed since (or created since).
-	rows, err := db.read.QueryContext(ctx, `
-		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
-		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
-		       lock_delay_ms, available_at, permits, election, value
-		FROM resources WHERE resource_id NOT IN (SELECT resource_id FROM resource_log)
-		UNION ALL
-		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
-		       granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
-		       lock_delay_ms, available_at, permits, election, value
-		FROM resource_log WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id)`)
+	// Over either, the state a later fenced write's event carries.
+	rows, err := db.read.QueryContext(ctx, fenceStatesCTE+`,
+		c AS (SELECT `+resourceColumns+`, 0 AS seq
+			FROM resources WHERE resource_id NOT IN (SELECT resource_id FROM resource_log)
+			UNION ALL
+			SELECT `+resourceColumns+`, seq
+			FROM resource_log WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id))
+		SELECT c.resource_id,
+		       CASE WHEN s.seq IS NULL THEN c.last_token ELSE s.r_last_token END,
+		       CASE WHEN s.seq IS NULL THEN c.high_water_mark ELSE s.r_mark END,
+		       COALESCE(c.holder, ''), c.hold_count, c.grant_token, c.lease_ms, c.granted_at, c.expires_at,
+		       CASE WHEN s.seq IS NULL THEN c.accepted ELSE s.r_accepted END,
+		       CASE WHEN s.seq IS NULL THEN c.rejected ELSE s.r_rejected END,
+		       CASE WHEN s.seq IS NULL THEN c.last_rejection_at ELSE s.r_last_rejection_at END,
+		       CASE WHEN s.seq IS NULL THEN c.counter_alarm ELSE s.r_counter_alarm END,
+		       c.owner, c.lock_delay_ms, c.available_at, c.permits, c.election, c.value
+		FROM c LEFT JOIN s ON s.resource_id = c.resource_id AND s.seq > c.seq`)
 	return collect(rows, err, func(rows *sql.Rows) (*fenceview.Resource, error) {
 		var r fenceview.Resource
 		var granted, expires, lastRej, available sql.NullInt64
