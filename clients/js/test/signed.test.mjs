@@ -16,7 +16,7 @@ function forgeries(resource, token, signature) {
     'another key': { token, signature: sign(null, Buffer.from(`fenceview/v1 ${resource} ${token}`), other).toString('base64url') },
     'the signature of another token': { token: token + 1n, signature },
     'a corrupted signature': { token, signature: flipped.toString('base64url') },
-    'truncated': { token, signature: signature.slice(0, 85) },
+    'truncated': { token, signature: signature.slice(0, signature.length - 1) },
     'padded': { token, signature: signature + '==' },
     'the +/ alphabet': { token, signature: raw.toString('base64') },
     'zeros': { token, signature: Buffer.alloc(64).toString('base64url') },
@@ -36,7 +36,8 @@ describe('signed tokens', needServer, () => {
     const r = unique('signed');
     const lock = c.lock(r, { holder: 'h' });
     await lock.acquire();
-    assert.equal(lock.signature.length, 86);
+    // A batch carrier (98 characters and up), or a lone signature (86).
+    assert.ok(lock.signature.length === 86 || lock.signature.length >= 98, lock.signature);
     assert.ok(await verifier.verify(r, lock.token, lock.signature));
     assert.equal(await verifier.verify(unique('elsewhere'), lock.token, lock.signature), false);
     for (const [name, f] of Object.entries(forgeries(r, lock.token, lock.signature))) {

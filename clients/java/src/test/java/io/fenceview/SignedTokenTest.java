@@ -39,11 +39,12 @@ class SignedTokenTest {
             byte[] raw = Base64.getUrlDecoder().decode(t.signature());
             raw[10] ^= 0x01;
             String flipped = B64.encodeToString(raw);
-            // The last character carries 2 bits of the signature and 4 unused ones:
-            // setting an unused bit decodes to the same bytes with a lenient decoder.
-            String last = t.signature().substring(85);
-            int idx = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".indexOf(last) | 1;
-            String unusedBits = t.signature().substring(0, 85) + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".charAt(idx);
+            // Unless the carrier's length is a multiple of 3 bytes, its last character
+            // has unused bits: setting one decodes to the same bytes with a lenient decoder.
+            String alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+            int lastAt = t.signature().length() - 1;
+            String unusedBits = raw.length % 3 == 0 ? null
+                    : t.signature().substring(0, lastAt) + alphabet.charAt(alphabet.indexOf(t.signature().charAt(lastAt)) | 1);
             KeyPair foreign = KeyPairGenerator.getInstance("Ed25519").generateKeyPair();
             Signature s = Signature.getInstance("Ed25519");
             s.initSign(foreign.getPrivate());
@@ -55,7 +56,9 @@ class SignedTokenTest {
             forgeries.put("another resource", v.verify(r + "-other", n, t.signature()));
             forgeries.put("a flipped bit", v.verify(r, n, flipped));
             forgeries.put("a foreign key", v.verify(r, n, byForeignKey));
-            forgeries.put("non-zero unused bits", v.verify(r, n, unusedBits));
+            if (unusedBits != null) {
+                forgeries.put("non-zero unused bits", v.verify(r, n, unusedBits));
+            }
             forgeries.put("padding", v.verify(r, n, t.signature() + "=="));
             forgeries.put("standard alphabet", v.verify(r, n, t.signature().replace('-', '+').replace('_', '/'))
                     && !t.signature().matches("[A-Za-z0-9]*"));
