@@ -26,7 +26,7 @@
 //
 // # More than one lock
 //
-// Each primitive of contract v3 is made of ordinary locks, so each is
+// Each primitive (semaphore, multi-lock, election) is made of ordinary locks, so each is
 // fenced as a lock is, with the same signed token envelopes:
 //
 //   - Semaphore: N permits are the locks name#0 .. name#<N-1>; a Permit's

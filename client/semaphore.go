@@ -12,7 +12,7 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// Bounds of contract v3 the client checks before sending (the server's
+// Bounds of semaphores, multi-locks and elections the client checks before sending (the server's
 // fenceview.MaxPermits, MaxSemaphoreNameLen).
 const (
 	maxPermits          = 1024

@@ -168,7 +168,7 @@ func (s *Service) fenceVerified(f fenceview.Fence) bool {
 }
 
 // verifyReports sets Proven on reports whose signature verifies: the proof
-// that their token was issued here (contract v2, token safety).
+// that their token was issued here (see docs/guarantees.md, token safety).
 // The caller's slice is left alone.
 func (s *Service) verifyReports(reports []fenceview.Report) []fenceview.Report {
 	out := slices.Clone(reports)
