@@ -140,8 +140,13 @@ func TestMiddlewareBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		resp, body := s.post(t, c.headers)
-		if resp.StatusCode != http.StatusBadRequest || body["error"] != c.want {
-			t.Errorf("%s: status %d body %v, want 400 %q", c.name, resp.StatusCode, body, c.want)
+		msg, _ := body["error"].(string)
+		wantCode := httpguard.CodeInvalidToken
+		if c.want == resErr {
+			wantCode = httpguard.CodeInvalidRequest
+		}
+		if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(msg, c.want+": send one ") || body["code"] != wantCode {
+			t.Errorf("%s: status %d body %v, want 400 %s %q naming the header to send", c.name, resp.StatusCode, body, wantCode, c.want)
 		}
 	}
 	if len(s.applied) != 0 || len(g.Marks()) != 0 {
@@ -176,7 +181,7 @@ func (failingChecker) Check(string, int64) (guard.Decision, error) {
 func TestCheckerFailureIs500(t *testing.T) {
 	s := newService(t, failingChecker{})
 	resp, body := s.post(t, fenced("r", "5"))
-	if resp.StatusCode != 500 || body["error"] != "fencing check failed" || len(s.applied) != 0 {
+	if resp.StatusCode != 500 || body["error"] != "fencing check failed" || body["code"] != httpguard.CodeInternal || len(s.applied) != 0 {
 		t.Fatalf("status %d body %v applied %v", resp.StatusCode, body, s.applied)
 	}
 }

@@ -12,7 +12,8 @@
 //	mux.Handle("POST /apply", fence(applyHandler))
 //
 // Missing or invalid input is 400 {"error":"missing or invalid fencing
-// token"}; a stale token is 409 with X-Required-Token and
+// token: ...","code":"invalid-token"} (or invalid-request for the
+// resource id); a stale token is 409 with X-Required-Token and
 // {"error","accepted":false,"reason","presented","required"}. The handler
 // finds the accepted token with FromContext.
 //
@@ -112,7 +113,7 @@ func Middleware(cfg Config) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tok, err := guard.ParseToken(r.Header.Get(HeaderToken))
 			if err != nil || len(r.Header.Values(HeaderToken)) > 1 || len(r.Header.Values(HeaderSignature)) > 1 {
-				writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid fencing token"})
+				writeJSON(w, http.StatusBadRequest, errMissingToken)
 				return
 			}
 			res, err := cfg.Resource(r)
@@ -120,13 +121,13 @@ func Middleware(cfg Config) func(http.Handler) http.Handler {
 				err = guard.ValidateResourceID(res)
 			}
 			if err != nil {
-				writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid resource id"})
+				writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid resource id: send one " + HeaderResource + " header naming the resource (1 to 255 bytes, printable)", Code: CodeInvalidRequest})
 				return
 			}
 			if !cfg.Concurrent {
 				unlock, err := locks.lock(r.Context(), res)
 				if err != nil {
-					writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "request cancelled while waiting for the resource"})
+					writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: "request cancelled while waiting for the resource", Code: CodeUnavailable})
 					return
 				}
 				defer unlock()
@@ -137,10 +138,10 @@ func Middleware(cfg Config) func(http.Handler) http.Handler {
 			d, err := guard.CheckSignedWith(r.Context(), c, res, tok, sig)
 			if err != nil {
 				if errors.Is(err, guard.ErrInvalidResourceID) || errors.Is(err, guard.ErrInvalidToken) {
-					writeJSON(w, http.StatusBadRequest, errorBody{Error: "missing or invalid fencing token"})
+					writeJSON(w, http.StatusBadRequest, errMissingToken)
 					return
 				}
-				writeJSON(w, http.StatusInternalServerError, errorBody{Error: "fencing check failed"})
+				writeJSON(w, http.StatusInternalServerError, errorBody{Error: "fencing check failed", Code: CodeInternal})
 				return
 			}
 			if cfg.OnDecision != nil {
@@ -162,9 +163,24 @@ func headerResource(r *http.Request) (string, error) {
 	return r.Header.Get(HeaderResource), nil
 }
 
+// errorBody is a refusal that is not a fencing decision: bad input (400)
+// or a failure of the check itself (5xx). Code is one of fenceview's
+// refusal codes, the same the server's API uses for the same failure.
 type errorBody struct {
 	Error string `json:"error"`
+	Code  string `json:"code"`
 }
+
+// The refusal codes of the middleware's own errors (docs/errors.md).
+const (
+	CodeInvalidToken   = "invalid-token"
+	CodeInvalidRequest = "invalid-request"
+	CodeUnavailable    = "unavailable"
+	CodeInternal       = "internal"
+)
+
+var errMissingToken = errorBody{Code: CodeInvalidToken,
+	Error: "missing or invalid fencing token: send one " + HeaderToken + " header (a positive decimal integer) and at most one " + HeaderSignature}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

@@ -42,7 +42,6 @@ var publicRoutes = map[string]bool{
 	"GET /healthz":           true,
 	"GET /guard.wasm":        true,
 	"GET /guard-extism.wasm": true,
-	"GET /v1/signing-keys":   true,
 	"GET /static/":           true,
 	"GET /login":             true,
 	"POST /login":            true,
@@ -52,25 +51,9 @@ var publicRoutes = map[string]bool{
 	"GET /openapi.json":      true,
 }
 
-// Routes whose action is not the default (GET: read; anything else: admin).
-var routeActions = map[string]auth.Action{
-	"POST /v1/locks/{resource}/acquire":  auth.Lock,
-	"POST /v1/locks/{resource}/renew":    auth.Lock,
-	"POST /v1/locks/{resource}/release":  auth.Lock,
-	"POST /v1/locks/acquire-all":         auth.Lock,
-	"POST /v1/locks/release-all":         auth.Lock,
-	"POST /v1/semaphores/{name}/acquire": auth.Lock,
-	"POST /v1/semaphores/{name}/release": auth.Lock,
-	"POST /v1/elections/{name}/campaign": auth.Lock,
-	"POST /v1/elections/{name}/proclaim": auth.Lock,
-	"POST /v1/elections/{name}/resign":   auth.Lock,
-	"POST /v1/elections/{name}/renew":    auth.Lock,
-	"GET /v1/rpc":                        auth.Fence, // each op is checked by its own action (rpcAllowed): a guard fences over it
-	"POST /v1/fence/{resource}":          auth.Fence,
-	"POST /v1/decisions":                 auth.Report,
-	"GET /v1/auth/keys":                  auth.Manage,
-	"/":                                  auth.Read, // no route: 404 or 405 for anyone signed in
-}
+// The action of a request no route matched: a 404 or 405 for anyone signed
+// in. The operations' own actions are in their table (ops.go).
+const noRouteAction = auth.Read
 
 // actionOf classifies a route. Unknown state-changing routes are admin's:
 // a route added without a line here is closed, not open.
@@ -78,8 +61,11 @@ func actionOf(pattern string) (a auth.Action, public bool) {
 	if publicRoutes[pattern] || (strings.HasPrefix(pattern, "GET /") && strings.HasSuffix(pattern, ".wasm") && strings.Count(pattern, "/") == 1) {
 		return 0, true // and every published module
 	}
-	if a, ok := routeActions[pattern]; ok {
-		return a, false
+	if o := opsByRoute[pattern]; o != nil {
+		return o.action, o.public
+	}
+	if pattern == "/" {
+		return noRouteAction, false
 	}
 	if strings.HasPrefix(pattern, "GET ") {
 		return auth.Read, false

@@ -12,7 +12,6 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/fair"
-	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Admission control: every lock operation, fence, report and read of one
@@ -57,48 +56,6 @@ var (
 	classRead   = opClass{pri: fair.New, cost: costCheap}
 	classReport = opClass{pri: fair.New, cost: costCommit, refusalCosts: true}
 )
-
-// routeClasses are the admitted routes of the JSON API; the RPC stream's
-// ops are in rpcClasses. A route not here is not admitted (see above).
-var routeClasses = map[string]opClass{
-	"POST /v1/locks/{resource}/acquire":  classNew,
-	"POST /v1/locks/{resource}/renew":    classLease,
-	"POST /v1/locks/{resource}/release":  classLease,
-	"GET /v1/locks/{resource}":           classRead,
-	"GET /v1/resources/{resource}":       classRead,
-	"POST /v1/fence/{resource}":          classFence,
-	"POST /v1/decisions":                 classReport,
-	"POST /v1/semaphores/{name}/acquire": classNew,
-	"POST /v1/semaphores/{name}/release": classLease,
-	"PUT /v1/semaphores/{name}":          classNew,
-	"GET /v1/semaphores/{name}":          classRead,
-	"POST /v1/locks/acquire-all":         classNew,
-	"POST /v1/locks/release-all":         classLease,
-	"POST /v1/elections/{name}/campaign": classNew,
-	"POST /v1/elections/{name}/proclaim": classNew,
-	"POST /v1/elections/{name}/resign":   classLease,
-	"POST /v1/elections/{name}/renew":    classLease,
-	"GET /v1/elections/{name}":           classRead,
-}
-
-var rpcClasses = map[string]opClass{
-	wire.OpAcquire:          classNew,
-	wire.OpRenew:            classLease,
-	wire.OpRelease:          classLease,
-	wire.OpFence:            classFence,
-	wire.OpLock:             classRead,
-	wire.OpSemaphoreAcquire: classNew,
-	wire.OpSemaphoreRelease: classLease,
-	wire.OpSemaphorePermits: classNew,
-	wire.OpSemaphore:        classRead,
-	wire.OpAcquireAll:       classNew,
-	wire.OpReleaseAll:       classLease,
-	wire.OpCampaign:         classNew,
-	wire.OpProclaim:         classNew,
-	wire.OpResign:           classLease,
-	wire.OpElectionRenew:    classLease,
-	wire.OpElection:         classRead,
-}
 
 // Overload is the server's admission control: its dispatcher, the cap on
 // each flow's waiting acquires, and the hooks metrics are fed through.
@@ -297,11 +254,11 @@ func overloaded(shed *fair.Shed) *fenceview.Error {
 // admittedRoute runs op for the JSON API route of r, admitted as its route
 // says; a route not admitted runs at once.
 func (s *Server) admittedRoute(r *http.Request, wait time.Duration, op func() (int, any)) (int, any) {
-	class, ok := routeClasses[r.Pattern]
-	if !ok {
+	o := opsByRoute[r.Pattern]
+	if o == nil || !o.admitted() {
 		return op()
 	}
-	return s.admitted(r.Context(), s.clientAddr(r), class, wait, nil, op)
+	return s.admitted(r.Context(), s.clientAddr(r), o.class, wait, nil, op)
 }
 
 // clientAddr is the address r comes from (in cluster mode, the client a

@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/issuer"
@@ -318,6 +319,21 @@ func TestNearestField(t *testing.T) {
 		"LeaseMS": "leaseMs", "x": "holder", strings.Repeat("z", 10000): "holder"} {
 		if got := nearest(key, known); got != want {
 			t.Errorf("nearest(%.20q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// TestMiddlewareCodesAreTheServers: the standalone fencing middleware
+// names its own refusals with the server's codes.
+func TestMiddlewareCodesAreTheServers(t *testing.T) {
+	for mine, server := range map[string]string{
+		httpguard.CodeInvalidToken:   fenceview.EINVALIDTOKEN,
+		httpguard.CodeInvalidRequest: fenceview.EINVALID,
+		httpguard.CodeUnavailable:    fenceview.EUNAVAILABLE,
+		httpguard.CodeInternal:       fenceview.EINTERNAL,
+	} {
+		if mine != server {
+			t.Errorf("httpguard says %q where the server says %q", mine, server)
 		}
 	}
 }

@@ -118,29 +118,6 @@ func (s *Server) release(ctx context.Context, resource string, req lockRequest) 
 	return http.StatusOK, wire.Released{ResourceID: resource, HoldCount: left, Released: true}
 }
 
-// lockHandler serves acquire, renew or release (op) over the JSON API.
-func (s *Server) lockHandler(op string, serve func(*Server, context.Context, string, lockRequest) (int, any)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		resource, err := pathResource(r)
-		body := opBody{op: op}
-		if err == nil {
-			err = decode(w, r, &body, request.MaxBody, false)
-		}
-		req := lockRequestOf(&body.req)
-		if err == nil {
-			err = req.validate()
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		wait := time.Duration(req.WaitMs.Value) * time.Millisecond
-		s.allowWait(w, wait)
-		status, out := s.admittedRoute(r, wait, func() (int, any) { return serve(s, r.Context(), resource, req) })
-		writeJSON(w, status, out)
-	}
-}
-
 func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
 	resource, ok := s.resourceOf(w, r, true)
 	if !ok {
@@ -200,19 +177,6 @@ func (s *Server) changeCounter(w http.ResponseWriter, r *http.Request, req any, 
 	})
 }
 
-// readHandler serves a GET of the path's resource with read, the function
-// the RPC stream's op of the same read calls.
-func (s *Server) readHandler(read func(*Server, context.Context, string) (int, any)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		resource, ok := s.resourceOf(w, r, false)
-		if !ok {
-			return
-		}
-		status, body := s.admittedRoute(r, 0, func() (int, any) { return read(s, r.Context(), resource) })
-		writeJSON(w, status, body)
-	}
-}
-
 // lockState answers GET /v1/locks/{resource} and the RPC stream's lock.
 func (s *Server) lockState(ctx context.Context, resource string) (int, any) {
 	ls, err := s.Service.Lock(resource)
@@ -255,44 +219,42 @@ func fenceRequestOf(req *wire.Request) fenceRequest {
 	return fr
 }
 
-func (s *Server) handleFence(w http.ResponseWriter, r *http.Request) {
-	resource, ok := s.resourceOf(w, r, false)
-	if !ok {
-		return
+// fenceOp serves a fence: the body's or line's fields, and over the JSON
+// API its X-Fencing-* headers.
+func (s *Server) fenceOp(ctx context.Context, c *opCall) (int, any) {
+	req := fenceRequestOf(&c.req)
+	req.origin = c.origin
+	if c.http != nil {
+		if err := req.readHeaders(c.http.Header); err != nil {
+			return s.errorBody(ctx, err)
+		}
+		req.origin = "api:" + clientHost(c.http)
 	}
-	body := opBody{op: wire.OpFence}
-	if err := decode(w, r, &body, request.MaxBody, true); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req := fenceRequestOf(&body.req)
-	if hv := r.Header.Values("X-Fencing-Token"); len(hv) > 0 {
+	return s.fence(ctx, c.req.Resource, req)
+}
+
+// readHeaders takes the token, signature and mode headers of a fence: one
+// of each at most.
+func (req *fenceRequest) readHeaders(h http.Header) error {
+	if hv := h.Values("X-Fencing-Token"); len(hv) > 0 {
 		if len(hv) > 1 {
-			s.writeError(w, r, errMissingToken)
-			return
+			return errMissingToken
 		}
 		req.header = &hv[0]
 	}
-	if hv := r.Header.Values(HeaderSignature); len(hv) > 0 {
+	if hv := h.Values(HeaderSignature); len(hv) > 0 {
 		if len(hv) > 1 {
-			s.writeError(w, r, errTwoSignatures)
-			return
+			return errTwoSignatures
 		}
 		req.sigHeader = &hv[0]
 	}
-	if hv := r.Header.Values(headerMode); len(hv) > 0 {
+	if hv := h.Values(headerMode); len(hv) > 0 {
 		if len(hv) > 1 {
-			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "one %s header at most", headerMode))
-			return
+			return fenceview.Errorf(fenceview.EINVALID, "one %s header at most", headerMode)
 		}
 		req.modeHeader = &hv[0]
 	}
-	req.origin = "api:" + clientHost(r)
-	status, out := s.admittedRoute(r, 0, func() (int, any) { return s.fence(r.Context(), resource, req) })
-	if refusal, ok := out.(httpguard.Refusal); ok {
-		refusal.SetHeader(w.Header())
-	}
-	writeJSON(w, status, out)
+	return nil
 }
 
 // fence decides a fenced write presented to the server's guard.

@@ -10,12 +10,6 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-func (s *Server) registerKeys() {
-	s.mux.HandleFunc("POST /v1/auth/keys", s.handleCreateKey)
-	s.mux.HandleFunc("GET /v1/auth/keys", s.handleKeys)
-	s.mux.HandleFunc("DELETE /v1/auth/keys/{id}", s.handleRevokeKey)
-}
-
 func keyWire(k auth.Key) wire.Key {
 	res := k.Resources
 	if res == nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/httpapi/request"
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
@@ -21,45 +20,6 @@ import (
 // one is outside. Each operation is one function shared with the RPC
 // stream: it validates, checks access, calls the service and answers with
 // a status and a body.
-
-func (s *Server) registerPrimitives() {
-	s.mux.HandleFunc("POST /v1/semaphores/{name}/acquire", s.bodyHandler(wire.OpSemaphoreAcquire))
-	s.mux.HandleFunc("POST /v1/semaphores/{name}/release", s.bodyHandler(wire.OpSemaphoreRelease))
-	s.mux.HandleFunc("PUT /v1/semaphores/{name}", s.bodyHandler(wire.OpSemaphorePermits))
-	s.mux.HandleFunc("GET /v1/semaphores/{name}", s.handleSemaphore)
-	// Three segments, where a lock's routes have four: no lock's route can
-	// take these, whatever the lock is called.
-	s.mux.HandleFunc("POST /v1/locks/acquire-all", s.bodyHandler(wire.OpAcquireAll))
-	s.mux.HandleFunc("POST /v1/locks/release-all", s.bodyHandler(wire.OpReleaseAll))
-	s.mux.HandleFunc("POST /v1/elections/{name}/campaign", s.bodyHandler(wire.OpCampaign))
-	s.mux.HandleFunc("POST /v1/elections/{name}/proclaim", s.bodyHandler(wire.OpProclaim))
-	s.mux.HandleFunc("POST /v1/elections/{name}/resign", s.bodyHandler(wire.OpResign))
-	s.mux.HandleFunc("POST /v1/elections/{name}/renew", s.bodyHandler(wire.OpElectionRenew))
-	s.mux.HandleFunc("GET /v1/elections/{name}", s.handleElection)
-}
-
-// bodyHandler serves op (one of primitiveOps) over the JSON API: the
-// route's {name} (empty when it has none) and the JSON body, read as the
-// RPC stream reads the op's line and served by the same function.
-func (s *Server) bodyHandler(op string) http.HandlerFunc {
-	serve := primitiveOps[op].serve
-	return func(w http.ResponseWriter, r *http.Request) {
-		body := opBody{op: op}
-		if err := decode(w, r, &body, request.MaxBody, false); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		req := body.req
-		req.Op, req.Name = op, r.PathValue("name")
-		var wait time.Duration
-		if req.Waits() {
-			wait = min(millis(req.WaitMs), fenceview.MaxWait)
-			s.allowWait(w, wait)
-		}
-		status, out := s.admittedRoute(r, wait, func() (int, any) { return serve(s, r.Context(), req) })
-		writeJSON(w, status, out)
-	}
-}
 
 // Validation shared by the primitives' requests.
 
@@ -245,11 +205,6 @@ func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.Per
 	return http.StatusOK, semaphoreWire(sem)
 }
 
-func (s *Server) handleSemaphore(w http.ResponseWriter, r *http.Request) {
-	status, body := s.admittedRoute(r, 0, func() (int, any) { return s.semaphoreState(r.Context(), r.PathValue("name")) })
-	writeJSON(w, status, body)
-}
-
 func (s *Server) semaphoreState(ctx context.Context, name string) (int, any) {
 	err := validateSemaphoreName(name)
 	if err == nil {
@@ -422,11 +377,6 @@ func (s *Server) renewLeadership(ctx context.Context, name string, req wire.Elec
 		return s.errorBody(ctx, err)
 	}
 	return http.StatusOK, electedWire(name, l, g)
-}
-
-func (s *Server) handleElection(w http.ResponseWriter, r *http.Request) {
-	status, body := s.admittedRoute(r, 0, func() (int, any) { return s.electionState(r.Context(), r.PathValue("name")) })
-	writeJSON(w, status, body)
 }
 
 func (s *Server) electionState(ctx context.Context, name string) (int, any) {

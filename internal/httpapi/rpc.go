@@ -13,7 +13,6 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/httpapi/request"
 	"github.com/fenceview/fenceview/internal/wire"
@@ -30,9 +29,10 @@ import (
 //	{"id":7,"op":"acquire","resource":"r","holder":"a","leaseMs":30000,"waitMs":0}
 //	{"id":8,"op":"fence","resource":"r","token":12}
 //
-// op is acquire, renew, release, fence or lock, or one of the primitives'
-// (primitiveOps: semaphore-acquire, acquire-all, campaign...), whose
-// fields are the JSON API's ({name} of the route included). Answers come
+// op is one of the operations table's (ops.go): acquire, renew, release,
+// fence or lock, or one of the primitives' (semaphore-acquire,
+// acquire-all, campaign...), whose fields are the JSON API's ({name} of
+// the route included). Answers come
 // back as they are ready, in any order, batched the same way:
 //
 //	{"id":7,"status":200,"body":{...the JSON API's answer...}}
@@ -481,12 +481,12 @@ func (c *rpcConn) answer(req wire.Request, entered func()) (status int, body any
 		return c.s.errorBody(c.ctx, errRevoked)
 	}
 	dispatch := func() (int, any) { return c.s.dispatchRPC(c.ctx, req, c.source) }
-	if class, ok := rpcClasses[req.Op]; ok {
+	if o := opsByName[req.Op]; o != nil && o.admitted() {
 		var wait time.Duration
 		if req.Waits() {
 			wait = min(time.Duration(req.WaitMs.Value)*time.Millisecond, fenceview.MaxWait)
 		}
-		status, body = c.s.admitted(c.ctx, c.addr, class, wait, entered, dispatch)
+		status, body = c.s.admitted(c.ctx, c.addr, o.class, wait, entered, dispatch)
 	} else {
 		status, body = dispatch()
 	}
@@ -526,100 +526,6 @@ func (c *rpcConn) drop() {
 	if c.dropped.CompareAndSwap(false, true) {
 		c.conn.Close()
 	}
-}
-
-// dispatchRPC runs one request through the same code as the JSON API;
-// origin (rpc:<host>) is the connection's source when auth is off.
-func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin string) (int, any) {
-	if op, ok := primitiveOps[req.Op]; ok {
-		p := auth.FromContext(ctx)
-		if !p.Allows(op.action) {
-			return s.errorBody(ctx, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
-		}
-		return op.serve(s, ctx, req)
-	}
-	if err := guard.ValidateResourceID(req.Resource); err != nil {
-		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "%v", err))
-	}
-	if err := rpcAllowed(ctx, req); err != nil {
-		return s.errorBody(ctx, err)
-	}
-	switch req.Op {
-	case wire.OpAcquire, wire.OpRenew, wire.OpRelease:
-		lr := lockRequestOf(&req)
-		if err := lr.validate(); err != nil {
-			return s.errorBody(ctx, err)
-		}
-		switch req.Op {
-		case wire.OpAcquire:
-			return s.acquire(ctx, req.Resource, lr)
-		case wire.OpRenew:
-			return s.renew(ctx, req.Resource, lr)
-		default:
-			return s.release(ctx, req.Resource, lr)
-		}
-	case wire.OpFence:
-		fr := fenceRequestOf(&req)
-		fr.origin = origin
-		return s.fence(ctx, req.Resource, fr)
-	case wire.OpLock:
-		return s.lockState(ctx, req.Resource)
-	}
-	return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be acquire, renew, release, fence, lock, "+
-		"semaphore-acquire, semaphore-release, semaphore-permits, semaphore, acquire-all, release-all, "+
-		"campaign, proclaim, resign, election-renew or election"))
-}
-
-// primitiveOps are the RPC stream's ops of the primitives: each is the JSON
-// API's route of the same action, its {name} and body fields read from
-// the request line. Each op checks the caller's prefixes for every lock it
-// touches, as the route does.
-var primitiveOps = map[string]struct {
-	action auth.Action
-	serve  func(s *Server, ctx context.Context, req wire.Request) (int, any)
-}{
-	wire.OpSemaphoreAcquire: {auth.Lock, bodyOp((*Server).semaphoreAcquire, (*wire.Request).SemaphoreBody)},
-	wire.OpSemaphoreRelease: {auth.Lock, bodyOp((*Server).semaphoreRelease, (*wire.Request).SemaphoreBody)},
-	wire.OpSemaphorePermits: {auth.Manage, bodyOp((*Server).semaphorePermits, (*wire.Request).PermitsBody)},
-	wire.OpSemaphore:        {auth.Read, nameOp((*Server).semaphoreState)},
-	wire.OpAcquireAll:       {auth.Lock, bodyOp((*Server).acquireAll, (*wire.Request).LockAllBody)},
-	wire.OpReleaseAll:       {auth.Lock, bodyOp((*Server).releaseAll, (*wire.Request).LockAllBody)},
-	wire.OpCampaign:         {auth.Lock, bodyOp((*Server).campaign, (*wire.Request).ElectionBody)},
-	wire.OpProclaim:         {auth.Lock, bodyOp((*Server).proclaim, (*wire.Request).ElectionBody)},
-	wire.OpResign:           {auth.Lock, bodyOp((*Server).resign, (*wire.Request).ElectionBody)},
-	wire.OpElectionRenew:    {auth.Lock, bodyOp((*Server).renewLeadership, (*wire.Request).ElectionBody)},
-	wire.OpElection:         {auth.Read, nameOp((*Server).electionState)},
-}
-
-// bodyOp serves op over the RPC stream, as bodyHandler does over the JSON
-// API: the request's Name (empty for the multi-locks, which have none) and
-// the body its fields make.
-func bodyOp[T any](op func(*Server, context.Context, string, T) (int, any), body func(*wire.Request) T) func(*Server, context.Context, wire.Request) (int, any) {
-	return func(s *Server, ctx context.Context, req wire.Request) (int, any) {
-		return op(s, ctx, req.Name, body(&req))
-	}
-}
-
-// nameOp serves a state op: the request's Name alone.
-func nameOp(op func(*Server, context.Context, string) (int, any)) func(*Server, context.Context, wire.Request) (int, any) {
-	return func(s *Server, ctx context.Context, req wire.Request) (int, any) { return op(s, ctx, req.Name) }
-}
-
-// rpcAllowed applies the caller's role and prefixes to one request, as
-// admit and pathResource do for the JSON API.
-func rpcAllowed(ctx context.Context, req wire.Request) error {
-	action := auth.Lock
-	switch req.Op {
-	case wire.OpFence:
-		action = auth.Fence
-	case wire.OpLock:
-		action = auth.Read
-	}
-	p := auth.FromContext(ctx)
-	if !p.Allows(action) {
-		return fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
-	}
-	return seeResource(ctx, req.Resource)
 }
 
 // rpcOut is a connection's write side. The writer goroutine sends the

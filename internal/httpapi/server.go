@@ -5,18 +5,14 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/modules"
-	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Server is the HTTP face of a lock service.
@@ -78,29 +74,13 @@ func New(svc fenceview.Services, history fenceview.HistoryService, logger *slog.
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{Service: svc, History: history, Logger: logger, mux: http.NewServeMux()}
-	s.mux.HandleFunc("POST /v1/locks/{resource}/acquire", s.lockHandler(wire.OpAcquire, (*Server).acquire))
-	s.mux.HandleFunc("POST /v1/locks/{resource}/renew", s.lockHandler(wire.OpRenew, (*Server).renew))
-	s.mux.HandleFunc("POST /v1/locks/{resource}/release", s.lockHandler(wire.OpRelease, (*Server).release))
-	s.mux.HandleFunc("POST /v1/locks/{resource}/expire", s.handleExpire)
-	s.mux.HandleFunc("POST /v1/locks/{resource}/reset", s.handleReset)
-	s.mux.HandleFunc("POST /v1/locks/{resource}/recover", s.handleRecover)
-	s.mux.HandleFunc("GET /v1/locks/{resource}", s.readHandler((*Server).lockState))
-	s.registerPrimitives()
-	s.mux.HandleFunc("POST /v1/fence/{resource}", s.handleFence)
-	s.mux.HandleFunc("POST /v1/decisions", s.handleDecisions)
-	s.mux.HandleFunc("GET /v1/resources", s.handleResources)
-	s.mux.HandleFunc("GET /v1/resources/{resource}", s.readHandler((*Server).resourceState))
-	s.mux.HandleFunc("GET /v1/rejections", s.handleRejections)
-	s.mux.HandleFunc("GET /v1/events", s.handleEvents)
-	s.mux.HandleFunc("GET /v1/rpc", s.handleRPC)
+	s.registerOperations()
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
 	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
 	for _, m := range modules.All() {
 		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
 	}
 	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
-	s.registerSigning()
-	s.registerKeys()
 	s.mux.HandleFunc("/", s.handleNoRoute)
 	return s
 }
@@ -154,45 +134,6 @@ func (s *Server) handleNoRoute(w http.ResponseWriter, r *http.Request) {
 		err.Fields = map[string]any{"hint": r.Method + " " + hint}
 	}
 	s.writeError(w, r, err)
-}
-
-// escapeHint is the path a request most likely meant when it put a
-// resource id with a slash into the path unescaped (/v1/locks/orders/2/acquire
-// for /v1/locks/orders%2F2/acquire), or "" when it does not look like one.
-// Ids are not read from the rest of the path instead: a route's shape would
-// then depend on the id (is "orders/acquire" an id, or an id and a verb?).
-func escapeHint(method, path string) string {
-	var prefix, id, suffix string
-	// The routes of an id, and the verbs that may follow it.
-	for _, route := range []struct {
-		method, prefix string
-		verbs          []string
-	}{
-		{http.MethodPost, "/v1/locks/", []string{"acquire", "renew", "release", "expire", "reset", "recover"}},
-		{http.MethodGet, "/v1/locks/", nil},
-		{http.MethodPost, "/v1/fence/", nil}, {http.MethodGet, "/v1/resources/", nil},
-		{http.MethodPost, "/v1/semaphores/", []string{"acquire", "release"}},
-		{http.MethodGet, "/v1/semaphores/", nil}, {http.MethodPut, "/v1/semaphores/", nil},
-		{http.MethodPost, "/v1/elections/", []string{"campaign", "proclaim", "resign", "renew"}},
-		{http.MethodGet, "/v1/elections/", nil},
-	} {
-		rest, ok := strings.CutPrefix(path, route.prefix)
-		if !ok || method != route.method {
-			continue
-		}
-		prefix, id = route.prefix, rest
-		if route.verbs != nil {
-			i := strings.LastIndexByte(id, '/')
-			if i < 0 || !slices.Contains(route.verbs, id[i+1:]) {
-				return ""
-			}
-			id, suffix = id[:i], id[i:]
-		}
-	}
-	if !strings.Contains(id, "/") || guard.ValidateResourceID(id) != nil {
-		return ""
-	}
-	return prefix + url.PathEscape(id) + suffix
 }
 
 // requireAdmin checks, again, what admit checked by the route: the caller

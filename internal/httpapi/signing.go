@@ -26,12 +26,6 @@ type SigningKeys interface {
 	Remove(ctx context.Context, id string) error
 }
 
-func (s *Server) registerSigning() {
-	s.mux.HandleFunc("GET /v1/signing-keys", s.handleSigningKeys)
-	s.mux.HandleFunc("POST /v1/signing-keys", s.handleRotateSigningKey)
-	s.mux.HandleFunc("DELETE /v1/signing-keys/{keyId}", s.handleRemoveSigningKey)
-}
-
 func signingKeyWire(k signing.Key) wire.SigningKey {
 	return wire.SigningKey{KeyID: k.ID, Alg: signing.Alg, PublicKey: signing.EncodePublicKey(k.Public),
 		CreatedAt: wire.Time(k.CreatedAt), Active: k.Active}

@@ -15,44 +15,6 @@ import (
 // has), never ignored: a "lease" meant as leaseMs must not become a
 // silent 30 s lease.
 
-// opFields are the body fields of each operation of the lock routes and
-// the primitives, the same over the JSON API (the body) and the RPC
-// stream (the line, beside id, op and the resource or name).
-var opFields = map[string]wire.Fields{
-	wire.OpAcquire:          wire.FieldsOf("holder", "leaseMs", "waitMs", "lockDelayMs"),
-	wire.OpRenew:            wire.FieldsOf("holder", "leaseMs"),
-	wire.OpRelease:          wire.FieldsOf("holder"),
-	wire.OpFence:            wire.FieldsOf("token", "issuer", "scope", "holder", "source", "signature", "mode"),
-	wire.OpLock:             0,
-	wire.OpSemaphoreAcquire: wire.FieldsOf("holder", "permits", "leaseMs", "waitMs", "lockDelayMs"),
-	wire.OpSemaphoreRelease: wire.FieldsOf("holder", "slot"),
-	wire.OpSemaphorePermits: wire.FieldsOf("permits"),
-	wire.OpSemaphore:        0,
-	wire.OpAcquireAll:       wire.FieldsOf("resources", "holder", "leaseMs", "waitMs", "lockDelayMs"),
-	wire.OpReleaseAll:       wire.FieldsOf("resources", "holder"),
-	wire.OpCampaign:         wire.FieldsOf("candidate", "value", "leaseMs", "waitMs"),
-	wire.OpProclaim:         wire.FieldsOf("candidate", "value"),
-	wire.OpResign:           wire.FieldsOf("candidate"),
-	wire.OpElectionRenew:    wire.FieldsOf("candidate", "leaseMs"),
-	wire.OpElection:         0,
-}
-
-// rpcOpFields are the fields of each op on the RPC stream: its body's,
-// the line's id and op, and the lock's resource or the primitive's name.
-var rpcOpFields = func() map[string]wire.Fields {
-	out := make(map[string]wire.Fields, len(opFields))
-	for op, f := range opFields {
-		f |= wire.FieldsOf("id", "op")
-		if _, ok := primitiveOps[op]; ok {
-			f |= wire.FieldsOf("name")
-		} else {
-			f |= wire.FieldsOf("resource")
-		}
-		out[op] = f
-	}
-	return out
-}()
-
 // checkFields refuses a request of op that names a field outside allowed:
 // unknown, the first key that is none of the wire's, or present, the keys
 // it named.
@@ -123,10 +85,10 @@ func editDistance(a, b string) int {
 }
 
 // decodeOp reads b, the JSON body of op's route, into req: fields op does
-// not define are refused before anything else is looked at.
-func decodeOp(b []byte, op string, req *wire.Request) error {
+// not define (outside fields) are refused before anything else is looked at.
+func decodeOp(b []byte, op string, fields wire.Fields, req *wire.Request) error {
 	present, unknown, err := wire.DecodeRequestFields(b, req)
-	if err := checkFields(op, opFields[op], present, unknown); err != nil {
+	if err := checkFields(op, fields, present, unknown); err != nil {
 		return err
 	}
 	if err != nil {

@@ -82,7 +82,7 @@ func decodeBody(b []byte, v any, allowEmpty bool) error {
 		return fenceview.Errorf(fenceview.EINVALID, "a JSON object body is required")
 	}
 	if ob, ok := v.(*opBody); ok {
-		return decodeOp(b, ob.op, &ob.req)
+		return decodeOp(b, ob.op, ob.fields, &ob.req)
 	}
 	return decodeStrict(b, v, "this operation")
 }
@@ -91,8 +91,9 @@ func decodeBody(b []byte, v any, allowEmpty bool) error {
 // RPC stream reads its lines: into a wire.Request, allocating nothing on
 // the plain shape clients send, its fields held to op's.
 type opBody struct {
-	op  string
-	req wire.Request
+	op     string
+	fields wire.Fields
+	req    wire.Request
 }
 
 // Request bodies and answers are read and built in pooled buffers: the

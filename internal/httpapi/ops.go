@@ -1,0 +1,345 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/httpguard"
+	"github.com/fenceview/fenceview/internal/auth"
+	"github.com/fenceview/fenceview/internal/httpapi/request"
+	"github.com/fenceview/fenceview/internal/wire"
+)
+
+// The operations of the API, each declared once. A row says how the
+// operation is reached (its JSON API route, its RPC stream op), who may
+// use it (the action the caller's role must allow), how admission sees it
+// (its level and cost), which body fields it takes, and the one function
+// that validates and serves it. The mux's routes, the RPC dispatch, the
+// access map, the strict field sets, admission's classes and the escape
+// hints of a 404 are all read from this table; a test holds it equal to
+// internal/api/openapi.yaml.
+//
+// Adding an operation is one row here, its serve function (which calls
+// the service), its wire op and body in internal/wire when it has an RPC
+// op, and its client methods.
+var operations = []operation{
+	// Locks.
+	{op: wire.OpAcquire, route: "POST /v1/locks/{resource}/acquire", action: auth.Lock, class: classNew, target: targetResource,
+		fields: wire.FieldsOf("holder", "leaseMs", "waitMs", "lockDelayMs"), serve: lockOp((*Server).acquire)},
+	{op: wire.OpRenew, route: "POST /v1/locks/{resource}/renew", action: auth.Lock, class: classLease, target: targetResource,
+		fields: wire.FieldsOf("holder", "leaseMs"), serve: lockOp((*Server).renew)},
+	{op: wire.OpRelease, route: "POST /v1/locks/{resource}/release", action: auth.Lock, class: classLease, target: targetResource,
+		fields: wire.FieldsOf("holder"), serve: lockOp((*Server).release)},
+	{op: wire.OpLock, route: "GET /v1/locks/{resource}", action: auth.Read, class: classRead, target: targetResource,
+		serve: resourceOp((*Server).lockState)},
+	{route: "POST /v1/locks/{resource}/expire", action: auth.Manage, target: targetResource, handle: (*Server).handleExpire},
+	{route: "POST /v1/locks/{resource}/reset", action: auth.Manage, target: targetResource, handle: (*Server).handleReset},
+	{route: "POST /v1/locks/{resource}/recover", action: auth.Manage, target: targetResource, handle: (*Server).handleRecover},
+
+	// Fenced writes and the guards' reports.
+	{op: wire.OpFence, route: "POST /v1/fence/{resource}", action: auth.Fence, class: classFence, target: targetResource,
+		fields: wire.FieldsOf("token", "issuer", "scope", "holder", "source", "signature", "mode"), emptyBody: true,
+		serve: (*Server).fenceOp},
+	{route: "POST /v1/decisions", action: auth.Report, class: classReport, handle: (*Server).handleDecisions},
+
+	// Semaphores.
+	{op: wire.OpSemaphoreAcquire, route: "POST /v1/semaphores/{name}/acquire", action: auth.Lock, class: classNew, target: targetName,
+		fields: wire.FieldsOf("holder", "permits", "leaseMs", "waitMs", "lockDelayMs"),
+		serve:  bodyOp((*Server).semaphoreAcquire, (*wire.Request).SemaphoreBody)},
+	{op: wire.OpSemaphoreRelease, route: "POST /v1/semaphores/{name}/release", action: auth.Lock, class: classLease, target: targetName,
+		fields: wire.FieldsOf("holder", "slot"), serve: bodyOp((*Server).semaphoreRelease, (*wire.Request).SemaphoreBody)},
+	{op: wire.OpSemaphorePermits, route: "PUT /v1/semaphores/{name}", action: auth.Manage, class: classNew, target: targetName,
+		fields: wire.FieldsOf("permits"), serve: bodyOp((*Server).semaphorePermits, (*wire.Request).PermitsBody)},
+	{op: wire.OpSemaphore, route: "GET /v1/semaphores/{name}", action: auth.Read, class: classRead, target: targetName,
+		serve: nameOp((*Server).semaphoreState)},
+
+	// Multi-locks: three segments, where a lock's routes have four, so no
+	// lock's route can take these, whatever the lock is called.
+	{op: wire.OpAcquireAll, route: "POST /v1/locks/acquire-all", action: auth.Lock, class: classNew,
+		fields: wire.FieldsOf("resources", "holder", "leaseMs", "waitMs", "lockDelayMs"),
+		serve:  bodyOp((*Server).acquireAll, (*wire.Request).LockAllBody)},
+	{op: wire.OpReleaseAll, route: "POST /v1/locks/release-all", action: auth.Lock, class: classLease,
+		fields: wire.FieldsOf("resources", "holder"), serve: bodyOp((*Server).releaseAll, (*wire.Request).LockAllBody)},
+
+	// Elections.
+	{op: wire.OpCampaign, route: "POST /v1/elections/{name}/campaign", action: auth.Lock, class: classNew, target: targetName,
+		fields: wire.FieldsOf("candidate", "value", "leaseMs", "waitMs"), serve: bodyOp((*Server).campaign, (*wire.Request).ElectionBody)},
+	{op: wire.OpProclaim, route: "POST /v1/elections/{name}/proclaim", action: auth.Lock, class: classNew, target: targetName,
+		fields: wire.FieldsOf("candidate", "value"), serve: bodyOp((*Server).proclaim, (*wire.Request).ElectionBody)},
+	{op: wire.OpResign, route: "POST /v1/elections/{name}/resign", action: auth.Lock, class: classLease, target: targetName,
+		fields: wire.FieldsOf("candidate"), serve: bodyOp((*Server).resign, (*wire.Request).ElectionBody)},
+	{op: wire.OpElectionRenew, route: "POST /v1/elections/{name}/renew", action: auth.Lock, class: classLease, target: targetName,
+		fields: wire.FieldsOf("candidate", "leaseMs"), serve: bodyOp((*Server).renewLeadership, (*wire.Request).ElectionBody)},
+	{op: wire.OpElection, route: "GET /v1/elections/{name}", action: auth.Read, class: classRead, target: targetName,
+		serve: nameOp((*Server).electionState)},
+
+	// Resources and history.
+	{route: "GET /v1/resources", action: auth.Read, handle: (*Server).handleResources},
+	{route: "GET /v1/resources/{resource}", action: auth.Read, class: classRead, target: targetResource,
+		serve: resourceOp((*Server).resourceState)},
+	{route: "GET /v1/rejections", action: auth.Read, handle: (*Server).handleRejections},
+
+	// Streams: long-lived, so not admitted (a seat held for hours would be
+	// a seat lost); bounded by --max-websockets instead. A guard's key
+	// may open the RPC stream to fence over it; each op is then checked
+	// by its own action.
+	{route: "GET /v1/events", action: auth.Read, handle: (*Server).handleEvents},
+	{route: "GET /v1/rpc", action: auth.Fence, handle: (*Server).handleRPC},
+
+	// Keys: the signing keys guards verify with (public), and API keys.
+	{route: "GET /v1/signing-keys", public: true, handle: (*Server).handleSigningKeys},
+	{route: "POST /v1/signing-keys", action: auth.Manage, handle: (*Server).handleRotateSigningKey},
+	{route: "DELETE /v1/signing-keys/{keyId}", action: auth.Manage, handle: (*Server).handleRemoveSigningKey},
+	{route: "POST /v1/auth/keys", action: auth.Manage, handle: (*Server).handleCreateKey},
+	{route: "GET /v1/auth/keys", action: auth.Manage, handle: (*Server).handleKeys},
+	{route: "DELETE /v1/auth/keys/{id}", action: auth.Manage, handle: (*Server).handleRevokeKey},
+}
+
+// operation is one row of the table.
+type operation struct {
+	op     string // the RPC stream's op; "" when only the JSON API has it
+	route  string // the JSON API's pattern, "METHOD /path"
+	action auth.Action
+	public bool    // anyone may use it, auth on or off (action unused)
+	class  opClass // admission's view; the zero class is not admitted
+	target target  // what the route's path names
+	// fields are the body's (over the RPC stream the line also has id,
+	// op, and the resource or name); anything else is refused.
+	fields    wire.Fields
+	emptyBody bool // the JSON body may be empty (a fence's token may come in a header)
+
+	// serve validates and serves one call, the same over the JSON API and
+	// the RPC stream; handle serves a route only the JSON API has, one
+	// whose body or answer is not a wire.Request's (listings, streams,
+	// keys). A row has one of the two.
+	serve  func(s *Server, ctx context.Context, c *opCall) (int, any)
+	handle func(s *Server, w http.ResponseWriter, r *http.Request)
+}
+
+// target is what an operation's route path names.
+type target uint8
+
+const (
+	targetNone     target = iota
+	targetResource        // {resource}: a lock's id, validated and held to the caller's prefixes before serve runs
+	targetName            // {name}: a primitive's name, validated by serve (semaphores and elections differ)
+)
+
+// opCall is one request of an operation however it came: its wire fields
+// (the route's {resource} or {name} in Resource or Name), and over the
+// JSON API the HTTP request (for its headers and client), over the RPC
+// stream the connection's origin.
+type opCall struct {
+	req    wire.Request
+	http   *http.Request // nil over the RPC stream
+	origin string        // rpc:<host>, the source of a fence with auth off
+}
+
+// admitted reports whether admission gives the operation a seat.
+func (o *operation) admitted() bool { return o.class.cost > 0 }
+
+// The table, indexed.
+var (
+	opsByName  = map[string]*operation{} // by RPC op
+	opsByRoute = map[string]*operation{} // by route pattern
+	// rpcOpFields are the fields of each op's line on the RPC stream.
+	rpcOpFields = map[string]wire.Fields{}
+	// rpcOpNames lists the RPC ops, in the table's order, for refusals.
+	rpcOpNames []string
+	// idRoutes are the routes whose path names a resource or a primitive,
+	// for the escape hint of a 404 (escapeHint).
+	idRoutes []idRoute
+)
+
+func init() {
+	for i := range operations {
+		o := &operations[i]
+		if (o.serve == nil) == (o.handle == nil) {
+			panic("httpapi: operation " + o.route + " needs one of serve and handle")
+		}
+		opsByRoute[o.route] = o
+		if o.target != targetNone {
+			addIDRoute(o.route)
+		}
+		if o.op == "" {
+			continue
+		}
+		if o.serve == nil {
+			panic("httpapi: RPC op " + o.op + " without serve")
+		}
+		opsByName[o.op] = o
+		rpcOpNames = append(rpcOpNames, o.op)
+		f := o.fields | wire.FieldsOf("id", "op")
+		switch o.target {
+		case targetResource:
+			f |= wire.FieldsOf("resource")
+		case targetName:
+			f |= wire.FieldsOf("name")
+		}
+		rpcOpFields[o.op] = f
+	}
+}
+
+// register adds every operation's route to the mux.
+func (s *Server) registerOperations() {
+	for i := range operations {
+		o := &operations[i]
+		if o.handle != nil {
+			handle := o.handle
+			s.mux.HandleFunc(o.route, func(w http.ResponseWriter, r *http.Request) { handle(s, w, r) })
+			continue
+		}
+		s.mux.HandleFunc(o.route, s.operationHandler(o))
+	}
+}
+
+// operationHandler serves o over the JSON API: the path's resource
+// (validated, within the caller's prefixes) or name, the body read as the
+// RPC stream reads o's line, then o's serve once admitted.
+func (s *Server) operationHandler(o *operation) http.HandlerFunc {
+	hasBody := !strings.HasPrefix(o.route, "GET ")
+	return func(w http.ResponseWriter, r *http.Request) {
+		c := opCall{http: r}
+		var resource string
+		var err error
+		if o.target == targetResource {
+			resource, err = pathResource(r)
+		}
+		if err == nil && hasBody {
+			body := opBody{op: o.op, fields: o.fields}
+			err = decode(w, r, &body, request.MaxBody, o.emptyBody)
+			c.req = body.req
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		c.req.Op, c.req.Resource = o.op, resource
+		if o.target == targetName {
+			c.req.Name = r.PathValue("name")
+		}
+		var wait time.Duration
+		if c.req.Waits() {
+			wait = min(millis(c.req.WaitMs), fenceview.MaxWait)
+			s.allowWait(w, wait)
+		}
+		ctx := r.Context()
+		var status int
+		var out any
+		if o.admitted() {
+			status, out = s.admitted(ctx, s.clientAddr(r), o.class, wait, nil, func() (int, any) { return o.serve(s, ctx, &c) })
+		} else {
+			status, out = o.serve(s, ctx, &c)
+		}
+		if refusal, ok := out.(httpguard.Refusal); ok {
+			refusal.SetHeader(w.Header())
+		}
+		writeJSON(w, status, out)
+	}
+}
+
+// dispatchRPC serves one request of the RPC stream through its
+// operation's serve, as the JSON API does: the caller's role, then the
+// lock's id and the caller's prefixes; origin (rpc:<host>) is the
+// connection's source when auth is off.
+func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin string) (int, any) {
+	o := opsByName[req.Op]
+	if o == nil {
+		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be %s", strings.Join(rpcOpNames, ", ")))
+	}
+	if p := auth.FromContext(ctx); !p.Allows(o.action) {
+		return s.errorBody(ctx, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
+	}
+	if o.target == targetResource {
+		if err := guard.ValidateResourceID(req.Resource); err != nil {
+			return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "%v", err))
+		}
+		if err := seeResource(ctx, req.Resource); err != nil {
+			return s.errorBody(ctx, err)
+		}
+	}
+	c := opCall{req: req, origin: origin}
+	return o.serve(s, ctx, &c)
+}
+
+// lockOp serves acquire, renew or release: the one validation of a lock
+// request, then op.
+func lockOp(op func(*Server, context.Context, string, lockRequest) (int, any)) func(*Server, context.Context, *opCall) (int, any) {
+	return func(s *Server, ctx context.Context, c *opCall) (int, any) {
+		lr := lockRequestOf(&c.req)
+		if err := lr.validate(); err != nil {
+			return s.errorBody(ctx, err)
+		}
+		return op(s, ctx, c.req.Resource, lr)
+	}
+}
+
+// resourceOp serves a read of one resource (validated by then).
+func resourceOp(op func(*Server, context.Context, string) (int, any)) func(*Server, context.Context, *opCall) (int, any) {
+	return func(s *Server, ctx context.Context, c *opCall) (int, any) { return op(s, ctx, c.req.Resource) }
+}
+
+// bodyOp serves a primitive's op: its name (empty for the multi-locks,
+// which have none) and the body its fields make.
+func bodyOp[T any](op func(*Server, context.Context, string, T) (int, any), body func(*wire.Request) T) func(*Server, context.Context, *opCall) (int, any) {
+	return func(s *Server, ctx context.Context, c *opCall) (int, any) {
+		return op(s, ctx, c.req.Name, body(&c.req))
+	}
+}
+
+// nameOp serves a primitive's state: its name alone.
+func nameOp(op func(*Server, context.Context, string) (int, any)) func(*Server, context.Context, *opCall) (int, any) {
+	return func(s *Server, ctx context.Context, c *opCall) (int, any) { return op(s, ctx, c.req.Name) }
+}
+
+// idRoute is the shape of the routes whose path names an id: the path
+// before it, and the verbs that may follow it ("" for none).
+type idRoute struct {
+	method, prefix string
+	verbs          []string
+}
+
+func addIDRoute(route string) {
+	method, path, _ := strings.Cut(route, " ")
+	open := strings.IndexByte(path, '{')
+	closing := strings.IndexByte(path, '}')
+	prefix, verb := path[:open], strings.TrimPrefix(path[closing+1:], "/")
+	for i := range idRoutes {
+		if idRoutes[i].method == method && idRoutes[i].prefix == prefix {
+			idRoutes[i].verbs = append(idRoutes[i].verbs, verb)
+			return
+		}
+	}
+	idRoutes = append(idRoutes, idRoute{method, prefix, []string{verb}})
+}
+
+// escapeHint is the path a request most likely meant when it put a
+// resource id with a slash into the path unescaped (/v1/locks/orders/2/acquire
+// for /v1/locks/orders%2F2/acquire), or "" when it does not look like one.
+// Ids are not read from the rest of the path instead: a route's shape would
+// then depend on the id (is "orders/acquire" an id, or an id and a verb?).
+func escapeHint(method, path string) string {
+	for _, route := range idRoutes {
+		rest, ok := strings.CutPrefix(path, route.prefix)
+		if !ok || method != route.method {
+			continue
+		}
+		id, suffix := rest, ""
+		if i := strings.LastIndexByte(rest, '/'); i >= 0 && rest[i+1:] != "" && slices.Contains(route.verbs, rest[i+1:]) {
+			id, suffix = rest[:i], rest[i:]
+		} else if !slices.Contains(route.verbs, "") {
+			return "" // not one of the verbs that follow an id here
+		}
+		if !strings.Contains(id, "/") || guard.ValidateResourceID(id) != nil {
+			return ""
+		}
+		return route.prefix + url.PathEscape(id) + suffix
+	}
+	return ""
+}
