@@ -343,7 +343,10 @@ func TestRPCPrimitivesAnswerLikeTheJSONAPI(t *testing.T) {
 		if step.body != "" {
 			body = step.body
 		}
-		line := fmt.Sprintf(`{"id":%d,"op":%q,"name":%q`, i+1, step.op, step.name)
+		line := fmt.Sprintf(`{"id":%d,"op":%q`, i+1, step.op)
+		if step.name != "" { // the multi-locks have no name, and take none
+			line += fmt.Sprintf(`,"name":%q`, step.name)
+		}
 		if rest := strings.TrimPrefix(step.body, "{"); rest != "" {
 			line += "," + rest
 		} else {
