@@ -124,10 +124,14 @@ func ErrorMessage(err error) string { return described(err).Message }
 // described is err as users may see it: its *Error, the zero Error for
 // nil, and for any other error EINTERNAL with no detail.
 func described(err error) Error {
-	var e *Error
 	if err == nil {
 		return Error{}
-	} else if errors.As(err, &e) {
+	}
+	if e, ok := err.(*Error); ok { // the usual case, without errors.As's allocation
+		return *e
+	}
+	var e *Error
+	if errors.As(err, &e) {
 		return *e
 	}
 	return Error{Code: EINTERNAL, Message: "internal error"}

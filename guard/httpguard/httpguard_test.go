@@ -424,3 +424,19 @@ func TestConcurrentLetsHandlersOverlap(t *testing.T) {
 		}
 	}
 }
+
+// A refusal writes itself as encoding/json would, byte for byte.
+func FuzzRefusalJSON(f *testing.F) {
+	f.Add("stale fencing token", "stale-token", false, "stale-token", int64(1), int64(2))
+	f.Add("<&>\u2028\xff", "", true, "\"\\", int64(-1), int64(1<<62))
+	f.Fuzz(func(t *testing.T, msg, code string, accepted bool, reason string, presented, required int64) {
+		r := httpguard.Refusal{Error: msg, Code: code, Accepted: accepted, Reason: reason, Presented: presented, Required: required}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.AppendJSON([]byte("x")); string(got) != "x"+string(want) {
+			t.Fatalf("got %s\nwant %s", got, want)
+		}
+	})
+}

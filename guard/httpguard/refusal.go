@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // Refusal is the 409 body of a refused fenced write, as the fenceview server
@@ -44,6 +45,18 @@ func NewRefusal(d guard.Decision) Refusal {
 	}
 	r.Code = r.Reason
 	return r
+}
+
+// AppendJSON appends r as encoding/json writes it, without reflection:
+// a busy resource answers many of these.
+func (r Refusal) AppendJSON(dst []byte) []byte {
+	dst = wire.AppendString(append(dst, `{"error":`...), r.Error)
+	dst = wire.AppendString(append(dst, `,"code":`...), r.Code)
+	dst = strconv.AppendBool(append(dst, `,"accepted":`...), r.Accepted)
+	dst = wire.AppendString(append(dst, `,"reason":`...), r.Reason)
+	dst = strconv.AppendInt(append(dst, `,"presented":`...), r.Presented, 10)
+	dst = strconv.AppendInt(append(dst, `,"required":`...), r.Required, 10)
+	return append(dst, '}')
 }
 
 // SetHeader sets X-Required-Token for a stale token, where it is the token to

@@ -185,6 +185,10 @@ var errMissingToken = errorBody{Code: CodeInvalidToken,
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	if r, ok := v.(Refusal); ok { // the common refusal, without reflection
+		w.Write(append(r.AppendJSON(make([]byte, 0, 160)), '\n'))
+		return
+	}
 	_ = json.NewEncoder(w).Encode(v)
 }
 

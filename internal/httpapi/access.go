@@ -98,10 +98,13 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 		s.writeError(w, r, err)
 		return r, false
 	}
-	_, pattern := s.mux.Handler(r)
-	// The instrumentation around us reads the route from this request, not
-	// from the copy below that the router will see.
-	r.Pattern = pattern
+	// The mux has matched the route (route): r.Pattern is it, on the
+	// request the instrumentation around us reads too.
+	pattern := r.Pattern
+	if pattern == "" { // a request that did not come through the mux
+		_, pattern = s.mux.Handler(r)
+		r.Pattern = pattern
+	}
 	if !on {
 		// Auth off: everyone is the open principal, said here rather than
 		// left to a default.

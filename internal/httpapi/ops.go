@@ -192,10 +192,10 @@ func (s *Server) registerOperations() {
 		o := &operations[i]
 		if o.handle != nil {
 			handle := o.handle
-			s.mux.HandleFunc(o.route, func(w http.ResponseWriter, r *http.Request) { handle(s, w, r) })
+			s.route(o.route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(s, w, r) }))
 			continue
 		}
-		s.mux.HandleFunc(o.route, s.operationHandler(o))
+		s.route(o.route, s.operationHandler(o))
 	}
 }
 

@@ -18,18 +18,22 @@ import (
 // with its cancel: drain ends its wait (an acquire waiting for a held
 // lock) instead of letting it be granted after the revocation.
 type opGate struct {
-	mu   sync.Mutex
-	keys map[string]*gateCount // by key id; an entry lives while ops run
+	mu    sync.Mutex
+	keys  map[string]*gateCount // by key id; an entry lives while ops run
+	spare *gateCount            // the last entry let go, reused: a key's requests one after another allocate none
 }
 
 type gateCount struct {
-	n       int
-	idle    chan struct{}              // made by drain, closed when n reaches 0
-	cancels map[*gatedRequest]struct{} // the JSON requests in, to end at drain
+	n    int
+	idle chan struct{} // made by drain, closed when n reaches 0
+	reqs *gatedRequest // the JSON requests in, to end at drain: a list through their own links
 }
 
 // gatedRequest is a JSON API request inside the gate.
-type gatedRequest struct{ cancel context.CancelCauseFunc }
+type gatedRequest struct {
+	cancel     context.CancelCauseFunc
+	prev, next *gatedRequest
+}
 
 // errKeyGone is the answer of a request whose key was revoked while it
 // was being served (errorBody): a 401, whatever the operation said.
@@ -65,17 +69,27 @@ func (g *opGate) enterRequest(p *auth.Principal, gr *gatedRequest) bool {
 	}
 	g.mu.Lock()
 	c := g.keys[p.KeyID]
-	if c.cancels == nil {
-		c.cancels = map[*gatedRequest]struct{}{}
+	gr.next = c.reqs
+	if c.reqs != nil {
+		c.reqs.prev = gr
 	}
-	c.cancels[gr] = struct{}{}
+	c.reqs = gr
 	g.mu.Unlock()
 	return true
 }
 
 func (g *opGate) leaveRequest(p *auth.Principal, gr *gatedRequest) {
 	g.mu.Lock()
-	delete(g.keys[p.KeyID].cancels, gr)
+	c := g.keys[p.KeyID]
+	if gr.prev != nil {
+		gr.prev.next = gr.next
+	} else {
+		c.reqs = gr.next
+	}
+	if gr.next != nil {
+		gr.next.prev = gr.prev
+	}
+	gr.prev, gr.next = nil, nil
 	g.mu.Unlock()
 	g.leave(p)
 }
@@ -93,7 +107,10 @@ func (g *opGate) enter(p *auth.Principal) bool {
 	}
 	c := g.keys[p.KeyID]
 	if c == nil {
-		c = &gateCount{}
+		c, g.spare = g.spare, nil
+		if c == nil {
+			c = &gateCount{}
+		}
 		g.keys[p.KeyID] = c
 	}
 	c.n++
@@ -107,8 +124,10 @@ func (g *opGate) leave(p *auth.Principal) {
 	if c.n--; c.n == 0 {
 		delete(g.keys, p.KeyID)
 		if c.idle != nil {
-			close(c.idle)
+			close(c.idle) // a drain holds this entry: not reused
+			return
 		}
+		g.spare = c // n 0, no requests listed, no idle: as new
 	}
 }
 
@@ -126,13 +145,13 @@ func (g *opGate) drain(id string) {
 		c.idle = make(chan struct{})
 	}
 	idle := c.idle
-	cancels := make([]*gatedRequest, 0, len(c.cancels))
-	for gr := range c.cancels {
-		cancels = append(cancels, gr)
+	var cancels []context.CancelCauseFunc
+	for gr := c.reqs; gr != nil; gr = gr.next {
+		cancels = append(cancels, gr.cancel)
 	}
 	g.mu.Unlock()
-	for _, gr := range cancels {
-		gr.cancel(errKeyGone) // a waiting acquire gives up, answered 401
+	for _, cancel := range cancels {
+		cancel(errKeyGone) // a waiting acquire gives up, answered 401
 	}
 	<-idle
 }

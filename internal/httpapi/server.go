@@ -75,13 +75,13 @@ func New(svc fenceview.Services, history fenceview.HistoryService, logger *slog.
 	}
 	s := &Server{Service: svc, History: history, Logger: logger, mux: http.NewServeMux()}
 	s.registerOperations()
-	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
-	s.mux.HandleFunc("GET /healthz", s.handleHealthz)
+	s.route("GET /metrics", http.HandlerFunc(s.handleMetrics))
+	s.route("GET /healthz", http.HandlerFunc(s.handleHealthz))
 	for _, m := range modules.All() {
-		s.mux.HandleFunc("GET /"+m.Name(), serveModule(m))
+		s.route("GET /"+m.Name(), serveModule(m))
 	}
-	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
-	s.mux.HandleFunc("/", s.handleNoRoute)
+	s.route("GET /openapi.json", http.HandlerFunc(s.handleOpenAPI))
+	s.route("/", http.HandlerFunc(s.handleNoRoute))
 	return s
 }
 
@@ -89,8 +89,22 @@ func New(svc fenceview.Services, history fenceview.HistoryService, logger *slog.
 // cached); cluster mode's own routes answer through it too.
 func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v) }
 
-// Handle registers an extra route.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// Handle registers an extra route, behind the same access control as the
+// API's own.
+func (s *Server) Handle(pattern string, h http.Handler) { s.route(pattern, h) }
+
+// route registers h for pattern behind the server's door: access control
+// (admit), then the revocation gate. The mux matches each request once,
+// and the door reads the route it matched from the request.
+func (s *Server) route(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, ok := s.admit(w, r)
+		if !ok {
+			return
+		}
+		s.gateRequest(w, r, h)
+	}))
+}
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
@@ -102,11 +116,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, fenceview.Errorf(fenceview.EINTERNAL, "internal error"))
 		}
 	}()
-	r, ok := s.admit(w, r)
-	if !ok {
-		return
-	}
-	s.gateRequest(w, r, s.mux)
+	s.mux.ServeHTTP(w, r)
 }
 
 // handleNoRoute answers every path no route matched: 405 when another method

@@ -253,8 +253,70 @@ func AppendBody(dst []byte, v any) ([]byte, bool) {
 		dst = AppendString(append(dst, `,"idempotencyKey":`...), v.IdempotencyKey)
 		dst = strconv.AppendInt(append(dst, `,"token":`...), v.Token, 10)
 		return append(dst, '}'), true
+	case map[string]any:
+		return appendFlatMap(dst, v)
+	case Appender:
+		return v.AppendJSON(dst), true
 	}
 	return dst, false
+}
+
+// Appender is an answer body that writes itself as encoding/json would
+// write it, without reflection (a fence's refusal).
+type Appender interface {
+	AppendJSON(dst []byte) []byte
+}
+
+// maxFlatKeys bounds the keys of a map AppendBody writes itself: an error
+// body has a handful; more go to encoding/json.
+const maxFlatKeys = 16
+
+// appendFlatMap appends m as encoding/json writes it (keys sorted) when
+// every value is a string, an integer, a bool, a Time or nil: the bodies
+// of refusals. Anything else (a list, a nested object) is left to
+// encoding/json, and dst is returned as it came.
+func appendFlatMap(dst []byte, m map[string]any) ([]byte, bool) {
+	if len(m) > maxFlatKeys {
+		return dst, false
+	}
+	var keyArr [maxFlatKeys]string
+	keys := keyArr[:0]
+	for k, v := range m {
+		switch v.(type) {
+		case string, int, int64, bool, Time, nil:
+		default:
+			return dst, false
+		}
+		// Insertion sort: a handful of keys, and no allocation.
+		i := len(keys)
+		keys = append(keys, k)
+		for ; i > 0 && keys[i-1] > k; i-- {
+			keys[i] = keys[i-1]
+		}
+		keys[i] = k
+	}
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(AppendString(dst, k), ':')
+		switch v := m[k].(type) {
+		case string:
+			dst = AppendString(dst, v)
+		case int:
+			dst = strconv.AppendInt(dst, int64(v), 10)
+		case int64:
+			dst = strconv.AppendInt(dst, v, 10)
+		case bool:
+			dst = strconv.AppendBool(dst, v)
+		case Time:
+			dst = v.appendJSON(dst)
+		case nil:
+			dst = append(dst, "null"...)
+		}
+	}
+	return append(dst, '}'), true
 }
 
 func (g Grant) appendJSON(dst []byte) []byte {

@@ -353,7 +353,7 @@ func AppendAnswer(dst []byte, id uint64, status int, body any) []byte {
 	dst = append(dst, `,"status":`...)
 	dst = strconv.AppendInt(dst, int64(status), 10)
 	dst = append(dst, `,"body":`...)
-	if out, ok := appendFastBody(dst, body); ok {
+	if out, ok := AppendBody(dst, body); ok {
 		return append(out, '}')
 	}
 	bb, err := json.Marshal(body)
@@ -362,56 +362,6 @@ func AppendAnswer(dst []byte, id uint64, status int, body any) []byte {
 	}
 	dst = append(dst, bb...)
 	return append(dst, '}')
-}
-
-// appendFastBody appends what json.Marshal(body) writes, or reports false
-// (dst then holds anything after its length) for a body it does not know.
-func appendFastBody(dst []byte, body any) ([]byte, bool) {
-	if out, ok := AppendBody(dst, body); ok {
-		return out, true
-	}
-	if m, ok := body.(map[string]any); ok {
-		return appendFlatMap(dst, m)
-	}
-	return dst, false
-}
-
-// appendFlatMap writes a map of at most 8 strings, integers and booleans
-// (an error body), keys sorted as encoding/json sorts them.
-func appendFlatMap(dst []byte, m map[string]any) ([]byte, bool) {
-	var arr [8]string
-	if len(m) > len(arr) {
-		return dst, false
-	}
-	keys := arr[:0]
-	for k := range m {
-		i := len(keys)
-		keys = append(keys, k)
-		for ; i > 0 && keys[i-1] > k; i-- {
-			keys[i] = keys[i-1]
-		}
-		keys[i] = k
-	}
-	dst = append(dst, '{')
-	for i, k := range keys {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(AppendString(dst, k), ':')
-		switch v := m[k].(type) {
-		case string:
-			dst = AppendString(dst, v)
-		case int:
-			dst = strconv.AppendInt(dst, int64(v), 10)
-		case int64:
-			dst = strconv.AppendInt(dst, v, 10)
-		case bool:
-			dst = strconv.AppendBool(dst, v)
-		default:
-			return dst, false
-		}
-	}
-	return append(dst, '}'), true
 }
 
 // DecodeAnswer reads one answer line; Body aliases line.

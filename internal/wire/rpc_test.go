@@ -272,7 +272,7 @@ func TestHotAnswersSkipReflection(t *testing.T) {
 		FenceAccepted{Accepted: true, Token: 7, IdempotencyKey: "r/1:7"},
 		map[string]any{"error": "lock held by another holder", "code": "conflict", "holder": "a"},
 	} {
-		if _, ok := appendFastBody(nil, body); !ok {
+		if _, ok := AppendBody(nil, body); !ok {
 			t.Errorf("%#v goes through encoding/json", body)
 		}
 		checkAnswerEncoding(t, body)
