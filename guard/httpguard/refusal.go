@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/internal/wire"
+	"github.com/fenceview/fenceview/internal/jsonstr"
 )
 
 // Refusal is the 409 body of a refused fenced write, as the fenceview server
@@ -50,10 +50,10 @@ func NewRefusal(d guard.Decision) Refusal {
 // AppendJSON appends r as encoding/json writes it, without reflection:
 // a busy resource answers many of these.
 func (r Refusal) AppendJSON(dst []byte) []byte {
-	dst = wire.AppendString(append(dst, `{"error":`...), r.Error)
-	dst = wire.AppendString(append(dst, `,"code":`...), r.Code)
+	dst = jsonstr.Append(append(dst, `{"error":`...), r.Error)
+	dst = jsonstr.Append(append(dst, `,"code":`...), r.Code)
 	dst = strconv.AppendBool(append(dst, `,"accepted":`...), r.Accepted)
-	dst = wire.AppendString(append(dst, `,"reason":`...), r.Reason)
+	dst = jsonstr.Append(append(dst, `,"reason":`...), r.Reason)
 	dst = strconv.AppendInt(append(dst, `,"presented":`...), r.Presented, 10)
 	dst = strconv.AppendInt(append(dst, `,"required":`...), r.Required, 10)
 	return append(dst, '}')
