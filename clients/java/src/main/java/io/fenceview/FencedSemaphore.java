@@ -132,21 +132,30 @@ public final class FencedSemaphore extends Named {
     }
 
     /**
-     * Gives the permit's slot back; its watchdog stops.
+     * Gives the permit's slot back; its watchdog stops. After the permit's lease was lost
+     * it returns quietly, as {@link FencedLock#unlock()} does: the slot is no longer the
+     * permit's, nothing is given back, and {@link Permit#leaseLost()} (completed, here if
+     * not before) and the guards already said so. The release in a {@code finally} then
+     * hides no exception of the work.
      *
-     * @throws IllegalMonitorStateException when the slot is no longer the permit's
-     *                                      (its lease was lost); the permit's
-     *                                      {@link Permit#leaseLost()} completes
+     * @throws IllegalMonitorStateException when the permit was released already (a
+     *                                      {@link LockOwnershipException} with the
+     *                                      server's code)
      */
     public void release(Permit p) {
         FenceviewClient.await(releaseAsync(p));
     }
 
+    /** {@link #release(Permit)}, completing when the server answered. */
     public CompletableFuture<Void> releaseAsync(Permit p) {
         if (p.semaphore() != this && !p.semaphore().name.equals(name)) {
             throw new IllegalArgumentException("fenceview: " + p.getId() + " is not a permit of " + name);
         }
         Hold h = p.hold();
+        if (h.isLost() && h.count() > 0) {
+            h.unlockLost();
+            return CompletableFuture.completedFuture(null);
+        }
         h.releasing(true);
         return release(h.holder, p.slot()).handle((a, err) -> {
             if (err != null) {
@@ -159,7 +168,13 @@ public final class FencedSemaphore extends Named {
             }
             RuntimeException refused = a.failure(Refusals.Op.OWNERSHIP, p.getId(), "release " + p.getId());
             if (refused instanceof LockOwnershipException) {
+                // A permit the client still counted as held: its lease was lost, and
+                // this is where the client learns it. One released already is not.
                 h.lose("release refused: " + refused.getMessage(), refused);
+                if (h.isLost() && h.count() > 0) {
+                    h.unlockLost();
+                    return null;
+                }
             } else {
                 h.releasing(false);
             }

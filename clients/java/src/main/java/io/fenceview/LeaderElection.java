@@ -141,12 +141,20 @@ public final class LeaderElection extends Named {
 
     /**
      * Gives up the leadership (every hold of the election's lock); the watchdog stops.
+     * After this candidate's lease was lost it returns quietly, as
+     * {@link FencedLock#unlock()} does: someone else may lead by now, nothing is given
+     * up, and {@link #leaseLost()} (completed, here if not before) already said so.
      *
-     * @throws IllegalMonitorStateException when this candidate does not lead (its
-     *                                      lease was lost: {@link #leaseLost()} completes)
+     * @throws IllegalMonitorStateException (a {@link NotLeaderException}) when this
+     *                                      candidate did not lead: it never won, or
+     *                                      resigned already
      */
     public void resign() {
         Hold h = c.holds.get(key());
+        if (h != null && h.isLost()) {
+            h.unlockLost();
+            return;
+        }
         if (h != null) {
             h.releasing(true);
         }
@@ -170,7 +178,13 @@ public final class LeaderElection extends Named {
         RuntimeException refused = a.failure(Refusals.Op.OWNERSHIP, name, candidate + " resigns from " + name);
         if (h != null) {
             if (refused instanceof LockOwnershipException) {
+                // The client counted this candidate as the leader: its lease was lost,
+                // and this is where the client learns it.
                 h.lose("resign refused: " + refused.getMessage(), refused);
+                if (h.isLost()) {
+                    h.unlockLost();
+                    return;
+                }
             } else {
                 h.releasing(false);
             }

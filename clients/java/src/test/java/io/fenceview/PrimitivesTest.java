@@ -209,6 +209,46 @@ class PrimitivesTest {
         }
     }
 
+    /**
+     * A permit whose lease was lost is released quietly by its holder, as a lock is
+     * unlocked: whether the watchdog saw the loss first or the release is where the
+     * client learns it. A permit released already still throws.
+     */
+    @Test
+    void permitReleaseAfterALostLeaseIsQuiet() throws Exception {
+        String name = Env.resource("semquiet");
+        // Seen: a short watchdog lease, so a renewal is refused after the force-expire.
+        try (FenceviewClient holder = Env.client(Duration.ofSeconds(3))) {
+            FencedSemaphore sem = holder.getSemaphore(name, 2);
+            Permit p = sem.acquire();
+            CompletableFuture<LeaseLostException> lost = p.leaseLost();
+            assertTrue(admin.getFencedLock(p.getId()).forceUnlock());
+            assertEquals(p.getToken().longValue(), lost.get(10, TimeUnit.SECONDS).token());
+            Permit next = c.getSemaphore(name, 2).acquire();
+            p.release(); // the holder's finally: quiet
+            assertFalse(p.isHeld());
+            assertThrows(IllegalMonitorStateException.class, p::release, "one release too many");
+            assertTrue(next.isHeld(), "the quiet release gave nothing back");
+            next.release();
+        }
+        // Unseen: a watchdog lease so long that no renewal happens; the refused release tells.
+        try (FenceviewClient holder = Env.client(Duration.ofMinutes(10))) {
+            FencedSemaphore sem = holder.getSemaphore(name, 2);
+            Permit p = sem.acquire();
+            CompletableFuture<LeaseLostException> lost = p.leaseLost();
+            var expired = Env.admin("POST", "/v1/locks/" + FenceviewClient.segment(p.getId()) + "/expire");
+            assertEquals(200, expired.getKey(), "force-expire: " + expired.getValue());
+            assertFalse(lost.isDone(), "nothing has told the client yet");
+            sem.release(p);
+            assertEquals(p.getToken().longValue(), lost.get(10, TimeUnit.SECONDS).token(), "the refused release signals the loss");
+            assertThrows(IllegalMonitorStateException.class, () -> sem.release(p), "one release too many");
+        }
+        // A permit released cleanly: releasing it again throws.
+        Permit clean = c.getSemaphore(name, 2).acquire();
+        clean.release();
+        assertThrows(IllegalMonitorStateException.class, clean::release);
+    }
+
     @Test
     void semaphoreSlotTokensPast2To53AreExact() throws Exception {
         String name = Env.resource("sembig");
@@ -389,5 +429,45 @@ class PrimitivesTest {
             assertNull(e.getTerm());
             assertThrows(IllegalMonitorStateException.class, () -> e.proclaim("y"));
         }
+    }
+
+    /**
+     * A leader whose lease was lost resigns quietly, as a lock's holder unlocks:
+     * whether the watchdog saw the loss first or the resign is where the client learns
+     * it. A candidate that does not lead (never won, or resigned already) still gets a
+     * NotLeaderException, an IllegalMonitorStateException.
+     */
+    @Test
+    void resignAfterALostLeaseIsQuiet() throws Exception {
+        String name = Env.resource("equiet");
+        // Seen: a short watchdog lease, so a renewal is refused after the force-expire.
+        try (FenceviewClient leaderClient = Env.client(Duration.ofSeconds(3))) {
+            LeaderElection e = leaderClient.getLeaderElection(name, "old");
+            long term = e.campaign("x");
+            CompletableFuture<LeaseLostException> lost = e.leaseLost();
+            assertTrue(admin.getFencedLock(name).forceUnlock());
+            assertEquals(term, lost.get(10, TimeUnit.SECONDS).token());
+            LeaderElection next = c.getLeaderElection(name, "new");
+            long newTerm = next.campaign("y");
+            e.resign(); // the old leader's finally: quiet
+            assertThrows(NotLeaderException.class, e::resign, "one resign too many");
+            assertEquals("new", next.leader().orElseThrow().candidate(), "the quiet resign deposed nobody");
+            assertTrue(newTerm > term);
+            next.resign();
+        }
+        // Unseen: a watchdog lease so long that no renewal happens; the refused resign tells.
+        try (FenceviewClient leaderClient = Env.client(Duration.ofMinutes(10))) {
+            LeaderElection e = leaderClient.getLeaderElection(name, "old");
+            long term = e.campaign("x");
+            CompletableFuture<LeaseLostException> lost = e.leaseLost();
+            var expired = Env.admin("POST", "/v1/locks/" + FenceviewClient.segment(name) + "/expire");
+            assertEquals(200, expired.getKey(), "force-expire: " + expired.getValue());
+            assertFalse(lost.isDone(), "nothing has told the client yet");
+            e.resign();
+            assertEquals(term, lost.get(10, TimeUnit.SECONDS).token(), "the refused resign signals the loss");
+            assertThrows(NotLeaderException.class, e::resign, "one resign too many");
+        }
+        // A candidate that never led.
+        assertThrows(NotLeaderException.class, c.getLeaderElection(name, "never")::resign);
     }
 }
