@@ -88,15 +88,25 @@ func (s *Server) credentials() Credentials {
 	return s.adminKeys
 }
 
-// admit runs before routing: browser safety, then the credential and its
-// role. It returns the request to serve (carrying its principal), or false
-// when it has answered.
+// admit is the door of every route: browser safety, then the credential
+// and its role. It returns the request to serve (carrying its principal),
+// or false when it has answered.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	p, ok := s.admitPrincipal(w, r)
+	if !ok {
+		return r, false
+	}
+	return withPrincipal(r, p), true
+}
+
+// admitPrincipal is admit's decision: the principal r acts as, or false
+// when it has answered.
+func (s *Server) admitPrincipal(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
 	creds := s.credentials()
 	on := creds != nil && creds.Enabled()
 	if err := s.checkBrowser(r, on); err != nil {
 		s.writeError(w, r, err)
-		return r, false
+		return nil, false
 	}
 	// The mux has matched the route (route): r.Pattern is it, on the
 	// request the instrumentation around us reads too.
@@ -108,38 +118,44 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, b
 	if !on {
 		// Auth off: everyone is the open principal, said here rather than
 		// left to a default.
-		return withPrincipal(r, auth.Open), true
+		return auth.Open, true
 	}
 	action, public := actionOf(pattern)
 	if public {
 		// Public routes never look at a credential: they serve what anyone
 		// may see, as nobody.
-		return withPrincipal(r, auth.Anonymous), true
+		return auth.Anonymous, true
 	}
 	p, err := s.principal(w, r, creds)
 	if fenceview.ErrorCode(err) == fenceview.ELIMIT {
 		s.writeError(w, r, err)
-		return r, false
+		return nil, false
 	}
 	if err != nil {
 		if isPage(pattern) && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
 			// A browser opening the dashboard: to the login form, and back.
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-			return r, false
+			return nil, false
 		}
 		s.writeError(w, r, err)
-		return r, false
+		return nil, false
 	}
 	if !p.Allows(action) {
 		s.writeError(w, r, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
-		return r, false
+		return nil, false
 	}
-	return withPrincipal(r, p), true
+	return p, true
 }
 
 // withPrincipal is r acting as p: every request the router sees carries one.
 func withPrincipal(r *http.Request, p *auth.Principal) *http.Request {
-	return r.WithContext(fenceview.WithOwnerKey(auth.NewContext(r.Context(), p), p.Owner()))
+	return r.WithContext(principalContext(r.Context(), p))
+}
+
+// principalContext is ctx acting as p: its principal, and the owner key
+// the issuer records on what p holds.
+func principalContext(ctx context.Context, p *auth.Principal) context.Context {
+	return fenceview.WithOwnerKey(auth.NewContext(ctx, p), p.Owner())
 }
 
 // isPage reports whether a route is one of the dashboard's HTML pages.

@@ -136,7 +136,7 @@ const (
 // JSON API the HTTP request (for its headers and client), over the RPC
 // stream the connection's origin.
 type opCall struct {
-	req    wire.Request
+	opBody               // req: the wire fields; decoded in place over the JSON API
 	http   *http.Request // nil over the RPC stream
 	origin string        // rpc:<host>, the source of a fence with auth off
 }
@@ -205,16 +205,14 @@ func (s *Server) registerOperations() {
 func (s *Server) operationHandler(o *operation) http.HandlerFunc {
 	hasBody := !strings.HasPrefix(o.route, "GET ")
 	return func(w http.ResponseWriter, r *http.Request) {
-		c := opCall{http: r}
+		c := opCall{opBody: opBody{op: o.op, fields: o.fields}, http: r}
 		var resource string
 		var err error
 		if o.target == targetResource {
 			resource, err = pathResource(r)
 		}
 		if err == nil && hasBody {
-			body := opBody{op: o.op, fields: o.fields}
-			err = decode(w, r, &body, request.MaxBody, o.emptyBody)
-			c.req = body.req
+			err = decode(w, r, &c.opBody, request.MaxBody, o.emptyBody)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
@@ -264,7 +262,7 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 			return s.errorBody(ctx, err)
 		}
 	}
-	c := opCall{req: req, origin: origin}
+	c := opCall{opBody: opBody{req: req}, origin: origin}
 	return o.serve(s, ctx, &c)
 }
 

@@ -41,21 +41,21 @@ var errKeyGone = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or se
 
 // gateRequest serves r inside the gate when it changes state for a key
 // that can be revoked, and refuses it (401) when the key is gone already.
-func (s *Server) gateRequest(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	p := auth.FromContext(r.Context())
+// r is served as p (admitPrincipal's), its context made once.
+func (s *Server) gateRequest(w http.ResponseWriter, r *http.Request, p *auth.Principal, next http.Handler) {
 	if p.KeyID == "" || r.Method == http.MethodGet {
-		next.ServeHTTP(w, r) // auth off, and reads and websockets (the RPC stream gates each op)
+		next.ServeHTTP(w, withPrincipal(r, p)) // auth off, and reads and websockets (the RPC stream gates each op)
 		return
 	}
 	if a, _ := actionOf(r.Pattern); a != auth.Lock && a != auth.Fence && a != auth.Report {
-		next.ServeHTTP(w, r) // an admin's call: its key's own revocation must not wait for it
+		next.ServeHTTP(w, withPrincipal(r, p)) // an admin's call: its key's own revocation must not wait for it
 		return
 	}
-	ctx, cancel := context.WithCancelCause(r.Context())
+	ctx, cancel := context.WithCancelCause(principalContext(r.Context(), p))
 	defer cancel(nil)
 	gr := &gatedRequest{cancel: cancel}
 	if !s.ops.enterRequest(p, gr) {
-		s.writeError(w, r, errKeyGone)
+		s.writeError(w, r.WithContext(ctx), errKeyGone)
 		return
 	}
 	defer s.ops.leaveRequest(p, gr)

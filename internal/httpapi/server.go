@@ -98,11 +98,11 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.route(pattern, h) }
 // and the door reads the route it matched from the request.
 func (s *Server) route(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r, ok := s.admit(w, r)
+		p, ok := s.admitPrincipal(w, r)
 		if !ok {
 			return
 		}
-		s.gateRequest(w, r, h)
+		s.gateRequest(w, r, p, h)
 	}))
 }
 
