@@ -123,7 +123,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	r, ok := s.admit(w, r)
-	if !ok {
+	if !ok || !s.paced(w, r) {
 		return
 	}
 	s.gateRequest(w, r, s.mux)
