@@ -73,7 +73,7 @@ func (p *Pacer) Take(key string, paced bool) (wait time.Duration, done func(), s
 	now := p.now()
 	f := p.flows[key]
 	if f == nil {
-		f = &paceFlow{refilled: now}
+		f = &paceFlow{refilled: now, tokens: math.Inf(1)} // a new flow has its burst
 		p.flows[key] = f
 	}
 	f.count = f.decayed(now) + 1
