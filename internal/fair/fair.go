@@ -63,9 +63,9 @@ type Config struct {
 	MaxWait time.Duration
 	// FlowRate is the least rate, in requests per second, at which a
 	// flow's new requests are let through while the server is contended
-	// and other flows are active (Pacer); a flow busier than every other
-	// is held back to the busiest other's rate, or to this one. Negative:
-	// no pacing.
+	// and other flows are active (Pacer); a flow busier than the others
+	// is held back to a quarter above the busiest other's rate, or to
+	// this one. Negative: no pacing.
 	FlowRate float64
 	// Now is the clock of the queue waits and service times (default
 	// time.Now).

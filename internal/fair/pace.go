@@ -12,16 +12,21 @@ import (
 // one of those requests is also read, parsed, authenticated and answered
 // outside any seat, and on a busy server that time is the other flows'.
 // While the server is contended (Dispatcher.Contended) and other flows
-// are active, a Pacer holds a flow's new requests back to a rate: the
-// busiest other flow's (all of its requests, its lease-keeping included),
-// and never below a floor. A request over that rate waits for its turn
-// before it is read further, rather than being answered at once: a client
-// in a closed loop then slows itself down, where an immediate refusal
-// would have fed it. Lease-keeping is counted but never held back.
+// are active, a Pacer holds a flow's new requests back to a rate: a
+// quarter above the busiest other flow's rate of new requests, and never
+// below a floor. A request over that rate waits for its turn before it is
+// read further, rather than being answered at once: a client in a closed
+// loop then slows itself down, where an immediate refusal would have fed
+// it. Lease-keeping is neither counted nor held back.
 
 // PaceWindow is how long a flow stays active after its last request, and
 // the time constant of the rates the Pacer measures.
 const PaceWindow = time.Second
+
+// paceRatio is how much busier than the busiest other flow a flow may be
+// before it is held back: more than 1, so two busy flows do not hold each
+// other to the rate they had (each may outgrow the other, who follows).
+const paceRatio = 1.25
 
 // paceBurst is how much of a second's rate a paced flow may send at once.
 const paceBurst = 0.1
@@ -59,13 +64,13 @@ func NewPacer(d *Dispatcher) *Pacer {
 }
 
 // Take counts a request of flow key and says how long it must wait before
-// it goes on; paced is false for lease-keeping, which is counted but
-// never held back. A request that would wait longer than the dispatcher's
+// it goes on; paced is false for lease-keeping, which is neither counted
+// nor held back. A request that would wait longer than the dispatcher's
 // MaxWait, or beyond its flow's queue, is shed instead. When wait is
 // positive, done must be called once the request has waited (or given
 // up).
 func (p *Pacer) Take(key string, paced bool) (wait time.Duration, done func(), shed *Shed) {
-	if p == nil || p.rate <= 0 {
+	if p == nil || p.rate <= 0 || !paced {
 		return 0, nil, nil
 	}
 	p.mu.Lock()
@@ -78,9 +83,6 @@ func (p *Pacer) Take(key string, paced bool) (wait time.Duration, done func(), s
 	}
 	f.count = f.decayed(now) + 1
 	f.last = now
-	if !paced {
-		return 0, nil, nil
-	}
 	// The busiest other active flow, forgetting the flows long idle.
 	busiest, others := 0.0, false
 	for k, g := range p.flows {
@@ -96,7 +98,7 @@ func (p *Pacer) Take(key string, paced bool) (wait time.Duration, done func(), s
 		others = true
 		busiest = max(busiest, g.decayed(now)/PaceWindow.Seconds())
 	}
-	rate := max(p.rate, busiest)
+	rate := max(p.rate, paceRatio*busiest)
 	burst := max(1, rate*paceBurst)
 	if elapsed := now.Sub(f.refilled); elapsed > 0 {
 		f.tokens += rate * elapsed.Seconds()
