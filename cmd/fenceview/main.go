@@ -206,7 +206,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&m.Overload.FlowQueue, "overload-queue", m.Overload.FlowQueue, "requests one key may have queued for a seat; beyond, 429 overloaded (default: 4 per seat)")
 	fs.IntVar(&m.Overload.TotalQueue, "overload-queue-total", m.Overload.TotalQueue, "requests queued for a seat across all keys; beyond, the longest queue gives up its last (default: 64 per seat)")
 	fs.DurationVar(&m.Overload.MaxWait, "overload-max-wait", m.Overload.MaxWait, "a new request expected to wait longer than this for a seat is answered 429 overloaded at once")
-	fs.Float64Var(&m.Overload.FlowRate, "overload-flow-rate", m.Overload.FlowRate, "while the server is contended, a key busier than every other has its new requests held back to the busiest other key's rate, and to no less than this many a second; 0: no pacing (default: 250 per processor)")
+	fs.Float64Var(&m.Overload.FlowRate, "overload-flow-rate", m.Overload.FlowRate, "while the server is busy, a key sending more new requests than the others is held back to a quarter above the busiest other key's rate, and to no less than this many a second; 0: no pacing (default: 250 per processor)")
 	fs.IntVar(&m.MaxWaitersPerKey, "max-waiters-per-key", m.MaxWaitersPerKey, "acquires (waitMs > 0) one key may have waiting at once; beyond, 429 limit (with auth off: per client address)")
 	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
 	fs.DurationVar(&m.History.MaxAge, "history-retention", m.History.MaxAge, "prune events older than this from the history, in the background (0: keep them all); counters and marks are never pruned")
