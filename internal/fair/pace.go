@@ -42,6 +42,50 @@ type Pacer struct {
 
 	mu    sync.Mutex
 	flows map[string]*paceFlow
+
+	// The last look at every flow (scan).
+	epoch, sinceScan   int
+	scanned            time.Time
+	active             int       // flows active then
+	top1               *paceFlow // the busiest of them
+	top1Rate, top2Rate float64   // its rate, and the second busiest's
+}
+
+// scanEvery bounds how stale the last look at every flow may be when
+// there are more than scanAlways flows: a look costs a pass over them all.
+const (
+	scanAlways = 64
+	scanEvery  = 10 * time.Millisecond
+)
+
+// scan looks at every flow, forgetting those long idle, when the last
+// look is stale: with few flows, at every request; with more, every
+// scanEvery or every as many requests as there are flows, so a request
+// costs about one flow's look.
+func (p *Pacer) scan(now time.Time) {
+	p.sinceScan++
+	if n := len(p.flows); n > scanAlways && p.sinceScan < n && now.Sub(p.scanned) < scanEvery {
+		return
+	}
+	p.epoch++
+	p.sinceScan, p.scanned = 0, now
+	p.active, p.top1, p.top1Rate, p.top2Rate = 0, nil, 0, 0
+	for k, g := range p.flows {
+		if idle := now.Sub(g.last); idle >= PaceWindow {
+			if idle >= 2*PaceWindow && g.waiting == 0 {
+				delete(p.flows, k)
+			}
+			continue
+		}
+		g.epoch = p.epoch
+		p.active++
+		switch r := g.decayed(now) / PaceWindow.Seconds(); {
+		case r > p.top1Rate || p.top1 == nil:
+			p.top1, p.top1Rate, p.top2Rate = g, r, p.top1Rate
+		case r > p.top2Rate:
+			p.top2Rate = r
+		}
+	}
 }
 
 // paceFlow is one flow's recent requests and budget.
@@ -51,6 +95,7 @@ type paceFlow struct {
 	tokens   float64
 	refilled time.Time
 	waiting  int // requests held back now
+	epoch    int // the pacer's epoch of the last scan that saw f active
 }
 
 // NewPacer paces by the dispatcher's bounds: cfg.FlowRate (negative: no
@@ -83,20 +128,13 @@ func (p *Pacer) Take(key string, paced bool) (wait time.Duration, done func(), s
 	}
 	f.count = f.decayed(now) + 1
 	f.last = now
-	// The busiest other active flow, forgetting the flows long idle.
-	busiest, others := 0.0, false
-	for k, g := range p.flows {
-		if g == f {
-			continue
-		}
-		if idle := now.Sub(g.last); idle >= PaceWindow {
-			if idle >= 2*PaceWindow && g.waiting == 0 {
-				delete(p.flows, k)
-			}
-			continue
-		}
-		others = true
-		busiest = max(busiest, g.decayed(now)/PaceWindow.Seconds())
+	p.scan(now)
+	busiest, others := p.top1Rate, p.active
+	if f.epoch == p.epoch {
+		others-- // f was one of them
+	}
+	if f == p.top1 {
+		busiest = p.top2Rate
 	}
 	rate := max(p.rate, paceRatio*busiest)
 	burst := max(1, rate*paceBurst)
@@ -105,7 +143,7 @@ func (p *Pacer) Take(key string, paced bool) (wait time.Duration, done func(), s
 	}
 	f.refilled = now
 	f.tokens = min(f.tokens, burst)
-	if !others || !p.contended() {
+	if others <= 0 || !p.contended() {
 		f.tokens = burst // alone, or the server has room: nothing is held back
 		return 0, nil, nil
 	}

@@ -2,6 +2,7 @@ package fair
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -166,5 +167,29 @@ func TestPacerOff(t *testing.T) {
 	mustPass(t, p, "honest", true, "the honest flow's request")
 	for range 100 {
 		mustPass(t, p, "storm", true, "a storm request with pacing off")
+	}
+}
+
+// With many flows the pacer looks at them all only now and then (every
+// scanEvery, or as many requests as there are flows), and still paces
+// the busiest and forgets the idle.
+func TestPacerManyFlows(t *testing.T) {
+	contended := true
+	p, clock := newTestPacer(Config{FlowRate: 10, MaxWait: time.Hour, FlowQueue: 1000}, &contended)
+	for i := range 2 * scanAlways {
+		mustPass(t, p, fmt.Sprintf("small-%d", i), true, "a small flow's request")
+	}
+	mustPass(t, p, "storm", true, "the storm's burst")
+	wait, done, _ := p.Take("storm", true)
+	if wait != 100*time.Millisecond {
+		t.Fatalf("the storm's second request beside %d small flows: held %v, want 100ms (the floor: each small flow sent one)", 2*scanAlways, wait)
+	}
+	done()
+	clock.advance(2 * PaceWindow)
+	for range 2*scanAlways + 1 {
+		mustPass(t, p, "storm", true, "the storm's request, the small flows idle")
+	}
+	if n := p.Flows(); n != 1 {
+		t.Fatalf("the pacer remembers %d flows; want 1 (the idle ones forgotten)", n)
 	}
 }
