@@ -51,20 +51,17 @@ type Pacer struct {
 	top1Rate, top2Rate float64   // its rate, and the second busiest's
 }
 
-// scanEvery bounds how stale the last look at every flow may be when
-// there are more than scanAlways flows: a look costs a pass over them all.
-const (
-	scanAlways = 64
-	scanEvery  = 10 * time.Millisecond
-)
+// scanAlways is how many flows the pacer looks at on every request; with
+// more, it looks at them all once every as many requests as there are
+// flows (so a request costs about one flow's look), and at least once a
+// PaceWindow (so the idle are seen idle).
+const scanAlways = 64
 
 // scan looks at every flow, forgetting those long idle, when the last
-// look is stale: with few flows, at every request; with more, every
-// scanEvery or every as many requests as there are flows, so a request
-// costs about one flow's look.
+// look is stale (scanAlways).
 func (p *Pacer) scan(now time.Time) {
 	p.sinceScan++
-	if n := len(p.flows); n > scanAlways && p.sinceScan < n && now.Sub(p.scanned) < scanEvery {
+	if n := len(p.flows); n > scanAlways && p.sinceScan < n && now.Sub(p.scanned) < PaceWindow {
 		return
 	}
 	p.epoch++

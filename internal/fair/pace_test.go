@@ -170,9 +170,9 @@ func TestPacerOff(t *testing.T) {
 	}
 }
 
-// With many flows the pacer looks at them all only now and then (every
-// scanEvery, or as many requests as there are flows), and still paces
-// the busiest and forgets the idle.
+// With many flows the pacer looks at them all only now and then (every as
+// many requests as there are flows, and every PaceWindow), and still
+// paces the busiest and forgets the idle.
 func TestPacerManyFlows(t *testing.T) {
 	contended := true
 	p, clock := newTestPacer(Config{FlowRate: 10, MaxWait: time.Hour, FlowQueue: 1000}, &contended)
@@ -186,7 +186,7 @@ func TestPacerManyFlows(t *testing.T) {
 	}
 	done()
 	clock.advance(2 * PaceWindow)
-	for range 2*scanAlways + 1 {
+	for range 10 {
 		mustPass(t, p, "storm", true, "the storm's request, the small flows idle")
 	}
 	if n := p.Flows(); n != 1 {
