@@ -206,6 +206,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs.IntVar(&m.Overload.FlowQueue, "overload-queue", m.Overload.FlowQueue, "requests one key may have queued for a seat; beyond, 429 overloaded (default: 4 per seat)")
 	fs.IntVar(&m.Overload.TotalQueue, "overload-queue-total", m.Overload.TotalQueue, "requests queued for a seat across all keys; beyond, the longest queue gives up its last (default: 64 per seat)")
 	fs.DurationVar(&m.Overload.MaxWait, "overload-max-wait", m.Overload.MaxWait, "a new request expected to wait longer than this for a seat is answered 429 overloaded at once")
+	fs.Float64Var(&m.Overload.FlowRate, "overload-flow-rate", m.Overload.FlowRate, "while the server is busy, a key sending more new requests than the others is held back to a quarter above the busiest other key's rate, and to no less than this many a second; 0: no pacing (default: 250 per processor)")
 	fs.IntVar(&m.MaxWaitersPerKey, "max-waiters-per-key", m.MaxWaitersPerKey, "acquires (waitMs > 0) one key may have waiting at once; beyond, 429 limit (with auth off: per client address)")
 	fs.DurationVar(&m.RequestTimeout, "request-timeout", m.RequestTimeout, "longest time to read a request or write an answer (a waiting acquire gets its wait on top)")
 	fs.DurationVar(&m.History.MaxAge, "history-retention", m.History.MaxAge, "prune events older than this from the history, in the background (0: keep them all); counters and marks are never pruned")
@@ -241,8 +242,11 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.accessLog, err = newLogger(m.LogOutput, *logFormat, "info"); err != nil {
 		return err
 	}
-	if o := m.Overload; o.Seats < 2 || o.LeaseSeats < 1 || o.LeaseSeats >= o.Seats || o.FlowSeats < 1 || o.FlowQueue < 1 || o.TotalQueue < o.FlowQueue || o.MaxWait <= 0 || m.MaxWaitersPerKey < 1 {
-		return fmt.Errorf("--overload-seats must be at least 2, --overload-lease-seats between 1 and seats-1, --overload-flow-seats and --overload-queue at least 1, --overload-queue-total at least --overload-queue, --overload-max-wait positive, --max-waiters-per-key at least 1")
+	if o := m.Overload; o.Seats < 2 || o.LeaseSeats < 1 || o.LeaseSeats >= o.Seats || o.FlowSeats < 1 || o.FlowQueue < 1 || o.TotalQueue < o.FlowQueue || o.MaxWait <= 0 || !(o.FlowRate >= 0) || m.MaxWaitersPerKey < 1 {
+		return fmt.Errorf("--overload-seats must be at least 2, --overload-lease-seats between 1 and seats-1, --overload-flow-seats and --overload-queue at least 1, --overload-queue-total at least --overload-queue, --overload-max-wait positive, --overload-flow-rate not negative, --max-waiters-per-key at least 1")
+	}
+	if m.Overload.FlowRate == 0 {
+		m.Overload.FlowRate = -1 // off (zero in fair.Config is its default)
 	}
 	if m.MaxResources < 1 || m.MaxWaiters < 1 || m.MaxWebsockets < 1 || m.RequestTimeout < time.Second {
 		return fmt.Errorf("--max-resources, --max-waiters and --max-websockets must be at least 1, --request-timeout at least 1s")

@@ -61,6 +61,12 @@ type Config struct {
 	// MaxWait sheds a New request whose expected wait in the queue is
 	// longer: it is better answered at once than late.
 	MaxWait time.Duration
+	// FlowRate is the least rate, in requests per second, at which a
+	// flow's new requests are let through while the server is contended
+	// and other flows are active (Pacer); a flow busier than the others
+	// is held back to a quarter above the busiest other's rate, or to
+	// this one. Negative: no pacing.
+	FlowRate float64
 	// Now is the clock of the queue waits and service times (default
 	// time.Now).
 	Now func() time.Time
@@ -80,6 +86,7 @@ func Defaults() Config {
 		FlowQueue:  4 * seats,
 		TotalQueue: 64 * seats,
 		MaxWait:    2 * time.Second,
+		FlowRate:   float64(250 * procs),
 		Now:        time.Now,
 	}
 }
@@ -104,6 +111,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxWait <= 0 {
 		c.MaxWait = d.MaxWait
+	}
+	if c.FlowRate == 0 {
+		c.FlowRate = d.FlowRate
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -139,6 +149,7 @@ type Dispatcher struct {
 	inNew   int           // seats taken by the New level
 	queued  int           // requests queued, both levels
 	service time.Duration // moving average of how long a request holds its seat
+	waited  time.Time     // when a request last had to queue
 }
 
 // level is one priority level's flows and virtual clock.
@@ -216,6 +227,7 @@ func (d *Dispatcher) Acquire(ctx context.Context, key string, pri Priority, cost
 		return nil, shed
 	}
 	w := &waiter{cost: cost, ready: make(chan struct{}), enqueued: d.cfg.Now()}
+	d.waited = w.enqueued
 	if len(f.queue) == 0 {
 		f.head = lv.tag(f)
 		lv.busy = append(lv.busy, f)
@@ -461,6 +473,15 @@ func (t *Ticket) Done(cost int) {
 	}
 	d.forget(t.pri, t.f)
 	d.dispatch()
+}
+
+// Contended reports whether the server is busy enough for pacing
+// (Pacer): a request is queued for a seat, or one was within the last
+// PaceWindow.
+func (d *Dispatcher) Contended() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.queued > 0 || (!d.waited.IsZero() && d.cfg.Now().Sub(d.waited) < PaceWindow)
 }
 
 // Stats is a snapshot of the dispatcher.

@@ -78,8 +78,17 @@ type Overload struct {
 	// read, parsed and answered. At most maxHeldSheds are held at once;
 	// beyond, sheds are answered at once.
 	HoldShed time.Duration
+	// Pacer holds back the new requests of a key busier than the others
+	// while the server is contended (pace.go); nil: one made from the
+	// Dispatcher's bounds.
+	Pacer *fair.Pacer
+	// ObservePace, optional, is told of every request held back by the
+	// Pacer: its flow's class and how long it is held.
+	ObservePace func(flowClass string, d time.Duration)
 
-	held atomic.Int64
+	held     atomic.Int64
+	paceOnce sync.Once
+	sleep    func(context.Context, time.Duration) error // tests: instead of a timer
 
 	once    sync.Once
 	mu      sync.Mutex

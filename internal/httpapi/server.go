@@ -94,12 +94,13 @@ func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, 
 func (s *Server) Handle(pattern string, h http.Handler) { s.route(pattern, h) }
 
 // route registers h for pattern behind the server's door: access control
-// (admit), then the revocation gate. The mux matches each request once,
-// and the door reads the route it matched from the request.
+// (admit), the key's pace (pace.go), then the revocation gate. The mux
+// matches each request once, and the door reads the route it matched from
+// the request.
 func (s *Server) route(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := s.admitPrincipal(w, r)
-		if !ok {
+		if !ok || !s.paced(w, r, p) {
 			return
 		}
 		s.gateRequest(w, r, p, h)

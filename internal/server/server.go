@@ -387,7 +387,7 @@ const DefaultHoldShed = time.Second
 func (s *Server) overload(cfg Config) *httpapi.Overload {
 	return &httpapi.Overload{
 		Dispatcher: fair.NewDispatcher(cfg.Overload), MaxWaitersPerKey: cfg.MaxWaitersPerKey,
-		ObserveShed: s.Metrics.ObserveShed, ObserveQueueWait: s.Metrics.ObserveQueueWait,
+		ObserveShed: s.Metrics.ObserveShed, ObserveQueueWait: s.Metrics.ObserveQueueWait, ObservePace: s.Metrics.ObservePace,
 		HoldShed: DefaultHoldShed,
 	}
 }
