@@ -225,11 +225,11 @@ const foldSQL = newestCTE + `
 // logged row wins a tie: it is as new as every event of its commit), and a
 // fence's state with a higher seq still overrides the mark, the last token,
 // the counters, the last rejection and the alarm.
-const newestCTE = `WITH lg AS (SELECT ` + resourceColumns + `, seq FROM resource_log
+const newestCTE = `WITH lg AS MATERIALIZED (SELECT ` + resourceColumns + `, seq FROM resource_log
 		WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id)),
-	ev AS (SELECT resource_id, MAX(seq) AS seq, resource_row AS r, at FROM events
+	ev AS MATERIALIZED (SELECT resource_id, MAX(seq) AS seq, resource_row AS r, at FROM events
 		WHERE seq > ` + foldedSeq + ` AND resource_row IS NOT NULL GROUP BY resource_id),
-	st AS (SELECT resource_id, MAX(seq) AS seq, resource_state AS s FROM events
+	st AS MATERIALIZED (SELECT resource_id, MAX(seq) AS seq, resource_state AS s FROM events
 		WHERE seq > ` + foldedSeq + ` AND resource_state IS NOT NULL GROUP BY resource_id),
 	w AS (SELECT ` + resourceColumns + `, seq FROM lg
 			WHERE NOT EXISTS (SELECT 1 FROM ev WHERE ev.resource_id = lg.resource_id AND ev.seq > lg.seq)
