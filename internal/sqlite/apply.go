@@ -391,7 +391,7 @@ func eventArgs(a []driver.NamedValue, e *fenceview.Event, c carried) {
 	switch {
 	case c.r == nil: // NULL, NULL: forget left them so
 	case c.whole:
-		a[14].Value = resourceRow(c.r, e.At.UnixMilli())
+		a[14].Value = resourceRow(c.r, e)
 	default:
 		a[13].Value = resourceState(c.r)
 	}
@@ -415,23 +415,29 @@ func resourceState(r *fenceview.Resource) string {
 	return string(append(b, ']'))
 }
 
-// resourceRow is r's whole row, as events' resource_row for an event at
-// the Unix millisecond at (see migration 0011), its elements in the order
-// carriedRowColumns reads them:
+// resourceRow is r's whole row, as events' resource_row for e (see
+// migration 0011), its elements in the order carriedRowColumns reads them:
 //
 //	[last token, grant token, holder, hold count, lease ms, granted at,
 //	 expires at, mark, accepted, rejected, last rejection, counter alarm,
 //	 owner, lock-delay ms, available at, permits, election, value]
 //
-// Times are milliseconds after at (null for none), no holder is null, and
-// the elements after the last one not at its default (0, "", null) are
-// left out: a lock's row ends at its expiry or its counters.
-func resourceRow(r *fenceview.Resource, at int64) string {
+// Times are milliseconds after e's (null for none); the holder is null
+// for none and 1 (a number, never a holder) for e's own holder, as a
+// grant's or a renewal's is; the elements after the last one not at its
+// default (0, "", null) are left out: a lock's row ends at its expiry or
+// its counters.
+func resourceRow(r *fenceview.Resource, e *fenceview.Event) string {
+	at := e.At.UnixMilli()
 	w := rowWriter{b: make([]byte, 1, 96)}
 	w.b[0] = '['
 	w.int(r.LastToken)
 	w.int(r.Token)
-	w.str(r.Holder, true)
+	if r.Holder != "" && r.Holder == e.Holder {
+		w.int(1)
+	} else {
+		w.str(r.Holder, true)
+	}
 	w.int(int64(r.HoldCount))
 	w.int(r.LeaseMs)
 	w.time(r.GrantedAt, at)

@@ -52,6 +52,10 @@ func TestGrantsAloneSurviveRestart(t *testing.T) {
 	if err := db.read.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&logged); err != nil || logged != 0 {
 		t.Fatalf("grants logged %d resource rows (%v), want none", logged, err)
 	}
+	var repeated int
+	if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE resource_row LIKE '%holder-%'`).Scan(&repeated); err != nil || repeated != 0 {
+		t.Fatalf("%d grants' rows repeat their event's holder (%v)", repeated, err)
+	}
 	checkResources(t, db, latest)
 	db.Close()
 	if db, err = Open(ctx, path); err != nil {

@@ -227,7 +227,7 @@ const foldSQL = newestCTE + `
 // the counters, the last rejection and the alarm.
 const newestCTE = `WITH lg AS MATERIALIZED (SELECT ` + resourceColumns + `, seq FROM resource_log
 		WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id)),
-	ev AS MATERIALIZED (SELECT resource_id, MAX(seq) AS seq, resource_row AS r, at FROM events
+	ev AS MATERIALIZED (SELECT resource_id, MAX(seq) AS seq, resource_row AS r, at, holder AS eh FROM events
 		WHERE seq > ` + foldedSeq + ` AND resource_row IS NOT NULL GROUP BY resource_id),
 	st AS MATERIALIZED (SELECT resource_id, MAX(seq) AS seq, resource_state AS s FROM events
 		WHERE seq > ` + foldedSeq + ` AND resource_state IS NOT NULL GROUP BY resource_id),
@@ -251,9 +251,10 @@ const newestCTE = `WITH lg AS MATERIALIZED (SELECT ` + resourceColumns + `, seq 
 			w.owner, w.lock_delay_ms, w.available_at, w.permits, w.election, w.value
 		FROM w LEFT JOIN st ON st.resource_id = w.resource_id)`
 
-// carriedRowColumns reads an event's resource_row r (at: the event's time)
-// as resourceColumns but the first; see rowFields and resourceRow.
-const carriedRowColumns = `COALESCE(r ->> '$[0]', 0), COALESCE(r ->> '$[7]', 0), r ->> '$[2]',
+// carriedRowColumns reads an event's resource_row r (at, eh: the event's
+// time and holder) as resourceColumns but the first; see resourceRow.
+const carriedRowColumns = `COALESCE(r ->> '$[0]', 0), COALESCE(r ->> '$[7]', 0),
+			CASE WHEN json_type(r, '$[2]') = 'integer' THEN eh ELSE r ->> '$[2]' END,
 			COALESCE(r ->> '$[3]', 0), COALESCE(r ->> '$[1]', 0), COALESCE(r ->> '$[4]', 0),
 			at + (r ->> '$[5]'), at + (r ->> '$[6]'),
 			COALESCE(r ->> '$[8]', 0), COALESCE(r ->> '$[9]', 0), at + (r ->> '$[10]'), COALESCE(r ->> '$[11]', 0),

@@ -3,8 +3,9 @@
 -- the event carries the resource's whole new row, set only when no
 -- resource_log row was written for it (NULL otherwise, and on events that
 -- carry a fence's state in resource_state). It is one JSON array in the
--- order of rowFields (internal/sqlite/apply.go): [last token, grant token,
--- holder (null for none), hold count, lease ms, granted at, expires at,
+-- order of resourceRow (internal/sqlite/apply.go): [last token, grant
+-- token, holder (null for none, 1 for the event's own holder), hold count,
+-- lease ms, granted at, expires at,
 -- mark, accepted, rejected, last rejection, counter alarm, owner,
 -- lock-delay ms, available at, permits, election, value]; times are
 -- milliseconds after the event's own `at` (null for none), and trailing
