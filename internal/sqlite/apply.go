@@ -8,10 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/internal/jsonstr"
 )
 
 // Apply writes resource rows and events in one durable transaction. When it
@@ -29,7 +31,7 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		if !ok {
 			// A failed COMMIT may still have reached the disk: what was
 			// last written is no longer known, so each resource's next
-			// change logs its whole row (see fenceRows).
+			// change logs its whole row or carries it (see carryRows).
 			clear(db.logged)
 		}
 	}()
@@ -65,10 +67,18 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		for i := range events {
 			maxSeq = max(maxSeq, events[i].Seq)
 		}
-		rows, carry := db.fenceRows(resources, events)
+		// floor is the highest seq any commit may have written, this
+		// process's failed ones included (their COMMIT may have reached
+		// the disk): an event carries a state only above it, and a logged
+		// row records at least it, so the newest state always has the
+		// highest seq.
+		floor := max(db.maxSeq, db.tried)
+		logSeq := max(maxSeq, floor)
+		db.tried = logSeq
+		rows, carry := db.carryRows(resources, events, floor)
 		defer clear(carry) // no resources kept between commits
 		defer clear(rows)
-		seq := driver.Value(maxSeq) // boxed once for every row
+		seq := driver.Value(logSeq) // boxed once for every row
 		if err := st.log.insert(ctx, len(rows), func(a []driver.NamedValue, i int) { logArgs(a, rows[i], seq) }); err != nil {
 			return err
 		}
@@ -123,7 +133,7 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 	})
 }
 
-// maxLogged bounds the resources fenceRows remembers (about 280 bytes
+// maxLogged bounds the resources carryRows remembers (about 280 bytes
 // each, some 18 MiB): those written most recently, and so the ones most
 // likely fenced again soon.
 var maxLogged = 1 << 16 // a variable for tests
@@ -152,41 +162,72 @@ func msKey(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// fenceRows splits a commit's resources into the rows to append to
-// resource_log and the states its fenced writes' events carry instead
-// (carry[i], for events[i]; nil for none). A resource's row is left out
-// when everything but what a fence changes is as last written (in this
-// process: db.logged) and one of this commit's new accept or reject events
-// is on it: that event alone then says the resource's new state, one row
-// where there were two. Readers and the fold take the newer of the two
-// (see fenceStatesCTE). The comparison is exact, so a change of anything
-// else always logs the whole row.
-func (db *DB) fenceRows(resources []*fenceview.Resource, events []fenceview.Event) (rows, carry []*fenceview.Resource) {
+// carried is the state an event carries for its resource (see carryRows):
+// r's whole row, or only what a fence changes; none when r is nil.
+type carried struct {
+	r     *fenceview.Resource
+	whole bool
+}
+
+// carryRows splits a commit's resources into the rows to append to
+// resource_log and the states its events carry instead (carry[i], for
+// events[i]), so that a change with an event on its resource (a grant, a
+// renewal, a release, a fenced write, an expiry...) appends one row where
+// there were two. A resource's state goes with the commit's newest event
+// on it above floor: only what a fence changes (the mark, the last token,
+// the counters, the last rejection, the alarm) when everything else is as
+// last written (in this process: db.logged), compared exactly; otherwise
+// its whole row, unless a string in it would not come back from JSON
+// exactly (invalid UTF-8, a NUL). A resource with no such event, or with
+// such a string, logs its row. Readers and the fold take the newest of the
+// three (see newestCTE).
+func (db *DB) carryRows(resources []*fenceview.Resource, events []fenceview.Event, floor int64) (rows []*fenceview.Resource, carry []carried) {
 	rows, carry = db.rowsBuf[:0], db.carryBuf[:0]
 	for range events {
-		carry = append(carry, nil)
+		carry = append(carry, carried{})
 	}
-	clear(db.fenceAt)
+	clear(db.eventAt)
 	for i := range events {
 		e := &events[i]
-		if e.Seq > db.maxSeq && (e.Type == fenceview.EventAccept || e.Type == fenceview.EventReject) {
-			db.fenceAt[e.ResourceID] = i
+		if e.Seq <= floor {
+			continue // a late event: older states may have followed it
+		}
+		if writeOld && e.Type != fenceview.EventAccept && e.Type != fenceview.EventReject {
+			continue
+		}
+		if j, ok := db.eventAt[e.ResourceID]; !ok || events[j].Seq < e.Seq {
+			db.eventAt[e.ResourceID] = i
 		}
 	}
 	for _, r := range resources {
-		i, fenced := db.fenceAt[r.ResourceID]
+		i, ok := db.eventAt[r.ResourceID]
 		// A resource's first copy only: a later copy in the same commit
 		// (newer, where a caller passes several) is logged, and a logged
 		// row is as new as any event of its commit.
-		delete(db.fenceAt, r.ResourceID)
-		if k, ok := db.logged[r.ResourceID]; fenced && ok && k == keyOf(r) {
-			carry[i] = r
-			continue
+		delete(db.eventAt, r.ResourceID)
+		switch k, known := db.logged[r.ResourceID]; {
+		case !ok:
+			rows = append(rows, r)
+		case known && k == keyOf(r):
+			carry[i] = carried{r: r}
+		case !writeOld && exactInJSON(r.Holder) && exactInJSON(r.OwnerKey) && exactInJSON(r.Value):
+			carry[i] = carried{r: r, whole: true}
+		default:
+			rows = append(rows, r)
 		}
-		rows = append(rows, r)
 	}
 	db.rowsBuf, db.carryBuf = rows, carry
 	return rows, carry
+}
+
+// writeOld, in tests, writes as the code before migration 0011 did: a
+// state carried only by a fence's event, and only what a fence changes.
+var writeOld = false
+
+// exactInJSON reports whether s comes back from a JSON string unchanged:
+// valid UTF-8 without a NUL.
+func exactInJSON(s string) bool {
+	return utf8.ValidString(s) && strings.IndexByte(s, 0) < 0
 }
 
 // lateEventSQL indexes and counts one event (seq ?1) whose place the
@@ -272,7 +313,7 @@ func (m *multiInsert) close() {
 
 // resourceWidth and eventWidth are how many columns a resource_log row
 // and an events row have: the arguments of one row of their INSERTs.
-const resourceWidth, eventWidth = 20, 14
+const resourceWidth, eventWidth = 20, 15
 
 // applyStmtsOf returns the statements prepared on c, preparing them again
 // if database/sql replaced the connection since.
@@ -291,7 +332,7 @@ func (db *DB) applyStmtsOf(c *sqlite3.SQLiteConn) (*applyStmts, error) {
 	if err != nil {
 		return nil, err
 	}
-	events, err := prepareMultiInsert(c, "events", eventColumns+", resource_state", eventWidth)
+	events, err := prepareMultiInsert(c, "events", eventColumns+", resource_state, resource_row", eventWidth)
 	if err != nil {
 		log.close()
 		return nil, err
@@ -341,15 +382,19 @@ func logArgs(a []driver.NamedValue, r *fenceview.Resource, seq driver.Value) {
 }
 
 // eventArgs sets a (eventWidth values, in eventColumns' order and the
-// state columns) to e, with the state of r when it carries one.
-func eventArgs(a []driver.NamedValue, e *fenceview.Event, r *fenceview.Resource) {
+// state columns) to e, with the state it carries, if any.
+func eventArgs(a []driver.NamedValue, e *fenceview.Event, c carried) {
 	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.Seq, e.Type, e.ResourceID, e.Token
 	a[4].Value, a[5].Value, a[6].Value = e.Holder, e.Presented, e.Required
 	a[7].Value, a[8].Value, a[9].Value = e.Reason, e.Source, e.At.UnixMilli()
 	a[10].Value, a[11].Value, a[12].Value = e.Value, e.LockDelayMs, int64(e.Permits)
-	if r != nil {
-		a[13].Value = resourceState(r)
-	} // else NULL: forget left it so
+	switch {
+	case c.r == nil: // NULL, NULL: forget left them so
+	case c.whole:
+		a[14].Value = resourceRow(c.r, e)
+	default:
+		a[13].Value = resourceState(c.r)
+	}
 }
 
 // resourceState is what a fence changes on r, as events' resource_state
@@ -368,6 +413,96 @@ func resourceState(r *fenceview.Resource) string {
 		b = strconv.AppendInt(b, v, 10)
 	}
 	return string(append(b, ']'))
+}
+
+// resourceRow is r's whole row, as events' resource_row for e (see
+// migration 0011), its elements in the order carriedRowColumns reads them:
+//
+//	[last token, grant token, holder, hold count, lease ms, granted at,
+//	 expires at, mark, accepted, rejected, last rejection, counter alarm,
+//	 owner, lock-delay ms, available at, permits, election, value]
+//
+// Times are milliseconds after e's (null for none); the holder is null
+// for none and 1 (a number, never a holder) for e's own holder, as a
+// grant's or a renewal's is; the elements after the last one not at its
+// default (0, "", null) are left out: a lock's row ends at its expiry or
+// its counters.
+func resourceRow(r *fenceview.Resource, e *fenceview.Event) string {
+	at := e.At.UnixMilli()
+	w := rowWriter{b: make([]byte, 1, 96)}
+	w.b[0] = '['
+	w.int(r.LastToken)
+	w.int(r.Token)
+	if r.Holder != "" && r.Holder == e.Holder {
+		w.int(1)
+	} else {
+		w.str(r.Holder, true)
+	}
+	w.int(int64(r.HoldCount))
+	w.int(r.LeaseMs)
+	w.time(r.GrantedAt, at)
+	w.time(r.ExpiresAt, at)
+	w.int(r.HighWaterMark)
+	w.int(r.Accepted)
+	w.int(r.Rejected)
+	w.time(r.LastRejectionAt, at)
+	w.int(r.CounterAlarm)
+	w.str(r.OwnerKey, false)
+	w.int(r.LockDelayMs)
+	w.time(r.AvailableAt, at)
+	w.int(int64(r.Permits))
+	election := int64(0)
+	if r.Election {
+		election = 1
+	}
+	w.int(election)
+	w.str(r.Value, false)
+	return string(append(w.b[:w.end], ']'))
+}
+
+// rowWriter writes resourceRow's JSON array; end is b's length after the
+// last element not at its default.
+type rowWriter struct {
+	b   []byte
+	end int
+}
+
+func (w *rowWriter) sep() {
+	if len(w.b) > 1 {
+		w.b = append(w.b, ',')
+	}
+}
+
+func (w *rowWriter) int(v int64) {
+	w.sep()
+	w.b = strconv.AppendInt(w.b, v, 10)
+	if v != 0 {
+		w.end = len(w.b)
+	}
+}
+
+func (w *rowWriter) time(t time.Time, at int64) {
+	w.sep()
+	if t.IsZero() {
+		w.b = append(w.b, "null"...)
+		return
+	}
+	w.b = strconv.AppendInt(w.b, t.UnixMilli()-at, 10)
+	w.end = len(w.b)
+}
+
+// str writes s; "" as null when null is set (the holder), as "" otherwise.
+func (w *rowWriter) str(s string, null bool) {
+	w.sep()
+	switch {
+	case s != "":
+		w.b = jsonstr.Append(w.b, s)
+		w.end = len(w.b)
+	case null:
+		w.b = append(w.b, "null"...)
+	default:
+		w.b = append(w.b, `""`...)
+	}
 }
 
 // run executes an INSERT through the query path (see multiInsert).

@@ -64,7 +64,7 @@ func (g *grantLoad) commit(b *testing.B, i int) {
 }
 
 // WAL frames (pages written) per durable commit of one grant: one existing
-// resource row changed and one event appended. Every frame is a page the
+// resource changed, its grant event appended carrying the new row. Every frame is a page the
 // fsync has to carry, and B-tree work on the write path; the count does not
 // depend on the machine's load, unlike the time.
 //

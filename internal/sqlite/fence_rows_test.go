@@ -121,33 +121,41 @@ func TestFencedWriteAppendsOneRow(t *testing.T) {
 	}
 }
 
-// A fence on a resource whose row was written before appends its event
-// and no resource_log row; a grant still logs the whole row.
+// A grant appends its event alone, carrying the whole row; a fence on
+// the resource then appends its event alone, carrying only what a fence
+// changes; neither logs a resource row.
 func TestFenceLogsNoResourceRow(t *testing.T) {
 	ctx := context.Background()
 	db := openTemp(t)
 	db.FoldEvery = 1 << 30
 	at := time.UnixMilli(1_700_000_000_000).UTC()
 	r := fenceview.Resource{ResourceID: "x", LastToken: 1, Token: 1, Holder: "h", HoldCount: 1, LeaseMs: 1000, GrantedAt: at, ExpiresAt: at.Add(time.Second)}
-	logRows := func() (n int) {
-		if err := db.read.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&n); err != nil {
+	count := func(q string) (n int) {
+		if err := db.read.QueryRow(q).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
+	logRows := func() int { return count(`SELECT COUNT(*) FROM resource_log`) }
 	if err := db.Apply(ctx, []*fenceview.Resource{&r}, []fenceview.Event{{Seq: 1, Type: fenceview.EventGrant, ResourceID: "x", Token: 1, At: at}}); err != nil {
 		t.Fatal(err)
 	}
-	if logRows() != 1 {
-		t.Fatalf("a grant logged %d rows, want 1", logRows())
+	if n := logRows(); n != 0 {
+		t.Fatalf("a grant logged %d rows", n)
+	}
+	if n := count(`SELECT COUNT(*) FROM events WHERE seq = 1 AND resource_row IS NOT NULL AND resource_state IS NULL`); n != 1 {
+		t.Fatal("the grant's event carries no row")
 	}
 	f := r
 	f.Accepted, f.HighWaterMark = 1, 1
 	if err := db.Apply(ctx, []*fenceview.Resource{&f}, []fenceview.Event{{Seq: 2, Type: fenceview.EventAccept, ResourceID: "x", Token: 1, At: at}}); err != nil {
 		t.Fatal(err)
 	}
-	if logRows() != 1 {
+	if logRows() != 0 {
 		t.Fatalf("a fence logged a resource row (%d rows)", logRows())
+	}
+	if n := count(`SELECT COUNT(*) FROM events WHERE seq = 2 AND resource_row IS NULL AND resource_state IS NOT NULL`); n != 1 {
+		t.Fatal("the fence's event carries no state, or a whole row")
 	}
 	got, err := db.Resources(ctx)
 	if err != nil || len(got) != 1 || got[0].Accepted != 1 || got[0].HighWaterMark != 1 || got[0].Holder != "h" {

@@ -37,9 +37,10 @@ var migrationFS embed.FS
 // has one writer; a pool would only trade SQLITE_BUSY for nothing), reads
 // through a pool that WAL lets run beside the writer.
 //
-// A commit only appends: each changed resource's new row to resource_log,
-// each event to events; a fenced write's event alone, carrying the
-// resource's new mark and counters (see fenceRows). Every FoldEvery appended rows, the commit that
+// A commit only appends: each event to events, carrying its resource's
+// new state (its whole row, or a fenced write's new mark and counters),
+// and a changed resource's row to resource_log only when no event of the
+// commit is on it (see carryRows). Every FoldEvery appended rows, the commit that
 // crosses the mark also folds: the log's latest row of each resource goes
 // into resources and the log is emptied, and the events since the last
 // fold go into the per-resource history index and the per-minute counts.
@@ -81,12 +82,15 @@ type DB struct {
 	maxSeq   int64      // the highest event seq written
 	folded   int64      // folded_seq: events up to it are indexed and counted
 	stmts    *applyStmts
-	// logged is each resource's row as last written in this process, but
-	// for what a fence changes; fenceAt, rowsBuf and carryBuf are
-	// fenceRows' reused scratch. All under applyMu.
-	logged            map[string]rowKey
-	fenceAt           map[string]int
-	rowsBuf, carryBuf []*fenceview.Resource
+	// tried is the highest seq a commit of this process may have written
+	// (see Apply). logged is each resource's row as last written in this
+	// process, but for what a fence changes; eventAt, rowsBuf and carryBuf
+	// are carryRows' reused scratch. All under applyMu.
+	tried    int64
+	logged   map[string]rowKey
+	eventAt  map[string]int
+	rowsBuf  []*fenceview.Resource
+	carryBuf []carried
 
 	checkpoints
 }
@@ -184,14 +188,13 @@ const resourceColumns = `resource_id, last_token, high_water_mark, holder, hold_
 	granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
 	lock_delay_ms, available_at, permits, election, value`
 
-// foldSQL moves the log into resources (each resource's latest logged row),
-// indexes the events after folded_seq by resource, in the order of each
-// B-tree's keys so neighbouring changes share pages, and counts them into
-// event_minutes.
-const foldSQL = `
+// foldSQL moves each changed resource's newest state into resources (see
+// newestCTE) and empties the log, indexes the events after folded_seq by
+// resource, in the order of each B-tree's keys so neighbouring changes
+// share pages, and counts them into event_minutes.
+const foldSQL = newestCTE + `
 	INSERT INTO resources (` + resourceColumns + `)
-		SELECT ` + resourceColumns + ` FROM resource_log
-		WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id)
+		SELECT ` + resourceColumns + ` FROM n WHERE true
 		ORDER BY resource_id
 	ON CONFLICT (resource_id) DO UPDATE SET
 		last_token = excluded.last_token, high_water_mark = excluded.high_water_mark,
@@ -201,10 +204,6 @@ const foldSQL = `
 		last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm, owner = excluded.owner,
 		lock_delay_ms = excluded.lock_delay_ms, available_at = excluded.available_at, permits = excluded.permits,
 		election = excluded.election, value = excluded.value;
-	` + fenceStatesCTE + `
-	UPDATE resources SET high_water_mark = s.r_mark, last_token = s.r_last_token, accepted = s.r_accepted,
-		rejected = s.r_rejected, last_rejection_at = s.r_last_rejection_at, counter_alarm = s.r_counter_alarm
-		FROM s WHERE resources.resource_id = s.resource_id AND s.seq > s.logged;
 	DELETE FROM resource_log;
 	INSERT OR IGNORE INTO resource_events (resource_id, seq)
 		SELECT resource_id, seq FROM events WHERE seq > ` + foldedSeq + `
@@ -215,17 +214,52 @@ const foldSQL = `
 	ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n;
 	UPDATE meta SET value = MAX(CAST(value AS INTEGER), (SELECT COALESCE(MAX(seq), 0) FROM events)) WHERE key = 'folded_seq';`
 
-// fenceStatesCTE names s: per resource, the state its latest unfolded
-// fenced write carried in its event (a fence appends no resource_log row,
-// see Apply), with logged, the seq of its latest resource_log row (0 when
-// none). The event's state is the resource's iff its seq is above logged.
-const fenceStatesCTE = `WITH l AS (SELECT resource_id, MAX(seq) AS seq FROM resource_log GROUP BY resource_id),
-	f AS (SELECT e.resource_id, MAX(e.seq) AS seq, e.resource_state AS state, COALESCE(l.seq, 0) AS logged
-		FROM events e LEFT JOIN l ON l.resource_id = e.resource_id
-		WHERE e.seq > ` + foldedSeq + ` AND e.resource_state IS NOT NULL GROUP BY e.resource_id),
-	s AS (SELECT resource_id, seq, logged, state ->> '$[0]' AS r_mark, state ->> '$[1]' AS r_last_token,
-			state ->> '$[2]' AS r_accepted, state ->> '$[3]' AS r_rejected,
-			state ->> '$[4]' AS r_last_rejection_at, state ->> '$[5]' AS r_counter_alarm FROM f)`
+// newestCTE names n: the newest state of each resource changed since the
+// last fold, in resourceColumns. A commit writes a resource's new state in
+// one of three ways (see Apply): a whole row appended to resource_log, with
+// the seq of the commit's last event; a whole row carried by one of the
+// commit's events on it (resource_row, migration 0011); or, when only what
+// a fence changes changed, that alone carried by an event (resource_state,
+// migration 0010). So the newest whole row is lg's, ev's or, when neither
+// is there, the folded one in resources, whichever has the highest seq (a
+// logged row wins a tie: it is as new as every event of its commit), and a
+// fence's state with a higher seq still overrides the mark, the last token,
+// the counters, the last rejection and the alarm.
+const newestCTE = `WITH lg AS MATERIALIZED (SELECT ` + resourceColumns + `, seq FROM resource_log
+		WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id)),
+	ev AS MATERIALIZED (SELECT resource_id, MAX(seq) AS seq, resource_row AS r, at, holder AS eh FROM events
+		WHERE seq > ` + foldedSeq + ` AND resource_row IS NOT NULL GROUP BY resource_id),
+	st AS MATERIALIZED (SELECT resource_id, MAX(seq) AS seq, resource_state AS s FROM events
+		WHERE seq > ` + foldedSeq + ` AND resource_state IS NOT NULL GROUP BY resource_id),
+	w AS (SELECT ` + resourceColumns + `, seq FROM lg
+			WHERE NOT EXISTS (SELECT 1 FROM ev WHERE ev.resource_id = lg.resource_id AND ev.seq > lg.seq)
+		UNION ALL
+		SELECT resource_id, ` + carriedRowColumns + `, seq FROM ev
+			WHERE NOT EXISTS (SELECT 1 FROM lg WHERE lg.resource_id = ev.resource_id AND lg.seq >= ev.seq)
+		UNION ALL
+		SELECT ` + resourceColumns + `, 0 FROM resources
+			WHERE resource_id IN (SELECT resource_id FROM st)
+			AND resource_id NOT IN (SELECT resource_id FROM lg) AND resource_id NOT IN (SELECT resource_id FROM ev)),
+	n AS (SELECT w.resource_id,
+			CASE WHEN st.seq > w.seq THEN st.s ->> '$[1]' ELSE w.last_token END AS last_token,
+			CASE WHEN st.seq > w.seq THEN st.s ->> '$[0]' ELSE w.high_water_mark END AS high_water_mark,
+			w.holder, w.hold_count, w.grant_token, w.lease_ms, w.granted_at, w.expires_at,
+			CASE WHEN st.seq > w.seq THEN st.s ->> '$[2]' ELSE w.accepted END AS accepted,
+			CASE WHEN st.seq > w.seq THEN st.s ->> '$[3]' ELSE w.rejected END AS rejected,
+			CASE WHEN st.seq > w.seq THEN st.s ->> '$[4]' ELSE w.last_rejection_at END AS last_rejection_at,
+			CASE WHEN st.seq > w.seq THEN st.s ->> '$[5]' ELSE w.counter_alarm END AS counter_alarm,
+			w.owner, w.lock_delay_ms, w.available_at, w.permits, w.election, w.value
+		FROM w LEFT JOIN st ON st.resource_id = w.resource_id)`
+
+// carriedRowColumns reads an event's resource_row r (at, eh: the event's
+// time and holder) as resourceColumns but the first; see resourceRow.
+const carriedRowColumns = `COALESCE(r ->> '$[0]', 0), COALESCE(r ->> '$[7]', 0),
+			CASE WHEN json_type(r, '$[2]') = 'integer' THEN eh ELSE r ->> '$[2]' END,
+			COALESCE(r ->> '$[3]', 0), COALESCE(r ->> '$[1]', 0), COALESCE(r ->> '$[4]', 0),
+			at + (r ->> '$[5]'), at + (r ->> '$[6]'),
+			COALESCE(r ->> '$[8]', 0), COALESCE(r ->> '$[9]', 0), at + (r ->> '$[10]'), COALESCE(r ->> '$[11]', 0),
+			COALESCE(r ->> '$[12]', ''), COALESCE(r ->> '$[13]', 0), at + (r ->> '$[14]'),
+			COALESCE(r ->> '$[15]', 0), COALESCE(r ->> '$[16]', 0), COALESCE(r ->> '$[17]', '')`
 
 // foldedSeq is the last event in resource_events, as an SQL expression.
 // It never goes down, even when pruning has emptied events: it is also
@@ -254,7 +288,7 @@ func OpenInit(ctx context.Context, path string, init func(context.Context, *DB) 
 
 // open opens and migrates the database at path.
 func open(ctx context.Context, path string) (*DB, error) {
-	db := &DB{Path: path, logged: map[string]rowKey{}, fenceAt: map[string]int{}}
+	db := &DB{Path: path, logged: map[string]rowKey{}, eventAt: map[string]int{}}
 	var err error
 	if db.write, err = sql.Open("sqlite3", dsn(path, false)); err != nil {
 		return nil, err
@@ -447,25 +481,17 @@ func (db *DB) Issuer(ctx context.Context, want string) (string, error) {
 
 // Resources returns every resource row.
 func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
-	// The rows not changed since the last fold, then the latest logged
-	// row of each resource changed since (or created since).
-	// Over either, the state a later fenced write's event carries.
-	rows, err := db.read.QueryContext(ctx, fenceStatesCTE+`,
-		c AS (SELECT `+resourceColumns+`, 0 AS seq
-			FROM resources WHERE resource_id NOT IN (SELECT resource_id FROM resource_log)
-			UNION ALL
-			SELECT `+resourceColumns+`, seq
-			FROM resource_log WHERE id IN (SELECT MAX(id) FROM resource_log GROUP BY resource_id))
-		SELECT c.resource_id,
-		       CASE WHEN s.seq IS NULL THEN c.last_token ELSE s.r_last_token END,
-		       CASE WHEN s.seq IS NULL THEN c.high_water_mark ELSE s.r_mark END,
-		       COALESCE(c.holder, ''), c.hold_count, c.grant_token, c.lease_ms, c.granted_at, c.expires_at,
-		       CASE WHEN s.seq IS NULL THEN c.accepted ELSE s.r_accepted END,
-		       CASE WHEN s.seq IS NULL THEN c.rejected ELSE s.r_rejected END,
-		       CASE WHEN s.seq IS NULL THEN c.last_rejection_at ELSE s.r_last_rejection_at END,
-		       CASE WHEN s.seq IS NULL THEN c.counter_alarm ELSE s.r_counter_alarm END,
-		       c.owner, c.lock_delay_ms, c.available_at, c.permits, c.election, c.value
-		FROM c LEFT JOIN s ON s.resource_id = c.resource_id AND s.seq > c.seq`)
+	// The newest state of each resource changed since the last fold,
+	// then the rows not changed since.
+	rows, err := db.read.QueryContext(ctx, newestCTE+`
+		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
+			granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
+			lock_delay_ms, available_at, permits, election, value FROM n
+		UNION ALL
+		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
+			granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
+			lock_delay_ms, available_at, permits, election, value
+		FROM resources WHERE resource_id NOT IN (SELECT resource_id FROM n)`)
 	return collect(rows, err, func(rows *sql.Rows) (*fenceview.Resource, error) {
 		var r fenceview.Resource
 		var granted, expires, lastRej, available sql.NullInt64

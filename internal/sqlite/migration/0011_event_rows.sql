@@ -1,0 +1,16 @@
+-- A grant, renewal, release (any change with an event on its resource)
+-- appends one row, its event, instead of a resource_log row and an event:
+-- the event carries the resource's whole new row, set only when no
+-- resource_log row was written for it (NULL otherwise, and on events that
+-- carry a fence's state in resource_state). It is one JSON array in the
+-- order of resourceRow (internal/sqlite/apply.go): [last token, grant
+-- token, holder (null for none, 1 for the event's own holder), hold count,
+-- lease ms, granted at, expires at,
+-- mark, accepted, rejected, last rejection, counter alarm, owner,
+-- lock-delay ms, available at, permits, election, value]; times are
+-- milliseconds after the event's own `at` (null for none), and trailing
+-- elements at their defaults (0, '', null) are left out. Readers and the
+-- fold take the newest of the logged row, the carried row and a later
+-- fence's state. Databases from before carry no rows yet: they read as
+-- before.
+ALTER TABLE events ADD COLUMN resource_row TEXT;
