@@ -127,7 +127,7 @@ type target uint8
 
 const (
 	targetNone     target = iota
-	targetResource        // {resource}: a lock's id, validated and held to the caller's prefixes before serve runs
+	targetResource        // {resource}: a lock's id, validated and held to the caller's prefixes before serve runs (a handle does it itself)
 	targetName            // {name}: a primitive's name, validated by serve (semaphores and elections differ)
 )
 
@@ -186,7 +186,7 @@ func init() {
 	}
 }
 
-// register adds every operation's route to the mux.
+// registerOperations adds every operation's route to the mux.
 func (s *Server) registerOperations() {
 	for i := range operations {
 		o := &operations[i]
