@@ -50,7 +50,6 @@ const (
 	rpcMaxLine     = request.MaxBody // bytes in one request line, as in one JSON body
 	rpcWorkers     = 64              // requests of one connection served at once, waiting acquires aside
 	rpcAnswerQueue = 256             // answers of one connection waiting for its writer
-	rpcIdleWorkers = 8               // workers of one connection kept waiting for requests
 	// rpcKeyInFlight bounds the requests of one key served at once over
 	// all its RPC connections (waiting acquires aside): a key cannot
 	// multiply its share of the server by opening more connections.
@@ -108,7 +107,6 @@ type rpcConn struct {
 	closing  bool          // no answer comes after pending: the writer ends
 	wake     chan struct{} // to the writer: pending is not empty (or closing)
 	workers  atomic.Int64  // running: started by the reader, at most rpcWorkers
-	idle     atomic.Int64  // workers waiting for a request
 	slots    chan struct{} // the key's requests in flight (rpcKeyInFlight); nil with auth off
 
 	inflight sync.WaitGroup
@@ -370,21 +368,20 @@ func (c *rpcConn) handOff(req wire.Request) {
 	c.work <- req
 }
 
-// worker serves req, then the next requests, until the connection ends or
-// rpcIdleWorkers others already wait. Workers outlive their requests: a
-// goroutine per request would start each on a small stack and grow it (a
-// grant's path is deep), about 5% of the server's CPU under load.
+// worker serves req, then the next requests, until the connection ends.
+// Workers outlive their requests, and a connection keeps every worker it
+// started (at most rpcWorkers, which it may have all at once anyway): a
+// goroutine per request, or a worker retired once a burst is served,
+// starts the next request on a small stack and grows it, copying it each
+// time (a grant's path is deep). Keeping 8 idle workers instead of all of
+// them cost about a fifth of the server's CPU per RPC grant cycle at 64
+// clients. An idle worker's stack is shrunk by the garbage collector.
 func (c *rpcConn) worker(req wire.Request) {
 	defer c.inflight.Done()
 	defer c.workers.Add(-1)
 	for {
 		c.serve(req)
-		if c.idle.Add(1) > rpcIdleWorkers {
-			c.idle.Add(-1)
-			return
-		}
 		next, ok := <-c.work
-		c.idle.Add(-1)
 		if !ok {
 			return
 		}
