@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,8 +32,10 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		if !ok {
 			// A failed COMMIT may still have reached the disk: what was
 			// last written is no longer known, so each resource's next
-			// change logs its whole row or carries it (see carryRows).
+			// change logs its whole row or carries it (see carryRows),
+			// and the next fold reads the tables (see pending).
 			clear(db.logged)
+			db.pend.lose()
 		}
 	}()
 	conn, err := db.write.Conn(ctx)
@@ -98,17 +101,24 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 				}
 			}
 		}
+		db.pend.add(resources, events, db.maxSeq)
 		folded := db.folded
 		every := db.FoldEvery
 		if every <= 0 {
 			every = DefaultFoldEvery
 		}
 		unfolded := db.unfolded + len(rows) + len(events)
-		if unfolded >= every {
-			if _, err := c.ExecContext(ctx, foldSQL, nil); err != nil {
+		foldNow := unfolded >= every
+		if foldNow {
+			if err := db.foldIn(ctx, c); err != nil {
 				return fmt.Errorf("fold: %w", err)
 			}
 			unfolded, folded = 0, maxSeq
+		}
+		if beforeCommit != nil {
+			if err := beforeCommit(); err != nil {
+				return err
+			}
 		}
 		start := time.Now()
 		if err := tx.Commit(); err != nil {
@@ -119,6 +129,9 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 			db.ObserveCommit(time.Since(start))
 		}
 		db.unfolded, db.maxSeq, db.folded = unfolded, maxSeq, folded
+		if foldNow {
+			db.pend.reset()
+		}
 		db.committed(len(rows) + len(events))
 		if len(db.logged) > maxLogged {
 			// Memory stays bounded; a resource forgotten logs its whole
@@ -131,6 +144,132 @@ func (db *DB) Apply(ctx context.Context, resources []*fenceview.Resource, events
 		ok = true
 		return nil
 	})
+}
+
+// pending is what the next fold writes, gathered in memory from the
+// commits since the last one: each changed resource's newest row, and the
+// events' counts per minute. A fold from it writes them straight into
+// resources and event_minutes, where foldSQL finds them again among the
+// log's rows, the states the events carry and the events themselves: a
+// query over every change since the last fold, most of a fold's time.
+//
+// It is trusted only while every commit since the last fold succeeded in
+// this process with rising seqs. A failed COMMIT may still have reached
+// the disk, and a late event (a hole in a cluster node's copy, filled)
+// is counted by Apply itself; either way the next fold reads the tables
+// (lost), as a fold after a restart does.
+type pending struct {
+	lost    bool
+	rows    map[string]fenceview.Resource
+	minutes map[minuteKey]int64
+}
+
+// minuteKey is a row of event_minutes.
+type minuteKey struct {
+	minute      int64
+	typ, reason string
+}
+
+// add gathers a commit's resources (a later copy of one is newer) and
+// events, unless an event is not above after, the highest seq written.
+func (p *pending) add(resources []*fenceview.Resource, events []fenceview.Event, after int64) {
+	if p.lost {
+		return
+	}
+	for i := range events {
+		if events[i].Seq <= after {
+			p.lose()
+			return
+		}
+	}
+	if p.rows == nil {
+		p.rows, p.minutes = map[string]fenceview.Resource{}, map[minuteKey]int64{}
+	}
+	for _, r := range resources {
+		p.rows[r.ResourceID] = *r
+	}
+	for i := range events {
+		e := &events[i]
+		k := minuteKey{minute: e.At.UnixMilli() / 60000, typ: e.Type}
+		if e.Type == fenceview.EventReject {
+			k.reason = e.Reason
+		}
+		p.minutes[k]++
+	}
+}
+
+// lose stops trusting p until the next fold.
+func (p *pending) lose() {
+	p.lost = true
+	clear(p.rows)
+	clear(p.minutes)
+}
+
+// reset starts p again after a fold: nothing is pending.
+func (p *pending) reset() {
+	p.lost = false
+	if len(p.rows) > maxPendingKept {
+		p.rows, p.minutes = nil, nil // a burst's maps are not kept
+	}
+	clear(p.rows)
+	clear(p.minutes)
+}
+
+// maxPendingKept bounds the rows whose map reset keeps for the next fold.
+const maxPendingKept = 1 << 14
+
+// foldFromTables, in tests, folds as the code before pending did;
+// beforeCommit, when it fails, fails Apply's transaction just before
+// its COMMIT.
+var (
+	foldFromTables = false
+	beforeCommit   func() error
+)
+
+// foldIn folds inside the commit's transaction on c: from pending when
+// it can be trusted, else from the tables (foldSQL).
+func (db *DB) foldIn(ctx context.Context, c *sqlite3.SQLiteConn) error {
+	if db.pend.lost || foldFromTables {
+		_, err := c.ExecContext(ctx, foldSQL, nil)
+		return err
+	}
+	ids := make([]string, 0, len(db.pend.rows))
+	for id := range db.pend.rows {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // in the B-tree's order, as foldSQL writes them
+	up, err := prepareMultiInsert(c, "resources", resourceColumns, resourceWidth-1, foldUpsert)
+	if err != nil {
+		return err
+	}
+	defer up.close()
+	err = up.insert(ctx, len(ids), func(a []driver.NamedValue, i int) {
+		r := db.pend.rows[ids[i]]
+		resourceArgs(a, &r)
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := c.ExecContext(ctx, foldIndexSQL, nil); err != nil {
+		return err
+	}
+	if len(db.pend.minutes) > 0 {
+		stmt, err := c.Prepare(`INSERT INTO event_minutes (minute, type, reason, n) VALUES (?, ?, ?, ?)
+			ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		a := namedValues(4)
+		for k, n := range db.pend.minutes {
+			a[0].Value, a[1].Value, a[2].Value, a[3].Value = k.minute, k.typ, k.reason, n
+			if err := run(ctx, stmt.(driver.StmtQueryContext), a); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = c.ExecContext(ctx, foldMarkSQL, nil)
+	return err
 }
 
 // maxLogged bounds the resources carryRows remembers (about 280 bytes
@@ -267,11 +406,13 @@ type multiInsert struct {
 	args    [len(chunkRows)][]driver.NamedValue
 }
 
-func prepareMultiInsert(c *sqlite3.SQLiteConn, table, columns string, n int) (multiInsert, error) {
+// prepareMultiInsert prepares the INSERTs of n columns into table, each
+// followed by suffix (an upsert clause, or nothing).
+func prepareMultiInsert(c *sqlite3.SQLiteConn, table, columns string, n int, suffix string) (multiInsert, error) {
 	m := multiInsert{columns: n}
 	row := "(" + strings.Repeat("?, ", n-1) + "?)"
 	for i, rows := range chunkRows {
-		q := "INSERT INTO " + table + " (" + columns + ") VALUES " + strings.Repeat(row+", ", rows-1) + row
+		q := "INSERT INTO " + table + " (" + columns + ") VALUES " + strings.Repeat(row+", ", rows-1) + row + " " + suffix
 		stmt, err := c.Prepare(q)
 		if err != nil {
 			m.close()
@@ -328,11 +469,11 @@ func (db *DB) applyStmtsOf(c *sqlite3.SQLiteConn) (*applyStmts, error) {
 	if _, err := c.ExecContext(context.Background(), `PRAGMA wal_autocheckpoint = 0`, nil); err != nil {
 		return nil, err
 	}
-	log, err := prepareMultiInsert(c, "resource_log", resourceColumns+", seq", resourceWidth)
+	log, err := prepareMultiInsert(c, "resource_log", resourceColumns+", seq", resourceWidth, "")
 	if err != nil {
 		return nil, err
 	}
-	events, err := prepareMultiInsert(c, "events", eventColumns+", resource_state, resource_row", eventWidth)
+	events, err := prepareMultiInsert(c, "events", eventColumns+", resource_state, resource_row", eventWidth, "")
 	if err != nil {
 		log.close()
 		return nil, err
@@ -367,6 +508,13 @@ func forget(args []driver.NamedValue) {
 // logArgs sets a (resourceWidth values, in resourceColumns' order and
 // seq) to r, logged when the last event was seq.
 func logArgs(a []driver.NamedValue, r *fenceview.Resource, seq driver.Value) {
+	resourceArgs(a, r)
+	a[19].Value = seq
+}
+
+// resourceArgs sets a (resourceWidth-1 values, in resourceColumns' order)
+// to r.
+func resourceArgs(a []driver.NamedValue, r *fenceview.Resource) {
 	var holder driver.Value
 	if r.Holder != "" {
 		holder = r.Holder
@@ -378,7 +526,6 @@ func logArgs(a []driver.NamedValue, r *fenceview.Resource, seq driver.Value) {
 	a[12].Value, a[13].Value = r.CounterAlarm, r.OwnerKey
 	a[14].Value, a[15].Value, a[16].Value = r.LockDelayMs, toMs(r.AvailableAt), int64(r.Permits)
 	a[17].Value, a[18].Value = r.Election, r.Value
-	a[19].Value = seq
 }
 
 // eventArgs sets a (eventWidth values, in eventColumns' order and the

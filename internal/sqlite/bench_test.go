@@ -33,6 +33,44 @@ func BenchmarkApply(b *testing.B) {
 	}
 }
 
+// The fold of 8,192 grants over 1,024 resources, from what the commits
+// since the last fold gathered (pending) or read back from the tables
+// (foldSQL, as after a restart or a failed commit): the CPU of the one
+// commit that folds, less that of the commit before it.
+//
+//	go test ./internal/sqlite -run '^$' -bench Fold -benchtime 20x
+func BenchmarkFold(b *testing.B) {
+	const perTx, every = 64, 8192
+	for _, tables := range []bool{false, true} {
+		b.Run(fmt.Sprintf("from=%s", map[bool]string{false: "pending", true: "tables"}[tables]), func(b *testing.B) {
+			defer func() { foldFromTables = false }()
+			foldFromTables = tables
+			g := newGrantLoad(b, perTx, func(n int) string { return fmt.Sprintf("r-%d", n%1024) })
+			g.db.FoldEvery = every
+			var folding, plain time.Duration
+			tx := 0
+			for range b.N {
+				for range every/perTx - 2 {
+					g.commit(b, tx)
+					tx++
+				}
+				cpu0 := benchenv.CPUTime()
+				g.commit(b, tx) // the last commit before the fold
+				cpu1 := benchenv.CPUTime()
+				g.commit(b, tx+1) // folds
+				cpu2 := benchenv.CPUTime()
+				tx += 2
+				if g.db.unfolded != 0 {
+					b.Fatalf("no fold: %d rows unfolded", g.db.unfolded)
+				}
+				plain += cpu1 - cpu0
+				folding += cpu2 - cpu1
+			}
+			b.ReportMetric(float64((folding-plain).Microseconds())/float64(b.N), "fold-cpu-us")
+		})
+	}
+}
+
 // grantLoad commits grants in durable transactions of perTx each, tokens
 // rising from 1; id names the resource of the n-th grant.
 type grantLoad struct {

@@ -3,10 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -95,6 +97,64 @@ func TestEveryChangeAppendsOneRow(t *testing.T) {
 				testEveryChange(t, old, every)
 			})
 		}
+	}
+	// The folds above write what the commits since the last one gathered
+	// (pending); these read it all back from the tables, as a fold after
+	// a restart or a failed commit does.
+	defer func() { foldFromTables = false }()
+	foldFromTables = true
+	for _, every := range []int{1, 5} {
+		t.Run(fmt.Sprintf("tables,every=%d", every), func(t *testing.T) {
+			testEveryChange(t, false, every)
+		})
+	}
+}
+
+// TestFailedCommitIsNotFolded: a change whose commit failed never reaches
+// resources or the counts, though the next fold is the commit's after it.
+func TestFailedCommitIsNotFolded(t *testing.T) {
+	ctx := context.Background()
+	db := openTemp(t)
+	db.FoldEvery = 2 // the second commit to succeed folds
+	at := time.UnixMilli(1_700_000_000_000).UTC()
+	grant := func(id string, token int64) error {
+		r := &fenceview.Resource{ResourceID: id, LastToken: token, Token: token, Holder: "h", HoldCount: 1, LeaseMs: 1000,
+			GrantedAt: at, ExpiresAt: at.Add(time.Second)}
+		return db.Apply(ctx, []*fenceview.Resource{r},
+			[]fenceview.Event{{Seq: token, Type: fenceview.EventGrant, ResourceID: id, Token: token, Holder: "h", At: at}})
+	}
+	if err := grant("a", 1); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { beforeCommit = nil }()
+	beforeCommit = func() error { return errors.New("the disk is gone") }
+	if err := grant("a", 2); err == nil {
+		t.Fatal("Apply succeeded through a failed commit")
+	}
+	beforeCommit = nil
+	if err := grant("b", 3); err != nil {
+		t.Fatal(err)
+	}
+	if db.unfolded != 0 || db.pend.lost {
+		t.Fatalf("no fold after two commits: unfolded %d, pending lost %v", db.unfolded, db.pend.lost)
+	}
+	var tokens []int64
+	rows, err := db.read.QueryContext(ctx, `SELECT last_token FROM resources ORDER BY resource_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var tok int64
+		rows.Scan(&tok)
+		tokens = append(tokens, tok)
+	}
+	rows.Close()
+	if !slices.Equal(tokens, []int64{1, 3}) {
+		t.Fatalf("resources folded with last tokens %v, want [1 3]: the failed commit's grant of a went in", tokens)
+	}
+	var n int64
+	if err := db.read.QueryRowContext(ctx, `SELECT SUM(n) FROM event_minutes`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("event_minutes count %d events (%v), want 2", n, err)
 	}
 }
 

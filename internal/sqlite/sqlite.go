@@ -91,6 +91,7 @@ type DB struct {
 	eventAt  map[string]int
 	rowsBuf  []*fenceview.Resource
 	carryBuf []carried
+	pend     pending // what the next fold writes, under applyMu
 
 	checkpoints
 }
@@ -196,23 +197,41 @@ const foldSQL = newestCTE + `
 	INSERT INTO resources (` + resourceColumns + `)
 		SELECT ` + resourceColumns + ` FROM n WHERE true
 		ORDER BY resource_id
-	ON CONFLICT (resource_id) DO UPDATE SET
+	` + foldUpsert + `;
+	` + foldTailSQL
+
+// foldUpsert is how a fold writes a resource's newest row over its old one.
+const foldUpsert = `ON CONFLICT (resource_id) DO UPDATE SET
 		last_token = excluded.last_token, high_water_mark = excluded.high_water_mark,
 		holder = excluded.holder, hold_count = excluded.hold_count, grant_token = excluded.grant_token, lease_ms = excluded.lease_ms,
 		granted_at = excluded.granted_at, expires_at = excluded.expires_at,
 		accepted = excluded.accepted, rejected = excluded.rejected,
 		last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm, owner = excluded.owner,
 		lock_delay_ms = excluded.lock_delay_ms, available_at = excluded.available_at, permits = excluded.permits,
-		election = excluded.election, value = excluded.value;
-	DELETE FROM resource_log;
+		election = excluded.election, value = excluded.value`
+
+// foldTailSQL is the rest of a fold once the rows are in resources:
+// the log emptied, the events indexed (foldIndexSQL) and counted
+// (foldMinutesSQL), and folded_seq moved past them.
+const foldTailSQL = foldIndexSQL + `;
+	` + foldMinutesSQL + `;
+	` + foldMarkSQL
+
+// foldIndexSQL empties the log and indexes the events since the last fold
+// by resource.
+const foldIndexSQL = `DELETE FROM resource_log;
 	INSERT OR IGNORE INTO resource_events (resource_id, seq)
 		SELECT resource_id, seq FROM events WHERE seq > ` + foldedSeq + `
-		ORDER BY resource_id, seq;
-	INSERT INTO event_minutes (minute, type, reason, n)
+		ORDER BY resource_id, seq`
+
+// foldMinutesSQL counts the events since the last fold into event_minutes.
+const foldMinutesSQL = `INSERT INTO event_minutes (minute, type, reason, n)
 		SELECT at / 60000, type, CASE WHEN type = 'reject' THEN reason ELSE '' END, COUNT(*) FROM events
 		WHERE seq > ` + foldedSeq + ` GROUP BY 1, 2, 3
-	ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n;
-	UPDATE meta SET value = MAX(CAST(value AS INTEGER), (SELECT COALESCE(MAX(seq), 0) FROM events)) WHERE key = 'folded_seq';`
+	ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n`
+
+// foldMarkSQL moves folded_seq past every event written.
+const foldMarkSQL = `UPDATE meta SET value = MAX(CAST(value AS INTEGER), (SELECT COALESCE(MAX(seq), 0) FROM events)) WHERE key = 'folded_seq';`
 
 // newestCTE names n: the newest state of each resource changed since the
 // last fold, in resourceColumns. A commit writes a resource's new state in
