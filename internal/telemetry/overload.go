@@ -10,9 +10,10 @@ import (
 // shed, how long the admitted ones waited for a seat, and how long those
 // of a key busier than the others were held back.
 type overloadMetrics struct {
-	shed      *prometheus.CounterVec
-	queueWait *prometheus.HistogramVec
-	paced     *prometheus.HistogramVec
+	shed        *prometheus.CounterVec
+	queueWait   *prometheus.HistogramVec
+	queueWaitBy map[string]prometheus.Observer // by priority: every request of the API observes one
+	paced       *prometheus.HistogramVec
 }
 
 func newOverloadMetrics(r *prometheus.Registry) overloadMetrics {
@@ -32,8 +33,9 @@ func newOverloadMetrics(r *prometheus.Registry) overloadMetrics {
 			Buckets: durationBuckets,
 		}, []string{"flow_class"}),
 	}
+	o.queueWaitBy = map[string]prometheus.Observer{}
 	for _, p := range []string{"lease", "new"} {
-		o.queueWait.WithLabelValues(p)
+		o.queueWaitBy[p] = o.queueWait.WithLabelValues(p)
 	}
 	r.MustRegister(o.shed, o.queueWait, o.paced)
 	return o
@@ -46,7 +48,11 @@ func (m *Metrics) ObserveShed(flowClass, priority, reason string) {
 
 // ObserveQueueWait records how long an admitted request waited for a seat.
 func (m *Metrics) ObserveQueueWait(priority string, d time.Duration) {
-	m.overload.queueWait.WithLabelValues(priority).Observe(d.Seconds())
+	o, ok := m.overload.queueWaitBy[priority]
+	if !ok {
+		o = m.overload.queueWait.WithLabelValues(priority)
+	}
+	o.Observe(d.Seconds())
 }
 
 // ObservePace records how long a request was held back by pacing.

@@ -26,6 +26,7 @@ type Metrics struct {
 	Registry *prometheus.Registry
 
 	requests      *prometheus.HistogramVec
+	requestsBy    sync.Map // requestLabels → prometheus.Observer: a lookup per request without hashing labels
 	commit        prometheus.Histogram
 	commitChanges prometheus.Histogram
 	commitFailed  prometheus.Counter
@@ -35,6 +36,7 @@ type Metrics struct {
 	walFrames     prometheus.Gauge
 	streamLag     prometheus.Histogram
 	grantWait     *prometheus.HistogramVec
+	grantWaitBy   map[string]prometheus.Observer // by kind, filled in New
 
 	watchOnce sync.Once
 	service   serviceCollector
@@ -85,8 +87,9 @@ func New() *Metrics {
 			"and how long each took from the request, waiting for the lock included.",
 		Buckets: waitBuckets,
 	}, []string{"kind"})
+	m.grantWaitBy = map[string]prometheus.Observer{}
 	for _, k := range grantKinds { // every kind from the first scrape, so rates start at 0
-		m.grantWait.WithLabelValues(k.String())
+		m.grantWaitBy[k.String()] = m.grantWait.WithLabelValues(k.String())
 	}
 	m.streamLag = seconds("fenceview_stream_lag_seconds",
 		"Event stream lag: from an event's publication (its commit is durable) to its frame leaving for a websocket client.")
@@ -167,14 +170,33 @@ var grantKinds = fenceview.Kinds
 // ObserveGrant records one grant of kind and how long it took, waiting
 // included (httpapi's Server.ObserveGrant).
 func (m *Metrics) ObserveGrant(kind fenceview.Kind, took time.Duration) {
-	m.grantWait.WithLabelValues(kind.String()).Observe(took.Seconds())
+	o, ok := m.grantWaitBy[kind.String()]
+	if !ok {
+		o = m.grantWait.WithLabelValues(kind.String())
+	}
+	o.Observe(took.Seconds())
 }
 
 // ObserveStreamLag records how long an event waited for a stream client.
 func (m *Metrics) ObserveStreamLag(d time.Duration) { m.streamLag.Observe(d.Seconds()) }
 
+// requestLabels are a request's labels: route patterns, methodLabel's
+// methods and the server's own statuses, so as few as the series.
+type requestLabels struct {
+	route, method string
+	status        int
+}
+
+// observeRequest records a request. Its series' observer is looked up
+// once and kept: WithLabelValues hashes the labels and takes the vector's
+// lock, a cost every request paid.
 func (m *Metrics) observeRequest(route, method string, status int, d time.Duration) {
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Observe(d.Seconds())
+	k := requestLabels{route, method, status}
+	o, ok := m.requestsBy.Load(k)
+	if !ok {
+		o, _ = m.requestsBy.LoadOrStore(k, m.requests.WithLabelValues(route, method, strconv.Itoa(status)))
+	}
+	o.(prometheus.Observer).Observe(d.Seconds())
 }
 
 // serviceCollector turns fenceview.Metrics snapshots into const metrics,
