@@ -167,10 +167,10 @@ func flowOf(p *auth.Principal, addr string) (flow, class string) {
 // in the issuer's queue, not in a seat. entered, when not nil, is called
 // once, when op starts or the request is refused (the RPC stream frees the
 // key's in-flight slot of a waiting acquire there). A request shed is
-// answered 429 overloaded with retryAfterMs, nothing done.
-func (s *Server) admitted(ctx context.Context, addr string, class opClass, wait time.Duration, entered func(), op func() (int, any)) (int, any) {
+// answered 429 overloaded with retryAfterMs, nothing done. flow and
+// fclass are the request's flow (flowOf).
+func (s *Server) admitted(ctx context.Context, flow, fclass string, class opClass, wait time.Duration, entered func(), op func() (int, any)) (int, any) {
 	o := s.overload()
-	flow, fclass := flowOf(auth.FromContext(ctx), addr)
 	enter := func() {
 		if entered != nil {
 			entered()
@@ -267,7 +267,8 @@ func (s *Server) admittedRoute(r *http.Request, wait time.Duration, op func() (i
 	if o == nil || !o.admitted() {
 		return op()
 	}
-	return s.admitted(r.Context(), s.clientAddr(r), o.class, wait, nil, op)
+	flow, fclass := flowOf(auth.FromContext(r.Context()), s.clientAddr(r))
+	return s.admitted(r.Context(), flow, fclass, o.class, wait, nil, op)
 }
 
 // clientAddr is the address r comes from (in cluster mode, the client a

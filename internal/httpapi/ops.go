@@ -231,7 +231,8 @@ func (s *Server) operationHandler(o *operation) http.HandlerFunc {
 		var status int
 		var out any
 		if o.admitted() {
-			status, out = s.admitted(ctx, s.clientAddr(r), o.class, wait, nil, func() (int, any) { return o.serve(s, ctx, &c) })
+			flow, fclass := flowOf(auth.FromContext(ctx), s.clientAddr(r))
+			status, out = s.admitted(ctx, flow, fclass, o.class, wait, nil, func() (int, any) { return o.serve(s, ctx, &c) })
 		} else {
 			status, out = o.serve(s, ctx, &c)
 		}

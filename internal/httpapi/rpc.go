@@ -90,13 +90,16 @@ type rpcConn struct {
 	p      *auth.Principal
 	source string
 	addr   string // the client's address: its flow with auth off
-	ctx    context.Context
-	cancel context.CancelFunc
-	out    rpcOut
-	work   chan wire.Request // to an idle worker; unbuffered
-	req    wire.Request      // the reader's decoding target (take)
-	msg    []byte            // the reader's message buffer (readWhole)
-	inline []byte            // the reader's answer buffer (serveInline)
+	// flow and fclass are its flow in admission control (flowOf), made
+	// once: the connection's key and address never change.
+	flow, fclass string
+	ctx          context.Context
+	cancel       context.CancelFunc
+	out          rpcOut
+	work         chan wire.Request // to an idle worker; unbuffered
+	req          wire.Request      // the reader's decoding target (take)
+	msg          []byte            // the reader's message buffer (readWhole)
+	inline       []byte            // the reader's answer buffer (serveInline)
 
 	// Answers waiting for the writer, encoded straight into one buffer
 	// (reply): no buffer and no channel send per answer. The writer takes
@@ -123,6 +126,7 @@ func (s *Server) newRPCConn(conn *websocket.Conn, r *http.Request) *rpcConn {
 		wake: make(chan struct{}, 1), work: make(chan wire.Request),
 	}
 	c.out.conn = conn
+	c.flow, c.fclass = flowOf(c.p, c.addr)
 	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
 		c.slots = s.keySlots.open(c.p.KeyID)
 	}
@@ -483,7 +487,7 @@ func (c *rpcConn) answer(req wire.Request, entered func()) (status int, body any
 		if req.Waits() {
 			wait = min(time.Duration(req.WaitMs.Value)*time.Millisecond, fenceview.MaxWait)
 		}
-		status, body = c.s.admitted(c.ctx, c.addr, o.class, wait, entered, dispatch)
+		status, body = c.s.admitted(c.ctx, c.flow, c.fclass, o.class, wait, entered, dispatch)
 	} else {
 		status, body = dispatch()
 	}
