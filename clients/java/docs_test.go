@@ -15,48 +15,21 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/internal/docblocks"
 )
-
-// javaBlock is one ```java block of a Markdown file.
-type javaBlock struct {
-	file string // relative to the repository, e.g. clients/java/README.md
-	line int    // of the block's first line of code
-	code string
-	run  bool // false after a "<!-- not run: why -->" line: compiled only
-}
-
-// notRun is the Markdown comment, on the line before a block, that keeps it
-// from running (it is still compiled); the text beside the block says why.
-const notRun = "<!-- not run:"
 
 // javaDocFiles are the Markdown files whose Java blocks run here.
 var javaDocFiles = []string{"README.md", "clients/java/README.md"}
 
-func javaBlocks(t *testing.T, root string) []javaBlock {
+// javaBlocks are the ```java blocks of javaDocFiles; one after a
+// docblocks.NotRun line is compiled only.
+func javaBlocks(t *testing.T, root string) []docblocks.Block {
 	t.Helper()
-	var out []javaBlock
-	for _, f := range javaDocFiles {
-		data, err := os.ReadFile(filepath.Join(root, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cur *javaBlock
-		prev := ""
-		for i, line := range strings.Split(string(data), "\n") {
-			trim := strings.TrimSpace(line)
-			switch {
-			case cur == nil && trim == "```java":
-				cur = &javaBlock{file: f, line: i + 2, run: !strings.HasPrefix(strings.TrimSpace(prev), notRun)}
-			case cur != nil && strings.HasPrefix(trim, "```"):
-				out = append(out, *cur)
-				cur = nil
-			case cur != nil:
-				cur.code += line + "\n"
-			}
-			prev = line
-		}
+	blocks, err := docblocks.Read(root, javaDocFiles, "java")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return blocks
 }
 
 // The addresses the docs name, and what stands for them here: the real
@@ -136,7 +109,7 @@ func TestJavaDocBlocksRun(t *testing.T) {
 	for i, b := range blocks {
 		name := fmt.Sprintf("DocBlock%d", i)
 		var imports, body strings.Builder
-		for _, line := range strings.Split(strings.TrimSuffix(b.code, "\n"), "\n") {
+		for _, line := range strings.Split(strings.TrimSuffix(b.Code, "\n"), "\n") {
 			if strings.HasPrefix(line, "import ") {
 				imports.WriteString(line + " ")
 				line = ""
@@ -148,7 +121,7 @@ func TestJavaDocBlocksRun(t *testing.T) {
 		}
 		check := ""
 		for key, c := range javaDocChecks {
-			if strings.Contains(b.code, key) {
+			if strings.Contains(b.Code, key) {
 				matched[key]++
 				check = c
 			}
@@ -163,11 +136,11 @@ func TestJavaDocBlocksRun(t *testing.T) {
 		java := imports.String() + "import static docs.Prelude.*; public class " + name + " { " +
 			"public static void main(String[] args) { try { body(); } catch (Throwable e) { e.printStackTrace(); docs.Prelude.end(1); } docs.Prelude.end(0); } " +
 			"static void body() throws Exception { docs.Prelude.start(); {" +
-			strings.Repeat("\n", b.line-1) + code + check + "\n}}}\n"
+			strings.Repeat("\n", b.Line-1) + code + check + "\n}}}\n"
 		f := filepath.Join(src, name+".java")
 		write(t, f, java)
 		files = append(files, f)
-		at[name+".java"] = b.file
+		at[name+".java"] = b.File
 	}
 	for key := range javaDocChecks {
 		if matched[key] != 1 {
@@ -202,8 +175,8 @@ func TestJavaDocBlocksRun(t *testing.T) {
 
 	ran := 0
 	for i, b := range blocks {
-		where := fmt.Sprintf("%s:%d", b.file, b.line)
-		if !b.run {
+		where := fmt.Sprintf("%s:%d", b.File, b.Line)
+		if !b.Run {
 			t.Logf("%s: marked not run (compiled only)", where)
 			continue
 		}

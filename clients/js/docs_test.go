@@ -16,48 +16,21 @@ import (
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
+	"github.com/fenceview/fenceview/internal/docblocks"
 )
-
-// jsBlock is one ```js (or ts, javascript) block of a Markdown file.
-type jsBlock struct {
-	file string // relative to the repository, e.g. clients/js/README.md
-	line int    // of the block's first line of code
-	code string
-	run  bool // false after a "<!-- not run: why -->" line
-}
-
-// notRun is the Markdown comment, on the line before a block, that keeps
-// it from running; the text beside the block says why to readers.
-const notRun = "<!-- not run:"
 
 // docFiles are the Markdown files whose JavaScript blocks run here.
 var docFiles = []string{"clients/js/README.md", "README.md", "docs/signed-tokens.md", "docs/wasm-abi.md"}
 
-func jsBlocks(t *testing.T, root string) []jsBlock {
+// jsBlocks are the ```js (or ts, javascript, typescript) blocks of
+// docFiles; one after a docblocks.NotRun line does not run.
+func jsBlocks(t *testing.T, root string) []docblocks.Block {
 	t.Helper()
-	var out []jsBlock
-	for _, f := range docFiles {
-		data, err := os.ReadFile(filepath.Join(root, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cur *jsBlock
-		prev := ""
-		for i, line := range strings.Split(string(data), "\n") {
-			trim := strings.TrimSpace(line)
-			switch {
-			case cur == nil && (trim == "```js" || trim == "```ts" || trim == "```javascript" || trim == "```typescript"):
-				cur = &jsBlock{file: f, line: i + 2, run: !strings.HasPrefix(strings.TrimSpace(prev), notRun)}
-			case cur != nil && strings.HasPrefix(trim, "```"):
-				out = append(out, *cur)
-				cur = nil
-			case cur != nil:
-				cur.code += line + "\n"
-			}
-			prev = line
-		}
+	blocks, err := docblocks.Read(root, docFiles, "js", "ts", "javascript", "typescript")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return blocks
 }
 
 // The addresses the docs name, and where they point here: the server of
@@ -156,12 +129,12 @@ func TestDocBlocksRun(t *testing.T) {
 
 	ran := 0
 	for i, b := range blocks {
-		at := fmt.Sprintf("%s:%d", b.file, b.line)
-		if !b.run {
+		at := fmt.Sprintf("%s:%d", b.File, b.Line)
+		if !b.Run {
 			t.Logf("%s: marked not run", at)
 			continue
 		}
-		code := strings.ReplaceAll(b.code, docsServer, srv.URL)
+		code := strings.ReplaceAll(b.Code, docsServer, srv.URL)
 		code = strings.ReplaceAll(code, "new Redis()", "new Redis(process.env.FENCEVIEW_REDIS_URL)")
 		var name string
 		var args []string
@@ -177,7 +150,7 @@ func TestDocBlocksRun(t *testing.T) {
 			if strings.Contains(code, "process.argv") {
 				args = verifyArgs
 			}
-			code = strings.Repeat("\n", b.line-1) + code
+			code = strings.Repeat("\n", b.Line-1) + code
 		} else {
 			name = fmt.Sprintf("block%d.mjs", i)
 			code = strings.ReplaceAll(code, "'"+docsDownstream, "__downstream + '")
@@ -190,7 +163,7 @@ func TestDocBlocksRun(t *testing.T) {
 					body.WriteString(line + "\n")
 				}
 			}
-			code = prelude + imports.String() + "{" + strings.Repeat("\n", b.line-1) + body.String() + "}" + epilogue
+			code = prelude + imports.String() + "{" + strings.Repeat("\n", b.Line-1) + body.String() + "}" + epilogue
 		}
 		write(t, filepath.Join(work, name), code)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -200,7 +173,7 @@ func TestDocBlocksRun(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
-			t.Errorf("%s: the block does not run (%v):\n%s", at, err, strings.ReplaceAll(string(out), filepath.Join(work, name), b.file))
+			t.Errorf("%s: the block does not run (%v):\n%s", at, err, strings.ReplaceAll(string(out), filepath.Join(work, name), b.File))
 			continue
 		}
 		if strings.HasSuffix(name, ".mjs") && !strings.Contains(string(out), "block ran") {

@@ -13,49 +13,25 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/docblocks"
 )
 
-// snippet is one ```go block of a Markdown file.
-type snippet struct {
-	file string // relative to the repository, e.g. docs/reference.md
-	line int    // of the block's first line of code
-	code string
-	run  bool // false after a "<!-- not run: why -->" line
-}
-
-// notRun is the Markdown comment, on the line before a block, that keeps a
-// snippet from running (it still compiles); the text beside the block
-// says why to readers.
-const notRun = "<!-- not run:"
-
-// goSnippets returns the ```go blocks of README.md and docs/*.md.
-func goSnippets(t *testing.T, root string) []snippet {
+// goSnippets returns the ```go blocks of README.md and docs/*.md; one
+// after a docblocks.NotRun line is compiled only.
+func goSnippets(t *testing.T, root string) []docblocks.Block {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	files = append([]string{filepath.Join(root, "README.md")}, files...)
-	var out []snippet
+	rel := []string{"README.md"}
 	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, f)
-		var cur *snippet
-		prev := ""
-		for i, line := range strings.Split(string(data), "\n") {
-			switch {
-			case cur == nil && strings.TrimSpace(line) == "```go":
-				cur = &snippet{file: rel, line: i + 2, run: !strings.HasPrefix(strings.TrimSpace(prev), notRun)}
-			case cur != nil && strings.HasPrefix(strings.TrimSpace(line), "```"):
-				out = append(out, *cur)
-				cur = nil
-			case cur != nil:
-				cur.code += line + "\n"
-			}
-			prev = line
-		}
+		r, _ := filepath.Rel(root, f)
+		rel = append(rel, r)
 	}
-	return out
+	blocks, err := docblocks.Read(root, rel, "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blocks
 }
 
 // The names a snippet may use without declaring them, as the prose around
@@ -129,14 +105,14 @@ func TestDocSnippetsRun(t *testing.T) {
 	bodies.WriteString(prelude)
 	ran := 0
 	for i, s := range snippets {
-		if strings.HasPrefix(strings.TrimSpace(s.code), "package ") {
-			addFile(fmt.Sprintf("whole%d", i), "main.go", fmt.Sprintf("//line %s:%d\n%s", s.file, s.line, s.code))
+		if strings.HasPrefix(strings.TrimSpace(s.Code), "package ") {
+			addFile(fmt.Sprintf("whole%d", i), "main.go", fmt.Sprintf("//line %s:%d\n%s", s.File, s.Line, s.Code))
 			continue
 		}
-		code := strings.ReplaceAll(s.code, `"`+docsServer+`"`, "serverURL")
-		fmt.Fprintf(&bodies, "\nfunc snippet%d() error {\n//line %s:%d\n%s%s\treturn nil\n}\n", i, s.file, s.line, code, "\n")
-		if s.run {
-			fmt.Fprintf(&table, "\t{%q, snippet%d},\n", fmt.Sprintf("%s:%d", s.file, s.line), i)
+		code := strings.ReplaceAll(s.Code, `"`+docsServer+`"`, "serverURL")
+		fmt.Fprintf(&bodies, "\nfunc snippet%d() error {\n//line %s:%d\n%s%s\treturn nil\n}\n", i, s.File, s.Line, code, "\n")
+		if s.Run {
+			fmt.Fprintf(&table, "\t{%q, snippet%d},\n", fmt.Sprintf("%s:%d", s.File, s.Line), i)
 			ran++
 		}
 	}
