@@ -62,6 +62,30 @@
   // ungroup reads a grouped number back.
   function ungroup(text) { return Number(String(text).replace(/,/g, '')) || 0; }
 
+  // ---- exact integers ----------------------------------------------------
+  // Tokens and marks are int64, and a JavaScript number holds integers
+  // exactly only up to 2^53: JSON.parse reads 9007199254740993 as
+  // 9007199254740992. So every event and answer is read with parseJSON,
+  // which keeps each integer of 16 or more digits as its decimal string
+  // (group shows it as it is), and tokens are compared as BigInts (big).
+
+  // One match per JSON string or number, whole: digits inside a string, a
+  // fraction or an exponent are never taken for an integer of their own.
+  var JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+
+  function parseJSON(text) {
+    return JSON.parse(String(text).replace(JSON_TOKEN, function (m) {
+      return /^-?\d{16,}$/.test(m) ? '"' + m + '"' : m;
+    }));
+  }
+
+  // big is a token, mark or count (a number or its decimal string) as a
+  // BigInt; 0 when missing.
+  var ZERO = BigInt(0);
+  function big(v) {
+    try { return v == null || v === '' ? ZERO : BigInt(v); } catch (err) { return ZERO; }
+  }
+
   var CLOCK = { hour: '2-digit', minute: '2-digit', second: '2-digit' };
   var MINUTE = { hour: '2-digit', minute: '2-digit' };
   var DATE = { year: 'numeric', month: 'short', day: 'numeric' };
@@ -251,29 +275,31 @@
 
   // isBehind matches the server's: the issuer's alarm, or the plain facts.
   function isBehind(r) {
-    return r.counterAlarm > 0 || (r.lastToken > 0 && r.highWaterMark > r.lastToken);
+    var last = big(r.lastToken);
+    return big(r.counterAlarm) > ZERO || (last > ZERO && big(r.highWaterMark) > last);
   }
 
   // alarmText: the same figure and words as the server's (view.go).
   function alarmMark(r) {
-    if (r.lastToken > 0 && r.highWaterMark > r.lastToken) return Math.max(r.counterAlarm || 0, r.highWaterMark);
-    return r.counterAlarm || 0;
+    var last = big(r.lastToken), hwm = big(r.highWaterMark), alarm = big(r.counterAlarm);
+    if (last > ZERO && hwm > last) return alarm > hwm ? alarm : hwm;
+    return alarm;
   }
 
   function alarmText(r) {
     var mark = alarmMark(r);
-    if (mark <= r.lastToken) {
+    if (mark <= big(r.lastToken)) {
       return 'token ' + group(mark) + ' was in use at a guard above the token counter, last token issued ' + group(r.lastToken);
     }
     return 'token ' + group(mark) + ' in use at a guard, last token issued ' + group(r.lastToken);
   }
 
   // alarmEventText: an alarm event in words, the server's (view.go).
-  var MAX_REPORTED_MARK = 4611686018427387904; // fenceview.MaxReportedMark, 2^62
+  var MAX_REPORTED_MARK = BigInt('4611686018427387904'); // fenceview.MaxReportedMark, 2^62
   function alarmEventText(e) {
     var mark = 'token ' + group(e.token || 0) + ' in use at a guard';
-    if (e.reason === 'foreign-mark' && e.token > MAX_REPORTED_MARK) {
-      return mark + ', above any mark a report may set; the mark stays at ' + group('4611686018427387904') + ' (' + e.reason + ')';
+    if (e.reason === 'foreign-mark' && big(e.token) > MAX_REPORTED_MARK) {
+      return mark + ', above any mark a report may set; the mark stays at ' + group(MAX_REPORTED_MARK) + ' (' + e.reason + ')';
     }
     if (e.reason === 'foreign-mark') return mark + ' before this server issued any; its first token goes above it (' + e.reason + ')';
     return mark + ', last token issued ' + group(e.required || 0) + ' (' + e.reason + ')';
@@ -487,7 +513,7 @@
 
   function json(res) {
     if (!res.ok) throw new Error('HTTP ' + res.status);
-    return res.json();
+    return res.text().then(parseJSON);
   }
 
   function onOverviewEvent(e) {
@@ -671,7 +697,7 @@
     };
     ws.onmessage = function (m) {
       var e;
-      try { e = JSON.parse(m.data); } catch (err) { return; }
+      try { e = parseJSON(m.data); } catch (err) { return; }
       if (!e || typeof e.seq !== 'number' || e.seq <= lastSeq) return; // a replayed duplicate
       lastSeq = e.seq;
       onEvent(e);
@@ -711,13 +737,15 @@
       dialog.onclose = function () { if (dialog.returnValue === 'ok') run(); };
       dialog.showModal();
     }
+    // call posts body, JSON text (JSON.stringify would round a floor
+    // above 2^53), and reads the answer with exact tokens.
     function call(action, body, done) {
       fetch('/v1/locks/' + encodeURIComponent(id) + '/' + action, {
         method: 'POST', credentials: 'same-origin',
         headers: { 'Content-Type': 'application/json' },
-        body: body ? JSON.stringify(body) : undefined
+        body: body || undefined
       }).then(function (res) {
-        return res.json().then(function (j) {
+        return res.text().then(parseJSON).then(function (j) {
           result.textContent = res.ok ? done(j) : 'Refused (' + res.status + '): ' + (j.error || '');
           result.dataset.ok = String(res.ok);
         });
@@ -740,12 +768,14 @@
     var form = card.querySelector('form[data-action="reset"]');
     form.addEventListener('submit', function (ev) {
       ev.preventDefault();
-      var floor = Number(form.elements.floor.value);
+      // The floor as typed, every digit kept ("1e3" and such as numbers).
+      var typed = form.elements.floor.value.trim();
+      var floor = /^\d+$/.test(typed) ? String(BigInt(typed)) : String(Number(typed));
       confirmThen('Reset the token counter of \u201c' + id + '\u201d to at least ' + group(floor) + '?',
         'The next grant on ' + id + ' takes a token above ' + group(floor) + ' and the counter alarm is cleared. ' +
         'Only do this once no token above ' + group(floor) + ' is in use anywhere: a guard holding a higher mark refuses every new token below it.',
         'Reset ' + id, function () {
-          call('reset', { floor: floor }, function (j) { return 'Reset: the next grant takes token ' + group(j.nextToken) + '.'; });
+          call('reset', '{"floor":' + floor + '}', function (j) { return 'Reset: the next grant takes token ' + group(j.nextToken) + '.'; });
         });
     });
   }
