@@ -88,19 +88,9 @@ func (s *Server) credentials() Credentials {
 	return s.adminKeys
 }
 
-// admit is the door of every route: browser safety, then the credential
-// and its role. It returns the request to serve (carrying its principal),
+// admitPrincipal is the door of every route (see route): browser safety,
+// then the credential and its role. It returns the principal r acts as,
 // or false when it has answered.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
-	p, ok := s.admitPrincipal(w, r)
-	if !ok {
-		return r, false
-	}
-	return withPrincipal(r, p), true
-}
-
-// admitPrincipal is admit's decision: the principal r acts as, or false
-// when it has answered.
 func (s *Server) admitPrincipal(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
 	creds := s.credentials()
 	on := creds != nil && creds.Enabled()
@@ -111,10 +101,6 @@ func (s *Server) admitPrincipal(w http.ResponseWriter, r *http.Request) (*auth.P
 	// The mux has matched the route (route): r.Pattern is it, on the
 	// request the instrumentation around us reads too.
 	pattern := r.Pattern
-	if pattern == "" { // a request that did not come through the mux
-		_, pattern = s.mux.Handler(r)
-		r.Pattern = pattern
-	}
 	if !on {
 		// Auth off: everyone is the open principal, said here rather than
 		// left to a default.
