@@ -205,18 +205,13 @@ func (p *pending) lose() {
 	clear(p.minutes)
 }
 
-// reset starts p again after a fold: nothing is pending.
+// reset starts p again after a fold: nothing is pending. Its maps hold
+// at most one entry per row a fold comes after (FoldEvery).
 func (p *pending) reset() {
 	p.lost = false
-	if len(p.rows) > maxPendingKept {
-		p.rows, p.minutes = nil, nil // a burst's maps are not kept
-	}
 	clear(p.rows)
 	clear(p.minutes)
 }
-
-// maxPendingKept bounds the rows whose map reset keeps for the next fold.
-const maxPendingKept = 1 << 14
 
 // foldFromTables, in tests, folds as the code before pending did;
 // beforeCommit, when it fails, fails Apply's transaction just before
@@ -254,8 +249,7 @@ func (db *DB) foldIn(ctx context.Context, c *sqlite3.SQLiteConn) error {
 		return err
 	}
 	if len(db.pend.minutes) > 0 {
-		stmt, err := c.Prepare(`INSERT INTO event_minutes (minute, type, reason, n) VALUES (?, ?, ?, ?)
-			ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n`)
+		stmt, err := c.Prepare(`INSERT INTO event_minutes (minute, type, reason, n) VALUES (?, ?, ?, ?) ` + minutesUpsert)
 		if err != nil {
 			return err
 		}

@@ -228,7 +228,10 @@ const foldIndexSQL = `DELETE FROM resource_log;
 const foldMinutesSQL = `INSERT INTO event_minutes (minute, type, reason, n)
 		SELECT at / 60000, type, CASE WHEN type = 'reject' THEN reason ELSE '' END, COUNT(*) FROM events
 		WHERE seq > ` + foldedSeq + ` GROUP BY 1, 2, 3
-	ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n`
+	` + minutesUpsert
+
+// minutesUpsert adds a fold's counts to those of the same minute.
+const minutesUpsert = `ON CONFLICT (minute, type, reason) DO UPDATE SET n = n + excluded.n`
 
 // foldMarkSQL moves folded_seq past every event written.
 const foldMarkSQL = `UPDATE meta SET value = MAX(CAST(value AS INTEGER), (SELECT COALESCE(MAX(seq), 0) FROM events)) WHERE key = 'folded_seq';`
