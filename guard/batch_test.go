@@ -14,8 +14,8 @@ import (
 )
 
 // RFC 9162 §2.1.1 and §2.1.3.1 as the RFC defines them, recursively over
-// the leaves, with crypto/sha256: independent of tlog (which SignBatch
-// builds with) and of internal/merkle (which the verifiers use).
+// the leaves, with crypto/sha256: independent of internal/merkle, whose Tree
+// SignBatch builds with and whose Root the verifiers use.
 func rfcMTH(d [][]byte) []byte {
 	switch n := len(d); n {
 	case 0:

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"math"
 
-	"golang.org/x/mod/sumdb/tlog"
-
 	"github.com/fenceview/fenceview/guard/ledger"
 	"github.com/fenceview/fenceview/internal/ed25519batch"
 	"github.com/fenceview/fenceview/internal/merkle"
@@ -106,9 +104,9 @@ func SignAll(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]st
 // SHA-256 hashes. A batch of one is a batch carrier too. An invalid id or
 // token fails the whole call.
 //
-// The tree is built and proven by golang.org/x/mod/sumdb/tlog, the code
-// the go command verifies module checksums with; its record and node
-// hashes are RFC 9162's.
+// The tree is merkle.Tree: every node hashed once, each path read from
+// its levels. The tests check it against golang.org/x/mod/sumdb/tlog, the
+// code the go command verifies module checksums with.
 func SignBatch(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]string, error) {
 	if len(resourceIDs) != len(tokens) {
 		return nil, errors.New("guard: as many tokens as resource ids are needed")
@@ -120,19 +118,7 @@ func SignBatch(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]
 	if n == 0 || n > math.MaxUint32 {
 		return nil, errors.New("guard: a batch has 1 to 2^32-1 grants")
 	}
-	// The tree's stored hashes, in tlog's storage order: appending each
-	// record's hashes in turn is exactly that order.
-	stored := make([]tlog.Hash, 0, tlog.StoredHashCount(int64(n)))
-	read := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
-		out := make([]tlog.Hash, len(indexes))
-		for i, x := range indexes {
-			if x < 0 || x >= int64(len(stored)) {
-				return nil, errors.New("guard: a tree hash out of range")
-			}
-			out[i] = stored[x]
-		}
-		return out, nil
-	})
+	leaves := make([][merkle.HashSize]byte, n)
 	var buf [256]byte
 	for i, id := range resourceIDs {
 		if err := ValidateResourceID(id); err != nil {
@@ -141,30 +127,21 @@ func SignBatch(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]
 		if err := ValidateToken(tokens[i]); err != nil {
 			return nil, err
 		}
-		hs, err := tlog.StoredHashes(int64(i), AppendMessage(buf[:0], id, tokens[i]), read)
-		if err != nil {
-			return nil, err
-		}
-		stored = append(stored, hs...)
+		leaves[i] = merkle.LeafHash(AppendMessage(buf[:0], id, tokens[i]))
 	}
-	root, err := tlog.TreeHash(int64(n), read)
-	if err != nil {
-		return nil, err
-	}
+	tree := merkle.NewTree(leaves)
+	root := tree.Root()
 	var msg [merkle.RootMessageSize]byte
-	sig := ed25519.Sign(key, merkle.AppendRootMessage(msg[:0], (*[merkle.HashSize]byte)(&root)))
+	sig := ed25519.Sign(key, merkle.AppendRootMessage(msg[:0], &root))
 	out := make([]string, n)
+	var pathBuf [merkle.MaxPath][merkle.HashSize]byte
 	carrier := make([]byte, 0, merkle.MaxCarrierSize)
+	text := make([]byte, 0, b64.EncodedLen(merkle.MaxCarrierSize))
 	for i := range out {
-		p, err := tlog.ProveRecord(int64(n), int64(i), read)
-		if err != nil {
-			return nil, err
-		}
-		path := make([][merkle.HashSize]byte, len(p))
-		for j := range p {
-			path[j] = p[j]
-		}
-		out[i] = EncodeSignature(merkle.AppendCarrier(carrier[:0], sig, uint32(i), uint32(n), path))
+		path := tree.AppendPath(pathBuf[:0], i)
+		carrier = merkle.AppendCarrier(carrier[:0], sig, uint32(i), uint32(n), path)
+		text = b64.AppendEncode(text[:0], carrier)
+		out[i] = string(text)
 	}
 	return out, nil
 }

@@ -3,13 +3,14 @@
 // §2.1, the hashing of Certificate Transparency and of Go's checksum
 // database), and each grant carries its inclusion proof. This package
 // parses that carrier and recomputes the tree's root from a grant's message
-// and its proof; the callers check the signature over the root.
+// and its proof; the callers check the signature over the root. Tree is the
+// signing half's: the root and every path of a batch, each node hashed once.
 //
 // It imports nothing heavy, so the WebAssembly guard (through guard/ledger)
 // can afford it: SHA-256 is Go's generic code there, crypto/sha256 natively.
-// The signing half, which builds trees, is guard.SignBatch (with
-// golang.org/x/mod/sumdb/tlog); the tests check the two against an
-// independent implementation of RFC 9162's MTH and PATH.
+// The tests check both halves against independent implementations of RFC
+// 9162's MTH and PATH: the RFC's recursive definitions, and
+// golang.org/x/mod/sumdb/tlog.
 //
 // The carrier, decoded from base64url without padding:
 //
