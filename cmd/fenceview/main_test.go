@@ -27,9 +27,16 @@ type response struct {
 	Raw    []byte
 }
 
+// num is the integer at key, read from the raw body: Body's numbers are
+// float64, which would round tokens above 2^53. It is 0 when key is not
+// an integer.
 func (r response) num(key string) int64 {
-	v, _ := r.Body[key].(float64)
-	return int64(v)
+	var fields map[string]json.RawMessage
+	var v int64
+	if json.Unmarshal(r.Raw, &fields) == nil {
+		json.Unmarshal(fields[key], &v)
+	}
+	return v
 }
 
 func (s *testServer) do(method, path string, body any, header ...string) response {
@@ -57,10 +64,15 @@ func (s *testServer) acquire(res, holder string, leaseMs int) response {
 	return r
 }
 
+// tokenOf is a grant's token, exact at any size (see num).
 func tokenOf(r response) int64 {
-	f, _ := r.Body["fencing"].(map[string]any)
-	v, _ := f["token"].(float64)
-	return int64(v)
+	var g struct {
+		Fencing struct {
+			Token int64 `json:"token"`
+		} `json:"fencing"`
+	}
+	json.Unmarshal(r.Raw, &g)
+	return g.Fencing.Token
 }
 
 func (s *testServer) fence(res string, token int64) response {

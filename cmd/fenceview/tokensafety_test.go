@@ -133,3 +133,15 @@ func TestClaimedResourceIsRecoveredByTheAdmin(t *testing.T) {
 		t.Fatalf("alarm after recovery: %s", r.Raw)
 	}
 }
+
+// The tests' own readers of answers are exact above 2^53, where a float64
+// would round 9007199254740993 to ...992 and a check could pass wrongly.
+func TestAnswerReadersAreExactAbove2To53(t *testing.T) {
+	r := response{Raw: []byte(`{"fencing":{"token":9007199254740993},"highWaterMark":9223372036854775807}`)}
+	if got := tokenOf(r); got != 9007199254740993 {
+		t.Errorf("tokenOf = %d", got)
+	}
+	if got := r.num("highWaterMark"); got != math.MaxInt64 {
+		t.Errorf("num = %d", got)
+	}
+}
