@@ -27,10 +27,14 @@ type response struct {
 	Raw    []byte
 }
 
-// num is the integer at key, read from the raw body: Body's numbers are
-// float64, which would round tokens above 2^53. It is 0 when key is not
-// an integer.
+// num is the integer at key, read from the raw body when there is one:
+// Body's numbers are float64, which would round tokens above 2^53. It is
+// 0 when key is not an integer.
 func (r response) num(key string) int64 {
+	if r.Raw == nil { // a part of an answer, decoded already
+		v, _ := r.Body[key].(float64)
+		return int64(v)
+	}
 	var fields map[string]json.RawMessage
 	var v int64
 	if json.Unmarshal(r.Raw, &fields) == nil {
@@ -64,8 +68,14 @@ func (s *testServer) acquire(res, holder string, leaseMs int) response {
 	return r
 }
 
-// tokenOf is a grant's token, exact at any size (see num).
+// tokenOf is a grant's token, exact at any size when r has its raw body
+// (see num).
 func tokenOf(r response) int64 {
+	if r.Raw == nil {
+		f, _ := r.Body["fencing"].(map[string]any)
+		v, _ := f["token"].(float64)
+		return int64(v)
+	}
 	var g struct {
 		Fencing struct {
 			Token int64 `json:"token"`

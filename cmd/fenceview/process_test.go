@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"syscall"
 	"testing"
@@ -27,6 +28,7 @@ func decodeResponse(resp *http.Response) response {
 	defer resp.Body.Close()
 	var r response
 	r.Status = resp.StatusCode
-	json.NewDecoder(resp.Body).Decode(&r.Body)
+	r.Raw, _ = io.ReadAll(resp.Body)
+	json.Unmarshal(r.Raw, &r.Body)
 	return r
 }
