@@ -1,5 +1,7 @@
 package merkle
 
+import "math/bits"
+
 // Tree is a batch's whole Merkle tree, each node hashed once: the signing
 // half's root and audit paths. A batch of n grants costs n leaf hashes and
 // n-1 node hashes, and a path is read from the levels, not recomputed.
@@ -19,7 +21,9 @@ func NewTree(leaves [][HashSize]byte) *Tree {
 	if n == 0 {
 		panic("merkle: a tree of no leaves")
 	}
-	t := &Tree{nodes: make([][HashSize]byte, 0, 2*n-1), starts: make([]int, 0, 33)}
+	// 2n-1 nodes, and a node moved up unchanged on at most every level.
+	levels := bits.Len(uint(n-1)) + 1
+	t := &Tree{nodes: make([][HashSize]byte, 0, 2*n-1+levels), starts: make([]int, 0, levels)}
 	t.nodes = append(t.nodes, leaves...)
 	t.starts = append(t.starts, 0)
 	for start, width := 0, n; width > 1; {

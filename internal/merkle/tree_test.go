@@ -77,3 +77,14 @@ func TestTreeKeepsItsOwnLeaves(t *testing.T) {
 		t.Fatal("the tree changed with its caller's slice")
 	}
 }
+
+// A tree's nodes are allocated once: the room for the nodes moved up
+// unchanged is counted beforehand, not found by growing (which doubles).
+func TestTreeAllocatesItsNodesOnce(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 5, 7, 25, 63, 64, 65, 100} {
+		tree := NewTree(make([][HashSize]byte, n))
+		if got := cap(tree.nodes); got < len(tree.nodes) || got > 2*n+8 {
+			t.Errorf("%d leaves: %d nodes in room for %d", n, len(tree.nodes), got)
+		}
+	}
+}
