@@ -150,6 +150,8 @@ type Dispatcher struct {
 	queued  int           // requests queued, both levels
 	service time.Duration // moving average of how long a request holds its seat
 	waited  time.Time     // when a request last had to queue
+	told    []*waiter     // waiters with then, woken, to be told outside mu (unlock)
+	telling bool          // a goroutine is telling them
 }
 
 // level is one priority level's flows and virtual clock.
@@ -161,6 +163,7 @@ type level struct {
 
 // flow is one caller's requests at one level.
 type flow struct {
+	d        *Dispatcher
 	key      string
 	queue    []*waiter // FIFO
 	head     float64   // start tag of queue[0]
@@ -171,7 +174,10 @@ type flow struct {
 // waiter is a queued request.
 type waiter struct {
 	cost     int
-	ready    chan struct{} // closed when granted or shed
+	pri      Priority
+	f        *flow
+	ready    chan struct{}        // closed when granted or shed (Acquire)
+	then     func(*Ticket, error) // called instead (AcquireThen)
 	granted  bool
 	shed     *Shed
 	enqueued time.Time
@@ -208,25 +214,61 @@ func (t *Ticket) Waited() time.Duration { return t.waited }
 // at once when the queues are full or the wait would be too long, or
 // ctx's error when it ends first.
 func (d *Dispatcher) Acquire(ctx context.Context, key string, pri Priority, cost int) (*Ticket, error) {
+	t, w, err := d.enter(key, pri, cost, nil)
+	if t != nil || err != nil {
+		return t, err
+	}
+	select {
+	case <-w.ready:
+	case <-ctx.Done():
+		d.mu.Lock()
+		if !w.granted && w.shed == nil {
+			d.remove(pri, w.f, w)
+			d.dispatch() // one flow fewer: the others' share may have grown
+			d.unlock()
+			return nil, ctx.Err()
+		}
+		d.unlock()
+	}
+	return w.result()
+}
+
+// AcquireThen is Acquire for a caller that does not wait: the ticket when
+// a seat is free now, or the *Shed when the request is refused now; else
+// (nil, nil) once it is queued, and then is called with what Acquire
+// would return once it has it, by the goroutine that gives it a seat
+// (then must not block). A queued request cannot be withdrawn: its
+// caller gives a seat it no longer wants straight back.
+func (d *Dispatcher) AcquireThen(key string, pri Priority, cost int, then func(*Ticket, error)) (*Ticket, error) {
+	t, _, err := d.enter(key, pri, cost, then)
+	return t, err
+}
+
+// enter gives a request of flow key a seat, or refuses it, or queues it:
+// its waiter is then told (through ready, or then) once it has its turn.
+func (d *Dispatcher) enter(key string, pri Priority, cost int, then func(*Ticket, error)) (*Ticket, *waiter, error) {
 	cost = max(1, cost)
 	d.mu.Lock()
 	lv := &d.levels[pri]
 	f := lv.flows[key]
 	if f == nil {
-		f = &flow{key: key}
+		f = &flow{d: d, key: key}
 		lv.flows[key] = f
 	}
 	if len(f.queue) == 0 && d.seatFree(pri) && f.inFlight < d.share(pri) && d.levelsIdle(pri) {
 		d.start(pri, f, cost, lv.tag(f))
 		d.mu.Unlock()
-		return &Ticket{d: d, pri: pri, f: f, cost: cost, start: d.cfg.Now()}, nil
+		return &Ticket{d: d, pri: pri, f: f, cost: cost, start: d.cfg.Now()}, nil, nil
 	}
 	if shed := d.admitQueue(pri, f); shed != nil {
 		d.forget(pri, f)
-		d.mu.Unlock()
-		return nil, shed
+		d.unlock()
+		return nil, nil, shed
 	}
-	w := &waiter{cost: cost, ready: make(chan struct{}), enqueued: d.cfg.Now()}
+	w := &waiter{cost: cost, pri: pri, f: f, then: then, enqueued: d.cfg.Now()}
+	if then == nil {
+		w.ready = make(chan struct{})
+	}
 	d.waited = w.enqueued
 	if len(f.queue) == 0 {
 		f.head = lv.tag(f)
@@ -235,25 +277,50 @@ func (d *Dispatcher) Acquire(ctx context.Context, key string, pri Priority, cost
 	f.queue = append(f.queue, w)
 	d.queued++
 	d.dispatch()
-	d.mu.Unlock()
+	d.unlock()
+	return nil, w, nil
+}
 
-	select {
-	case <-w.ready:
-	case <-ctx.Done():
-		d.mu.Lock()
-		if !w.granted && w.shed == nil {
-			d.remove(pri, f, w)
-			d.dispatch() // one flow fewer: the others' share may have grown
-			d.mu.Unlock()
-			return nil, ctx.Err()
-		}
-		d.mu.Unlock()
-	}
+// result is what a waiter's Acquire returns once it had its turn.
+func (w *waiter) result() (*Ticket, error) {
 	if w.shed != nil {
 		return nil, w.shed
 	}
-	now := d.cfg.Now()
-	return &Ticket{d: d, pri: pri, f: f, cost: w.cost, start: now, waited: now.Sub(w.enqueued)}, nil
+	now := w.f.d.cfg.Now()
+	return &Ticket{d: w.f.d, pri: w.pri, f: w.f, cost: w.cost, start: now, waited: now.Sub(w.enqueued)}, nil
+}
+
+// wake tells w it had its turn (granted, or shed). d.mu must be held; a
+// waiter with then is told by unlock, outside it.
+func (d *Dispatcher) wake(w *waiter) {
+	if w.then == nil {
+		close(w.ready)
+		return
+	}
+	d.told = append(d.told, w)
+}
+
+// unlock releases d.mu and calls then for the waiters woken meanwhile.
+// One goroutine calls them at a time, in the order they were woken: a
+// then that gives its seat straight back wakes the next waiter, which
+// joins this loop rather than deepen the stack.
+func (d *Dispatcher) unlock() {
+	if d.telling || len(d.told) == 0 {
+		d.mu.Unlock()
+		return
+	}
+	d.telling = true
+	for len(d.told) > 0 {
+		w := d.told[0]
+		d.told[0] = nil
+		d.told = d.told[1:]
+		d.mu.Unlock()
+		w.then(w.result())
+		d.mu.Lock()
+	}
+	d.told = nil
+	d.telling = false
+	d.mu.Unlock()
 }
 
 // tag is the start tag of f's next request when f becomes busy: not before
@@ -327,7 +394,7 @@ func (d *Dispatcher) admitQueue(pri Priority, f *flow) *Shed {
 	w := longest.queue[len(longest.queue)-1]
 	w.shed = &Shed{Reason: "evicted", RetryAfter: d.retryAfter(New, len(longest.queue))}
 	d.remove(New, longest, w)
-	close(w.ready)
+	d.wake(w)
 	return nil
 }
 
@@ -434,7 +501,7 @@ func (d *Dispatcher) dispatch() {
 				f.head = f.finish // still busy: its next request starts where this one ends
 			}
 			w.granted = true
-			close(w.ready)
+			d.wake(w)
 		}
 		if pri == Lease && !d.seatFree(Lease) && slices.ContainsFunc(lv.busy, func(f *flow) bool { return f.inFlight < d.share(Lease) }) {
 			return // the Lease level waits for a seat: New does not pass it
@@ -448,8 +515,8 @@ func (d *Dispatcher) dispatch() {
 func (t *Ticket) Done(cost int) {
 	d := t.d
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if t.done {
+		d.mu.Unlock()
 		return
 	}
 	t.done = true
@@ -473,6 +540,7 @@ func (t *Ticket) Done(cost int) {
 	}
 	d.forget(t.pri, t.f)
 	d.dispatch()
+	d.unlock()
 }
 
 // Contended reports whether the server is busy enough for pacing

@@ -216,12 +216,65 @@ func (s *Server) admitted(ctx context.Context, flow, fclass string, class opClas
 	}
 	enter()
 	status, body := op()
-	cost := class.cost
-	if status != http.StatusOK && !class.refusalCosts {
-		cost = costCheap
-	}
-	t.Done(cost)
+	t.Done(class.spent(status))
 	return status, body
+}
+
+// admittedThen is admitted for a request that never waits (wait 0) and
+// does not hold a goroutine while it is served: op runs once the request
+// has a seat, at once or from the goroutine that frees one, and answers
+// through its done; finish is given the answer, a refusal included. op
+// and finish must not block.
+func (s *Server) admittedThen(ctx context.Context, flow, fclass string, class opClass, op func(done func(int, any)), finish func(int, any)) {
+	o := s.overload()
+	shed := func(sh *fair.Shed, reason string) {
+		o.observeShed(fclass, class.pri, reason)
+		status, body := s.errorBody(ctx, overloaded(sh))
+		if o.HoldShed <= 0 {
+			finish(status, body)
+			return
+		}
+		go func() {
+			o.hold(ctx, sh.RetryAfter)
+			finish(status, body)
+		}()
+	}
+	run := func(t *fair.Ticket, err error) {
+		if err != nil {
+			sh := err.(*fair.Shed) // AcquireThen refuses with nothing else
+			shed(sh, sh.Reason)
+			return
+		}
+		if o.ObserveQueueWait != nil {
+			o.ObserveQueueWait(class.pri.String(), t.Waited())
+		}
+		switch {
+		case ctx.Err() != nil: // the caller left while queued
+			t.Done(costCheap)
+			shed(&fair.Shed{RetryAfter: time.Second}, "gone")
+		case auth.FromContext(ctx).Gone(): // revoked (or its session ended) while queued
+			t.Done(costCheap)
+			finish(s.errorBody(ctx, fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")))
+		default:
+			op(func(status int, body any) {
+				t.Done(class.spent(status))
+				finish(status, body)
+			})
+		}
+	}
+	t, err := o.Dispatcher.AcquireThen(flow, class.pri, class.cost, run)
+	if t != nil || err != nil {
+		run(t, err)
+	}
+}
+
+// spent is what a request of the class answered status cost its flow: a
+// refusal costs little, unless refusals of the class commit.
+func (class opClass) spent(status int) int {
+	if status != http.StatusOK && !class.refusalCosts {
+		return costCheap
+	}
+	return class.cost
 }
 
 // maxHeldSheds bounds the shed answers held at once (HoldShed).

@@ -89,12 +89,21 @@ func millis(n wire.Int) time.Duration { return time.Duration(n.Value) * time.Mil
 
 func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) (int, any) {
 	start := time.Now()
+	g, err := s.Service.Acquire(ctx, acquireRequestOf(resource, req))
+	return s.acquired(ctx, start, g, err)
+}
+
+func acquireRequestOf(resource string, req lockRequest) fenceview.AcquireRequest {
 	var lease time.Duration // none: the default, or a re-entrant grant's current lease
 	if req.LeaseMs.Set {
 		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
 	}
-	g, err := s.Service.Acquire(ctx, fenceview.AcquireRequest{ResourceID: resource, Holder: *req.Holder, Lease: lease,
-		Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
+	return fenceview.AcquireRequest{ResourceID: resource, Holder: *req.Holder, Lease: lease,
+		Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)}
+}
+
+// acquired answers an acquire asked for at start.
+func (s *Server) acquired(ctx context.Context, start time.Time, g fenceview.Grant, err error) (int, any) {
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
@@ -103,7 +112,11 @@ func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) 
 }
 
 func (s *Server) renew(ctx context.Context, resource string, req lockRequest) (int, any) {
-	g, err := s.Service.Renew(ctx, resource, *req.Holder, time.Duration(req.LeaseMs.Value)*time.Millisecond)
+	g, err := s.Service.Renew(ctx, resource, *req.Holder, millis(req.LeaseMs))
+	return s.renewed(ctx, g, err)
+}
+
+func (s *Server) renewed(ctx context.Context, g fenceview.Grant, err error) (int, any) {
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
@@ -112,10 +125,30 @@ func (s *Server) renew(ctx context.Context, resource string, req lockRequest) (i
 
 func (s *Server) release(ctx context.Context, resource string, req lockRequest) (int, any) {
 	left, err := s.Service.Release(ctx, resource, *req.Holder)
+	return s.released(ctx, resource, left, err)
+}
+
+func (s *Server) released(ctx context.Context, resource string, left int, err error) (int, any) {
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
 	return http.StatusOK, wire.Released{ResourceID: resource, HoldCount: left, Released: true}
+}
+
+// The same operations answered through done once durable, by a service
+// that can (thenService): the RPC stream's requests that never wait.
+
+func (s *Server) acquireThen(ts thenService, ctx context.Context, resource string, req lockRequest, done func(int, any)) {
+	start := time.Now()
+	ts.AcquireThen(ctx, acquireRequestOf(resource, req), func(g fenceview.Grant, err error) { done(s.acquired(ctx, start, g, err)) })
+}
+
+func (s *Server) renewThen(ts thenService, ctx context.Context, resource string, req lockRequest, done func(int, any)) {
+	ts.RenewThen(ctx, resource, *req.Holder, millis(req.LeaseMs), func(g fenceview.Grant, err error) { done(s.renewed(ctx, g, err)) })
+}
+
+func (s *Server) releaseThen(ts thenService, ctx context.Context, resource string, req lockRequest, done func(int, any)) {
+	ts.ReleaseThen(ctx, resource, *req.Holder, func(left int, err error) { done(s.released(ctx, resource, left, err)) })
 }
 
 func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
@@ -259,6 +292,16 @@ func (req *fenceRequest) readHeaders(h http.Header) error {
 
 // fence decides a fenced write presented to the server's guard.
 func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (int, any) {
+	f, err := s.fenceOf(ctx, resource, req)
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	d, err := s.Service.Fence(ctx, f)
+	return s.fenced(ctx, resource, d, err)
+}
+
+// fenceOf is the fence a request asks for, validated and attributed.
+func (s *Server) fenceOf(ctx context.Context, resource string, req fenceRequest) (fenceview.Fence, error) {
 	f, err := req.fence(resource)
 	if err == nil {
 		f.Source, err = attribute(ctx, req.origin, req.Source)
@@ -266,10 +309,11 @@ func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (
 	if err == nil {
 		f.Mode, err = req.mode(s.FenceMode)
 	}
-	if err != nil {
-		return s.errorBody(ctx, err)
-	}
-	d, err := s.Service.Fence(ctx, f)
+	return f, err
+}
+
+// fenced answers a fence's decision.
+func (s *Server) fenced(ctx context.Context, resource string, d guard.Decision, err error) (int, any) {
 	if err != nil {
 		return s.errorBody(ctx, err)
 	}
@@ -277,6 +321,19 @@ func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (
 		return http.StatusConflict, httpguard.NewRefusal(d)
 	}
 	return http.StatusOK, wire.FenceAccepted{Accepted: true, Token: d.Presented, IdempotencyKey: guard.IdempotencyKey(resource, d.Presented)}
+}
+
+// fenceThen is fenceOp over the RPC stream, answered through done.
+func (s *Server) fenceThen(ts thenService, ctx context.Context, c *opCall, done func(int, any)) {
+	req := fenceRequestOf(&c.req)
+	req.origin = c.origin
+	resource := c.req.Resource
+	f, err := s.fenceOf(ctx, resource, req)
+	if err != nil {
+		done(s.errorBody(ctx, err))
+		return
+	}
+	ts.FenceThen(ctx, f, func(d guard.Decision, err error) { done(s.fenced(ctx, resource, d, err)) })
 }
 
 var errMissingToken = fenceview.Errorf(fenceview.EINVALIDTOKEN,

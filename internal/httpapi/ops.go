@@ -31,11 +31,11 @@ import (
 var operations = []operation{
 	// Locks.
 	{op: wire.OpAcquire, route: "POST /v1/locks/{resource}/acquire", action: auth.Lock, class: classNew, target: targetResource,
-		fields: wire.FieldsOf("holder", "leaseMs", "waitMs", "lockDelayMs"), serve: lockOp((*Server).acquire)},
+		fields: wire.FieldsOf("holder", "leaseMs", "waitMs", "lockDelayMs"), serve: lockOp((*Server).acquire), then: lockThen((*Server).acquireThen)},
 	{op: wire.OpRenew, route: "POST /v1/locks/{resource}/renew", action: auth.Lock, class: classLease, target: targetResource,
-		fields: wire.FieldsOf("holder", "leaseMs"), serve: lockOp((*Server).renew)},
+		fields: wire.FieldsOf("holder", "leaseMs"), serve: lockOp((*Server).renew), then: lockThen((*Server).renewThen)},
 	{op: wire.OpRelease, route: "POST /v1/locks/{resource}/release", action: auth.Lock, class: classLease, target: targetResource,
-		fields: wire.FieldsOf("holder"), serve: lockOp((*Server).release)},
+		fields: wire.FieldsOf("holder"), serve: lockOp((*Server).release), then: lockThen((*Server).releaseThen)},
 	{op: wire.OpLock, route: "GET /v1/locks/{resource}", action: auth.Read, class: classRead, target: targetResource,
 		serve: resourceOp((*Server).lockState)},
 	{route: "POST /v1/locks/{resource}/expire", action: auth.Manage, target: targetResource, handle: (*Server).handleExpire},
@@ -45,7 +45,7 @@ var operations = []operation{
 	// Fenced writes and the guards' reports.
 	{op: wire.OpFence, route: "POST /v1/fence/{resource}", action: auth.Fence, class: classFence, target: targetResource,
 		fields: wire.FieldsOf("token", "issuer", "scope", "holder", "source", "signature", "mode"), emptyBody: true,
-		serve: (*Server).fenceOp},
+		serve: (*Server).fenceOp, then: (*Server).fenceThen},
 	{route: "POST /v1/decisions", action: auth.Report, class: classReport, handle: (*Server).handleDecisions},
 
 	// Semaphores.
@@ -120,6 +120,19 @@ type operation struct {
 	// keys). A row has one of the two.
 	serve  func(s *Server, ctx context.Context, c *opCall) (int, any)
 	handle func(s *Server, w http.ResponseWriter, r *http.Request)
+	// then, when set, is serve answered through done once durable, for a
+	// service that can (thenService): the RPC stream serves a request that
+	// never waits so, without a goroutine parked until its commit.
+	then func(s *Server, ts thenService, ctx context.Context, c *opCall, done func(int, any))
+}
+
+// thenService is a service that answers a change once it is durable
+// without a goroutine waiting for it (the issuer's changeThen).
+type thenService interface {
+	AcquireThen(ctx context.Context, req fenceview.AcquireRequest, then func(fenceview.Grant, error))
+	RenewThen(ctx context.Context, resourceID, holder string, lease time.Duration, then func(fenceview.Grant, error))
+	ReleaseThen(ctx context.Context, resourceID, holder string, then func(int, error))
+	FenceThen(ctx context.Context, f fenceview.Fence, then func(guard.Decision, error))
 }
 
 // target is what an operation's route path names.
@@ -248,23 +261,43 @@ func (s *Server) operationHandler(o *operation) http.HandlerFunc {
 // lock's id and the caller's prefixes; origin (rpc:<host>) is the
 // connection's source when auth is off.
 func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin string) (int, any) {
-	o := opsByName[req.Op]
-	if o == nil {
-		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "op must be %s", strings.Join(rpcOpNames, ", ")))
-	}
-	if p := auth.FromContext(ctx); !p.Allows(o.action) {
-		return s.errorBody(ctx, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
-	}
-	if o.target == targetResource {
-		if err := guard.ValidateResourceID(req.Resource); err != nil {
-			return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "%v", err))
-		}
-		if err := seeResource(ctx, req.Resource); err != nil {
-			return s.errorBody(ctx, err)
-		}
+	o, err := rpcOp(ctx, &req)
+	if err != nil {
+		return s.errorBody(ctx, err)
 	}
 	c := opCall{opBody: opBody{req: req}, origin: origin}
 	return o.serve(s, ctx, &c)
+}
+
+// dispatchRPCThen is dispatchRPC answered through done, by o's then.
+func (s *Server) dispatchRPCThen(ts thenService, o *operation, ctx context.Context, req wire.Request, origin string, done func(int, any)) {
+	if _, err := rpcOp(ctx, &req); err != nil {
+		done(s.errorBody(ctx, err))
+		return
+	}
+	c := opCall{opBody: opBody{req: req}, origin: origin}
+	o.then(s, ts, ctx, &c, done)
+}
+
+// rpcOp is the operation of an RPC request, once the caller's role may
+// use it and the lock it names is valid and within the caller's prefixes.
+func rpcOp(ctx context.Context, req *wire.Request) (*operation, error) {
+	o := opsByName[req.Op]
+	if o == nil {
+		return nil, fenceview.Errorf(fenceview.EINVALID, "op must be %s", strings.Join(rpcOpNames, ", "))
+	}
+	if p := auth.FromContext(ctx); !p.Allows(o.action) {
+		return nil, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
+	}
+	if o.target == targetResource {
+		if err := guard.ValidateResourceID(req.Resource); err != nil {
+			return nil, fenceview.Errorf(fenceview.EINVALID, "%v", err)
+		}
+		if err := seeResource(ctx, req.Resource); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
 }
 
 // lockOp serves acquire, renew or release: the one validation of a lock
@@ -276,6 +309,18 @@ func lockOp(op func(*Server, context.Context, string, lockRequest) (int, any)) f
 			return s.errorBody(ctx, err)
 		}
 		return op(s, ctx, c.req.Resource, lr)
+	}
+}
+
+// lockThen is lockOp answered through done (operation.then).
+func lockThen(op func(*Server, thenService, context.Context, string, lockRequest, func(int, any))) func(*Server, thenService, context.Context, *opCall, func(int, any)) {
+	return func(s *Server, ts thenService, ctx context.Context, c *opCall, done func(int, any)) {
+		lr := lockRequestOf(&c.req)
+		if err := lr.validate(); err != nil {
+			done(s.errorBody(ctx, err))
+			return
+		}
+		op(s, ts, ctx, c.req.Resource, lr, done)
 	}
 }
 

@@ -99,6 +99,8 @@ type rpcConn struct {
 	work         chan wire.Request // to an idle worker; unbuffered
 	req          wire.Request      // the reader's decoding target (take)
 	msg          []byte            // the reader's message buffer (readWhole)
+	ts           thenService       // the service, when it answers changes once durable (serveThen)
+	thenSlots    chan struct{}     // requests served by serveThen, at most rpcWorkers
 	inline       []byte            // the reader's answer buffer (serveInline)
 
 	// Answers waiting for the writer, encoded straight into one buffer
@@ -126,6 +128,9 @@ func (s *Server) newRPCConn(conn *websocket.Conn, r *http.Request) *rpcConn {
 		wake: make(chan struct{}, 1), work: make(chan wire.Request),
 	}
 	c.out.conn = conn
+	if c.ts, _ = s.Service.(thenService); c.ts != nil {
+		c.thenSlots = make(chan struct{}, rpcWorkers)
+	}
 	c.flow, c.fclass = flowOf(c.p, c.addr)
 	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
 		c.slots = s.keySlots.open(c.p.KeyID)
@@ -300,8 +305,46 @@ func (c *rpcConn) take(line []byte, single bool) {
 		c.serveInline(req)
 		return
 	}
+	if c.serveThen(req) {
+		return
+	}
 	c.busy.Add(1)
 	c.handOff(req)
+}
+
+// serveThen serves a request that never waits through its operation's
+// then, when the service answers so: no goroutine waits for its seat or
+// its commit, and the goroutine that delivers the commit queues its
+// answer for the writer. At most rpcWorkers such requests of a
+// connection are served at once, as many as its workers: beyond, the
+// reader waits, and so does the client. It reports false for any other
+// request.
+func (c *rpcConn) serveThen(req wire.Request) bool {
+	o := opsByName[req.Op]
+	if c.ts == nil || o == nil || o.then == nil || !o.admitted() {
+		return false
+	}
+	if !c.s.ops.enter(c.p) {
+		status, body := c.s.errorBody(c.ctx, errRevoked)
+		c.freeSlot()
+		c.reply(req.ID, status, body)
+		return true
+	}
+	c.thenSlots <- struct{}{}
+	c.busy.Add(1)
+	c.inflight.Add(1)
+	id := req.ID
+	c.s.admittedThen(c.ctx, c.flow, c.fclass, o.class, func(done func(int, any)) {
+		c.s.dispatchRPCThen(c.ts, o, c.ctx, req, c.source, done)
+	}, func(status int, body any) {
+		c.s.ops.leave(c.p)
+		c.busy.Add(-1)
+		<-c.thenSlots
+		c.freeSlot()
+		c.reply(id, status, body)
+		c.inflight.Done()
+	})
+	return true
 }
 
 // serveWaiting serves an acquire that may wait in a goroutine of its own

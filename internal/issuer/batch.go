@@ -41,6 +41,8 @@ type batch struct {
 	// of an error would be two allocations per change, this one is one.
 	done chan struct{}
 	err  error
+	// then, when set, is told the verdict instead of done (changeThen).
+	then func(error)
 
 	// Room for the common batch, one resource and its one or two events
 	// (an expiry and a grant), in the batch's own allocation: order,

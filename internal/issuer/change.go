@@ -36,6 +36,65 @@ func (s *Service) change(ctx context.Context, decide func(b *batch) outcome) (wa
 	return o.answer.result(true)
 }
 
+// changeThen is change for a caller that does not wait for the answer:
+// then is called with it once the change is durable, on the goroutine
+// that delivers the commit (in commit order; then must not block), or at
+// once when the change is refused with nothing in flight. A change that
+// must wait (a waiter queued, a refusal behind changes still being
+// committed) is carried out as change does, on a goroutine of its own.
+//
+// A caller serving many requests (the RPC stream) so needs no goroutine
+// parked per request and woken by the committer: on a busy server those
+// two hand-offs cost more than the request's own work.
+func (s *Service) changeThen(ctx context.Context, decide func(b *batch) outcome, then func(waitResult, error)) {
+	s.mu.Lock()
+	b := s.begin()
+	o := refused(errClosed)
+	if !s.closed {
+		o = decide(b)
+	}
+	switch {
+	case o.waiter != nil:
+		go func() { then(s.await(ctx, b, o.waiter)) }() // await releases s.mu, held here
+		return
+	case !o.commit:
+		s.mu.Unlock()
+		then(o.answer.result(true))
+		return
+	case o.presign:
+		b.presign = o.answer.grant
+	}
+	b.then = func(err error) {
+		if err != nil {
+			then(waitResult{}, err)
+			return
+		}
+		then(o.answer.result(true))
+	}
+	if !s.applyLocked(b) {
+		if s.seq <= max(s.published, s.lost) {
+			s.mu.Unlock()
+			then(o.answer.result(true))
+			return
+		}
+		go func() { // settleLocked releases s.mu, held here
+			if err := s.settleLocked(); err != nil {
+				then(waitResult{}, err)
+				return
+			}
+			then(o.answer.result(true))
+		}()
+		return
+	}
+	if !s.committing {
+		// No commit runs: the committer takes this one (see commitLoop;
+		// the kick is never pending while committing is false).
+		s.committing = true
+		s.kick <- struct{}{}
+	}
+	s.mu.Unlock()
+}
+
 // committed commits the batch and answers nil once it is durable.
 func committed() outcome { return outcome{commit: true} }
 

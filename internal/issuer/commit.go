@@ -116,7 +116,9 @@ func (s *Service) applyLocked(b *batch) bool {
 		s.seq++
 		b.events[i].Seq = s.seq
 	}
-	b.done = make(chan struct{}, 1)
+	if b.then == nil {
+		b.done = make(chan struct{}, 1)
+	}
 	s.queue = append(s.queue, b)
 	return true
 }
@@ -203,6 +205,10 @@ type delivery struct {
 func (d delivery) deliver() {
 	d.hub.deliver(d.targets)
 	for _, b := range d.answer {
+		if b.then != nil {
+			b.then(d.err)
+			continue
+		}
 		b.err = d.err
 		b.done <- struct{}{}
 	}

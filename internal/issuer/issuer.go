@@ -276,12 +276,21 @@ var (
 
 // acquire is Acquire before signing.
 func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error) {
-	if err := validateAcquire(req.ResourceID, req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
+	decide, err := acquireDecision(ctx, req)
+	if err != nil {
 		return fenceview.Grant{}, err
 	}
-	g := grantReq{holder: req.Holder, owner: ownerOf(ctx), leaseMs: req.Lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
-	r, err := s.change(ctx, func(b *batch) outcome { return b.acquireLock(req.ResourceID, req.Lease, req.Wait, g) })
+	r, err := s.change(ctx, decide)
 	return r.granted(), err
+}
+
+// acquireDecision validates req and returns its decision under s.mu.
+func acquireDecision(ctx context.Context, req fenceview.AcquireRequest) (func(*batch) outcome, error) {
+	if err := validateAcquire(req.ResourceID, req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
+		return nil, err
+	}
+	g := grantReq{holder: req.Holder, owner: ownerOf(ctx), leaseMs: req.Lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
+	return func(b *batch) outcome { return b.acquireLock(req.ResourceID, req.Lease, req.Wait, g) }, nil
 }
 
 // acquireLock decides, under s.mu, an acquire of the lock id by g for
@@ -317,15 +326,24 @@ func (b *batch) acquireLock(id string, lease, wait time.Duration, g grantReq) ou
 
 // renew is Renew before signing.
 func (s *Service) renew(ctx context.Context, resourceID, holder string, lease time.Duration) (fenceview.Grant, error) {
+	decide, err := renewDecision(ctx, resourceID, holder, lease)
+	if err != nil {
+		return fenceview.Grant{}, err
+	}
+	r, err := s.change(ctx, decide)
+	return r.granted(), err
+}
+
+// renewDecision validates a renewal and returns its decision under s.mu.
+func renewDecision(ctx context.Context, resourceID, holder string, lease time.Duration) (func(*batch) outcome, error) {
 	if lease < 0 {
-		return fenceview.Grant{}, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
+		return nil, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
 	}
 	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
-		return fenceview.Grant{}, err // a zero lease means "the current one"
+		return nil, err // a zero lease means "the current one"
 	}
 	owner := ownerOf(ctx)
-	r, err := s.change(ctx, func(b *batch) outcome { return b.renew(resourceID, holder, owner, lease) })
-	return r.granted(), err
+	return func(b *batch) outcome { return b.renew(resourceID, holder, owner, lease) }, nil
 }
 
 // renew decides, under s.mu, a renewal of holder's lease on id: the grant
@@ -351,27 +369,42 @@ func (b *batch) renew(id, holder, owner string, lease time.Duration) outcome {
 // Release gives up one hold of holder on resourceID and returns the holds
 // left; at zero the lock is free and the first waiter gets it.
 func (s *Service) Release(ctx context.Context, resourceID, holder string) (int, error) {
-	if err := guard.ValidateResourceID(resourceID); err != nil {
-		return 0, invalid(err)
-	}
-	if err := guard.ValidateHolderID(holder); err != nil {
-		return 0, invalid(err)
-	}
-	owner := ownerOf(ctx)
-	left := 0
-	_, err := s.change(ctx, func(b *batch) outcome {
-		w := b.get(resourceID)
-		b.expireIfDue(w)
-		if w.res.Holder != holder || w.res.OwnerKey != owner {
-			return refusedAfter(notHolderError(&w.res, holder, owner))
-		}
-		left = b.release(w)
-		return committed()
-	})
+	rel, err := releaseDecision(ctx, resourceID, holder)
 	if err != nil {
 		return 0, err
 	}
-	return left, nil
+	if _, err := s.change(ctx, rel.decide); err != nil {
+		return 0, err
+	}
+	return rel.left, nil
+}
+
+// releasing is a release being decided: the holds it leaves, once decide
+// has run under s.mu.
+type releasing struct {
+	resourceID, holder, owner string
+	left                      int
+}
+
+// releaseDecision validates a release.
+func releaseDecision(ctx context.Context, resourceID, holder string) (*releasing, error) {
+	if err := guard.ValidateResourceID(resourceID); err != nil {
+		return nil, invalid(err)
+	}
+	if err := guard.ValidateHolderID(holder); err != nil {
+		return nil, invalid(err)
+	}
+	return &releasing{resourceID: resourceID, holder: holder, owner: ownerOf(ctx)}, nil
+}
+
+func (rel *releasing) decide(b *batch) outcome {
+	w := b.get(rel.resourceID)
+	b.expireIfDue(w)
+	if w.res.Holder != rel.holder || w.res.OwnerKey != rel.owner {
+		return refusedAfter(notHolderError(&w.res, rel.holder, rel.owner))
+	}
+	rel.left = b.release(w)
+	return committed()
 }
 
 // ForceExpire frees the lock on resourceID whatever its state (an admin's
@@ -442,48 +475,69 @@ func (s *Service) ResetCounter(ctx context.Context, resourceID string, floor int
 // resource this server issues tokens for, a token above the last one issued
 // is refused as unissued.
 func (s *Service) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision, error) {
-	if err := guard.ValidateResourceID(f.ResourceID); err != nil {
-		return guard.Decision{}, invalid(err)
-	}
-	if err := guard.ValidateToken(f.Token.Token); err != nil {
-		return guard.Decision{}, invalid(err)
-	}
-	mode, err := fenceview.ParseFenceMode(f.Mode)
+	fc, err := s.fenceDecisionOf(f)
 	if err != nil {
 		return guard.Decision{}, err
 	}
-	verified := s.fenceVerified(f) // Ed25519 before the lock, not under it
+	if _, err := s.change(ctx, fc.decide); err != nil {
+		return guard.Decision{}, err
+	}
+	return fc.d, nil
+}
+
+// fencing is a fenced write being decided: its decision, once decide has
+// run under s.mu.
+type fencing struct {
+	s                *Service
+	f                fenceview.Fence
+	mode             string
+	verified, proven bool
+	d                guard.Decision
+}
+
+// fenceDecisionOf validates f and checks its signature, outside s.mu.
+func (s *Service) fenceDecisionOf(f fenceview.Fence) (*fencing, error) {
+	if err := guard.ValidateResourceID(f.ResourceID); err != nil {
+		return nil, invalid(err)
+	}
+	if err := guard.ValidateToken(f.Token.Token); err != nil {
+		return nil, invalid(err)
+	}
+	mode, err := fenceview.ParseFenceMode(f.Mode)
+	if err != nil {
+		return nil, err
+	}
+	fc := &fencing{s: s, f: f, mode: mode}
+	fc.verified = s.fenceVerified(f) // Ed25519 before the lock, not under it
 	// A token above the foreign cap proves itself issued here by its
 	// signature alone (as a report's does), checked here, outside the lock.
-	proven := f.Token.Token > fenceview.MaxReportedMark && f.Token.Signature != "" && s.verify(f.ResourceID, f.Token.Token, f.Token.Signature)
+	fc.proven = f.Token.Token > fenceview.MaxReportedMark && f.Token.Signature != "" && s.verify(f.ResourceID, f.Token.Token, f.Token.Signature)
 	if f.Source != "" {
 		if err := fenceview.ValidateSource(f.Source); err != nil {
-			return guard.Decision{}, err
+			return nil, err
 		}
 	}
 	if f.Holder != "" {
 		if err := ValidateNewID(f.Holder); err != nil {
-			return guard.Decision{}, err
+			return nil, err
 		}
 	}
-	var d guard.Decision
-	_, err = s.change(ctx, func(b *batch) outcome {
-		if err := b.admit(f.ResourceID); err != nil {
-			return refused(err)
-		}
-		w := b.get(f.ResourceID)
-		if err := overForeignCap(&w.res, f.Token.Token, proven); err != nil {
-			return refused(err)
-		}
-		b.expireIfDue(w)
-		d = s.fenceDecision(&w.res, f, mode, verified)
-		b.decide(w, d, f.Holder, f.Source, b.now, false, false)
-		return committed()
-	})
-	if err != nil {
-		return guard.Decision{}, err
+	return fc, nil
+}
+
+func (fc *fencing) decide(b *batch) outcome {
+	f := &fc.f
+	if err := b.admit(f.ResourceID); err != nil {
+		return refused(err)
 	}
-	return d, nil
+	w := b.get(f.ResourceID)
+	if err := overForeignCap(&w.res, f.Token.Token, fc.proven); err != nil {
+		return refused(err)
+	}
+	b.expireIfDue(w)
+	fc.d = fc.s.fenceDecision(&w.res, *f, fc.mode, fc.verified)
+	b.decide(w, fc.d, f.Holder, f.Source, b.now, false, false)
+	return committed()
 }
 
 // overForeignCap refuses a fence of token on r that would set r's mark
