@@ -38,10 +38,12 @@ import (
 //	{"id":7,"status":200,"body":{...the JSON API's answer...}}
 //
 // A connection costs a fixed budget, whatever its client does: a reader, a
-// writer, at most rpcWorkers workers and rpcMaxWaiting waiting acquires,
+// writer, at most rpcWorkers lock changes and fences in flight with no
+// goroutine of their own (serveThen), rpcWorkers workers for the other
+// operations and rpcMaxWaiting waiting acquires,
 // one message buffered at a time (see readWhole), and at most
 // rpcAnswerQueue answers waiting for the writer. A client that sends faster than it is served is
-// not read until a worker is free (TCP pushes back); a client that does not
+// not read until a request is done (TCP pushes back); a client that does not
 // read its answers is closed once rpcAnswerQueue of them wait, as gorilla's
 // chat example drops a client whose send buffer is full: nothing is
 // buffered on its behalf.
