@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,39 +115,14 @@ func TestGuardKeyFencesOverRPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/v1/rpc",
-		http.Header{"Authorization": {"Bearer " + secret}})
-	if err != nil {
-		t.Fatalf("a guard key opening /v1/rpc: %v %v", res.Status, err)
-	}
-	defer ws.Close()
-	ws.SetReadDeadline(time.Now().Add(30 * time.Second)) // hang guard
+	ws := dialRPC(t, srv.URL, secret) // a guard key may open it
 	msg := `{"id":1,"op":"fence","resource":"r","token":1}` + "\n" +
 		`{"id":2,"op":"acquire","resource":"r","holder":"g"}` + "\n" +
 		`{"id":3,"op":"semaphore-acquire","name":"jobs","holder":"g","permits":2}` + "\n" +
 		`{"id":4,"op":"lock","resource":"r"}`
-	if err := ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
-		t.Fatal(err)
-	}
 	want := map[uint64]int{1: 200, 2: 403, 3: 403, 4: 200}
-	for len(want) > 0 {
-		_, data, err := ws.ReadMessage()
-		if err != nil {
-			t.Fatalf("waiting for %v: %v", want, err)
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			var a struct {
-				ID     uint64
-				Status int
-			}
-			if err := json.Unmarshal([]byte(line), &a); err != nil {
-				t.Fatal(err)
-			}
-			if w, ok := want[a.ID]; !ok || w != a.Status {
-				t.Fatalf("answer %s, want status %d", line, w)
-			}
-			delete(want, a.ID)
-		}
+	if got := rpcAnswers(t, ws, msg, len(want)); !maps.Equal(got, want) {
+		t.Fatalf("answers %v, want statuses %v", got, want)
 	}
 	if ls, _ := s.Service.Lock("r"); ls.Holder != "owner" {
 		t.Fatalf("the guard's refused acquire changed the lock: %+v", ls)

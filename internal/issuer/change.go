@@ -7,33 +7,41 @@ import (
 	"github.com/fenceview/fenceview"
 )
 
-// change makes one change, the one place a change takes s.mu and gives it
-// back: decide works under s.mu on a new batch and says how the change
-// ends (an outcome: grant now, refuse, or wait), and change releases s.mu,
-// once, and carries that out: it drops the batch and answers at once,
-// commits it and answers once it is durable, or commits it and waits for
-// the queued waiter's answer. decide never releases s.mu. A closed service
-// refuses every change.
+// change makes one change: decide works under s.mu on a new batch and
+// says how the change ends (an outcome: grant now, refuse, or wait), and
+// change releases s.mu, once, and carries that out: it drops the batch and
+// answers at once, commits it and answers once it is durable, or commits
+// it and waits for the queued waiter's answer. decide never releases s.mu.
+// change and changeThen are the only places a change takes s.mu and gives
+// it back.
 func (s *Service) change(ctx context.Context, decide func(b *batch) outcome) (waitResult, error) {
-	s.mu.Lock()
-	b := s.begin()
-	o := refused(errClosed)
-	if !s.closed {
-		o = decide(b)
-	}
+	b, o := s.decideLocked(decide)
 	switch {
 	case o.waiter != nil:
 		return s.await(ctx, b, o.waiter) // commits b, releasing s.mu
 	case !o.commit:
 		s.mu.Unlock()
 		return o.answer.result(true)
-	case o.presign:
-		b.presign = o.answer.grant // signed in place while the commit is in flight
 	}
 	if err := s.finish(b); err != nil {
 		return waitResult{}, err
 	}
 	return o.answer.result(true)
+}
+
+// decideLocked takes s.mu and decides a change on a new batch, leaving
+// s.mu held. A closed service refuses every change.
+func (s *Service) decideLocked(decide func(b *batch) outcome) (*batch, outcome) {
+	s.mu.Lock()
+	b := s.begin()
+	if s.closed {
+		return b, refused(errClosed)
+	}
+	o := decide(b)
+	if o.presign && o.commit {
+		b.presign = o.answer.grant // signed in place while the commit is in flight
+	}
+	return b, o
 }
 
 // changeThen is change for a caller that does not wait for the answer:
@@ -47,11 +55,13 @@ func (s *Service) change(ctx context.Context, decide func(b *batch) outcome) (wa
 // parked per request and woken by the committer: on a busy server those
 // two hand-offs cost more than the request's own work.
 func (s *Service) changeThen(ctx context.Context, decide func(b *batch) outcome, then func(waitResult, error)) {
-	s.mu.Lock()
-	b := s.begin()
-	o := refused(errClosed)
-	if !s.closed {
-		o = decide(b)
+	b, o := s.decideLocked(decide)
+	answer := func(err error) {
+		if err != nil {
+			then(waitResult{}, err)
+			return
+		}
+		then(o.answer.result(true))
 	}
 	switch {
 	case o.waiter != nil:
@@ -59,31 +69,17 @@ func (s *Service) changeThen(ctx context.Context, decide func(b *batch) outcome,
 		return
 	case !o.commit:
 		s.mu.Unlock()
-		then(o.answer.result(true))
+		answer(nil)
 		return
-	case o.presign:
-		b.presign = o.answer.grant
 	}
-	b.then = func(err error) {
-		if err != nil {
-			then(waitResult{}, err)
-			return
-		}
-		then(o.answer.result(true))
-	}
+	b.then = answer
 	if !s.applyLocked(b) {
-		if s.seq <= max(s.published, s.lost) {
+		if s.settledLocked() {
 			s.mu.Unlock()
-			then(o.answer.result(true))
+			answer(nil)
 			return
 		}
-		go func() { // settleLocked releases s.mu, held here
-			if err := s.settleLocked(); err != nil {
-				then(waitResult{}, err)
-				return
-			}
-			then(o.answer.result(true))
-		}()
+		go func() { answer(s.settleLocked()) }() // settleLocked releases s.mu, held here
 		return
 	}
 	if !s.committing {

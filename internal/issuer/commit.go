@@ -54,9 +54,9 @@ func (s *Service) finish(b *batch) error {
 // errUnavailable, since what it said may have been undone.
 func (s *Service) settleLocked() error {
 	need := s.seq
-	if need <= max(s.published, s.lost) {
+	if s.settledLocked() {
 		s.mu.Unlock()
-		return nil // nothing in flight
+		return nil
 	}
 	if s.settlingHook != nil {
 		s.settlingHook()
@@ -71,6 +71,10 @@ func (s *Service) settleLocked() error {
 	}
 	return nil
 }
+
+// settledLocked reports whether every change decided so far is durable,
+// or undone: nothing is in flight. s.mu must be held.
+func (s *Service) settledLocked() bool { return s.seq <= max(s.published, s.lost) }
 
 // applyLocked makes b the current state and queues it for the committer.
 // It reports whether there is anything to wait for: a batch without events
