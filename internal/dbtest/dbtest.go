@@ -37,6 +37,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenceview/fenceview/internal/loopport"
 )
 
 // Server is a running database server.
@@ -172,17 +174,19 @@ func run(t testing.TB, acct *account, dir string, name string, args ...string) {
 	}
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-// Another process may take it before the server binds it; start retries
-// with a new port when the server says its address is in use.
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// below the ephemeral range (loopport). Another test may still take it
+// before the server binds it; start retries with a new port when the server
+// says its address is in use.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return n
 }
 
 // spec describes how to start one server and how to know it is ready.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceview/fenceview/internal/loopport"
 	"github.com/fenceview/fenceview/internal/servertest"
 )
 
@@ -228,20 +229,13 @@ func stop(t *testing.T, c *servertest.Command) {
 	}
 }
 
+// freePorts are n loopback addresses free a moment ago, below the
+// ephemeral range so no test's outgoing connection takes one meanwhile.
 func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	var out []string
-	var lns []net.Listener
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
+	out, err := loopport.Picks(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

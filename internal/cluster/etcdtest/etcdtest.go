@@ -4,14 +4,16 @@
 package etcdtest
 
 import (
+	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/fenceview/fenceview/internal/loopport"
 )
 
 // Cluster is a running etcd cluster of one or more members.
@@ -27,9 +29,27 @@ type member struct {
 }
 
 // Start starts an etcd cluster of n members and stops it when the test ends.
-// Each member's config is changed by opts, after the test defaults.
+// Each member's config is changed by opts, after the test defaults. Members
+// must know each other's peer URLs before any listens, so their ports are
+// picked up front; if another test binds one first, the cluster starts
+// again on new ports.
 func Start(t testing.TB, n int, opts ...func(*embed.Config)) *Cluster {
 	t.Helper()
+	for attempt := 1; ; attempt++ {
+		c, err := start(t, n, opts)
+		if err == nil {
+			t.Cleanup(c.Close)
+			return c
+		}
+		c.Close()
+		if attempt < 5 && loopport.InUse(err) {
+			continue
+		}
+		t.Fatalf("etcd: %v", err)
+	}
+}
+
+func start(t testing.TB, n int, opts []func(*embed.Config)) (*Cluster, error) {
 	c := &Cluster{t: t}
 	var initial []string
 	for i := 0; i < n; i++ {
@@ -38,7 +58,14 @@ func Start(t testing.TB, n int, opts ...func(*embed.Config)) *Cluster {
 		cfg.Dir = t.TempDir()
 		cfg.LogLevel = "error"
 		cfg.LogOutputs = []string{"/dev/null"}
-		peer, client := freeURL(t), freeURL(t)
+		peer, err := loopURL()
+		if err != nil {
+			return c, err
+		}
+		client, err := loopURL()
+		if err != nil {
+			return c, err
+		}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 		// Elections in tens of milliseconds, so a lost member is noticed quickly.
@@ -64,20 +91,23 @@ func Start(t testing.TB, n int, opts ...func(*embed.Config)) *Cluster {
 			errs <- err
 		}(m)
 	}
+	var first error
 	for range c.members {
-		if err := <-errs; err != nil {
-			t.Fatalf("etcd: %v", err)
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
+	}
+	if first != nil {
+		return c, first
 	}
 	for _, m := range c.members {
 		select {
 		case <-m.etcd.Server.ReadyNotify():
 		case <-time.After(time.Minute):
-			t.Fatal("etcd member did not become ready")
+			return c, errors.New("an etcd member did not become ready")
 		}
 	}
-	t.Cleanup(c.Close)
-	return c
+	return c, nil
 }
 
 // DefaultTiming gives members etcd's own heartbeat and election timeout
@@ -108,7 +138,7 @@ func (c *Cluster) AllEndpoints() []string {
 // StopMember stops member i, as a crash would (its data dir stays).
 func (c *Cluster) StopMember(i int) {
 	m := c.members[i]
-	if !m.stopped {
+	if !m.stopped && m.etcd != nil {
 		m.etcd.Close()
 		m.stopped = true
 	}
@@ -121,15 +151,8 @@ func (c *Cluster) Close() {
 	}
 }
 
-// freeURL returns an http URL on a loopback port free at the moment: etcd
-// members must know each other's peer URLs before any of them listens.
-func freeURL(t testing.TB) url.URL {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return url.URL{Scheme: "http", Host: addr}
+// loopURL is an http URL on a loopback port that was free a moment ago.
+func loopURL() (url.URL, error) {
+	addr, err := loopport.Pick()
+	return url.URL{Scheme: "http", Host: addr}, err
 }
