@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/fenceview/fenceview/internal/loopport"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "also write the overview screenshot to docs/dashboard.png")
@@ -252,7 +254,13 @@ func saveScreenshot(t *testing.T, png []byte) {
 // arrive.
 func TestDashboardReconnectsAndResumes(t *testing.T) {
 	ctx := browser(t)
-	s := startServer(t)
+	// The server comes back on its address, so the address is one no
+	// outgoing connection can take while it is away (loopport).
+	home, err := loopport.Pick()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, func(m *Main) { m.Addr = home })
 	s.acquire("before", "a", 60000)
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(s.URL()+"/"),
