@@ -43,15 +43,20 @@ import (
 // operations and rpcMaxWaiting waiting acquires,
 // one message buffered at a time (see readWhole), and at most
 // rpcAnswerQueue answers waiting for the writer. A client that sends faster than it is served is
-// not read until a request is done (TCP pushes back); a client that does not
-// read its answers is closed once rpcAnswerQueue of them wait, as gorilla's
-// chat example drops a client whose send buffer is full: nothing is
-// buffered on its behalf.
+// not read until a request is done (TCP pushes back). Nor is one that is
+// slow to read its answers: while rpcAnswerRoom of them wait for the
+// writer, the reader takes no request, so a client busy sending a burst
+// is not cut off for answers it has not had the time to read. One that
+// stops reading is closed when a write has waited writeWait, or, should
+// its queue still fill (its waiting acquires all served at once), once
+// rpcAnswerQueue answers wait, as gorilla's chat example drops a client
+// whose send buffer is full: nothing more is buffered on its behalf.
 const (
 	rpcMaxMessage  = 1 << 20         // bytes in one message from a client
 	rpcMaxLine     = request.MaxBody // bytes in one request line, as in one JSON body
 	rpcWorkers     = 64              // requests of one connection served at once, waiting acquires aside
 	rpcAnswerQueue = 256             // answers of one connection waiting for its writer
+	rpcAnswerRoom  = 128             // answers waiting for the writer at which the reader pauses: with 2*rpcWorkers in flight, under rpcAnswerQueue
 	// rpcKeyInFlight bounds the requests of one key served at once over
 	// all its RPC connections (waiting acquires aside): a key cannot
 	// multiply its share of the server by opening more connections.
@@ -110,9 +115,10 @@ type rpcConn struct {
 	// the buffer whole and leaves its last one in its place.
 	qmu      sync.Mutex
 	pending  []byte        // answers, one per line
-	npending int           // answers in pending, at most rpcAnswerQueue
+	npending atomic.Int64  // answers in pending, at most rpcAnswerQueue; changed under qmu, read without it by waitRoom
 	closing  bool          // no answer comes after pending: the writer ends
 	wake     chan struct{} // to the writer: pending is not empty (or closing)
+	room     chan struct{} // to the reader: the writer took the pending answers
 	workers  atomic.Int64  // running: started by the reader, at most rpcWorkers
 	slots    chan struct{} // the key's requests in flight (rpcKeyInFlight); nil with auth off
 
@@ -127,7 +133,7 @@ type rpcConn struct {
 func (s *Server) newRPCConn(conn *websocket.Conn, r *http.Request) *rpcConn {
 	c := &rpcConn{
 		s: s, conn: conn, p: auth.FromContext(r.Context()), source: "rpc:" + clientHost(r), addr: s.clientAddr(r),
-		wake: make(chan struct{}, 1), work: make(chan wire.Request),
+		wake: make(chan struct{}, 1), room: make(chan struct{}, 1), work: make(chan wire.Request),
 	}
 	c.out.conn = conn
 	if c.ts, _ = s.Service.(thenService); c.ts != nil {
@@ -261,6 +267,7 @@ func (c *rpcConn) readWhole(r io.Reader) (msg []byte, big bool, err error) {
 func (c *rpcConn) readMessage(msg []byte) {
 	first := true
 	for len(msg) > 0 {
+		c.waitRoom()
 		line, rest, found := bytes.Cut(msg, []byte{'\n'})
 		msg = rest
 		if len(line) >= rpcMaxLine {
@@ -273,6 +280,26 @@ func (c *rpcConn) readMessage(msg []byte) {
 			// A lone request: the message's only line, with no newline.
 			c.take(line, first && !found)
 			first = false
+		}
+	}
+}
+
+// waitRoom holds the reader while rpcAnswerRoom answers wait for the
+// writer, until the writer takes them (or the connection ends). So the
+// answers waiting are at most rpcAnswerRoom and those of the requests
+// in flight.
+func (c *rpcConn) waitRoom() {
+	for {
+		if c.npending.Load() < rpcAnswerRoom {
+			return
+		}
+		if c.s.rpcReaderWaits != nil {
+			c.s.rpcReaderWaits()
+		}
+		select {
+		case <-c.room:
+		case <-c.ctx.Done():
+			return
 		}
 	}
 }
@@ -384,10 +411,7 @@ func (c *rpcConn) serveWaiting(req wire.Request) {
 func (c *rpcConn) serveInline(req wire.Request) {
 	status, body := c.answer(req, nil)
 	c.freeSlot()
-	c.qmu.Lock()
-	idle := c.npending == 0
-	c.qmu.Unlock()
-	if !idle || !c.out.mu.TryLock() {
+	if c.npending.Load() != 0 || !c.out.mu.TryLock() {
 		c.reply(req.ID, status, body)
 		return
 	}
@@ -542,11 +566,12 @@ func (c *rpcConn) answer(req wire.Request, entered func()) (status int, body any
 
 // reply hands the answer to request id to the writer without waiting,
 // encoding it straight into the pending answers. When rpcAnswerQueue
-// answers already wait, the client has stopped reading: it is closed, and
-// its reader stops.
+// answers already wait (past rpcAnswerRoom, the reader took no more
+// requests), the client has stopped reading: it is closed, and its reader
+// stops.
 func (c *rpcConn) reply(id uint64, status int, body any) {
 	c.qmu.Lock()
-	if c.npending >= rpcAnswerQueue {
+	if c.npending.Load() >= rpcAnswerQueue {
 		c.qmu.Unlock()
 		c.drop()
 		return
@@ -555,7 +580,7 @@ func (c *rpcConn) reply(id uint64, status int, body any) {
 		c.pending = append(c.pending, '\n')
 	}
 	c.pending = wire.AppendAnswer(c.pending, id, status, body)
-	c.npending++
+	c.npending.Add(1)
 	c.qmu.Unlock()
 	c.wakeWriter()
 }
@@ -641,11 +666,18 @@ func (c *rpcConn) flush(batch []byte) ([]byte, bool) {
 	// The answers of one commit come back together: let their goroutines
 	// queue them, and send them as one message.
 	runtime.Gosched()
+	if c.s.rpcBeforeFlush != nil {
+		c.s.rpcBeforeFlush()
+	}
 	c.qmu.Lock()
 	batch, c.pending = c.pending, batch[:0]
-	c.npending = 0
+	c.npending.Store(0)
 	closing := c.closing
 	c.qmu.Unlock()
+	select {
+	case c.room <- struct{}{}:
+	default: // the reader has yet to look
+	}
 	if len(batch) > 0 {
 		c.out.mu.Lock()
 		c.out.sendLines(batch)

@@ -23,6 +23,12 @@ func rpcAnswers(t *testing.T, ws *websocket.Conn, msg string, n int) map[uint64]
 	if err := ws.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
 		t.Fatal(err)
 	}
+	return readAnswers(t, ws, n)
+}
+
+// readAnswers reads n answers from ws: status by id.
+func readAnswers(t *testing.T, ws *websocket.Conn, n int) map[uint64]int {
+	t.Helper()
 	got := map[uint64]int{}
 	for len(got) < n {
 		_, data, err := ws.ReadMessage()
@@ -125,5 +131,61 @@ func TestRPCChangesQueueForASeat(t *testing.T) {
 	}
 	if st := s.Overload.Dispatcher.Stats(); st.InUse != 0 || st.Queued != 0 {
 		t.Fatalf("seats after every answer: %+v", st)
+	}
+}
+
+// A client busy sending a burst is not cut off for the answers it has not
+// read yet: while the writer cannot send (held here, as a full socket
+// would hold it), the reader stops taking requests once rpcAnswerRoom
+// answers wait, instead of queueing answers until the connection is
+// dropped; once the writer sends again, every request is answered.
+func TestRPCReaderWaitsForTheWriterInABurst(t *testing.T) {
+	// A paused reader's connection still has its requests in flight to
+	// answer: they must fit in the queue, or a burst is dropped anyway.
+	if rpcAnswerRoom+2*rpcWorkers > rpcAnswerQueue {
+		t.Fatalf("room %d + %d in flight > a queue of %d", rpcAnswerRoom, 2*rpcWorkers, rpcAnswerQueue)
+	}
+	s, srv, keys := keyedAPI(t)
+	_, secret, err := keys.Create(context.Background(), "c", auth.Client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hold atomic.Bool
+	held, waited := make(chan struct{}), make(chan struct{}, 1)
+	s.rpcBeforeFlush = func() {
+		if hold.Load() {
+			<-held
+		}
+	}
+	s.rpcReaderWaits = func() {
+		select {
+		case waited <- struct{}{}:
+		default:
+		}
+	}
+	ws := dialRPC(t, srv.URL, secret)
+	if got := rpcAnswers(t, ws, `{"id":1,"op":"fence","resource":"warm","token":1}`, 1); got[1] != 200 {
+		t.Fatalf("the first fence: %v", got)
+	}
+	hold.Store(true)
+	const n = 4 * rpcAnswerQueue // far more than the queue holds
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprintf(`{"id":%d,"op":"fence","resource":"b%d","token":1}`, i+2, i%100))
+	}
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(strings.Join(lines, "\n"))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-waited:
+	case <-time.After(30 * time.Second): // hang guard
+		t.Fatal("the reader never waited for the writer")
+	}
+	close(held)
+	got := readAnswers(t, ws, n)
+	for id, status := range got {
+		if status != 200 {
+			t.Fatalf("fence %d: %d, want 200", id, status)
+		}
 	}
 }

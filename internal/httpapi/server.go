@@ -52,6 +52,9 @@ type Server struct {
 	ops        opGate   // RPC operations being applied, per key (revoke.go)
 	keySlots   keySlots // RPC requests in flight, per key (rpc.go)
 	rpcBig     bigMessages
+	// In tests: rpcReaderWaits is told each time an RPC reader waits for
+	// room, rpcBeforeFlush runs before a writer takes the pending answers.
+	rpcReaderWaits, rpcBeforeFlush func()
 
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
 	Auth     Credentials

@@ -187,7 +187,8 @@ func TestViewersCannotTakeClientsWebsockets(t *testing.T) {
 // One client key held ~48 MB and 4,096 goroutines per RPC connection by
 // not reading its answers (workers parked on them). A connection now has
 // a fixed budget: its goroutines never pass reader + writer + rpcWorkers,
-// whatever it sends, and once its answers queue is full it is closed, not
+// whatever it sends; while its answers wait for the writer it is not
+// read, and once a write has waited writeWait (10 s) it is closed, not
 // buffered for.
 func TestRPCClientThatDoesNotReadIsClosed(t *testing.T) {
 	s := servertest.Start(t, server.Config{AdminToken: admin})
@@ -200,7 +201,7 @@ func TestRPCClientThatDoesNotReadIsClosed(t *testing.T) {
 		ws[i] = c
 	}
 	// Lock-state reads, answered at once and never read: far more answers
-	// than the socket buffers and the answers queue hold.
+	// than the socket buffers hold.
 	var msg strings.Builder
 	for i := range 4000 {
 		fmt.Fprintf(&msg, `{"id":%d,"op":"lock","resource":"r-%d"}`+"\n", i+1, i%50)
