@@ -176,8 +176,8 @@ type waiter struct {
 	cost     int
 	pri      Priority
 	f        *flow
-	ready    chan struct{}        // closed when granted or shed (Acquire)
-	then     func(*Ticket, error) // called instead (AcquireThen)
+	ready    chan struct{} // closed when granted or shed (Acquire)
+	then     Then          // told instead (AcquireThen)
 	granted  bool
 	shed     *Shed
 	enqueued time.Time
@@ -233,20 +233,34 @@ func (d *Dispatcher) Acquire(ctx context.Context, key string, pri Priority, cost
 	return w.result()
 }
 
+// Then is told a queued request's seat, or its refusal (AcquireThen). It
+// is an interface rather than a func so that a caller's request, which
+// holds its own state, can be told directly: a method value would cost
+// an allocation per request.
+type Then interface {
+	Seated(*Ticket, error)
+}
+
+// ThenFunc is a func as a Then.
+type ThenFunc func(*Ticket, error)
+
+// Seated calls f.
+func (f ThenFunc) Seated(t *Ticket, err error) { f(t, err) }
+
 // AcquireThen is Acquire for a caller that does not wait: the ticket when
 // a seat is free now, or the *Shed when the request is refused now; else
 // (nil, nil) once it is queued, and then is called with what Acquire
 // would return once it has it, by the goroutine that gives it a seat
 // (then must not block). A queued request cannot be withdrawn: its
 // caller gives a seat it no longer wants straight back.
-func (d *Dispatcher) AcquireThen(key string, pri Priority, cost int, then func(*Ticket, error)) (*Ticket, error) {
+func (d *Dispatcher) AcquireThen(key string, pri Priority, cost int, then Then) (*Ticket, error) {
 	t, _, err := d.enter(key, pri, cost, then)
 	return t, err
 }
 
 // enter gives a request of flow key a seat, or refuses it, or queues it:
 // its waiter is then told (through ready, or then) once it has its turn.
-func (d *Dispatcher) enter(key string, pri Priority, cost int, then func(*Ticket, error)) (*Ticket, *waiter, error) {
+func (d *Dispatcher) enter(key string, pri Priority, cost int, then Then) (*Ticket, *waiter, error) {
 	cost = max(1, cost)
 	d.mu.Lock()
 	lv := &d.levels[pri]
@@ -315,7 +329,7 @@ func (d *Dispatcher) unlock() {
 		d.told[0] = nil
 		d.told = d.told[1:]
 		d.mu.Unlock()
-		w.then(w.result())
+		w.then.Seated(w.result())
 		d.mu.Lock()
 	}
 	d.told = nil

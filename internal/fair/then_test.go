@@ -20,14 +20,14 @@ func TestAcquireThenQueuesFairly(t *testing.T) {
 	var seats []*Ticket
 	queue := func(key, name string) {
 		t.Helper()
-		tk, err := d.AcquireThen(key, New, costCommit, func(tk *Ticket, err error) {
+		tk, err := d.AcquireThen(key, New, costCommit, ThenFunc(func(tk *Ticket, err error) {
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 				return
 			}
 			order = append(order, name)
 			seats = append(seats, tk)
-		})
+		}))
 		if tk != nil || err != nil {
 			t.Fatalf("%s with every seat taken: %v, %v; want it queued", name, tk, err)
 		}
@@ -67,7 +67,7 @@ func TestAcquireThenTellsInALoop(t *testing.T) {
 	hold, _ := d.AcquireThen("x", New, 1, nil)
 	depth, deepest, told := 0, 0, 0
 	for range 2000 {
-		d.AcquireThen("y", New, 1, func(tk *Ticket, err error) {
+		d.AcquireThen("y", New, 1, ThenFunc(func(tk *Ticket, err error) {
 			if err != nil {
 				t.Error(err)
 				return
@@ -77,7 +77,7 @@ func TestAcquireThenTellsInALoop(t *testing.T) {
 			told++
 			tk.Done(0) // wakes the next waiter: told after this returns
 			depth--
-		})
+		}))
 	}
 	hold.Done(0)
 	if told != 2000 || deepest != 1 {
@@ -96,31 +96,31 @@ func TestAcquireThenShed(t *testing.T) {
 	var evicted error
 	called := 0
 	for range 2 {
-		d.AcquireThen("storm", New, 1, func(tk *Ticket, err error) {
+		d.AcquireThen("storm", New, 1, ThenFunc(func(tk *Ticket, err error) {
 			called++
 			if err != nil {
 				evicted = err
 				return
 			}
 			tk.Done(0)
-		})
+		}))
 	}
-	tk, err := d.AcquireThen("storm", New, 1, func(*Ticket, error) { t.Error("a request refused at once was told later") })
+	tk, err := d.AcquireThen("storm", New, 1, ThenFunc(func(*Ticket, error) { t.Error("a request refused at once was told later") }))
 	var shed *Shed
 	if tk != nil || !errors.As(err, &shed) || shed.Reason != "queue-full" {
 		t.Fatalf("over the flow's queue: %v, %v; want shed queue-full", tk, err)
 	}
-	d.AcquireThen("b", New, 1, func(tk *Ticket, err error) {
+	d.AcquireThen("b", New, 1, ThenFunc(func(tk *Ticket, err error) {
 		if err == nil {
 			tk.Done(0)
 		}
-	})
+	}))
 	// The total (3) is full: a newcomer takes the longest queue's last place.
-	d.AcquireThen("c", New, 1, func(tk *Ticket, err error) {
+	d.AcquireThen("c", New, 1, ThenFunc(func(tk *Ticket, err error) {
 		if err == nil {
 			tk.Done(0)
 		}
-	})
+	}))
 	if !errors.As(evicted, &shed) || shed.Reason != "evicted" || called != 1 {
 		t.Fatalf("the storm's last request: told %d times, %v; want shed evicted once", called, evicted)
 	}

@@ -220,52 +220,81 @@ func (s *Server) admitted(ctx context.Context, flow, fclass string, class opClas
 	return status, body
 }
 
-// admittedThen is admitted for a request that never waits (wait 0) and
-// does not hold a goroutine while it is served: op runs once the request
-// has a seat, at once or from the goroutine that frees one, and answers
-// through its done; finish is given the answer, a refusal included. op
-// and finish must not block.
-func (s *Server) admittedThen(ctx context.Context, flow, fclass string, class opClass, op func(done func(int, any)), finish func(int, any)) {
-	o := s.overload()
-	shed := func(sh *fair.Shed, reason string) {
-		o.observeShed(fclass, class.pri, reason)
-		status, body := s.errorBody(ctx, overloaded(sh))
-		if o.HoldShed <= 0 {
-			finish(status, body)
-			return
-		}
-		go func() {
-			o.hold(ctx, sh.RetryAfter)
-			finish(status, body)
-		}()
-	}
-	run := func(t *fair.Ticket, err error) {
-		if err != nil {
-			sh := err.(*fair.Shed) // AcquireThen refuses with nothing else
-			shed(sh, sh.Reason)
-			return
-		}
-		if o.ObserveQueueWait != nil {
-			o.ObserveQueueWait(class.pri.String(), t.Waited())
-		}
-		switch {
-		case ctx.Err() != nil: // the caller left while queued
-			t.Done(costCheap)
-			shed(&fair.Shed{RetryAfter: time.Second}, "gone")
-		case auth.FromContext(ctx).Gone(): // revoked (or its session ended) while queued
-			t.Done(costCheap)
-			finish(s.errorBody(ctx, fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")))
-		default:
-			op(func(status int, body any) {
-				t.Done(class.spent(status))
-				finish(status, body)
-			})
-		}
-	}
-	t, err := o.Dispatcher.AcquireThen(flow, class.pri, class.cost, run)
+// thenAdmission is admitted for a request that never waits (wait 0) and
+// holds no goroutine while it is served: its req is served once it has a
+// seat, at once or by the goroutine that frees one, and answers through
+// the admission (answer), which gives the seat back and hands the answer
+// to req's finish; a refusal goes to finish too. The request embeds its
+// admission, so admitting it allocates nothing of its own. Neither serve
+// nor finish may block.
+type thenAdmission struct {
+	s      *Server
+	ovl    *Overload
+	ctx    context.Context
+	fclass string
+	class  opClass
+	t      *fair.Ticket
+	req    admittedRequest
+}
+
+// admittedRequest is the request of a thenAdmission.
+type admittedRequest interface {
+	serve(done answerer) // once it has a seat
+	finish(status int, body any)
+}
+
+// admit asks flow's admission for a seat.
+func (a *thenAdmission) admit(flow string) {
+	a.ovl = a.s.overload()
+	t, err := a.ovl.Dispatcher.AcquireThen(flow, a.class.pri, a.class.cost, a)
 	if t != nil || err != nil {
-		run(t, err)
+		a.Seated(t, err)
 	}
+}
+
+// Seated serves the request with its seat, or answers its refusal
+// (fair.Then).
+func (a *thenAdmission) Seated(t *fair.Ticket, err error) {
+	if err != nil {
+		sh := err.(*fair.Shed) // AcquireThen refuses with nothing else
+		a.shed(sh, sh.Reason)
+		return
+	}
+	if a.ovl.ObserveQueueWait != nil {
+		a.ovl.ObserveQueueWait(a.class.pri.String(), t.Waited())
+	}
+	switch {
+	case a.ctx.Err() != nil: // the caller left while queued
+		t.Done(costCheap)
+		a.shed(&fair.Shed{RetryAfter: time.Second}, "gone")
+	case auth.FromContext(a.ctx).Gone(): // revoked (or its session ended) while queued
+		t.Done(costCheap)
+		a.req.finish(a.s.errorBody(a.ctx, fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")))
+	default:
+		a.t = t
+		a.req.serve(a)
+	}
+}
+
+// answer gives the seat back, at what the answer cost, and hands the
+// answer on (answerer).
+func (a *thenAdmission) answer(status int, body any) {
+	a.t.Done(a.class.spent(status))
+	a.req.finish(status, body)
+}
+
+// shed answers a refusal, held first when the server holds them.
+func (a *thenAdmission) shed(sh *fair.Shed, reason string) {
+	a.ovl.observeShed(a.fclass, a.class.pri, reason)
+	status, body := a.s.errorBody(a.ctx, overloaded(sh))
+	if a.ovl.HoldShed <= 0 {
+		a.req.finish(status, body)
+		return
+	}
+	go func() {
+		a.ovl.hold(a.ctx, sh.RetryAfter)
+		a.req.finish(status, body)
+	}()
 }
 
 // spent is what a request of the class answered status cost its flow: a

@@ -138,17 +138,17 @@ func (s *Server) released(ctx context.Context, resource string, left int, err er
 // The same operations answered through done once durable, by a service
 // that can (thenService): the RPC stream's requests that never wait.
 
-func (s *Server) acquireThen(ts thenService, ctx context.Context, resource string, req lockRequest, done func(int, any)) {
+func (s *Server) acquireThen(ts thenService, ctx context.Context, resource string, req lockRequest, done answerer) {
 	start := time.Now()
-	ts.AcquireThen(ctx, acquireRequestOf(resource, req), func(g fenceview.Grant, err error) { done(s.acquired(ctx, start, g, err)) })
+	ts.AcquireThen(ctx, acquireRequestOf(resource, req), func(g fenceview.Grant, err error) { done.answer(s.acquired(ctx, start, g, err)) })
 }
 
-func (s *Server) renewThen(ts thenService, ctx context.Context, resource string, req lockRequest, done func(int, any)) {
-	ts.RenewThen(ctx, resource, *req.Holder, millis(req.LeaseMs), func(g fenceview.Grant, err error) { done(s.renewed(ctx, g, err)) })
+func (s *Server) renewThen(ts thenService, ctx context.Context, resource string, req lockRequest, done answerer) {
+	ts.RenewThen(ctx, resource, *req.Holder, millis(req.LeaseMs), func(g fenceview.Grant, err error) { done.answer(s.renewed(ctx, g, err)) })
 }
 
-func (s *Server) releaseThen(ts thenService, ctx context.Context, resource string, req lockRequest, done func(int, any)) {
-	ts.ReleaseThen(ctx, resource, *req.Holder, func(left int, err error) { done(s.released(ctx, resource, left, err)) })
+func (s *Server) releaseThen(ts thenService, ctx context.Context, resource string, req lockRequest, done answerer) {
+	ts.ReleaseThen(ctx, resource, *req.Holder, func(left int, err error) { done.answer(s.released(ctx, resource, left, err)) })
 }
 
 func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
@@ -324,16 +324,16 @@ func (s *Server) fenced(ctx context.Context, resource string, d guard.Decision, 
 }
 
 // fenceThen is fenceOp over the RPC stream, answered through done.
-func (s *Server) fenceThen(ts thenService, ctx context.Context, c *opCall, done func(int, any)) {
+func (s *Server) fenceThen(ts thenService, ctx context.Context, c *opCall, done answerer) {
 	req := fenceRequestOf(&c.req)
 	req.origin = c.origin
 	resource := c.req.Resource
 	f, err := s.fenceOf(ctx, resource, req)
 	if err != nil {
-		done(s.errorBody(ctx, err))
+		done.answer(s.errorBody(ctx, err))
 		return
 	}
-	ts.FenceThen(ctx, f, func(d guard.Decision, err error) { done(s.fenced(ctx, resource, d, err)) })
+	ts.FenceThen(ctx, f, func(d guard.Decision, err error) { done.answer(s.fenced(ctx, resource, d, err)) })
 }
 
 var errMissingToken = fenceview.Errorf(fenceview.EINVALIDTOKEN,

@@ -123,7 +123,14 @@ type operation struct {
 	// then, when set, is serve answered through done once durable, for a
 	// service that can (thenService): the RPC stream serves a request that
 	// never waits so, without a goroutine parked until its commit.
-	then func(s *Server, ts thenService, ctx context.Context, c *opCall, done func(int, any))
+	then func(s *Server, ts thenService, ctx context.Context, c *opCall, done answerer)
+}
+
+// answerer is told an operation's answer (operation.then). An interface
+// rather than a func: the RPC stream's request (rpcThen) is told
+// directly, where a method value would cost an allocation a request.
+type answerer interface {
+	answer(status int, body any)
 }
 
 // thenService is a service that answers a change once it is durable
@@ -270,13 +277,12 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 }
 
 // dispatchRPCThen is dispatchRPC answered through done, by o's then.
-func (s *Server) dispatchRPCThen(ts thenService, o *operation, ctx context.Context, req wire.Request, origin string, done func(int, any)) {
-	if _, err := rpcOp(ctx, &req); err != nil {
-		done(s.errorBody(ctx, err))
+func (s *Server) dispatchRPCThen(ts thenService, o *operation, ctx context.Context, c *opCall, done answerer) {
+	if _, err := rpcOp(ctx, &c.req); err != nil {
+		done.answer(s.errorBody(ctx, err))
 		return
 	}
-	c := opCall{opBody: opBody{req: req}, origin: origin}
-	o.then(s, ts, ctx, &c, done)
+	o.then(s, ts, ctx, c, done)
 }
 
 // rpcOp is the operation of an RPC request, once the caller's role may
@@ -313,11 +319,11 @@ func lockOp(op func(*Server, context.Context, string, lockRequest) (int, any)) f
 }
 
 // lockThen is lockOp answered through done (operation.then).
-func lockThen(op func(*Server, thenService, context.Context, string, lockRequest, func(int, any))) func(*Server, thenService, context.Context, *opCall, func(int, any)) {
-	return func(s *Server, ts thenService, ctx context.Context, c *opCall, done func(int, any)) {
+func lockThen(op func(*Server, thenService, context.Context, string, lockRequest, answerer)) func(*Server, thenService, context.Context, *opCall, answerer) {
+	return func(s *Server, ts thenService, ctx context.Context, c *opCall, done answerer) {
 		lr := lockRequestOf(&c.req)
 		if err := lr.validate(); err != nil {
-			done(s.errorBody(ctx, err))
+			done.answer(s.errorBody(ctx, err))
 			return
 		}
 		op(s, ts, ctx, c.req.Resource, lr, done)

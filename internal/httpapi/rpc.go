@@ -362,18 +362,38 @@ func (c *rpcConn) serveThen(req wire.Request) bool {
 	c.thenSlots <- struct{}{}
 	c.busy.Add(1)
 	c.inflight.Add(1)
-	id := req.ID
-	c.s.admittedThen(c.ctx, c.flow, c.fclass, o.class, func(done func(int, any)) {
-		c.s.dispatchRPCThen(c.ts, o, c.ctx, req, c.source, done)
-	}, func(status int, body any) {
-		c.s.ops.leave(c.p)
-		c.busy.Add(-1)
-		<-c.thenSlots
-		c.freeSlot()
-		c.reply(id, status, body)
-		c.inflight.Done()
-	})
+	t := &rpcThen{c: c, op: o, id: req.ID, call: opCall{opBody: opBody{req: req}, origin: c.source}}
+	t.thenAdmission = thenAdmission{s: c.s, ctx: c.ctx, fclass: c.fclass, class: o.class, req: t}
+	t.admit(c.flow)
 	return true
+}
+
+// rpcThen is a request served by serveThen: the request, its admission
+// and its connection in one allocation, told its seat and its answer
+// through its methods rather than through closures of its own.
+type rpcThen struct {
+	thenAdmission
+	c    *rpcConn
+	op   *operation
+	id   uint64
+	call opCall
+}
+
+// serve runs the operation once the request has a seat (admittedRequest).
+func (t *rpcThen) serve(done answerer) {
+	t.c.s.dispatchRPCThen(t.c.ts, t.op, t.c.ctx, &t.call, done)
+}
+
+// finish queues the answer and frees what the request held
+// (admittedRequest).
+func (t *rpcThen) finish(status int, body any) {
+	c := t.c
+	c.s.ops.leave(c.p)
+	c.busy.Add(-1)
+	<-c.thenSlots
+	c.freeSlot()
+	c.reply(t.id, status, body)
+	c.inflight.Done()
 }
 
 // serveWaiting serves an acquire that may wait in a goroutine of its own

@@ -41,8 +41,10 @@ type batch struct {
 	// of an error would be two allocations per change, this one is one.
 	done chan struct{}
 	err  error
-	// then, when set, is told the verdict instead of done (changeThen).
-	then func(error)
+	// then, when set, is told answer, or the commit's error, instead of
+	// done (changeThen; see tell).
+	then   func(waitResult, error)
+	answer waitResult
 
 	// Room for the common batch, one resource and its one or two events
 	// (an expiry and a grant), in the batch's own allocation: order,
@@ -87,6 +89,17 @@ func (b *batch) waiting(wt *waiter) bool {
 // state: an id recorded before ValidateNewID refused such ids, say. It
 // gets that refusal as its answer rather than waiting for nothing.
 func handOffRefused(g grantReq) error { return ValidateNewID(g.holder) }
+
+// tell answers a changeThen caller with the commit's verdict: its
+// answer once durable, or the commit's error. The batch holds the
+// answer, so no closure per change is needed for it.
+func (b *batch) tell(err error) {
+	if err != nil {
+		b.then(waitResult{}, err)
+		return
+	}
+	b.then(b.answer.result(true))
+}
 
 // begin starts a batch. s.mu must be held until commit returns.
 func (s *Service) begin() *batch {

@@ -56,30 +56,23 @@ func (s *Service) decideLocked(decide func(b *batch) outcome) (*batch, outcome) 
 // two hand-offs cost more than the request's own work.
 func (s *Service) changeThen(ctx context.Context, decide func(b *batch) outcome, then func(waitResult, error)) {
 	b, o := s.decideLocked(decide)
-	answer := func(err error) {
-		if err != nil {
-			then(waitResult{}, err)
-			return
-		}
-		then(o.answer.result(true))
-	}
 	switch {
 	case o.waiter != nil:
 		go func() { then(s.await(ctx, b, o.waiter)) }() // await releases s.mu, held here
 		return
 	case !o.commit:
 		s.mu.Unlock()
-		answer(nil)
+		then(o.answer.result(true))
 		return
 	}
-	b.then = answer
+	b.then, b.answer = then, o.answer
 	if !s.applyLocked(b) {
 		if s.settledLocked() {
 			s.mu.Unlock()
-			answer(nil)
+			b.tell(nil)
 			return
 		}
-		go func() { answer(s.settleLocked()) }() // settleLocked releases s.mu, held here
+		go func() { b.tell(s.settleLocked()) }() // settleLocked releases s.mu, held here
 		return
 	}
 	if !s.committing {

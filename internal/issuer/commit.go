@@ -210,7 +210,7 @@ func (d delivery) deliver() {
 	d.hub.deliver(d.targets)
 	for _, b := range d.answer {
 		if b.then != nil {
-			b.then(d.err)
+			b.tell(d.err)
 			continue
 		}
 		b.err = d.err
