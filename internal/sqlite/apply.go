@@ -525,7 +525,7 @@ func resourceArgs(a []driver.NamedValue, r *fenceview.Resource) {
 // eventArgs sets a (eventWidth values, in eventColumns' order and the
 // state columns) to e, with the state it carries, if any.
 func eventArgs(a []driver.NamedValue, e *fenceview.Event, c carried) {
-	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.Seq, e.Type, e.ResourceID, e.Token
+	a[0].Value, a[1].Value, a[2].Value, a[3].Value = e.Seq, eventType(e.Type), e.ResourceID, e.Token
 	a[4].Value, a[5].Value, a[6].Value = e.Holder, e.Presented, e.Required
 	a[7].Value, a[8].Value, a[9].Value = e.Reason, e.Source, e.At.UnixMilli()
 	a[10].Value, a[11].Value, a[12].Value = e.Value, e.LockDelayMs, int64(e.Permits)
@@ -536,6 +536,22 @@ func eventArgs(a []driver.NamedValue, e *fenceview.Event, c carried) {
 	default:
 		a[13].Value = resourceState(c.r)
 	}
+}
+
+// eventTypes are the event types, each boxed once: a type boxed per
+// event would be an allocation per row.
+var eventTypes = [...]driver.Value{fenceview.EventGrant, fenceview.EventRelease, fenceview.EventAccept,
+	fenceview.EventRenew, fenceview.EventExpire, fenceview.EventReject, fenceview.EventAlarm,
+	fenceview.EventReset, fenceview.EventRecover}
+
+// eventType returns typ as a bound argument.
+func eventType(typ string) driver.Value {
+	for _, v := range eventTypes {
+		if v.(string) == typ {
+			return v
+		}
+	}
+	return typ
 }
 
 // resourceState is what a fence changes on r, as events' resource_state
