@@ -85,6 +85,17 @@ type Principal struct {
 	revoked   <-chan struct{} // closed when the key is revoked
 	nothing   bool            // sees no resource at all (Anonymous)
 	ended     <-chan struct{} // a session's: closed when it ends; nil for a bearer secret
+	keyTag    string          // KeyTag's, made once with a key's principal
+}
+
+// KeyTag is "key:<id>": how the requests of a key are attributed and
+// queued. A key's principal lives as long as the key, so it is built
+// once rather than per request.
+func (p *Principal) KeyTag() string {
+	if p.keyTag != "" {
+		return p.keyTag
+	}
+	return "key:" + p.KeyID
 }
 
 // Open is the principal of every request when auth is off (no admin

@@ -98,7 +98,7 @@ func NewKeyring(ctx context.Context, store Store, adminToken string, now func() 
 
 func newEntry(s Stored) *entry {
 	e := &entry{Stored: s, revoked: make(chan struct{})}
-	e.principal = &Principal{KeyID: s.ID, Name: s.Name, Role: s.Role, Resources: s.Resources, revoked: e.revoked}
+	e.principal = &Principal{KeyID: s.ID, Name: s.Name, Role: s.Role, Resources: s.Resources, revoked: e.revoked, keyTag: "key:" + s.ID}
 	return e
 }
 

@@ -156,7 +156,7 @@ func flowOf(p *auth.Principal, addr string) (flow, class string) {
 	case p.KeyID == "admin":
 		return "admin", "admin"
 	case p.KeyID != "":
-		return "key:" + p.KeyID, "key"
+		return p.KeyTag(), "key"
 	}
 	return "addr:" + auth.ClientOf(addr), "address"
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/auth"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // opGate counts, per key, the operations being applied (RPC operations,
@@ -14,9 +15,12 @@ import (
 // revoking a key can wait until none of them is: from the revocation's
 // answer on, nothing more of that key is committed. An operation enters
 // only while its key holds, checked under the same lock that drain takes
-// after the revocation, so none slips in between. A JSON request enters
-// with its cancel: drain ends its wait (an acquire waiting for a held
-// lock) instead of letting it be granted after the revocation.
+// after the revocation, so none slips in between. A JSON request that may
+// wait for a lock enters with its cancel: drain ends its wait (an acquire
+// waiting for a held lock) instead of letting it be granted after the
+// revocation. One that never waits (a fence, a release) is only counted:
+// drain waits for it, at most its wait for a seat (admission's MaxWait),
+// and a request seated after the revocation is refused (admitted).
 type opGate struct {
 	mu    sync.Mutex
 	keys  map[string]*gateCount // by key id; an entry lives while ops run
@@ -35,6 +39,9 @@ type gatedRequest struct {
 	prev, next *gatedRequest
 }
 
+// waitField is the request field of the operations that may wait.
+var waitField = wire.FieldsOf("waitMs")
+
 // errKeyGone is the answer of a request whose key was revoked while it
 // was being served (errorBody): a 401, whatever the operation said.
 var errKeyGone = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")
@@ -49,6 +56,18 @@ func (s *Server) gateRequest(w http.ResponseWriter, r *http.Request, p *auth.Pri
 	}
 	if a, _ := actionOf(r.Pattern); a != auth.Lock && a != auth.Fence && a != auth.Report {
 		next.ServeHTTP(w, withPrincipal(r, p)) // an admin's call: its key's own revocation must not wait for it
+		return
+	}
+	if o := opsByRoute[r.Pattern]; o != nil && o.fields&waitField == 0 {
+		// It never waits for a lock: it ends on its own, so drain need only
+		// count it, and its context costs no cancel of its own.
+		r = withPrincipal(r, p)
+		if !s.ops.enter(p) {
+			s.writeError(w, r, errKeyGone)
+			return
+		}
+		defer s.ops.leave(p)
+		next.ServeHTTP(w, r)
 		return
 	}
 	ctx, cancel := context.WithCancelCause(principalContext(r.Context(), p))

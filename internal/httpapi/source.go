@@ -23,9 +23,9 @@ func attribute(ctx context.Context, fallback, given string) (string, error) {
 		}
 		return given, nil
 	}
-	base := "key:" + p.KeyID
-	if p.KeyID == "admin" {
-		base = "admin"
+	base := "admin"
+	if p.KeyID != "admin" {
+		base = p.KeyTag()
 	}
 	if given == "" {
 		return base, nil

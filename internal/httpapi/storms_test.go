@@ -3,16 +3,19 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
 )
 
@@ -202,5 +205,78 @@ func TestRPCMessageOverTheLimitChangesNothing(t *testing.T) {
 	}
 	if _, err := s.Service.Resource("big-2"); fenceview.ErrorCode(err) != fenceview.ENOTFOUND {
 		t.Fatalf("the refused message's fence was recorded: %v", err)
+	}
+}
+
+// heldFence holds each fence at the service until let go.
+type heldFence struct {
+	fenceview.Services
+	entered, proceed chan struct{}
+}
+
+func (h *heldFence) Fence(ctx context.Context, f fenceview.Fence) (guard.Decision, error) {
+	h.entered <- struct{}{}
+	<-h.proceed
+	return h.Services.Fence(ctx, f)
+}
+
+// A JSON fence never waits for a lock, so it enters the gate without a
+// cancel of its own; revoking its key still waits for it, and a fence the
+// key sends once revoked is refused without reaching the service.
+func TestRevocationWaitsForAFenceInFlight(t *testing.T) {
+	s, srv, keys := keyedAPI(t)
+	ctx := context.Background()
+	g, err := s.Service.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "owner", Lease: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, secret, err := keys.Create(ctx, "writer", auth.Client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := keys.Principal(key.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &heldFence{Services: s.Service, entered: make(chan struct{}, 2), proceed: make(chan struct{})}
+	s.Service = held
+	letGo := sync.OnceFunc(func() { close(held.proceed) })
+	t.Cleanup(letGo) // before the server's Close, which waits for the fence
+	body := fmt.Sprintf(`{"token":%d}`, g.Fencing.Token)
+	fenced := make(chan int, 1)
+	go func() {
+		status, _ := call(t, srv, "POST", "/v1/fence/r", secret, body)
+		fenced <- status
+	}()
+	<-held.entered
+	s.ops.mu.Lock()
+	in := s.ops.keys[key.ID]
+	s.ops.mu.Unlock()
+	if in == nil || in.n != 1 {
+		t.Fatalf("the gate's count of the key's operations with a fence in flight: %+v, want 1", in)
+	}
+	revoked := make(chan int, 1)
+	go func() {
+		status, _ := call(t, srv, "DELETE", "/v1/auth/keys/"+key.ID, "admin-token", "")
+		revoked <- status
+	}()
+	<-p.Revoked()
+	if status, body := call(t, srv, "POST", "/v1/fence/r", secret, body); status != http.StatusUnauthorized {
+		t.Fatalf("a fence of the revoked key: %d %v, want 401", status, body)
+	}
+	select {
+	case status := <-revoked:
+		t.Fatalf("the revocation answered %d while a fence of its key was in flight", status)
+	default:
+	}
+	letGo()
+	if status := <-fenced; status != http.StatusOK {
+		t.Fatalf("the fence in flight: %d, want 200", status)
+	}
+	if status := <-revoked; status != http.StatusOK {
+		t.Fatalf("revoke: %d", status)
+	}
+	if len(held.entered) != 0 {
+		t.Fatal("the revoked key's second fence reached the service")
 	}
 }

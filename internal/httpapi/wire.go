@@ -70,6 +70,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, allowEmp
 		}
 		return fenceview.Errorf(fenceview.EINVALID, "reading request body: %v", err)
 	}
+	// Read to its end, the body is closed here: net/http would otherwise
+	// try to discard the rest of it before the answer, at an allocation
+	// or two a request.
+	r.Body.Close()
 	return decodeBody(buf.Bytes(), v, allowEmpty)
 }
 
