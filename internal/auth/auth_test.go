@@ -218,3 +218,23 @@ func TestCreateValidates(t *testing.T) {
 		t.Fatal("invalid keys were made")
 	}
 }
+
+// BenchmarkAuthenticate is the check every request with a key's secret
+// pays (allocations included).
+func BenchmarkAuthenticate(b *testing.B) {
+	ctx := context.Background()
+	k, err := NewKeyring(ctx, &memStore{}, "tok", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, secret, err := k.Create(ctx, "w", Client, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := k.Authenticate(secret); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
