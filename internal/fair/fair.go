@@ -241,12 +241,6 @@ type Then interface {
 	Seated(*Ticket, error)
 }
 
-// ThenFunc is a func as a Then.
-type ThenFunc func(*Ticket, error)
-
-// Seated calls f.
-func (f ThenFunc) Seated(t *Ticket, err error) { f(t, err) }
-
 // AcquireThen is Acquire for a caller that does not wait: the ticket when
 // a seat is free now, or the *Shed when the request is refused now; else
 // (nil, nil) once it is queued, and then is called with what Acquire

@@ -7,6 +7,12 @@ import (
 	"testing"
 )
 
+// ThenFunc is a func as a Then.
+type ThenFunc func(*Ticket, error)
+
+// Seated calls f.
+func (f ThenFunc) Seated(t *Ticket, err error) { f(t, err) }
+
 // AcquireThen's requests are served in the same fair order as Acquire's,
 // and told of their seat by the goroutine that freed it, with no
 // goroutine of their own.
