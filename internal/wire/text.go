@@ -31,6 +31,9 @@ var ErrInvalidUTF8 = errors.New("not valid UTF-8 (invalid bytes, or an unpaired 
 // names (nil: none) that is neither a JSON integer Int reads nor null.
 // What is not JSON is left to the decoder: CheckText then says nothing.
 func CheckText(b []byte, ints func(path string) bool) error {
+	if ints == nil && utf8.Valid(b) && !mayEscapeSurrogate(b) {
+		return nil // the usual body: nothing to walk for
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	type frame struct {
@@ -93,6 +96,21 @@ func CheckText(b []byte, ints func(path string) bool) error {
 		if top != nil && top.object {
 			top.wantKey = true
 		}
+	}
+}
+
+// mayEscapeSurrogate reports whether b holds a \u escape of a surrogate
+// (\ud800 to \udfff), or text that looks like one.
+func mayEscapeSurrogate(b []byte) bool {
+	for {
+		i := bytes.Index(b, []byte(`\u`))
+		if i < 0 || i+4 > len(b) {
+			return false
+		}
+		if c, d := b[i+2]|0x20, b[i+3]|0x20; c == 'd' && d >= '8' && (d <= '9' || (d >= 'a' && d <= 'f')) {
+			return true
+		}
+		b = b[i+2:]
 	}
 }
 

@@ -65,6 +65,12 @@ func TestCheckTextNamesNestedFields(t *testing.T) {
 			t.Errorf("%q: %v, want field %q", body, err, want)
 		}
 	}
+	for _, body := range []string{`{"name":"\uDBFFx"}`, `{"name":"\udc00"}`, "{\"name\":\"\xff\"}"} {
+		var fe *FieldError
+		if err := CheckText([]byte(body), nil); !errors.As(err, &fe) || fe.Field != "name" {
+			t.Errorf("%s: %v, want field name", body, err)
+		}
+	}
 	for _, body := range []string{`{"decisions":[{"token":1,"required":1.5}]}`, `{"floor":null}`, `{"x":`, `[1,"\u00e9"]`} {
 		if err := CheckText([]byte(body), ints); err != nil {
 			t.Errorf("%q: %v", body, err)
