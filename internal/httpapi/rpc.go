@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -311,8 +312,23 @@ func (c *rpcConn) take(line []byte, single bool) {
 	// Decoded into the reader's own request, then copied: a request
 	// decoded in a local would escape to the heap, one per request.
 	present, unknown, err := wire.DecodeRequestFields(line, &c.req)
-	if fields, ok := rpcOpFields[c.req.Op]; ok { // an unknown op is refused as such
-		if ferr := checkFields(c.req.Op, fields, present, unknown); ferr != nil {
+	// Authorized before its fields are looked at, as the JSON API checks a
+	// route's role and resource before it reads the body: one request, one
+	// answer on both transports.
+	o := opsByName[c.req.Op]
+	resource := c.req.Resource
+	if err != nil && o == nil {
+		var env wire.Envelope // a field past the bad one may have gone unread
+		env.Scan(line)
+		o, resource = opsByName[env.Op], env.Resource
+	}
+	switch {
+	case o == nil && err == nil:
+		err = fenceview.Errorf(fenceview.EINVALID, "op must be %s", strings.Join(rpcOpNames, ", "))
+	case o != nil:
+		if aerr := authorize(c.ctx, o, resource); aerr != nil {
+			err = aerr
+		} else if ferr := checkFields(o.op, rpcOpFields[o.op], present, unknown); ferr != nil {
 			err = ferr
 		}
 	}
@@ -381,7 +397,7 @@ type rpcThen struct {
 
 // serve runs the operation once the request has a seat (admittedRequest).
 func (t *rpcThen) serve(done answerer) {
-	t.c.s.dispatchRPCThen(t.c.ts, t.op, t.c.ctx, &t.call, done)
+	t.op.then(t.c.s, t.c.ts, t.c.ctx, &t.call, done)
 }
 
 // finish queues the answer and frees what the request held
