@@ -219,26 +219,23 @@ func (s *Server) registerOperations() {
 	}
 }
 
-// operationHandler serves o over the JSON API: the path's resource
-// (validated, within the caller's prefixes) or name, the body read as the
-// RPC stream reads o's line, then o's serve once admitted.
+// operationHandler is the pipeline's rest for o over the JSON API, once
+// the request is authorized and through the gate (route): the body read
+// as the RPC stream reads o's line, then o's serve once admitted.
 func (s *Server) operationHandler(o *operation) http.HandlerFunc {
 	hasBody := !strings.HasPrefix(o.route, "GET ")
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := opCall{opBody: opBody{op: o.op, fields: o.fields}, http: r}
-		var resource string
-		var err error
+		if hasBody {
+			if err := decode(w, r, &c.opBody, request.MaxBody, o.emptyBody); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		c.req.Op = o.op
 		if o.target == targetResource {
-			resource, err = pathResource(r)
+			c.req.Resource = r.PathValue("resource") // authorized by the pipeline (authorized)
 		}
-		if err == nil && hasBody {
-			err = decode(w, r, &c.opBody, request.MaxBody, o.emptyBody)
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		c.req.Op, c.req.Resource = o.op, resource
 		if o.target == targetName {
 			c.req.Name = r.PathValue("name")
 		}
@@ -271,19 +268,21 @@ func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin strin
 	return opsByName[req.Op].serve(s, ctx, &c)
 }
 
-// authorize is the pipeline's authorization of a call of o: the caller's
-// role, then the lock its path or line names (valid, and within the
-// caller's prefixes). A multi-lock's locks are in its body, and held to
-// the prefixes when it is served.
-func authorize(ctx context.Context, o *operation, resource string) error {
-	if p := auth.FromContext(ctx); !p.Allows(o.action) {
+// authorize is the pipeline's authorization of p's call of o: p's role,
+// then the lock its path or line names (valid, and within p's prefixes).
+// A multi-lock's locks are in its body, held to the prefixes when it is
+// served.
+func authorize(p *auth.Principal, o *operation, resource string) error {
+	if !p.Allows(o.action) {
 		return fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
 	}
 	if o.target == targetResource {
 		if err := guard.ValidateResourceID(resource); err != nil {
 			return fenceview.Errorf(fenceview.EINVALID, "%v", err)
 		}
-		return seeResource(ctx, resource)
+		if !p.Sees(resource) {
+			return errNotYours(resource)
+		}
 	}
 	return nil
 }

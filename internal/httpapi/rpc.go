@@ -326,7 +326,7 @@ func (c *rpcConn) take(line []byte, single bool) {
 	case o == nil && err == nil:
 		err = fenceview.Errorf(fenceview.EINVALID, "op must be %s", strings.Join(rpcOpNames, ", "))
 	case o != nil:
-		if aerr := authorize(c.ctx, o, resource); aerr != nil {
+		if aerr := authorize(c.p, o, resource); aerr != nil {
 			err = aerr
 		} else if ferr := checkFields(o.op, rpcOpFields[o.op], present, unknown); ferr != nil {
 			err = ferr
