@@ -370,7 +370,7 @@ func (c *rpcConn) serveThen(req wire.Request) bool {
 		return false
 	}
 	if !c.s.ops.enter(c.p) {
-		status, body := c.s.errorBody(c.ctx, errRevoked)
+		status, body := c.s.errorBody(c.ctx, errKeyGone)
 		c.freeSlot()
 		c.reply(req.ID, status, body)
 		return true
@@ -573,8 +573,6 @@ func (k *keySlots) close(id string) {
 	}
 }
 
-var errRevoked = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")
-
 // answer applies one request once admitted (admission.go), unless the
 // caller's key was revoked or its session ended since the connection
 // opened: a message already read stops being applied at the revocation.
@@ -584,7 +582,7 @@ func (c *rpcConn) answer(req wire.Request, entered func()) (status int, body any
 		if entered != nil {
 			entered()
 		}
-		return c.s.errorBody(c.ctx, errRevoked)
+		return c.s.errorBody(c.ctx, errKeyGone)
 	}
 	dispatch := func() (int, any) { return c.s.dispatchRPC(c.ctx, req, c.source) }
 	if o := opsByName[req.Op]; o != nil && o.admitted() {

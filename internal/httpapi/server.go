@@ -213,7 +213,7 @@ func errorJSON(err error) (int, map[string]any) {
 	}
 	body["error"] = fenceview.ErrorMessage(err)
 	body["code"] = code
-	return fenceview.Status(code), body
+	return statusOf(code), body
 }
 
 // retryAfterMs is an error's retryAfterMs field as a number, 0 when none.
