@@ -161,8 +161,8 @@ var raceablePrimitives = []raceablePrimitive{
 	},
 }
 
-// rpcLine is one answer line of the RPC stream.
-type rpcLine struct {
+// answerLine is one answer line of the RPC stream.
+type answerLine struct {
 	ID     uint64
 	Status int
 	Body   json.RawMessage
@@ -170,9 +170,9 @@ type rpcLine struct {
 
 // readToClose reads ws until the server closes it: the answers by id
 // (each id once) and the close code.
-func readToClose(t *testing.T, ws *websocket.Conn) (map[uint64]rpcLine, int) {
+func readToClose(t *testing.T, ws *websocket.Conn) (map[uint64]answerLine, int) {
 	t.Helper()
-	got := map[uint64]rpcLine{}
+	got := map[uint64]answerLine{}
 	for {
 		_, data, err := ws.ReadMessage()
 		if err != nil {
@@ -183,7 +183,7 @@ func readToClose(t *testing.T, ws *websocket.Conn) (map[uint64]rpcLine, int) {
 			return got, ce.Code
 		}
 		for _, line := range strings.Split(string(data), "\n") {
-			var a rpcLine
+			var a answerLine
 			if err := json.Unmarshal([]byte(line), &a); err != nil {
 				t.Fatalf("answer line %q: %v", line, err)
 			}
@@ -195,8 +195,8 @@ func readToClose(t *testing.T, ws *websocket.Conn) (map[uint64]rpcLine, int) {
 	}
 }
 
-// statuses is each answer's status, by id.
-func statuses(got map[uint64]rpcLine) map[uint64]int {
+// answerStatuses is each answer's status, by id.
+func answerStatuses(got map[uint64]answerLine) map[uint64]int {
 	out := map[uint64]int{}
 	for id, a := range got {
 		out[id] = a.Status
@@ -294,7 +294,7 @@ func TestRevokedRPCWaitersAllHearBack(t *testing.T) {
 						a, ok := got[id+1]
 						switch {
 						case !ok:
-							t.Fatalf("round %d: waiter %d had no answer before the close (answered: %v)", round, id+1, statuses(got))
+							t.Fatalf("round %d: waiter %d had no answer before the close (answered: %v)", round, id+1, answerStatuses(got))
 						case a.Status == 200:
 							granted++
 						case a.Status != 401 || !strings.Contains(string(a.Body), `"code":"unauthenticated"`):
@@ -314,7 +314,7 @@ func TestRevokedRPCWaitersAllHearBack(t *testing.T) {
 					case granted > 1:
 						t.Fatalf("round %d: %d waiters granted one holder's place", round, granted)
 					case order.name == "release-then-revoke" && granted != 1:
-						t.Fatalf("round %d: released before the revocation, yet no waiter was granted: %v", round, statuses(got))
+						t.Fatalf("round %d: released before the revocation, yet no waiter was granted: %v", round, answerStatuses(got))
 					case order.name == "revoke-then-release" && granted != 0:
 						t.Fatalf("round %d: a waiter was granted after its key's revocation answered", round)
 					}
