@@ -29,74 +29,124 @@ var ErrInvalidUTF8 = errors.New("not valid UTF-8 (invalid bytes, or an unpaired 
 // CheckText refuses, in the JSON text b, the first string (a key or a
 // value) that is not valid UTF-8, and the first value at a path ints
 // names (nil: none) that is neither a JSON integer Int reads nor null.
-// What is not JSON is left to the decoder: CheckText then says nothing.
+// b must be JSON that encoding/json has read (CheckText is strict about
+// what it decoded, not a parser): its callers check it after decoding.
 func CheckText(b []byte, ints func(path string) bool) error {
 	if ints == nil && utf8.Valid(b) && !mayEscapeSurrogate(b) {
 		return nil // the usual body: nothing to walk for
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
 	type frame struct {
-		object  bool
-		wantKey bool   // an object's next token is a key (or its end)
-		key     string // the key of the value being read
+		object bool
+		key    []byte // the key of the value being read, in an object: as written, quoted
 	}
 	var stack []frame
 	path := func() string {
 		var keys []string
 		for _, f := range stack {
 			if f.object {
-				keys = append(keys, f.key)
+				var key string
+				if json.Unmarshal(f.key, &key) != nil && len(f.key) >= 2 {
+					key = string(f.key[1 : len(f.key)-1])
+				}
+				keys = append(keys, key)
 			}
 		}
 		return strings.Join(keys, ".")
 	}
-	for {
-		start := dec.InputOffset()
-		tok, err := dec.Token()
-		if err != nil {
-			return nil // the end, or not JSON: the decoder's to say
+	// notInt reports whether a value at the current path must be an
+	// integer and the one starting at b[i:] (up to end) is not.
+	notInt := func(i, end int) bool {
+		if ints == nil || len(stack) == 0 || !stack[len(stack)-1].object || !ints(path()) {
+			return false
 		}
-		raw := b[start:dec.InputOffset()]
-		var top *frame
-		if len(stack) > 0 {
-			top = &stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.wantKey {
-			if key, ok := tok.(string); ok {
-				top.key, top.wantKey = key, false
-				if !validString(raw) {
-					return &FieldError{Field: path(), Err: ErrInvalidUTF8}
-				}
-				continue
-			}
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				stack[len(stack)-1].wantKey = true
-			}
-			continue
-		}
-		// A value, at path().
-		if ints != nil && top != nil && top.object && ints(path()) {
-			if n, ok := tok.(json.Number); tok != nil && (!ok || (&Int{}).UnmarshalJSON([]byte(n)) != nil) {
+		lit := b[i:end]
+		return string(lit) != "null" && (&Int{}).UnmarshalJSON(lit) != nil
+	}
+	wantKey := false
+	for i := 0; i < len(b); {
+		switch c := b[i]; c {
+		case ' ', '\t', '\n', '\r', ':':
+			i++
+		case ',':
+			wantKey = len(stack) > 0 && stack[len(stack)-1].object
+			i++
+		case '{', '[':
+			if notInt(i, i+1) {
 				return &FieldError{Field: path(), Err: ErrNotInteger}
 			}
-		}
-		switch v := tok.(type) {
-		case json.Delim: // '{' or '['
-			stack = append(stack, frame{object: v == '{', wantKey: v == '{'})
-			continue
-		case string:
-			if !validString(raw) {
+			stack = append(stack, frame{object: c == '{'})
+			wantKey = c == '{'
+			i++
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			wantKey = false
+			i++
+		case '"':
+			end, valid := stringEnd(b, i)
+			if wantKey && end-i >= 2 {
+				stack[len(stack)-1].key = b[i:end]
+				wantKey = false
+			} else if notInt(i, end) {
+				return &FieldError{Field: path(), Err: ErrNotInteger}
+			}
+			if !valid {
 				return &FieldError{Field: path(), Err: ErrInvalidUTF8}
 			}
-		}
-		if top != nil && top.object {
-			top.wantKey = true
+			i = end
+		default: // a number, true, false or null
+			end := i
+			for end < len(b) && !strings.ContainsRune(",]} \t\n\r", rune(b[end])) {
+				end++
+			}
+			if notInt(i, end) {
+				return &FieldError{Field: path(), Err: ErrNotInteger}
+			}
+			i = end
 		}
 	}
+	return nil
+}
+
+// stringEnd reads the JSON string at b[i] (its opening quote) and returns
+// the index after its closing quote, and whether it reads as valid UTF-8:
+// its bytes, and the code points its \u escapes write (a surrogate must
+// be a high one escaped just before a low one).
+func stringEnd(b []byte, i int) (end int, valid bool) {
+	valid = true
+	for j := i + 1; j < len(b); {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, valid
+		case c == '\\' && j+1 < len(b) && b[j+1] == 'u' && j+6 <= len(b):
+			r := hex4(b[j+2:])
+			j += 6
+			if !utf16.IsSurrogate(r) {
+				continue
+			}
+			if r >= 0xdc00 || j+6 > len(b) || b[j] != '\\' || b[j+1] != 'u' {
+				valid = false
+				continue
+			}
+			if lo := hex4(b[j+2:]); lo < 0xdc00 || lo > 0xdfff {
+				valid = false
+				continue
+			}
+			j += 6
+		case c == '\\':
+			j += 2
+		case c < utf8.RuneSelf:
+			j++
+		default:
+			r, size := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && size == 1 {
+				valid = false
+			}
+			j += size
+		}
+	}
+	return len(b), valid
 }
 
 // mayEscapeSurrogate reports whether b holds a \u escape of a surrogate
@@ -112,39 +162,6 @@ func mayEscapeSurrogate(b []byte) bool {
 		}
 		b = b[i+2:]
 	}
-}
-
-// validString reports whether the JSON string that raw ends with (after
-// any separator and space) is valid UTF-8 once read: its bytes, and the
-// code points its \u escapes write.
-func validString(raw []byte) bool {
-	q := raw[bytes.IndexByte(raw, '"'):]
-	if !utf8.Valid(q) {
-		return false
-	}
-	for i := 1; i < len(q)-1; i++ {
-		if q[i] != '\\' {
-			continue
-		}
-		i++
-		if q[i] != 'u' {
-			continue
-		}
-		r := hex4(q[i+1:])
-		i += 4
-		if !utf16.IsSurrogate(r) {
-			continue
-		}
-		// A high surrogate must be followed by a low one's escape.
-		if r >= 0xdc00 || i+6 >= len(q) || q[i+1] != '\\' || q[i+2] != 'u' {
-			return false
-		}
-		if lo := hex4(q[i+3:]); lo < 0xdc00 || lo > 0xdfff {
-			return false
-		}
-		i += 6
-	}
-	return true
 }
 
 // hex4 reads the four hex digits of a \u escape the decoder has checked.
