@@ -2,7 +2,6 @@ package tooling
 
 import (
 	"bytes"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,26 +116,20 @@ func tableLines(src []byte) (tables int, stray []int) {
 	return tables, stray
 }
 
-// markdownFiles are the repository's Markdown files, outside installed
-// packages and build output.
+// markdownFiles are the repository's Markdown files: the top directory's,
+// docs/ and the READMEs, none deeper than clients/java/README.md.
 func markdownFiles(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, pattern := range []string{"*.md", "*/*.md", "*/*/*.md"} {
+		found, err := filepath.Glob(filepath.Join(root, pattern))
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git" || d.Name() == "build" || d.Name() == "dist") {
-			return filepath.SkipDir
-		}
-		if !d.IsDir() && strings.HasSuffix(d.Name(), ".md") {
-			rel, _ := filepath.Rel(root, path)
+		for _, f := range found {
+			rel, _ := filepath.Rel(root, f)
 			out = append(out, filepath.ToSlash(rel))
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
