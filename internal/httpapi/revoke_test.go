@@ -97,6 +97,92 @@ func TestRevocationStopsReplay(t *testing.T) {
 	}
 }
 
+// waitersAPI is a real server (issuer, SQLite, keyring with the admin
+// token "admin-token") on 127.0.0.1 whose issuer says on queued each time
+// a request joins a queue to wait.
+func waitersAPI(t *testing.T) (*Server, *httptest.Server, *issuer.Service, *auth.Keyring, <-chan struct{}) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "waiters.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan struct{}, 64)
+	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: "waiters", Queued: func(string, string) { queued <- struct{}{} }})
+	t.Cleanup(func() { svc.Close(); db.Close() })
+	keys, err := auth.NewKeyring(ctx, db, "admin-token", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(svc, db, nil)
+	s.Auth = keys
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return s, srv, svc, keys, queued
+}
+
+// heldGrant holds the answer of the acquire of holder "waiter" between
+// the service and the stream: granted says the service answered, and the
+// answer goes on once proceed is closed.
+type heldGrant struct {
+	fenceview.Services
+	granted, proceed chan struct{}
+}
+
+func (h *heldGrant) Acquire(ctx context.Context, req fenceview.AcquireRequest) (fenceview.Grant, error) {
+	g, err := h.Services.Acquire(ctx, req)
+	if req.Holder == "waiter" {
+		close(h.granted)
+		<-h.proceed
+	}
+	return g, err
+}
+
+// A waiter granted as its key was revoked, its answer still on its way to
+// the connection's writer when the writer took the revocation: the
+// connection was closed there and then, the grant committed and never
+// sent. The grant is now sent, and then the close.
+func TestRevokedRPCWaiterHearsOfItsGrant(t *testing.T) {
+	s, srv, svc, keys, queued := waitersAPI(t)
+	held := &heldGrant{Services: svc, granted: make(chan struct{}), proceed: make(chan struct{})}
+	s.Service = held
+	ending := make(chan struct{})
+	s.rpcEnding = func() { close(ending) }
+	key, secret, err := keys.Create(context.Background(), "waiting", auth.Client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, a := call(t, srv, "POST", "/v1/locks/g/acquire", "admin-token", `{"holder":"owner","leaseMs":600000}`); status != 200 {
+		t.Fatalf("the holder's acquire: %d %v", status, a)
+	}
+	ws := dialRPC(t, srv.URL, secret)
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"id":1,"op":"acquire","resource":"g","holder":"waiter","leaseMs":600000,"waitMs":300000}`)); err != nil {
+		t.Fatal(err)
+	}
+	<-queued
+	if status, a := call(t, srv, "POST", "/v1/locks/g/release", "admin-token", `{"holder":"owner"}`); status != 200 {
+		t.Fatalf("the holder's release: %d %v", status, a)
+	}
+	<-held.granted
+	revoked := make(chan int, 1)
+	go func() {
+		status, _ := call(t, srv, "DELETE", "/v1/auth/keys/"+key.ID, "admin-token", "")
+		revoked <- status
+	}()
+	<-ending // the writer has taken the revocation
+	close(held.proceed)
+	got, code := readToClose(t, ws)
+	if a := got[1]; a.Status != 200 || code != websocket.ClosePolicyViolation {
+		t.Fatalf("the waiter: %d %s, then close %d; want its grant, then 1008", a.Status, a.Body, code)
+	}
+	if status := <-revoked; status != 200 {
+		t.Fatalf("revoke: %d", status)
+	}
+	if ls, _ := svc.Lock("g"); ls.Holder != "waiter" {
+		t.Fatalf("the lock: %+v, want held by the waiter told of it", ls)
+	}
+}
+
 // A primitive whose waiters race a revocation (TestRevokedRPCWaitersAllHearBack):
 // its holder takes and gives it back over the JSON API (the admin's),
 // its waiters ask over the RPC stream, and a grant holds locks.
@@ -215,22 +301,8 @@ func answerStatuses(got map[uint64]answerLine) map[uint64]int {
 // waiter holds, that waiter was told.
 func TestRevokedRPCWaitersAllHearBack(t *testing.T) {
 	const rounds, waiters = 20, 3
+	_, srv, svc, keys, queued := waitersAPI(t)
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "race.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	queued := make(chan struct{}, 64)
-	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: "revoke-race", Queued: func(string, string) { queued <- struct{}{} }})
-	t.Cleanup(func() { svc.Close(); db.Close() })
-	keys, err := auth.NewKeyring(ctx, db, "admin-token", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(svc, db, nil)
-	s.Auth = keys
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
 	orders := []struct {
 		name string
 		race func(t *testing.T, release, revoke func())

@@ -770,6 +770,9 @@ func (c *rpcConn) end() {
 	c.ending.Store(true)
 	c.conn.SetReadDeadline(time.Now()) // wakes a reader waiting for the next message
 	c.rmu.Unlock()
+	if c.s.rpcEnding != nil {
+		c.s.rpcEnding()
+	}
 }
 
 // lingerClose lets the client read what was sent before the connection
