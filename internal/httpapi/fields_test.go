@@ -68,6 +68,8 @@ func TestStringsAreUTF8OrRefused(t *testing.T) {
 			rpc: "{\"id\":1,\"op\":\"fence\",\"resource\":\"u\",\"token\":1,\"source\":\"\xff\"}"},
 		{method: "POST", path: "/v1/fence/u", body: "{\"token\":1,\"scope\":\"\xff\"}", field: "scope",
 			rpc: "{\"id\":1,\"op\":\"fence\",\"resource\":\"u\",\"token\":1,\"scope\":\"\xff\"}"},
+		{method: "POST", path: "/v1/fence/u", body: `{"token":1,"holder":"  "}`, field: "holder",
+			rpc: `{"id":1,"op":"fence","resource":"u","token":1,"holder":"  "}`},
 		{method: "POST", path: "/v1/auth/keys", body: "{\"name\":\"k\xff\",\"role\":\"client\"}", field: "name"},
 		{method: "POST", path: "/v1/auth/keys", body: "{\"name\":\"k\",\"role\":\"client\",\"resources\":[\"a\xff/\"]}", field: "resources"},
 		{method: "POST", path: "/v1/decisions", body: "{\"decisions\":[{\"resourceId\":\"u\",\"token\":1,\"accepted\":true,\"source\":\"p\xff\"}]}",
