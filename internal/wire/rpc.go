@@ -224,10 +224,15 @@ func DecodeRequestFields(line []byte, req *Request) (present Fields, unknown str
 	*req = Request{}
 	present, unknown = scanKeys(line)
 	err = json.Unmarshal(line, req)
-	if err == nil || errors.Is(err, ErrNotInteger) {
-		if cerr := CheckText(line, isIntField); cerr != nil {
-			err = cerr
-		}
+	var cerr error
+	switch {
+	case err == nil:
+		cerr = CheckText(line, nil)
+	case errors.Is(err, ErrNotInteger):
+		cerr = CheckText(line, isIntField)
+	}
+	if cerr != nil {
+		err = cerr
 	}
 	return present, unknown, err
 }
