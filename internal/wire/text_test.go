@@ -1,8 +1,13 @@
 package wire
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // encoding/json reads invalid UTF-8 as U+FFFD, so "a\xffb" and "a\xfeb"
@@ -114,4 +119,131 @@ func BenchmarkCheckTextReportWalked(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// checkTextByTokens is CheckText walked the slow way, through
+// encoding/json's tokens: the fuzz test's reference.
+func checkTextByTokens(b []byte, ints func(path string) bool) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	type frame struct {
+		object  bool
+		wantKey bool   // an object's next token is a key (or its end)
+		key     string // the key of the value being read
+	}
+	var stack []frame
+	path := func() string {
+		var keys []string
+		for _, f := range stack {
+			if f.object {
+				keys = append(keys, f.key)
+			}
+		}
+		return strings.Join(keys, ".")
+	}
+	for {
+		start := dec.InputOffset()
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end, or not JSON: the decoder's to say
+		}
+		raw := b[start:dec.InputOffset()]
+		var top *frame
+		if len(stack) > 0 {
+			top = &stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.wantKey {
+			if key, ok := tok.(string); ok {
+				top.key, top.wantKey = key, false
+				if !validQuoted(raw) {
+					return &FieldError{Field: path(), Err: ErrInvalidUTF8}
+				}
+				continue
+			}
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].object {
+				stack[len(stack)-1].wantKey = true
+			}
+			continue
+		}
+		// A value, at path().
+		if ints != nil && top != nil && top.object && ints(path()) {
+			if n, ok := tok.(json.Number); tok != nil && (!ok || (&Int{}).UnmarshalJSON([]byte(n)) != nil) {
+				return &FieldError{Field: path(), Err: ErrNotInteger}
+			}
+		}
+		switch v := tok.(type) {
+		case json.Delim: // '{' or '['
+			stack = append(stack, frame{object: v == '{', wantKey: v == '{'})
+			continue
+		case string:
+			if !validQuoted(raw) {
+				return &FieldError{Field: path(), Err: ErrInvalidUTF8}
+			}
+		}
+		if top != nil && top.object {
+			top.wantKey = true
+		}
+	}
+}
+
+// validQuoted reports whether the JSON string that raw ends with (after
+// any separator and space) is valid UTF-8 once read: its bytes, and the
+// code points its \u escapes write.
+func validQuoted(raw []byte) bool {
+	q := raw[bytes.IndexByte(raw, '"'):]
+	if !utf8.Valid(q) {
+		return false
+	}
+	for i := 1; i < len(q)-1; i++ {
+		if q[i] != '\\' {
+			continue
+		}
+		i++
+		if q[i] != 'u' {
+			continue
+		}
+		r := hex4(q[i+1:])
+		i += 4
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		// A high surrogate must be followed by a low one's escape.
+		if r >= 0xdc00 || i+6 >= len(q) || q[i+1] != '\\' || q[i+2] != 'u' {
+			return false
+		}
+		if lo := hex4(q[i+3:]); lo < 0xdc00 || lo > 0xdfff {
+			return false
+		}
+		i += 6
+	}
+	return true
+}
+
+// CheckText refuses what the token walk refuses, naming the same field,
+// on every body encoding/json decodes.
+func FuzzCheckText(f *testing.F) {
+	for _, s := range []string{
+		"{\"holder\":\"a\xffb\"}", `{"a":{"b":[{"c":["\ud800"]}]}}`, `{"leaseMs":1.5,"x":"\udc00"}`,
+		`{"decisions":[{"token":"1"},{"source":"\ud83d\ude00"}]}`, "{\"k\xff\":1}", `[1,"\u00e9",{"token":[]}]`,
+		`{"token":null,"slot":-1,"permits":1e3}`, `{"\u0074oken":true}`,
+	} {
+		f.Add([]byte(s))
+	}
+	ints := func(path string) bool { return isIntField(path) || path == "decisions.token" || path == "a.b.c" }
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v any
+		if json.Unmarshal(b, &v) != nil {
+			return // CheckText reads only what encoding/json decoded
+		}
+		for _, in := range []func(string) bool{nil, ints} {
+			got, want := CheckText(b, in), checkTextByTokens(b, in)
+			var g, w *FieldError
+			if (got == nil) != (want == nil) || (got != nil && (!errors.As(got, &g) || !errors.As(want, &w) || *g != *w)) {
+				t.Fatalf("%q: %v, the token walk says %v", b, got, want)
+			}
+		}
+	})
 }
