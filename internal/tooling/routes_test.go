@@ -11,18 +11,6 @@ import (
 	"github.com/fenceview/fenceview/internal/wire/op"
 )
 
-// allSpecs are the operations of package op, the one place routes are
-// declared.
-var allSpecs = []*op.Spec{
-	&op.Acquire, &op.Renew, &op.Release, &op.Lock, &op.Expire, &op.Reset, &op.Recover,
-	&op.Fence, &op.Decisions,
-	&op.SemaphoreAcquire, &op.SemaphoreRelease, &op.SemaphorePermits, &op.Semaphore,
-	&op.AcquireAll, &op.ReleaseAll,
-	&op.Campaign, &op.Proclaim, &op.Resign, &op.ElectionRenew, &op.Election,
-	&op.Resources, &op.Resource, &op.Rejections, &op.Events, &op.RPC,
-	&op.SigningKeys, &op.RotateSigningKey, &op.RemoveSigningKey, &op.CreateKey, &op.Keys, &op.RevokeKey,
-}
-
 // A route literal in a client's source: a string or template that begins
 // "/v1/", up to its first interpolation, concatenation or query.
 var routeLiteral = regexp.MustCompile("[\"'`](/v1/[A-Za-z0-9_/-]*)")
@@ -33,7 +21,7 @@ var routeLiteral = regexp.MustCompile("[\"'`](/v1/[A-Za-z0-9_/-]*)")
 // server does not have, or keep one the server has renamed.
 func TestClientRoutesAreTheSpecs(t *testing.T) {
 	var known []string // each spec's path, cut at its first {placeholder}, and whole
-	for _, s := range allSpecs {
+	for _, s := range op.All {
 		static, _, _ := strings.Cut(s.Path, "{")
 		known = append(known, static, s.Path)
 	}
