@@ -65,6 +65,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -147,19 +148,47 @@ type Config struct {
 	// cost more renewals.
 	Lease time.Duration
 
-	// RPC sends every operation the server's RPC stream (/v1/rpc) has
-	// over one websocket instead of one HTTP request each: a lock's
-	// acquire, renew, release and state, fences, semaphores, multi-locks
-	// and elections (their state included), and every watchdog renewal.
-	// Calls of every goroutine share the connection and are batched into
-	// few messages, which is what lets many concurrent callers on one
-	// host go several times faster. Answers, errors included, are the
-	// same as over HTTP. What the stream does not have still uses HTTP:
-	// force-expire, reset, reports, listings, keys and signing keys. The connection is dialed on
-	// first use and again after it breaks, never after Close. A call in
-	// flight when it breaks fails with a network error: like an HTTP
-	// request cut off, the server may or may not have done it.
+	// DisableRPC sends every call as its own HTTP request to the JSON API.
+	// By default the operations the server's RPC stream (/v1/rpc) has go
+	// over one websocket instead: a lock's acquire, renew, release and
+	// state, fences, semaphores, multi-locks and elections (their state
+	// included), and every watchdog renewal. Calls of every goroutine
+	// share the connection and are batched into few messages, which costs
+	// the server about a third of the CPU per call and lets many
+	// concurrent callers on one host go several times faster. Answers,
+	// errors, deadlines and Retry-After are the same as over HTTP. What
+	// the stream does not have still uses HTTP: force-expire, reset,
+	// reports, listings, keys and signing keys.
+	//
+	// The connection is dialed on first use and again after it breaks,
+	// never after Close. A call in flight when it breaks fails with a
+	// network error: like an HTTP request cut off, the server may or may
+	// not have done it. When the websocket cannot be opened at all (a
+	// proxy that refuses upgrades, a server without the stream, a node
+	// that is down while its peers are up), calls go over the JSON API,
+	// Logger is told once, and the stream is tried again after
+	// RPCRetryAfter.
+	//
+	// An HTTPClient whose Transport is not an *http.Transport (a wrapper
+	// adding headers or tracing) is used as given: the websocket cannot
+	// go through it, so such a client uses the JSON API unless RPC is set.
+	DisableRPC bool
+
+	// RPC makes the client use the RPC stream even with an HTTPClient
+	// whose Transport is not an *http.Transport (the websocket is then
+	// dialed with the default TLS and proxy settings). The stream is the
+	// default otherwise; see DisableRPC.
 	RPC bool
+
+	// RPCRetryAfter is how long calls go over the JSON API after the RPC
+	// stream could not be opened, before it is tried again. Zero: 30s.
+	RPCRetryAfter time.Duration
+
+	// Logger is told what the client does on its own that a caller would
+	// want to know: the RPC stream could not be opened and calls go over
+	// the JSON API (once, until the stream opens again). Nil:
+	// slog.Default().
+	Logger *slog.Logger
 
 	// HTTPClient sends the requests. Nil: the client's own, which keeps
 	// connections alive (up to 32 idle per host). Do not give it a
@@ -216,8 +245,17 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.jitter, c.sleep = jitterOf, c.sleepOn
 	c.sched = newScheduler(c)
-	if cfg.RPC {
-		c.rpc = &rpcPool{}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RPCRetryAfter == 0 {
+		cfg.RPCRetryAfter = defaultRPCRetry
+	}
+	if cfg.RPCRetryAfter < 0 {
+		return nil, invalid(fmt.Errorf("RPCRetryAfter %v: want 0 (30s) or more", cfg.RPCRetryAfter))
+	}
+	if !cfg.DisableRPC && (cfg.RPC || streamable(cfg.HTTPClient)) {
+		c.rpc = &rpcPool{retry: cfg.RPCRetryAfter, log: cfg.Logger}
 	}
 	if c.holder == "" {
 		c.holder = defaultHolder()

@@ -52,13 +52,16 @@ var (
 // exchange makes one call of o on name (a resource, a semaphore's or an
 // election's name; "" for the multi-locks) with the request fields req
 // (id, op, resource and name left out): over the RPC stream when the
-// client has one, else as a JSON API request whose body is req. An error
+// client uses it and it can be opened, else as a JSON API request whose
+// body is req. An error
 // answer becomes an *APIError read by r. A shed call is sent again (see
 // retrying).
 func (c *Client) exchange(ctx context.Context, o op, name string, req wire.Request, out any, r refusal) error {
 	return c.retrying(ctx, o.idempotent, func() error {
 		if c.rpc != nil {
-			return c.exchangeRPC(ctx, o, name, req, out, r)
+			if err := c.exchangeRPC(ctx, o, name, req, out, r); err != errUseJSON {
+				return err
+			}
 		}
 		u := c.path(o.path)
 		if o.path == "" {
