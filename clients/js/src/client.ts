@@ -28,8 +28,18 @@ export interface ClientOptions {
   urls?: string[];
   /** The fetch to use; default node:http over keep-alive connections, which served about four times the requests per second of the global fetch here. */
   fetch?: typeof fetch;
-  /** Carry lock operations and fences over the RPC stream (one websocket) instead of one HTTP request each. */
+  /**
+   * Carry locks, fences, semaphores, multi-locks and elections over the RPC
+   * stream (one websocket) instead of one HTTP request each; default true.
+   * When the websocket cannot be opened (a proxy that refuses upgrades, a
+   * server without the stream), calls go over HTTP, log is told once, and
+   * the stream is tried again after rpcRetryMs.
+   */
   rpc?: boolean;
+  /** How long calls go over HTTP after the RPC stream could not be opened, before it is tried again; default 30 000. */
+  rpcRetryMs?: number;
+  /** Where the client says what it does on its own (the RPC stream could not be opened); default console.warn. */
+  log?: (message: string) => void;
   /** The lease of locks that do not set their own; default 30 s. */
   leaseMs?: number;
   /**
@@ -199,6 +209,10 @@ export class Client {
   #request: Requester;
   #rpc: boolean;
   #session: RpcSession | null = null;
+  #rpcRetryMs: number;
+  #rpcUntil = 0; // after a stream that could not be opened: until when (Date.now()) calls go over HTTP
+  #rpcTold = false;
+  #log: (message: string) => void;
   #current = 0; // index in urls of the node that answered last
   #closed = false;
   #retries: number;
@@ -212,7 +226,10 @@ export class Client {
     this.#key = opts.key;
     this.#fetch = opts.fetch ?? globalThis.fetch;
     this.#request = opts.fetch === undefined ? viaNodeHttp() : viaFetch(opts.fetch);
-    this.#rpc = opts.rpc ?? false;
+    this.#rpc = opts.rpc ?? true;
+    this.#rpcRetryMs = opts.rpcRetryMs ?? 30_000;
+    if (!Number.isSafeInteger(this.#rpcRetryMs) || this.#rpcRetryMs < 0) throw new InvalidInputError('rpcRetryMs must be a non-negative integer');
+    this.#log = opts.log ?? ((m) => console.warn(m));
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.#retries = opts.overloadRetries ?? 5;
     if (!Number.isSafeInteger(this.#retries) || this.#retries < 0) throw new InvalidInputError('overloadRetries must be a non-negative integer');
@@ -268,14 +285,46 @@ export class Client {
     throw new ConnectionError(`fenceview: no node answered: ${(lastErr as Error)?.message ?? lastErr}`, { cause: lastErr });
   }
 
-  async #stream(): Promise<RpcSession> {
+  /** stream is the live RPC stream, opened anew after one broke; null while calls go over HTTP after one could not be opened. */
+  #stream(): RpcSession | null {
     if (this.#closed) throw new ConnectionError('fenceview: client closed');
-    if (this.#session === null || !this.#session.alive) {
+    if (this.#session !== null && this.#session.alive) return this.#session;
+    if (this.#session !== null) {
+      if (!this.#session.opened && Date.now() < this.#rpcUntil) return null;
+      if (this.#session.opened) this.#rpcTold = false; // a stream opened since the log last heard
       // A broken stream is reopened at the next node, if there are others.
-      if (this.#session !== null) this.#current = (this.#current + 1) % this.urls.length;
-      this.#session = new RpcSession(this.urls[this.#current]!, this.#key === undefined ? {} : { authorization: `Bearer ${this.#key}` });
+      this.#current = (this.#current + 1) % this.urls.length;
     }
+    this.#session = new RpcSession(this.urls[this.#current]!, this.#key === undefined ? {} : { authorization: `Bearer ${this.#key}` });
     return this.#session;
+  }
+
+  /**
+   * viaStream carries one request over the RPC stream; null when it goes
+   * over HTTP instead: the stream could not be opened (lately), or its
+   * opening was refused with an answer the JSON API gives too (401, 429,
+   * 503), which the HTTP call then gives.
+   */
+  async #viaStream(req: Record<string, unknown>, signal: AbortSignal | undefined): Promise<{ status: number; body: JSONValue } | null> {
+    if (!this.#rpc) return null;
+    for (let attempt = 1; ; attempt++) {
+      const s = this.#stream();
+      if (s === null) return null;
+      try {
+        return await this.#retrying(signal, () => s.call(req, signal));
+      } catch (err) {
+        if (!(err instanceof ConnectionError) || s.opened) throw err;
+        // A stream that never opened sent nothing: the next node may take it, else HTTP.
+        if (attempt < this.urls.length) continue;
+        if (s.refusedWith === 401 || s.refusedWith === 429 || s.refusedWith === 503) return null;
+        if (s === this.#session) this.#rpcUntil = Date.now() + this.#rpcRetryMs;
+        if (!this.#rpcTold) {
+          this.#rpcTold = true;
+          this.#log(`fenceview: the RPC stream of ${this.urls[this.#current]} could not be opened; calls go over the JSON API until it can be (tried again after ${this.#rpcRetryMs} ms): ${(err as Error).message}`);
+        }
+        return null;
+      }
+    }
   }
 
   /**
@@ -283,18 +332,8 @@ export class Client {
    * client uses it, else over HTTP; both give the same status and body.
    */
   async #op(op: 'acquire' | 'renew' | 'release' | 'fence' | 'lock', resource: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<Answer> {
-    if (this.#rpc) {
-      for (let attempt = 1; ; attempt++) {
-        const s = await this.#stream();
-        try {
-          const a = await this.#retrying(signal, () => s.call({ op, resource, ...fields }, signal));
-          return { status: a.status, headers: null, body: a.body };
-        } catch (err) {
-          // A stream that never opened sent nothing: the next node may take it.
-          if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length) throw err;
-        }
-      }
-    }
+    const a = await this.#viaStream({ op, resource, ...fields }, signal);
+    if (a !== null) return { status: a.status, headers: null, body: a.body };
     const r = encodeURIComponent(resource);
     switch (op) {
       case 'fence':
@@ -312,16 +351,8 @@ export class Client {
    * else as the route. Not part of the package's API: the primitives call it.
    */
   async [rawCall](op: string, method: string, path: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<{ status: number; body: JSONValue }> {
-    if (this.#rpc) {
-      for (let attempt = 1; ; attempt++) {
-        const s = await this.#stream();
-        try {
-          return await this.#retrying(signal, () => s.call({ op, ...fields }, signal));
-        } catch (err) {
-          if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length) throw err;
-        }
-      }
-    }
+    const a = await this.#viaStream({ op, ...fields }, signal);
+    if (a !== null) return a;
     const { name: _name, ...body } = fields;
     return this.#http(method, path, method === 'GET' ? undefined : body, signal);
   }
