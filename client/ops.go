@@ -86,13 +86,22 @@ func (c *Client) exchangeRPC(ctx context.Context, o op, name string, req wire.Re
 		return err
 	}
 	defer c.life.calls.Done()
-	sess, err := c.rpc.session(ctx, c)
-	if err != nil {
-		return err
-	}
-	a, err := sess.call(ctx, c.life.ctx.Done(), req)
-	if err != nil {
-		return err
+	var a wire.Answer
+	for attempt := 0; ; attempt++ {
+		sess, err := c.rpc.session(ctx, c)
+		if err != nil {
+			return err
+		}
+		if a, err = sess.call(ctx, c.life.ctx.Done(), req); err != nil {
+			return err
+		}
+		if attempt > 0 || a.Status != http.StatusServiceUnavailable || !termEnded(a.Body) {
+			break
+		}
+		// The server stopped serving this connection and refused the
+		// call without doing it (a service that closed refuses every
+		// change): once more, on a new connection.
+		sess.fail(errStaleStream)
 	}
 	if a.Status != http.StatusOK && a.Status != http.StatusCreated {
 		return r.decode(a.Status, a.Body, nil)

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -372,7 +373,7 @@ func (s *rpcSession) readLoop() {
 			buf = nil
 		}
 		msg = bytes.Clone(msg)
-		bad := false
+		bad, stale := false, false
 		wire.Lines(msg, func(line []byte) bool {
 			var a wire.Answer
 			if err := wire.DecodeAnswer(line, &a); err != nil {
@@ -387,12 +388,35 @@ func (s *rpcSession) readLoop() {
 			if ch != nil {
 				ch <- a
 			}
+			if a.Status == http.StatusServiceUnavailable && termEnded(a.Body) {
+				stale = true
+			}
 			return true
 		})
 		if bad {
 			return
 		}
+		if stale {
+			s.fail(errStaleStream)
+			return
+		}
 	}
+}
+
+// errStaleStream ends a session whose server stopped serving it.
+var errStaleStream = errors.New("fenceview: rpc stream: the server stopped serving this connection (shutting down, or a cluster leader's term ended)")
+
+// termEnded reports whether a 503 answer's body is one without a
+// Retry-After: the connection's server is shutting down, or (in a
+// cluster) the term that served the connection ended while the
+// connection lives on. Every later call on it would get the same, so the
+// session ends and the next call opens a new one.
+func termEnded(body []byte) bool {
+	var b struct {
+		Code         string `json:"code"`
+		RetryAfterMs int64  `json:"retryAfterMs"`
+	}
+	return json.Unmarshal(body, &b) == nil && b.Code == "unavailable" && b.RetryAfterMs == 0
 }
 
 // readMessage reads the next message into buf, reused from the last one.

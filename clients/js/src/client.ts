@@ -307,11 +307,18 @@ export class Client {
    */
   async #viaStream(req: Record<string, unknown>, signal: AbortSignal | undefined): Promise<{ status: number; body: JSONValue } | null> {
     if (!this.#rpc) return null;
+    let stopped = false;
     for (let attempt = 1; ; attempt++) {
       const s = this.#stream();
       if (s === null) return null;
       try {
-        return await this.#retrying(signal, () => s.call(req, signal));
+        const a = await this.#retrying(signal, () => s.call(req, signal));
+        if (stopped || !s.stoppedBy(a)) return a;
+        // The server stopped serving the stream and refused the call
+        // without doing it: once more, on a new stream.
+        stopped = true;
+        attempt--;
+        continue;
       } catch (err) {
         if (!(err instanceof ConnectionError) || s.opened) throw err;
         // A stream that never opened sent nothing: the next node may take it, else HTTP.

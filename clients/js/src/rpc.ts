@@ -100,6 +100,12 @@ export class RpcSession {
     return this.#refusedWith;
   }
 
+  /** Whether answer says the server stopped serving the stream: 503 unavailable, with no time to come back. */
+  stoppedBy(answer: RpcAnswer): boolean {
+    const b = answer.body as { code?: unknown; retryAfterMs?: unknown } | null;
+    return answer.status === 503 && b?.code === 'unavailable' && b.retryAfterMs === undefined;
+  }
+
   /** Whether the stream can still carry calls. */
   get alive(): boolean {
     return this.#dead === null;
@@ -138,6 +144,13 @@ export class RpcSession {
       if (p === undefined) continue; // its caller gave up
       this.#pending.delete(a.id);
       p.resolve({ status: a.status, body: a.body ?? null });
+      if (this.stoppedBy({ status: a.status, body: a.body ?? null })) {
+        // The server stopped serving this connection (shutting down, or a
+        // cluster leader's term ended under it): every later call would get
+        // the same, so the next one opens a new stream.
+        this.#fail(new ConnectionError('fenceview: rpc stream: the server stopped serving this connection'));
+        return;
+      }
     }
   }
 

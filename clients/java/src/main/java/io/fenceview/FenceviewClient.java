@@ -396,6 +396,10 @@ public final class FenceviewClient implements AutoCloseable {
      * carries the call and can be opened, else over HTTP.
      */
     CompletableFuture<Answer> call(String method, String path, Map<String, Object> body, Duration timeout) {
+        return call(method, path, body, timeout, false);
+    }
+
+    private CompletableFuture<Answer> call(String method, String path, Map<String, Object> body, Duration timeout, boolean again) {
         RpcRoute route = useRpc && !closed ? RpcRoute.of(method, path) : null;
         if (route != null) {
             RpcSession s = rpcSession();
@@ -406,7 +410,12 @@ public final class FenceviewClient implements AutoCloseable {
                 // go over HTTP instead of waiting for it.
                 return s.opened().copy().orTimeout(t.toMillis(), TimeUnit.MILLISECONDS).handle((w, err) -> {
                     if (err == null) {
-                        return overloadRetry(left -> s.call(route.op, route.key, route.name, body, left), t, System.nanoTime() + t.toNanos(), 0);
+                        return overloadRetry(left -> s.call(route.op, route.key, route.name, body, left), t, System.nanoTime() + t.toNanos(), 0)
+                                .thenCompose(a -> a.status == 503 && RpcSession.stopped(a.body) && !again
+                                        // The server stopped serving the stream and refused the call
+                                        // without doing it: once more, on a new stream.
+                                        ? call(method, path, body, timeout, true)
+                                        : CompletableFuture.completedFuture(a));
                     }
                     if (!(unwrap(err) instanceof java.util.concurrent.TimeoutException)) {
                         fellBack(s, err);

@@ -191,8 +191,21 @@ final class RpcSession implements WebSocket.Listener {
             @SuppressWarnings("unchecked")
             Map<String, Object> b = body instanceof Map ? (Map<String, Object>) body : Map.of();
             answered.incrementAndGet();
-            f.complete(new FenceviewClient.Answer((int) (long) (Long) a.get("status"), b, NO_HEADERS));
+            int status = (int) (long) (Long) a.get("status");
+            f.complete(new FenceviewClient.Answer(status, b, NO_HEADERS));
+            if (status == 503 && stopped(b)) {
+                // The server stopped serving this connection (shutting down, or a
+                // cluster leader's term ended under it): every later call would get the
+                // same, so the next one opens a new stream.
+                fail(new FenceviewException(0, "fenceview: rpc stream: the server stopped serving this connection"));
+                return;
+            }
         }
+    }
+
+    /** Whether a 503's body says the server stopped serving the stream: unavailable, with no time to come back. */
+    static boolean stopped(Map<String, Object> body) {
+        return "unavailable".equals(body.get("code")) && body.get("retryAfterMs") == null;
     }
 
     @Override
