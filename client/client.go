@@ -48,7 +48,10 @@
 // Every refusal of the server is an *APIError chosen by its refusal code
 // (never by its English message), matching the code's sentinel with
 // errors.Is (ErrLockHeld, ErrLeaseExpired, ErrStaleToken, ErrOverloaded,
-// ...). A call the server sheds (429 overloaded) is sent again after its
+// ...). Input the client refuses before sending anything (a holder over
+// 80 bytes, a token below 1) is the *APIError the server would answer
+// (400 invalid-request, or invalid-token, with Field), unwrapping to an
+// *InputError. A call the server sheds (429 overloaded) is sent again after its
 // Retry-After, with jitter, within the call's context deadline.
 //
 // All methods take a context and are safe for concurrent use. One Client
@@ -230,10 +233,10 @@ func defaultHolder() string {
 func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(cfg.URL, "/"))
 	if err != nil {
-		return nil, invalid(fmt.Errorf("base URL: %w", err))
+		return nil, invalid("url", fmt.Errorf("base URL: %w", err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, invalid(fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", cfg.URL))
+		return nil, invalid("url", fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", cfg.URL))
 	}
 	c := &Client{life: newLife(), base: u, hc: cfg.HTTPClient, admin: cfg.AdminToken, key: cfg.Key,
 		clock: cfg.Clock, lease: cfg.Lease, holder: cfg.Holder}
@@ -252,7 +255,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.RPCRetryAfter = defaultRPCRetry
 	}
 	if cfg.RPCRetryAfter < 0 {
-		return nil, invalid(fmt.Errorf("RPCRetryAfter %v: want 0 (30s) or more", cfg.RPCRetryAfter))
+		return nil, invalid("rpcRetryAfter", fmt.Errorf("RPCRetryAfter %v: want 0 (30s) or more", cfg.RPCRetryAfter))
 	}
 	if !cfg.DisableRPC && (cfg.RPC || streamable(cfg.HTTPClient)) {
 		c.rpc = &rpcPool{retry: cfg.RPCRetryAfter, log: cfg.Logger}
@@ -260,13 +263,13 @@ func New(cfg Config) (*Client, error) {
 	if c.holder == "" {
 		c.holder = defaultHolder()
 	} else if err := guard.ValidateHolderID(c.holder); err != nil {
-		return nil, invalid(fmt.Errorf("holder: %w", err))
+		return nil, invalid("holder", err)
 	}
 	if c.nodes, err = parseNodes(u, cfg.Peers); err != nil {
 		return nil, err
 	}
 	if c.lease < time.Millisecond || c.lease > 24*time.Hour {
-		return nil, invalid(fmt.Errorf("lease %v: want 1ms..24h", c.lease))
+		return nil, invalid("leaseMs", fmt.Errorf("lease %v: want 1ms..24h", c.lease))
 	}
 	if c.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -301,7 +304,7 @@ func (c *Client) endpoint(kind, resource, action string) *url.URL {
 // be a valid id.
 func (c *Client) getOne(ctx context.Context, kind, resource string, out any) error {
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return invalid(err)
+		return invalid("resource", err)
 	}
 	return c.call(ctx, http.MethodGet, c.endpoint(kind, resource, ""), nil, nil, out, refusal{resource: resource})
 }
@@ -434,7 +437,7 @@ type State struct {
 // State returns the state of the lock on resource.
 func (c *Client) State(ctx context.Context, resource string) (State, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return State{}, invalid(err)
+		return State{}, invalid("resource", err)
 	}
 	var b wire.Lock
 	if err := c.exchange(ctx, opLock, resource, wire.Request{}, &b, refusal{resource: resource}); err != nil {
@@ -452,7 +455,7 @@ func (c *Client) State(ctx context.Context, resource string) (State, error) {
 // resources must check tokens.
 func (c *Client) ForceExpire(ctx context.Context, resource string) error {
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return invalid(err)
+		return invalid("resource", err)
 	}
 	h := http.Header{}
 	if c.admin != "" {
@@ -494,10 +497,10 @@ func (c *Client) FenceCurrent(ctx context.Context, resource string, t guard.Toke
 
 func (c *Client) fence(ctx context.Context, resource string, t guard.Token, mode string) (Fenced, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return Fenced{}, invalid(err)
+		return Fenced{}, invalid("resource", err)
 	}
 	if err := guard.ValidateToken(t.Token); err != nil {
-		return Fenced{}, invalid(err)
+		return Fenced{}, invalidToken(err)
 	}
 	in := wire.Request{Token: wire.IntOf(t.Token), Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode}
 	var out wire.FenceAccepted
@@ -539,10 +542,10 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 	}{Decisions: make([]decision, 0, len(reports))}
 	for i, r := range reports {
 		if err := guard.ValidateResourceID(r.Resource); err != nil {
-			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
+			return 0, invalid("resourceId", fmt.Errorf("report %d: %w", i, err))
 		}
 		if err := guard.ValidateToken(r.Presented); err != nil {
-			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
+			return 0, invalid("token", fmt.Errorf("report %d: %w", i, err))
 		}
 		w := decision{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source, Signature: r.Signature}
 		if !r.At.IsZero() {

@@ -64,14 +64,14 @@ func (e *Election) Candidate() string { return e.candidate }
 
 func (e *Election) validate() error {
 	if err := guard.ValidateResourceID(e.name); err != nil {
-		return invalid(fmt.Errorf("election name: %w", err))
+		return invalid("name", fmt.Errorf("election name: %w", err))
 	}
 	return guardHolder(e.candidate)
 }
 
 func validateValue(value string) error {
 	if len(value) > maxElectionValue {
-		return invalid(fmt.Errorf("value of %d bytes: want at most %d", len(value), maxElectionValue))
+		return invalid("value", fmt.Errorf("value of %d bytes: want at most %d", len(value), maxElectionValue))
 	}
 	return nil
 }
@@ -186,7 +186,7 @@ func (e *Election) Resign(ctx context.Context) error {
 // or an error matching ErrNoLeader when nobody leads.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := guard.ValidateResourceID(e.name); err != nil {
-		return Leader{}, invalid(err)
+		return Leader{}, invalid("name", err)
 	}
 	var out wire.Election
 	if err := e.c.exchange(ctx, opElection, e.name, wire.Request{}, &out, refusal{resource: e.name}); err != nil {
