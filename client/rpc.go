@@ -287,6 +287,12 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req wire
 		answerChans.Put(ch)
 		return a, nil
 	case <-s.dead:
+		select {
+		case a := <-ch: // answered before the session ended
+			answerChans.Put(ch)
+			return a, nil
+		default:
+		}
 		return wire.Answer{}, s.deadErr()
 	case <-ctx.Done():
 		s.forget(req.ID)

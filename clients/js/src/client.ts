@@ -220,7 +220,7 @@ export class Client {
   constructor(url: string, opts: ClientOptions = {}) {
     this.urls = [url, ...(opts.urls ?? [])].map((u) => {
       const parsed = new URL(u);
-      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidInputError(`fenceview: ${u} is not an http(s) URL`);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidInputError(`fenceview: ${u} is not an http(s) URL`, 'url');
       return parsed.origin + parsed.pathname.replace(/\/+$/, '');
     });
     this.#key = opts.key;
@@ -228,11 +228,11 @@ export class Client {
     this.#request = opts.fetch === undefined ? viaNodeHttp() : viaFetch(opts.fetch);
     this.#rpc = opts.rpc ?? true;
     this.#rpcRetryMs = opts.rpcRetryMs ?? 30_000;
-    if (!Number.isSafeInteger(this.#rpcRetryMs) || this.#rpcRetryMs < 0) throw new InvalidInputError('rpcRetryMs must be a non-negative integer');
+    if (!Number.isSafeInteger(this.#rpcRetryMs) || this.#rpcRetryMs < 0) throw new InvalidInputError('rpcRetryMs must be a non-negative integer', 'rpcRetryMs');
     this.#log = opts.log ?? ((m) => console.warn(m));
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.#retries = opts.overloadRetries ?? 5;
-    if (!Number.isSafeInteger(this.#retries) || this.#retries < 0) throw new InvalidInputError('overloadRetries must be a non-negative integer');
+    if (!Number.isSafeInteger(this.#retries) || this.#retries < 0) throw new InvalidInputError('overloadRetries must be a non-negative integer', 'overloadRetries');
   }
 
   /** retrying makes a call again while the server sheds it, at most overloadRetries more times, waiting as shedWait says. */
@@ -406,12 +406,12 @@ export class Client {
 
   /** election returns the election name (its lock is the resource name) for candidate (default a random id). */
   election(name: string, opts: ElectionOptions = {}): Election {
-    return new Election(this, validateResourceId(name), validateHolderId(opts.candidate ?? randomUUID()), opts.leaseMs ?? this.leaseMs);
+    return new Election(this, validateResourceId(name, 'name'), validateHolderId(opts.candidate ?? randomUUID(), 'candidate'), opts.leaseMs ?? this.leaseMs);
   }
 
   /** leader is the election's leader now, or null when nobody leads (GET /v1/elections/{name}). */
   async leader(name: string, signal?: AbortSignal): Promise<Leader | null> {
-    const a = await this[rawCall]('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name))}`, { name }, signal);
+    const a = await this[rawCall]('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name, 'name'))}`, { name }, signal);
     if (a.status !== 200) throw refusal(a);
     return ((a.body as { leader?: Leader | null }).leader ?? null) as Leader | null;
   }
@@ -662,7 +662,7 @@ export class Lock {
     readonly holder: string,
     leaseMs: number,
   ) {
-    if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new InvalidInputError('leaseMs must be a positive integer');
+    if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new InvalidInputError('leaseMs must be a positive integer', 'leaseMs');
     this.#leaseMs = leaseMs;
   }
 

@@ -53,7 +53,7 @@ public final class FencedLock extends Named implements Lock {
     public FencedLock withLockDelay(Duration delay) {
         long ms = delay.toMillis();
         if (delay.isNegative() || delay.compareTo(MAX_LOCK_DELAY) > 0) {
-            throw new IllegalArgumentException("fenceview: lock-delay " + delay + ": want 0..60s");
+            throw InvalidRequestException.beforeSending("lockDelayMs", "lock-delay " + delay + ": want 0..60s");
         }
         return new FencedLock(c, name, ms);
     }

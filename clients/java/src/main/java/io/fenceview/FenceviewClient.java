@@ -284,7 +284,7 @@ public final class FenceviewClient implements AutoCloseable {
 
     /** The election name for candidate (1..80 bytes of UTF-8). */
     public LeaderElection getLeaderElection(String name, String candidate) {
-        return new LeaderElection(this, Ids.resource(name), Ids.holder(candidate));
+        return new LeaderElection(this, Ids.resource(name, "name"), Ids.holder(candidate, "candidate"));
     }
 
     /** A relay of a hold's lost future, so that a caller completing or cancelling it cannot touch the hold's own. */
