@@ -7,7 +7,7 @@ import { ConnectionError, FenceRefusedError, FenceviewError, HeldError, LeaseLos
 import { EventStream } from './events.js';
 import { Election, MultiLock, Semaphore, type ElectionOptions, type LockAllOptions, type Leader, type SemaphoreState } from './primitives.js';
 import { RpcSession } from './rpc.js';
-import { grantOf, rawCall } from './call.js';
+import { grantOf, onClose, rawCall } from './call.js';
 import { viaFetch, viaNodeHttp, type Requester } from './transport.js';
 import {
   HEADER_RESOURCE,
@@ -215,6 +215,8 @@ export class Client {
   #log: (message: string) => void;
   #current = 0; // index in urls of the node that answered last
   #closed = false;
+  #closing: Promise<void> | null = null;
+  #beforeClose = new Set<() => Promise<void>>();
   #retries: number;
 
   constructor(url: string, opts: ClientOptions = {}) {
@@ -589,11 +591,34 @@ export class Client {
     if (a.status !== 200) throw refusal(a);
   }
 
-  /** close ends the RPC stream; the client makes no more calls. */
-  close(): void {
-    this.#closed = true;
-    this.#session?.close();
-    this.#session = null;
+  /**
+   * close ends the client: the reports its guards queued (a WasmGuard's
+   * batch) are sent first, then the RPC stream ends and the client makes
+   * no more calls. Await it to know the reports went out; without guards
+   * it has closed when it returns.
+   */
+  close(): Promise<void> {
+    if (this.#closing !== null) return this.#closing;
+    const finish = (): void => {
+      this.#closed = true;
+      this.#session?.close();
+      this.#session = null;
+    };
+    const before = [...this.#beforeClose];
+    this.#beforeClose.clear();
+    if (before.length === 0) {
+      finish();
+      this.#closing = Promise.resolve();
+    } else {
+      this.#closing = Promise.allSettled(before.map((f) => f())).then(finish);
+    }
+    return this.#closing;
+  }
+
+  /** onClose registers work close() awaits before it closes (a guard's queued reports); the function returned takes it off. Not part of the package's API. */
+  [onClose](work: () => Promise<void>): () => void {
+    this.#beforeClose.add(work);
+    return () => this.#beforeClose.delete(work);
   }
 }
 

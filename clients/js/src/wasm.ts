@@ -5,6 +5,7 @@
 
 import { createRequire } from 'node:module';
 import type { Client, DecisionReport } from './client.js';
+import { onClose } from './call.js';
 import { badSignature, verified, type Checker } from './guard.js';
 import { InvalidInputError, REASON_STALE, toToken, type Decision } from './token.js';
 import type { Verifier } from './verifier.js';
@@ -124,6 +125,7 @@ export class WasmGuard implements Checker {
   #queue: DecisionReport[] = [];
   #timer: NodeJS.Timeout | null = null;
   #flushing: Promise<void> | null = null;
+  #offClose: (() => void) | null = null;
   /** Reports dropped because the queue was full. */
   dropped = 0;
 
@@ -139,6 +141,8 @@ export class WasmGuard implements Checker {
     if (this.#report) {
       this.#timer = setInterval(() => void this.flush().catch(() => {}), opts.flushMs ?? 1000);
       this.#timer.unref();
+      // The client's close() sends what is queued, as this guard's close() does.
+      this.#offClose = this.#client![onClose](() => this.close());
     }
   }
 
@@ -288,10 +292,12 @@ export class WasmGuard implements Checker {
     return this.#flushing;
   }
 
-  /** close sends what is queued and stops the reporting timer. */
+  /** close sends what is queued and stops the reporting timer; the client's close() does it too. */
   async close(): Promise<void> {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
+    this.#offClose?.();
+    this.#offClose = null;
     await this.flush();
   }
 }
