@@ -9,7 +9,9 @@ import { Election, MultiLock, Semaphore, type ElectionOptions, type LockAllOptio
 import { RpcSession } from './rpc.js';
 import { grantOf, onClose, rawCall } from './call.js';
 import { viaFetch, viaNodeHttp, type Requester } from './transport.js';
+import { accessOf } from './guard.js';
 import {
+  HEADER_ACCESS,
   HEADER_RESOURCE,
   HEADER_SIGNATURE,
   HEADER_TOKEN,
@@ -17,6 +19,7 @@ import {
   toToken,
   validateHolderId,
   validateResourceId,
+  type Access,
   type Decision,
 } from './token.js';
 import { Verifier, type SigningKey, type VerifierOptions } from './verifier.js';
@@ -59,6 +62,8 @@ export interface Fencing {
   issuedAt: string;
   keyId?: string;
   signature?: string;
+  /** The envelope of a shared (reader's) grant: its signature is of the shared message. */
+  shared?: boolean;
 }
 
 /** A grant of acquire or renew. */
@@ -68,6 +73,8 @@ export interface Grant {
   holdCount: number;
   expiresAt: string;
   leaseMs?: number;
+  /** A shared (reader's) grant. */
+  shared?: boolean;
   fencing: Fencing;
 }
 
@@ -83,6 +90,10 @@ export interface LockState {
   remainingMs: number;
   /** When a running lock-delay ends (RFC 3339); null when none runs. */
   availableAt: string | null;
+  /** Held in shared mode (by readers). */
+  shared?: boolean;
+  /** While shared holds are live: each reader's hold. */
+  holders?: { holder: string; holdCount: number; expiresAt: string; remainingMs: number }[];
 }
 
 /** GET /v1/resources/{resource}. */
@@ -437,9 +448,23 @@ export class Client {
     return new Lock(this, validateResourceId(resource), validateHolderId(opts.holder ?? randomUUID()), opts.leaseMs ?? this.leaseMs);
   }
 
-  /** grant asks for the lock once: a Grant, or HeldError (LockDelayError in a lock-delay) when it stayed held through waitMs. */
-  async grant(resource: string, holder: string, leaseMs: number, waitMs: number, signal?: AbortSignal, lockDelayMs?: number): Promise<Grant> {
-    const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: lockDelayMs || undefined }, signal);
+  /**
+   * readLock returns the shared (read) side of the lock on resource: its
+   * holders hold it together, never beside a writer (client.lock), first
+   * come first served so that writers do not starve. All readers of one
+   * read phase share one token, above every earlier writer's and below
+   * every later one's; present it with access 'read' (its headers() carry
+   * X-Fencing-Access: read): a guard refuses it for a write. A re-entrant
+   * read keeps the token; a holder holding one side that asks for the
+   * other gets HeldError.
+   */
+  readLock(resource: string, opts: { holder?: string; leaseMs?: number } = {}): Lock {
+    return new Lock(this, validateResourceId(resource), validateHolderId(opts.holder ?? randomUUID()), opts.leaseMs ?? this.leaseMs, true);
+  }
+
+  /** grant asks for the lock once (shared: a reader's hold): a Grant, or HeldError (LockDelayError in a lock-delay) when it stayed held through waitMs. */
+  async grant(resource: string, holder: string, leaseMs: number, waitMs: number, signal?: AbortSignal, lockDelayMs?: number, shared = false): Promise<Grant> {
+    const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: lockDelayMs || undefined, shared: shared || undefined }, signal);
     if (a.status === 200) return grantOf(a.body);
     throw refusal(a, { resource, conflict: 'lock-held' });
   }
@@ -470,9 +495,10 @@ export class Client {
    * FenceResult with accepted false and its reason (409), not an error;
    * with throwOnRefusal it is a FenceRefusedError whose code is the reason.
    */
-  async fence(resource: string, token: bigint, opts: { signature?: string; source?: string; signal?: AbortSignal; throwOnRefusal?: boolean } = {}): Promise<FenceResult> {
+  async fence(resource: string, token: bigint, opts: { signature?: string; source?: string; signal?: AbortSignal; throwOnRefusal?: boolean; access?: Access } = {}): Promise<FenceResult> {
     validateResourceId(resource);
-    const a = await this.#op('fence', resource, { token: toToken(token), signature: opts.signature, source: opts.source }, opts.signal);
+    const read = accessOf(opts.access) === 'read';
+    const a = await this.#op('fence', resource, { token: toToken(token), signature: opts.signature, source: opts.source, access: read ? 'read' : undefined }, opts.signal);
     if (a.status === 409) {
       const err = refusal(a, { resource, conflict: 'stale-token' });
       if (!(err instanceof FenceRefusedError)) throw err;
@@ -686,6 +712,8 @@ export class Lock {
     readonly resource: string,
     readonly holder: string,
     leaseMs: number,
+    /** A shared (read) lock: granted beside other readers, never beside a writer (see Client.readLock). */
+    readonly shared = false,
   ) {
     if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new InvalidInputError('leaseMs must be a positive integer', 'leaseMs');
     this.#leaseMs = leaseMs;
@@ -724,6 +752,7 @@ export class Lock {
   headers(): Record<string, string> {
     const h: Record<string, string> = { [HEADER_TOKEN]: this.token.toString(), [HEADER_RESOURCE]: this.resource };
     if (this.signature) h[HEADER_SIGNATURE] = this.signature;
+    if (this.shared) h[HEADER_ACCESS] = 'read';
     return h;
   }
 
@@ -740,7 +769,7 @@ export class Lock {
       const wait = Math.max(0, Math.min(WAIT_CHUNK_MS, until - Date.now()));
       const sent = Date.now();
       try {
-        const g = await this.client.grant(this.resource, this.holder, lease, wait, opts.signal, opts.lockDelayMs);
+        const g = await this.client.grant(this.resource, this.holder, lease, wait, opts.signal, opts.lockDelayMs, this.shared);
         this.#granted(g, lease, opts.watchdog ?? true, sent);
         return g.fencing.token;
       } catch (err) {

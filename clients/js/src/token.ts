@@ -15,6 +15,14 @@ export const HEADER_IDEMPOTENCY_KEY = 'Idempotency-Key';
 /** Refusal reasons, as fenceview names them. */
 export const REASON_STALE = 'stale-token';
 export const REASON_BAD_SIGNATURE = 'bad-signature';
+/** A write presented with a shared (reader's) token. */
+export const REASON_SHARED_TOKEN = 'shared-token';
+
+/** What a check guards: a read (a shared lock's reader may do it) or a write (the default). */
+export type Access = 'read' | 'write';
+
+/** The header saying what a fenced request does: "read", or "write" (the default). */
+export const HEADER_ACCESS = 'X-Fencing-Access';
 
 /**
  * A guard's decision on one fenced write: the seed's refusal shape. On an
@@ -112,7 +120,12 @@ export function idempotencyKey(resource: string, token: bigint): string {
   return `${resource}:${token.toString()}`;
 }
 
-/** signedMessage is the text fenceview signs for a token: "fenceview/v1 <resource> <token>". */
-export function signedMessage(resource: string, token: bigint): Buffer {
-  return Buffer.from(`fenceview/v1 ${resource} ${token.toString()}`, 'utf8');
+/**
+ * signedMessage is the text fenceview signs for a token:
+ * "fenceview/v1 <resource> <token>", and for a shared grant (a reader's)
+ * the same followed by " shared", so a reader's token never verifies as
+ * a writer's.
+ */
+export function signedMessage(resource: string, token: bigint, shared = false): Buffer {
+  return Buffer.from(`fenceview/v1 ${resource} ${token.toString()}${shared ? ' shared' : ''}`, 'utf8');
 }

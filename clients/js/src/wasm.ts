@@ -6,8 +6,8 @@
 import { createRequire } from 'node:module';
 import type { Client, DecisionReport } from './client.js';
 import { onClose } from './call.js';
-import { badSignature, verified, type Checker } from './guard.js';
-import { InvalidInputError, REASON_STALE, toToken, type Decision } from './token.js';
+import { accessOf, badSignature, refusedFor, signatureRefusal, type Checker } from './guard.js';
+import { InvalidInputError, REASON_STALE, toToken, type Access, type Decision } from './token.js';
 import type { Verifier } from './verifier.js';
 
 export interface WasmGuardOptions {
@@ -206,15 +206,19 @@ export class WasmGuard implements Checker {
   }
 
   /**
-   * check applies the rule; with a verifier, a token whose signature does
-   * not verify is refused as bad-signature first, and the mark stays.
+   * check applies the rule (a read's as a write's); with a verifier, a
+   * token whose signature does not verify is refused as bad-signature
+   * first, a write shown a shared (reader's) token as shared-token, and
+   * the mark stays.
    */
-  async check(resource: string, token: bigint, signature?: string): Promise<Decision> {
+  async check(resource: string, token: bigint, signature?: string, access?: Access): Promise<Decision> {
+    const a = accessOf(access);
     if (this.#verifier === undefined) return this.checkUnsigned(resource, token);
     const t = toToken(token);
     const mark = this.highWater(resource); // validates the id before any verification
-    if (!(await verified(this.#verifier, resource, t, signature))) {
-      const d = badSignature(t, mark);
+    const why = await signatureRefusal(this.#verifier, resource, t, signature, a);
+    if (why !== null) {
+      const d = refusedFor(why, t, mark);
       this.#queueReport(resource, d, signature);
       return d;
     }
