@@ -265,6 +265,14 @@ public final class FenceviewClient implements AutoCloseable {
     }
 
     /**
+     * The read-write lock on resource, as Redisson's {@code getReadWriteLock(name)}:
+     * {@code readLock()} shared by readers, {@code writeLock()} exclusive.
+     */
+    public FencedReadWriteLock getReadWriteLock(String resource) {
+        return new FencedReadWriteLock(this, Ids.resource(resource));
+    }
+
+    /**
      * The semaphore name of permits fenced slots ({@code name#0} .. {@code name#<permits-1>}),
      * as Redisson's {@code getPermitExpirableSemaphore(name)}.
      */
@@ -778,6 +786,9 @@ public final class FenceviewClient implements AutoCloseable {
         }
         if (!token.scope().isEmpty()) {
             in.put("scope", token.scope());
+        }
+        if (token.shared()) {
+            in.put("access", "read"); // a reader's token fences reads
         }
         Answer a = await(call("POST", "/v1/fence/" + segment(token.resource()), in, null));
         if (a.ok()) {
