@@ -8,6 +8,9 @@ import { EventStream } from './events.js';
 import { Election, MultiLock, Semaphore, type ElectionOptions, type LockAllOptions, type Leader, type SemaphoreState } from './primitives.js';
 import { RpcSession } from './rpc.js';
 import { grantOf, onClose, rawCall } from './call.js';
+import type { Grant } from './types.js';
+
+export type { Fencing, Grant } from './types.js';
 import { viaFetch, viaNodeHttp, type Requester } from './transport.js';
 import { accessOf } from './guard.js';
 import {
@@ -52,30 +55,6 @@ export interface ClientOptions {
    * A call's signal stops the waiting.
    */
   overloadRetries?: number;
-}
-
-/** The fencing envelope of a grant: the seed's token scope, signed. */
-export interface Fencing {
-  token: bigint;
-  issuer: string;
-  scope: string;
-  issuedAt: string;
-  keyId?: string;
-  signature?: string;
-  /** The envelope of a shared (reader's) grant: its signature is of the shared message. */
-  shared?: boolean;
-}
-
-/** A grant of acquire or renew. */
-export interface Grant {
-  resourceId: string;
-  holder: string;
-  holdCount: number;
-  expiresAt: string;
-  leaseMs?: number;
-  /** A shared (reader's) grant. */
-  shared?: boolean;
-  fencing: Fencing;
 }
 
 /** GET /v1/locks/{resource}. */

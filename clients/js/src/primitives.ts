@@ -2,7 +2,10 @@
 // (N slots, each a lock), multi-locks (all or nothing) and elections (the
 // term is the token).
 
-import type { Client, Grant } from './client.js';
+import type { Caller } from './call.js';
+import type { Grant, Leader, SemaphoreState } from './types.js';
+
+export type { Leader, SemaphoreState } from './types.js';
 import { grantOf, rawCall } from './call.js';
 import { FenceviewError, HeldError, LeaseLostError, NotHeldError, errorFor } from './errors.js';
 import type { FenceEvent } from './events.js';
@@ -64,15 +67,6 @@ function headersOf(resource: string, grant: Grant): Record<string, string> {
 
 // ---- semaphores ----
 
-/** GET /v1/semaphores/{name}. */
-export interface SemaphoreState {
-  name: string;
-  permits: number;
-  held: { slot: number; resourceId: string; holder: string; token: bigint; expiresAt: string }[];
-  free: number;
-  waiters: number;
-}
-
 /**
  * Semaphore is a semaphore of permits fenced slots: slot i is the ordinary
  * lock name#i, with its own token counter, so a guard fences the work done
@@ -82,7 +76,7 @@ export class Semaphore {
   readonly #leaseMs: number;
 
   constructor(
-    readonly client: Client,
+    readonly client: Caller,
     readonly name: string,
     readonly permits: number,
     readonly holder: string,
@@ -141,7 +135,7 @@ export class Permit {
   readonly #lease: Lease;
 
   constructor(
-    readonly client: Client,
+    readonly client: Caller,
     readonly semaphore: string,
     grant: Grant,
     readonly slot: number,
@@ -214,7 +208,7 @@ export class MultiLock {
   #grants: Grant[];
 
   private constructor(
-    readonly client: Client,
+    readonly client: Caller,
     readonly resources: readonly string[],
     readonly holder: string,
     grants: Grant[],
@@ -226,7 +220,7 @@ export class MultiLock {
     this.#lease = new Lease(resources.join(', '), () => grants[0]!.fencing.token, leaseMs, watchdog ? (ms, signal) => this.#renew(ms, signal) : null, sent);
   }
 
-  static async acquire(client: Client, resources: string[], opts: LockAllOptions): Promise<MultiLock> {
+  static async acquire(client: Caller, resources: string[], opts: LockAllOptions): Promise<MultiLock> {
     if (!Array.isArray(resources) || resources.length < 1 || resources.length > MAX_LOCK_ALL) throw new InvalidInputError(`lockAll takes 1 to ${MAX_LOCK_ALL} resources`, 'resources');
     const ids = resources.map((r) => validateResourceId(r, 'resources'));
     if (new Set(ids).size !== ids.length) throw new InvalidInputError('lockAll: a resource is listed twice', 'resources');
@@ -300,15 +294,6 @@ export interface ElectionOptions {
   leaseMs?: number;
 }
 
-/** An election's leader. The term is the token of the election's lock. */
-export interface Leader {
-  candidate: string;
-  value: string;
-  term: bigint;
-  since: string;
-  expiresAt: string;
-}
-
 /**
  * Election is one candidate's view of an election (etcd's
  * concurrency.Election): the leader is the holder of the lock name, and
@@ -321,7 +306,7 @@ export class Election {
   #grant: { token: bigint; signature?: string } | null = null;
 
   constructor(
-    readonly client: Client,
+    readonly client: Caller,
     readonly name: string,
     readonly candidate: string,
     leaseMs: number,
