@@ -255,15 +255,21 @@ class BatchSignatureTest {
     }
 
     /** A guard in signed mode refuses every tampered carrier without moving its mark, then takes the honest one. */
-    @Test
-    void theGuardsMarkDoesNotMoveForTamperedCarriers() throws Exception {
-        FencingFilter guard = new FencingFilter(verifier, 100);
+    /** A service at /w answering 204 behind guard, on a loopback port. */
+    private static HttpServer guarded(FencingFilter guard) throws Exception {
         HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         server.createContext("/w", ex -> {
             ex.sendResponseHeaders(204, -1);
             ex.close();
         }).getFilters().add(guard);
         server.start();
+        return server;
+    }
+
+    @Test
+    void theGuardsMarkDoesNotMoveForTamperedCarriers() throws Exception {
+        FencingFilter guard = new FencingFilter(verifier, 100);
+        HttpServer server = guarded(guard);
         try {
             HttpClient http = HttpClient.newHttpClient();
             URI uri = URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/w");
@@ -292,12 +298,7 @@ class BatchSignatureTest {
     @Test
     void aSharedTokenReadsButDoesNotWrite() throws Exception {
         FencingFilter guard = new FencingFilter(verifier, 100);
-        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        server.createContext("/w", ex -> {
-            ex.sendResponseHeaders(204, -1);
-            ex.close();
-        }).getFilters().add(guard);
-        server.start();
+        HttpServer server = guarded(guard);
         try {
             HttpClient http = HttpClient.newHttpClient();
             URI uri = URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/w");
