@@ -26,8 +26,10 @@ type rpcRequest struct {
 	Token    int64  `json:"token"`
 }
 
-func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
-	ch := make(chan []string, 1024)
+// wsServer serves websockets: serve runs for each connection, numbered
+// from 1, and the connection is closed when it returns.
+func wsServer(t *testing.T, serve func(conn *websocket.Conn, n int64)) (url string) {
+	var conns atomic.Int64
 	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := up.Upgrade(w, r, nil)
@@ -35,6 +37,15 @@ func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
 			return
 		}
 		defer conn.Close()
+		serve(conn, conns.Add(1))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
+	ch := make(chan []string, 1024)
+	url = wsServer(t, func(conn *websocket.Conn, _ int64) {
 		for {
 			_, msg, err := conn.ReadMessage()
 			if err != nil {
@@ -56,9 +67,8 @@ func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
 				return
 			}
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, ch
+	})
+	return url, ch
 }
 
 // fenceAll makes n fence calls at once with the writer held back until all
@@ -216,14 +226,8 @@ func TestRPCCloseEndsCallsInFlight(t *testing.T) {
 // that connection and sends the call once more on a new one.
 func TestStoppedStreamIsLeftForANewOne(t *testing.T) {
 	var conns atomic.Int64
-	up := websocket.Upgrader{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		n := conns.Add(1)
+	url := wsServer(t, func(conn *websocket.Conn, n int64) {
+		conns.Store(n)
 		for {
 			_, msg, err := conn.ReadMessage()
 			if err != nil {
@@ -242,9 +246,8 @@ func TestStoppedStreamIsLeftForANewOne(t *testing.T) {
 				return
 			}
 		}
-	}))
-	defer srv.Close()
-	c, err := New(Config{URL: srv.URL})
+	})
+	c, err := New(Config{URL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
