@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
@@ -59,6 +60,9 @@ var (
 	ErrForeignIssuer = errors.New("fenceview: token of another issuer")
 	// ErrScopeMismatch: a token of another scope.
 	ErrScopeMismatch = errors.New("fenceview: token of another scope")
+	// ErrSharedToken: a write with a read phase's token (RWMutex.RLock's),
+	// which may read, never write.
+	ErrSharedToken = errors.New("fenceview: a shared token may not write")
 
 	// ErrInvalid: bad input, refused by the client before sending or by
 	// the server (codes invalid-request, unknown-field, invalid-token,
@@ -130,34 +134,35 @@ var (
 
 // codeErrors maps each refusal code of the server to its sentinel.
 var codeErrors = map[string]error{
-	"invalid-request":    ErrInvalidRequest,
-	"unknown-field":      ErrUnknownField,
-	"invalid-token":      ErrInvalidToken,
-	"too-large":          ErrTooLarge,
-	"method-not-allowed": ErrMethodNotAllowed,
-	"unauthenticated":    ErrUnauthenticated,
-	"forbidden":          ErrForbidden,
-	"not-found":          ErrNotFound,
-	"lock-held":          ErrLockHeld,
-	"lock-delay":         ErrLockDelay,
-	"lease-expired":      ErrLeaseExpired,
-	"not-owner":          ErrNotOwner,
-	"not-held":           ErrNotHeld,
-	"no-permit":          ErrNoPermit,
-	"permits-mismatch":   ErrPermitsMismatch,
-	"not-leader":         ErrNotLeader,
-	guard.ReasonStale:    ErrStaleToken,
-	"superseded":         ErrSuperseded,
-	"bad-signature":      ErrBadSignature,
-	"unissued-token":     ErrUnissuedToken,
-	"foreign-issuer":     ErrForeignIssuer,
-	"scope-mismatch":     ErrScopeMismatch,
-	"exhausted":          ErrExhausted,
-	"conflict":           ErrConflict,
-	"overloaded":         ErrOverloaded,
-	"limit":              ErrLimit,
-	"unavailable":        ErrUnavailable,
-	"internal":           ErrInternal,
+	"invalid-request":       ErrInvalidRequest,
+	"unknown-field":         ErrUnknownField,
+	"invalid-token":         ErrInvalidToken,
+	"too-large":             ErrTooLarge,
+	"method-not-allowed":    ErrMethodNotAllowed,
+	"unauthenticated":       ErrUnauthenticated,
+	"forbidden":             ErrForbidden,
+	"not-found":             ErrNotFound,
+	"lock-held":             ErrLockHeld,
+	"lock-delay":            ErrLockDelay,
+	"lease-expired":         ErrLeaseExpired,
+	"not-owner":             ErrNotOwner,
+	"not-held":              ErrNotHeld,
+	"no-permit":             ErrNoPermit,
+	"permits-mismatch":      ErrPermitsMismatch,
+	"not-leader":            ErrNotLeader,
+	guard.ReasonStale:       ErrStaleToken,
+	"superseded":            ErrSuperseded,
+	"bad-signature":         ErrBadSignature,
+	"unissued-token":        ErrUnissuedToken,
+	"foreign-issuer":        ErrForeignIssuer,
+	"scope-mismatch":        ErrScopeMismatch,
+	guard.ReasonSharedToken: ErrSharedToken,
+	"exhausted":             ErrExhausted,
+	"conflict":              ErrConflict,
+	"overloaded":            ErrOverloaded,
+	"limit":                 ErrLimit,
+	"unavailable":           ErrUnavailable,
+	"internal":              ErrInternal,
 }
 
 // codeFamily is the sentinel a code's sentinel belongs to, if any.
@@ -167,7 +172,7 @@ func codeFamily(code string) error {
 		return ErrInvalid
 	case "unauthenticated", "forbidden":
 		return ErrUnauthorized
-	case guard.ReasonStale, "superseded", "bad-signature", "unissued-token", "foreign-issuer", "scope-mismatch":
+	case guard.ReasonStale, "superseded", "bad-signature", "unissued-token", "foreign-issuer", "scope-mismatch", guard.ReasonSharedToken:
 		return ErrTokenRefused
 	}
 	return nil
@@ -245,7 +250,34 @@ func (e *APIError) Temporary() bool {
 	return e.StatusCode >= 500 || e.StatusCode == 429
 }
 
-func invalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
+// invalid is input the client refuses before sending: the *APIError the
+// server would answer (400 invalid-request naming field), so one errors.As
+// and one check of Code and Field serve both, and errors.Is matches
+// ErrInvalidRequest and ErrInvalid.
+func invalid(field string, err error) error {
+	return &APIError{StatusCode: http.StatusBadRequest, Code: "invalid-request", Field: field, Message: err.Error(),
+		detail: &InputError{Field: field, Err: err}}
+}
+
+// invalidToken is a token the client refuses before sending, as the
+// server would (400 invalid-token, errors.Is ErrInvalidToken).
+func invalidToken(err error) error {
+	return &APIError{StatusCode: http.StatusBadRequest, Code: "invalid-token", Field: "token", Message: err.Error(),
+		detail: &InputError{Field: "token", Err: err}}
+}
+
+// InputError is what an *APIError refused by the client itself, before
+// sending, unwraps to: the field at fault and why.
+type InputError struct {
+	Field string
+	Err   error
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("fenceview: %s refused before sending: %v", e.Field, e.Err)
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
 
 // HeldError is an acquire refused because another holder has the lock.
 // errors.Is(err, ErrHeld) is true for it.

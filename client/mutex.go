@@ -24,6 +24,7 @@ type Mutex struct {
 	holder    string
 	lockDelay time.Duration
 	bad       error // of an option, returned by every call
+	shared    bool  // its holds are shared ones (RWMutex.Reader)
 
 	mu   sync.Mutex
 	hold *hold // the current or last hold; nil before the first grant
@@ -66,7 +67,7 @@ func lockOptions(opts []LockOption) lockSettings {
 func WithLockDelay(d time.Duration) LockOption {
 	return func(s *lockSettings) {
 		if d < 0 || d > maxLockDelay || d%time.Millisecond != 0 {
-			s.err = invalid(fmt.Errorf("lock-delay %v: want 0..%v in whole milliseconds", d, maxLockDelay))
+			s.err = invalid("lockDelayMs", fmt.Errorf("lock-delay %v: want 0..%v in whole milliseconds", d, maxLockDelay))
 			return
 		}
 		s.lockDelay = d
@@ -87,10 +88,10 @@ func (m *Mutex) validate() error {
 		return m.bad
 	}
 	if err := guard.ValidateResourceID(m.resource); err != nil {
-		return invalid(err)
+		return invalid("resource", err)
 	}
 	if err := guard.ValidateHolderID(m.holder); err != nil {
-		return invalid(err)
+		return invalid("holder", err)
 	}
 	return nil
 }
@@ -120,7 +121,7 @@ func (m *Mutex) Lock(ctx context.Context) (int64, error) {
 			wait = min(wait, left-min(left/10, time.Second))
 		}
 		sent := m.c.clock.Now()
-		g, err := m.c.acquire(ctx, m.resource, m.holder, m.c.lease, max(wait, 0), m.lockDelay)
+		g, err := m.c.acquire(ctx, m.resource, m.holder, m.c.lease, max(wait, 0), m.lockDelay, m.shared)
 		if err == nil {
 			return m.granted(g, m.c.lease, true, sent), nil
 		}
@@ -146,15 +147,18 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (int64, 
 	if err := m.validate(); err != nil {
 		return 0, err
 	}
-	if wait < 0 || lease < 0 {
-		return 0, invalid(fmt.Errorf("negative wait (%v) or lease (%v)", wait, lease))
+	if wait < 0 {
+		return 0, invalid("waitMs", fmt.Errorf("negative wait %v", wait))
+	}
+	if lease < 0 {
+		return 0, invalid("leaseMs", fmt.Errorf("negative lease %v", lease))
 	}
 	renew := lease == 0
 	if renew {
 		lease = m.c.lease
 	}
 	sent := m.c.clock.Now()
-	g, err := m.c.acquire(ctx, m.resource, m.holder, lease, wait, m.lockDelay)
+	g, err := m.c.acquire(ctx, m.resource, m.holder, lease, wait, m.lockDelay, m.shared)
 	if err != nil {
 		return 0, err
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gorilla/websocket"
@@ -25,8 +26,10 @@ type rpcRequest struct {
 	Token    int64  `json:"token"`
 }
 
-func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
-	ch := make(chan []string, 1024)
+// wsServer serves websockets: serve runs for each connection, numbered
+// from 1, and the connection is closed when it returns.
+func wsServer(t *testing.T, serve func(conn *websocket.Conn, n int64)) (url string) {
+	var conns atomic.Int64
 	up := websocket.Upgrader{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, err := up.Upgrade(w, r, nil)
@@ -34,6 +37,15 @@ func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
 			return
 		}
 		defer conn.Close()
+		serve(conn, conns.Add(1))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
+	ch := make(chan []string, 1024)
+	url = wsServer(t, func(conn *websocket.Conn, _ int64) {
 		for {
 			_, msg, err := conn.ReadMessage()
 			if err != nil {
@@ -55,9 +67,8 @@ func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
 				return
 			}
 		}
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, ch
+	})
+	return url, ch
 }
 
 // fenceAll makes n fence calls at once with the writer held back until all
@@ -206,5 +217,45 @@ func TestRPCCloseEndsCallsInFlight(t *testing.T) {
 	}
 	if _, err := c.Fence(context.Background(), "r", 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("call after Close: %v", err)
+	}
+}
+
+// A server that stopped serving a connection (shutting down, or a cluster
+// leader whose term ended under it) answers 503 unavailable with no time
+// to come back, and refused the call without doing it: the client ends
+// that connection and sends the call once more on a new one.
+func TestStoppedStreamIsLeftForANewOne(t *testing.T) {
+	var conns atomic.Int64
+	url := wsServer(t, func(conn *websocket.Conn, n int64) {
+		conns.Store(n)
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var req rpcRequest
+			if err := json.Unmarshal(msg, &req); err != nil {
+				t.Errorf("request %q: %v", msg, err)
+				return
+			}
+			answer := fmt.Sprintf(`{"id":%d,"status":503,"body":{"error":"the server is shutting down","code":"unavailable"}}`, req.ID)
+			if n > 1 {
+				answer = fmt.Sprintf(`{"id":%d,"status":200,"body":{"accepted":true,"idempotencyKey":"r:%d","token":%d}}`, req.ID, req.Token, req.Token)
+			}
+			if conn.WriteMessage(websocket.TextMessage, []byte(answer)) != nil {
+				return
+			}
+		}
+	})
+	c, err := New(Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if f, err := c.Fence(context.Background(), "r", 7); err != nil || f.Token != 7 {
+		t.Fatalf("Fence = %+v, %v; want token 7 from the second connection", f, err)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
 	}
 }

@@ -67,6 +67,8 @@ var javaDocChecks = map[string]string{
 		`expect(p.getId().equals("jobs#" + p.slot()) && p.slot() >= 0 && p.slot() < 4 && !p.isHeld(), "a released permit of one of 4 slots, jobs#<slot>"); ` +
 		`expect(tokens.keySet().equals(Set.of("acct:1", "acct:2")) && both.getTokens().isEmpty(), "a token per lock, none after unlock"); ` +
 		`expect(term > 0 && !e.isLeader(), "elected with a term, then resigned");`,
+	// The read-write lock: a shared read phase, fenced as a read, then a writer above it.
+	`FencedReadWriteLock rw = fv.getReadWriteLock("report:7");`: `expect(read != null && rt.shared() && seen.accepted() && write != null && write > read, "a read phase's token, fenced as a read, then a larger writer's");`,
 	// The verifier accepts the prelude's real grant.
 	`TokenVerifier v = TokenVerifier.fetch(fv);`: `expect(real && v.verify(lock.getFencingToken()), "the verifier accepts a real grant");`,
 	// The fenced call got through the prelude's guarded service.

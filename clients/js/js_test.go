@@ -82,7 +82,8 @@ func run(t *testing.T, dir string, limit time.Duration, env []string, name strin
 // tsc, which type-checks as it goes, then the Go Redis guard's Lua scripts
 // copied beside the output), and compiles test/types/consumer.ts against
 // the declarations, as a user's TypeScript does. dist/ is not committed:
-// it is built here, by npm ci (the prepare script) and before npm pack.
+// it is built here, by npm run build, and before npm pack (the prepack
+// script); the package has no install script.
 func build(t *testing.T, node, npm, dir string) {
 	t.Helper()
 	installed(t, npm, dir)
@@ -164,7 +165,7 @@ func TestInstallFromClone(t *testing.T) {
 	// The words this test follows, so the two cannot drift apart.
 	for _, words := range []string{
 		"## Install from a clone",
-		"cd <path-to-clone>/clients/js && npm ci",
+		"cd <path-to-clone>/clients/js && npm ci && npm run build",
 		"npm pack",
 		"npm install <path-to-clone>/clients/js/fenceview-0.1.0.tgz",
 		"npm install <path-to-clone>/clients/js\n",
@@ -184,7 +185,11 @@ func TestInstallFromClone(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			project := t.TempDir()
 			write(t, filepath.Join(project, "package.json"), `{"name":"try-fenceview","version":"1.0.0","private":true}`)
-			run(t, project, 3*time.Minute, nil, npm, "install", "--prefer-offline", "--no-audit", "--no-fund", from)
+			out := run(t, project, 3*time.Minute, nil, npm, "install", "--prefer-offline", "--no-audit", "--no-fund", from)
+			// The package runs nothing when installed: no script for npm to warn of.
+			if strings.Contains(out, "install-scripts") || strings.Contains(out, "prepare") {
+				t.Errorf("npm install of the %s warns of a script:\n%s", name, out)
+			}
 			write(t, filepath.Join(project, "esm.mjs"), `import { Client, HeldError, parse } from 'fenceview';
 const lock = new Client('http://127.0.0.1:1').lock('inventory:42');
 console.log(typeof Client, typeof HeldError, lock.resource, parse('{"token":9007199254740993}').token);
@@ -219,4 +224,25 @@ func nodeSummary(out string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestREADMELeftoversAreIgnored: following the Java and JavaScript
+// READMEs (javac into clients/java/build/, npm pack in clients/js) leaves
+// nothing git would show a clean clone as new.
+func TestREADMELeftoversAreIgnored(t *testing.T) {
+	git, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git not found")
+	}
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
+		t.Skip("not a git checkout")
+	}
+	for _, p := range []string{"clients/java/build/fenceview-client.jar", "clients/java/build/classes/io/fenceview/FencedLock.class", "clients/js/fenceview-0.1.0.tgz"} {
+		cmd := exec.Command(git, "check-ignore", "--no-index", "-q", p)
+		cmd.Dir = root
+		if err := cmd.Run(); err != nil {
+			t.Errorf("git does not ignore %s, which the README's steps leave behind (%v)", p, err)
+		}
+	}
 }

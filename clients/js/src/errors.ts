@@ -28,6 +28,7 @@ export type ErrorCode =
   | 'stale-token'
   | 'superseded'
   | 'bad-signature'
+  | 'shared-token'
   | 'unissued-token'
   | 'foreign-issuer'
   | 'scope-mismatch'
@@ -37,7 +38,7 @@ export type ErrorCode =
   | 'internal';
 
 /** The codes of a refused fence: the code is the decision's reason. */
-export const FENCE_CODES: ReadonlySet<string> = new Set(['stale-token', 'superseded', 'bad-signature', 'unissued-token', 'foreign-issuer', 'scope-mismatch']);
+export const FENCE_CODES: ReadonlySet<string> = new Set(['stale-token', 'superseded', 'bad-signature', 'unissued-token', 'foreign-issuer', 'scope-mismatch', 'shared-token']);
 
 type Body = Record<string, unknown>;
 
@@ -188,7 +189,7 @@ export class PermitsMismatchError extends FenceviewError {
   }
 }
 
-/** A refused fence: code is the reason (stale-token, superseded, bad-signature, unissued-token, foreign-issuer, scope-mismatch). */
+/** A refused fence: code is the reason (stale-token, superseded, bad-signature, unissued-token, foreign-issuer, scope-mismatch, shared-token). */
 export class FenceRefusedError extends FenceviewError {
   /** The reason, the same word as code. */
   readonly reason: string;

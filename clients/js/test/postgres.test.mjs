@@ -111,3 +111,29 @@ describe('PgMarks: a store for the middleware and for callUnfenceable', needPg, 
     }
   });
 });
+
+describe('PgMarks reads', needPg, () => {
+  test("a reader's token reads but does not write; a later writer's fences the reader out", async () => {
+    const pool = new pg.Pool({ connectionString: env.pg, max: 2 });
+    const c = client();
+    try {
+      const marks = new PgMarks(pool, { table: unique('rmarks').replace('-', '_'), client: c });
+      await marks.createTable();
+      const r = unique('rw-pg');
+      const reader = c.readLock(r, { holder: 'reader' });
+      const t = await reader.acquire({ watchdog: false });
+      assert.equal((await marks.check(r, t, reader.signature)).reason, 'shared-token');
+      assert.equal(await marks.highWater(r), 0n, 'a refused write moved the mark');
+      assert.equal((await marks.check(r, t, reader.signature, 'read')).accepted, true);
+      await reader.release();
+      const writer = c.lock(r, { holder: 'writer' });
+      const w = await writer.acquire({ watchdog: false });
+      assert.equal((await marks.check(r, w, writer.signature)).accepted, true);
+      assert.equal((await marks.check(r, t, reader.signature, 'read')).reason, 'stale-token');
+      await writer.release();
+    } finally {
+      c.close();
+      await pool.end();
+    }
+  });
+});

@@ -90,3 +90,29 @@ describe('RedisGuard', needRedis, () => {
     }
   });
 });
+
+describe('RedisGuard reads', needRedis, () => {
+  test("a reader's token reads but does not write; a later writer's fences the reader out", async () => {
+    const redis = new Redis(env.redis, { lazyConnect: false, maxRetriesPerRequest: 2 });
+    const c = client();
+    try {
+      const guard = new RedisGuard(redis, { client: c });
+      const r = unique('rw-redis');
+      const reader = c.readLock(r, { holder: 'reader' });
+      const t = await reader.acquire({ watchdog: false });
+      assert.equal((await guard.check(r, t, reader.signature)).reason, 'shared-token');
+      assert.equal((await guard.read(r)).mark, 0n, 'a refused write moved the mark');
+      assert.equal((await guard.check(r, t, reader.signature, 'read')).accepted, true);
+      await assert.rejects(guard.write(r, t, { stock: '1' }, { signature: reader.signature, access: 'read' }), InvalidInputError);
+      await reader.release();
+      const writer = c.lock(r, { holder: 'writer' });
+      const w = await writer.acquire({ watchdog: false });
+      assert.equal((await guard.write(r, w, { stock: '7' }, { signature: writer.signature })).accepted, true);
+      assert.equal((await guard.check(r, t, reader.signature, 'read')).reason, 'stale-token');
+      await writer.release();
+    } finally {
+      c.close();
+      await redis.quit();
+    }
+  });
+});
