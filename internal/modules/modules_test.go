@@ -23,8 +23,8 @@ func TestEveryModuleIsPublishedWithItsHash(t *testing.T) {
 			t.Fatalf("%s is not a WebAssembly module", m.Name())
 		}
 	}
-	if !seen["guard.wasm"] || !seen["guard-extism.wasm"] {
-		t.Fatalf("guard.wasm or guard-extism.wasm is not published: %v", seen)
+	if !seen["guard.wasm"] || !seen["guard-extism.wasm"] || !seen["guard-http.wasm"] {
+		t.Fatalf("guard.wasm, guard-extism.wasm or guard-http.wasm is not published: %v", seen)
 	}
 }
 

@@ -1,7 +1,8 @@
-// Package flatjson reads one JSON object's string and integer members with
-// the decisions of encoding/json, for the Extism guard, which cannot
-// afford encoding/json: with the reflect, fmt and os it brings, the module
-// was 1.2 MB larger (docs/wasm-abi.md has the numbers).
+// Package flatjson reads one JSON object's string, integer and raw members
+// with the decisions of encoding/json, for the WebAssembly modules, which
+// cannot afford encoding/json: with the reflect, fmt and os it brings, the
+// Extism module was 1.2 MB larger. Raw members (an object, an array) are
+// read in turn with Decode, Array and String.
 //
 // What encoding/json accepts into a struct of string and int64 fields,
 // Decode accepts with the same values; what it refuses, Decode refuses:
@@ -18,11 +19,12 @@ import (
 	"unicode/utf8"
 )
 
-// A Field is a member Decode looks for.
+// A Field is a member Decode looks for; one of Str, Int and Raw is set.
 type Field struct {
 	Name string  // its key
 	Str  *string // for a string member
 	Int  *int64  // for an integer member
+	Raw  *[]byte // for any value, kept as its JSON text (json.RawMessage; null is "null")
 }
 
 // maxDepth is encoding/json's bound on nesting.
@@ -35,6 +37,8 @@ var (
 	errNotStr   = errors.New("want a string")
 	errNotInt   = errors.New("want an integer")
 	errOverflow = errors.New("integer out of range")
+	errUnknown  = errors.New("unknown member")
+	errNotArray = errors.New("want an array")
 )
 
 // FieldError is an error about one member's value.
@@ -48,17 +52,29 @@ func (e *FieldError) Error() string { return e.Name + ": " + e.Err.Error() }
 func (e *FieldError) Unwrap() error { return e.Err }
 
 type decoder struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	strict bool // members no field names are errors
+	depth  int  // of the object being decoded: Raw members nest below it
 }
 
 // Decode parses b, one JSON object (or null) with optional whitespace
 // around it, and sets the fields its members name.
 func Decode(b []byte, fields []Field) error {
+	return decode(b, fields, false)
+}
+
+// DecodeStrict is Decode that refuses members no field names (a
+// FieldError with the member's key).
+func DecodeStrict(b []byte, fields []Field) error {
+	return decode(b, fields, true)
+}
+
+func decode(b []byte, fields []Field, strict bool) error {
 	if !utf8.Valid(b) {
 		return errNotUTF8
 	}
-	d := decoder{b: b}
+	d := decoder{b: b, strict: strict, depth: 1}
 	d.ws()
 	if d.literal("null") { // as encoding/json: nothing to set
 		d.ws()
@@ -115,8 +131,17 @@ func (d *decoder) member(key []byte, fields []Field) error {
 		}
 	}
 	switch {
+	case f == nil && d.strict:
+		return &FieldError{string(key), errUnknown}
 	case f == nil:
 		return d.skip()
+	case f.Raw != nil:
+		start := d.i
+		if err := d.skip(); err != nil {
+			return err
+		}
+		*f.Raw = d.b[start:d.i]
+		return nil
 	case d.literal("null"):
 		return nil
 	case f.Str != nil:
@@ -347,7 +372,7 @@ func (d *decoder) skip() error {
 		// A value.
 		switch c := d.b[d.i]; {
 		case c == '{' || c == '[':
-			if len(open)+2 > maxDepth { // the object Decode reads is one level
+			if d.depth+len(open)+1 > maxDepth {
 				return errDepth
 			}
 			open = append(open, c)
@@ -399,6 +424,72 @@ func (d *decoder) skip() error {
 			return errSyntax
 		}
 	}
+}
+
+// Array calls each with the JSON text of every element of b, a JSON array
+// (or null, which has none).
+func Array(b []byte, each func(elem []byte) error) error {
+	if !utf8.Valid(b) {
+		return errNotUTF8
+	}
+	d := decoder{b: b, depth: 1}
+	d.ws()
+	if d.literal("null") {
+		d.ws()
+		if d.i != len(d.b) {
+			return errSyntax
+		}
+		return nil
+	}
+	if !d.eat('[') {
+		return errNotArray
+	}
+	d.ws()
+	if !d.eat(']') {
+		for {
+			d.ws()
+			start := d.i
+			if err := d.skip(); err != nil {
+				return err
+			}
+			if err := each(d.b[start:d.i]); err != nil {
+				return err
+			}
+			d.ws()
+			if d.eat(']') {
+				break
+			}
+			if !d.eat(',') {
+				return errSyntax
+			}
+		}
+	}
+	d.ws()
+	if d.i != len(d.b) {
+		return errSyntax
+	}
+	return nil
+}
+
+// String returns the string b, a JSON string, holds.
+func String(b []byte) (string, error) {
+	if !utf8.Valid(b) {
+		return "", errNotUTF8
+	}
+	d := decoder{b: b}
+	d.ws()
+	if !d.eat('"') {
+		return "", errNotStr
+	}
+	s, err := d.str()
+	if err != nil {
+		return "", err
+	}
+	d.ws()
+	if d.i != len(d.b) {
+		return "", errSyntax
+	}
+	return string(s), nil
 }
 
 // key reads a member's key and its colon.

@@ -10,19 +10,26 @@ import (
 // input is what the Extism guard reads; encoding/json decodes it into the
 // same fields for comparison.
 type input struct {
-	ResourceID string `json:"resourceId"`
-	Token      int64  `json:"token"`
-	Signature  string `json:"signature"`
+	ResourceID string          `json:"resourceId"`
+	Token      int64           `json:"token"`
+	Signature  string          `json:"signature"`
+	Keys       json.RawMessage `json:"keys"`
 }
 
-func decode(b []byte) (input, error) {
+func decodeInput(b []byte) (input, error) {
 	var in input
 	err := Decode(b, []Field{
 		{Name: "resourceId", Str: &in.ResourceID},
 		{Name: "token", Int: &in.Token},
 		{Name: "signature", Str: &in.Signature},
+		{Name: "keys", Raw: (*[]byte)(&in.Keys)},
 	})
 	return in, err
+}
+
+func (in input) same(o input) bool {
+	return in.ResourceID == o.ResourceID && in.Token == o.Token && in.Signature == o.Signature &&
+		string(in.Keys) == string(o.Keys) && (in.Keys == nil) == (o.Keys == nil)
 }
 
 // same fails unless Decode and encoding/json agree on b: both refuse it, or
@@ -30,7 +37,7 @@ func decode(b []byte) (input, error) {
 // and encoding/json replaces, aside).
 func same(t *testing.T, b []byte) {
 	t.Helper()
-	got, err := decode(b)
+	got, err := decodeInput(b)
 	var want input
 	jerr := json.Unmarshal(b, &want)
 	if !utf8.Valid(b) {
@@ -42,7 +49,7 @@ func same(t *testing.T, b []byte) {
 	switch {
 	case (err == nil) != (jerr == nil):
 		t.Fatalf("%q: Decode error %v, encoding/json error %v", b, err, jerr)
-	case err == nil && got != want:
+	case err == nil && !got.same(want):
 		t.Fatalf("%q: Decode %+v, encoding/json %+v", b, got, want)
 	}
 }
@@ -67,6 +74,39 @@ var cases = []string{
 	`{"extra":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
 	`{"extra":` + strings.Repeat(`{"a":`, 9999) + `1` + strings.Repeat("}", 9999) + `}`,
 	"{\"resourceId\":\"a\xff\"}",
+	`{"keys":{"issuer":"x","keys":[{"keyId":"k1","publicKey":"AA"}]}}`, `{"keys":null}`, `{"keys": [1, 2] }`,
+	`{"keys":"s","keys":5}`, `{"keys":{"a":}}`,
+	`{"keys":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998) + `}`,
+	`{"keys":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999) + `}`,
+}
+
+func TestArrayAndString(t *testing.T) {
+	var got []string
+	err := Array([]byte(` [ "POST" , "\u0050UT" ] `), func(e []byte) error {
+		s, err := String(e)
+		got = append(got, s)
+		return err
+	})
+	if err != nil || len(got) != 2 || got[0] != "POST" || got[1] != "PUT" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	for _, bad := range []string{`["a",]`, `["a"`, `{}`, `"a"`, `[1]x`, `[`} {
+		if err := Array([]byte(bad), func([]byte) error { return nil }); err == nil {
+			t.Errorf("Array(%s) accepted", bad)
+		}
+	}
+	if err := Array([]byte(`null`), func([]byte) error { t.Fatal("an element of null"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`5`, `"a`, `"a" "b"`, `null`} {
+		if _, err := String([]byte(bad)); err == nil {
+			t.Errorf("String(%s) accepted", bad)
+		}
+	}
+	var s string
+	if err := DecodeStrict([]byte(`{"a":"x","b":1}`), []Field{{Name: "a", Str: &s}}); err == nil || err.Error() != "b: unknown member" {
+		t.Fatalf("DecodeStrict: %v", err)
+	}
 }
 
 func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
@@ -76,11 +116,11 @@ func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
-	in, err := decode([]byte(`{"resourceId":"orders/\u00e9","token":42,"signature":null,"x":[{}]}`))
-	if err != nil || in != (input{ResourceID: "orders/é", Token: 42}) {
+	in, err := decodeInput([]byte(`{"resourceId":"orders/\u00e9","token":42,"signature":null,"x":[{}]}`))
+	if err != nil || !in.same(input{ResourceID: "orders/é", Token: 42}) {
 		t.Fatalf("%+v, %v", in, err)
 	}
-	if _, err := decode([]byte(`{"token":"5"}`)); err == nil || err.Error() != "token: want an integer" {
+	if _, err := decodeInput([]byte(`{"token":"5"}`)); err == nil || err.Error() != "token: want an integer" {
 		t.Fatalf("a string token: %v", err)
 	}
 }
