@@ -403,7 +403,7 @@ func runNode(t *testing.T, cases []confCase) map[string][]outcome {
 
 // lookNode finds node for what needs it: without it the test skips, and
 // under CI fails.
-func lookNode(t *testing.T, what string) string {
+func lookNode(t testing.TB, what string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -417,7 +417,7 @@ func lookNode(t *testing.T, what string) string {
 
 // runNodeJSON runs cmd, a node script, in dir and decodes what it writes
 // to standard output, JSON, into out; a failure shows its standard error.
-func runNodeJSON(t *testing.T, out any, cmd *exec.Cmd, dir string) {
+func runNodeJSON(t testing.TB, out any, cmd *exec.Cmd, dir string) {
 	t.Helper()
 	cmd.Dir = dir
 	var stderr strings.Builder
