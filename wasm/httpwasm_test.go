@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,11 +18,13 @@ import (
 	"github.com/http-wasm/http-wasm-host-go/handler"
 	nethttp "github.com/http-wasm/http-wasm-host-go/handler/nethttp"
 	"github.com/tetratelabs/wazero"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
+	"github.com/fenceview/fenceview/internal/docblocks"
 	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
@@ -340,5 +344,58 @@ func TestHTTPWasmRefusesBadConfig(t *testing.T) {
 	}
 	if _, err := newHTTPWasm(t, `{"keys":`+good+`,"writes":null}`, backend()); err != nil {
 		t.Fatalf("a good config: %v", err)
+	}
+}
+
+// The Traefik configurations the repository ships start the module with
+// the settings Traefik would pass it (as JSON): the manifest's testData
+// and docs/wasm-abi.md's dynamic configuration. Traefik itself is not run.
+func TestTraefikConfigsStart(t *testing.T) {
+	manifest, err := os.ReadFile("../.traefik.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Runtime  string         `yaml:"runtime"`
+		Type     string         `yaml:"type"`
+		TestData map[string]any `yaml:"testData"`
+	}
+	if err := yaml.Unmarshal(manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Runtime != "wasm" || m.Type != "middleware" {
+		t.Fatalf("manifest: runtime %q type %q", m.Runtime, m.Type)
+	}
+	configs := map[string]map[string]any{".traefik.yml testData": m.TestData}
+	blocks, err := docblocks.Read("..", []string{"docs/wasm-abi.md"}, "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		var dynamic struct {
+			HTTP struct {
+				Middlewares map[string]struct {
+					Plugin map[string]map[string]any `yaml:"plugin"`
+				} `yaml:"middlewares"`
+			} `yaml:"http"`
+		}
+		if err := yaml.Unmarshal([]byte(b.Code), &dynamic); err != nil {
+			t.Fatalf("%s:%d: %v", b.File, b.Line, err)
+		}
+		for name, mw := range dynamic.HTTP.Middlewares {
+			configs[fmt.Sprintf("%s:%d %s", b.File, b.Line, name)] = mw.Plugin["fenceview"]
+		}
+	}
+	if len(configs) < 2 {
+		t.Fatalf("found %d configurations, want the manifest's and the docs'", len(configs))
+	}
+	for where, cfg := range configs {
+		js, err := json.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newHTTPWasm(t, string(js), backend()); err != nil {
+			t.Errorf("%s: %s: %v", where, js, err)
+		}
 	}
 }
