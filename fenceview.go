@@ -9,7 +9,10 @@
 // internal/sqlite (the durable record, the history), internal/httpapi (the
 // JSON API and event stream). Package server embeds all of it in a Go
 // program. The resource-side rule itself is in guard, which has no
-// dependencies so it can also be compiled to WebAssembly.
+// dependencies so it can also be compiled to WebAssembly: guard.wasm is
+// built from wasm/internal/guest and guard-extism.wasm from
+// wasm/internal/extism, both on guard (and internal/merkle and
+// internal/ed25519verify for signatures), never on this package.
 package fenceview
 
 import (
@@ -68,15 +71,39 @@ type Grant struct {
 type LockState struct {
 	ResourceID string
 	Locked     bool
-	Holder     string
-	HoldCount  int
-	LastToken  int64 // the last token issued for the resource, 0 if none (Resource.Token is the current grant's)
-	ExpiresAt  time.Time
-	Remaining  time.Duration
-	LeaseMs    int64
-	Waiters    int
+	// Shared: the live holds are shared ones (a read phase), listed in
+	// Holders; Holder and HoldCount are then the first of them.
+	Shared    bool
+	Holders   []HoldState
+	Holder    string
+	HoldCount int
+	LastToken int64 // the last token issued for the resource, 0 if none (Resource.Token is the current grant's)
+	ExpiresAt time.Time
+	Remaining time.Duration
+	LeaseMs   int64
+	Waiters   int
 	// AvailableAt is when a running lock-delay ends (zero when none runs).
 	AvailableAt time.Time
+}
+
+// HoldState is one live shared hold, as LockState lists them.
+type HoldState struct {
+	Holder    string
+	HoldCount int
+	ExpiresAt time.Time
+	Remaining time.Duration
+}
+
+// Hold is one holder's hold of a lock held in shared mode (a reader's):
+// each renews and releases its own.
+type Hold struct {
+	Holder      string
+	OwnerKey    string // the API key that took it (auth on); never shown
+	HoldCount   int
+	GrantedAt   time.Time
+	ExpiresAt   time.Time
+	LeaseMs     int64
+	LockDelayMs int64
 }
 
 // Resource is what the server knows about one resource.
@@ -108,6 +135,19 @@ type Resource struct {
 	// Election marks an election's lock; Value is its leader's value.
 	Election bool
 	Value    string
+	// Readers are the live shared holds while the lock is held in shared
+	// mode (a read phase), oldest first; Token is the phase's token, and
+	// Holder, OwnerKey, HoldCount, GrantedAt, LeaseMs and LockDelayMs are
+	// the first reader's, so everything that asks whether the lock is held
+	// sees it held. ExpiresAt is the earliest reader's expiry, when the
+	// sweep next has something to do. Empty when the lock is exclusive or
+	// free.
+	Readers []Hold
+	// SharedPhase is the token of the lock's latest read phase, so the
+	// server's fence can refuse a write with it (guard.ReasonSharedToken)
+	// even once the phase is over. Kept in memory only: a restart
+	// forgets it (signed tokens prove their mode wherever they go).
+	SharedPhase int64
 	// Expired is the last lease of the lock that ran out or was
 	// force-expired and not released since, so that its holder's late
 	// renew or release is told lease-expired rather than not-held; nil
@@ -149,6 +189,9 @@ type Event struct {
 	LockDelayMs int64
 	// Permits is a semaphore's permits, set by a permits event.
 	Permits int
+	// Access is AccessRead on the accept or reject of a read; empty for
+	// a write's and for every other event.
+	Access string
 }
 
 // Replaced is what a recover event set back: the high-water mark and the
@@ -172,6 +215,9 @@ type Report struct {
 	At         time.Time
 	// Signature is the token's signature as the guard received it, if any.
 	Signature string
+	// Access is AccessRead for a guard's decision on a read; empty or
+	// AccessWrite for a write's.
+	Access string
 	// Proven is set by the issuer, never from input: Signature is a valid
 	// signature of this issuer's keys for ResourceID and Token, so the token
 	// was really issued (signed tokens, token safety).
@@ -224,6 +270,30 @@ type Fence struct {
 	// Mode is how the fence judges the token: FenceModeMark (or empty)
 	// or FenceModeCurrent.
 	Mode string
+	// Access is what the fence guards: AccessRead, or AccessWrite (or
+	// empty). The rule is the same; a write with a shared grant's token
+	// is refused (guard.ReasonSharedToken).
+	Access string
+}
+
+// What a fenced check guards (X-Fencing-Access, "access").
+const (
+	AccessWrite = "write"
+	AccessRead  = "read"
+)
+
+// ParseAccess checks an access given by a request; empty is AccessWrite.
+func ParseAccess(v string) (string, error) {
+	switch v {
+	case "", AccessWrite:
+		return AccessWrite, nil
+	case AccessRead:
+		return AccessRead, nil
+	}
+	if len(v) > 20 {
+		v = v[:20] + "..."
+	}
+	return "", Errorf(EINVALID, "access %q: use %q or %q", v, AccessRead, AccessWrite)
 }
 
 // The server's fence modes. In mode mark, the rule, a token at or above the
