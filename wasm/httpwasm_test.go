@@ -30,18 +30,26 @@ import (
 
 // guard-http.wasm under http-wasm-host-go (pinned in go.mod), configured as
 // Traefik configures its plugins: start functions "_start" and
-// "_initialize", a pool of instances behind one handler.
+// "_initialize", a pool of instances behind one handler. (The runtimes
+// share a compilation cache, for the tests' speed.)
 
 // traefikModuleConfig is the module config Traefik's http-wasm plugins get.
 func traefikModuleConfig() wazero.ModuleConfig {
 	return wazero.NewModuleConfig().WithStartFunctions("_start", "_initialize")
 }
 
+// httpWasmCache compiles guard-http.wasm once for all the tests'
+// middlewares (each has a runtime of its own).
+var httpWasmCache = wazero.NewCompilationCache()
+
 // newHTTPWasm is guard-http.wasm with config in front of next.
 func newHTTPWasm(t testing.TB, config string, next http.Handler) (http.Handler, error) {
 	ctx := context.Background()
 	mw, err := nethttp.NewMiddleware(ctx, HTTPBytes(), handler.GuestConfig([]byte(config)),
-		handler.ModuleConfig(traefikModuleConfig()))
+		handler.ModuleConfig(traefikModuleConfig()),
+		handler.Runtime(func(ctx context.Context) (wazero.Runtime, error) {
+			return wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(httpWasmCache)), nil
+		}))
 	if err != nil {
 		return nil, err
 	}
