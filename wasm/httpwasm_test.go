@@ -235,6 +235,8 @@ func TestHTTPWasmAgainstServer(t *testing.T) {
 		{"a batch grant for another resource", req{"PUT", fenced("orders/4", batch.Number, batch.Signature), ""}, "bad-signature"},
 		{"an unknown key", req{"DELETE", fenced("orders/1", one.Token, other), ""}, "bad-signature"},
 		{"a signature that is not base64url", req{"POST", fenced("orders/1", one.Token, strings.Repeat("+", 86)), ""}, "bad-signature"},
+		{"a signature too long to be a carrier", req{"POST", fenced("orders/1", one.Token, strings.Repeat("A", 10000)), ""}, "bad-signature"},
+		{"a token too long to be one", req{"POST", append([]string{"X-Fencing-Token", strings.Repeat("1", 10000)}, fenced("orders/1", one.Token, one.Signature)[2:]...), ""}, "invalid-token"},
 	}
 	for _, c := range refusals {
 		a := send(t, guarded.URL, c.r)
