@@ -19,8 +19,9 @@
 // crypto/ed25519 reduces it, R is compared as bytes. Tests compare the
 // WebAssembly build's verifier with crypto/ed25519 natively, on valid,
 // corrupted, malleated, non-canonical and random inputs, RFC 8032's
-// vectors and Wycheproof's; the WebAssembly modules' tests run the same
-// cases inside the modules.
+// vectors and Wycheproof's; TestInWebAssembly runs those tests compiled to
+// WebAssembly in wazero and Node, and package wasm's conformance table
+// sends malleated signatures through every module and runtime.
 package ed25519verify
 
 // Sizes, as crypto/ed25519.
