@@ -121,6 +121,11 @@ func FuzzVerify(f *testing.F) {
 	pub, msg, sig := signedByZeroKey("m")
 	f.Add(pub, msg, sig)
 	f.Add(make([]byte, 32), []byte{}, make([]byte, 64))
+	// Wycheproof's cases seed the fuzzer with the edge cases verifiers got
+	// wrong: S past the order, non-canonical points, small orders.
+	for _, c := range wycheproofCases(f) {
+		f.Add(c.Key, c.Msg, c.Sig)
+	}
 	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
 		agree(t, "fuzz", pub, msg, sig)
 	})

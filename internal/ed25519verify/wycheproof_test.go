@@ -18,7 +18,7 @@ type wycheproofCase struct {
 	Valid   bool
 }
 
-func wycheproofCases(t *testing.T) []wycheproofCase {
+func wycheproofCases(t testing.TB) []wycheproofCase {
 	t.Helper()
 	b, err := os.ReadFile("testdata/wycheproof/ed25519_test.json")
 	if err != nil {
