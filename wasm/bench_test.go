@@ -3,12 +3,20 @@ package wasm
 import (
 	"context"
 	"crypto/ed25519"
+	_ "embed"
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
+	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 
 	"github.com/fenceview/fenceview/guard"
@@ -153,8 +161,13 @@ func BenchmarkCheckBatch(b *testing.B) {
 }
 
 // Signed checks: the first verification of a (resource, token, signature)
-// and a repeated (cached) one, natively (package ledger) and through wazero,
-// next to the unsigned check by name.
+// and a repeated (cached) one, side by side: natively (package ledger),
+// guard.wasm through wazero (package wasm's host) and through Node's
+// node:wasi, and guard-extism.wasm through the Extism Go SDK (on wazero).
+// The first verification gets a new guard every 64 tokens (tokens only
+// grow); trusting the key (which prepares its tables) is setup, left out.
+//
+//	go test ./wasm -run '^$' -bench CheckSigned
 func BenchmarkCheckSigned(b *testing.B) {
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
 	pubKey := key.Public().(ed25519.PublicKey)
@@ -163,7 +176,7 @@ func BenchmarkCheckSigned(b *testing.B) {
 	for i := 1; i <= tokens; i++ {
 		sigs[i] = ed25519.Sign(key, ledger.AppendMessage(nil, benchID, int64(i)))
 	}
-	b.Run("native-ledger-cached", func(b *testing.B) {
+	b.Run("native-cached", func(b *testing.B) {
 		var l ledger.Ledger
 		l.Trust(pubKey)
 		onCPU(b)
@@ -171,15 +184,15 @@ func BenchmarkCheckSigned(b *testing.B) {
 			l.CheckSigned(benchID, 1, sigs[1])
 		}
 	})
-	b.Run("native-ledger-verify", func(b *testing.B) {
+	b.Run("native-verify", func(b *testing.B) {
 		var l ledger.Ledger
-		l.Trust(pubKey)
-		onCPU(b)
+		clock := onCPU(b)
 		for i := 0; b.Loop(); i++ {
-			// A new ledger every round of tokens: tokens only grow.
 			if i%tokens == 0 {
+				clock.stop(b)
 				l = ledger.Ledger{}
 				l.Trust(pubKey)
+				clock.start(b)
 			}
 			l.CheckSigned(benchID, int64(i%tokens+1), sigs[i%tokens+1])
 		}
@@ -195,21 +208,86 @@ func BenchmarkCheckSigned(b *testing.B) {
 		}
 	})
 	b.Run("wazero-verify", func(b *testing.B) {
-		g := newGuard(b, Config{Shards: 1})
-		g.TrustKey(pubKey)
-		onCPU(b)
+		var g *Guard
+		clock := onCPU(b)
 		for i := 0; b.Loop(); i++ {
 			if i%tokens == 0 {
-				b.StopTimer()
+				clock.stop(b)
 				g = newGuard(b, Config{Shards: 1})
 				g.TrustKey(pubKey)
-				b.StartTimer()
+				clock.start(b)
 			}
 			if d, err := g.CheckSignedBytes(benchID, int64(i%tokens+1), sigs[i%tokens+1]); err != nil || !d.Accepted {
 				b.Fatal(d, err)
 			}
 		}
 	})
+	for _, mode := range []string{"cached", "verify"} {
+		b.Run("node-"+mode, func(b *testing.B) { benchNodeSigned(b, mode, pubKey, sigs[1:]) })
+	}
+	extismCall := func(b *testing.B, p *extism.Plugin, token int64, sig []byte) {
+		in := `{"resourceId":"` + benchID + `","token":` + strconv.FormatInt(token, 10) +
+			`,"signature":"` + guard.EncodeSignature(sig) + `"}`
+		if _, out, err := p.Call("check_signed", []byte(in)); err != nil || string(out) != `{"accepted":true}` {
+			b.Fatalf("check_signed: %s %v", out, err)
+		}
+	}
+	trustKey := `{"publicKey":"` + guard.EncodePublicKey(pubKey) + `"}`
+	b.Run("extism-cached", func(b *testing.B) {
+		p := newExtismPlugin(b)
+		if _, _, err := p.Call("trust_key", []byte(trustKey)); err != nil {
+			b.Fatal(err)
+		}
+		onCPU(b)
+		for b.Loop() {
+			extismCall(b, p, 1, sigs[1])
+		}
+	})
+	b.Run("extism-verify", func(b *testing.B) {
+		var p *extism.Plugin
+		clock := onCPU(b)
+		for i := 0; b.Loop(); i++ {
+			if i%tokens == 0 {
+				clock.stop(b)
+				p = newExtismPlugin(b)
+				if _, _, err := p.Call("trust_key", []byte(trustKey)); err != nil {
+					b.Fatal(err)
+				}
+				clock.start(b)
+			}
+			extismCall(b, p, int64(i%tokens+1), sigs[i%tokens+1])
+		}
+	})
+}
+
+//go:embed testdata/bench-signed.js
+var nodeBenchSigned []byte
+
+// benchNodeSigned runs b.N signed checks in Node (testdata/bench-signed.js)
+// and reports what Node measured around the checks alone: ns/op includes
+// starting Node, cpu-ns/op and wall-ns/op do not.
+func benchNodeSigned(b *testing.B, mode string, pub []byte, sigs [][]byte) {
+	node := lookNode(b, "the Node benchmark")
+	dir := b.TempDir()
+	in := map[string]any{"mode": mode, "n": b.N, "key": hex.EncodeToString(pub), "id": benchID}
+	var hs []string
+	for _, s := range sigs {
+		hs = append(hs, hex.EncodeToString(s))
+	}
+	in["sigs"] = hs
+	input, err := json.Marshal(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"bench.js": nodeBenchSigned, "guard.wasm": Bytes(), "input.json": input} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var got struct{ CPUNs, WallNs float64 }
+	runNodeJSON(b, &got, exec.Command(node, "bench.js", "guard.wasm", "input.json"), dir)
+	b.ReportMetric(got.CPUNs/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(got.WallNs/float64(b.N), "wall-ns/op")
 }
 
 // Checks from parallel goroutines over 64 resources (run with -cpu 2).

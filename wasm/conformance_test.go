@@ -132,6 +132,45 @@ func signedCases() []confCase {
 			chk("a", 1, 0), // still not in signed mode
 		}},
 		{"signed: at most 16 keys", keys},
+		{"signed: malleated and non-canonical signatures", malleated(good)},
+	}
+}
+
+// malleated is one case of signatures that are a valid one of token 5 on
+// "a" by keyA, changed the ways verifiers have been fooled by (RFC 8032
+// §5.1.7 and §8.4, Wycheproof): S plus the group order (the same scalar,
+// not canonical), S equal to the order, R's sign bit flipped, R as a
+// non-canonical encoding, the identity as R with S = 0. Every one is
+// refused; the runtimes' verifiers must refuse them as crypto/ed25519 does.
+func malleated(good []byte) []step {
+	order := [32]byte{0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10} // L, little-endian
+	plusOrder := bytes.Clone(good)
+	carry := 0
+	for i := 0; i < 32; i++ { // S + L < 2^253: S < L < 2^252
+		v := int(good[32+i]) + int(order[i]) + carry
+		plusOrder[32+i], carry = byte(v), v>>8
+	}
+	sIsOrder := append(bytes.Clone(good[:32]), order[:]...)
+	signFlipped := bytes.Clone(good)
+	signFlipped[31] ^= 0x80
+	nonCanonicalR := bytes.Clone(good) // y = p + 1: the identity, not canonical
+	nonCanonicalR[0] = 0xee
+	for i := 1; i < 31; i++ {
+		nonCanonicalR[i] = 0xff
+	}
+	nonCanonicalR[31] = 0x7f
+	identityR := make([]byte, 64)
+	identityR[0] = 1
+	return []step{
+		trust(pub(keyA), 0),
+		chkS("a", 5, plusOrder, CodeBadSignature),
+		chkS("a", 5, sIsOrder, CodeBadSignature),
+		chkS("a", 5, signFlipped, CodeBadSignature),
+		chkS("a", 5, nonCanonicalR, CodeBadSignature),
+		chkS("a", 5, identityR, CodeBadSignature),
+		hwm("a", 0),
+		chkS("a", 5, good, 0),
 	}
 }
 
@@ -364,7 +403,7 @@ func runNode(t *testing.T, cases []confCase) map[string][]outcome {
 
 // lookNode finds node for what needs it: without it the test skips, and
 // under CI fails.
-func lookNode(t *testing.T, what string) string {
+func lookNode(t testing.TB, what string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -378,7 +417,7 @@ func lookNode(t *testing.T, what string) string {
 
 // runNodeJSON runs cmd, a node script, in dir and decodes what it writes
 // to standard output, JSON, into out; a failure shows its standard error.
-func runNodeJSON(t *testing.T, out any, cmd *exec.Cmd, dir string) {
+func runNodeJSON(t testing.TB, out any, cmd *exec.Cmd, dir string) {
 	t.Helper()
 	cmd.Dir = dir
 	var stderr strings.Builder

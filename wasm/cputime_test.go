@@ -12,12 +12,13 @@ import (
 // work, wall time includes time the thread waited for a core, CPU time
 // does not. Call it right before the benchmark's loop (after its setup),
 // in a benchmark that runs on one goroutine. With checksPerOp, it also
-// reports cpu-ns/check.
-func onCPU(b *testing.B, checksPerOp ...int) {
+// reports cpu-ns/check. Its clock leaves out setup inside the loop.
+func onCPU(b *testing.B, checksPerOp ...int) *cpuClock {
 	runtime.LockOSThread()
+	c := &cpuClock{}
 	start := threadCPU()
 	b.Cleanup(func() {
-		used := threadCPU() - start
+		used := threadCPU() - start - c.excluded
 		runtime.UnlockOSThread()
 		if b.N > 0 {
 			b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
@@ -26,6 +27,26 @@ func onCPU(b *testing.B, checksPerOp ...int) {
 			}
 		}
 	})
+	return c
+}
+
+// cpuClock leaves out of cpu-ns/op the CPU time of setup inside the loop,
+// as b.StopTimer and b.StartTimer do for ns/op.
+type cpuClock struct {
+	excluded time.Duration
+	stopped  time.Duration
+}
+
+// stop stops b's timer and this clock.
+func (c *cpuClock) stop(b *testing.B) {
+	b.StopTimer()
+	c.stopped = threadCPU()
+}
+
+// start starts them again.
+func (c *cpuClock) start(b *testing.B) {
+	c.excluded += threadCPU() - c.stopped
+	b.StartTimer()
 }
 
 func threadCPU() time.Duration {

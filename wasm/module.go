@@ -2,8 +2,9 @@ package wasm
 
 import "github.com/fenceview/fenceview/internal/modules"
 
-// go generate rebuilds the committed modules in ./modules from
-// ./internal/guest and ./internal/extism (it needs binaryen's wasm-opt).
+// go generate rebuilds the committed modules in ../internal/modules from
+// ./internal/guest, ./internal/extism and ./internal/httpguest (it needs
+// binaryen's wasm-opt).
 //
 //go:generate go run ./internal/gen
 
@@ -21,3 +22,8 @@ func ETag() string { return modules.Guard.ETag() }
 // ExtismBytes returns the guard as an Extism plugin (guard-extism.wasm;
 // docs/wasm-abi.md). The slice is shared: callers must not modify it.
 func ExtismBytes() []byte { return modules.Extism.Bytes() }
+
+// HTTPBytes returns the guard as an http-wasm handler (guard-http.wasm;
+// docs/wasm-abi.md), for proxies such as Traefik. The slice is shared:
+// callers must not modify it.
+func HTTPBytes() []byte { return modules.HTTP.Bytes() }

@@ -163,3 +163,48 @@ func TestETag(t *testing.T) {
 		t.Fatal("no recorded Go version")
 	}
 }
+
+// guard-http.wasm is an http-wasm handler: it imports the http_handler
+// host functions (and WASI, which Go's runtime needs and http-wasm hosts
+// provide) and exports handle_request and handle_response with the ABI's
+// signatures, and its memory.
+func TestHTTPModuleInterface(t *testing.T) {
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer rt.Close(ctx)
+	cm, err := rt.CompileModule(ctx, HTTPBytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	handlerImports := 0
+	for _, f := range cm.ImportedFunctions() {
+		switch mod, name, _ := f.Import(); mod {
+		case "http_handler":
+			handlerImports++
+		case "wasi_snapshot_preview1":
+		default:
+			t.Errorf("imports %s.%s", mod, name)
+		}
+	}
+	if handlerImports == 0 {
+		t.Error("imports nothing from http_handler")
+	}
+	if _, ok := cm.ExportedMemories()["memory"]; !ok {
+		t.Error("does not export its memory as \"memory\"")
+	}
+	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
+	for name, sig := range map[string][2][]api.ValueType{
+		"_initialize":     {nil, nil},
+		"handle_request":  {nil, {i64}},
+		"handle_response": {{i32, i32}, nil},
+	} {
+		f, ok := cm.ExportedFunctions()[name]
+		if !ok {
+			t.Errorf("does not export %s", name)
+			continue
+		}
+		if !slices.Equal(f.ParamTypes(), sig[0]) || !slices.Equal(f.ResultTypes(), sig[1]) {
+			t.Errorf("%s: params %v results %v, want %v %v", name, f.ParamTypes(), f.ResultTypes(), sig[0], sig[1])
+		}
+	}
+}

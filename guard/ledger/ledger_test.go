@@ -152,3 +152,34 @@ func TestSharedTokensRead(t *testing.T) {
 		}
 	}
 }
+
+func TestKeysVerifyWithoutMarks(t *testing.T) {
+	priv := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	var k ledger.Keys
+	if err := k.Trust(priv.Public().(ed25519.PublicKey)); err != nil || k.Len() != 1 {
+		t.Fatal(err, k.Len())
+	}
+	if k.Trust(make([]byte, 31)) == nil {
+		t.Fatal("a 31-byte key is trusted")
+	}
+	exclusive := ed25519.Sign(priv, ledger.AppendGrantMessage(nil, "a", 5, false))
+	shared := ed25519.Sign(priv, ledger.AppendGrantMessage(nil, "a", 5, true))
+	for _, c := range []struct {
+		sig  []byte
+		read bool
+		want ledger.Mode
+	}{
+		{exclusive, false, ledger.Exclusive}, {exclusive, true, ledger.Exclusive}, {shared, false, ledger.Shared}, {shared, true, ledger.Shared},
+		{make([]byte, 64), false, ledger.Unsigned},
+	} {
+		// Twice: nothing is remembered that changes the answer.
+		for range 2 {
+			if got := ledger.ModeOf(&k, "a", 5, c.sig, c.read); got != c.want {
+				t.Fatalf("ledger.ModeOf(read %v) = %v, want %v", c.read, got, c.want)
+			}
+		}
+	}
+	if ledger.ModeOf(&k, "a", 6, exclusive, false) != ledger.Unsigned || ledger.ModeOf(&k, "b", 5, exclusive, false) != ledger.Unsigned {
+		t.Fatal("a signature verifies for another token or resource")
+	}
+}

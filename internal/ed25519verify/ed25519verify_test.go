@@ -28,13 +28,24 @@ func TestSHA512MatchesStandardLibrary(t *testing.T) {
 	}
 }
 
-// agree fails the test unless Verify and crypto/ed25519.Verify give the
-// same answer, and returns it.
+// agree fails the test unless crypto/ed25519.Verify, PublicKey.Verify and
+// the WebAssembly build's verifier (the tables over ref10's arithmetic)
+// give the same answer, and returns it.
 func agree(t *testing.T, what string, pub, msg, sig []byte) bool {
 	t.Helper()
 	want := len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, msg, sig)
-	if got := Verify(pub, msg, sig); got != want {
+	if len(pub) != PublicKeySize {
+		return want // a PublicKey is 32 bytes by its type
+	}
+	k := NewPublicKey((*[PublicKeySize]byte)(pub))
+	if got := k.Verify(msg, sig); got != want {
 		t.Fatalf("%s: Verify = %v, crypto/ed25519 says %v (pub %x sig %x msg %q)", what, got, want, pub, sig, msg)
+	}
+	if k.table == nil {
+		k.prepareTable()
+	}
+	if got := k.verifyTable(msg, sig); got != want {
+		t.Fatalf("%s: the WebAssembly verifier says %v, crypto/ed25519 says %v (pub %x sig %x msg %q)", what, got, want, pub, sig, msg)
 	}
 	return want
 }
@@ -110,6 +121,11 @@ func FuzzVerify(f *testing.F) {
 	pub, msg, sig := signedByZeroKey("m")
 	f.Add(pub, msg, sig)
 	f.Add(make([]byte, 32), []byte{}, make([]byte, 64))
+	// Wycheproof's cases seed the fuzzer with the edge cases verifiers got
+	// wrong: S past the order, non-canonical points, small orders.
+	for _, c := range wycheproofCases(f) {
+		f.Add(c.Key, c.Msg, c.Sig)
+	}
 	f.Fuzz(func(t *testing.T, pub, msg, sig []byte) {
 		agree(t, "fuzz", pub, msg, sig)
 	})
@@ -117,9 +133,17 @@ func FuzzVerify(f *testing.F) {
 
 func BenchmarkVerify(b *testing.B) {
 	pub, msg, sig := signedByZeroKey("fenceview/v1 orders/shard-0042 1847")
-	b.Run("ed25519verify", func(b *testing.B) {
+	k := NewPublicKey((*[PublicKeySize]byte)(pub))
+	b.Run("PublicKey", func(b *testing.B) {
 		for b.Loop() {
-			Verify(pub, msg, sig)
+			k.Verify(msg, sig)
+		}
+	})
+	b.Run("tables", func(b *testing.B) {
+		k := NewPublicKey((*[PublicKeySize]byte)(pub))
+		k.prepareTable()
+		for b.Loop() {
+			k.verifyTable(msg, sig)
 		}
 	})
 	b.Run("crypto-ed25519", func(b *testing.B) {
@@ -127,6 +151,42 @@ func BenchmarkVerify(b *testing.B) {
 			ed25519.Verify(pub, msg, sig)
 		}
 	})
+	b.Run("prepare-tables", func(b *testing.B) {
+		for b.Loop() {
+			k := NewPublicKey((*[PublicKeySize]byte)(pub))
+			k.prepareTable()
+		}
+	})
+}
+
+// The base point's table is ref10's constants; building it from B must
+// give the same elements (so the builder that makes every key's table is
+// right too, and the constants were copied right).
+func TestBaseTable(t *testing.T) {
+	var B extendedGroupElement
+	enc := [32]byte{0x58, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
+		0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66}
+	if !B.fromBytes(&enc) {
+		t.Fatal("the base point does not decode")
+	}
+	var built fixedBaseTable
+	built.build(&B)
+	for j := range built {
+		for i := range built[j] {
+			for f, pair := range [][2]*fieldElement{
+				{&built[j][i].yPlusX, &baseTable[j][i].yPlusX},
+				{&built[j][i].yMinusX, &baseTable[j][i].yMinusX},
+				{&built[j][i].xy2d, &baseTable[j][i].xy2d},
+			} {
+				var a, b [32]byte
+				feToBytes(&a, pair[0])
+				feToBytes(&b, pair[1])
+				if a != b {
+					t.Fatalf("table[%d][%d] field %d: built %x, ref10 %x", j, i, f, a, b)
+				}
+			}
+		}
+	}
 }
 
 // signedByZeroKey is the public key of the all-zero seed, msg, and its

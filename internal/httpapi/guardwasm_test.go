@@ -56,3 +56,11 @@ func testModule(t *testing.T, m modules.Module) {
 		t.Errorf("POST = %d, want 405", w.Code)
 	}
 }
+
+// The http-wasm handler for proxies is served like guard.wasm.
+func TestGuardHTTPWasm(t *testing.T) {
+	if modules.HTTP.Name() != "guard-http.wasm" {
+		t.Fatalf("published as %s", modules.HTTP.Name())
+	}
+	testModule(t, modules.HTTP)
+}

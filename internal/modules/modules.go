@@ -20,6 +20,9 @@ var guardWasm []byte
 //go:embed guard-extism.wasm
 var extismWasm []byte
 
+//go:embed guard-http.wasm
+var httpWasm []byte
+
 // goVersion is the Go release that built the committed modules. A
 // different release builds different bytes, so the staleness test can only
 // compare against a build by the same one.
@@ -62,9 +65,13 @@ var Guard = newModule("guard.wasm", guardWasm)
 // (docs/wasm-abi.md, the Extism module).
 var Extism = newModule("guard-extism.wasm", extismWasm)
 
+// HTTP is guard-http.wasm, the guard as an http-wasm handler for proxies
+// (docs/wasm-abi.md, the http-wasm module).
+var HTTP = newModule("guard-http.wasm", httpWasm)
+
 // All lists every published module; a module added here is served by the
 // HTTP API without further wiring.
-func All() []Module { return []Module{Guard, Extism} }
+func All() []Module { return []Module{Guard, Extism, HTTP} }
 
 // GoVersion returns the Go release that built the modules, e.g. "go1.26.8".
 func GoVersion() string { return strings.TrimSpace(goVersion) }

@@ -1,6 +1,6 @@
-// Package build builds the guard modules (guard.wasm, guard-extism.wasm)
-// from their guest packages, the same way for go generate and for the test
-// that checks the committed modules are current.
+// Package build builds the guard modules (guard.wasm, guard-extism.wasm,
+// guard-http.wasm) from their guest packages, the same way for go generate
+// and for the test that checks the committed modules are current.
 //
 // A module is built in three steps, all pinned so that any checkout with the
 // same tools builds the same bytes: go build (GOOS=wasip1, c-shared,
@@ -29,6 +29,7 @@ type Module struct {
 var Modules = []Module{
 	{File: "guard.wasm", Package: "github.com/fenceview/fenceview/wasm/internal/guest"},
 	{File: "guard-extism.wasm", Package: "github.com/fenceview/fenceview/wasm/internal/extism"},
+	{File: "guard-http.wasm", Package: "github.com/fenceview/fenceview/wasm/internal/httpguest"},
 }
 
 // Local, as a toolchain, is the go command on PATH as it is: the one go

@@ -1,7 +1,7 @@
 // Command gen writes the published guard modules (guard.wasm,
-// guard-extism.wasm) and the versions of the tools that built them
-// (guard.wasm.goversion, wasm-opt.version) into ./modules, from the wasm
-// package's directory (go generate). It needs binaryen's wasm-opt
+// guard-extism.wasm, guard-http.wasm) and the versions of the tools that
+// built them (guard.wasm.goversion, wasm-opt.version) into
+// ../internal/modules, from the wasm package's directory (go generate). It needs binaryen's wasm-opt
 // (apt-get install binaryen).
 package main
 
