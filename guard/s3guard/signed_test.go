@@ -1,0 +1,153 @@
+package s3guard_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fenceview/fenceview/client"
+	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/s3guard"
+	"github.com/fenceview/fenceview/internal/signedtest"
+)
+
+// signedTable plays the signed-token table on a guard of api in signed
+// mode: the object is named as the resource, and a refused write never
+// lands.
+func signedTable(t *testing.T, api s3guard.API) {
+	v := &guard.Verifier{}
+	g := s3guard.New(api, bucket, s3guard.WithVerifier(v))
+	ctx := context.Background()
+	signedtest.Run(t, v, func(r string, tok int64, sig string) (guard.Decision, error) {
+		return g.PutSigned(ctx, r, []byte(sig), tok, sig)
+	}, signedtest.Options{})
+	body, meta, _, _ := object(t, api, "orders")
+	if body != signedtest.Sign(t, signedtest.New, "orders", 9) || meta[s3guard.MarkMetadata] != "9" {
+		t.Fatalf("object after the table: %q, %v", body, meta)
+	}
+	if d, err := g.Put(ctx, "orders", []byte("bare"), 100); err != nil || d.Reason != guard.ReasonBadSignature || d.Required != 9 {
+		t.Fatalf("a bare number in signed mode = %+v, %v", d, err)
+	}
+}
+
+func TestSignedTable(t *testing.T)           { signedTable(t, versity(t)) }
+func TestSignedTableOnTheFake(t *testing.T) { signedTable(t, newFake()) }
+
+// Built from a client, the guard verifies signatures with the server's
+// keys by default and reports its refusals, which the server keeps in its
+// rejection history (and so shows on its dashboard).
+func TestBuiltFromAClientVerifiesAndReports(t *testing.T) {
+	api := versity(t)
+	srv := fenceviewtest.New(t)
+	c, err := client.New(client.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	const key = "orders/42.json"
+	g := s3guard.New(api, bucket, s3guard.WithClient(c), s3guard.WithSource("orders-bucket"))
+	if !g.Signed() {
+		t.Fatal("a guard built from a client is not in signed mode")
+	}
+
+	a := c.Mutex(key, "writer-a")
+	if _, err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ta := a.Token()
+	if ta.Signature == "" {
+		t.Fatal("the test server's grant is not signed")
+	}
+	// The bare number of a real grant proves nothing.
+	d, err := g.Put(ctx, key, []byte("A, unsigned"), ta.Number)
+	if err != nil || d.Accepted || d.Reason != guard.ReasonBadSignature {
+		t.Fatalf("a bare number = %+v, %v", d, err)
+	}
+	mustDecide(t, g, key, "A", ta, true, "")
+	// A signature of another token, and a token of another lock.
+	mustDecide(t, g, key, "forged", client.Token{Resource: key, Number: ta.Number + 5, Signature: ta.Signature}, false, guard.ReasonBadSignature)
+	mustDecide(t, g, key, "other lock", client.Token{Resource: "billing", Number: ta.Number + 5, Signature: ta.Signature}, false, guard.ReasonScopeMismatch)
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := c.Mutex(key, "writer-b")
+	if _, err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Unlock(ctx)
+	mustDecide(t, g, key, "B", b.Token(), true, "")
+	mustDecide(t, g, key, "A, late", ta, false, guard.ReasonStale)
+	if body, meta, _, _ := object(t, api, key); body != "B" || meta[s3guard.MarkMetadata] != itoa(b.Token().Number) {
+		t.Fatalf("object %q, %v", body, meta)
+	}
+
+	page, err := c.Rejections(ctx, client.RejectionQuery{Resource: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, r := range page.Rejections {
+		if r.Source != "orders-bucket" {
+			t.Errorf("rejection %+v: source %q", r, r.Source)
+		}
+		reasons = append(reasons, r.Reason)
+	}
+	// Newest first; the other lock's refusal is reported under this
+	// object's resource, the one it was refused for.
+	want := "stale-token scope-mismatch bad-signature bad-signature"
+	if got := strings.Join(reasons, " "); got != want {
+		t.Fatalf("rejection history %q, want %q", got, want)
+	}
+
+	// Accepting bare numbers is an explicit choice, and refusals are still
+	// reported.
+	loose := s3guard.New(api, bucket, s3guard.WithClient(c), s3guard.AcceptUnsignedTokens())
+	if loose.Signed() {
+		t.Fatal("AcceptUnsignedTokens left the guard in signed mode")
+	}
+	if d, err := loose.Put(ctx, key, []byte("bare"), b.Token().Number); err != nil || !d.Accepted {
+		t.Fatalf("a bare number with AcceptUnsignedTokens = %+v, %v", d, err)
+	}
+	if d, err := loose.Put(ctx, key, []byte("stale bare"), ta.Number); err != nil || d.Reason != guard.ReasonStale {
+		t.Fatalf("a stale bare number = %+v, %v", d, err)
+	}
+	page, err = c.Rejections(ctx, client.RejectionQuery{Resource: key, Source: "s3guard"})
+	if err != nil || len(page.Rejections) != 1 || page.Rejections[0].Presented != ta.Number {
+		t.Fatalf("the loose guard's report: %+v, %v", page.Rejections, err)
+	}
+}
+
+// A refusal the server cannot record is still a refusal: the decision is
+// returned with ErrNotReported, and nothing was written.
+func TestRefusalNotReportedIsStillARefusal(t *testing.T) {
+	api := newFake()
+	srv := fenceviewtest.New(t)
+	c, err := client.New(client.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s3guard.New(api, bucket, s3guard.WithClient(c), s3guard.AcceptUnsignedTokens())
+	mustPut(t, g, "k", "kept", 5)
+	c.Close()
+	d, err := g.Put(context.Background(), "k", []byte("stale"), 4)
+	if d.Accepted || d.Required != 5 || !errors.Is(err, s3guard.ErrNotReported) {
+		t.Fatalf("stale write with the client closed = %+v, %v", d, err)
+	}
+	if body, _, _, _ := object(t, api, "k"); body != "kept" {
+		t.Fatalf("body %q", body)
+	}
+}
+
+func mustDecide(t *testing.T, g *s3guard.Guard, key, body string, tok client.Token, accepted bool, reason string) {
+	t.Helper()
+	d, err := g.PutObject(context.Background(), s3guard.Object{Key: key, Body: strings.NewReader(body)}, tok)
+	if err != nil || d.Accepted != accepted || d.Reason != reason {
+		t.Fatalf("PutObject(%q, token %d) = %+v, %v; want accepted %v, reason %q", body, tok.Number, d, err, accepted, reason)
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
