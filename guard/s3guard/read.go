@@ -101,7 +101,7 @@ func (g *Guard) get(ctx context.Context, key string) (Read, objectState, write, 
 	if int64(len(data)) > g.maxRead {
 		return Read{}, objectState{}, write{}, fmt.Errorf("%w: %q is over %d bytes", ErrTooLarge, key, g.maxRead)
 	}
-	st, err := stateOf(key, out.ETag, out.Metadata)
+	st, err := stateOf(key, out.ETag, out.Metadata, out.ContentLength)
 	if err != nil {
 		return Read{}, objectState{}, write{}, err
 	}

@@ -26,6 +26,7 @@ type objectState struct {
 	etag      string // as the store gave it, quotes included
 	mark      int64
 	tombstone bool
+	size      int64 // -1 when the store did not say
 }
 
 // head reads the object's state with one HEAD.
@@ -37,12 +38,15 @@ func (g *Guard) head(ctx context.Context, key string) (objectState, error) {
 		}
 		return objectState{}, fmt.Errorf("s3guard: head %q: %w", key, err)
 	}
-	return stateOf(key, out.ETag, out.Metadata)
+	return stateOf(key, out.ETag, out.Metadata, out.ContentLength)
 }
 
 // stateOf reads an object's state from a HEAD's or GET's answer.
-func stateOf(key string, etag *string, meta map[string]string) (objectState, error) {
-	st := objectState{exists: true}
+func stateOf(key string, etag *string, meta map[string]string, size *int64) (objectState, error) {
+	st := objectState{exists: true, size: -1}
+	if size != nil {
+		st.size = *size
+	}
 	if etag == nil || *etag == "" {
 		return objectState{}, fmt.Errorf("s3guard: %q has no ETag: the store cannot make conditional writes", key)
 	}
@@ -114,7 +118,8 @@ func (g *Guard) putConditional(ctx context.Context, w write, st objectState, tok
 	if err := w.body.rewind(); err != nil {
 		return err
 	}
-	if st.exists && sameETag(st.etag, w.body.md5Hex()) {
+	// Bodies of another size cannot be the bytes there: no MD5 needed.
+	if st.exists && (st.size < 0 || st.size == w.body.size) && sameETag(st.etag, w.body.md5Hex()) {
 		if err := w.body.rewind(); err != nil {
 			return err
 		}
