@@ -48,19 +48,27 @@ func (r *resource) BadCalls() map[string]func(ctx context.Context) error {
 		}
 	}
 	return map[string]func(context.Context) error{
-		"empty key":             put("", nil),
-		"key of 1025 bytes":     put(strings.Repeat("k", 1025), nil),
-		"control character":     put("a\nb", nil),
-		"not UTF-8":             put("a\xffb", nil),
-		"huge metadata value":   put(r.key, map[string]string{"note": strings.Repeat("x", 4096)}),
-		"the mark's name":       put(r.key, map[string]string{"Fence-Token": "99"}),
-		"the tombstone's name":  put(r.key, map[string]string{"fence-tombstone": "true"}),
-		"header injection":      put(r.key, map[string]string{"note": "a\r\nx-amz-meta-fence-token: 99"}),
-		"a space in a name":     put(r.key, map[string]string{"my note": "x"}),
-		"content type with CR":  func(ctx context.Context) error { _, err := r.g.PutObject(ctx, s3guard.Object{Key: r.key, ContentType: "text/plain\r"}, client.Token{Number: 10}); return err },
-		"another lock's token":  func(ctx context.Context) error { return refusedAsError(r.g.PutObject(ctx, s3guard.Object{Key: r.key}, client.Token{Resource: "other", Number: 10})) },
-		"negative token delete": func(ctx context.Context) error { _, err := r.g.Delete(ctx, r.key, client.Token{Number: -1}); return err },
-		"zero token read":       func(ctx context.Context) error { _, err := r.g.Get(ctx, r.key, client.Token{Number: 0}); return err },
+		"empty key":            put("", nil),
+		"key of 1025 bytes":    put(strings.Repeat("k", 1025), nil),
+		"control character":    put("a\nb", nil),
+		"not UTF-8":            put("a\xffb", nil),
+		"huge metadata value":  put(r.key, map[string]string{"note": strings.Repeat("x", 4096)}),
+		"the mark's name":      put(r.key, map[string]string{"Fence-Token": "99"}),
+		"the tombstone's name": put(r.key, map[string]string{"fence-tombstone": "true"}),
+		"header injection":     put(r.key, map[string]string{"note": "a\r\nx-amz-meta-fence-token: 99"}),
+		"a space in a name":    put(r.key, map[string]string{"my note": "x"}),
+		"content type with CR": func(ctx context.Context) error {
+			_, err := r.g.PutObject(ctx, s3guard.Object{Key: r.key, ContentType: "text/plain\r"}, client.Token{Number: 10})
+			return err
+		},
+		"another lock's token": func(ctx context.Context) error {
+			return refusedAsError(r.g.PutObject(ctx, s3guard.Object{Key: r.key}, client.Token{Resource: "other", Number: 10}))
+		},
+		"negative token delete": func(ctx context.Context) error {
+			_, err := r.g.Delete(ctx, r.key, client.Token{Number: -1})
+			return err
+		},
+		"zero token read": func(ctx context.Context) error { _, err := r.g.Get(ctx, r.key, client.Token{Number: 0}); return err },
 	}
 }
 
@@ -284,27 +292,33 @@ func TestEvery412Path(t *testing.T) {
 			body:   "newer", mark: "9",
 		},
 		{
-			name:   "a tombstone's If-Match meets a newer write",
-			setup:  func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
-			other:  func(key string) { rawPut(t, api, key, "newer", map[string]string{"fence-token": "9"}) },
-			call:   func(g *s3guard.Guard, key string) (guard.Decision, error) { return g.Delete(ctx, key, client.Token{Number: 7}) },
+			name:  "a tombstone's If-Match meets a newer write",
+			setup: func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
+			other: func(key string) { rawPut(t, api, key, "newer", map[string]string{"fence-token": "9"}) },
+			call: func(g *s3guard.Guard, key string) (guard.Decision, error) {
+				return g.Delete(ctx, key, client.Token{Number: 7})
+			},
 			want:   guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 7, Required: 9},
 			writes: []string{"PutObject"},
 			body:   "newer", mark: "9",
 		},
 		{
-			name:   "a conditional delete meets an older holder's write: deleted on the second try",
-			setup:  func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
-			other:  func(key string) { rawPut(t, api, key, "between", map[string]string{"fence-token": "6"}) },
-			call:   func(g *s3guard.Guard, key string) (guard.Decision, error) { return g.Purge(ctx, key, client.Token{Number: 7}) },
+			name:  "a conditional delete meets an older holder's write: deleted on the second try",
+			setup: func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
+			other: func(key string) { rawPut(t, api, key, "between", map[string]string{"fence-token": "6"}) },
+			call: func(g *s3guard.Guard, key string) (guard.Decision, error) {
+				return g.Purge(ctx, key, client.Token{Number: 7})
+			},
 			want:   guard.Decision{Accepted: true, Presented: 7, Required: 6},
 			writes: []string{"DeleteObject", "DeleteObject"},
 		},
 		{
-			name:   "a conditional delete meets a newer write",
-			setup:  func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
-			other:  func(key string) { rawPut(t, api, key, "newer", map[string]string{"fence-token": "9"}) },
-			call:   func(g *s3guard.Guard, key string) (guard.Decision, error) { return g.Purge(ctx, key, client.Token{Number: 7}) },
+			name:  "a conditional delete meets a newer write",
+			setup: func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
+			other: func(key string) { rawPut(t, api, key, "newer", map[string]string{"fence-token": "9"}) },
+			call: func(g *s3guard.Guard, key string) (guard.Decision, error) {
+				return g.Purge(ctx, key, client.Token{Number: 7})
+			},
 			want:   guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 7, Required: 9},
 			writes: []string{"DeleteObject"},
 			body:   "newer", mark: "9",
@@ -480,9 +494,18 @@ func TestBadInput(t *testing.T) {
 		{"typed nil client", func() error { _, err := s3guard.New((*s3.Client)(nil), bucket).Put(ctx, "k", nil, 10); return err }, s3guard.ErrInvalid, "nil S3 client"},
 		{"empty bucket", func() error { _, err := s3guard.New(api, "").Put(ctx, "k", nil, 10); return err }, s3guard.ErrInvalid, "bucket name"},
 		{"bucket with a slash", func() error { _, err := s3guard.New(api, "a/b").Put(ctx, "k", nil, 10); return err }, s3guard.ErrInvalid, "bucket name"},
-		{"too few attempts", func() error { _, err := s3guard.New(api, bucket, s3guard.WithMaxAttempts(3)).Put(ctx, "k", nil, 10); return err }, s3guard.ErrInvalid, "at least 16"},
-		{"nil verifier", func() error { _, err := s3guard.New(api, bucket, s3guard.WithVerifier(nil)).Put(ctx, "k", nil, 10); return err }, s3guard.ErrInvalid, "WithVerifier(nil)"},
-		{"negative read size", func() error { _, err := s3guard.New(api, bucket, s3guard.WithMaxReadSize(-1)).Get(ctx, "k", client.Token{Number: 10}); return err }, s3guard.ErrInvalid, "WithMaxReadSize"},
+		{"too few attempts", func() error {
+			_, err := s3guard.New(api, bucket, s3guard.WithMaxAttempts(3)).Put(ctx, "k", nil, 10)
+			return err
+		}, s3guard.ErrInvalid, "at least 16"},
+		{"nil verifier", func() error {
+			_, err := s3guard.New(api, bucket, s3guard.WithVerifier(nil)).Put(ctx, "k", nil, 10)
+			return err
+		}, s3guard.ErrInvalid, "WithVerifier(nil)"},
+		{"negative read size", func() error {
+			_, err := s3guard.New(api, bucket, s3guard.WithMaxReadSize(-1)).Get(ctx, "k", client.Token{Number: 10})
+			return err
+		}, s3guard.ErrInvalid, "WithMaxReadSize"},
 	}
 	for _, c := range cases {
 		err := c.call()

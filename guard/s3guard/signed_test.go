@@ -33,7 +33,7 @@ func signedTable(t *testing.T, api s3guard.API) {
 	}
 }
 
-func TestSignedTable(t *testing.T)           { signedTable(t, versity(t)) }
+func TestSignedTable(t *testing.T)          { signedTable(t, versity(t)) }
 func TestSignedTableOnTheFake(t *testing.T) { signedTable(t, newFake()) }
 
 // Built from a client, the guard verifies signatures with the server's

@@ -28,8 +28,8 @@ const (
 // PutObject, If-Match on DeleteObject and CompleteMultipartUpload, which
 // is what the object-store guards need.
 //
-// The binary is found on PATH, else where go install puts it
-// ($GOBIN, $(go env GOPATH)/bin); .ci/run installs it there.
+// The binary is found where go install puts it ($GOBIN, $(go env
+// GOPATH)/bin), where .ci/run installs it, else on PATH.
 func Versity(t testing.TB, buckets ...string) *Server {
 	t.Helper()
 	short(t, "versitygw")
@@ -80,7 +80,15 @@ func findVersity() string {
 	if home, err := os.UserHomeDir(); err == nil {
 		dirs = append(dirs, filepath.Join(home, "go", "bin"))
 	}
-	return find([]string{"versitygw"}, dirs...)
+	// Where .ci/run installs it first, so another release on PATH does not
+	// shadow the one the tests want.
+	for _, d := range dirs {
+		p := filepath.Join(d, "versitygw")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return find([]string{"versitygw"})
 }
 
 // moduleVersion is the module version go install recorded in bin
