@@ -9,7 +9,10 @@
 // internal/sqlite (the durable record, the history), internal/httpapi (the
 // JSON API and event stream). Package server embeds all of it in a Go
 // program. The resource-side rule itself is in guard, which has no
-// dependencies so it can also be compiled to WebAssembly.
+// dependencies so it can also be compiled to WebAssembly: guard.wasm is
+// built from wasm/internal/guest and guard-extism.wasm from
+// wasm/internal/extism, both on guard (and internal/merkle and
+// internal/ed25519verify for signatures), never on this package.
 package fenceview
 
 import (

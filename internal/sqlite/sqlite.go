@@ -106,7 +106,7 @@ type DB struct {
 // That copy is never complete, since commits go on meanwhile, and SQLite
 // restarts the WAL from its start only after a complete one; so the next
 // Apply copies the few frames committed since, before it begins, and the
-// WAL stays about as small as before.
+// WAL stays small: it never holds much more than one checkpoint's worth.
 type checkpoints struct {
 	ckpt      *sql.DB
 	wake      chan struct{} // cap 1: wakes coalesce
@@ -183,7 +183,7 @@ func (db *DB) stopCheckpoints() error {
 // covers, however many changes it folds, so a longer stride costs less per
 // change: 32,768 rather than 8,192 took 6% off the server's CPU per RPC
 // fenced write at 64 clients, and cut the write's p99 from 9-12 to 6-7 ms
-// (bench/README.md, step 20). The price is the unfolded tail a resource's
+// (bench/README.md, "A fold every 32,768 rows"). The price is the unfolded tail a resource's
 // history scans: at most this many events, about 5 ms with a warm cache.
 const DefaultFoldEvery = 32768
 
