@@ -38,6 +38,11 @@ type Read struct {
 // objects read by many short-lived readers, fence the reads on a small
 // marker object instead (docs/fencing-your-resource.md).
 //
+// In signed mode a read takes a shared grant's token (a reader of a
+// shared lock's read phase) as well as an exclusive one's; a write takes
+// only an exclusive one's and refuses a shared one with
+// guard.ReasonSharedToken.
+//
 // Objects larger than WithMaxReadSize are refused with ErrTooLarge.
 func (g *Guard) Get(ctx context.Context, key string, t client.Token) (Read, error) {
 	if err := g.check(key, t.Number); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/s3guard"
+	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
 // A fenced read: under the mark's own token it costs one GET and writes
@@ -143,5 +144,50 @@ func TestPurge(t *testing.T) {
 	}
 	if d, err := g.Purge(ctx, "tmp/1", client.Token{Number: 1}); err != nil || !d.Accepted || d.Required != 0 {
 		t.Fatalf("Purge of an absent object = %+v, %v", d, err)
+	}
+}
+
+// A shared lock's readers present their read phase's token, signed with
+// the shared grant's message: a signed guard lets it read (and raise the
+// mark), never write. The writer of the phase before is then refused, and
+// the writer of the phase after writes.
+func TestSharedTokensReadButNeverWrite(t *testing.T) {
+	api := versity(t)
+	ctx := context.Background()
+	v, err := guard.NewVerifier(signedtest.Public(signedtest.New))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s3guard.New(api, bucket, s3guard.WithVerifier(v))
+	const key = "reports/daily.csv"
+	sigs, err := guard.SignGrants(signedtest.New, []string{key, key, key}, []int64{19, 20, 21}, []bool{false, true, false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer19 := client.Token{Resource: key, Number: 19, Signature: sigs[0]}
+	reader20 := client.Token{Resource: key, Number: 20, Signature: sigs[1]}
+	writer21 := client.Token{Resource: key, Number: 21, Signature: sigs[2]}
+
+	if d, err := g.PutObject(ctx, s3guard.Object{Key: key, Body: strings.NewReader("v1")}, writer19); err != nil || !d.Accepted {
+		t.Fatalf("writer 19 = %+v, %v", d, err)
+	}
+	if d, err := g.PutObject(ctx, s3guard.Object{Key: key, Body: strings.NewReader("by a reader")}, reader20); err != nil || d.Reason != guard.ReasonSharedToken || d.Required != 19 {
+		t.Fatalf("a shared token presented for a write = %+v, %v", d, err)
+	}
+	r, err := g.Get(ctx, key, reader20)
+	if err != nil || !r.Accepted || string(r.Body) != "v1" {
+		t.Fatalf("the reader's read = %+v, %v", r, err)
+	}
+	if d, err := g.PutObject(ctx, s3guard.Object{Key: key, Body: strings.NewReader("v1, late")}, writer19); err != nil || d.Reason != guard.ReasonStale || d.Required != 20 {
+		t.Fatalf("writer 19 after the reader of phase 20 = %+v, %v", d, err)
+	}
+	if d, err := g.PutObject(ctx, s3guard.Object{Key: key, Body: strings.NewReader("v2")}, writer21); err != nil || !d.Accepted {
+		t.Fatalf("writer 21 = %+v, %v", d, err)
+	}
+	if r, err := g.Get(ctx, key, reader20); err != nil || r.Accepted || r.Reason != guard.ReasonStale {
+		t.Fatalf("the reader of phase 20 after writer 21 = %+v, %v", r, err)
+	}
+	if body, _, _, _ := object(t, api, key); body != "v2" {
+		t.Fatalf("body %q", body)
 	}
 }

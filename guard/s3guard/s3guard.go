@@ -27,10 +27,11 @@
 //     guard.ErrInvalidToken and ErrInvalid for bad input, which sends
 //     nothing.
 //   - Built with WithClient, a guard verifies signatures with the
-//     server's keys (refusing unsigned and forged tokens, bad-signature)
-//     and reports its refusals to the server, so they show in the
-//     rejection history and on the dashboard. WithVerifier alone gives
-//     signed mode without reports.
+//     server's keys (refusing unsigned and forged tokens, bad-signature;
+//     a shared lock's token presented for a write, shared-token) and
+//     reports its refusals to the server, so they show in the rejection
+//     history and on the dashboard. WithVerifier alone gives signed mode
+//     without reports.
 //   - Which lock governs an object is the guard's to say (WithResource;
 //     by default the object's key). Signatures are checked, and refusals
 //     reported, for that resource; marks are per object.

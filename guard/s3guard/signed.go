@@ -46,26 +46,25 @@ func newSignatures(v *guard.Verifier, fv *client.Client) *signatures {
 	return &signatures{cache: guard.NewVerifyCache(v), fv: fv, now: time.Now}
 }
 
-// verify reports whether sig is a trusted key's signature of token on
-// resource. With a client it fetches the server's keys first when it has
-// none or they are old, and once more when sig does not verify.
-func (s *signatures) verify(ctx context.Context, resource string, token int64, sig string) (bool, error) {
+// mode reports what sig proves about token on resource: an exclusive
+// grant, a shared one, or nothing (guard.Unsigned). With a client it
+// fetches the server's keys first when it has none or they are old, and
+// once more when sig proves nothing. read says which grant's message to
+// try first.
+func (s *signatures) mode(ctx context.Context, resource string, token int64, sig string, read bool) (guard.Mode, error) {
 	if s.fv == nil {
-		return s.cache.Verify(resource, token, sig), nil
+		return s.cache.Mode(resource, token, sig, read), nil
 	}
 	s.mu.Lock()
 	stale := s.fetched.IsZero() || s.now().Sub(s.fetched) >= keysMaxAge
 	s.mu.Unlock()
 	if stale {
 		if err := s.refresh(ctx); err != nil {
-			return false, err
+			return guard.Unsigned, err
 		}
 	}
-	if s.cache.Verify(resource, token, sig) {
-		return true, nil
-	}
-	if sig == "" {
-		return false, nil // no key verifies nothing: no reason to ask the server
+	if m := s.cache.Mode(resource, token, sig, read); m != guard.Unsigned || sig == "" {
+		return m, nil // no key verifies nothing: no reason to ask the server
 	}
 	s.mu.Lock()
 	now := s.now()
@@ -75,12 +74,12 @@ func (s *signatures) verify(ctx context.Context, resource string, token int64, s
 	}
 	s.mu.Unlock()
 	if !retry {
-		return false, nil
+		return guard.Unsigned, nil
 	}
 	if err := s.refresh(ctx); err != nil {
-		return false, err
+		return guard.Unsigned, err
 	}
-	return s.cache.Verify(resource, token, sig), nil
+	return s.cache.Mode(resource, token, sig, read), nil
 }
 
 func (s *signatures) refresh(ctx context.Context) error {
@@ -94,26 +93,28 @@ func (s *signatures) refresh(ctx context.Context) error {
 }
 
 // refusal says why t may not be compared with the mark of an object
-// governed by res: its resource is another (scope-mismatch), or in signed
-// mode its signature does not verify (bad-signature). "" when it may.
-func (g *Guard) refusal(ctx context.Context, res string, t client.Token, _ access) (string, error) {
+// governed by res: its resource is another (scope-mismatch); in signed
+// mode, its signature proves no grant (bad-signature), or a shared
+// grant's token is presented for a write (shared-token: a reader's token
+// may read, never write). "" when it may.
+func (g *Guard) refusal(ctx context.Context, res string, t client.Token, a access) (string, error) {
 	if t.Resource != "" && t.Resource != res {
 		return guard.ReasonScopeMismatch, nil
 	}
 	if g.sig == nil {
 		return "", nil
 	}
-	// Reads and writes both take an exclusive grant's signature; a shared
-	// grant's (a reader's) takes the shared-lock message, which only reads
-	// will accept.
-	ok, err := g.sig.verify(ctx, res, t.Number, t.Signature)
+	m, err := g.sig.mode(ctx, res, t.Number, t.Signature, a == accessRead)
 	if err != nil {
 		return "", err
 	}
-	if !ok {
-		return guard.ReasonBadSignature, nil
+	switch {
+	case m == guard.Exclusive, m == guard.Shared && a == accessRead:
+		return "", nil
+	case m == guard.Shared:
+		return guard.ReasonSharedToken, nil
 	}
-	return "", nil
+	return guard.ReasonBadSignature, nil
 }
 
 func formatToken(t int64) string { return strconv.FormatInt(t, 10) }
