@@ -36,7 +36,7 @@ func benchServer(b *testing.B, cfg client.Config) (*fenceviewtest.Server, *clien
 }
 
 func BenchmarkStateClient(b *testing.B) {
-	_, c, _ := benchServer(b, client.Config{})
+	_, c, _ := benchServer(b, client.Config{DisableRPC: true})
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := c.State(ctx, "bench/1"); err != nil {
@@ -61,7 +61,7 @@ func BenchmarkStateRawHTTP(b *testing.B) {
 }
 
 func BenchmarkFenceClient(b *testing.B) {
-	_, c, tok := benchServer(b, client.Config{})
+	_, c, tok := benchServer(b, client.Config{DisableRPC: true})
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := c.Fence(ctx, "bench/1", tok); err != nil {

@@ -48,7 +48,10 @@
 // Every refusal of the server is an *APIError chosen by its refusal code
 // (never by its English message), matching the code's sentinel with
 // errors.Is (ErrLockHeld, ErrLeaseExpired, ErrStaleToken, ErrOverloaded,
-// ...). A call the server sheds (429 overloaded) is sent again after its
+// ...). Input the client refuses before sending anything (a holder over
+// 80 bytes, a token below 1) is the *APIError the server would answer
+// (400 invalid-request, or invalid-token, with Field), unwrapping to an
+// *InputError. A call the server sheds (429 overloaded) is sent again after its
 // Retry-After, with jitter, within the call's context deadline.
 //
 // All methods take a context and are safe for concurrent use. One Client
@@ -65,6 +68,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -147,19 +151,47 @@ type Config struct {
 	// cost more renewals.
 	Lease time.Duration
 
-	// RPC sends every operation the server's RPC stream (/v1/rpc) has
-	// over one websocket instead of one HTTP request each: a lock's
-	// acquire, renew, release and state, fences, semaphores, multi-locks
-	// and elections (their state included), and every watchdog renewal.
-	// Calls of every goroutine share the connection and are batched into
-	// few messages, which is what lets many concurrent callers on one
-	// host go several times faster. Answers, errors included, are the
-	// same as over HTTP. What the stream does not have still uses HTTP:
-	// force-expire, reset, reports, listings, keys and signing keys. The connection is dialed on
-	// first use and again after it breaks, never after Close. A call in
-	// flight when it breaks fails with a network error: like an HTTP
-	// request cut off, the server may or may not have done it.
+	// DisableRPC sends every call as its own HTTP request to the JSON API.
+	// By default the operations the server's RPC stream (/v1/rpc) has go
+	// over one websocket instead: a lock's acquire, renew, release and
+	// state, fences, semaphores, multi-locks and elections (their state
+	// included), and every watchdog renewal. Calls of every goroutine
+	// share the connection and are batched into few messages, which costs
+	// the server about a third of the CPU per call and lets many
+	// concurrent callers on one host go several times faster. Answers,
+	// errors, deadlines and Retry-After are the same as over HTTP. What
+	// the stream does not have still uses HTTP: force-expire, reset,
+	// reports, listings, keys and signing keys.
+	//
+	// The connection is dialed on first use and again after it breaks,
+	// never after Close. A call in flight when it breaks fails with a
+	// network error: like an HTTP request cut off, the server may or may
+	// not have done it. When the websocket cannot be opened at all (a
+	// proxy that refuses upgrades, a server without the stream, a node
+	// that is down while its peers are up), calls go over the JSON API,
+	// Logger is told once, and the stream is tried again after
+	// RPCRetryAfter.
+	//
+	// An HTTPClient whose Transport is not an *http.Transport (a wrapper
+	// adding headers or tracing) is used as given: the websocket cannot
+	// go through it, so such a client uses the JSON API unless RPC is set.
+	DisableRPC bool
+
+	// RPC makes the client use the RPC stream even with an HTTPClient
+	// whose Transport is not an *http.Transport (the websocket is then
+	// dialed with the default TLS and proxy settings). The stream is the
+	// default otherwise; see DisableRPC.
 	RPC bool
+
+	// RPCRetryAfter is how long calls go over the JSON API after the RPC
+	// stream could not be opened, before it is tried again. Zero: 30s.
+	RPCRetryAfter time.Duration
+
+	// Logger is told what the client does on its own that a caller would
+	// want to know: the RPC stream could not be opened and calls go over
+	// the JSON API (once, until the stream opens again). Nil:
+	// slog.Default().
+	Logger *slog.Logger
 
 	// HTTPClient sends the requests. Nil: the client's own, which keeps
 	// connections alive (up to 32 idle per host). Do not give it a
@@ -201,10 +233,10 @@ func defaultHolder() string {
 func New(cfg Config) (*Client, error) {
 	u, err := url.Parse(strings.TrimRight(cfg.URL, "/"))
 	if err != nil {
-		return nil, invalid(fmt.Errorf("base URL: %w", err))
+		return nil, invalid("url", fmt.Errorf("base URL: %w", err))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, invalid(fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", cfg.URL))
+		return nil, invalid("url", fmt.Errorf("base URL %q: want http(s)://host[:port][/prefix]", cfg.URL))
 	}
 	c := &Client{life: newLife(), base: u, hc: cfg.HTTPClient, admin: cfg.AdminToken, key: cfg.Key,
 		clock: cfg.Clock, lease: cfg.Lease, holder: cfg.Holder}
@@ -216,19 +248,28 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.jitter, c.sleep = jitterOf, c.sleepOn
 	c.sched = newScheduler(c)
-	if cfg.RPC {
-		c.rpc = &rpcPool{}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.RPCRetryAfter == 0 {
+		cfg.RPCRetryAfter = defaultRPCRetry
+	}
+	if cfg.RPCRetryAfter < 0 {
+		return nil, invalid("rpcRetryAfter", fmt.Errorf("RPCRetryAfter %v: want 0 (30s) or more", cfg.RPCRetryAfter))
+	}
+	if !cfg.DisableRPC && (cfg.RPC || streamable(cfg.HTTPClient)) {
+		c.rpc = &rpcPool{retry: cfg.RPCRetryAfter, log: cfg.Logger}
 	}
 	if c.holder == "" {
 		c.holder = defaultHolder()
 	} else if err := guard.ValidateHolderID(c.holder); err != nil {
-		return nil, invalid(fmt.Errorf("holder: %w", err))
+		return nil, invalid("holder", err)
 	}
 	if c.nodes, err = parseNodes(u, cfg.Peers); err != nil {
 		return nil, err
 	}
 	if c.lease < time.Millisecond || c.lease > 24*time.Hour {
-		return nil, invalid(fmt.Errorf("lease %v: want 1ms..24h", c.lease))
+		return nil, invalid("leaseMs", fmt.Errorf("lease %v: want 1ms..24h", c.lease))
 	}
 	if c.hc == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -263,7 +304,7 @@ func (c *Client) endpoint(kind, resource, action string) *url.URL {
 // be a valid id.
 func (c *Client) getOne(ctx context.Context, kind, resource string, out any) error {
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return invalid(err)
+		return invalid("resource", err)
 	}
 	return c.call(ctx, http.MethodGet, c.endpoint(kind, resource, ""), nil, nil, out, refusal{resource: resource})
 }
@@ -396,7 +437,7 @@ type State struct {
 // State returns the state of the lock on resource.
 func (c *Client) State(ctx context.Context, resource string) (State, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return State{}, invalid(err)
+		return State{}, invalid("resource", err)
 	}
 	var b wire.Lock
 	if err := c.exchange(ctx, opLock, resource, wire.Request{}, &b, refusal{resource: resource}); err != nil {
@@ -414,7 +455,7 @@ func (c *Client) State(ctx context.Context, resource string) (State, error) {
 // resources must check tokens.
 func (c *Client) ForceExpire(ctx context.Context, resource string) error {
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return invalid(err)
+		return invalid("resource", err)
 	}
 	h := http.Header{}
 	if c.admin != "" {
@@ -456,10 +497,10 @@ func (c *Client) FenceCurrent(ctx context.Context, resource string, t guard.Toke
 
 func (c *Client) fence(ctx context.Context, resource string, t guard.Token, mode string) (Fenced, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return Fenced{}, invalid(err)
+		return Fenced{}, invalid("resource", err)
 	}
 	if err := guard.ValidateToken(t.Token); err != nil {
-		return Fenced{}, invalid(err)
+		return Fenced{}, invalidToken(err)
 	}
 	in := wire.Request{Token: wire.IntOf(t.Token), Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode}
 	var out wire.FenceAccepted
@@ -501,10 +542,10 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 	}{Decisions: make([]decision, 0, len(reports))}
 	for i, r := range reports {
 		if err := guard.ValidateResourceID(r.Resource); err != nil {
-			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
+			return 0, invalid("resourceId", fmt.Errorf("report %d: %w", i, err))
 		}
 		if err := guard.ValidateToken(r.Presented); err != nil {
-			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
+			return 0, invalid("token", fmt.Errorf("report %d: %w", i, err))
 		}
 		w := decision{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source, Signature: r.Signature}
 		if !r.At.IsZero() {

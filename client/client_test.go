@@ -511,7 +511,7 @@ func TestConnectionsAreReused(t *testing.T) {
 	}
 	ts.Start()
 	defer ts.Close()
-	c, _ := client.New(client.Config{URL: ts.URL})
+	c, _ := client.New(client.Config{URL: ts.URL, DisableRPC: true})
 	for i := 0; i < 20; i++ {
 		if _, err := c.State(context.Background(), "r"); err != nil {
 			t.Fatal(err)
@@ -532,7 +532,7 @@ func TestFenceCurrent(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  client.Config
-	}{{"http", client.Config{}}, {"rpc", client.Config{RPC: true}}} {
+	}{{"http", client.Config{DisableRPC: true}}, {"rpc", client.Config{}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, c := startWith(t, fenceviewtest.Config{}, tc.cfg)
 			a, b := c.Mutex("jobs/1", "a"), c.Mutex("jobs/1", "b")

@@ -73,7 +73,7 @@ func TestCloseIsFinal(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  client.Config
-	}{{"http", client.Config{}}, {"rpc", client.Config{RPC: true}}} {
+	}{{"http", client.Config{DisableRPC: true}}, {"rpc", client.Config{}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := running()
 			srv, c := startWith(t, fenceviewtest.Config{}, tc.cfg)

@@ -25,7 +25,7 @@ func parseNodes(base *url.URL, peers []string) (*nodes, error) {
 	for _, s := range peers {
 		u, err := url.Parse(strings.TrimRight(s, "/"))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != base.Path {
-			return nil, invalid(fmt.Errorf("cluster URL %q: want http(s)://host[:port]%s", s, base.Path))
+			return nil, invalid("peers", fmt.Errorf("cluster URL %q: want http(s)://host[:port]%s", s, base.Path))
 		}
 		n.bases = append(n.bases, u)
 	}

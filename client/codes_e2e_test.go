@@ -15,7 +15,7 @@ import (
 func TestRefusalCodesEndToEnd(t *testing.T) {
 	for _, rpc := range []bool{false, true} {
 		ctx := context.Background()
-		srv, c := startWith(t, fenceviewtest.Config{}, client.Config{RPC: rpc})
+		srv, c := startWith(t, fenceviewtest.Config{}, client.Config{DisableRPC: !rpc})
 		code := func(err error) string {
 			var ae *client.APIError
 			if !errors.As(err, &ae) {

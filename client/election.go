@@ -64,14 +64,14 @@ func (e *Election) Candidate() string { return e.candidate }
 
 func (e *Election) validate() error {
 	if err := guard.ValidateResourceID(e.name); err != nil {
-		return invalid(fmt.Errorf("election name: %w", err))
+		return invalid("name", fmt.Errorf("election name: %w", err))
 	}
 	return guardHolder(e.candidate)
 }
 
 func validateValue(value string) error {
 	if len(value) > maxElectionValue {
-		return invalid(fmt.Errorf("value of %d bytes: want at most %d", len(value), maxElectionValue))
+		return invalid("value", fmt.Errorf("value of %d bytes: want at most %d", len(value), maxElectionValue))
 	}
 	return nil
 }
@@ -122,6 +122,14 @@ func (e *Election) leading() *hold {
 	return e.h
 }
 
+// lost reports whether this candidate's last leadership ended other than
+// by its Resign: lost with its lease, or ended by Close.
+func (e *Election) lost() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.h != nil && e.h.ctx.Err() != nil && !errors.Is(context.Cause(e.h.ctx), ErrResigned)
+}
+
 func (e *Election) renewOnce(ctx context.Context) (time.Duration, error) {
 	in := wire.Request{Candidate: &e.candidate, LeaseMs: wire.IntSet(e.c.lease.Milliseconds())}
 	var out wire.Elected
@@ -160,19 +168,28 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 	return nil
 }
 
-// Resign gives up the leadership, if this candidate has it: the watchdog
-// stops and Context is cancelled with ErrResigned. Another candidate can
-// then be elected, with a larger term.
+// Resign gives up the leadership: the watchdog stops and Context is
+// cancelled with ErrResigned. Another candidate can then be elected, with
+// a larger term.
+//
+// As a second Unlock is refused (ErrNotHeld), so is a second Resign, and
+// a Resign of a leadership never won: the server's 409 not-leader
+// (ErrNotLeader). A leadership lost while held (its Context already
+// cancelled with ErrLeaseLost) has nothing left to give up: Resign returns
+// nil, as the Java and JavaScript clients do.
 func (e *Election) Resign(ctx context.Context) error {
 	if err := e.validate(); err != nil {
 		return err
 	}
 	h := e.leading()
-	if h == nil {
+	if h == nil && e.lost() {
 		return nil
 	}
 	in := wire.Request{Candidate: &e.candidate}
 	err := e.c.exchange(ctx, opResign, e.name, in, nil, refusal{resource: e.name, conflict: "not-leader"})
+	if h == nil {
+		return err
+	}
 	switch {
 	case err == nil:
 		h.end(ErrResigned)
@@ -186,7 +203,7 @@ func (e *Election) Resign(ctx context.Context) error {
 // or an error matching ErrNoLeader when nobody leads.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := guard.ValidateResourceID(e.name); err != nil {
-		return Leader{}, invalid(err)
+		return Leader{}, invalid("name", err)
 	}
 	var out wire.Election
 	if err := e.c.exchange(ctx, opElection, e.name, wire.Request{}, &out, refusal{resource: e.name}); err != nil {

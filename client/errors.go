@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
@@ -245,7 +246,34 @@ func (e *APIError) Temporary() bool {
 	return e.StatusCode >= 500 || e.StatusCode == 429
 }
 
-func invalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
+// invalid is input the client refuses before sending: the *APIError the
+// server would answer (400 invalid-request naming field), so one errors.As
+// and one check of Code and Field serve both, and errors.Is matches
+// ErrInvalidRequest and ErrInvalid.
+func invalid(field string, err error) error {
+	return &APIError{StatusCode: http.StatusBadRequest, Code: "invalid-request", Field: field, Message: err.Error(),
+		detail: &InputError{Field: field, Err: err}}
+}
+
+// invalidToken is a token the client refuses before sending, as the
+// server would (400 invalid-token, errors.Is ErrInvalidToken).
+func invalidToken(err error) error {
+	return &APIError{StatusCode: http.StatusBadRequest, Code: "invalid-token", Field: "token", Message: err.Error(),
+		detail: &InputError{Field: "token", Err: err}}
+}
+
+// InputError is what an *APIError refused by the client itself, before
+// sending, unwraps to: the field at fault and why.
+type InputError struct {
+	Field string
+	Err   error
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("fenceview: %s refused before sending: %v", e.Field, e.Err)
+}
+
+func (e *InputError) Unwrap() error { return e.Err }
 
 // HeldError is an acquire refused because another holder has the lock.
 // errors.Is(err, ErrHeld) is true for it.

@@ -24,7 +24,7 @@ func TestKeyOnEveryPath(t *testing.T) {
 		t.Fatalf("keys: %+v %v", keys, err)
 	}
 	for _, rpc := range []bool{false, true} {
-		cfg := client.Config{URL: srv.URL, Clock: srv.Clock(), RPC: rpc}
+		cfg := client.Config{URL: srv.URL, Clock: srv.Clock(), DisableRPC: !rpc}
 		anon, _ := client.New(cfg)
 		if _, err := anon.Mutex("jobs/1", "h").TryLock(ctx, 0, time.Minute); !errors.Is(err, client.ErrUnauthorized) {
 			t.Fatalf("rpc %v without a key: %v", rpc, err)

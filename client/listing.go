@@ -191,10 +191,10 @@ type ResetResult struct {
 // sure no token above floor is in use anywhere.
 func (c *Client) Reset(ctx context.Context, resource string, floor int64) (ResetResult, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
-		return ResetResult{}, invalid(err)
+		return ResetResult{}, invalid("resource", err)
 	}
 	if err := guard.ValidateToken(floor); err != nil {
-		return ResetResult{}, invalid(fmt.Errorf("floor: %w", err))
+		return ResetResult{}, invalid("floor", fmt.Errorf("floor: %w", err))
 	}
 	h := http.Header{}
 	if c.admin != "" {
@@ -218,7 +218,7 @@ func (c *Client) Reset(ctx context.Context, resource string, floor int64) (Reset
 func (c *Client) getPage(ctx context.Context, path string, v url.Values, limit int, cursor string, out any) error {
 	if limit != 0 {
 		if limit < 1 || limit > 1000 {
-			return invalid(fmt.Errorf("limit %d: want 1..1000", limit))
+			return invalid("limit", fmt.Errorf("limit %d: want 1..1000", limit))
 		}
 		v.Set("limit", strconv.Itoa(limit))
 	}

@@ -48,15 +48,15 @@ func (m *MultiLock) validate() error {
 		return err
 	}
 	if len(m.resources) < 1 || len(m.resources) > maxLockAll {
-		return invalid(fmt.Errorf("%d resources: want 1..%d", len(m.resources), maxLockAll))
+		return invalid("resources", fmt.Errorf("%d resources: want 1..%d", len(m.resources), maxLockAll))
 	}
 	seen := make(map[string]bool, len(m.resources))
 	for _, r := range m.resources {
 		if err := guard.ValidateResourceID(r); err != nil {
-			return invalid(err)
+			return invalid("resources", err)
 		}
 		if seen[r] {
-			return invalid(fmt.Errorf("resource %q listed twice", r))
+			return invalid("resources", fmt.Errorf("resource %q listed twice", r))
 		}
 		seen[r] = true
 	}

@@ -66,7 +66,7 @@ func lockOptions(opts []LockOption) lockSettings {
 func WithLockDelay(d time.Duration) LockOption {
 	return func(s *lockSettings) {
 		if d < 0 || d > maxLockDelay || d%time.Millisecond != 0 {
-			s.err = invalid(fmt.Errorf("lock-delay %v: want 0..%v in whole milliseconds", d, maxLockDelay))
+			s.err = invalid("lockDelayMs", fmt.Errorf("lock-delay %v: want 0..%v in whole milliseconds", d, maxLockDelay))
 			return
 		}
 		s.lockDelay = d
@@ -87,10 +87,10 @@ func (m *Mutex) validate() error {
 		return m.bad
 	}
 	if err := guard.ValidateResourceID(m.resource); err != nil {
-		return invalid(err)
+		return invalid("resource", err)
 	}
 	if err := guard.ValidateHolderID(m.holder); err != nil {
-		return invalid(err)
+		return invalid("holder", err)
 	}
 	return nil
 }
@@ -146,8 +146,11 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (int64, 
 	if err := m.validate(); err != nil {
 		return 0, err
 	}
-	if wait < 0 || lease < 0 {
-		return 0, invalid(fmt.Errorf("negative wait (%v) or lease (%v)", wait, lease))
+	if wait < 0 {
+		return 0, invalid("waitMs", fmt.Errorf("negative wait %v", wait))
+	}
+	if lease < 0 {
+		return 0, invalid("leaseMs", fmt.Errorf("negative lease %v", lease))
 	}
 	renew := lease == 0
 	if renew {

@@ -52,13 +52,16 @@ var (
 // exchange makes one call of o on name (a resource, a semaphore's or an
 // election's name; "" for the multi-locks) with the request fields req
 // (id, op, resource and name left out): over the RPC stream when the
-// client has one, else as a JSON API request whose body is req. An error
+// client uses it and it can be opened, else as a JSON API request whose
+// body is req. An error
 // answer becomes an *APIError read by r. A shed call is sent again (see
 // retrying).
 func (c *Client) exchange(ctx context.Context, o op, name string, req wire.Request, out any, r refusal) error {
 	return c.retrying(ctx, o.idempotent, func() error {
 		if c.rpc != nil {
-			return c.exchangeRPC(ctx, o, name, req, out, r)
+			if err := c.exchangeRPC(ctx, o, name, req, out, r); err != errUseJSON {
+				return err
+			}
 		}
 		u := c.path(o.path)
 		if o.path == "" {
@@ -83,13 +86,22 @@ func (c *Client) exchangeRPC(ctx context.Context, o op, name string, req wire.Re
 		return err
 	}
 	defer c.life.calls.Done()
-	sess, err := c.rpc.session(ctx, c)
-	if err != nil {
-		return err
-	}
-	a, err := sess.call(ctx, c.life.ctx.Done(), req)
-	if err != nil {
-		return err
+	var a wire.Answer
+	for attempt := 0; ; attempt++ {
+		sess, err := c.rpc.session(ctx, c)
+		if err != nil {
+			return err
+		}
+		if a, err = sess.call(ctx, c.life.ctx.Done(), req); err != nil {
+			return err
+		}
+		if attempt > 0 || a.Status != http.StatusServiceUnavailable || !termEnded(a.Body) {
+			break
+		}
+		// The server stopped serving this connection and refused the
+		// call without doing it (a service that closed refuses every
+		// change): once more, on a new connection.
+		sess.fail(errStaleStream)
 	}
 	if a.Status != http.StatusOK && a.Status != http.StatusCreated {
 		return r.decode(a.Status, a.Body, nil)

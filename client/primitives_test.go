@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -588,5 +589,28 @@ func TestCloseEndsPrimitives(t *testing.T) {
 	}
 	if _, err := e.Campaign(ctx, "v"); !errors.Is(err, client.ErrClosed) {
 		t.Errorf("Campaign after Close: %v", err)
+	}
+}
+
+// A second Resign is refused as a second Unlock is, by the server: 409
+// not-leader (ErrNotLeader); so is a Resign of a leadership never won.
+func TestSecondResignIsNotLeader(t *testing.T) {
+	ctx := context.Background()
+	for _, cfg := range []client.Config{{DisableRPC: true}, {}} {
+		_, c := startWith(t, fenceviewtest.Config{}, cfg)
+		e := c.Election("resign-twice")
+		if err := e.Resign(ctx); !errors.Is(err, client.ErrNotLeader) {
+			t.Errorf("Resign before any campaign (RPC off: %v) = %v, want ErrNotLeader", cfg.DisableRPC, err)
+		}
+		if _, err := e.Campaign(ctx, "v"); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var ae *client.APIError
+		if err := e.Resign(ctx); !errors.Is(err, client.ErrNotLeader) || !errors.As(err, &ae) || ae.StatusCode != http.StatusConflict {
+			t.Errorf("second Resign (RPC off: %v) = %v, want the server's 409 not-leader", cfg.DisableRPC, err)
+		}
 	}
 }

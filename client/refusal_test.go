@@ -92,7 +92,7 @@ func checkRefusal(t *testing.T, tc refusalCase) {
 	t.Helper()
 	url := refuser(t, tc.status, http.Header{"X-Fencing-Required": {"9"}}, tc.body)
 	for _, rpc := range []bool{false, true} {
-		c, err := client.New(client.Config{URL: url, RPC: rpc, Holder: "me"})
+		c, err := client.New(client.Config{URL: url, DisableRPC: !rpc, Holder: "me"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -142,7 +142,7 @@ func isAcquire(path, line string) bool {
 func TestOverloadedIsRetried(t *testing.T) {
 	for _, rpc := range []bool{false, true} {
 		srv := fenceviewtest.New(t)
-		c, err := client.New(client.Config{URL: shedding(t, srv, http.StatusTooManyRequests, isAcquire), RPC: rpc})
+		c, err := client.New(client.Config{URL: shedding(t, srv, http.StatusTooManyRequests, isAcquire), DisableRPC: !rpc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestOverloadedIsRetried(t *testing.T) {
 func TestUnavailableRetriesOnlyIdempotent(t *testing.T) {
 	for _, rpc := range []bool{false, true} {
 		srv := fenceviewtest.New(t)
-		c, err := client.New(client.Config{URL: shedding(t, srv, http.StatusServiceUnavailable, isAcquire), RPC: rpc})
+		c, err := client.New(client.Config{URL: shedding(t, srv, http.StatusServiceUnavailable, isAcquire), DisableRPC: !rpc})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestUnavailableRetriesOnlyIdempotent(t *testing.T) {
 		isRenew := func(path, line string) bool {
 			return path == "/v1/locks/r/renew" || strings.Contains(line, `"op":"renew"`)
 		}
-		c2, err := client.New(client.Config{URL: shedding(t, srv2, http.StatusServiceUnavailable, isRenew), RPC: rpc})
+		c2, err := client.New(client.Config{URL: shedding(t, srv2, http.StatusServiceUnavailable, isRenew), DisableRPC: !rpc})
 		if err != nil {
 			t.Fatal(err)
 		}

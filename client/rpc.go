@@ -3,8 +3,11 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"sync"
@@ -15,12 +18,29 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-// rpcPool holds the client's one live RPC session.
+// rpcPool holds the client's one live RPC session, or, while the stream
+// cannot be opened, the time until which calls go over the JSON API.
 type rpcPool struct {
 	mu    sync.Mutex
 	sess  *rpcSession
 	hooks rpcHooks
+
+	retry time.Duration // how long calls go over the JSON API after a failed dial
+	log   *slog.Logger
+	// until is when the stream is dialed again after a failed dial;
+	// zero while the stream is in use.
+	until time.Time
+	// told: the logger heard of the failed dial that began this time on
+	// the JSON API (it is told again only after the stream opened).
+	told bool
 }
+
+// defaultRPCRetry is Config.RPCRetryAfter's default.
+const defaultRPCRetry = 30 * time.Second
+
+// errUseJSON says that the call goes over the JSON API: the stream could
+// not be opened, lately.
+var errUseJSON = errors.New("fenceview: the RPC stream is unavailable; use the JSON API")
 
 // rpcHooks let tests see requests queue and hold the writer back; unset
 // outside tests.
@@ -29,22 +49,65 @@ type rpcHooks struct {
 	take   <-chan struct{} // the writer waits for it before taking the queue
 }
 
+// streamable reports whether the websocket can go the way hc's requests
+// go: hc's Transport is the default or an *http.Transport, whose TLS and
+// proxy settings the dialer takes.
+func streamable(hc *http.Client) bool {
+	if hc == nil || hc.Transport == nil {
+		return true
+	}
+	_, ok := hc.Transport.(*http.Transport)
+	return ok
+}
+
+// session returns the live session, dialing one if there is none; or
+// errUseJSON when the stream could not be opened (now, or lately). A
+// dial given up because ctx ended or the client closed is that error.
 func (p *rpcPool) session(ctx context.Context, c *Client) (*rpcSession, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.sess != nil && p.sess.alive() {
 		return p.sess, nil
 	}
+	if !p.until.IsZero() && c.clock.Now().Before(p.until) {
+		return nil, errUseJSON
+	}
 	// Close cancels a dial in progress, as it does calls.
-	ctx, cancel := context.WithCancel(ctx)
+	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(c.life.ctx, cancel)()
-	ws, err := c.dialWS(ctx, "/v1/rpc", "")
+	ws, err := c.dialWS(dctx, "/v1/rpc", "")
 	if err != nil {
-		return nil, err
+		if c.life.ctx.Err() != nil {
+			return nil, ErrClosed
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if answered(err) {
+			return nil, err // the server is there and said no: the JSON API would too
+		}
+		p.until = c.clock.Now().Add(p.retry)
+		if !p.told {
+			p.told = true
+			p.log.Warn("fenceview: the RPC stream could not be opened; calls go over the JSON API until it can be",
+				"url", c.base.String(), "retryAfter", p.retry, "err", err)
+		}
+		return nil, errUseJSON
 	}
+	p.until, p.told = time.Time{}, false
 	p.sess = newRPCSession(ws, p.hooks)
 	return p.sess, nil
+}
+
+// answered reports whether err is the server's own answer to the
+// upgrade, which the JSON API would give too: a refused credential, or
+// shedding (429, or a 503 with a Retry-After, sent again after its wait).
+// Not a reason to leave the stream.
+func answered(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ((ae.StatusCode == http.StatusUnauthorized && ae.Code == "unauthenticated") ||
+		ae.StatusCode == http.StatusTooManyRequests || (ae.StatusCode == http.StatusServiceUnavailable && ae.RetryAfter > 0))
 }
 
 // dialWS opens a websocket to the route path (with the raw query) of the
@@ -224,6 +287,12 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req wire
 		answerChans.Put(ch)
 		return a, nil
 	case <-s.dead:
+		select {
+		case a := <-ch: // answered before the session ended
+			answerChans.Put(ch)
+			return a, nil
+		default:
+		}
 		return wire.Answer{}, s.deadErr()
 	case <-ctx.Done():
 		s.forget(req.ID)
@@ -310,7 +379,7 @@ func (s *rpcSession) readLoop() {
 			buf = nil
 		}
 		msg = bytes.Clone(msg)
-		bad := false
+		bad, stale := false, false
 		wire.Lines(msg, func(line []byte) bool {
 			var a wire.Answer
 			if err := wire.DecodeAnswer(line, &a); err != nil {
@@ -325,12 +394,35 @@ func (s *rpcSession) readLoop() {
 			if ch != nil {
 				ch <- a
 			}
+			if a.Status == http.StatusServiceUnavailable && termEnded(a.Body) {
+				stale = true
+			}
 			return true
 		})
 		if bad {
 			return
 		}
+		if stale {
+			s.fail(errStaleStream)
+			return
+		}
 	}
+}
+
+// errStaleStream ends a session whose server stopped serving it.
+var errStaleStream = errors.New("fenceview: rpc stream: the server stopped serving this connection (shutting down, or a cluster leader's term ended)")
+
+// termEnded reports whether a 503 answer's body is one without a
+// Retry-After: the connection's server is shutting down, or (in a
+// cluster) the term that served the connection ended while the
+// connection lives on. Every later call on it would get the same, so the
+// session ends and the next call opens a new one.
+func termEnded(body []byte) bool {
+	var b struct {
+		Code         string `json:"code"`
+		RetryAfterMs int64  `json:"retryAfterMs"`
+	}
+	return json.Unmarshal(body, &b) == nil && b.Code == "unavailable" && b.RetryAfterMs == 0
 }
 
 // readMessage reads the next message into buf, reused from the last one.

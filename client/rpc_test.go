@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gorilla/websocket"
@@ -206,5 +207,52 @@ func TestRPCCloseEndsCallsInFlight(t *testing.T) {
 	}
 	if _, err := c.Fence(context.Background(), "r", 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("call after Close: %v", err)
+	}
+}
+
+// A server that stopped serving a connection (shutting down, or a cluster
+// leader whose term ended under it) answers 503 unavailable with no time
+// to come back, and refused the call without doing it: the client ends
+// that connection and sends the call once more on a new one.
+func TestStoppedStreamIsLeftForANewOne(t *testing.T) {
+	var conns atomic.Int64
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		n := conns.Add(1)
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var req rpcRequest
+			if err := json.Unmarshal(msg, &req); err != nil {
+				t.Errorf("request %q: %v", msg, err)
+				return
+			}
+			answer := fmt.Sprintf(`{"id":%d,"status":503,"body":{"error":"the server is shutting down","code":"unavailable"}}`, req.ID)
+			if n > 1 {
+				answer = fmt.Sprintf(`{"id":%d,"status":200,"body":{"accepted":true,"idempotencyKey":"r:%d","token":%d}}`, req.ID, req.Token, req.Token)
+			}
+			if conn.WriteMessage(websocket.TextMessage, []byte(answer)) != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if f, err := c.Fence(context.Background(), "r", 7); err != nil || f.Token != 7 {
+		t.Fatalf("Fence = %+v, %v; want token 7 from the second connection", f, err)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections, want 2", n)
 	}
 }

@@ -57,24 +57,24 @@ func (s *Semaphore) validate() error {
 		return err
 	}
 	if s.permits < 1 || s.permits > maxPermits {
-		return invalid(fmt.Errorf("permits %d: want 1..%d", s.permits, maxPermits))
+		return invalid("permits", fmt.Errorf("permits %d: want 1..%d", s.permits, maxPermits))
 	}
 	return guardHolder(s.c.holder)
 }
 
 func validateSemaphoreName(name string) error {
 	if err := guard.ValidateResourceID(name); err != nil {
-		return invalid(fmt.Errorf("semaphore name: %w", err))
+		return invalid("name", fmt.Errorf("semaphore name: %w", err))
 	}
 	if len(name) > maxSemaphoreNameLen || strings.Contains(name, "#") {
-		return invalid(fmt.Errorf("semaphore name %q: want 1..%d bytes without '#'", name, maxSemaphoreNameLen))
+		return invalid("name", fmt.Errorf("semaphore name %q: want 1..%d bytes without '#'", name, maxSemaphoreNameLen))
 	}
 	return nil
 }
 
 func guardHolder(holder string) error {
 	if err := guard.ValidateHolderID(holder); err != nil {
-		return invalid(err)
+		return invalid("holder", err)
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ func inChunks[T any](ctx context.Context, bad error, acquire func(context.Contex
 // refuses it before anything is sent.
 func tryOnce[T any](ctx context.Context, bad error, wait time.Duration, acquire func(context.Context, time.Duration) (T, error)) (T, error) {
 	if bad == nil && wait < 0 {
-		bad = invalid(fmt.Errorf("negative wait %v", wait))
+		bad = invalid("waitMs", fmt.Errorf("negative wait %v", wait))
 	}
 	if bad != nil {
 		var zero T

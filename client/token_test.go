@@ -82,8 +82,8 @@ func TestMutexTokenIsSignedAndVerifiesAtAGuard(t *testing.T) {
 // With --require-signatures the server's own fence takes the client's signed
 // token and refuses a bare number.
 func TestFenceRequireSignatures(t *testing.T) {
-	t.Run("http", func(t *testing.T) { testFenceRequireSignatures(t, client.Config{}) })
-	t.Run("rpc", func(t *testing.T) { testFenceRequireSignatures(t, client.Config{RPC: true}) })
+	t.Run("http", func(t *testing.T) { testFenceRequireSignatures(t, client.Config{DisableRPC: true}) })
+	t.Run("rpc", func(t *testing.T) { testFenceRequireSignatures(t, client.Config{}) })
 }
 
 func testFenceRequireSignatures(t *testing.T, cfg client.Config) {

@@ -38,7 +38,7 @@ func (g *GoClient) Prepare(ctx context.Context, s Setup) error {
 	if g.c != nil {
 		g.c.Close()
 	}
-	c, err := client.New(client.Config{URL: g.base, Lease: s.Lease, RPC: g.rpc, Key: g.Key})
+	c, err := client.New(client.Config{URL: g.base, Lease: s.Lease, DisableRPC: !g.rpc, Key: g.Key})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,13 @@ import type { JSONValue } from './json.js';
 /** The key of Client's raw call: one operation over the RPC stream as op, else as its route. */
 export const rawCall: unique symbol = Symbol('fenceview.rawCall');
 
+/**
+ * The key of Client's registry of work its close() awaits first (a
+ * guard's queued reports): called with that work, it returns the function
+ * that takes it off again.
+ */
+export const onClose: unique symbol = Symbol('fenceview.onClose');
+
 /** grantOf reads a grant from an answer's body; a body without a token is an error. */
 export function grantOf(body: JSONValue): Grant {
   const g = body as unknown as Grant;

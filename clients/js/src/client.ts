@@ -7,9 +7,11 @@ import { ConnectionError, FenceRefusedError, FenceviewError, HeldError, LeaseLos
 import { EventStream } from './events.js';
 import { Election, MultiLock, Semaphore, type ElectionOptions, type LockAllOptions, type Leader, type SemaphoreState } from './primitives.js';
 import { RpcSession } from './rpc.js';
-import { grantOf, rawCall } from './call.js';
+import { grantOf, onClose, rawCall } from './call.js';
 import { viaFetch, viaNodeHttp, type Requester } from './transport.js';
+import { accessOf } from './guard.js';
 import {
+  HEADER_ACCESS,
   HEADER_RESOURCE,
   HEADER_SIGNATURE,
   HEADER_TOKEN,
@@ -17,6 +19,7 @@ import {
   toToken,
   validateHolderId,
   validateResourceId,
+  type Access,
   type Decision,
 } from './token.js';
 import { Verifier, type SigningKey, type VerifierOptions } from './verifier.js';
@@ -28,8 +31,18 @@ export interface ClientOptions {
   urls?: string[];
   /** The fetch to use; default node:http over keep-alive connections, which served about four times the requests per second of the global fetch here. */
   fetch?: typeof fetch;
-  /** Carry lock operations and fences over the RPC stream (one websocket) instead of one HTTP request each. */
+  /**
+   * Carry locks, fences, semaphores, multi-locks and elections over the RPC
+   * stream (one websocket) instead of one HTTP request each; default true.
+   * When the websocket cannot be opened (a proxy that refuses upgrades, a
+   * server without the stream), calls go over HTTP, log is told once, and
+   * the stream is tried again after rpcRetryMs.
+   */
   rpc?: boolean;
+  /** How long calls go over HTTP after the RPC stream could not be opened, before it is tried again; default 30 000. */
+  rpcRetryMs?: number;
+  /** Where the client says what it does on its own (the RPC stream could not be opened); default console.warn. */
+  log?: (message: string) => void;
   /** The lease of locks that do not set their own; default 30 s. */
   leaseMs?: number;
   /**
@@ -49,6 +62,8 @@ export interface Fencing {
   issuedAt: string;
   keyId?: string;
   signature?: string;
+  /** The envelope of a shared (reader's) grant: its signature is of the shared message. */
+  shared?: boolean;
 }
 
 /** A grant of acquire or renew. */
@@ -58,6 +73,8 @@ export interface Grant {
   holdCount: number;
   expiresAt: string;
   leaseMs?: number;
+  /** A shared (reader's) grant. */
+  shared?: boolean;
   fencing: Fencing;
 }
 
@@ -73,6 +90,10 @@ export interface LockState {
   remainingMs: number;
   /** When a running lock-delay ends (RFC 3339); null when none runs. */
   availableAt: string | null;
+  /** Held in shared mode (by readers). */
+  shared?: boolean;
+  /** While shared holds are live: each reader's hold. */
+  holders?: { holder: string; holdCount: number; expiresAt: string; remainingMs: number }[];
 }
 
 /** GET /v1/resources/{resource}. */
@@ -199,23 +220,32 @@ export class Client {
   #request: Requester;
   #rpc: boolean;
   #session: RpcSession | null = null;
+  #rpcRetryMs: number;
+  #rpcUntil = 0; // after a stream that could not be opened: until when (Date.now()) calls go over HTTP
+  #rpcTold = false;
+  #log: (message: string) => void;
   #current = 0; // index in urls of the node that answered last
   #closed = false;
+  #closing: Promise<void> | null = null;
+  #beforeClose = new Set<() => Promise<void>>();
   #retries: number;
 
   constructor(url: string, opts: ClientOptions = {}) {
     this.urls = [url, ...(opts.urls ?? [])].map((u) => {
       const parsed = new URL(u);
-      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidInputError(`fenceview: ${u} is not an http(s) URL`);
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new InvalidInputError(`fenceview: ${u} is not an http(s) URL`, 'url');
       return parsed.origin + parsed.pathname.replace(/\/+$/, '');
     });
     this.#key = opts.key;
     this.#fetch = opts.fetch ?? globalThis.fetch;
     this.#request = opts.fetch === undefined ? viaNodeHttp() : viaFetch(opts.fetch);
-    this.#rpc = opts.rpc ?? false;
+    this.#rpc = opts.rpc ?? true;
+    this.#rpcRetryMs = opts.rpcRetryMs ?? 30_000;
+    if (!Number.isSafeInteger(this.#rpcRetryMs) || this.#rpcRetryMs < 0) throw new InvalidInputError('rpcRetryMs must be a non-negative integer', 'rpcRetryMs');
+    this.#log = opts.log ?? ((m) => console.warn(m));
     this.leaseMs = opts.leaseMs ?? 30_000;
     this.#retries = opts.overloadRetries ?? 5;
-    if (!Number.isSafeInteger(this.#retries) || this.#retries < 0) throw new InvalidInputError('overloadRetries must be a non-negative integer');
+    if (!Number.isSafeInteger(this.#retries) || this.#retries < 0) throw new InvalidInputError('overloadRetries must be a non-negative integer', 'overloadRetries');
   }
 
   /** retrying makes a call again while the server sheds it, at most overloadRetries more times, waiting as shedWait says. */
@@ -268,14 +298,53 @@ export class Client {
     throw new ConnectionError(`fenceview: no node answered: ${(lastErr as Error)?.message ?? lastErr}`, { cause: lastErr });
   }
 
-  async #stream(): Promise<RpcSession> {
+  /** stream is the live RPC stream, opened anew after one broke; null while calls go over HTTP after one could not be opened. */
+  #stream(): RpcSession | null {
     if (this.#closed) throw new ConnectionError('fenceview: client closed');
-    if (this.#session === null || !this.#session.alive) {
+    if (this.#session !== null && this.#session.alive) return this.#session;
+    if (this.#session !== null) {
+      if (!this.#session.opened && Date.now() < this.#rpcUntil) return null;
+      if (this.#session.opened) this.#rpcTold = false; // a stream opened since the log last heard
       // A broken stream is reopened at the next node, if there are others.
-      if (this.#session !== null) this.#current = (this.#current + 1) % this.urls.length;
-      this.#session = new RpcSession(this.urls[this.#current]!, this.#key === undefined ? {} : { authorization: `Bearer ${this.#key}` });
+      this.#current = (this.#current + 1) % this.urls.length;
     }
+    this.#session = new RpcSession(this.urls[this.#current]!, this.#key === undefined ? {} : { authorization: `Bearer ${this.#key}` });
     return this.#session;
+  }
+
+  /**
+   * viaStream carries one request over the RPC stream; null when it goes
+   * over HTTP instead: the stream could not be opened (lately), or its
+   * opening was refused with an answer the JSON API gives too (401, 429,
+   * 503), which the HTTP call then gives.
+   */
+  async #viaStream(req: Record<string, unknown>, signal: AbortSignal | undefined): Promise<{ status: number; body: JSONValue } | null> {
+    if (!this.#rpc) return null;
+    let stopped = false;
+    for (let attempt = 1; ; attempt++) {
+      const s = this.#stream();
+      if (s === null) return null;
+      try {
+        const a = await this.#retrying(signal, () => s.call(req, signal));
+        if (stopped || !s.stoppedBy(a)) return a;
+        // The server stopped serving the stream and refused the call
+        // without doing it: once more, on a new stream.
+        stopped = true;
+        attempt--;
+        continue;
+      } catch (err) {
+        if (!(err instanceof ConnectionError) || s.opened) throw err;
+        // A stream that never opened sent nothing: the next node may take it, else HTTP.
+        if (attempt < this.urls.length) continue;
+        if (s.refusedWith === 401 || s.refusedWith === 429 || s.refusedWith === 503) return null;
+        if (s === this.#session) this.#rpcUntil = Date.now() + this.#rpcRetryMs;
+        if (!this.#rpcTold) {
+          this.#rpcTold = true;
+          this.#log(`fenceview: the RPC stream of ${this.urls[this.#current]} could not be opened; calls go over the JSON API until it can be (tried again after ${this.#rpcRetryMs} ms): ${(err as Error).message}`);
+        }
+        return null;
+      }
+    }
   }
 
   /**
@@ -283,18 +352,8 @@ export class Client {
    * client uses it, else over HTTP; both give the same status and body.
    */
   async #op(op: 'acquire' | 'renew' | 'release' | 'fence' | 'lock', resource: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<Answer> {
-    if (this.#rpc) {
-      for (let attempt = 1; ; attempt++) {
-        const s = await this.#stream();
-        try {
-          const a = await this.#retrying(signal, () => s.call({ op, resource, ...fields }, signal));
-          return { status: a.status, headers: null, body: a.body };
-        } catch (err) {
-          // A stream that never opened sent nothing: the next node may take it.
-          if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length) throw err;
-        }
-      }
-    }
+    const a = await this.#viaStream({ op, resource, ...fields }, signal);
+    if (a !== null) return { status: a.status, headers: null, body: a.body };
     const r = encodeURIComponent(resource);
     switch (op) {
       case 'fence':
@@ -312,16 +371,8 @@ export class Client {
    * else as the route. Not part of the package's API: the primitives call it.
    */
   async [rawCall](op: string, method: string, path: string, fields: Record<string, unknown>, signal?: AbortSignal): Promise<{ status: number; body: JSONValue }> {
-    if (this.#rpc) {
-      for (let attempt = 1; ; attempt++) {
-        const s = await this.#stream();
-        try {
-          return await this.#retrying(signal, () => s.call({ op, ...fields }, signal));
-        } catch (err) {
-          if (!(err instanceof ConnectionError) || s.opened || attempt >= this.urls.length) throw err;
-        }
-      }
-    }
+    const a = await this.#viaStream({ op, ...fields }, signal);
+    if (a !== null) return a;
     const { name: _name, ...body } = fields;
     return this.#http(method, path, method === 'GET' ? undefined : body, signal);
   }
@@ -368,12 +419,12 @@ export class Client {
 
   /** election returns the election name (its lock is the resource name) for candidate (default a random id). */
   election(name: string, opts: ElectionOptions = {}): Election {
-    return new Election(this, validateResourceId(name), validateHolderId(opts.candidate ?? randomUUID()), opts.leaseMs ?? this.leaseMs);
+    return new Election(this, validateResourceId(name, 'name'), validateHolderId(opts.candidate ?? randomUUID(), 'candidate'), opts.leaseMs ?? this.leaseMs);
   }
 
   /** leader is the election's leader now, or null when nobody leads (GET /v1/elections/{name}). */
   async leader(name: string, signal?: AbortSignal): Promise<Leader | null> {
-    const a = await this[rawCall]('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name))}`, { name }, signal);
+    const a = await this[rawCall]('election', 'GET', `/v1/elections/${encodeURIComponent(validateResourceId(name, 'name'))}`, { name }, signal);
     if (a.status !== 200) throw refusal(a);
     return ((a.body as { leader?: Leader | null }).leader ?? null) as Leader | null;
   }
@@ -397,9 +448,23 @@ export class Client {
     return new Lock(this, validateResourceId(resource), validateHolderId(opts.holder ?? randomUUID()), opts.leaseMs ?? this.leaseMs);
   }
 
-  /** grant asks for the lock once: a Grant, or HeldError (LockDelayError in a lock-delay) when it stayed held through waitMs. */
-  async grant(resource: string, holder: string, leaseMs: number, waitMs: number, signal?: AbortSignal, lockDelayMs?: number): Promise<Grant> {
-    const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: lockDelayMs || undefined }, signal);
+  /**
+   * readLock returns the shared (read) side of the lock on resource: its
+   * holders hold it together, never beside a writer (client.lock), first
+   * come first served so that writers do not starve. All readers of one
+   * read phase share one token, above every earlier writer's and below
+   * every later one's; present it with access 'read' (its headers() carry
+   * X-Fencing-Access: read): a guard refuses it for a write. A re-entrant
+   * read keeps the token; a holder holding one side that asks for the
+   * other gets HeldError.
+   */
+  readLock(resource: string, opts: { holder?: string; leaseMs?: number } = {}): Lock {
+    return new Lock(this, validateResourceId(resource), validateHolderId(opts.holder ?? randomUUID()), opts.leaseMs ?? this.leaseMs, true);
+  }
+
+  /** grant asks for the lock once (shared: a reader's hold): a Grant, or HeldError (LockDelayError in a lock-delay) when it stayed held through waitMs. */
+  async grant(resource: string, holder: string, leaseMs: number, waitMs: number, signal?: AbortSignal, lockDelayMs?: number, shared = false): Promise<Grant> {
+    const a = await this.#op('acquire', resource, { holder, leaseMs, waitMs: waitMs > 0 ? waitMs : undefined, lockDelayMs: lockDelayMs || undefined, shared: shared || undefined }, signal);
     if (a.status === 200) return grantOf(a.body);
     throw refusal(a, { resource, conflict: 'lock-held' });
   }
@@ -430,9 +495,10 @@ export class Client {
    * FenceResult with accepted false and its reason (409), not an error;
    * with throwOnRefusal it is a FenceRefusedError whose code is the reason.
    */
-  async fence(resource: string, token: bigint, opts: { signature?: string; source?: string; signal?: AbortSignal; throwOnRefusal?: boolean } = {}): Promise<FenceResult> {
+  async fence(resource: string, token: bigint, opts: { signature?: string; source?: string; signal?: AbortSignal; throwOnRefusal?: boolean; access?: Access } = {}): Promise<FenceResult> {
     validateResourceId(resource);
-    const a = await this.#op('fence', resource, { token: toToken(token), signature: opts.signature, source: opts.source }, opts.signal);
+    const read = accessOf(opts.access) === 'read';
+    const a = await this.#op('fence', resource, { token: toToken(token), signature: opts.signature, source: opts.source, access: read ? 'read' : undefined }, opts.signal);
     if (a.status === 409) {
       const err = refusal(a, { resource, conflict: 'stale-token' });
       if (!(err instanceof FenceRefusedError)) throw err;
@@ -551,11 +617,34 @@ export class Client {
     if (a.status !== 200) throw refusal(a);
   }
 
-  /** close ends the RPC stream; the client makes no more calls. */
-  close(): void {
-    this.#closed = true;
-    this.#session?.close();
-    this.#session = null;
+  /**
+   * close ends the client: the reports its guards queued (a WasmGuard's
+   * batch) are sent first, then the RPC stream ends and the client makes
+   * no more calls. Await it to know the reports went out; without guards
+   * it has closed when it returns.
+   */
+  close(): Promise<void> {
+    if (this.#closing !== null) return this.#closing;
+    const finish = (): void => {
+      this.#closed = true;
+      this.#session?.close();
+      this.#session = null;
+    };
+    const before = [...this.#beforeClose];
+    this.#beforeClose.clear();
+    if (before.length === 0) {
+      finish();
+      this.#closing = Promise.resolve();
+    } else {
+      this.#closing = Promise.allSettled(before.map((f) => f())).then(finish);
+    }
+    return this.#closing;
+  }
+
+  /** onClose registers work close() awaits before it closes (a guard's queued reports); the function returned takes it off. Not part of the package's API. */
+  [onClose](work: () => Promise<void>): () => void {
+    this.#beforeClose.add(work);
+    return () => this.#beforeClose.delete(work);
   }
 }
 
@@ -623,8 +712,10 @@ export class Lock {
     readonly resource: string,
     readonly holder: string,
     leaseMs: number,
+    /** A shared (read) lock: granted beside other readers, never beside a writer (see Client.readLock). */
+    readonly shared = false,
   ) {
-    if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new InvalidInputError('leaseMs must be a positive integer');
+    if (!Number.isSafeInteger(leaseMs) || leaseMs <= 0) throw new InvalidInputError('leaseMs must be a positive integer', 'leaseMs');
     this.#leaseMs = leaseMs;
   }
 
@@ -661,6 +752,7 @@ export class Lock {
   headers(): Record<string, string> {
     const h: Record<string, string> = { [HEADER_TOKEN]: this.token.toString(), [HEADER_RESOURCE]: this.resource };
     if (this.signature) h[HEADER_SIGNATURE] = this.signature;
+    if (this.shared) h[HEADER_ACCESS] = 'read';
     return h;
   }
 
@@ -677,7 +769,7 @@ export class Lock {
       const wait = Math.max(0, Math.min(WAIT_CHUNK_MS, until - Date.now()));
       const sent = Date.now();
       try {
-        const g = await this.client.grant(this.resource, this.holder, lease, wait, opts.signal, opts.lockDelayMs);
+        const g = await this.client.grant(this.resource, this.holder, lease, wait, opts.signal, opts.lockDelayMs, this.shared);
         this.#granted(g, lease, opts.watchdog ?? true, sent);
         return g.fencing.token;
       } catch (err) {

@@ -19,7 +19,7 @@ export { WasmGuard } from './wasm.js';
 export type { WasmGuardOptions } from './wasm.js';
 export { callFencedService, callUnfenceable } from './calls.js';
 export type { FencedRequest, FencedCallResult, TokenSource, UnfenceableResult } from './calls.js';
-export { Verifier, decodeSignature, decodeCarrier, decodePublicKey, leafHash, rootFromPath, batchMessage } from './verifier.js';
+export { Verifier, decodeSignature, decodeCarrier, decodePublicKey, leafHash, rootFromPath, batchMessage, type Mode } from './verifier.js';
 export type { SigningKey, KeySource, VerifierOptions, Carrier } from './verifier.js';
 export type { Checker, SignatureOptions } from './guard.js';
 export { parse, stringify, TOKEN_FIELDS, JSONSyntaxError } from './json.js';
@@ -33,6 +33,9 @@ export {
   HEADER_IDEMPOTENCY_KEY,
   REASON_STALE,
   REASON_BAD_SIGNATURE,
+  REASON_SHARED_TOKEN,
+  HEADER_ACCESS,
+  type Access,
   InvalidInputError,
   parseToken,
   toToken,

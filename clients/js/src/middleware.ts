@@ -2,12 +2,15 @@
 // X-Fencing-Token (and X-Fencing-Signature) for the resource named by
 // X-Resource-Id; the middleware checks and records it in one step through
 // a Checker before the handler runs. A stale token is 409 with
-// X-Required-Token, a missing or malformed one 400.
+// X-Required-Token, a missing or malformed one 400. GET and HEAD are reads
+// (a shared lock's reader may make them), other methods writes, unless
+// X-Fencing-Access says "read" or "write".
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { stringify } from './json.js';
 import type { Checker } from './guard.js';
 import {
+  HEADER_ACCESS,
   HEADER_REQUIRED,
   HEADER_RESOURCE,
   HEADER_SIGNATURE,
@@ -17,6 +20,7 @@ import {
   REASON_STALE,
   parseToken,
   validateResourceId,
+  type Access,
   type Decision,
 } from './token.js';
 
@@ -24,6 +28,8 @@ import {
 export interface Fence {
   resource: string;
   token: bigint;
+  /** What the request was checked for: a read (GET, HEAD, or X-Fencing-Access: read) or a write. */
+  access: Access;
   signature?: string;
   decision: Decision;
 }
@@ -51,6 +57,17 @@ function single(req: IncomingMessage, name: string): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
+/** accessOfRequest is what req does: its X-Fencing-Access, else read for GET and HEAD, else write; null for a bad header. */
+function accessOfRequest(req: IncomingMessage): Access | null {
+  const all = req.headersDistinct?.[HEADER_ACCESS.toLowerCase()];
+  if (all !== undefined) {
+    if (all.length !== 1) return null;
+    const v = all[0]!.trim().toLowerCase();
+    return v === 'read' || v === 'write' ? v : null;
+  }
+  return req.method === 'GET' || req.method === 'HEAD' ? 'read' : 'write';
+}
+
 function headerResource(req: IncomingMessage): string {
   const raw = single(req, HEADER_RESOURCE.toLowerCase());
   if (raw === undefined) throw new InvalidInputError(`need exactly one ${HEADER_RESOURCE}`);
@@ -68,6 +85,7 @@ export function refusalBody(d: Decision): { error: string; code: string; accepte
       'foreign-issuer': 'token from another issuer',
       'scope-mismatch': 'token issued for another scope',
       'unissued-token': 'token above any this server issued for the resource',
+      'shared-token': "a shared lock's token presented for a write",
     }[reason] ?? 'fencing token refused';
   return { error, code: reason, accepted: false, reason, presented: d.presented, required: d.required };
 }
@@ -125,6 +143,8 @@ function makeCheck(checker: Checker, opts: FencingOptions) {
     } catch {
       return { answer: bad(`missing or invalid ${HEADER_RESOURCE}`, 'invalid-request') };
     }
+    const access = accessOfRequest(req);
+    if (access === null) return { answer: bad(`${HEADER_ACCESS} must be "read" or "write"`, 'invalid-request') };
     let release: (() => void) | null = null;
     if (serialize) {
       release = await locks.lock(resource);
@@ -132,7 +152,7 @@ function makeCheck(checker: Checker, opts: FencingOptions) {
     }
     let d: Decision;
     try {
-      d = await checker.check(resource, token, signature);
+      d = await checker.check(resource, token, signature, access);
     } catch (err) {
       release?.();
       if (err instanceof InvalidInputError) return { answer: bad(`missing or invalid ${HEADER_TOKEN}`) };
@@ -145,7 +165,7 @@ function makeCheck(checker: Checker, opts: FencingOptions) {
       const headers: Record<string, string> = body.reason === REASON_STALE ? { [HEADER_REQUIRED]: d.required.toString() } : {};
       return { answer: { status: 409, headers, body } };
     }
-    const fence: Fence = { resource, token, decision: d };
+    const fence: Fence = { resource, token, access, decision: d };
     if (signature !== undefined) fence.signature = signature;
     return { fence };
   };

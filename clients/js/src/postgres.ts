@@ -5,8 +5,8 @@
 //   UPDATE inventory SET stock = $1, fence_token = $2
 //    WHERE product_id = $3 AND fence_token <= $2
 
-import { badSignature, verified, verifierOf, type Checker, type SignatureOptions } from './guard.js';
-import { InvalidInputError, REASON_STALE, toToken, validateResourceId, type Decision } from './token.js';
+import { accessOf, refusedFor, signatureRefusal, verifierOf, type Checker, type SignatureOptions } from './guard.js';
+import { InvalidInputError, REASON_STALE, toToken, validateResourceId, type Access, type Decision } from './token.js';
 import type { Verifier } from './verifier.js';
 
 /** What the package needs of node-postgres: a pg.Pool, pg.Client or PoolClient. */
@@ -82,6 +82,7 @@ export class FencedResource {
    * required the mark that beat it. A row that does not exist is an error.
    */
   async apply(id: unknown, mutation: Record<string, unknown>, token: bigint, opts: { signature?: string } = {}): Promise<ApplyResult> {
+    // A write: a signed resource refuses a shared (reader's) token.
     const t = toToken(token);
     const cols = Object.keys(mutation);
     const sets = cols.map((c, i) => {
@@ -91,8 +92,9 @@ export class FencedResource {
     });
     if (this.#verifier !== undefined) {
       const resource = validateResourceId(this.#resourceOf(id));
-      if (!(await verified(this.#verifier, resource, t, opts.signature))) {
-        const d = badSignature(t, await this.#read(id));
+      const why = await signatureRefusal(this.#verifier, resource, t, opts.signature, 'write');
+      if (why !== null) {
+        const d = refusedFor(why, t, await this.#read(id));
         return { accepted: false, reason: d.reason!, presented: t, required: d.required };
       }
     }
@@ -141,10 +143,11 @@ export class PgMarks implements Checker {
     await this.#db.query(`CREATE TABLE IF NOT EXISTS ${this.#table} (resource_id TEXT PRIMARY KEY, high_water BIGINT NOT NULL)`);
   }
 
-  async check(resource: string, token: bigint, signature?: string): Promise<Decision> {
+  async check(resource: string, token: bigint, signature?: string, access?: Access): Promise<Decision> {
     validateResourceId(resource);
     const t = toToken(token);
-    if (!(await verified(this.#verifier, resource, t, signature))) return badSignature(t, await this.highWater(resource));
+    const why = await signatureRefusal(this.#verifier, resource, t, signature, accessOf(access));
+    if (why !== null) return refusedFor(why, t, await this.highWater(resource));
     const r = await this.#db.query(
       `INSERT INTO ${this.#table} AS m (resource_id, high_water) VALUES ($1, $2) ` +
         `ON CONFLICT (resource_id) DO UPDATE SET high_water = excluded.high_water WHERE m.high_water <= excluded.high_water`,

@@ -4,7 +4,7 @@
 
 import type { Client, Grant } from './client.js';
 import { grantOf, rawCall } from './call.js';
-import { FenceviewError, HeldError, NotHeldError, errorFor } from './errors.js';
+import { FenceviewError, HeldError, LeaseLostError, NotHeldError, errorFor } from './errors.js';
 import type { FenceEvent } from './events.js';
 import type { JSONValue } from './json.js';
 import { Lease } from './lease.js';
@@ -38,7 +38,7 @@ export interface HoldOptions {
  */
 async function waitFor<T>(opts: HoldOptions, ask: (waitMs: number, sent: number) => Promise<T>): Promise<T> {
   const bounded = opts.waitMs !== undefined;
-  if (bounded && (!Number.isSafeInteger(opts.waitMs) || opts.waitMs! < 0)) throw new InvalidInputError('waitMs must be a non-negative integer');
+  if (bounded && (!Number.isSafeInteger(opts.waitMs) || opts.waitMs! < 0)) throw new InvalidInputError('waitMs must be a non-negative integer', 'waitMs');
   const until = bounded ? Date.now() + opts.waitMs! : Infinity;
   for (;;) {
     const wait = Math.max(0, Math.min(WAIT_CHUNK_MS, until - Date.now()));
@@ -52,7 +52,7 @@ async function waitFor<T>(opts: HoldOptions, ask: (waitMs: number, sent: number)
 }
 
 function leaseOf(ms: number): number {
-  if (!Number.isSafeInteger(ms) || ms <= 0) throw new InvalidInputError('leaseMs must be a positive integer');
+  if (!Number.isSafeInteger(ms) || ms <= 0) throw new InvalidInputError('leaseMs must be a positive integer', 'leaseMs');
   return ms;
 }
 
@@ -88,11 +88,11 @@ export class Semaphore {
     readonly holder: string,
     leaseMs: number,
   ) {
-    validateResourceId(name);
+    validateResourceId(name, 'name');
     if (Buffer.byteLength(name) > MAX_SEMAPHORE_NAME || name.includes('#')) {
-      throw new InvalidInputError(`a semaphore name is at most ${MAX_SEMAPHORE_NAME} bytes and has no '#'`);
+      throw new InvalidInputError(`a semaphore name is at most ${MAX_SEMAPHORE_NAME} bytes and has no '#'`, 'name');
     }
-    if (!Number.isSafeInteger(permits) || permits < 1 || permits > MAX_PERMITS) throw new InvalidInputError(`permits must be between 1 and ${MAX_PERMITS}`);
+    if (!Number.isSafeInteger(permits) || permits < 1 || permits > MAX_PERMITS) throw new InvalidInputError(`permits must be between 1 and ${MAX_PERMITS}`, 'permits');
     validateHolderId(holder);
     this.#leaseMs = leaseOf(leaseMs);
   }
@@ -227,9 +227,9 @@ export class MultiLock {
   }
 
   static async acquire(client: Client, resources: string[], opts: LockAllOptions): Promise<MultiLock> {
-    if (!Array.isArray(resources) || resources.length < 1 || resources.length > MAX_LOCK_ALL) throw new InvalidInputError(`lockAll takes 1 to ${MAX_LOCK_ALL} resources`);
-    const ids = resources.map(validateResourceId);
-    if (new Set(ids).size !== ids.length) throw new InvalidInputError('lockAll: a resource is listed twice');
+    if (!Array.isArray(resources) || resources.length < 1 || resources.length > MAX_LOCK_ALL) throw new InvalidInputError(`lockAll takes 1 to ${MAX_LOCK_ALL} resources`, 'resources');
+    const ids = resources.map((r) => validateResourceId(r, 'resources'));
+    if (new Set(ids).size !== ids.length) throw new InvalidInputError('lockAll: a resource is listed twice', 'resources');
     const holder = validateHolderId(opts.holder);
     const lease = leaseOf(opts.leaseMs ?? client.leaseMs);
     return waitFor(opts, async (waitMs, sent) => {
@@ -341,7 +341,7 @@ export class Election {
    * sets the value.
    */
   async campaign(value = '', opts: HoldOptions = {}): Promise<bigint> {
-    if (Buffer.byteLength(value) > MAX_VALUE) throw new InvalidInputError(`an election value is at most ${MAX_VALUE} bytes`);
+    if (Buffer.byteLength(value) > MAX_VALUE) throw new InvalidInputError(`an election value is at most ${MAX_VALUE} bytes`, 'value');
     const lease = leaseOf(opts.leaseMs ?? this.#leaseMs);
     return waitFor(opts, async (waitMs, sent) => {
       const a = await this.client[rawCall]('campaign', 'POST', this.#path('campaign'),
@@ -371,15 +371,20 @@ export class Election {
 
   /** proclaim changes the leader's value, same term; NotHeldError ("not leader") for anyone else. */
   async proclaim(value: string): Promise<Leader> {
-    if (Buffer.byteLength(value) > MAX_VALUE) throw new InvalidInputError(`an election value is at most ${MAX_VALUE} bytes`);
+    if (Buffer.byteLength(value) > MAX_VALUE) throw new InvalidInputError(`an election value is at most ${MAX_VALUE} bytes`, 'value');
     const a = await this.client[rawCall]('proclaim', 'POST', this.#path('proclaim'), { name: this.name, candidate: this.candidate, value });
     if (a.status !== 200) throw errorFor(a.status, a.body, { resource: this.name, conflict: 'not-leader' });
     this.#leader = (a.body as unknown as { leader: Leader }).leader;
     return this.#leader;
   }
 
-  /** resign gives up the leadership (and every hold of its lock); signal aborts with ReleasedError. */
+  /** resign gives up the leadership (and every hold of its lock); signal aborts with ReleasedError. A second resign is NotLeaderError; a leadership already lost is given up quietly. */
   async resign(): Promise<void> {
+    // A leadership lost while held (signal already aborted with
+    // LeaseLostError) has nothing left to give up. A second resign, or one
+    // of a leadership never won, is the server's NotLeaderError, as a
+    // second release is NotHeldError.
+    if (this.#lease !== null && !this.#lease.held && this.#lease.signal.reason instanceof LeaseLostError) return;
     const a = await this.client[rawCall]('resign', 'POST', this.#path('resign'), { name: this.name, candidate: this.candidate });
     if (a.status !== 200) {
       const err = errorFor(a.status, a.body, { resource: this.name, conflict: 'not-leader' });

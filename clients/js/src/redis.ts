@@ -7,8 +7,8 @@
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { badSignature, verified, verifierOf, type Checker, type SignatureOptions } from './guard.js';
-import { InvalidInputError, REASON_STALE, toToken, validateResourceId, type Decision } from './token.js';
+import { accessOf, refusedFor, signatureRefusal, verifierOf, type Checker, type SignatureOptions } from './guard.js';
+import { InvalidInputError, REASON_STALE, toToken, validateResourceId, type Access, type Decision } from './token.js';
 import type { Verifier } from './verifier.js';
 
 /**
@@ -113,15 +113,18 @@ export class RedisGuard implements Checker {
   /**
    * write stores values only if token is at least the resource's mark and
    * records token as the mark, in one script. A refusal is a Decision with
-   * the mark that beat it; nothing was written.
+   * the mark that beat it; nothing was written. With access 'read' (and
+   * no values) it is a guarded read: the same rule, and a shared (reader's)
+   * token is fit for it; a write refuses one ('shared-token').
    */
-  async write(resource: string, token: bigint, values: Record<string, string> = {}, opts: { signature?: string } = {}): Promise<Decision> {
+  async write(resource: string, token: bigint, values: Record<string, string> = {}, opts: { signature?: string; access?: Access } = {}): Promise<Decision> {
     const t = toToken(token);
     const names = Object.keys(values);
+    const access = accessOf(opts.access);
+    if (access === 'read' && names.length > 0) throw new InvalidInputError('a read writes no values', 'access');
     const keys = this.#keys(resource, names);
-    if (!(await verified(this.#verifier, resource, t, opts.signature))) {
-      return badSignature(t, (await this.read(resource)).mark);
-    }
+    const why = await signatureRefusal(this.#verifier, resource, t, opts.signature, access);
+    if (why !== null) return refusedFor(why, t, (await this.read(resource)).mark);
     const reply = await this.#run(WRITE_SHA, WRITE_SCRIPT, keys, [t.toString(), ...names.map((n) => String(values[n]))]);
     if (reply.length !== 2 || (reply[0] !== 'accepted' && reply[0] !== 'refused') || !(reply[1] === '0' || decimalToken.test(reply[1]!))) {
       throw new Error(`redis guard: unexpected reply ${JSON.stringify(reply)}`);
@@ -133,9 +136,9 @@ export class RedisGuard implements Checker {
     return accepted ? { accepted, presented: t, required: mark } : { accepted, reason: REASON_STALE, presented: t, required: mark };
   }
 
-  /** check is write without values: check and record the token (for the middleware and callUnfenceable). */
-  check(resource: string, token: bigint, signature?: string): Promise<Decision> {
-    return this.write(resource, token, {}, signature === undefined ? {} : { signature });
+  /** check is write without values: check and record the token (for the middleware and callUnfenceable); access 'read' for a guarded read. */
+  check(resource: string, token: bigint, signature?: string, access?: Access): Promise<Decision> {
+    return this.write(resource, token, {}, signature === undefined ? { access: accessOf(access) } : { signature, access: accessOf(access) });
   }
 
   /** read returns the mark (0n when none) and the named values present, from one moment. */

@@ -21,6 +21,24 @@ interface Pending {
 /** The largest message sent: well under the server's 1 MiB (lengths are counted in UTF-16 units, up to 3 bytes each). */
 const MAX_MESSAGE = 256 << 10;
 
+/** How long the websocket may take to open, as an HTTP connection may. */
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/** untilAborted is p, or signal's reason once it aborts first. */
+async function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([p, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort!);
+  }
+}
+
 /** The most requests waiting for their answers on one stream. */
 const MAX_PENDING = 100_000;
 
@@ -34,6 +52,8 @@ export class RpcSession {
   #scheduled = false;
   #dead: Error | null = null;
   #opened = false;
+  #refusedWith = 0;
+  #rejectOpen: (err: Error) => void = () => {};
   // The connection keeps the process alive only while calls wait on it:
   // an idle client must not stop a script from exiting.
   #socket: Socket | null = null;
@@ -42,8 +62,9 @@ export class RpcSession {
   constructor(url: string, headers: Record<string, string>) {
     const u = new URL('/v1/rpc', url);
     u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
-    this.#ws = new WebSocket(u, { headers, maxPayload: 64 << 20, perMessageDeflate: false });
+    this.#ws = new WebSocket(u, { headers, maxPayload: 64 << 20, perMessageDeflate: false, handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
     this.#open = new Promise((resolve, reject) => {
+      this.#rejectOpen = reject;
       this.#ws.once('open', () => {
         this.#opened = true;
         resolve();
@@ -51,6 +72,15 @@ export class RpcSession {
       this.#ws.once('error', (err) => reject(new ConnectionError(`fenceview: rpc stream: ${err.message}`, { cause: err })));
     });
     this.#open.catch(() => {}); // reported to callers through #fail
+    this.#ws.once('unexpected-response', (_req, res) => {
+      // Answered, but not with an upgrade: a proxy's refusal, a server
+      // without the stream, or the server's own refusal (a bad key).
+      this.#refusedWith = res.statusCode ?? 0;
+      res.resume();
+      const err = new ConnectionError(`fenceview: rpc stream: the upgrade was answered ${res.statusCode}`);
+      this.#fail(err);
+      this.#rejectOpen(err);
+    });
     this.#ws.once('upgrade', (res) => {
       this.#socket = res.socket;
       this.#hold();
@@ -63,6 +93,17 @@ export class RpcSession {
   /** Whether the stream ever opened: a call that failed on one that did not was never sent. */
   get opened(): boolean {
     return this.#opened;
+  }
+
+  /** The status that answered the upgrade instead of 101, 0 when none did. */
+  get refusedWith(): number {
+    return this.#refusedWith;
+  }
+
+  /** Whether answer says the server stopped serving the stream: 503 unavailable, with no time to come back. */
+  stoppedBy(answer: RpcAnswer): boolean {
+    const b = answer.body as { code?: unknown; retryAfterMs?: unknown } | null;
+    return answer.status === 503 && b?.code === 'unavailable' && b.retryAfterMs === undefined;
   }
 
   /** Whether the stream can still carry calls. */
@@ -103,6 +144,13 @@ export class RpcSession {
       if (p === undefined) continue; // its caller gave up
       this.#pending.delete(a.id);
       p.resolve({ status: a.status, body: a.body ?? null });
+      if (this.stoppedBy({ status: a.status, body: a.body ?? null })) {
+        // The server stopped serving this connection (shutting down, or a
+        // cluster leader's term ended under it): every later call would get
+        // the same, so the next one opens a new stream.
+        this.#fail(new ConnectionError('fenceview: rpc stream: the server stopped serving this connection'));
+        return;
+      }
     }
   }
 
@@ -146,10 +194,14 @@ export class RpcSession {
   async #call(req: Record<string, unknown>, signal?: AbortSignal): Promise<RpcAnswer> {
     signal?.throwIfAborted();
     if (this.#pending.size >= MAX_PENDING) throw new ConnectionError(`fenceview: rpc stream: ${MAX_PENDING} calls already waiting`);
-    await this.#open.catch((err) => {
+    const open = this.#open.catch((err) => {
       this.#fail(err);
       throw err;
     });
+    // A stream still opening (a cluster node waiting for its leader) is
+    // waited for only as long as the caller waits.
+    if (this.#opened || signal === undefined) await open;
+    else await untilAborted(open, signal);
     if (this.#dead !== null) throw this.#dead;
     const id = this.#nextId++;
     const answer = new Promise<RpcAnswer>((resolve, reject) => {

@@ -1,5 +1,7 @@
 // Tokens, ids and decisions: the values every part of the package shares.
 
+import { InvalidRequestError } from './errors.js';
+
 /** The largest token: 2^63-1. Tokens are 1..MAX_TOKEN. */
 export const MAX_TOKEN = (1n << 63n) - 1n;
 
@@ -13,6 +15,14 @@ export const HEADER_IDEMPOTENCY_KEY = 'Idempotency-Key';
 /** Refusal reasons, as fenceview names them. */
 export const REASON_STALE = 'stale-token';
 export const REASON_BAD_SIGNATURE = 'bad-signature';
+/** A write presented with a shared (reader's) token. */
+export const REASON_SHARED_TOKEN = 'shared-token';
+
+/** What a check guards: a read (a shared lock's reader may do it) or a write (the default). */
+export type Access = 'read' | 'write';
+
+/** The header saying what a fenced request does: "read", or "write" (the default). */
+export const HEADER_ACCESS = 'X-Fencing-Access';
 
 /**
  * A guard's decision on one fenced write: the seed's refusal shape. On an
@@ -35,9 +45,15 @@ export interface SignedToken {
 }
 
 /** Bad input: a malformed token or id. Nothing was changed. */
-export class InvalidInputError extends Error {
-  constructor(message: string) {
-    super(message);
+export class InvalidInputError extends InvalidRequestError {
+  /**
+   * Input refused before anything was sent: the InvalidRequestError the
+   * server would answer, status 400 with code ('invalid-request', or
+   * 'invalid-token' for a token) and the field at fault (null for a
+   * setting that is not a request's).
+   */
+  constructor(message: string, field: string | null = null, code = 'invalid-request') {
+    super(message, 400, field === null ? { error: message, code } : { error: message, code, field }, code);
     this.name = 'InvalidInputError';
   }
 }
@@ -51,10 +67,10 @@ const decimal = /^[1-9][0-9]{0,18}$/;
  */
 export function parseToken(text: string | null | undefined): bigint {
   if (typeof text !== 'string' || !decimal.test(text)) {
-    throw new InvalidInputError('missing or invalid fencing token');
+    throw new InvalidInputError('missing or invalid fencing token', 'token', 'invalid-token');
   }
   const t = BigInt(text);
-  if (t > MAX_TOKEN) throw new InvalidInputError('missing or invalid fencing token');
+  if (t > MAX_TOKEN) throw new InvalidInputError('missing or invalid fencing token', 'token', 'invalid-token');
   return t;
 }
 
@@ -66,12 +82,12 @@ export function parseToken(text: string | null | undefined): bigint {
  */
 export function toToken(t: bigint | string | number): bigint {
   if (typeof t === 'bigint') {
-    if (t < 1n || t > MAX_TOKEN) throw new InvalidInputError(`token ${t} is not in 1..2^63-1`);
+    if (t < 1n || t > MAX_TOKEN) throw new InvalidInputError(`token ${t} is not in 1..2^63-1`, 'token', 'invalid-token');
     return t;
   }
   if (typeof t === 'string') return parseToken(t);
   if (typeof t === 'number' && Number.isSafeInteger(t) && t > 0) return BigInt(t);
-  throw new InvalidInputError(`token ${String(t)} is not a positive integer a JS number holds exactly; pass a bigint`);
+  throw new InvalidInputError(`token ${String(t)} is not a positive integer a JS number holds exactly; pass a bigint`, 'token', 'invalid-token');
 }
 
 const MAX_RESOURCE_BYTES = 160;
@@ -79,24 +95,24 @@ const MAX_HOLDER_BYTES = 80;
 // Unicode category Cc: C0, DEL and C1.
 const control = /[\u0000-\u001f\u007f-\u009f]/;
 
-function validId(what: string, id: unknown, max: number): string {
-  if (typeof id !== 'string') throw new InvalidInputError(`${what} id must be a string`);
+function validId(what: string, field: string, id: unknown, max: number): string {
+  if (typeof id !== 'string') throw new InvalidInputError(`${what} id must be a string`, field);
   const n = Buffer.byteLength(id, 'utf8');
-  if (n === 0 || n > max) throw new InvalidInputError(`${what} id must be 1..${max} bytes of UTF-8`);
-  if (control.test(id)) throw new InvalidInputError(`${what} id must not contain control characters`);
+  if (n === 0 || n > max) throw new InvalidInputError(`${what} id must be 1..${max} bytes of UTF-8`, field);
+  if (control.test(id)) throw new InvalidInputError(`${what} id must not contain control characters`, field);
   // A lone surrogate has no UTF-8 form: the id the server would see is another.
-  if (!id.isWellFormed()) throw new InvalidInputError(`${what} id is not valid Unicode`);
+  if (!id.isWellFormed()) throw new InvalidInputError(`${what} id is not valid Unicode`, field);
   return id;
 }
 
-/** validateResourceId checks a resource id: 1..160 bytes of UTF-8, no control characters. */
-export function validateResourceId(id: unknown): string {
-  return validId('resource', id, MAX_RESOURCE_BYTES);
+/** validateResourceId checks a resource id: 1..160 bytes of UTF-8, no control characters (field: the request's member it goes in). */
+export function validateResourceId(id: unknown, field = 'resource'): string {
+  return validId('resource', field, id, MAX_RESOURCE_BYTES);
 }
 
-/** validateHolderId checks a holder id: 1..80 bytes of UTF-8, no control characters. */
-export function validateHolderId(id: unknown): string {
-  return validId('holder', id, MAX_HOLDER_BYTES);
+/** validateHolderId checks a holder id: 1..80 bytes of UTF-8, no control characters (field: the request's member it goes in). */
+export function validateHolderId(id: unknown, field = 'holder'): string {
+  return validId('holder', field, id, MAX_HOLDER_BYTES);
 }
 
 /** idempotencyKey is "<resource>:<token>", the key of one grant's external effect. */
@@ -104,7 +120,12 @@ export function idempotencyKey(resource: string, token: bigint): string {
   return `${resource}:${token.toString()}`;
 }
 
-/** signedMessage is the text fenceview signs for a token: "fenceview/v1 <resource> <token>". */
-export function signedMessage(resource: string, token: bigint): Buffer {
-  return Buffer.from(`fenceview/v1 ${resource} ${token.toString()}`, 'utf8');
+/**
+ * signedMessage is the text fenceview signs for a token:
+ * "fenceview/v1 <resource> <token>", and for a shared grant (a reader's)
+ * the same followed by " shared", so a reader's token never verifies as
+ * a writer's.
+ */
+export function signedMessage(resource: string, token: bigint, shared = false): Buffer {
+  return Buffer.from(`fenceview/v1 ${resource} ${token.toString()}${shared ? ' shared' : ''}`, 'utf8');
 }

@@ -43,8 +43,12 @@ export interface VerifierOptions {
 const sigText = /^[A-Za-z0-9_-]{86}$/;
 const keyText = /^[A-Za-z0-9_-]{43}$/;
 
-/** The batch carrier: 0x01, the signature, index and size (u32 big-endian), then the audit path. */
-const BATCH_TAG = 0x01;
+/**
+ * The batch carrier: 0x02, the signature, index and size (u32 big-endian),
+ * then the audit path. (0x01 carriers, whose signature did not cover the
+ * size, are refused: their size could be rewritten and still verify.)
+ */
+const BATCH_TAG = 0x02;
 const BATCH_HEAD = 1 + 64 + 4 + 4;
 /** A tree of at most 2^32 leaves has paths of at most 32 hashes. */
 const MAX_PATH = 32;
@@ -71,7 +75,7 @@ export type Carrier =
 
 /**
  * decodeCarrier reads a signature carrier: 64 bytes (a signature of the
- * token's message), or 0x01 || signature || index || size || audit path
+ * token's message), or 0x02 || signature || index || size || audit path
  * (a signature of the batch's root). Anything else, and any text that is
  * not the canonical base64url without padding, is null. Whether the path
  * has the right length for index and size is the verifier's to say.
@@ -127,10 +131,13 @@ export function rootFromPath(leaf: Buffer, index: number, size: number, path: Bu
   return sn === 0 ? r : null; // sn > 0: the path is too short
 }
 
-/** batchMessage is the text a batch's key signs: "fenceview/batch/v1 <root as 64 lowercase hex digits>". */
-export function batchMessage(root: Buffer): Buffer {
-  return Buffer.from(`fenceview/batch/v1 ${root.toString('hex')}`, 'utf8');
+/** batchMessage is the text a batch's key signs: "fenceview/batch/v2 <size> <root as 64 lowercase hex digits>". */
+export function batchMessage(size: number, root: Buffer): Buffer {
+  return Buffer.from(`fenceview/batch/v2 ${size} ${root.toString('hex')}`, 'utf8');
 }
+
+/** What a verified signature proves: an exclusive (writer's) grant or a shared (reader's) one. */
+export type Mode = 'exclusive' | 'shared';
 
 /** decodePublicKey returns the 32 raw bytes of a public key's text, or null. */
 export function decodePublicKey(text: string): Buffer | null {
@@ -148,10 +155,12 @@ interface Trusted {
 
 /**
  * Verifier checks that a token was issued by a fenceview server: its
- * signature is Ed25519 over "fenceview/v1 <resource> <token>" by one of the
- * keys of GET /v1/signing-keys, or over "fenceview/batch/v1 <root>" where
- * root is the Merkle root the token's audit path leads to; verified roots
- * are remembered, so the tokens of one batch cost one verification. It
+ * signature is Ed25519 over "fenceview/v1 <resource> <token>" (a shared
+ * grant's: the same followed by " shared") by one of the keys of GET
+ * /v1/signing-keys, or over "fenceview/batch/v2 <size> <root>" where root
+ * is the Merkle root the token's audit path leads to; verified roots are
+ * remembered (by size, root and signature), so the tokens of one batch
+ * cost one verification. It
  * follows rotation: a signature none of
  * its keys verifies makes it fetch the keys again (rate-limited) before it
  * answers no, and keys older than maxAgeMs are fetched again first.
@@ -274,19 +283,21 @@ export class Verifier {
     return false;
   }
 
-  #check(resource: string, token: bigint, c: Carrier): boolean {
-    const msg = signedMessage(resource, token);
+  #check(resource: string, token: bigint, shared: boolean, c: Carrier): boolean {
+    const msg = signedMessage(resource, token, shared);
     if (c.kind === 'token') return this.#signed(msg, c.signature);
     const root = rootFromPath(leafHash(msg), c.index, c.size, c.path);
     if (root === null) return false;
-    const key = root.toString('hex') + c.signature.toString('hex');
+    // The size is part of what was signed: a root verified for one size
+    // says nothing of another.
+    const key = `${c.size} ${root.toString('hex')} ${c.signature.toString('hex')}`;
     if (this.#roots.has(key)) {
       // Most recently used last: the first is the one to evict.
       this.#roots.delete(key);
       this.#roots.set(key, true);
       return true;
     }
-    if (!this.#signed(batchMessage(root), c.signature)) return false;
+    if (!this.#signed(batchMessage(c.size, root), c.signature)) return false;
     if (this.#roots.size >= this.#rootCacheSize) {
       const oldest = this.#roots.keys().next();
       if (!oldest.done) this.#roots.delete(oldest.value);
@@ -296,19 +307,45 @@ export class Verifier {
   }
 
   /**
-   * verify reports whether signature is a valid signature of token for
-   * resource by a trusted key: a signature of the token's message, or of
-   * its batch's root with the token's audit path. A missing or malformed
-   * signature, or a path that does not lead to a signed root, is false.
+   * verify reports whether signature is a valid signature of an exclusive
+   * grant of token for resource by a trusted key: a signature of the
+   * token's message, or of its batch's root with the token's audit path.
+   * A missing or malformed signature, a path that does not lead to a
+   * signed root, or a shared grant's signature is false.
    */
   async verify(resource: string, token: bigint, signature: string | undefined | null): Promise<boolean> {
+    return (await this.#verifyAs(resource, token, false, signature)) === true;
+  }
+
+  /** verifyShared is verify for a shared grant (a reader's): the message ending in " shared". */
+  async verifyShared(resource: string, token: bigint, signature: string | undefined | null): Promise<boolean> {
+    return (await this.#verifyAs(resource, token, true, signature)) === true;
+  }
+
+  /**
+   * mode is what signature proves of token on resource: 'exclusive',
+   * 'shared', or null when no trusted key signed it for either. read says
+   * which to try first (a read's token is usually a reader's).
+   */
+  async mode(resource: string, token: bigint, signature: string | undefined | null, read = false): Promise<Mode | null> {
+    const order: Mode[] = read ? ['shared', 'exclusive'] : ['exclusive', 'shared'];
+    for (const m of order) {
+      const ok = await this.#verifyAs(resource, token, m === 'shared', signature);
+      if (ok === null) return null;
+      if (ok) return m;
+    }
+    return null;
+  }
+
+  /** verifyAs checks one mode; null when the signature is not even a well-formed carrier. */
+  async #verifyAs(resource: string, token: bigint, shared: boolean, signature: string | undefined | null): Promise<boolean | null> {
     const sig = decodeCarrier(signature);
-    if (sig === null) return false;
-    const cacheKey = `${resource}\n${token}\n${signature}`;
+    if (sig === null) return null;
+    const cacheKey = `${resource}\n${token}\n${shared ? 's' : 'x'}\n${signature}`;
     if (this.#source !== null && this.#now() - this.#fetchedAt > this.#maxAge) await this.#tryRefresh();
     if (this.#cache.has(cacheKey)) return true;
-    let ok = this.#check(resource, token, sig);
-    if (!ok && this.#source !== null && (await this.#tryRefresh())) ok = this.#check(resource, token, sig);
+    let ok = this.#check(resource, token, shared, sig);
+    if (!ok && this.#source !== null && (await this.#tryRefresh())) ok = this.#check(resource, token, shared, sig);
     if (ok) {
       if (this.#cache.size >= this.#cacheSize) {
         const oldest = this.#cache.keys().next();

@@ -5,8 +5,9 @@
 
 import { createRequire } from 'node:module';
 import type { Client, DecisionReport } from './client.js';
-import { badSignature, verified, type Checker } from './guard.js';
-import { InvalidInputError, REASON_STALE, toToken, type Decision } from './token.js';
+import { onClose } from './call.js';
+import { accessOf, badSignature, refusedFor, signatureRefusal, type Checker } from './guard.js';
+import { InvalidInputError, REASON_STALE, toToken, type Access, type Decision } from './token.js';
 import type { Verifier } from './verifier.js';
 
 export interface WasmGuardOptions {
@@ -124,6 +125,7 @@ export class WasmGuard implements Checker {
   #queue: DecisionReport[] = [];
   #timer: NodeJS.Timeout | null = null;
   #flushing: Promise<void> | null = null;
+  #offClose: (() => void) | null = null;
   /** Reports dropped because the queue was full. */
   dropped = 0;
 
@@ -139,6 +141,8 @@ export class WasmGuard implements Checker {
     if (this.#report) {
       this.#timer = setInterval(() => void this.flush().catch(() => {}), opts.flushMs ?? 1000);
       this.#timer.unref();
+      // The client's close() sends what is queued, as this guard's close() does.
+      this.#offClose = this.#client![onClose](() => this.close());
     }
   }
 
@@ -202,15 +206,19 @@ export class WasmGuard implements Checker {
   }
 
   /**
-   * check applies the rule; with a verifier, a token whose signature does
-   * not verify is refused as bad-signature first, and the mark stays.
+   * check applies the rule (a read's as a write's); with a verifier, a
+   * token whose signature does not verify is refused as bad-signature
+   * first, a write shown a shared (reader's) token as shared-token, and
+   * the mark stays.
    */
-  async check(resource: string, token: bigint, signature?: string): Promise<Decision> {
+  async check(resource: string, token: bigint, signature?: string, access?: Access): Promise<Decision> {
+    const a = accessOf(access);
     if (this.#verifier === undefined) return this.checkUnsigned(resource, token);
     const t = toToken(token);
     const mark = this.highWater(resource); // validates the id before any verification
-    if (!(await verified(this.#verifier, resource, t, signature))) {
-      const d = badSignature(t, mark);
+    const why = await signatureRefusal(this.#verifier, resource, t, signature, a);
+    if (why !== null) {
+      const d = refusedFor(why, t, mark);
       this.#queueReport(resource, d, signature);
       return d;
     }
@@ -288,10 +296,12 @@ export class WasmGuard implements Checker {
     return this.#flushing;
   }
 
-  /** close sends what is queued and stops the reporting timer. */
+  /** close sends what is queued and stops the reporting timer; the client's close() does it too. */
   async close(): Promise<void> {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
+    this.#offClose?.();
+    this.#offClose = null;
     await this.flush();
   }
 }

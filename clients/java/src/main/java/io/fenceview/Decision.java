@@ -16,6 +16,8 @@ public record Decision(boolean accepted, String reason, long presented, long req
     public static final String STALE_TOKEN = "stale-token";
     /** The token's signature is missing or was not made by a trusted key for this resource and token. */
     public static final String BAD_SIGNATURE = "bad-signature";
+    /** A write presented with a shared (reader's) grant's token. */
+    public static final String SHARED_TOKEN = "shared-token";
 
     static Decision accept(long token) {
         return new Decision(true, "", token, 0);

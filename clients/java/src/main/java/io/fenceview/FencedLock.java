@@ -33,14 +33,26 @@ public final class FencedLock extends Named implements Lock {
     public static final Duration MAX_LOCK_DELAY = Duration.ofSeconds(60);
 
     private final long lockDelayMs;
+    private final boolean shared;
 
     FencedLock(FenceviewClient c, String resource) {
-        this(c, resource, 0);
+        this(c, resource, 0, false);
     }
 
-    private FencedLock(FenceviewClient c, String resource, long lockDelayMs) {
+    FencedLock(FenceviewClient c, String resource, long lockDelayMs, boolean shared) {
         super(c, "locks", resource);
         this.lockDelayMs = lockDelayMs;
+        this.shared = shared;
+    }
+
+    /** Whether this is a read lock: held together with other readers, never beside a writer. */
+    public boolean isShared() {
+        return shared;
+    }
+
+    /** The key of threadId's hold: read and write holds of one thread are apart. */
+    private Hold.Key key(long threadId) {
+        return new Hold.Key(name, threadId, shared ? "read" : "lock");
     }
 
     /**
@@ -53,9 +65,9 @@ public final class FencedLock extends Named implements Lock {
     public FencedLock withLockDelay(Duration delay) {
         long ms = delay.toMillis();
         if (delay.isNegative() || delay.compareTo(MAX_LOCK_DELAY) > 0) {
-            throw new IllegalArgumentException("fenceview: lock-delay " + delay + ": want 0..60s");
+            throw InvalidRequestException.beforeSending("lockDelayMs", "lock-delay " + delay + ": want 0..60s");
         }
-        return new FencedLock(c, name, ms);
+        return new FencedLock(c, name, ms, shared);
     }
 
     /** The lock-delay of this lock's grants, 0 for none. */
@@ -193,6 +205,9 @@ public final class FencedLock extends Named implements Lock {
         String holder = c.holderId(threadId);
         return Waiting.run(c, "acquire " + name, waitMs, chunk -> {
             Map<String, Object> in = Waiting.acquireBody(holder, lease, chunk, lockDelayMs);
+            if (shared) {
+                in.put("shared", true);
+            }
             return c.call("POST", path("acquire"), in, c.requestTimeout().plusMillis(chunk));
         }, (a, sent) -> granted(threadId, holder, a.body, lease, renewing, sent),
                 // Nobody will unlock a grant its asker gave up on.
@@ -210,7 +225,7 @@ public final class FencedLock extends Named implements Lock {
         FencingToken t = FencingToken.ofGrant(name, body);
         long ms = Json.lng(body, "leaseMs");
         long leaseMs = ms > 0 ? ms : lease;
-        Hold.Key key = new Hold.Key(name, threadId);
+        Hold.Key key = key(threadId);
         Hold[] created = new Hold[1];
         Hold h = c.holds.compute(key, (k, old) -> {
             if (old != null && !old.ended) {
@@ -255,7 +270,7 @@ public final class FencedLock extends Named implements Lock {
      * does not hold the lock otherwise.
      */
     public CompletableFuture<Void> unlockAsync(long threadId) {
-        Hold.Key key = new Hold.Key(name, threadId);
+        Hold.Key key = key(threadId);
         Hold h = c.holds.get(key);
         if (h != null && h.isLost()) {
             h.unlockLost();
@@ -356,7 +371,7 @@ public final class FencedLock extends Named implements Lock {
 
     /** The current thread's latest grant's token with its signature, as {@link #getToken()}. */
     public FencingToken getFencingToken() {
-        Hold h = c.holds.get(new Hold.Key(name, me()));
+        Hold h = c.holds.get(key(me()));
         return h == null ? null : h.token();
     }
 
@@ -372,7 +387,7 @@ public final class FencedLock extends Named implements Lock {
     }
 
     public CompletableFuture<LeaseLostException> leaseLost(long threadId) {
-        Hold h = c.holds.get(new Hold.Key(name, threadId));
+        Hold h = c.holds.get(key(threadId));
         if (h == null) {
             CompletableFuture<LeaseLostException> f = new CompletableFuture<>();
             f.cancel(false);

@@ -32,13 +32,13 @@ public final class FencedMultiLock implements Lock {
 
     FencedMultiLock(FenceviewClient c, List<String> resources, long lockDelayMs) {
         if (resources.isEmpty() || resources.size() > MAX_LOCKS) {
-            throw new IllegalArgumentException("fenceview: a multi-lock takes 1.." + MAX_LOCKS + " resources, not " + resources.size());
+            throw InvalidRequestException.beforeSending("resources", "a multi-lock takes 1.." + MAX_LOCKS + " resources, not " + resources.size());
         }
         for (String r : resources) {
-            Ids.resource(r);
+            Ids.resource(r, "resources");
         }
         if (new HashSet<>(resources).size() != resources.size()) {
-            throw new IllegalArgumentException("fenceview: a multi-lock lists a resource twice");
+            throw InvalidRequestException.beforeSending("resources", "a multi-lock lists a resource twice");
         }
         this.c = c;
         this.resources = List.copyOf(resources);
@@ -52,7 +52,7 @@ public final class FencedMultiLock implements Lock {
     /** This multi-lock with a lock-delay on each of its locks (see {@link FencedLock#withLockDelay}). */
     public FencedMultiLock withLockDelay(Duration delay) {
         if (delay.isNegative() || delay.compareTo(FencedLock.MAX_LOCK_DELAY) > 0) {
-            throw new IllegalArgumentException("fenceview: lock-delay " + delay + ": want 0..60s");
+            throw InvalidRequestException.beforeSending("lockDelayMs", "lock-delay " + delay + ": want 0..60s");
         }
         return new FencedMultiLock(c, resources, delay.toMillis());
     }

@@ -29,12 +29,12 @@ public final class FencedSemaphore extends Named {
     private final long lockDelayMs;
 
     FencedSemaphore(FenceviewClient c, String name, int permits, long lockDelayMs) {
-        super(c, "semaphores", Ids.resource(name));
+        super(c, "semaphores", Ids.resource(name, "name"));
         if (name.getBytes(StandardCharsets.UTF_8).length > MAX_NAME || name.indexOf('#') >= 0) {
-            throw new IllegalArgumentException("fenceview: a semaphore name is at most " + MAX_NAME + " bytes and has no '#'");
+            throw InvalidRequestException.beforeSending("name", "a semaphore name is at most " + MAX_NAME + " bytes and has no '#'");
         }
         if (permits < 1 || permits > MAX_PERMITS) {
-            throw new IllegalArgumentException("fenceview: permits " + permits + ": want 1.." + MAX_PERMITS);
+            throw InvalidRequestException.beforeSending("permits", "permits " + permits + ": want 1.." + MAX_PERMITS);
         }
         this.permits = permits;
         this.lockDelayMs = lockDelayMs;
@@ -48,7 +48,7 @@ public final class FencedSemaphore extends Named {
     /** This semaphore with a lock-delay on every slot it grants (see {@link FencedLock#withLockDelay}). */
     public FencedSemaphore withLockDelay(Duration delay) {
         if (delay.isNegative() || delay.compareTo(FencedLock.MAX_LOCK_DELAY) > 0) {
-            throw new IllegalArgumentException("fenceview: lock-delay " + delay + ": want 0..60s");
+            throw InvalidRequestException.beforeSending("lockDelayMs", "lock-delay " + delay + ": want 0..60s");
         }
         return new FencedSemaphore(c, name, permits, delay.toMillis());
     }

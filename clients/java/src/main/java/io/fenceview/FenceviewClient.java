@@ -61,12 +61,19 @@ public final class FenceviewClient implements AutoCloseable {
     private final String adminToken;
     private final Duration watchdogTimeout;
     private final Duration requestTimeout;
+    private final Duration connectTimeout;
     private final String clientId = UUID.randomUUID().toString();
     final ScheduledExecutorService scheduler;
     final ConcurrentHashMap<Hold.Key, Hold> holds = new ConcurrentHashMap<>();
     private volatile boolean closed;
     private final boolean useRpc;
-    private RpcSession rpc; // guarded by this; null until the first call over it
+    private final Duration rpcRetryAfter;
+    // Guarded by this: the stream (null until the first call over it) and, after one
+    // could not be opened, until when (System.nanoTime) calls go over HTTP.
+    private RpcSession rpc;
+    private boolean rpcFallback;
+    private long rpcUntil;
+    private boolean rpcTold;
 
     private FenceviewClient(Builder b) {
         if (b.urls.isEmpty()) {
@@ -91,7 +98,12 @@ public final class FenceviewClient implements AutoCloseable {
         }
         this.watchdogTimeout = b.watchdogTimeout;
         this.useRpc = b.rpc;
+        if (b.rpcRetryAfter.isNegative()) {
+            throw new IllegalArgumentException("fenceview: rpcRetryAfter " + b.rpcRetryAfter + ": want zero or more");
+        }
+        this.rpcRetryAfter = b.rpcRetryAfter;
         this.requestTimeout = b.requestTimeout;
+        this.connectTimeout = b.connectTimeout;
         HttpClient.Builder hb = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(b.connectTimeout)
@@ -150,18 +162,30 @@ public final class FenceviewClient implements AutoCloseable {
         private Duration watchdogTimeout = DEFAULT_WATCHDOG_TIMEOUT;
         private Duration connectTimeout = Duration.ofSeconds(5);
         private Duration requestTimeout = Duration.ofSeconds(30);
-        private boolean rpc;
+        private boolean rpc = true;
+        private Duration rpcRetryAfter = Duration.ofSeconds(30);
 
         private Builder() {}
 
         /**
-         * Whether locks' acquire, renew and release go over one websocket to the
-         * server's RPC stream ({@code /v1/rpc}) instead of an HTTP request each (default
-         * false). Many threads' calls then share one connection, batched per message;
-         * answers and exceptions are the same. Other calls stay on HTTP.
+         * Whether locks, fences, semaphores, multi-locks and elections go over one
+         * websocket to the server's RPC stream ({@code /v1/rpc}) instead of an HTTP
+         * request each (default true). Many threads' calls then share one connection,
+         * batched per message, which costs the server about a third of the CPU per call;
+         * answers, exceptions, timeouts and Retry-After are the same. Other calls
+         * (reports, signing keys, force-unlock) stay on HTTP. When the websocket cannot
+         * be opened (a proxy that refuses upgrades, a server without the stream), calls
+         * go over HTTP, the {@code io.fenceview} logger hears of it once, and the stream
+         * is tried again after {@link #rpcRetryAfter(Duration)}.
          */
         public Builder rpc(boolean on) {
             this.rpc = on;
+            return this;
+        }
+
+        /** How long calls go over HTTP after the RPC stream could not be opened, before it is tried again (default 30 s). */
+        public Builder rpcRetryAfter(Duration d) {
+            this.rpcRetryAfter = Objects.requireNonNull(d);
             return this;
         }
 
@@ -241,6 +265,14 @@ public final class FenceviewClient implements AutoCloseable {
     }
 
     /**
+     * The read-write lock on resource, as Redisson's {@code getReadWriteLock(name)}:
+     * {@code readLock()} shared by readers, {@code writeLock()} exclusive.
+     */
+    public FencedReadWriteLock getReadWriteLock(String resource) {
+        return new FencedReadWriteLock(this, Ids.resource(resource));
+    }
+
+    /**
      * The semaphore name of permits fenced slots ({@code name#0} .. {@code name#<permits-1>}),
      * as Redisson's {@code getPermitExpirableSemaphore(name)}.
      */
@@ -260,7 +292,7 @@ public final class FenceviewClient implements AutoCloseable {
 
     /** The election name for candidate (1..80 bytes of UTF-8). */
     public LeaderElection getLeaderElection(String name, String candidate) {
-        return new LeaderElection(this, Ids.resource(name), Ids.holder(candidate));
+        return new LeaderElection(this, Ids.resource(name, "name"), Ids.holder(candidate, "candidate"));
     }
 
     /** A relay of a hold's lost future, so that a caller completing or cancelling it cannot touch the hold's own. */
@@ -367,32 +399,139 @@ public final class FenceviewClient implements AutoCloseable {
         return path("locks", resource, action);
     }
 
-    /** Sends a call with the ordinary credential: over the RPC stream when it is on and carries it. */
+    /**
+     * Sends a call with the ordinary credential: over the RPC stream when it is on,
+     * carries the call and can be opened, else over HTTP.
+     */
     CompletableFuture<Answer> call(String method, String path, Map<String, Object> body, Duration timeout) {
-        if (useRpc && !closed && "POST".equals(method) && path.startsWith(LOCKS)) {
-            String rest = path.substring(LOCKS.length());
-            int slash = rest.indexOf('/');
-            String op = slash < 0 ? "" : rest.substring(slash + 1);
-            if (op.equals("acquire") || op.equals("renew") || op.equals("release")) {
-                // The segment's every byte outside the unreserved set is %XX, so decoding is exact.
-                String resource = java.net.URLDecoder.decode(rest.substring(0, slash), StandardCharsets.UTF_8);
+        return call(method, path, body, timeout, false);
+    }
+
+    private CompletableFuture<Answer> call(String method, String path, Map<String, Object> body, Duration timeout, boolean again) {
+        RpcRoute route = useRpc && !closed ? RpcRoute.of(method, path) : null;
+        if (route != null) {
+            RpcSession s = rpcSession();
+            if (s != null) {
                 Duration t = timeout == null ? requestTimeout : timeout;
-                return overloadRetry(left -> rpcSession().call(op, resource, body, left), t, System.nanoTime() + t.toNanos(), 0);
+                // A stream still opening when the call's time is up (a cluster node
+                // waiting for its leader, a proxy that holds upgrades) lets the call
+                // go over HTTP instead of waiting for it.
+                return s.opened().copy().orTimeout(t.toMillis(), TimeUnit.MILLISECONDS).handle((w, err) -> {
+                    if (err == null) {
+                        return overloadRetry(left -> s.call(route.op, route.key, route.name, body, left), t, System.nanoTime() + t.toNanos(), 0)
+                                .thenCompose(a -> a.status == 503 && RpcSession.stopped(a.body) && !again
+                                        // The server stopped serving the stream and refused the call
+                                        // without doing it: once more, on a new stream.
+                                        ? call(method, path, body, timeout, true)
+                                        : CompletableFuture.completedFuture(a));
+                    }
+                    if (!(unwrap(err) instanceof java.util.concurrent.TimeoutException)) {
+                        fellBack(s, err);
+                    }
+                    return call(method, path, body, timeout, apiKey != null ? apiKey : adminToken);
+                }).thenCompose(f -> f);
             }
         }
         return call(method, path, body, timeout, apiKey != null ? apiKey : adminToken);
     }
 
-    private static final String LOCKS = "/v1/locks/";
+    /** An operation of the RPC stream, read from the route the JSON API has for it. */
+    static final class RpcRoute {
+        final String op;
+        final String key; // "resource", "name", or null (the multi-locks)
+        final String name;
 
-    /** The RPC stream, opened anew after the last one broke. */
+        private RpcRoute(String op, String key, String name) {
+            this.op = op;
+            this.key = key;
+            this.name = name;
+        }
+
+        /** The operation of method on path, or null when the stream does not carry it. */
+        static RpcRoute of(String method, String path) {
+            if ("POST".equals(method) && path.equals("/v1/locks/acquire-all")) {
+                return new RpcRoute("acquire-all", null, null);
+            }
+            if ("POST".equals(method) && path.equals("/v1/locks/release-all")) {
+                return new RpcRoute("release-all", null, null);
+            }
+            String[] p = path.split("/", -1); // "", "v1", kind, name[, action]
+            if (p.length < 4 || p.length > 5 || !p[1].equals("v1")) {
+                return null;
+            }
+            // The segment's every byte outside the unreserved set is %XX, so decoding is exact.
+            String name = java.net.URLDecoder.decode(p[3].replace("+", "%2B"), StandardCharsets.UTF_8);
+            String action = p.length == 5 ? p[4] : "";
+            String op = ROUTES.get(method + " " + p[2] + " " + action);
+            if (op == null) {
+                return null;
+            }
+            return new RpcRoute(op, p[2].equals("locks") || p[2].equals("fence") ? "resource" : "name", name);
+        }
+
+        private static final Map<String, String> ROUTES = Map.ofEntries(
+                Map.entry("POST locks acquire", "acquire"),
+                Map.entry("POST locks renew", "renew"),
+                Map.entry("POST locks release", "release"),
+                Map.entry("GET locks ", "lock"),
+                Map.entry("POST fence ", "fence"),
+                Map.entry("POST semaphores acquire", "semaphore-acquire"),
+                Map.entry("POST semaphores release", "semaphore-release"),
+                Map.entry("GET semaphores ", "semaphore"),
+                Map.entry("POST elections campaign", "campaign"),
+                Map.entry("POST elections proclaim", "proclaim"),
+                Map.entry("POST elections resign", "resign"),
+                Map.entry("POST elections renew", "election-renew"),
+                Map.entry("GET elections ", "election"));
+    }
+
+    private static final System.Logger LOG = System.getLogger("io.fenceview");
+
+    /**
+     * A stream that could not be opened: calls go over HTTP until rpcRetryAfter has
+     * passed, and the log hears of it once (until a stream opens again). A refusal the
+     * JSON API would give too (401, 429, 503) is left to the HTTP call to give.
+     */
+    private synchronized void fellBack(RpcSession s, Throwable err) {
+        Throwable cause = unwrap(err);
+        if (cause instanceof java.net.http.WebSocketHandshakeException) {
+            int status = ((java.net.http.WebSocketHandshakeException) cause).getResponse().statusCode();
+            if (status == 401 || status == 429 || status == 503) {
+                return;
+            }
+        }
+        if (rpc == s) {
+            rpcUntil = System.nanoTime() + rpcRetryAfter.toNanos();
+            rpcFallback = true;
+        }
+        if (!rpcTold) {
+            rpcTold = true;
+            LOG.log(System.Logger.Level.WARNING, "fenceview: the RPC stream of " + bases.get(0)
+                    + " could not be opened; calls go over the JSON API until it can be (tried again after " + rpcRetryAfter + "): " + cause);
+        }
+    }
+
+    /** The stream opened last, or null: what a test reads without opening one. */
+    synchronized RpcSession rpcIfOpened() {
+        return rpc;
+    }
+
+    /** The RPC stream, opened anew after the last one broke; null while calls go over HTTP after a failed open. */
     synchronized RpcSession rpcSession() {
-        if (rpc == null || !rpc.alive()) {
-            if (rpc != null && bases.size() > 1) {
+        if (rpc != null && rpc.alive()) {
+            return rpc;
+        }
+        if (rpcFallback && System.nanoTime() - rpcUntil < 0) {
+            return null;
+        }
+        if (rpc != null && rpc.wasOpen()) {
+            rpcTold = false; // a stream opened since the log last heard
+            if (bases.size() > 1) {
                 current.incrementAndGet(); // a broken stream: the next node
             }
-            rpc = new RpcSession(this);
         }
+        rpcFallback = false;
+        rpc = new RpcSession(this);
         return rpc;
     }
 
@@ -406,7 +545,7 @@ public final class FenceviewClient implements AutoCloseable {
         }
         URI base = bases.get(Math.floorMod(current.get(), bases.size()));
         String u = base.toString().replaceFirst("^http", "ws") + pathAndQuery;
-        java.net.http.WebSocket.Builder b = http.newWebSocketBuilder().connectTimeout(requestTimeout);
+        java.net.http.WebSocket.Builder b = http.newWebSocketBuilder().connectTimeout(connectTimeout);
         String credential = apiKey != null ? apiKey : adminToken;
         if (credential != null && !credential.isEmpty()) {
             b.header("Authorization", "Bearer " + credential);
@@ -647,6 +786,9 @@ public final class FenceviewClient implements AutoCloseable {
         }
         if (!token.scope().isEmpty()) {
             in.put("scope", token.scope());
+        }
+        if (token.shared()) {
+            in.put("access", "read"); // a reader's token fences reads
         }
         Answer a = await(call("POST", "/v1/fence/" + segment(token.resource()), in, null));
         if (a.ok()) {

@@ -20,6 +20,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * and never raises the mark, so a forged {@code X-Fencing-Token: 99} cannot lock the
  * honest holder out. Only {@link #acceptingUnsignedTokens()} takes bare numbers.
  *
+ * <p>GET and HEAD are reads, other methods writes, unless {@code X-Fencing-Access} says
+ * {@code read} or {@code write}. The rule is the same for both; a write presented with
+ * a shared lock's token (a reader's) is refused {@code shared-token}.
+ *
  * <p>Marks live in memory, for at most {@code maxResources} resources (then 503): seed
  * them from your store after a restart with {@link #seed}. The accepted token is left
  * in the exchange's attribute {@value #TOKEN_ATTRIBUTE} for the handler.
@@ -103,9 +107,19 @@ public final class FencingFilter extends Filter {
             send(ex, 400, Map.of("error", "missing or invalid fencing token or resource id"), null);
             return;
         }
-        if (verifier != null && !verifier.verify(resource, token, ex.getRequestHeaders().getFirst(FencingToken.SIGNATURE_HEADER))) {
-            refuse(ex, new Decision(false, Decision.BAD_SIGNATURE, token, highWaterMark(resource)), false);
+        Boolean read = readOf(ex);
+        if (read == null) {
+            ex.getRequestBody().close();
+            send(ex, 400, Map.of("error", FencingToken.ACCESS_HEADER + " must be read or write", "code", "invalid-request"), null);
             return;
+        }
+        if (verifier != null) {
+            TokenVerifier.Mode m = verifier.mode(resource, token, ex.getRequestHeaders().getFirst(FencingToken.SIGNATURE_HEADER), read);
+            if (m == TokenVerifier.Mode.UNSIGNED || (m == TokenVerifier.Mode.SHARED && !read)) {
+                String reason = m == TokenVerifier.Mode.UNSIGNED ? Decision.BAD_SIGNATURE : Decision.SHARED_TOKEN;
+                refuse(ex, new Decision(false, reason, token, highWaterMark(resource)), false);
+                return;
+            }
         }
         if (!marks.containsKey(resource) && marks.size() >= maxResources) {
             send(ex, 503, Map.of("error", "too many fenced resources"), null);
@@ -125,6 +139,25 @@ public final class FencingFilter extends Filter {
         }
         ex.setAttribute(TOKEN_ATTRIBUTE, token);
         chain.doFilter(ex);
+    }
+
+    /**
+     * Whether the request is a read: its {@code X-Fencing-Access} ({@code read} or
+     * {@code write}), else GET and HEAD are reads and other methods writes; null for
+     * another value or more than one. A read follows the same rule as a write (a shared
+     * lock's reader may make it); a write refuses a shared grant's token.
+     */
+    static Boolean readOf(HttpExchange ex) {
+        java.util.List<String> all = ex.getRequestHeaders().get(FencingToken.ACCESS_HEADER);
+        if (all == null || all.isEmpty()) {
+            String m = ex.getRequestMethod();
+            return "GET".equals(m) || "HEAD".equals(m);
+        }
+        if (all.size() != 1) {
+            return null;
+        }
+        String v = all.get(0).strip().toLowerCase(java.util.Locale.ROOT);
+        return v.equals("read") ? Boolean.TRUE : v.equals("write") ? Boolean.FALSE : null;
     }
 
     /** A token is a positive decimal integer, nothing else (no sign, no spaces, no leading zeros). */

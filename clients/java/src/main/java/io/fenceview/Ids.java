@@ -2,7 +2,10 @@ package io.fenceview;
 
 import java.nio.charset.StandardCharsets;
 
-/** The contract's rules for ids and tokens, checked before anything is sent. */
+/**
+ * The contract's rules for ids and tokens, checked before anything is sent: a
+ * breach is the {@link InvalidRequestException} the server would answer.
+ */
 final class Ids {
     static final int MAX_RESOURCE = 160;
     static final int MAX_HOLDER = 80;
@@ -10,11 +13,20 @@ final class Ids {
     private Ids() {}
 
     static String resource(String id) {
-        return check("resource id", id, MAX_RESOURCE);
+        return resource(id, "resource");
+    }
+
+    /** id as a resource id given as the request's field (a semaphore's or an election's "name"). */
+    static String resource(String id, String field) {
+        return check("resource id", field, id, MAX_RESOURCE);
     }
 
     static String holder(String id) {
-        return check("holder id", id, MAX_HOLDER);
+        return holder(id, "holder");
+    }
+
+    static String holder(String id, String field) {
+        return check("holder id", field, id, MAX_HOLDER);
     }
 
     /** Whether id is a valid resource id (1..160 bytes of UTF-8, no control characters). */
@@ -22,24 +34,24 @@ final class Ids {
         try {
             resource(id);
             return true;
-        } catch (IllegalArgumentException e) {
+        } catch (InvalidRequestException e) {
             return false;
         }
     }
 
-    private static String check(String what, String id, int max) {
+    private static String check(String what, String field, String id, int max) {
         if (id == null || id.isEmpty()) {
-            throw new IllegalArgumentException(what + " is empty");
+            throw InvalidRequestException.beforeSending(field, what + " is empty");
         }
         int n = 0;
         for (int k = 0; k < id.length(); k++) {
             char c = id.charAt(k);
             if (Character.isISOControl(c)) {
-                throw new IllegalArgumentException(what + " contains a control character");
+                throw InvalidRequestException.beforeSending(field, what + " contains a control character");
             }
             if (Character.isSurrogate(c)) {
                 if (!Character.isHighSurrogate(c) || k + 1 >= id.length() || !Character.isLowSurrogate(id.charAt(k + 1))) {
-                    throw new IllegalArgumentException(what + " is not valid UTF-16 (a lone surrogate)");
+                    throw InvalidRequestException.beforeSending(field, what + " is not valid UTF-16 (a lone surrogate)");
                 }
                 k++;
                 n += 4;
@@ -48,14 +60,14 @@ final class Ids {
             }
         }
         if (n > max) {
-            throw new IllegalArgumentException(what + " is " + n + " bytes of UTF-8; at most " + max + " allowed");
+            throw InvalidRequestException.beforeSending(field, what + " is " + n + " bytes of UTF-8; at most " + max + " allowed");
         }
         return id;
     }
 
     static long token(long token) {
         if (token <= 0) {
-            throw new IllegalArgumentException("fencing token " + token + ": want a positive 64-bit integer");
+            throw InvalidRequestException.beforeSending("invalid-token", "token", "fencing token " + token + ": want a positive 64-bit integer");
         }
         return token;
     }

@@ -132,10 +132,29 @@ public final class JdbcGuard {
      */
     public Decision update(Connection conn, String table, String idColumn, Object id, FencingToken token, Map<String, ?> set)
             throws SQLException {
-        if (!signed(token)) {
-            return new Decision(false, Decision.BAD_SIGNATURE, token.number(), 0);
+        Decision refused = refusedSignature(token, false);
+        if (refused != null) {
+            return refused;
         }
         return write(conn, table, idColumn, id, token.number(), null, set);
+    }
+
+    /**
+     * A guarded read of the row whose idColumn is id: the same rule as a write (token at
+     * least the row's mark, which rises to it, in one statement) with nothing else set,
+     * so a writer whose lease ran out cannot write once a later reader has read. A
+     * shared lock's token (a reader's) is fit for it; run the read itself in the same
+     * transaction, after this.
+     *
+     * @return accepted, or refused with {@code stale-token} and the row's mark, or
+     *         {@code bad-signature}
+     */
+    public Decision read(Connection conn, String table, String idColumn, Object id, FencingToken token) throws SQLException {
+        Decision refused = refusedSignature(token, true);
+        if (refused != null) {
+            return refused;
+        }
+        return write(conn, table, idColumn, id, token.number(), null, Map.of());
     }
 
     /**
@@ -154,15 +173,32 @@ public final class JdbcGuard {
     /** {@link #updateVersion(Connection, String, String, Object, long, long, Map)} with a signed token. */
     public Decision updateVersion(Connection conn, String table, String idColumn, Object id, FencingToken token, long expected,
             Map<String, ?> set) throws SQLException {
-        if (!signed(token)) {
-            return new Decision(false, Decision.BAD_SIGNATURE, token.number(), 0);
+        Decision refused = refusedSignature(token, false);
+        if (refused != null) {
+            return refused;
         }
         return write(conn, table, idColumn, id, token.number(), expected, set);
     }
 
-    private boolean signed(FencingToken token) {
+    /**
+     * The refusal of a token whose signature does not fit (unless the guard accepts
+     * unsigned tokens): {@code bad-signature} when no trusted key signed it,
+     * {@code shared-token} for a write shown a shared grant's; null when it may be
+     * compared.
+     */
+    private Decision refusedSignature(FencingToken token, boolean read) {
         Objects.requireNonNull(token, "token");
-        return verifier == null || verifier.verify(token);
+        if (verifier == null) {
+            return null;
+        }
+        TokenVerifier.Mode m = verifier.mode(token.resource(), token.number(), token.signature(), read);
+        if (m == TokenVerifier.Mode.UNSIGNED) {
+            return new Decision(false, Decision.BAD_SIGNATURE, token.number(), 0);
+        }
+        if (m == TokenVerifier.Mode.SHARED && !read) {
+            return new Decision(false, Decision.SHARED_TOKEN, token.number(), 0);
+        }
+        return null;
     }
 
     /**

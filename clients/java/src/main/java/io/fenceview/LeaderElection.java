@@ -44,7 +44,7 @@ public final class LeaderElection extends Named {
     private static String checkValue(String value) {
         String v = value == null ? "" : value;
         if (v.getBytes(StandardCharsets.UTF_8).length > MAX_VALUE) {
-            throw new IllegalArgumentException("fenceview: an election value is at most " + MAX_VALUE + " bytes");
+            throw InvalidRequestException.beforeSending("value", "an election value is at most " + MAX_VALUE + " bytes");
         }
         return v;
     }

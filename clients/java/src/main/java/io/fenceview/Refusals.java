@@ -27,7 +27,7 @@ final class Refusals {
 
     /** The reasons a guard refuses a token; a refused fence's code is its reason. */
     static final Set<String> FENCE_REASONS = Set.of("stale-token", "superseded", "bad-signature", "unissued-token",
-            "foreign-issuer", "scope-mismatch");
+            "foreign-issuer", "scope-mismatch", "shared-token");
 
     /** The longest Retry-After the client takes from a server: beyond it, the caller's deadline decides. */
     static final Duration MAX_RETRY_AFTER = Duration.ofMinutes(5);

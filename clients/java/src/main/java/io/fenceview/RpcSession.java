@@ -54,13 +54,26 @@ final class RpcSession implements WebSocket.Listener {
         return dead == null;
     }
 
+    /** Completes when the websocket is open; fails when it could not be opened. */
+    CompletableFuture<WebSocket> opened() {
+        return ws;
+    }
+
+    /** Whether the websocket ever opened. */
+    boolean wasOpen() {
+        return ws.isDone() && !ws.isCompletedExceptionally();
+    }
+
     /** Answers read so far: how a test sees that calls went over the stream. */
     long answered() {
         return answered.get();
     }
 
-    /** Sends op on resource with the fields of body; the answer the JSON API would give. */
-    CompletableFuture<FenceviewClient.Answer> call(String op, String resource, Map<String, Object> body, Duration timeout) {
+    /**
+     * Sends op on name (the request's member key: "resource", "name", or null for
+     * none) with the fields of body; the answer the JSON API would give.
+     */
+    CompletableFuture<FenceviewClient.Answer> call(String op, String key, String name, Map<String, Object> body, Duration timeout) {
         if (dead != null) {
             return CompletableFuture.failedFuture(dead);
         }
@@ -71,7 +84,9 @@ final class RpcSession implements WebSocket.Listener {
         Map<String, Object> req = new LinkedHashMap<>();
         req.put("id", id);
         req.put("op", op);
-        req.put("resource", resource);
+        if (key != null) {
+            req.put(key, name);
+        }
         if (body != null) {
             req.putAll(body);
         }
@@ -83,7 +98,7 @@ final class RpcSession implements WebSocket.Listener {
         }).exceptionally(err -> {
             Throwable t = FenceviewClient.unwrap(err);
             if (t instanceof TimeoutException) {
-                throw new FenceviewException("fenceview: rpc " + op + " " + resource + ": no answer within " + timeout, t);
+                throw new FenceviewException("fenceview: rpc " + op + (name == null ? "" : " " + name) + ": no answer within " + timeout, t);
             }
             throw FenceviewClient.rethrow(t);
         });
@@ -176,8 +191,21 @@ final class RpcSession implements WebSocket.Listener {
             @SuppressWarnings("unchecked")
             Map<String, Object> b = body instanceof Map ? (Map<String, Object>) body : Map.of();
             answered.incrementAndGet();
-            f.complete(new FenceviewClient.Answer((int) (long) (Long) a.get("status"), b, NO_HEADERS));
+            int status = (int) (long) (Long) a.get("status");
+            f.complete(new FenceviewClient.Answer(status, b, NO_HEADERS));
+            if (status == 503 && stopped(b)) {
+                // The server stopped serving this connection (shutting down, or a
+                // cluster leader's term ended under it): every later call would get the
+                // same, so the next one opens a new stream.
+                fail(new FenceviewException(0, "fenceview: rpc stream: the server stopped serving this connection"));
+                return;
+            }
         }
+    }
+
+    /** Whether a 503's body says the server stopped serving the stream: unavailable, with no time to come back. */
+    static boolean stopped(Map<String, Object> body) {
+        return "unavailable".equals(body.get("code")) && body.get("retryAfterMs") == null;
     }
 
     @Override

@@ -23,16 +23,21 @@ import java.util.Map;
  * <ul>
  * <li>64 bytes (86 characters): Ed25519 over the UTF-8 bytes of
  * {@code fenceview/v1 <resourceId> <token>};
- * <li>a batch signature: {@code 0x01 || signature (64) || index (u32be) || size (u32be)
+ * <li>a batch signature: {@code 0x02 || signature (64) || index (u32be) || size (u32be)
  * || audit path (32 bytes a hash)}. The token's message is leaf {@code index} of an
  * RFC 9162 Merkle tree of {@code size} leaves (leaf hash {@code SHA-256(0x00 ||
  * message)}, node hash {@code SHA-256(0x01 || left || right)}); the path leads from it
- * to the root, and the key signed {@code fenceview/batch/v1 <root in lowercase hex>}.
- * The verifier recomputes the root (a path of the wrong length is refused) and checks
- * the signature over it. Verified roots are remembered (at most
- * {@link #ROOT_CACHE} of them), so the tokens of one batch cost one Ed25519
- * verification between them.
+ * to the root, and the key signed {@code fenceview/batch/v2 <size> <root in lowercase
+ * hex>}. The verifier recomputes the root (a path of the wrong length is refused) and
+ * checks the signature over it. Verified roots are remembered by size, root and
+ * signature (at most {@link #ROOT_CACHE} of them), so the tokens of one batch cost one
+ * Ed25519 verification between them. Carriers of version {@code 0x01}, whose signature
+ * did not cover the size (so the size could be rewritten), are refused.
  * </ul>
+ * A shared grant's (a reader's) message ends in {@code " shared"}: {@code fenceview/v1
+ * <resourceId> <token> shared}, so a reader's token never verifies as a writer's.
+ * {@link #verify} checks an exclusive grant, {@link #verifyShared} a shared one, and
+ * {@link #mode} tells which a signature proves.
  * Only that exact text is accepted: padding, the {@code +/} alphabet, another length
  * or non-zero unused bits are refused before any key is tried.
  *
@@ -48,7 +53,9 @@ public final class TokenVerifier {
     private static final byte[] X509_PREFIX = {0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00};
     static final int SIGNATURE_TEXT = 86;
     static final int KEY_TEXT = 43;
-    /** The bytes of a batch carrier before its path: 0x01, signature, index, size. */
+    /** The first byte of a batch carrier. */
+    static final byte BATCH_TAG = 0x02;
+    /** The bytes of a batch carrier before its path: 0x02, signature, index, size. */
     static final int BATCH_HEADER = 1 + 64 + 4 + 4;
     /** A tree of at most 2^32 - 1 leaves has paths of at most 32 hashes. */
     static final int MAX_PATH = 32;
@@ -137,13 +144,53 @@ public final class TokenVerifier {
         return keys.size();
     }
 
-    /** Whether the token carries a valid signature of a trusted key for its resource and number. */
-    public boolean verify(FencingToken t) {
-        return verify(t.resource(), t.number(), t.signature());
+    /** What a signature proves of a token: an exclusive (writer's) grant, a shared (reader's) one, or neither. */
+    public enum Mode {
+        EXCLUSIVE, SHARED, UNSIGNED
     }
 
-    /** Whether signature (a carrier of either form) is a trusted key's signature of token on resource. */
+    /** Whether the token carries a valid signature of a trusted key for its resource, number and mode. */
+    public boolean verify(FencingToken t) {
+        return verifyGrant(t.resource(), t.number(), t.shared(), t.signature());
+    }
+
+    /** Whether signature (a carrier of either form) is a trusted key's signature of an exclusive grant of token on resource. */
     public boolean verify(String resource, long token, String signature) {
+        return verifyGrant(resource, token, false, signature);
+    }
+
+    /** {@link #verify(String, long, String)} for a shared grant (a reader's). */
+    public boolean verifyShared(String resource, long token, String signature) {
+        return verifyGrant(resource, token, true, signature);
+    }
+
+    /**
+     * What signature proves of token on resource; read says which mode to try first (a
+     * read's token is usually a reader's).
+     */
+    public Mode mode(String resource, long token, String signature, boolean read) {
+        boolean first = read;
+        if (verifyGrant(resource, token, first, signature)) {
+            return first ? Mode.SHARED : Mode.EXCLUSIVE;
+        }
+        if (decodeCarrier(signature) != null && verifyGrant(resource, token, !first, signature)) {
+            return first ? Mode.EXCLUSIVE : Mode.SHARED;
+        }
+        return Mode.UNSIGNED;
+    }
+
+    /** The message a grant's signature covers: {@code fenceview/v1 <resource> <token>}, and {@code " shared"} for a reader's. */
+    static byte[] grantMessage(String resource, long token, boolean shared) {
+        return Ids.utf8("fenceview/v1 " + resource + " " + token + (shared ? " shared" : ""));
+    }
+
+    /** The message a batch's key signs: {@code fenceview/batch/v2 <size> <root in lowercase hex>}. */
+    static byte[] rootMessage(long size, byte[] root) {
+        return Ids.utf8("fenceview/batch/v2 " + size + " " + hex(root));
+    }
+
+    /** Whether signature is a trusted key's signature of a grant of token on resource, shared or exclusive. */
+    public boolean verifyGrant(String resource, long token, boolean shared, String signature) {
         if (!Ids.validResource(resource) || token <= 0) {
             return false;
         }
@@ -151,7 +198,7 @@ public final class TokenVerifier {
         if (raw == null) {
             return false;
         }
-        byte[] leafMsg = Ids.utf8("fenceview/v1 " + resource + " " + token);
+        byte[] leafMsg = grantMessage(resource, token, shared);
         byte[] msg;
         byte[] sig;
         String cacheKey = null;
@@ -164,8 +211,11 @@ public final class TokenVerifier {
                 return false;
             }
             sig = Arrays.copyOfRange(raw, 1, 65);
-            msg = Ids.utf8("fenceview/batch/v1 " + hex(root));
-            cacheKey = hex(root) + Base64.getEncoder().encodeToString(sig);
+            long size = u32(raw, 69);
+            msg = rootMessage(size, root);
+            // The size is part of what was signed: a root verified for one size says
+            // nothing of another.
+            cacheKey = size + " " + hex(root) + " " + Base64.getEncoder().encodeToString(sig);
             synchronized (roots) {
                 if (roots.get(cacheKey) != null) {
                     return true;
@@ -202,7 +252,7 @@ public final class TokenVerifier {
      * length for its index and size.
      */
     static byte[] batchRoot(byte[] raw, byte[] leafMsg) {
-        if (raw.length < BATCH_HEADER || raw[0] != 0x01 || (raw.length - BATCH_HEADER) % 32 != 0) {
+        if (raw.length < BATCH_HEADER || raw[0] != BATCH_TAG || (raw.length - BATCH_HEADER) % 32 != 0) {
             return null;
         }
         long index = u32(raw, 65);

@@ -58,7 +58,7 @@ final class Waiting {
             Granted<T> granted, Consumer<FenceviewClient.Answer> late, Consumer<T> undo, FenceviewClient.Answer[] refusal,
             int askedPermits) {
         if (waitMs < -1) {
-            throw new IllegalArgumentException("fenceview: negative wait " + waitMs + " ms");
+            throw InvalidRequestException.beforeSending("waitMs", "negative wait " + waitMs + " ms");
         }
         long deadline = waitMs < 0 ? 0 : System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(waitMs);
         CompletableFuture<T> out = new CompletableFuture<>();

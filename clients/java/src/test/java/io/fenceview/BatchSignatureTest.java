@@ -29,7 +29,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Batch signatures against a tree built here independently, by RFC 9162's recursive
  * definitions of MTH and PATH (section 2.1.1 and 2.1.3.1), not by the verifier's
- * iterative walk.
+ * iterative walk, signed as the server signs: {@code fenceview/batch/v2 <size> <root>},
+ * carrier {@code 0x02}, exclusive and shared grants' leaves mixed in one batch.
  */
 class BatchSignatureTest {
     private static final Base64.Encoder B64 = Base64.getUrlEncoder().withoutPadding();
@@ -97,10 +98,15 @@ class BatchSignatureTest {
         return 1000 + i;
     }
 
+    /** Whether leaf i is a shared grant's (a reader's): every third, so each batch of 2 or more mixes both. */
+    private static boolean shared(int i) {
+        return i % 3 == 1;
+    }
+
     private static List<byte[]> messages(int n) {
         List<byte[]> d = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            d.add(("fenceview/v1 " + resource(n, i) + " " + token(i)).getBytes(StandardCharsets.UTF_8));
+            d.add(("fenceview/v1 " + resource(n, i) + " " + token(i) + (shared(i) ? " shared" : "")).getBytes(StandardCharsets.UTF_8));
         }
         return d;
     }
@@ -123,7 +129,7 @@ class BatchSignatureTest {
     /** The raw carriers of every leaf of a batch of n. */
     private static List<byte[]> carriers(int n) throws Exception {
         List<byte[]> d = messages(n);
-        byte[] sig = sign(("fenceview/batch/v1 " + hex(mth(d))).getBytes(StandardCharsets.UTF_8));
+        byte[] sig = sign(("fenceview/batch/v2 " + n + " " + hex(mth(d))).getBytes(StandardCharsets.UTF_8));
         List<byte[]> out = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             out.add(carrier(sig, i, n, path(i, d)));
@@ -133,7 +139,7 @@ class BatchSignatureTest {
 
     private static byte[] carrier(byte[] sig, long index, long size, List<byte[]> path) {
         ByteArrayOutputStream b = new ByteArrayOutputStream();
-        b.write(0x01);
+        b.write(0x02);
         b.writeBytes(sig);
         b.writeBytes(ByteBuffer.allocate(8).putInt((int) index).putInt((int) size).array());
         path.forEach(b::writeBytes);
@@ -141,7 +147,7 @@ class BatchSignatureTest {
     }
 
     private static boolean verify(int n, int i, byte[] raw) {
-        return verifier.verify(resource(n, i), token(i), B64.encodeToString(raw));
+        return verifier.verifyGrant(resource(n, i), token(i), shared(i), B64.encodeToString(raw));
     }
 
     // ---- the tests ----
@@ -151,9 +157,15 @@ class BatchSignatureTest {
         for (int n = 1; n <= 70; n++) {
             List<byte[]> cs = carriers(n);
             for (int i = 0; i < n; i++) {
+                String text = B64.encodeToString(cs.get(i));
                 assertTrue(verify(n, i, cs.get(i)), "leaf " + i + " of " + n);
-                if (i == 0 || i == n - 1) { // (each costs an Ed25519 verification: no cached root)
-                    assertFalse(verifier.verify(resource(n, i), token(i) + 1, B64.encodeToString(cs.get(i))), "another token, leaf " + i + " of " + n);
+                if (i <= 1 || i == n - 1) { // (each costs Ed25519 verifications: no cached root)
+                    // A reader's token never verifies as a writer's, nor the reverse.
+                    assertFalse(verifier.verifyGrant(resource(n, i), token(i), !shared(i), text), "the other mode, leaf " + i + " of " + n);
+                    TokenVerifier.Mode want = shared(i) ? TokenVerifier.Mode.SHARED : TokenVerifier.Mode.EXCLUSIVE;
+                    assertEquals(want, verifier.mode(resource(n, i), token(i), text, false), "mode, leaf " + i + " of " + n);
+                    assertEquals(want, verifier.mode(resource(n, i), token(i), text, true), "mode for a read, leaf " + i + " of " + n);
+                    assertFalse(verifier.verifyGrant(resource(n, i), token(i) + 1, shared(i), text), "another token, leaf " + i + " of " + n);
                 }
             }
         }
@@ -201,8 +213,15 @@ class BatchSignatureTest {
         byte[] otherIndex = c.clone();
         ByteBuffer.wrap(otherIndex).putInt(65, (i + 1) % n);
         bad.put("another index", otherIndex);
-        // (Another size is not always a forgery: leaf 0 of 3 and of 4 can share a
-        // path and a root, and the root is what the key signed.)
+        // Leaf 0 of 3 and of 4 can share a path and a root: the key signs the size
+        // with the root, so no other size verifies.
+        for (int size = Math.max(i + 1, n - 3); size <= n + 3; size++) {
+            if (size != n) {
+                byte[] otherSize = c.clone();
+                ByteBuffer.wrap(otherSize).putInt(69, size);
+                bad.put("size " + size, otherSize);
+            }
+        }
         byte[] noSize = c.clone();
         ByteBuffer.wrap(noSize).putInt(69, 0);
         bad.put("size 0", noSize);
@@ -214,8 +233,11 @@ class BatchSignatureTest {
         bad.put("a path not of whole hashes", Arrays.copyOf(c, c.length - 1));
         bad.put("a sibling's proof", cs.get((i ^ 1) < n ? i ^ 1 : i - 1));
         byte[] version = c.clone();
-        version[0] = 0x02;
+        version[0] = 0x03;
         bad.put("another version byte", version);
+        byte[] old = c.clone();
+        old[0] = 0x01;
+        bad.put("the version whose signature did not cover the size", old);
         bad.put("the signature alone", Arrays.copyOfRange(c, 1, 65));
         return bad;
     }
@@ -258,6 +280,42 @@ class BatchSignatureTest {
                 assertTrue(FencedHttp.send(http, HttpRequest.newBuilder(uri), honest, HttpResponse.BodyHandlers.discarding()).accepted());
                 assertEquals(honest.number(), guard.highWaterMark(honest.resource()));
             }
+        } finally {
+            server.stop(0);
+        }
+    }
+
+    /**
+     * A reader's token: refused for a write ({@code shared-token}, the mark unmoved),
+     * accepted for a read (GET, or {@code X-Fencing-Access: read}) by the same rule.
+     */
+    @Test
+    void aSharedTokenReadsButDoesNotWrite() throws Exception {
+        FencingFilter guard = new FencingFilter(verifier, 100);
+        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server.createContext("/w", ex -> {
+            ex.sendResponseHeaders(204, -1);
+            ex.close();
+        }).getFilters().add(guard);
+        server.start();
+        try {
+            HttpClient http = HttpClient.newHttpClient();
+            URI uri = URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/w");
+            int n = 8;
+            List<byte[]> cs = carriers(n);
+            int i = 4; // shared(4)
+            FencingToken reader = new FencingToken(resource(n, i), token(i), B64.encodeToString(cs.get(i)), "", "", "", true);
+            FencingToken asWriter = new FencingToken(reader.resource(), reader.number(), reader.signature(), "", "", "");
+            var post = HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.noBody());
+            var w = FencedHttp.send(http, post, asWriter, HttpResponse.BodyHandlers.ofString());
+            assertEquals(Decision.SHARED_TOKEN, w.decision().reason());
+            assertEquals(0, guard.highWaterMark(reader.resource()), "a refused write moved the mark");
+            // The reader's own token says read: the POST is checked as a read.
+            assertTrue(FencedHttp.send(http, HttpRequest.newBuilder(uri).POST(HttpRequest.BodyPublishers.noBody()), reader,
+                    HttpResponse.BodyHandlers.discarding()).accepted());
+            assertEquals(reader.number(), guard.highWaterMark(reader.resource()));
+            assertTrue(FencedHttp.send(http, HttpRequest.newBuilder(uri), asWriter, HttpResponse.BodyHandlers.discarding()).accepted(),
+                    "a GET is a read");
         } finally {
             server.stop(0);
         }

@@ -46,7 +46,7 @@ class ClusterFailoverTest {
             long stopAt = System.nanoTime();
             long deadline = stopAt + TimeUnit.SECONDS.toNanos(60);
             while (true) {
-                assertFalse(lost.isDone(), "the lease was lost during the failover");
+                assertFalse(lost.isDone(), () -> "the lease was lost during the failover: " + lost.getNow(null));
                 long left = ttlOrMinus(c, r);
                 long since = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stopAt);
                 if (left > ttlBefore - since + 100 && left > 0 && since > 0) {

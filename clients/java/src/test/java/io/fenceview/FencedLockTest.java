@@ -329,14 +329,14 @@ class FencedLockTest {
             assertEquals(401, e.status());
             assertFalse(e.isTemporary());
         }
-        assertThrows(IllegalArgumentException.class, () -> c.getFencedLock(""));
-        assertThrows(IllegalArgumentException.class, () -> c.getFencedLock("a\nb"));
-        assertThrows(IllegalArgumentException.class, () -> c.getFencedLock("x".repeat(161)));
+        assertThrows(InvalidRequestException.class, () -> c.getFencedLock(""));
+        assertThrows(InvalidRequestException.class, () -> c.getFencedLock("a\nb"));
+        assertThrows(InvalidRequestException.class, () -> c.getFencedLock("x".repeat(161)));
         // The bound is 160 bytes of UTF-8, not 160 chars.
         assertEquals(160, c.getFencedLock("é".repeat(80)).getName().getBytes(java.nio.charset.StandardCharsets.UTF_8).length);
-        assertThrows(IllegalArgumentException.class, () -> c.getFencedLock("é".repeat(81)));
-        assertThrows(IllegalArgumentException.class, () -> c.getFencedLock("\ud800x"), "a lone surrogate is not UTF-8");
-        assertThrows(IllegalArgumentException.class, () -> c.getFencedLock("a\u0085b"), "C1 controls too");
+        assertThrows(InvalidRequestException.class, () -> c.getFencedLock("é".repeat(81)));
+        assertThrows(InvalidRequestException.class, () -> c.getFencedLock("\ud800x"), "a lone surrogate is not UTF-8");
+        assertThrows(InvalidRequestException.class, () -> c.getFencedLock("a\u0085b"), "C1 controls too");
         // Odd but valid ids travel as one path segment.
         FencedLock odd = c.getFencedLock("../a b/%2F?#" + java.util.UUID.randomUUID());
         assertTrue(odd.tryLock());

@@ -128,7 +128,7 @@ class PrimitivesTest {
         Map<String, Object> st = lockState(r);
         Instant grantedAt = time(st, "expiresAt").minusMillis((Long) st.get("leaseMs"));
         assertFalse(grantedAt.isBefore(availableAt), "granted at " + grantedAt + ", the delay ran to " + availableAt);
-        assertThrows(IllegalArgumentException.class, () -> lock.withLockDelay(Duration.ofSeconds(61)));
+        assertThrows(InvalidRequestException.class, () -> lock.withLockDelay(Duration.ofSeconds(61)));
     }
 
     // ---- semaphores ----
@@ -178,9 +178,9 @@ class PrimitivesTest {
         assertEquals(409, e.status());
         assertEquals("permits-mismatch", e.getCode());
         assertEquals(3, e.permits(), "the server's count");
-        assertThrows(IllegalArgumentException.class, () -> c.getSemaphore("a#b", 2));
-        assertThrows(IllegalArgumentException.class, () -> c.getSemaphore(name, 0));
-        assertThrows(IllegalArgumentException.class, () -> c.getSemaphore(name, 1025));
+        assertThrows(InvalidRequestException.class, () -> c.getSemaphore("a#b", 2));
+        assertThrows(InvalidRequestException.class, () -> c.getSemaphore(name, 0));
+        assertThrows(InvalidRequestException.class, () -> c.getSemaphore(name, 1025));
         p.release();
     }
 
@@ -303,7 +303,7 @@ class PrimitivesTest {
         assertEquals(admin.holderId(7), lockState(z).get("holder"));
         assertThrows(IllegalMonitorStateException.class, m::unlock, "this thread holds none of them any more");
         admin.getMultiLock(z, y).unlockAsync(7).get(10, TimeUnit.SECONDS);
-        assertThrows(IllegalArgumentException.class, () -> c.getMultiLock(x, x));
+        assertThrows(InvalidRequestException.class, () -> c.getMultiLock(x, x));
     }
 
     @Test

@@ -57,7 +57,7 @@ class RetryAfterTest {
     }
 
     private FenceviewClient client(Duration requestTimeout) {
-        return FenceviewClient.builder().url("http://127.0.0.1:" + server.getAddress().getPort()).requestTimeout(requestTimeout).build();
+        return FenceviewClient.builder().url("http://127.0.0.1:" + server.getAddress().getPort()).rpc(false).requestTimeout(requestTimeout).build();
     }
 
     private static Object[] overloaded(long retryAfterMs) {
