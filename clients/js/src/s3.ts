@@ -13,8 +13,8 @@
 
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { verifierOf, type SignatureOptions } from './guard.js';
-import { InvalidInputError, REASON_BAD_SIGNATURE, REASON_STALE, toToken, validateResourceId, type Decision } from './token.js';
+import { signatureRefusal, verifierOf, type SignatureOptions } from './guard.js';
+import { InvalidInputError, REASON_STALE, toToken, validateResourceId, type Decision } from './token.js';
 import type { Verifier } from './verifier.js';
 import type { DecisionReport } from './client.js';
 
@@ -230,7 +230,7 @@ export class S3Guard {
     const t = presented(token);
     checkKey(key);
     const res = this.#resourceOf(key, t);
-    const reason = await this.#refusal(res, t);
+    const reason = await this.#refusal(res, t, 'read');
     const loop = new Loop(this.#maxAttempts);
     for (;;) {
       const { read, st, w } = await this.#get(key, opts.signal);
@@ -275,11 +275,14 @@ export class S3Guard {
     return res;
   }
 
-  /** The reason t may not be compared: another lock's token, or a signature that does not verify. */
-  async #refusal(res: string, t: Presented): Promise<string> {
+  /**
+   * The reason t may not be compared: another lock's token; in signed mode a
+   * signature that proves no grant, or a shared (reader's) grant's token
+   * presented for a write. '' when it may.
+   */
+  async #refusal(res: string, t: Presented, access: 'read' | 'write' = 'write'): Promise<string> {
     if (t.resource !== undefined && t.resource !== res) return SCOPE_MISMATCH;
-    if (this.#verifier === undefined) return '';
-    return (await this.#verifier.verify(res, t.token, t.signature)) ? '' : REASON_BAD_SIGNATURE;
+    return (await signatureRefusal(this.#verifier, res, t.token, t.signature, access)) ?? '';
   }
 
   async #reported(res: string, d: Decision, signature: string | undefined): Promise<Decision> {

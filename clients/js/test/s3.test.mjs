@@ -1,8 +1,9 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
+import { generateKeyPairSync, sign } from 'node:crypto';
 import { S3Client, PutObjectCommand, GetObjectCommand, HeadObjectCommand, DeleteObjectCommand } from '@aws-sdk/client-s3';
-import { S3Guard, InvalidInputError, ContendedError, NotReportedError, FENCE_TOKEN_METADATA, TOMBSTONE_METADATA } from '../dist/index.js';
+import { S3Guard, Verifier, InvalidInputError, ContendedError, NotReportedError, FENCE_TOKEN_METADATA, TOMBSTONE_METADATA } from '../dist/index.js';
 import { client, unique, needS3, env } from './helpers.mjs';
 
 describe('S3Guard', needS3, () => {
@@ -205,6 +206,32 @@ describe('S3Guard', needS3, () => {
     } finally {
       c.close();
     }
+  });
+
+  test("a shared lock's token reads (and raises the mark), never writes", async () => {
+    // Grants signed here with one key, as the issuer signs them: a writer's
+    // of 19 and 21, and the shared grant of the read phase 20 (its message
+    // ends in " shared").
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+    const keys = { signingKeys: async () => ({ issuer: 'test', keys: [{ keyId: 'k', alg: 'Ed25519', publicKey: raw.toString('base64url') }] }) };
+    const g = new S3Guard(s3, Bucket, { verifier: new Verifier(keys) });
+    const key = unique('reports/daily') + '.csv';
+    const grant = (token, shared = false) => ({ token, resource: key, signature: sign(null, Buffer.from(`fenceview/v1 ${key} ${token}${shared ? ' shared' : ''}`), privateKey).toString('base64url') });
+    const writer19 = grant(19n);
+    const reader20 = grant(20n, true);
+    const writer21 = grant(21n);
+    assert.equal((await g.put(key, 'v1', writer19)).accepted, true);
+    assert.deepEqual(await g.put(key, 'by a reader', reader20), { accepted: false, reason: 'shared-token', presented: 20n, required: 19n });
+    const read = await g.get(key, reader20);
+    assert.equal(read.accepted, true);
+    assert.equal(Buffer.from(read.body).toString(), 'v1');
+    assert.equal(await g.mark(key), 20n);
+    // The writer of the phase before cannot write after the reader read.
+    assert.deepEqual(await g.put(key, 'late', writer19), { accepted: false, reason: 'stale-token', presented: 19n, required: 20n });
+    assert.equal((await g.put(key, 'v2', writer21)).accepted, true);
+    assert.equal((await g.get(key, reader20)).reason, 'stale-token');
+    assert.equal((await object(key)).body, 'v2');
   });
 
   test('a refusal the server cannot record is still a refusal', async () => {
