@@ -30,6 +30,11 @@ func requiredID(field string, v *string) error {
 	if err := guard.ValidateHolderID(*v); err != nil {
 		return fenceview.FieldErrorf(fenceview.EINVALID, field, "%s: %v", field, err)
 	}
+	if strings.Trim(*v, " ") == "" {
+		// Spaces only: blank wherever it is shown, and told apart from
+		// another blank one by counting.
+		return fenceview.FieldErrorf(fenceview.EINVALID, field, "%s is blank: use a name that reads as one", field)
+	}
 	return nil
 }
 
