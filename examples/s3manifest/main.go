@@ -81,8 +81,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	// One lock governs the whole table: the guard checks tokens against
 	// it, and reports its refusals under it. Built from the client, the
 	// guard verifies the tokens' signatures with the server's keys.
-	g := s3guard.New(api, *bucket, s3guard.WithClient(c), s3guard.WithSource("s3manifest"),
+	g, err := s3guard.NewFrom(ctx, c, api, *bucket, s3guard.WithSource("s3manifest"),
 		s3guard.WithResource(func(string) string { return paused.Resource }))
+	if err != nil {
+		return err
+	}
 
 	race, err := story.Pause(ctx, c, paused, ", will commit its data files", stdout)
 	if err != nil {

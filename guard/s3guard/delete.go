@@ -6,7 +6,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/guard"
 )
 
@@ -22,8 +21,12 @@ import (
 // Tombstones cost a few hundred bytes of metadata each; Purge removes one
 // when no older token can still be presented for its key (its lock has
 // moved on, or the key is never written again, as data under unique keys).
-func (g *Guard) Delete(ctx context.Context, key string, t client.Token) (guard.Decision, error) {
-	if err := g.check(key, t.Number); err != nil {
+func (g *Guard) Delete(ctx context.Context, key string, tok guard.SignedToken) (guard.Decision, error) {
+	t, err := presentationOf(tok)
+	if err != nil {
+		return guard.Decision{}, err
+	}
+	if err := g.check(key, t.number); err != nil {
 		return guard.Decision{}, err
 	}
 	b, _ := newBody(nil)
@@ -40,8 +43,12 @@ func (g *Guard) Delete(ctx context.Context, key string, t client.Token) (guard.D
 //
 // Stores without conditional deletes ignore If-Match and delete whatever
 // is there: on them, Purge is only as safe as a plain delete.
-func (g *Guard) Purge(ctx context.Context, key string, t client.Token) (guard.Decision, error) {
-	if err := g.check(key, t.Number); err != nil {
+func (g *Guard) Purge(ctx context.Context, key string, tok guard.SignedToken) (guard.Decision, error) {
+	t, err := presentationOf(tok)
+	if err != nil {
+		return guard.Decision{}, err
+	}
+	if err := g.check(key, t.number); err != nil {
 		return guard.Decision{}, err
 	}
 	res, err := g.resourceOf(key, t)
@@ -58,9 +65,9 @@ func (g *Guard) Purge(ctx context.Context, key string, t client.Token) (guard.De
 		if err != nil {
 			return guard.Decision{}, err
 		}
-		d := decide(st.mark, t.Number, reason)
+		d := decide(st.mark, t.number, reason)
 		if !d.Accepted {
-			return g.reported(ctx, res, d, t.Signature)
+			return g.reported(ctx, res, d, t.sig)
 		}
 		if !st.exists {
 			return d, nil

@@ -7,7 +7,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/guard"
 )
 
@@ -44,8 +43,12 @@ type Read struct {
 // guard.ReasonSharedToken.
 //
 // Objects larger than WithMaxReadSize are refused with ErrTooLarge.
-func (g *Guard) Get(ctx context.Context, key string, t client.Token) (Read, error) {
-	if err := g.check(key, t.Number); err != nil {
+func (g *Guard) Get(ctx context.Context, key string, tok guard.SignedToken) (Read, error) {
+	t, err := presentationOf(tok)
+	if err != nil {
+		return Read{}, err
+	}
+	if err := g.check(key, t.number); err != nil {
 		return Read{}, err
 	}
 	res, err := g.resourceOf(key, t)
@@ -62,18 +65,18 @@ func (g *Guard) Get(ctx context.Context, key string, t client.Token) (Read, erro
 		if err != nil {
 			return Read{}, err
 		}
-		d := decide(st.mark, t.Number, reason)
+		d := decide(st.mark, t.number, reason)
 		if !d.Accepted {
-			d, err := g.reported(ctx, res, d, t.Signature)
+			d, err := g.reported(ctx, res, d, t.sig)
 			return Read{Decision: d}, err
 		}
 		r.Decision = d
-		if st.exists && t.Number == st.mark {
+		if st.exists && t.number == st.mark {
 			return r, nil
 		}
 		// Raise the mark: the same object back under the new mark, or a
 		// tombstone where there is none.
-		err = g.putConditional(ctx, w, st, t.Number)
+		err = g.putConditional(ctx, w, st, t.number)
 		if err == nil {
 			return r, nil
 		}

@@ -26,12 +26,13 @@
 //     guard.ReasonStale, d.Err(key) for a *guard.RefusalError;
 //     guard.ErrInvalidToken and ErrInvalid for bad input, which sends
 //     nothing.
-//   - Built with WithClient, a guard verifies signatures with the
-//     server's keys (refusing unsigned and forged tokens, bad-signature;
-//     a shared lock's token presented for a write, shared-token) and
-//     reports its refusals to the server, so they show in the rejection
-//     history and on the dashboard. WithVerifier alone gives signed mode
-//     without reports.
+//   - Built from a fenceview client (NewFrom), a guard verifies
+//     signatures with the server's keys (refusing unsigned and forged
+//     tokens, bad-signature; a shared lock's token presented for a write,
+//     shared-token) and reports its refusals to the server, so they show
+//     in the rejection history and on the dashboard. New with
+//     WithVerifier gives signed mode without reports; WithReporter,
+//     reports without it.
 //   - Which lock governs an object is the guard's to say (WithResource;
 //     by default the object's key). Signatures are checked, and refusals
 //     reported, for that resource; marks are per object.
@@ -142,7 +143,7 @@ type Guard struct {
 	bucket      string
 	err         error // a bad configuration, returned by every call
 	sig         *signatures
-	fv          *client.Client // refusals are reported to it; nil: not reported
+	reporter    Reporter // refusals are reported to it; nil: not reported
 	resource    func(key string) string
 	source      string
 	maxAttempts int
@@ -154,7 +155,7 @@ type Option func(*options)
 
 type options struct {
 	verifier       *guard.Verifier
-	client         *client.Client
+	reporter       Reporter
 	acceptUnsigned bool
 	resource       func(string) string
 	source         string
@@ -165,7 +166,7 @@ type options struct {
 
 // WithVerifier puts the guard in signed mode: a token is compared only
 // with a signature one of v's keys made for the object's resource and the
-// token (PutSigned, PutObject with a signed client.Token); anything else
+// token (PutSigned, PutObject with a signed token); anything else
 // is refused with guard.ReasonBadSignature before the store is written.
 func WithVerifier(v *guard.Verifier) Option {
 	return func(o *options) {
@@ -176,31 +177,38 @@ func WithVerifier(v *guard.Verifier) Option {
 	}
 }
 
-// WithClient builds the guard from a fenceview client: refusals are
-// reported to its server (POST /v1/decisions), and the guard verifies
-// signatures with the server's published keys, fetched at the first
-// signed check and again when a signature does not verify (a rotation),
-// unless AcceptUnsignedTokens. A verifier given with WithVerifier is used
-// instead of the server's keys.
-func WithClient(c *client.Client) Option {
+// Reporter records a guard's refusals at a fenceview server, so they
+// are in its rejection history and on its dashboard: *client.Client is
+// one.
+type Reporter interface {
+	Report(ctx context.Context, reports ...client.Report) (int, error)
+}
+
+// WithReporter reports every refusal to r (POST /v1/decisions), under the
+// object's resource and the guard's source (WithSource). NewFrom does it
+// when its key source is a Reporter.
+func WithReporter(r Reporter) Option {
 	return func(o *options) {
-		if c == nil {
-			o.errs = append(o.errs, fmt.Errorf("%w: WithClient(nil)", ErrInvalid))
+		if r == nil {
+			o.errs = append(o.errs, fmt.Errorf("%w: WithReporter(nil)", ErrInvalid))
 		}
-		o.client = c
+		o.reporter = r
 	}
 }
 
-// AcceptUnsignedTokens lets a guard built WithClient compare bare
-// numbers: anyone who reaches the guard can then present any token.
+// AcceptUnsignedTokens makes a guard built from a client (NewFrom) take
+// any token number, signed or not, as New without WithVerifier does:
+// whoever can call your code with a high number then locks the real
+// holder out. For a server that does not sign, or a test. Only NewFrom
+// reads it.
 func AcceptUnsignedTokens() Option {
 	return func(o *options) { o.acceptUnsigned = true }
 }
 
 // WithResource says which lock governs an object: signatures are checked,
 // and refusals reported, for resource(key). The default is the key
-// itself. A token presented for another resource (client.Token.Resource)
-// is refused with guard.ReasonScopeMismatch.
+// itself. A token presented for another resource (a client.Token's
+// Resource) is refused with guard.ReasonScopeMismatch.
 func WithResource(resource func(key string) string) Option {
 	return func(o *options) {
 		if resource == nil {
@@ -244,14 +252,64 @@ func WithMaxReadSize(n int64) Option {
 }
 
 // New returns a guard of the objects of bucket, reached through api
-// (*s3.Client). A bad bucket name or option is returned by every call
-// (errors.Is ErrInvalid), so New itself cannot fail.
+// (*s3.Client). Without WithVerifier it takes any token number: build the
+// guard from your fenceview client with NewFrom, which verifies the
+// server's signatures. A bad bucket name or option is returned by every
+// call (errors.Is ErrInvalid), so New itself cannot fail.
 func New(api API, bucket string, opts ...Option) *Guard {
+	g, o := build(api, bucket, opts)
+	if o.verifier != nil {
+		g.sig = newSignatures(o.verifier, nil)
+	}
+	return g
+}
+
+// NewFrom is New for a guard built from a fenceview client (keys: a
+// *client.Client): it takes only tokens the client's server signed, with
+// the keys the server publishes now (GET /v1/signing-keys), fetched again
+// when a signature does not verify (a rotation) at most once a second,
+// and every minute. A bare number, a forged or another resource's
+// signature is refused with guard.ReasonBadSignature before the store is
+// written. When keys is also a Reporter (a *client.Client is), refusals
+// are reported to the server. Present tokens with PutObject (the
+// client.Token the lock returned) or PutSigned.
+//
+// AcceptUnsignedTokens turns verification off (for a server that does
+// not sign); without it, a server that publishes no keys is
+// guard.ErrNoSigningKeys. WithVerifier may not be given: the keys are the
+// server's.
+func NewFrom(ctx context.Context, keys guard.KeySource, api API, bucket string, opts ...Option) (*Guard, error) {
+	g, o := build(api, bucket, opts)
+	if g.err != nil {
+		return nil, g.err
+	}
+	if o.verifier != nil {
+		return nil, fmt.Errorf("%w: NewFrom verifies with the server's keys; a Verifier of your own goes to New", ErrInvalid)
+	}
+	if keys == nil {
+		return nil, fmt.Errorf("%w: NewFrom without a key source", ErrInvalid)
+	}
+	if r, ok := keys.(Reporter); ok && g.reporter == nil {
+		g.reporter = r
+	}
+	if !o.acceptUnsigned {
+		v, err := guard.VerifierFrom(ctx, keys)
+		if err != nil {
+			return nil, err
+		}
+		g.sig = newSignatures(v, keys)
+		g.sig.fetched = g.sig.now()
+	}
+	return g, nil
+}
+
+// build is what New and NewFrom share: the options, checked.
+func build(api API, bucket string, opts []Option) (*Guard, options) {
 	o := options{source: "s3guard", maxRead: DefaultMaxReadSize}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	g := &Guard{api: api, bucket: bucket, fv: o.client, resource: o.resource, source: o.source, maxAttempts: o.maxAttempts, maxRead: o.maxRead}
+	g := &Guard{api: api, bucket: bucket, reporter: o.reporter, resource: o.resource, source: o.source, maxAttempts: o.maxAttempts, maxRead: o.maxRead}
 	switch {
 	case api == nil || isNilAPI(api):
 		o.errs = append(o.errs, fmt.Errorf("%w: nil S3 client", ErrInvalid))
@@ -259,13 +317,7 @@ func New(api API, bucket string, opts ...Option) *Guard {
 		o.errs = append(o.errs, fmt.Errorf("%w: bucket name %q", ErrInvalid, truncate(bucket)))
 	}
 	g.err = errors.Join(o.errs...)
-	switch {
-	case o.verifier != nil:
-		g.sig = newSignatures(o.verifier, nil)
-	case o.client != nil && !o.acceptUnsigned:
-		g.sig = newSignatures(&guard.Verifier{}, o.client)
-	}
-	return g
+	return g, o
 }
 
 // isNilAPI catches a typed nil (*s3.Client)(nil) in the interface.
@@ -305,22 +357,31 @@ type Object struct {
 // not errors. A guard in signed mode refuses a bare number
 // (bad-signature): use PutSigned or PutObject.
 func (g *Guard) Put(ctx context.Context, key string, body []byte, token int64) (guard.Decision, error) {
-	return g.PutObject(ctx, Object{Key: key, Body: bytesReader(body)}, client.Token{Number: token})
+	return g.put(ctx, Object{Key: key, Body: bytesReader(body)}, presented{number: token})
 }
 
 // PutSigned is Put for a signed token: sig is its signature text, as a
 // grant gives it (X-Fencing-Signature). A guard not in signed mode
 // ignores it.
 func (g *Guard) PutSigned(ctx context.Context, key string, body []byte, token int64, sig string) (guard.Decision, error) {
-	return g.PutObject(ctx, Object{Key: key, Body: bytesReader(body)}, client.Token{Number: token, Signature: sig})
+	return g.put(ctx, Object{Key: key, Body: bytesReader(body)}, presented{number: token, sig: sig})
 }
 
 // PutObject is Put for a streamed body, a content type and user
-// metadata, presenting a lock's token as the client gives it
-// (client.Mutex.Token): its number and signature, and its resource,
-// which must be the one governing o.Key (WithResource) when it is set.
-func (g *Guard) PutObject(ctx context.Context, o Object, t client.Token) (guard.Decision, error) {
-	if err := g.check(o.Key, t.Number); err != nil {
+// metadata, presenting a lock's token as the client gives it (the
+// client.Token of Mutex.Token, a permit's, an election's): its number and
+// signature, and its resource, which must be the one governing o.Key
+// (WithResource). client.Token{Number: n} presents a bare number.
+func (g *Guard) PutObject(ctx context.Context, o Object, tok guard.SignedToken) (guard.Decision, error) {
+	t, err := presentationOf(tok)
+	if err != nil {
+		return guard.Decision{}, err
+	}
+	return g.put(ctx, o, t)
+}
+
+func (g *Guard) put(ctx context.Context, o Object, t presented) (guard.Decision, error) {
+	if err := g.check(o.Key, t.number); err != nil {
 		return guard.Decision{}, err
 	}
 	b, err := newBody(o.Body)
@@ -352,12 +413,12 @@ func (g *Guard) check(key string, token int64) error {
 
 // resourceOf returns the resource governing key, validated when it is
 // needed (signed mode, reports, a token that names its resource).
-func (g *Guard) resourceOf(key string, t client.Token) (string, error) {
+func (g *Guard) resourceOf(key string, t presented) (string, error) {
 	res := key
 	if g.resource != nil {
 		res = g.resource(key)
 	}
-	if g.sig == nil && g.fv == nil && t.Resource == "" {
+	if g.sig == nil && g.reporter == nil && t.resource == "" {
 		return res, nil
 	}
 	if err := guard.ValidateResourceID(res); err != nil {
@@ -369,7 +430,7 @@ func (g *Guard) resourceOf(key string, t client.Token) (string, error) {
 // decideAndWrite is every write's loop: verify the token, read the
 // object's mark and ETag, decide, write conditionally; on a 412 read and
 // decide again.
-func (g *Guard) decideAndWrite(ctx context.Context, t client.Token, w write) (guard.Decision, error) {
+func (g *Guard) decideAndWrite(ctx context.Context, t presented, w write) (guard.Decision, error) {
 	res, err := g.resourceOf(w.key, t)
 	if err != nil {
 		return guard.Decision{}, err
@@ -384,11 +445,11 @@ func (g *Guard) decideAndWrite(ctx context.Context, t client.Token, w write) (gu
 		if err != nil {
 			return guard.Decision{}, err
 		}
-		d := decide(st.mark, t.Number, reason)
+		d := decide(st.mark, t.number, reason)
 		if !d.Accepted {
-			return g.reported(ctx, res, d, t.Signature)
+			return g.reported(ctx, res, d, t.sig)
 		}
-		err = g.putConditional(ctx, w, st, t.Number)
+		err = g.putConditional(ctx, w, st, t.number)
 		if err == nil {
 			return d, nil
 		}
@@ -407,13 +468,13 @@ func decide(mark, token int64, reason string) guard.Decision {
 	return guard.Evaluate(mark, token)
 }
 
-// reported reports a refusal to the client's server, when the guard has
-// one, and returns it.
+// reported reports a refusal, when the guard has a reporter, and returns
+// it.
 func (g *Guard) reported(ctx context.Context, res string, d guard.Decision, sig string) (guard.Decision, error) {
-	if g.fv == nil || d.Accepted {
+	if g.reporter == nil || d.Accepted {
 		return d, nil
 	}
-	_, err := g.fv.Report(ctx, client.Report{Resource: res, Decision: d, Source: g.source, Signature: sig})
+	_, err := g.reporter.Report(ctx, client.Report{Resource: res, Decision: d, Source: g.source, Signature: sig})
 	if err != nil {
 		return d, fmt.Errorf("%w: %w", ErrNotReported, err)
 	}
@@ -495,4 +556,20 @@ func truncate(s string) string {
 		return s[:32] + "..."
 	}
 	return s
+}
+
+// presented is a token as a call presents it: its number, its signature
+// ("" for none) and the resource it was granted for ("" when not said).
+type presented struct {
+	resource string
+	number   int64
+	sig      string
+}
+
+func presentationOf(tok guard.SignedToken) (presented, error) {
+	if tok == nil {
+		return presented{}, fmt.Errorf("%w: nil token", ErrInvalid)
+	}
+	res, n, sig := tok.SignedToken()
+	return presented{resource: res, number: n, sig: sig}, nil
 }

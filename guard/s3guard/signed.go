@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/guard"
 )
 
@@ -19,10 +18,10 @@ const (
 	accessRead  access = true
 )
 
-// How a guard built from a client keeps the server's keys: fetched at the
-// first signed check, again after keysMaxAge, and again when a signature
-// does not verify (a key it has not seen yet), at most once per
-// keysMinRefresh, so forged tokens cannot make it hammer the server.
+// How a guard built from a client keeps the server's keys: fetched when it
+// is built, again after keysMaxAge, and again when a signature does not
+// verify (a key it has not seen yet), at most once per keysMinRefresh, so
+// forged tokens cannot make it hammer the server.
 const (
 	keysMaxAge     = time.Minute
 	keysMinRefresh = time.Second
@@ -34,7 +33,7 @@ const (
 // verifications, and where the keys come from.
 type signatures struct {
 	cache *guard.VerifyCache
-	fv    *client.Client // nil: the keys are the verifier's, set by its owner
+	keys  guard.KeySource // nil: the keys are the verifier's, set by its owner
 	now   func() time.Time
 
 	mu        sync.Mutex
@@ -42,17 +41,17 @@ type signatures struct {
 	refreshed time.Time // the last refresh a failed verification caused
 }
 
-func newSignatures(v *guard.Verifier, fv *client.Client) *signatures {
-	return &signatures{cache: guard.NewVerifyCache(v), fv: fv, now: time.Now}
+func newSignatures(v *guard.Verifier, keys guard.KeySource) *signatures {
+	return &signatures{cache: guard.NewVerifyCache(v), keys: keys, now: time.Now}
 }
 
 // mode reports what sig proves about token on resource: an exclusive
-// grant, a shared one, or nothing (guard.Unsigned). With a client it
-// fetches the server's keys first when it has none or they are old, and
-// once more when sig proves nothing. read says which grant's message to
+// grant, a shared one, or nothing (guard.Unsigned). With a key source it
+// fetches the keys again first when they are old, and once more when sig
+// proves nothing. read says which grant's message to
 // try first.
 func (s *signatures) mode(ctx context.Context, resource string, token int64, sig string, read bool) (guard.Mode, error) {
-	if s.fv == nil {
+	if s.keys == nil {
 		return s.cache.Mode(resource, token, sig, read), nil
 	}
 	s.mu.Lock()
@@ -83,7 +82,7 @@ func (s *signatures) mode(ctx context.Context, resource string, token int64, sig
 }
 
 func (s *signatures) refresh(ctx context.Context) error {
-	if err := s.fv.RefreshVerifier(ctx, s.cache.Verifier()); err != nil {
+	if err := s.keys.RefreshVerifier(ctx, s.cache.Verifier()); err != nil {
 		return fmt.Errorf("s3guard: the fenceview server's signing keys: %w", err)
 	}
 	s.mu.Lock()
@@ -97,14 +96,14 @@ func (s *signatures) refresh(ctx context.Context) error {
 // mode, its signature proves no grant (bad-signature), or a shared
 // grant's token is presented for a write (shared-token: a reader's token
 // may read, never write). "" when it may.
-func (g *Guard) refusal(ctx context.Context, res string, t client.Token, a access) (string, error) {
-	if t.Resource != "" && t.Resource != res {
+func (g *Guard) refusal(ctx context.Context, res string, t presented, a access) (string, error) {
+	if t.resource != "" && t.resource != res {
 		return guard.ReasonScopeMismatch, nil
 	}
 	if g.sig == nil {
 		return "", nil
 	}
-	m, err := g.sig.mode(ctx, res, t.Number, t.Signature, a == accessRead)
+	m, err := g.sig.mode(ctx, res, t.number, t.sig, a == accessRead)
 	if err != nil {
 		return "", err
 	}

@@ -2,10 +2,13 @@ package s3guard_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
@@ -49,7 +52,10 @@ func TestBuiltFromAClientVerifiesAndReports(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 	const key = "orders/42.json"
-	g := s3guard.New(api, bucket, s3guard.WithClient(c), s3guard.WithSource("orders-bucket"))
+	g, err := s3guard.NewFrom(ctx, c, api, bucket, s3guard.WithSource("orders-bucket"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !g.Signed() {
 		t.Fatal("a guard built from a client is not in signed mode")
 	}
@@ -105,7 +111,10 @@ func TestBuiltFromAClientVerifiesAndReports(t *testing.T) {
 
 	// Accepting bare numbers is an explicit choice, and refusals are still
 	// reported.
-	loose := s3guard.New(api, bucket, s3guard.WithClient(c), s3guard.AcceptUnsignedTokens())
+	loose, err := s3guard.NewFrom(ctx, c, api, bucket, s3guard.AcceptUnsignedTokens())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if loose.Signed() {
 		t.Fatal("AcceptUnsignedTokens left the guard in signed mode")
 	}
@@ -130,7 +139,10 @@ func TestRefusalNotReportedIsStillARefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := s3guard.New(api, bucket, s3guard.WithClient(c), s3guard.AcceptUnsignedTokens())
+	g, err := s3guard.NewFrom(context.Background(), c, api, bucket, s3guard.AcceptUnsignedTokens())
+	if err != nil {
+		t.Fatal(err)
+	}
 	mustPut(t, g, "k", "kept", 5)
 	c.Close()
 	d, err := g.Put(context.Background(), "k", []byte("stale"), 4)
@@ -151,3 +163,85 @@ func mustDecide(t *testing.T, g *s3guard.Guard, key, body string, tok client.Tok
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// keys is a key source whose keys a test sets, counting the fetches.
+type keys struct {
+	mu      sync.Mutex
+	pubs    []ed25519.PublicKey
+	fetches int
+}
+
+func (k *keys) set(pubs ...ed25519.PublicKey) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.pubs = pubs
+}
+
+func (k *keys) count() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.fetches
+}
+
+func (k *keys) RefreshVerifier(_ context.Context, v *guard.Verifier) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.fetches++
+	return v.SetKeys(k.pubs)
+}
+
+// A guard built from a key source follows its rotations: a token signed
+// by a key it has not seen makes it fetch the keys again, at most once a
+// second (forgeries cannot make it hammer the server), and every minute.
+func TestNewFromFollowsRotations(t *testing.T) {
+	ctx := context.Background()
+	api := newFake()
+	if _, err := s3guard.NewFrom(ctx, &keys{}, api, bucket); !errors.Is(err, guard.ErrNoSigningKeys) {
+		t.Fatalf("NewFrom of a source without keys: %v", err)
+	}
+	if _, err := s3guard.NewFrom(ctx, &keys{}, api, bucket, s3guard.WithVerifier(&guard.Verifier{})); !errors.Is(err, s3guard.ErrInvalid) {
+		t.Fatalf("NewFrom with a verifier of its own: %v", err)
+	}
+	src := &keys{}
+	src.set(signedtest.Public(signedtest.Old))
+	g, err := s3guard.NewFrom(ctx, src, api, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Unix(1_000_000, 0)
+	s3guard.SetClock(g, func() time.Time { return clock })
+	put := func(token int64, k ed25519.PrivateKey) guard.Decision {
+		t.Helper()
+		d, err := g.PutSigned(ctx, "orders", []byte("x"), token, signedtest.Sign(t, k, "orders", token))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := put(5, signedtest.Old); !d.Accepted || src.count() != 1 {
+		t.Fatalf("a token of the key fetched at build: %+v after %d fetches", d, src.count())
+	}
+	src.set(signedtest.Public(signedtest.New))
+	if d := put(6, signedtest.New); !d.Accepted || src.count() != 2 {
+		t.Fatalf("a token of the rotated-in key: %+v after %d fetches", d, src.count())
+	}
+	for range 5 {
+		if d := put(7, signedtest.Other); d.Reason != guard.ReasonBadSignature {
+			t.Fatalf("another server's token: %+v", d)
+		}
+	}
+	if n := src.count(); n != 2 {
+		t.Fatalf("5 forgeries within a second of the last fetch made %d fetches in all, want 2", n)
+	}
+	clock = clock.Add(time.Second)
+	put(7, signedtest.Other)
+	if n := src.count(); n != 3 {
+		t.Fatalf("a forgery a second later: %d fetches, want 3", n)
+	}
+	// A minute on, the keys are old and fetched before the check, and a
+	// token of the key removed at the rotation misses and fetches once more.
+	clock = clock.Add(time.Minute)
+	if d := put(8, signedtest.Old); d.Reason != guard.ReasonBadSignature || src.count() != 5 {
+		t.Fatalf("the removed key's token after a minute: %+v after %d fetches", d, src.count())
+	}
+}
