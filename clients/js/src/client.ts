@@ -320,18 +320,25 @@ export class Client {
    */
   async #viaStream(req: Record<string, unknown>, signal: AbortSignal | undefined): Promise<{ status: number; body: JSONValue } | null> {
     if (!this.#rpc) return null;
-    let stopped = false;
+    // Each try takes the stream live then: one the server stopped serving
+    // (its 503 unavailable, sent again as any shed call is) is left for a
+    // new one.
+    for (let shed = 0; ; shed++) {
+      const a = await this.#onStream(req, signal);
+      if (a === null) return null;
+      const wait = shed < this.#retries ? shedWait(a, shed) : null;
+      if (wait === null) return a;
+      await pause(wait, signal);
+    }
+  }
+
+  /** onStream is one try of viaStream: the answer, or null to go over HTTP. */
+  async #onStream(req: Record<string, unknown>, signal: AbortSignal | undefined): Promise<{ status: number; body: JSONValue } | null> {
     for (let attempt = 1; ; attempt++) {
       const s = this.#stream();
       if (s === null) return null;
       try {
-        const a = await this.#retrying(signal, () => s.call(req, signal));
-        if (stopped || !s.stoppedBy(a)) return a;
-        // The server stopped serving the stream and refused the call
-        // without doing it: once more, on a new stream.
-        stopped = true;
-        attempt--;
-        continue;
+        return await s.call(req, signal);
       } catch (err) {
         if (!(err instanceof ConnectionError) || s.opened) throw err;
         // A stream that never opened sent nothing: the next node may take it, else HTTP.

@@ -71,7 +71,7 @@ for (const rpc of [false, true]) {
     if (!rpc) {
       test('503 with Retry-After, then 200', async () => {
         reset({ shed: 1, status: 503, headers: { 'retry-after': '0' }, body: { error: 'no leader', code: 'unavailable' } });
-        const c = new Client(srv.url);
+        const c = new Client(srv.url, { rpc });
         try {
           assert.equal((await c.state('x')).locked, false);
           assert.equal(plan.seen, 2);
@@ -82,7 +82,7 @@ for (const rpc of [false, true]) {
 
       test('503 without Retry-After or a code is not retried', async () => {
         reset({ shed: 5, status: 503, body: { error: 'down' } });
-        const c = new Client(srv.url);
+        const c = new Client(srv.url, { rpc });
         try {
           await assert.rejects(c.state('x'), UnavailableError);
           assert.equal(plan.seen, 1);

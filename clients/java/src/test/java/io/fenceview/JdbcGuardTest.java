@@ -229,8 +229,8 @@ class JdbcGuardTest {
                 assertThrows(IllegalArgumentException.class, () -> guard.update(conn, t, "product_id", 42, 1, Map.of(bad, 1)), bad);
             }
             assertThrows(IllegalArgumentException.class, () -> guard.update(conn, t, "product_id", 42, 1, Map.of("fence_token", 99)));
-            assertThrows(IllegalArgumentException.class, () -> guard.update(conn, t, "product_id", 42, 0, Map.of("stock", 1)));
-            assertThrows(IllegalArgumentException.class, () -> guard.update(conn, t, "product_id", 42, -3, Map.of("stock", 1)));
+            assertThrows(InvalidRequestException.class, () -> guard.update(conn, t, "product_id", 42, 0, Map.of("stock", 1)));
+            assertThrows(InvalidRequestException.class, () -> guard.update(conn, t, "product_id", 42, -3, Map.of("stock", 1)));
             assertEquals(List.of(10L, 0L), List.of(row(conn, t)[0], row(conn, t)[1]), "nothing was written");
             // A hostile value is only ever a value; a schema-qualified table works.
             assertThrows(SQLException.class, () -> guard.update(conn, t, "product_id", 42, 1, Map.of("stock", "1; DROP TABLE " + t)));
