@@ -582,3 +582,32 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// CheckStore tells a store that fences (versitygw) from one that ignores
+// the conditions (the fake, told to), and leaves nothing behind.
+func TestCheckStore(t *testing.T) {
+	ctx := context.Background()
+	api := versity(t)
+	if err := s3guard.New(api, bucket).CheckStore(ctx, "s3guard-check"); err != nil {
+		t.Fatalf("versitygw: %v", err)
+	}
+	if _, _, _, found := object(t, api, "s3guard-check"); found {
+		t.Fatal("CheckStore left its object")
+	}
+	mustPut(t, s3guard.New(api, bucket), "taken", "x", 1)
+	if err := s3guard.New(api, bucket).CheckStore(ctx, "taken"); !errors.Is(err, s3guard.ErrInvalid) {
+		t.Fatalf("CheckStore on a key in use: %v", err)
+	}
+	if body, _, _, _ := object(t, api, "taken"); body != "x" {
+		t.Fatalf("CheckStore changed a key in use: %q", body)
+	}
+	fake := newFake()
+	fake.ignore = true
+	err := s3guard.New(fake, bucket).CheckStore(ctx, "s3guard-check")
+	if !errors.Is(err, s3guard.ErrConditionsIgnored) || !strings.Contains(err.Error(), "PutObject If-Match") || !strings.Contains(err.Error(), "DeleteObject If-Match") {
+		t.Fatalf("a store ignoring conditions: %v", err)
+	}
+	if len(fake.objects) != 0 || fake.openUploads() != 0 {
+		t.Fatalf("CheckStore left %d objects, %d uploads", len(fake.objects), fake.openUploads())
+	}
+}
