@@ -18,7 +18,11 @@
 //	if !d.Accepted { /* fenced out: d.Required beat us; nothing written */ }
 //
 // A token equal to the mark is accepted: one holder writes many times
-// under one grant.
+// under one grant. Built from a fenceview client, the guard takes only
+// tokens the server signed, as a lock gives them:
+//
+//	g, err := s3guard.NewFrom(ctx, fv, s3Client, "orders") // fv: *client.Client
+//	d, err := g.PutObject(ctx, s3guard.Object{Key: "orders/42.json", Body: f}, m.Token())
 //
 // # Notes
 //
@@ -51,6 +55,8 @@
 //   - Reads (Get), deletes (Delete: a tombstone that keeps the mark;
 //     Purge: the store's conditional delete) and the marker-object
 //     pattern are in their own files' docs and in examples/s3manifest.
+//   - A store that ignores the conditions fences nothing: CheckStore
+//     finds out, on a scratch key.
 package s3guard
 
 import (
