@@ -245,3 +245,47 @@ func TestNewFromFollowsRotations(t *testing.T) {
 		t.Fatalf("the removed key's token after a minute: %+v after %d fetches", d, src.count())
 	}
 }
+
+// The same with a real server's read-write lock: its reader's token (the
+// shared grant's signature) reads and raises the mark, and is refused for
+// a write; the writer of the phase before is fenced out by the read.
+func TestReadWriteLockOfARealServer(t *testing.T) {
+	api := versity(t)
+	srv := fenceviewtest.New(t)
+	c, err := client.New(client.Config{URL: srv.URL, DisableRPC: true}) // the JSON API's shared grants
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	const key = "reports/weekly.csv"
+	g, err := s3guard.NewFrom(ctx, c, api, bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := c.RWMutex(key, "writer")
+	if _, err := w.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writer := w.Writer().Token()
+	mustDecide(t, g, key, "v1", writer, true, "")
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := c.RWMutex(key, "reader")
+	if _, err := r.RLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer r.RUnlock(ctx)
+	reader := r.Reader().Token()
+	mustDecide(t, g, key, "by a reader", reader, false, guard.ReasonSharedToken)
+	got, err := g.Get(ctx, key, reader)
+	if err != nil || !got.Accepted || string(got.Body) != "v1" {
+		t.Fatalf("the reader's read = %+v, %v", got, err)
+	}
+	mustDecide(t, g, key, "v1, late", writer, false, guard.ReasonStale)
+	page, err := c.Rejections(ctx, client.RejectionQuery{Resource: key})
+	if err != nil || len(page.Rejections) != 2 || page.Rejections[1].Reason != guard.ReasonSharedToken {
+		t.Fatalf("rejection history: %+v, %v", page.Rejections, err)
+	}
+}
