@@ -246,6 +246,58 @@ export class S3Guard {
     }
   }
 
+  /**
+   * checkStore finds out whether the store refuses what the guard needs it
+   * to refuse, on key, a scratch key nobody else writes (the Go guard's
+   * CheckStore): it creates the object, then tries a second creation, a
+   * PutObject, a multipart upload and a DeleteObject, each with a condition
+   * that does not hold; each must meet a 412. It deletes the object and
+   * returns the conditions the store ignored ([] for a store the guard can
+   * rely on; one that ignores only DeleteObject's makes purge a plain delete).
+   */
+  async checkStore(key: string): Promise<string[]> {
+    checkKey(key);
+    const c = await commands();
+    const Bucket = this.bucket;
+    const stale = '"00000000000000000000000000000000"';
+    const first = 's3guard store check: first';
+    try {
+      await this.#s3.send(new c.PutObjectCommand({ Bucket, Key: key, Body: first, IfNoneMatch: '*' }));
+    } catch (err) {
+      if (conflict(err)) throw new InvalidInputError(`s3 guard: ${key} exists: checkStore needs a key of its own`);
+      throw err;
+    }
+    const ignored: string[] = [];
+    const refused = async (what: string, attempt: () => Promise<unknown>) => {
+      try {
+        await attempt();
+        ignored.push(what);
+      } catch (err) {
+        if (!conflict(err)) throw err;
+      }
+    };
+    try {
+      await refused('PutObject If-None-Match: *', () => this.#s3.send(new c.PutObjectCommand({ Bucket, Key: key, Body: 'second', IfNoneMatch: '*' })));
+      await refused('PutObject If-Match', () => this.#s3.send(new c.PutObjectCommand({ Bucket, Key: key, Body: 'stale', IfMatch: stale })));
+      await refused('CompleteMultipartUpload If-Match', async () => {
+        const up = await this.#s3.send(new c.CreateMultipartUploadCommand({ Bucket, Key: key }));
+        try {
+          const part = await this.#s3.send(new c.UploadPartCommand({ Bucket, Key: key, UploadId: up.UploadId, PartNumber: 1, Body: 'multipart' }));
+          await this.#s3.send(new c.CompleteMultipartUploadCommand({ Bucket, Key: key, UploadId: up.UploadId, IfMatch: stale, MultipartUpload: { Parts: [{ ETag: part.ETag, PartNumber: 1 }] } }));
+        } catch (err) {
+          await this.#s3.send(new c.AbortMultipartUploadCommand({ Bucket, Key: key, UploadId: up.UploadId })).catch(() => {});
+          throw err;
+        }
+      });
+      const out = await this.#s3.send(new c.GetObjectCommand({ Bucket, Key: key }));
+      if ((await out.Body.transformToString()) !== first && ignored.length === 0) ignored.push('a write refused with a 412 (it landed anyway)');
+      await refused('DeleteObject If-Match', () => this.#s3.send(new c.DeleteObjectCommand({ Bucket, Key: key, IfMatch: stale })));
+    } finally {
+      await this.#s3.send(new c.DeleteObjectCommand({ Bucket, Key: key })).catch(() => {});
+    }
+    return ignored;
+  }
+
   /** mark is the object's mark: 0n when it is absent or was written without the guard. */
   async mark(key: string, opts: { signal?: AbortSignal } = {}): Promise<bigint> {
     checkKey(key);

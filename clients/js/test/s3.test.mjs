@@ -270,6 +270,27 @@ describe('S3Guard', needS3, () => {
     assert.equal(o.meta[FENCE_TOKEN_METADATA], '9');
   });
 
+  test('checkStore: versitygw refuses every stale condition; a store that ignores them is named', async () => {
+    const key = unique('check');
+    assert.deepEqual(await guard.checkStore(key), []);
+    assert.equal(await object(key), null);
+    await guard.put(key, 'taken', 1n);
+    await assert.rejects(guard.checkStore(key), InvalidInputError);
+    assert.equal((await object(key)).body, 'taken');
+    // A store that drops every condition (the real one, its headers stripped).
+    const careless = {
+      send(cmd, opts) {
+        delete cmd.input.IfMatch;
+        delete cmd.input.IfNoneMatch;
+        return s3.send(cmd, opts);
+      },
+    };
+    const other = unique('check');
+    const ignored = await new S3Guard(careless, Bucket).checkStore(other);
+    assert.deepEqual(ignored, ['PutObject If-None-Match: *', 'PutObject If-Match', 'CompleteMultipartUpload If-Match', 'DeleteObject If-Match']);
+    assert.equal(await object(other), null);
+  });
+
   test('a writer that always loses stops at maxAttempts', async () => {
     const key = unique('contended');
     await guard.put(key, 'start', 2n);
