@@ -1,5 +1,6 @@
 // Package js_test runs the Node package's suites (node --test) against a
-// real fenceview server of this tree and real PostgreSQL and Redis servers,
+// real fenceview server of this tree, real PostgreSQL and Redis servers and
+// a real S3 store (versitygw),
 // after building dist/ from src/ with the pinned TypeScript compiler.
 package js_test
 
@@ -106,24 +107,29 @@ func TestPackageBuilds(t *testing.T) {
 const adminToken = "node-suites-admin-token"
 
 // TestNodeSuites runs node --test test/ against a fenceview server, a
-// PostgreSQL and a Redis server started here. A failing, cancelled or
+// PostgreSQL and a Redis server and versitygw (an S3 store) started here. A failing, cancelled or
 // skipped node test fails this test; the node summary is in its log.
 func TestNodeSuites(t *testing.T) {
 	node := need(t, "node")
 	npm := need(t, "npm")
 	if testing.Short() {
-		t.Skip("the Node suites start PostgreSQL and Redis: skipped in -short mode")
+		t.Skip("the Node suites start PostgreSQL, Redis and versitygw: skipped in -short mode")
 	}
 	dir, _ := filepath.Abs(".")
 	build(t, node, npm, dir)
 	srv := fenceviewtest.New(t, fenceviewtest.Config{AdminToken: adminToken})
 	pg := dbtest.PostgreSQL(t)
 	rd := dbtest.Redis(t)
+	s3 := dbtest.Versity(t, "fenced-js")
 	env := []string{
 		"FENCEVIEW_URL=" + srv.URL,
 		"FENCEVIEW_ADMIN_TOKEN=" + adminToken,
 		"FENCEVIEW_PG_URL=postgres://postgres@" + pg.Addr + "/postgres?sslmode=disable",
 		"FENCEVIEW_REDIS_URL=redis://" + rd.Addr,
+		"FENCEVIEW_S3_URL=http://" + s3.Addr,
+		"FENCEVIEW_S3_BUCKET=fenced-js",
+		"FENCEVIEW_S3_ACCESS_KEY=" + dbtest.S3AccessKey,
+		"FENCEVIEW_S3_SECRET_KEY=" + dbtest.S3SecretKey,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -135,7 +141,7 @@ func TestNodeSuites(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, out)
 	}
-	t.Logf("node --test (%s, %s):\n%s", pg.Version, rd.Version, summary)
+	t.Logf("node --test (%s, %s, %s):\n%s", pg.Version, rd.Version, s3.Version, summary)
 	counts := map[string]string{}
 	for _, m := range regexp.MustCompile(`(?m)^ℹ (tests|pass|fail|cancelled|skipped|todo) (\d+)$`).FindAllStringSubmatch(string(out), -1) {
 		counts[m[1]] = m[2]

@@ -1,9 +1,11 @@
 // Package dbtest starts real database servers (Redis, MariaDB, PostgreSQL)
-// for tests: each on 127.0.0.1 and a free port, with its data in a new
-// temporary directory, stopped by its PID when the test ends.
+// and an S3-compatible store (versitygw) for tests: each on 127.0.0.1 and
+// a free port, with its data in a new temporary directory, stopped by its
+// PID when the test ends.
 //
 // The servers are the ones installed on the machine (.ci/run installs
-// Debian's redis-server, mariadb-server and postgresql). When one is
+// Debian's redis-server, mariadb-server and postgresql, and versitygw
+// with go install). When one is
 // missing the test is skipped, except under CI (the CI environment variable
 // set), where a missing server fails the test: a green CI run must have
 // exercised every server. With -short, every test that needs a server is

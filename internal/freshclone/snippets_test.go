@@ -69,6 +69,7 @@ var snippetImports = map[string]string{
 	"callguard": "github.com/fenceview/fenceview/guard/callguard", "wasm": "github.com/fenceview/fenceview/wasm",
 	"os": "os", "strings": "strings", "docenv": "github.com/fenceview/fenceview/internal/freshclone/docenv",
 	"redis": "github.com/redis/go-redis/v9", "extism": "github.com/extism/go-sdk",
+	"s3guard": "github.com/fenceview/fenceview/guard/s3guard", "s3": "github.com/aws/aws-sdk-go-v2/service/s3",
 }
 
 // Every Go snippet of README.md and docs/*.md compiles against this tree

@@ -3,6 +3,7 @@ package modules
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -59,6 +60,42 @@ func TestModulesFitTheBudget(t *testing.T) {
 	for _, m := range All() {
 		if n := len(m.Bytes()); n > budget {
 			t.Errorf("%s is %d bytes, over the budget of %d", m.Name(), n, budget)
+		}
+	}
+}
+
+// aws-sdk-go-v2 links only where guard/s3guard is used: never into the
+// WebAssembly modules, the server, the client or the other guards.
+func TestObjectStoreSDKLinksOnlyIntoItsGuard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	wasi := []string{"GOOS=wasip1", "GOARCH=wasm"}
+	for _, c := range []struct {
+		pkg  string
+		env  []string
+		want bool // the guard itself, so the test would see the SDK
+	}{
+		{"../../guard/s3guard", nil, true},
+		{"../../wasm/internal/guest", wasi, false},
+		{"../../wasm/internal/extism", wasi, false},
+		{"../../wasm/internal/httpguest", wasi, false},
+		{"../../cmd/fenceview", nil, false},
+		{"../../client", nil, false},
+		{"../../guard", nil, false},
+		{"../../guard/sqlguard", nil, false},
+		{"../../guard/redisguard", nil, false},
+		{"../../guard/httpguard", nil, false},
+		{"../../wasm", nil, false},
+	} {
+		cmd := exec.Command("go", "list", "-deps", c.pkg)
+		cmd.Env = append(os.Environ(), c.env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", c.pkg, err, out)
+		}
+		if strings.Contains(string(out), "github.com/aws/aws-sdk-go-v2/service/s3\n") != c.want {
+			t.Errorf("%s: depends on the AWS SDK's S3 module: %v, want %v", c.pkg, !c.want, c.want)
 		}
 	}
 }

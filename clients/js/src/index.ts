@@ -13,6 +13,8 @@ export { FencedResource, PgMarks } from './postgres.js';
 export type { ApplyResult, FencedResourceOptions, Queryable } from './postgres.js';
 export { RedisGuard, MARK_NAME } from './redis.js';
 export type { RedisGuardOptions, RedisScripting } from './redis.js';
+export { S3Guard, NotReportedError, ContendedError, FENCE_TOKEN_METADATA, TOMBSTONE_METADATA, MIN_ATTEMPTS } from './s3.js';
+export type { S3GuardOptions, S3PutObject, S3Read, S3Sender, S3Stream, S3Token } from './s3.js';
 export { WasmGuard } from './wasm.js';
 export type { WasmGuardOptions } from './wasm.js';
 export { callFencedService, callUnfenceable } from './calls.js';

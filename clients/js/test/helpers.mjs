@@ -12,12 +12,17 @@ export const env = {
   admin: process.env.FENCEVIEW_ADMIN_TOKEN,
   pg: process.env.FENCEVIEW_PG_URL,
   redis: process.env.FENCEVIEW_REDIS_URL,
+  s3: process.env.FENCEVIEW_S3_URL,
+  s3Bucket: process.env.FENCEVIEW_S3_BUCKET,
+  s3AccessKey: process.env.FENCEVIEW_S3_ACCESS_KEY,
+  s3SecretKey: process.env.FENCEVIEW_S3_SECRET_KEY,
 };
 
 /** Options for describe/test that skip when the servers are not there. */
 export const needServer = { skip: env.url ? false : 'FENCEVIEW_URL not set: run through go test ./clients/js' };
 export const needPg = { skip: env.url && env.pg ? false : 'FENCEVIEW_PG_URL not set' };
 export const needRedis = { skip: env.url && env.redis ? false : 'FENCEVIEW_REDIS_URL not set' };
+export const needS3 = { skip: env.url && env.s3 ? false : 'FENCEVIEW_S3_URL not set' };
 
 /** client returns a client of the test server with the admin token (opts may add rpc: true). */
 export function client(opts = {}) {

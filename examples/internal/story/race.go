@@ -21,6 +21,7 @@ func Pause(ctx context.Context, c *client.Client, p *Paused, plan string, stdout
 	if r.TokenA, err = r.A.TryLock(ctx, 0, p.Lease); err != nil {
 		return nil, fmt.Errorf("A: %w", err)
 	}
+	r.GrantA = r.A.Token()
 	fmt.Fprintf(stdout, "A locked %s with token %d (lease %v)%s\n", resource, r.TokenA, p.Lease, plan)
 	fmt.Fprintln(stdout, "A pauses...")
 	if r.TokenB, err = r.B.Lock(ctx); err != nil {
@@ -36,6 +37,9 @@ type Race struct {
 	Resource       string
 	A, B           *client.Mutex
 	TokenA, TokenB int64
+	// GrantA is A's token as its grant gave it, signature included: what a
+	// paused A still holds in memory when it wakes up.
+	GrantA client.Token
 }
 
 // Late is the story's end, once B has written: B unlocks, and A wakes

@@ -74,3 +74,14 @@ export async function consumerErrors(client: Client, db: Queryable): Promise<str
   client.close();
   return err.code;
 }
+
+// The S3 guard, over the SDK's own client type.
+export async function consumerS3(client: Client, s3: import('@aws-sdk/client-s3').S3Client): Promise<boolean> {
+  const { S3Guard } = await import('fenceview');
+  const g = new S3Guard(s3, 'orders', { client, resource: (key: string) => key.split('/')[0]! });
+  const lock = client.lock('orders', { holder: 'h' });
+  const d: Decision = await g.put('orders/42.json', '{}', lock);
+  const r = await g.get('orders/42.json', 7n);
+  const found: boolean = r.found;
+  return d.accepted && found;
+}
