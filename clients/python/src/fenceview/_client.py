@@ -347,9 +347,10 @@ class Client:
                 ws = WebSocket.connect(ws_url, hdrs, self._tls, timeout=self.timeout)
             except HandshakeError as e:
                 body = _parse(e.body)
-                # A refusal with a code (no key, a revoked one) is the one
-                # the JSON API would give: raised, not fallen back from.
-                if e.status in (401, 403) and isinstance(body, dict) and body.get("code"):
+                # No key, or a revoked one, is refused by the JSON API too:
+                # raised, not fallen back from. (A 403 is not: a viewer key
+                # may not open the stream but may read over the JSON API.)
+                if e.status == 401 and isinstance(body, dict) and body.get("code"):
                     raise error_for(e.status, body, "rpc stream") from e
                 self._fall_back(e)
                 return None
