@@ -123,6 +123,7 @@ class WebSocket:
         ssl_context: Optional[ssl.SSLContext] = None,
         timeout: Optional[float] = 10.0,
         max_message: int = 16 << 20,
+        random: Callable[[int], bytes] = os.urandom,
     ) -> "WebSocket":
         """Open url (ws:// or wss://, or http(s):// of the same place) and
         complete the opening handshake within timeout seconds. A refusal
@@ -170,7 +171,7 @@ class WebSocket:
         except BaseException:
             sock.close()
             raise
-        return cls(sock, bytes(rest), max_message)
+        return cls(sock, bytes(rest), max_message, random)
 
     # Reading.
 
