@@ -453,25 +453,29 @@ class Client:
         wait: Optional[float] = None,
         *,
         lock_delay: float = 0.0,
+        renew: bool = True,
     ) -> "Lock":
         """An exclusive fenced lock on the resource name for holder (default:
         a new id naming this process), in threading.Lock's shape. lease is in
         seconds (default the client's); wait is how long ``with lock:`` and
         ``acquire()`` wait (None: until granted). lock_delay (seconds, at most
         60): should the lease run out without a release, nobody may take the
-        lock until that long after."""
+        lock until that long after. renew=False holds for exactly one lease
+        (``lost`` is set when it runs out) instead of renewing it."""
         from ._locks import Lock
 
-        return Lock(self, name, holder, self.lease if lease is None else lease, wait, shared=False, lock_delay=lock_delay)
+        return Lock(self, name, holder, self.lease if lease is None else lease, wait, shared=False, lock_delay=lock_delay, renew=renew)
 
-    def read_lock(self, name: str, holder: Optional[str] = None, lease: Optional[float] = None, wait: Optional[float] = None) -> "Lock":
+    def read_lock(
+        self, name: str, holder: Optional[str] = None, lease: Optional[float] = None, wait: Optional[float] = None, *, renew: bool = True
+    ) -> "Lock":
         """A shared (read) lock on name: readers hold it together, each with
         its own lease, and all readers of one phase present the same token;
         a writer (``lock(name)``) waits for them, and readers that come after
         a waiting writer wait for it. Fence reads with ``access="read"``."""
         from ._locks import Lock
 
-        return Lock(self, name, holder, self.lease if lease is None else lease, wait, shared=True)
+        return Lock(self, name, holder, self.lease if lease is None else lease, wait, shared=True, renew=renew)
 
     def lock_all(self, names: Sequence[str], holder: Optional[str] = None, lease: Optional[float] = None, wait: Optional[float] = None) -> "MultiLock":
         """A multi-lock: every lock of names granted to holder at once, or

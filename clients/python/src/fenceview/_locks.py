@@ -18,8 +18,9 @@ class Lease:
     lost (the server refused a renewal, or it ran out with no renewal
     answered). ``lost`` is cleared by the next grant."""
 
-    def __init__(self, client: "Client", lease: float) -> None:
+    def __init__(self, client: "Client", lease: float, renew: bool = True) -> None:
         self._client = client
+        self._renew = renew
         self._lease_ms = _ms(lease, "lease")
         self.lost = threading.Event()
         #: Why the lease was lost (None while it was not).
@@ -70,7 +71,8 @@ class Lease:
 
     def _watch(self, gen: int, stop: threading.Event) -> None:
         now = self._client._monotonic
-        interval = self._lease_ms / 3000.0
+        # Without renewals the thread only watches the deadline.
+        interval = self._lease_ms / 3000.0 if self._renew else float("inf")
         next_renew = now() + interval
         while True:
             with self._mu:
@@ -79,7 +81,7 @@ class Lease:
                 deadline = self._deadline
             t = now()
             if t >= deadline:
-                self._lose(gen, "its lease ran out with no renewal answered")
+                self._lose(gen, "its lease ran out with no renewal answered" if self._renew else "its lease ran out (not renewed)")
                 return
             if stop.wait(max(0.0, min(next_renew, deadline) - t)):
                 return
@@ -155,8 +157,9 @@ class Lock(Lease):
         wait: Optional[float],
         shared: bool = False,
         lock_delay: float = 0.0,
+        renew: bool = True,
     ) -> None:
-        super().__init__(client, lease)
+        super().__init__(client, lease, renew)
         self.name = validate_resource(name)
         self.holder = validate_holder(holder) if holder is not None else default_holder()
         self.wait = wait
