@@ -43,6 +43,47 @@ func rfcPATH(m int, d [][]byte) []byte {
 	return append(rfcPATH(m-k, d[k:]), rfcMTH(d[:k])...)
 }
 
+// rfcRoot is the root that a raw carrier's proof leads to from message,
+// walked top-down by the RFC's split (nil when the path does not fit the
+// index and size): what a verifier that did not bind the size would trust.
+func rfcRoot(raw, message []byte) []byte {
+	index, size := int(binary.BigEndian.Uint32(raw[65:])), int(binary.BigEndian.Uint32(raw[69:]))
+	path := raw[73:]
+	var walk func(lo, hi int, path []byte) []byte
+	walk = func(lo, hi int, path []byte) []byte {
+		if hi-lo == 1 {
+			if len(path) != 0 {
+				return nil
+			}
+			s := sha256.Sum256(append([]byte{0x00}, message...))
+			return s[:]
+		}
+		if len(path) < 32 {
+			return nil
+		}
+		k, last, rest := largestPowerOfTwoBelow(hi-lo), path[len(path)-32:], path[:len(path)-32]
+		var s [32]byte
+		if index < lo+k {
+			r := walk(lo, lo+k, rest)
+			if r == nil {
+				return nil
+			}
+			s = sha256.Sum256(append(append([]byte{0x01}, r...), last...))
+		} else {
+			r := walk(lo+k, hi, rest)
+			if r == nil {
+				return nil
+			}
+			s = sha256.Sum256(append(append([]byte{0x01}, last...), r...))
+		}
+		return s[:]
+	}
+	if index >= size {
+		return nil
+	}
+	return walk(0, size, path)
+}
+
 func largestPowerOfTwoBelow(n int) int {
 	k := 1
 	for k*2 < n {
@@ -51,25 +92,33 @@ func largestPowerOfTwoBelow(n int) int {
 	return k
 }
 
-// Every grant of every batch size from 1 to 70 carries exactly the RFC's
-// proof: version 1, one signature of "fenceview/batch/v1 <hex MTH>" by the
-// key, its index, the size and PATH(index); and every Go verifier accepts
-// each grant for its own resource and token only.
+// Every grant of every batch size from 1 to 70, its leaves shared and
+// exclusive in turn, carries exactly the RFC's proof: version 2, one
+// signature of "fenceview/batch/v2 <n> <hex MTH>" by the key, its index,
+// the size and PATH(index), all computed here from the RFC's definitions
+// and the messages written out by hand; and every Go verifier accepts each
+// grant for its own resource, token and mode only: a shared grant's token
+// never passes for a write, a rewritten size and a 0x01 carrier never at
+// all.
 func TestSignBatchProofsAreRFC9162(t *testing.T) {
 	key := signedtest.New
 	pub := signedtest.Public(key)
+	rewrittenSizes := 0
 	for n := 1; n <= 70; n++ {
-		ids, tokens, msgs := make([]string, n), make([]int64, n), make([][]byte, n)
+		ids, tokens, msgs, shared := make([]string, n), make([]int64, n), make([][]byte, n), make([]bool, n)
 		for i := range ids {
-			ids[i], tokens[i] = fmt.Sprintf("res %d ü", i), int64(1000+i*7)
-			msgs[i] = guard.Message(ids[i], tokens[i])
+			ids[i], tokens[i], shared[i] = fmt.Sprintf("res %d ü", i), int64(1000+i*7), (i+n)%3 == 0
+			msgs[i] = []byte(fmt.Sprintf("fenceview/v1 %s %d", ids[i], tokens[i]))
+			if shared[i] {
+				msgs[i] = append(msgs[i], " shared"...)
+			}
 		}
-		sigs, err := guard.SignBatch(key, ids, tokens)
+		sigs, err := guard.SignGrants(key, ids, tokens, shared)
 		if err != nil || len(sigs) != n {
 			t.Fatalf("n=%d: %d carriers, %v", n, len(sigs), err)
 		}
 		root := rfcMTH(msgs)
-		rootMsg := []byte("fenceview/batch/v1 " + hex.EncodeToString(root))
+		rootMsg := []byte(fmt.Sprintf("fenceview/batch/v2 %d %s", n, hex.EncodeToString(root)))
 		v, _ := guard.NewVerifier(pub)
 		g := guard.NewSigned(v)
 		var sig0 []byte
@@ -78,7 +127,7 @@ func TestSignBatchProofsAreRFC9162(t *testing.T) {
 			if err != nil {
 				t.Fatalf("n=%d i=%d: %v", n, i, err)
 			}
-			if raw[0] != 0x01 || binary.BigEndian.Uint32(raw[65:]) != uint32(i) || binary.BigEndian.Uint32(raw[69:]) != uint32(n) {
+			if raw[0] != 0x02 || binary.BigEndian.Uint32(raw[65:]) != uint32(i) || binary.BigEndian.Uint32(raw[69:]) != uint32(n) {
 				t.Fatalf("n=%d i=%d: header %x", n, i, raw[:73])
 			}
 			if !bytes.Equal(raw[73:], rfcPATH(i, msgs)) {
@@ -92,18 +141,52 @@ func TestSignBatchProofsAreRFC9162(t *testing.T) {
 			} else if !bytes.Equal(sig0, raw[1:65]) {
 				t.Fatalf("n=%d i=%d: more than one signature in a batch", n, i)
 			}
-			if !v.VerifyText(ids[i], tokens[i], text) || !v.Verify(ids[i], tokens[i], raw) {
-				t.Fatalf("n=%d i=%d: the Verifier refuses it", n, i)
+			if !v.VerifyTextGrant(ids[i], tokens[i], shared[i], text) || !v.VerifyGrant(ids[i], tokens[i], shared[i], raw) ||
+				v.VerifyGrant(ids[i], tokens[i], !shared[i], raw) {
+				t.Fatalf("n=%d i=%d shared=%v: the Verifier refuses it, or takes it for the other mode", n, i, shared[i])
 			}
-			if d, err := g.CheckSigned(ids[i], tokens[i], text); err != nil || !d.Accepted {
-				t.Fatalf("n=%d i=%d: the Guard refuses it: %+v %v", n, i, d, err)
+			if m := v.Mode(ids[i], tokens[i], raw, i%2 == 0); m != map[bool]guard.Mode{true: guard.Shared, false: guard.Exclusive}[shared[i]] {
+				t.Fatalf("n=%d i=%d: mode %d", n, i, m)
+			}
+			d, err := g.CheckSigned(ids[i], tokens[i], text)
+			if err != nil || d.Accepted == shared[i] || shared[i] && d.Reason != guard.ReasonSharedToken {
+				t.Fatalf("n=%d i=%d shared=%v: the Guard's write: %+v %v", n, i, shared[i], d, err)
+			}
+			if d, err := g.CheckSignedRead(ids[i], tokens[i], text); err != nil || !d.Accepted {
+				t.Fatalf("n=%d i=%d: the Guard's read: %+v %v", n, i, d, err)
 			}
 			other := (i + 1) % n
-			if n > 1 && (v.VerifyText(ids[other], tokens[other], text) || v.VerifyText(ids[i], tokens[i]+1, text)) {
+			if n > 1 && (v.VerifyTextGrant(ids[other], tokens[other], shared[i], text) || v.VerifyTextGrant(ids[i], tokens[i]+1, shared[i], text)) {
 				t.Fatalf("n=%d i=%d: verifies for another grant", n, i)
+			}
+			// Other sizes that its path fits lead to the same root (the
+			// RFC's recursion, run on the rewritten carrier, says which);
+			// the signature binds the size, so none verifies, though the
+			// root is cached by now. (The first of them: each costs an
+			// Ed25519 verification.)
+			for size, tried := uint32(i+1), 0; size <= uint32(2*n+2) && tried < 1; size++ {
+				rewritten := bytes.Clone(raw)
+				binary.BigEndian.PutUint32(rewritten[69:], size)
+				if size == uint32(n) || !bytes.Equal(rfcRoot(rewritten, msgs[i]), root) {
+					continue
+				}
+				if v.VerifyGrant(ids[i], tokens[i], shared[i], rewritten) {
+					t.Fatalf("n=%d i=%d: verifies with its size rewritten to %d", n, i, size)
+				}
+				rewrittenSizes++
+				tried++
+			}
+			old := bytes.Clone(raw)
+			old[0] = 0x01
+			if v.VerifyGrant(ids[i], tokens[i], shared[i], old) {
+				t.Fatalf("n=%d i=%d: verifies as a version 1 carrier", n, i)
 			}
 		}
 	}
+	if rewrittenSizes == 0 {
+		t.Fatal("no carrier's size could be rewritten to the same root: the attack is not reproduced")
+	}
+	t.Logf("%d rewritten sizes led to a signed root and were refused", rewrittenSizes)
 }
 
 // SignBatch refuses what Sign refuses, for the whole batch.
@@ -135,7 +218,7 @@ func TestDecodeCarrier(t *testing.T) {
 	if raw, err := guard.DecodeCarrier(v2); err != nil || len(raw) != 64 {
 		t.Fatalf("a signature of one token: %v", err)
 	}
-	longest := guard.EncodeSignature(append([]byte{1}, make([]byte, guard.MaxCarrierSize-1)...))
+	longest := guard.EncodeSignature(append([]byte{2}, make([]byte, guard.MaxCarrierSize-1)...))
 	if len(longest) != guard.MaxCarrierTextSize {
 		t.Fatalf("the longest carrier is %d characters, MaxCarrierTextSize %d", len(longest), guard.MaxCarrierTextSize)
 	}

@@ -43,6 +43,22 @@ const (
 	// write (the server's fence in mode current). Required is then the
 	// last token issued, not a mark.
 	ReasonSuperseded = "superseded"
+	// ReasonSharedToken: a write presented the token of a shared grant,
+	// which the readers of a whole read phase hold: it may read, never
+	// write. A signed guard tells by the signature; the server's fence by
+	// its record of grants.
+	ReasonSharedToken = ledger.ReasonSharedToken
+)
+
+// Mode is what a token's signature proves: the kind of grant a trusted
+// key signed it for (Exclusive, Shared), or Unsigned.
+type Mode = ledger.Mode
+
+// The modes a signature proves.
+const (
+	Unsigned  = ledger.Unsigned
+	Exclusive = ledger.Exclusive
+	Shared    = ledger.Shared
 )
 
 // Decision is the outcome of presenting a token to a resource.

@@ -51,6 +51,19 @@ func Message(resourceID string, token int64) []byte {
 	return AppendMessage(make([]byte, 0, len(ledger.MessagePrefix)+len(resourceID)+21), resourceID, token)
 }
 
+// AppendGrantMessage appends the message of a grant in its mode: a shared
+// grant's is "fenceview/v1 <resourceId> <token> shared", so that a
+// reader's token never verifies as a writer's.
+func AppendGrantMessage(dst []byte, resourceID string, token int64, shared bool) []byte {
+	return ledger.AppendGrantMessage(dst, resourceID, token, shared)
+}
+
+// SharedMessage returns the bytes an issuer signs for a shared grant of
+// token on resourceID.
+func SharedMessage(resourceID string, token int64) []byte {
+	return AppendGrantMessage(nil, resourceID, token, true)
+}
+
 // Sign returns the signature text of token on resourceID under key: what an
 // issuer puts in a grant. Invalid ids and tokens are errors, so nothing
 // unverifiable is ever signed.
@@ -96,10 +109,11 @@ func SignAll(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]st
 	return sigs, nil
 }
 
-// SignBatch signs tokens[i] on resourceIDs[i] as one batch: one Ed25519
-// signature by key over the root of a Merkle tree of the grants' messages
-// (RFC 9162 §2.1), and for each grant the text of its batch carrier (the
-// signature, its index, the batch's size and its audit path). What a group
+// SignBatch signs tokens[i] on resourceIDs[i] as one batch of exclusive
+// grants: one Ed25519 signature by key over the batch's size and the root
+// of a Merkle tree of the grants' messages (RFC 9162 §2.1), and for each
+// grant the text of its batch carrier (the signature, its index, the
+// batch's size and its audit path). What a group
 // commit's grants take: a batch of n costs one signature and about 2n
 // SHA-256 hashes. A batch of one is a batch carrier too. An invalid id or
 // token fails the whole call.
@@ -108,8 +122,15 @@ func SignAll(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]st
 // its levels. The tests check it against golang.org/x/mod/sumdb/tlog, the
 // code the go command verifies module checksums with.
 func SignBatch(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]string, error) {
-	if len(resourceIDs) != len(tokens) {
-		return nil, errors.New("guard: as many tokens as resource ids are needed")
+	return SignGrants(key, resourceIDs, tokens, nil)
+}
+
+// SignGrants is SignBatch for grants of either mode: shared[i] marks a
+// shared grant, whose leaf is its shared message (nil: every grant is
+// exclusive).
+func SignGrants(key ed25519.PrivateKey, resourceIDs []string, tokens []int64, shared []bool) ([]string, error) {
+	if len(resourceIDs) != len(tokens) || shared != nil && len(shared) != len(tokens) {
+		return nil, errors.New("guard: as many tokens as resource ids (and modes) are needed")
 	}
 	if len(key) != ed25519.PrivateKeySize {
 		return nil, errors.New("guard: signing key is not an Ed25519 private key")
@@ -127,12 +148,12 @@ func SignBatch(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]
 		if err := ValidateToken(tokens[i]); err != nil {
 			return nil, err
 		}
-		leaves[i] = merkle.LeafHash(AppendMessage(buf[:0], id, tokens[i]))
+		leaves[i] = merkle.LeafHash(AppendGrantMessage(buf[:0], id, tokens[i], shared != nil && shared[i]))
 	}
 	tree := merkle.NewTree(leaves)
 	root := tree.Root()
-	var msg [merkle.RootMessageSize]byte
-	sig := ed25519.Sign(key, merkle.AppendRootMessage(msg[:0], &root))
+	var msg [merkle.MaxRootMessageSize]byte
+	sig := ed25519.Sign(key, merkle.AppendRootMessage(msg[:0], uint32(n), &root))
 	out := make([]string, n)
 	var pathBuf [merkle.MaxPath][merkle.HashSize]byte
 	carrier := make([]byte, 0, merkle.MaxCarrierSize)

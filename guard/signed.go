@@ -62,14 +62,25 @@ func (g *Guard) Trust(key []byte) error {
 	return g.v.Trust(key)
 }
 
-// CheckSigned presents a token with the text of its signature (base64url
-// without padding, as in X-Fencing-Signature). In signed mode the signature
-// must be a trusted key's for exactly this resource and token, or the token
-// is refused with ReasonBadSignature and not compared; a verified
-// (resource, token, signature) is remembered, so repeating it costs a
-// comparison. A guard not in signed mode ignores the signature.
+// CheckSigned presents a token for a write with the text of its signature
+// (base64url without padding, as in X-Fencing-Signature). In signed mode
+// the signature must be a trusted key's for an exclusive grant of exactly
+// this resource and token: a shared grant's token is refused with
+// ReasonSharedToken, anything else with ReasonBadSignature, and neither
+// is compared. A verified (resource, token, signature) is remembered, so
+// repeating it costs a comparison. A guard not in signed mode ignores the
+// signature.
 func (g *Guard) CheckSigned(resourceID string, token int64, sig string) (Decision, error) {
-	return g.checkSigned(resourceID, token, sig, nil)
+	return g.checkSigned(resourceID, token, sig, nil, false)
+}
+
+// CheckSignedRead is CheckSigned for a read: the signature of a shared
+// grant or of an exclusive one will do. The rule is the same as for a
+// write (token >= mark, and the mark rises to the token), so a reader of a
+// later phase fences out a writer whose lease ran out, and a later
+// writer a reader whose phase ended.
+func (g *Guard) CheckSignedRead(resourceID string, token int64, sig string) (Decision, error) {
+	return g.checkSigned(resourceID, token, sig, nil, true)
 }
 
 // CheckSignedBytes is CheckSigned for a raw signature carrier (64 bytes,
@@ -78,13 +89,21 @@ func (g *Guard) CheckSignedBytes(resourceID string, token int64, sig []byte) (De
 	if sig == nil {
 		sig = []byte{} // nil selects the text form below
 	}
-	return g.checkSigned(resourceID, token, "", sig)
+	return g.checkSigned(resourceID, token, "", sig, false)
+}
+
+// CheckSignedBytesRead is CheckSignedRead for a raw signature carrier.
+func (g *Guard) CheckSignedBytesRead(resourceID string, token int64, sig []byte) (Decision, error) {
+	if sig == nil {
+		sig = []byte{}
+	}
+	return g.checkSigned(resourceID, token, "", sig, true)
 }
 
 // checkSigned checks a signature given as text, or raw when raw is not nil.
-func (g *Guard) checkSigned(resourceID string, token int64, text string, raw []byte) (Decision, error) {
+func (g *Guard) checkSigned(resourceID string, token int64, text string, raw []byte, read bool) (Decision, error) {
 	g.mu.Lock()
-	r, done, err := g.l.Recall(resourceID, token, text, raw)
+	r, done, err := g.l.Recall(resourceID, token, text, raw, read)
 	v := g.v
 	g.mu.Unlock()
 	if done || err != nil {
@@ -92,16 +111,15 @@ func (g *Guard) checkSigned(resourceID string, token int64, text string, raw []b
 	}
 	// Ed25519 outside the lock: other resources' writers do not wait.
 	gen := v.Generation()
-	var ok bool
+	mode := Unsigned
 	if raw != nil {
-		ok = v.Verify(resourceID, token, raw)
-	} else {
-		var derr error
-		raw, derr = DecodeCarrier(text)
-		ok = derr == nil && v.Verify(resourceID, token, raw)
+		mode = v.Mode(resourceID, token, raw, read)
+	} else if decoded, derr := DecodeCarrier(text); derr == nil {
+		raw = decoded
+		mode = v.Mode(resourceID, token, raw, read)
 	}
 	g.mu.Lock()
-	r = g.l.Verified(resourceID, token, raw, text, gen, ok)
+	r = g.l.Verified(resourceID, token, raw, text, gen, mode, read)
 	g.mu.Unlock()
 	return decision(r, token), nil
 }
@@ -127,33 +145,44 @@ func NewVerifyCache(v *Verifier) *VerifyCache {
 // Verifier returns the keys the cache checks against.
 func (c *VerifyCache) Verifier() *Verifier { return c.v }
 
-// Verify reports whether sig (text) is a trusted key's signature of token
-// on resourceID, remembering a yes.
+// Verify reports whether sig (text) is a trusted key's signature of an
+// exclusive grant of token on resourceID, remembering a yes.
 func (c *VerifyCache) Verify(resourceID string, token int64, sig string) bool {
+	return c.Mode(resourceID, token, sig, false) == Exclusive
+}
+
+// Mode reports what sig (text) proves about token on resourceID
+// (Exclusive, Shared or Unsigned), remembering a signature that verified.
+// read says which mode to try first.
+func (c *VerifyCache) Mode(resourceID string, token int64, sig string, read bool) Mode {
 	if validate(resourceID, token) != nil {
-		return false
+		return Unsigned
 	}
 	c.mu.Lock()
 	e := c.cache[resourceID]
 	hit := e.Recalls(token, sig, nil, c.v.Generation())
 	c.mu.Unlock()
 	if hit {
-		return true
+		return e.Mode()
 	}
 	gen := c.v.Generation() // before the work: a key distrusted meanwhile expires the entry
 	raw, err := DecodeCarrier(sig)
-	if err != nil || !c.v.Verify(resourceID, token, raw) {
-		return false
+	if err != nil {
+		return Unsigned
+	}
+	mode := c.v.Mode(resourceID, token, raw, read)
+	if mode == Unsigned {
+		return Unsigned
 	}
 	c.mu.Lock()
-	c.remember(resourceID, token, raw, sig, gen)
+	c.remember(resourceID, token, raw, sig, gen, mode)
 	c.mu.Unlock()
-	return true
+	return mode
 }
 
 // remember records a successful verification in the bounded cache. c.mu
 // is held.
-func (c *VerifyCache) remember(resourceID string, token int64, raw []byte, text string, gen uint64) {
+func (c *VerifyCache) remember(resourceID string, token int64, raw []byte, text string, gen uint64, mode Mode) {
 	e, ok := c.cache[resourceID]
 	if !ok {
 		if len(c.cache) >= MaxVerified {
@@ -164,7 +193,7 @@ func (c *VerifyCache) remember(resourceID string, token int64, raw []byte, text 
 		}
 		resourceID = strings.Clone(resourceID)
 	}
-	e.Remember(token, raw, text, gen)
+	e.Remember(token, raw, text, gen, mode)
 	c.cache[resourceID] = e
 }
 

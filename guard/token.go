@@ -28,9 +28,13 @@ var (
 // Token is the envelope a fencing token travels in. A token is only
 // comparable with tokens of the same issuer and scope.
 //
-// Signature is the issuer's Ed25519 signature of Message(resource, Token),
-// as text (base64url, no padding), and KeyID names the key that made it;
-// both are empty for tokens of an issuer that does not sign.
+// Signature is the issuer's Ed25519 signature carrier of the grant's
+// message (Message, or SharedMessage for a shared grant), as text
+// (base64url, no padding), and KeyID names the key that made it; both are
+// empty for tokens of an issuer that does not sign. Shared marks the token
+// of a shared grant (a read phase's, held by all its readers): it may
+// read, never write. Only the signature proves it: the field is what the
+// issuer said, and a token without a signature can claim anything.
 type Token struct {
 	Token     int64     `json:"token"`
 	Issuer    string    `json:"issuer"`
@@ -38,6 +42,7 @@ type Token struct {
 	IssuedAt  time.Time `json:"issuedAt"`
 	KeyID     string    `json:"keyId,omitempty"`
 	Signature string    `json:"signature,omitempty"`
+	Shared    bool      `json:"shared,omitempty"`
 }
 
 // Scope returns the scope of tokens issued for resourceID.

@@ -30,9 +30,10 @@ type Verifier struct {
 	// counts only while the generation it was made in is current.
 	gen atomic.Uint64
 
-	// roots are the batch roots verified, by key and root, so a batch's
-	// other grants cost hashing, not an Ed25519 verification. A key no
-	// longer trusted is not looked up, so its roots stop counting at once.
+	// roots are the batch roots verified, by key, size, root and
+	// signature, so a batch's other grants cost hashing, not an Ed25519
+	// verification. A key no longer trusted is not looked up, so its roots
+	// stop counting at once.
 	rootsMu sync.Mutex
 	roots   *merkle.RootCache // made on first use
 }
@@ -141,18 +142,31 @@ func (v *Verifier) Keys() []ed25519.PublicKey {
 }
 
 // Verify reports whether sig, a raw signature carrier, is a trusted key's
-// signature of token on resourceID: either 64 bytes signing the token's
-// own message, or a batch carrier (SignBatch) whose audit path leads from
-// the message to a root a trusted key signed. A 64-byte signature always
-// costs the Ed25519 work (guards in signed mode cache their answers); a
-// batch's root is verified once and remembered (merkle.RootCacheSize
-// roots), so its other grants cost a few SHA-256 hashes.
+// signature of an exclusive grant of token on resourceID: either 64 bytes
+// signing the token's own message, or a batch carrier (SignBatch) whose
+// audit path leads from the message to a root a trusted key signed with
+// the batch's size. A 64-byte signature always costs the Ed25519 work
+// (guards in signed mode cache their answers); a batch's root is verified
+// once and remembered (merkle.RootCacheSize roots), so its other grants
+// cost a few SHA-256 hashes.
 func (v *Verifier) Verify(resourceID string, token int64, sig []byte) bool {
+	return v.VerifyGrant(resourceID, token, false, sig)
+}
+
+// VerifyShared is Verify for a shared grant: the signature of the message
+// "fenceview/v1 <resourceId> <token> shared".
+func (v *Verifier) VerifyShared(resourceID string, token int64, sig []byte) bool {
+	return v.VerifyGrant(resourceID, token, true, sig)
+}
+
+// VerifyGrant is Verify for a shared grant when shared is true, else for
+// an exclusive one. A signature verifies for one mode only.
+func (v *Verifier) VerifyGrant(resourceID string, token int64, shared bool, sig []byte) bool {
 	if !ledger.IsCarrierSize(len(sig)) || ValidateResourceID(resourceID) != nil || ValidateToken(token) != nil {
 		return false
 	}
-	var buf [256]byte // the longest message is 13+160+1+19 bytes: no allocation
-	msg := AppendMessage(buf[:0], resourceID, token)
+	var buf [256]byte // the longest message is 13+160+1+19+7 bytes: no allocation
+	msg := AppendGrantMessage(buf[:0], resourceID, token, shared)
 	keys := v.Keys()
 	if len(sig) == SignatureSize {
 		for _, k := range keys {
@@ -172,21 +186,21 @@ func (v *Verifier) Verify(resourceID string, token int64, sig []byte) bool {
 	}
 	v.rootsMu.Lock()
 	for _, k := range keys {
-		if v.roots != nil && v.roots.Has((*[PublicKeySize]byte)(k), &root, c.Signature) {
+		if v.roots != nil && v.roots.Has((*[PublicKeySize]byte)(k), c.Size, &root, c.Signature) {
 			v.rootsMu.Unlock()
 			return true
 		}
 	}
 	v.rootsMu.Unlock()
-	var rbuf [merkle.RootMessageSize]byte
-	rmsg := merkle.AppendRootMessage(rbuf[:0], &root)
+	var rbuf [merkle.MaxRootMessageSize]byte
+	rmsg := merkle.AppendRootMessage(rbuf[:0], c.Size, &root)
 	for _, k := range keys {
 		if ed25519.Verify(k, rmsg, c.Signature) {
 			v.rootsMu.Lock()
 			if v.roots == nil {
 				v.roots = &merkle.RootCache{}
 			}
-			v.roots.Add((*[PublicKeySize]byte)(k), &root, c.Signature)
+			v.roots.Add((*[PublicKeySize]byte)(k), c.Size, &root, c.Signature)
 			v.rootsMu.Unlock()
 			return true
 		}
@@ -194,10 +208,22 @@ func (v *Verifier) Verify(resourceID string, token int64, sig []byte) bool {
 	return false
 }
 
+// Mode reports what sig proves about token on resourceID: Exclusive,
+// Shared, or Unsigned when no trusted key signed it for either. read says
+// which mode to try first (a read's token is usually shared).
+func (v *Verifier) Mode(resourceID string, token int64, sig []byte, read bool) Mode {
+	return ledger.ModeOf(v, resourceID, token, sig, read)
+}
+
 // VerifyText is Verify for the text form of a signature carrier
 // (base64url without padding, as it travels in X-Fencing-Signature and
 // JSON). A carrier that is not well formed does not verify.
 func (v *Verifier) VerifyText(resourceID string, token int64, sig string) bool {
+	return v.VerifyTextGrant(resourceID, token, false, sig)
+}
+
+// VerifyTextGrant is VerifyGrant for the text form of a signature carrier.
+func (v *Verifier) VerifyTextGrant(resourceID string, token int64, shared bool, sig string) bool {
 	raw, err := DecodeCarrier(sig)
-	return err == nil && v.Verify(resourceID, token, raw)
+	return err == nil && v.VerifyGrant(resourceID, token, shared, raw)
 }

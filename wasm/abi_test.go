@@ -69,7 +69,7 @@ func TestABIAllocBounds(t *testing.T) {
 	if p := a.call("guard_alloc", 1); p == 0 {
 		t.Error("guard_alloc(1) = 0")
 	}
-	if v := a.call("guard_abi_version"); v != 2 {
+	if v := a.call("guard_abi_version"); v != 3 {
 		t.Errorf("guard_abi_version = %d", v)
 	}
 }

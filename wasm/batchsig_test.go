@@ -80,3 +80,70 @@ func TestBatchCarriersInTheExtismModule(t *testing.T) {
 		}
 	}
 }
+
+// Shared grants' tokens in both modules, as in the native guard: a read
+// takes them (and exclusive ones), a write refuses them as shared-token
+// without moving the mark, and a later writer fences out the read phase.
+func TestSharedTokensInTheModules(t *testing.T) {
+	sigs, err := guard.SignGrants(signedtest.New, []string{"doc", "doc", "doc"}, []int64{5, 6, 7}, []bool{true, false, true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		token  int64
+		sig    string
+		read   bool
+		reason string
+	}{
+		{5, sigs[0], false, guard.ReasonSharedToken},
+		{5, sigs[0], true, ""},
+		{6, sigs[1], true, ""}, // a writer's token reads too
+		{5, sigs[0], true, guard.ReasonStale},
+		{6, sigs[1], false, ""},
+		{7, sigs[2], false, guard.ReasonSharedToken},
+		{7, sigs[1], true, guard.ReasonBadSignature},
+		{7, sigs[2], true, ""},
+	}
+	g := newGuard(t, Config{Shards: 1})
+	if err := g.TrustKey(signedtest.Public(signedtest.New)); err != nil {
+		t.Fatal(err)
+	}
+	native := guard.NewSigned(nil)
+	if err := native.Trust(signedtest.Public(signedtest.New)); err != nil {
+		t.Fatal(err)
+	}
+	p := newExtismPlugin(t)
+	key := guard.EncodePublicKey(signedtest.Public(signedtest.New))
+	if _, _, err := p.Call("trust_key", []byte(`{"publicKey":"`+key+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range steps {
+		check, checkNative, access := g.CheckSigned, native.CheckSigned, "write"
+		if s.read {
+			check, checkNative, access = g.CheckSignedRead, native.CheckSignedRead, "read"
+		}
+		d, err := check("doc", s.token, s.sig)
+		nd, nerr := checkNative("doc", s.token, s.sig)
+		if err != nil || nerr != nil || d != nd || d.Accepted != (s.reason == "") || d.Reason != s.reason {
+			t.Fatalf("%d: wasm %+v %v, native %+v %v; want reason %q", i, d, err, nd, nerr, s.reason)
+		}
+		in, _ := json.Marshal(map[string]any{"resourceId": "doc", "token": s.token, "signature": s.sig, "access": access})
+		_, out, err := p.Call("check_signed", in)
+		var a struct {
+			Accepted bool   `json:"accepted"`
+			Reason   string `json:"reason"`
+		}
+		if err != nil || json.Unmarshal(out, &a) != nil || a.Accepted != d.Accepted || a.Reason != d.Reason {
+			t.Fatalf("%d: extism %q %v, want %+v", i, out, err, d)
+		}
+	}
+	if hwm, _ := g.HighWater("doc"); hwm != 7 {
+		t.Fatalf("mark %d, want 7", hwm)
+	}
+	// An access that is neither is invalid input, in both entry points.
+	for _, fn := range []string{"check", "check_signed"} {
+		if _, out, err := p.Call(fn, []byte(`{"resourceId":"doc","token":9,"access":"READ"}`)); err == nil {
+			t.Errorf("%s with access READ: %q", fn, out)
+		}
+	}
+}

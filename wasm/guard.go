@@ -31,6 +31,7 @@ const (
 	CodeInvalidKey      = guestabi.CodeInvalidKey      // guard_trust_key: not a 32-byte key
 	CodeTooManyKeys     = guestabi.CodeTooManyKeys     // guard_trust_key: 16 keys are trusted already
 	CodeInternal        = guestabi.CodeInternal        // any other guest failure
+	CodeSharedToken     = guestabi.CodeSharedToken     // signed mode: a write presented a shared grant's token
 )
 
 // Errors of the host itself. Invalid input is reported with the guard
@@ -98,14 +99,14 @@ type shard struct {
 	mu      sync.Mutex
 	failure error // set once the instance failed; sticky
 
-	mod                               api.Module
-	mem                               api.Memory
-	check, highWater, seed            api.Function
-	handle, checkHandle, highWaterByH api.Function
-	checkBatch, trustKey, checkSigned api.Function
-	checkSignedHandle                 api.Function
-	scratch, lastRequired, batch      uint32
-	stack                             [5]uint64
+	mod                                api.Module
+	mem                                api.Memory
+	check, highWater, seed             api.Function
+	handle, checkHandle, highWaterByH  api.Function
+	checkBatch, trustKey, checkSigned  api.Function
+	checkSignedHandle, checkSignedRead api.Function
+	scratch, lastRequired, batch       uint32
+	stack                              [5]uint64
 
 	// handles caches the guest's handle of every id it has accepted, so a
 	// check by name is a Go map lookup and a call by handle: hashing the
@@ -231,16 +232,17 @@ func newShard(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledMo
 	}
 	s := &shard{mod: mod, mem: mod.Memory(), handles: map[string]uint32{}}
 	fns := map[string]*api.Function{
-		"guard_check":               &s.check,
-		"guard_high_water":          &s.highWater,
-		"guard_seed":                &s.seed,
-		"guard_handle":              &s.handle,
-		"guard_check_handle":        &s.checkHandle,
-		"guard_high_water_handle":   &s.highWaterByH,
-		"guard_check_batch":         &s.checkBatch,
-		"guard_trust_key":           &s.trustKey,
-		"guard_check_signed":        &s.checkSigned,
-		"guard_check_signed_handle": &s.checkSignedHandle,
+		"guard_check":                    &s.check,
+		"guard_high_water":               &s.highWater,
+		"guard_seed":                     &s.seed,
+		"guard_handle":                   &s.handle,
+		"guard_check_handle":             &s.checkHandle,
+		"guard_high_water_handle":        &s.highWaterByH,
+		"guard_check_batch":              &s.checkBatch,
+		"guard_trust_key":                &s.trustKey,
+		"guard_check_signed":             &s.checkSigned,
+		"guard_check_signed_handle":      &s.checkSignedHandle,
+		"guard_check_signed_read_handle": &s.checkSignedRead,
 	}
 	for name, fn := range fns {
 		if *fn = mod.ExportedFunction(name); *fn == nil {
@@ -462,14 +464,17 @@ func (s *shard) decision(v int64, callErr error, resourceID string, token int64)
 	if v > 0 {
 		return guard.Evaluate(v, token), nil // refused: v is the mark
 	}
-	// Accepted, or a bad signature; the mark it was compared with is in
+	// Accepted, or a bad signature or shared token; the mark it was compared with is in
 	// the guest's cell.
 	prev, ok := s.mem.ReadUint64Le(s.lastRequired)
 	if !ok {
 		return guard.Decision{}, s.fail(errors.New("last-required cell outside memory"))
 	}
-	if v == CodeBadSignature {
+	switch v {
+	case CodeBadSignature:
 		return guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: int64(prev)}, nil
+	case CodeSharedToken:
+		return guard.Decision{Reason: guard.ReasonSharedToken, Presented: token, Required: int64(prev)}, nil
 	}
 	return guard.Decision{Accepted: true, Presented: token, Required: int64(prev)}, nil
 }
@@ -485,7 +490,7 @@ func (s *shard) err(v int64, callErr error, resourceID string, token int64) erro
 		return s.fail(callErr)
 	}
 	switch {
-	case v >= 0 || v == CodeBadSignature:
+	case v >= 0 || v == CodeBadSignature || v == CodeSharedToken:
 		return nil
 	case v == CodeInvalidResource:
 		// The native validator words the reason; the guest only has a code.

@@ -137,6 +137,9 @@ func TestModuleInterface(t *testing.T) {
 		"guard_check_signed": {{i32, i32, i64, i32, i32}, {i64}},
 		// Extension: guard_check_signed by handle.
 		"guard_check_signed_handle": {{i32, i64, i32, i32}, {i64}},
+		// Reads (ABI version 3).
+		"guard_check_signed_read":        {{i32, i32, i64, i32, i32}, {i64}},
+		"guard_check_signed_read_handle": {{i32, i64, i32, i32}, {i64}},
 	}
 	exports := cm.ExportedFunctions()
 	for name, sig := range want {

@@ -73,6 +73,19 @@ var sigText = base64.RawURLEncoding.Strict()
 // grants cost hashing. Before any key is trusted the signature is ignored.
 // Invalid ids and tokens are errors, as for Check.
 func (g *Guard) CheckSigned(resourceID string, token int64, sig string) (guard.Decision, error) {
+	return g.CheckSignedBytes(resourceID, token, carrierBytes(sig))
+}
+
+// CheckSignedRead is CheckSigned for a read (guard_check_signed_read): a
+// shared grant's signature will do as well as an exclusive one's. A write
+// with a shared grant's token is refused with reason shared-token.
+func (g *Guard) CheckSignedRead(resourceID string, token int64, sig string) (guard.Decision, error) {
+	return g.CheckSignedBytesRead(resourceID, token, carrierBytes(sig))
+}
+
+// carrierBytes decodes the text of a signature carrier, nil when it is
+// not one (a bad signature, whatever it is).
+func carrierBytes(sig string) []byte {
 	var raw []byte
 	if n := len(sig) * 6 / 8; len(sig) <= guard.MaxCarrierTextSize && ledger.IsCarrierSize(n) &&
 		len(sig) == sigText.EncodedLen(n) && base64URL(sig) {
@@ -80,7 +93,7 @@ func (g *Guard) CheckSigned(resourceID string, token int64, sig string) (guard.D
 			raw = b
 		}
 	}
-	return g.CheckSignedBytes(resourceID, token, raw)
+	return raw
 }
 
 // base64URL reports whether s uses only the base64url alphabet (the
@@ -98,9 +111,18 @@ func base64URL(s string) bool {
 // CheckSignedBytes is CheckSigned with the raw carrier (64 bytes, or a
 // batch carrier); any other length is a bad signature.
 func (g *Guard) CheckSignedBytes(resourceID string, token int64, sig []byte) (guard.Decision, error) {
+	return g.checkSignedBytes(resourceID, token, sig, false)
+}
+
+// CheckSignedBytesRead is CheckSignedRead with the raw carrier.
+func (g *Guard) CheckSignedBytesRead(resourceID string, token int64, sig []byte) (guard.Decision, error) {
+	return g.checkSignedBytes(resourceID, token, sig, true)
+}
+
+func (g *Guard) checkSignedBytes(resourceID string, token int64, sig []byte, read bool) (guard.Decision, error) {
 	s := g.shardFor(resourceID)
 	s.mu.Lock()
-	d, err := s.checkSignedCall(resourceID, token, sig)
+	d, err := s.checkSignedCall(resourceID, token, sig, read)
 	s.mu.Unlock()
 	if err == nil && g.reporter != nil {
 		g.reporter.Report(resourceID, d)
@@ -108,11 +130,11 @@ func (g *Guard) CheckSignedBytes(resourceID string, token int64, sig []byte) (gu
 	return d, err
 }
 
-// checkSignedCall is guard_check_signed_handle with the signature in the
-// scratch buffer and the handle from the cache (the guest then neither
-// hashes the id nor, for a verification it remembers, verifies anything).
-// s.mu is held.
-func (s *shard) checkSignedCall(resourceID string, token int64, sig []byte) (guard.Decision, error) {
+// checkSignedCall is guard_check_signed_handle (or its read) with the
+// signature in the scratch buffer and the handle from the cache (the guest
+// then neither hashes the id nor, for a verification it remembers,
+// verifies anything). s.mu is held.
+func (s *shard) checkSignedCall(resourceID string, token int64, sig []byte, read bool) (guard.Decision, error) {
 	if s.failure != nil {
 		return guard.Decision{}, s.failure
 	}
@@ -127,6 +149,10 @@ func (s *shard) checkSignedCall(resourceID string, token int64, sig []byte) (gua
 		return guard.Decision{}, s.fail(fmt.Errorf("scratch buffer outside memory"))
 	}
 	s.stack[0], s.stack[1], s.stack[2], s.stack[3] = uint64(h), uint64(token), uint64(s.scratch+sigOffset), uint64(len(sig))
-	err = s.checkSignedHandle.CallWithStack(context.Background(), s.stack[:])
+	fn := s.checkSignedHandle
+	if read {
+		fn = s.checkSignedRead
+	}
+	err = fn.CallWithStack(context.Background(), s.stack[:])
 	return s.decision(int64(s.stack[0]), err, resourceID, token)
 }

@@ -29,12 +29,12 @@ func BenchmarkLedgerCheckSignedCached(b *testing.B) {
 	l.UseVerifier(v)
 	sig := signedtest.Sign(b, signedtest.Old, "orders", 5)
 	raw, _ := guard.DecodeSignature(sig)
-	if _, done, _ := l.Recall("orders", 5, sig, nil); done {
+	if _, done, _ := l.Recall("orders", 5, sig, nil, false); done {
 		b.Fatal("nothing verified yet")
 	}
-	l.Verified("orders", 5, raw[:], sig, v.Generation(), true)
+	l.Verified("orders", 5, raw[:], sig, v.Generation(), ledger.Exclusive, false)
 	for b.Loop() {
-		if r, done, _ := l.Recall("orders", 5, sig, nil); !done || !r.Accepted {
+		if r, done, _ := l.Recall("orders", 5, sig, nil, false); !done || !r.Accepted {
 			b.Fatal(r)
 		}
 	}

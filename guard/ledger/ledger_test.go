@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"strings"
 	"testing"
@@ -53,7 +54,9 @@ func TestIsControlMatchesUnicode(t *testing.T) {
 // Invalid input changes nothing, and a refused signature moves no mark.
 func TestLedgerSignedRefusalsChangeNothing(t *testing.T) {
 	var l ledger.Ledger
-	if err := l.Trust(make([]byte, 32)); err != nil {
+	// A real key: the all-zero key is of small order, and with it the zero
+	// signature verifies about one message in four.
+	if err := l.Trust(signedtest.Public(signedtest.Old)); err != nil {
 		t.Fatal(err)
 	}
 	r, err := l.CheckSigned("a", 5, make([]byte, 64))
@@ -78,32 +81,74 @@ func TestRecallAndVerified(t *testing.T) {
 	l.UseVerifier(v)
 	text := signedtest.Sign(t, signedtest.Old, "a", 5)
 	raw, _ := guard.DecodeSignature(text)
-	if _, done, err := l.Recall("a", 5, text, nil); done || err != nil {
+	if _, done, err := l.Recall("a", 5, text, nil, false); done || err != nil {
 		t.Fatalf("Recall before any verification: done %v, %v", done, err)
 	}
-	if _, done, err := l.Recall("", 5, text, nil); !done || !errors.Is(err, ledger.ErrInvalidResourceID) {
+	if _, done, err := l.Recall("", 5, text, nil, false); !done || !errors.Is(err, ledger.ErrInvalidResourceID) {
 		t.Fatalf("Recall of an invalid id: done %v, %v", done, err)
 	}
-	if r := l.Verified("a", 5, raw[:], text, v.Generation(), false); r.Accepted || r.Reason != ledger.ReasonBadSignature {
+	if r := l.Verified("a", 5, raw[:], text, v.Generation(), ledger.Unsigned, false); r.Accepted || r.Reason != ledger.ReasonBadSignature {
 		t.Fatalf("Verified(not ok) = %+v", r)
 	}
 	if len(l.Marks()) != 0 {
 		t.Fatalf("a refused signature moved a mark: %v", l.Marks())
 	}
-	if r := l.Verified("a", 5, raw[:], text, v.Generation(), true); !r.Accepted {
+	if r := l.Verified("a", 5, raw[:], text, v.Generation(), ledger.Exclusive, false); !r.Accepted {
 		t.Fatalf("Verified(ok) = %+v", r)
 	}
-	if r, done, _ := l.Recall("a", 5, text, nil); !done || !r.Accepted {
+	if r, done, _ := l.Recall("a", 5, text, nil, false); !done || !r.Accepted {
 		t.Fatalf("Recall of the remembered text: %+v, done %v", r, done)
 	}
-	if r, done, _ := l.Recall("a", 5, "", raw[:]); !done || !r.Accepted {
+	if r, done, _ := l.Recall("a", 5, "", raw[:], false); !done || !r.Accepted {
 		t.Fatalf("Recall of the remembered bytes: %+v, done %v", r, done)
 	}
-	if _, done, _ := l.Recall("a", 6, text, nil); done {
+	if _, done, _ := l.Recall("a", 6, text, nil, false); done {
 		t.Fatal("a remembered signature was lent to another token")
 	}
 	v.Distrust(signedtest.Public(signedtest.New)) // not the key that signed: the memory goes anyway
-	if _, done, _ := l.Recall("a", 5, text, nil); done {
+	if _, done, _ := l.Recall("a", 5, text, nil, false); done {
 		t.Fatal("a verification outlived a change of the trusted keys")
+	}
+}
+
+// A shared grant's signature (its message ends " shared") reads and never
+// writes; an exclusive grant's does both; neither stands for the other's
+// message. The refusal of a write moves no mark, remembered or not.
+func TestSharedTokensRead(t *testing.T) {
+	var l ledger.Ledger
+	if err := l.Trust(signedtest.Public(signedtest.New)); err != nil {
+		t.Fatal(err)
+	}
+	sigs, err := guard.SignGrants(signedtest.New, []string{"r", "r"}, []int64{5, 6}, []bool{true, false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, _ := guard.DecodeCarrier(sigs[0])
+	exclusive, _ := guard.DecodeCarrier(sigs[1])
+	single := ed25519.Sign(signedtest.New, guard.SharedMessage("r", 7))
+	for i, c := range []struct {
+		token  int64
+		sig    []byte
+		read   bool
+		reason string
+		mark   int64
+	}{
+		{5, shared, false, ledger.ReasonSharedToken, 0},
+		{5, shared, true, "", 5},
+		{5, shared, false, ledger.ReasonSharedToken, 5}, // remembered: still no write
+		{6, shared, true, ledger.ReasonBadSignature, 5}, // another token
+		{6, exclusive, true, "", 6},
+		{6, exclusive, false, "", 6},
+		{5, shared, true, ledger.ReasonStale, 6}, // the phase ended: a later writer wrote
+		{7, single, false, ledger.ReasonSharedToken, 6},
+		{7, single, true, "", 7},
+	} {
+		r, err := l.CheckSignedAccess("r", c.token, c.sig, c.read)
+		if err != nil || r.Accepted != (c.reason == "") || r.Reason != c.reason {
+			t.Fatalf("%d: token %d read=%v: %+v, %v; want reason %q", i, c.token, c.read, r, err, c.reason)
+		}
+		if hwm, _ := l.HighWater("r"); hwm != c.mark {
+			t.Fatalf("%d: mark %d, want %d", i, hwm, c.mark)
+		}
 	}
 }

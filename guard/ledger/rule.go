@@ -36,6 +36,10 @@ const (
 	// resource and token. The token is never compared, so a forged number
 	// cannot raise a mark.
 	ReasonBadSignature = "bad-signature"
+	// ReasonSharedToken: a write presented the token of a shared grant
+	// (a read phase's, which many readers hold at once). A signed guard
+	// tells by the signature; the server's fence by its record of grants.
+	ReasonSharedToken = "shared-token"
 )
 
 // Errors for invalid input. Match with errors.Is.

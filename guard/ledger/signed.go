@@ -36,10 +36,15 @@ const MaxTrustedKeys = 16
 // change one day without old signatures meaning something new.
 const MessagePrefix = "fenceview/v1 "
 
-// AppendMessage appends the bytes an issuer signs for token on resourceID:
-// the UTF-8 of "fenceview/v1 <resourceId> <token>", one space each, the
-// token in decimal. Binding the resource stops a signature of resource A
-// from passing for B; binding the token stops one of 5 from passing for 6.
+// SharedSuffix ends the message of a shared grant, so that a reader's
+// signature never verifies as a writer's.
+const SharedSuffix = " shared"
+
+// AppendMessage appends the bytes an issuer signs for an exclusive grant of
+// token on resourceID: the UTF-8 of "fenceview/v1 <resourceId> <token>",
+// one space each, the token in decimal. Binding the resource stops a
+// signature of resource A from passing for B; binding the token stops one
+// of 5 from passing for 6.
 func AppendMessage(dst []byte, resourceID string, token int64) []byte {
 	dst = append(dst, MessagePrefix...)
 	dst = append(dst, resourceID...)
@@ -47,16 +52,58 @@ func AppendMessage(dst []byte, resourceID string, token int64) []byte {
 	return strconv.AppendInt(dst, token, 10)
 }
 
+// AppendGrantMessage appends the message of a grant in its mode: a shared
+// grant's is AppendMessage's followed by SharedSuffix.
+func AppendGrantMessage(dst []byte, resourceID string, token int64, shared bool) []byte {
+	dst = AppendMessage(dst, resourceID, token)
+	if shared {
+		dst = append(dst, SharedSuffix...)
+	}
+	return dst
+}
+
+// Mode is what a signature proves about a token: which kind of grant a
+// trusted key signed it for, if any.
+type Mode uint8
+
+const (
+	// Unsigned: no trusted key signed this token for this resource.
+	Unsigned Mode = iota
+	// Exclusive: the token of a writer's grant.
+	Exclusive
+	// Shared: the token of a read phase, which many readers hold at once:
+	// it may read, never write.
+	Shared
+)
+
 // Verifier is the set of keys a ledger in signed mode checks signatures
 // against, when the keys are not the ledger's own (UseVerifier):
 // guard.Verifier, shared by many guards, whose keys may change under them.
 type Verifier interface {
-	// Verify reports whether sig (a raw carrier: 64 bytes, or a batch
-	// carrier) is a trusted key's signature of token on resourceID.
-	Verify(resourceID string, token int64, sig []byte) bool
+	// VerifyGrant reports whether sig (a raw carrier: 64 bytes, or a batch
+	// carrier) is a trusted key's signature of token on resourceID, for a
+	// shared grant or an exclusive one as shared says.
+	VerifyGrant(resourceID string, token int64, shared bool, sig []byte) bool
 	// Generation grows whenever a key stops being trusted: a remembered
 	// verification counts only in the generation it was made in.
 	Generation() uint64
+}
+
+// ModeOf is the mode v's keys signed token on resourceID for. A read
+// tries the shared message first and a write the exclusive one, so the
+// usual case costs one verification.
+func ModeOf(v Verifier, resourceID string, token int64, sig []byte, read bool) Mode {
+	first, second := Exclusive, Shared
+	if read {
+		first, second = Shared, Exclusive
+	}
+	if v.VerifyGrant(resourceID, token, first == Shared, sig) {
+		return first
+	}
+	if v.VerifyGrant(resourceID, token, second == Shared, sig) {
+		return second
+	}
+	return Unsigned
 }
 
 var errVerifierKeys = errors.New("guard: the ledger's keys are its Verifier's to change")
@@ -83,9 +130,11 @@ func (k *keySet) trust(key []byte) error {
 	return nil
 }
 
-func (k *keySet) verify(resourceID string, token int64, sig []byte) bool {
-	var buf [256]byte // 13 + 160 + 1 + 19 bytes at most: no allocation
-	msg := AppendMessage(buf[:0], resourceID, token)
+func (k *keySet) Generation() uint64 { return 0 }
+
+func (k *keySet) VerifyGrant(resourceID string, token int64, shared bool, sig []byte) bool {
+	var buf [256]byte // 13 + 160 + 1 + 19 + 7 bytes at most: no allocation
+	msg := AppendGrantMessage(buf[:0], resourceID, token, shared)
 	if len(sig) == SignatureSize {
 		for i := range k.keys {
 			if ed25519verify.Verify(k.keys[i][:], msg, sig) {
@@ -107,15 +156,15 @@ func (k *keySet) verify(resourceID string, token int64, sig []byte) bool {
 	}
 	// Keys are only ever added to a keySet, so a root once verified stays so.
 	for i := range k.keys {
-		if k.roots.Has(&k.keys[i], &root, c.Signature) {
+		if k.roots.Has(&k.keys[i], c.Size, &root, c.Signature) {
 			return true
 		}
 	}
-	var rbuf [merkle.RootMessageSize]byte
-	rmsg := merkle.AppendRootMessage(rbuf[:0], &root)
+	var rbuf [merkle.MaxRootMessageSize]byte
+	rmsg := merkle.AppendRootMessage(rbuf[:0], c.Size, &root)
 	for i := range k.keys {
 		if ed25519verify.Verify(k.keys[i][:], rmsg, c.Signature) {
-			k.roots.Add(&k.keys[i], &root, c.Signature)
+			k.roots.Add(&k.keys[i], c.Size, &root, c.Signature)
 			return true
 		}
 	}
@@ -140,19 +189,21 @@ func (s *signedMode) generation() uint64 {
 	return s.shared.Generation()
 }
 
-func (s *signedMode) verify(resourceID string, token int64, sig []byte) bool {
+func (s *signedMode) verifier() Verifier {
 	if s.shared == nil {
-		return s.own.verify(resourceID, token, sig)
+		return &s.own
 	}
-	return s.shared.Verify(resourceID, token, sig)
+	return s.shared
 }
 
 // Verification is a remembered good signature: a (token, signature) that a
 // trusted key made for the resource it is kept for, in generation gen of
-// the keys. The zero Verification recalls nothing.
+// the keys, and the mode it was made for. The zero Verification recalls
+// nothing.
 type Verification struct {
 	token int64
 	gen   uint64
+	mode  Mode
 	raw   [SignatureSize]byte // the signature, of either carrier
 	proof string              // a batch carrier's bytes after its signature; "" for a 64-byte one
 	text  string              // the text it was verified from; "" when it came raw
@@ -177,15 +228,19 @@ func (v *Verification) Recalls(token int64, text string, raw []byte, gen uint64)
 		sameSignature(&v.raw, raw[1:1+SignatureSize]) && v.proof == string(raw[1+SignatureSize:])
 }
 
-// Remember records a verification of raw, a well-formed carrier. raw and
-// text are copied: callers (the WebAssembly exports) may pass bytes and
-// strings that alias buffers they reuse. The text is kept only when
-// given, so a ledger fed raw signatures stores no text.
-func (v *Verification) Remember(token int64, raw []byte, text string, gen uint64) {
+// Mode is the mode the remembered signature was made for.
+func (v *Verification) Mode() Mode { return v.mode }
+
+// Remember records a verification of raw, a well-formed carrier that a
+// trusted key made for mode (Exclusive or Shared). raw and text are
+// copied: callers (the WebAssembly exports) may pass bytes and strings
+// that alias buffers they reuse. The text is kept only when given, so a
+// ledger fed raw signatures stores no text.
+func (v *Verification) Remember(token int64, raw []byte, text string, gen uint64, mode Mode) {
 	if v.Recalls(token, "", raw, gen) && (text == "" || v.text == text) {
 		return
 	}
-	v.token, v.gen, v.text = token, gen, strings.Clone(text)
+	v.token, v.gen, v.text, v.mode = token, gen, strings.Clone(text), mode
 	if len(raw) == SignatureSize {
 		v.raw, v.proof = [SignatureSize]byte(raw), ""
 		return
@@ -229,15 +284,24 @@ func (l *Ledger) UseVerifier(v Verifier) {
 	l.signed = &signedMode{shared: v}
 }
 
-// CheckSigned presents a token with its raw signature carrier (64 bytes, or
-// a batch carrier; anything else is a bad signature). In signed mode the signature must be a
-// trusted key's for exactly this resource and token, or the token is
-// refused with ReasonBadSignature, not compared, and the mark does not
-// move; a verified (resource, token, signature) is remembered, so a
-// holder's repeated writes cost a comparison of bytes. Outside signed mode
-// the signature is ignored (Check). Invalid ids and tokens are errors,
-// before any signature is looked at.
+// CheckSigned presents a token for a write with its raw signature carrier
+// (64 bytes, or a batch carrier; anything else is a bad signature). In
+// signed mode the signature must be a trusted key's for an exclusive
+// grant of exactly this resource and token: a shared grant's is refused
+// with ReasonSharedToken (readers share their token, so it cannot fence a
+// write), anything else with ReasonBadSignature, and neither is compared
+// nor moves the mark. A verified (resource, token, signature) is
+// remembered, so a holder's repeated writes cost a comparison of bytes.
+// Outside signed mode the signature is ignored (Check). Invalid ids and
+// tokens are errors, before any signature is looked at.
 func (l *Ledger) CheckSigned(resourceID string, token int64, sig []byte) (Result, error) {
+	return l.CheckSignedAccess(resourceID, token, sig, false)
+}
+
+// CheckSignedAccess is CheckSigned for a read when read is true: a read
+// accepts the signature of either grant, shared or exclusive. The rule is
+// the same for both: token >= mark, and the mark rises to the token.
+func (l *Ledger) CheckSignedAccess(resourceID string, token int64, sig []byte, read bool) (Result, error) {
 	if l.signed == nil {
 		return l.Check(resourceID, token)
 	}
@@ -248,12 +312,17 @@ func (l *Ledger) CheckSigned(resourceID string, token int64, sig []byte) (Result
 	if err := ValidateToken(token); err != nil {
 		return Result{}, err
 	}
-	return l.checkSigned(h, resourceID, token, sig), nil
+	return l.checkSigned(h, resourceID, token, sig, read), nil
 }
 
 // CheckSignedHandle is CheckSigned for the resource h names; the token is
 // checked before the handle, as in CheckHandle.
 func (l *Ledger) CheckSignedHandle(h Handle, token int64, sig []byte) (Result, error) {
+	return l.CheckSignedHandleAccess(h, token, sig, false)
+}
+
+// CheckSignedHandleAccess is CheckSignedAccess for the resource h names.
+func (l *Ledger) CheckSignedHandleAccess(h Handle, token int64, sig []byte, read bool) (Result, error) {
 	if err := ValidateToken(token); err != nil {
 		return Result{}, err
 	}
@@ -263,21 +332,22 @@ func (l *Ledger) CheckSignedHandle(h Handle, token int64, sig []byte) (Result, e
 	if l.signed == nil {
 		return l.apply(h, token), nil
 	}
-	return l.checkSigned(h, l.ids[h-1], token, sig), nil
+	return l.checkSigned(h, l.ids[h-1], token, sig, read), nil
 }
 
 // checkSigned is the signed check of a valid id (h its handle, or 0 when
 // it has none yet) and token, in signed mode.
-func (l *Ledger) checkSigned(h Handle, resourceID string, token int64, sig []byte) Result {
+func (l *Ledger) checkSigned(h Handle, resourceID string, token int64, sig []byte, read bool) Result {
 	if !IsCarrierSize(len(sig)) {
 		return l.badSignature(h)
 	}
 	gen := l.signed.generation()
-	if l.recalls(h, token, "", sig, gen) {
-		return l.apply(h, token)
+	if mode, ok := l.recalls(h, token, "", sig, gen); ok {
+		return l.applyMode(h, token, mode, read)
 	}
 	// sig may alias memory the caller reuses; Remember copies it.
-	return l.verified(h, resourceID, token, sig, "", gen, l.signed.verify(resourceID, token, sig))
+	mode := ModeOf(l.signed.verifier(), resourceID, token, sig, read)
+	return l.verified(h, resourceID, token, sig, "", gen, mode, read)
 }
 
 // Recall is the part of a signed check that needs no Ed25519, for a caller
@@ -286,7 +356,7 @@ func (l *Ledger) checkSigned(h Handle, resourceID string, token int64, sig []byt
 // it when the resource's remembered verification is exactly this token and
 // signature (text, or raw when raw is not nil). done is false when the
 // signature must be verified: Verified then finishes the check.
-func (l *Ledger) Recall(resourceID string, token int64, text string, raw []byte) (r Result, done bool, err error) {
+func (l *Ledger) Recall(resourceID string, token int64, text string, raw []byte, read bool) (r Result, done bool, err error) {
 	h, err := l.find(resourceID) // validates only ids not seen before
 	if err != nil {
 		return Result{}, true, err
@@ -300,24 +370,24 @@ func (l *Ledger) Recall(resourceID string, token int64, text string, raw []byte)
 		}
 		return l.apply(h, token), true, nil
 	}
-	if l.recalls(h, token, text, raw, l.signed.generation()) {
-		return l.apply(h, token), true, nil
+	if mode, ok := l.recalls(h, token, text, raw, l.signed.generation()); ok {
+		return l.applyMode(h, token, mode, read), true, nil
 	}
 	return Result{}, false, nil
 }
 
 // Verified finishes a check that Recall left undone, once the caller has
-// verified the signature against the ledger's Verifier: ok is the answer,
-// raw the carrier's bytes, text its text when it came as text, gen the
-// Verifier's generation read before verifying. A signature that did not
-// verify is refused unread; one that did is remembered and the token
-// compared.
-func (l *Ledger) Verified(resourceID string, token int64, raw []byte, text string, gen uint64, ok bool) Result {
-	return l.verified(l.index[resourceID], resourceID, token, raw, text, gen, ok)
+// verified the signature against the ledger's Verifier (ModeOf): mode is
+// the answer, raw the carrier's bytes, text its text when it came as
+// text, gen the Verifier's generation read before verifying. A signature
+// that did not verify is refused unread; one that did is remembered and
+// the token compared, unless it is a shared token presented for a write.
+func (l *Ledger) Verified(resourceID string, token int64, raw []byte, text string, gen uint64, mode Mode, read bool) Result {
+	return l.verified(l.index[resourceID], resourceID, token, raw, text, gen, mode, read)
 }
 
-func (l *Ledger) verified(h Handle, resourceID string, token int64, raw []byte, text string, gen uint64, ok bool) Result {
-	if !ok {
+func (l *Ledger) verified(h Handle, resourceID string, token int64, raw []byte, text string, gen uint64, mode Mode, read bool) Result {
+	if mode == Unsigned {
 		return l.badSignature(h)
 	}
 	if h == 0 {
@@ -326,13 +396,25 @@ func (l *Ledger) verified(h Handle, resourceID string, token int64, raw []byte, 
 	for len(l.signed.memory) < int(h) {
 		l.signed.memory = append(l.signed.memory, Verification{})
 	}
-	l.signed.memory[h-1].Remember(token, raw, text, gen)
+	l.signed.memory[h-1].Remember(token, raw, text, gen, mode)
+	return l.applyMode(h, token, mode, read)
+}
+
+// applyMode applies the rule to a token whose signature proved mode: a
+// shared token cannot write.
+func (l *Ledger) applyMode(h Handle, token int64, mode Mode, read bool) Result {
+	if mode == Shared && !read {
+		return Result{Reason: ReasonSharedToken, Required: l.marks[h-1]}
+	}
 	return l.apply(h, token)
 }
 
-func (l *Ledger) recalls(h Handle, token int64, text string, raw []byte, gen uint64) bool {
+func (l *Ledger) recalls(h Handle, token int64, text string, raw []byte, gen uint64) (Mode, bool) {
 	m := l.signed.memory
-	return h != 0 && int(h) <= len(m) && m[h-1].Recalls(token, text, raw, gen)
+	if h != 0 && int(h) <= len(m) && m[h-1].Recalls(token, text, raw, gen) {
+		return m[h-1].mode, true
+	}
+	return Unsigned, false
 }
 
 // badSignature is the refusal of a token whose signature did not verify:

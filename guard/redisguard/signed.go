@@ -20,8 +20,11 @@ func (g *Guard) WriteSigned(ctx context.Context, resourceID string, token int64,
 	if err := guard.ValidateToken(token); err != nil {
 		return guard.Decision{}, err
 	}
-	if !g.verify.Verify(resourceID, token, sig) {
-		return g.badSignature(ctx, resourceID, token, values)
+	switch g.verify.Mode(resourceID, token, sig, false) {
+	case guard.Unsigned:
+		return g.refuseUnread(ctx, resourceID, token, values, guard.ReasonBadSignature)
+	case guard.Shared:
+		return g.refuseUnread(ctx, resourceID, token, values, guard.ReasonSharedToken)
 	}
 	return g.write(ctx, resourceID, token, values)
 }
@@ -36,9 +39,14 @@ func (g *Guard) CheckSignedContext(ctx context.Context, resourceID string, token
 	return g.WriteSigned(ctx, resourceID, token, sig)
 }
 
-// badSignature refuses a token that may not be compared, after checking
-// the input as a write would; Required is the current mark.
+// badSignature refuses a token without a good signature.
 func (g *Guard) badSignature(ctx context.Context, resourceID string, token int64, values []Value) (guard.Decision, error) {
+	return g.refuseUnread(ctx, resourceID, token, values, guard.ReasonBadSignature)
+}
+
+// refuseUnread refuses a token that may not be compared, for reason, after
+// checking the input as a write would; Required is the current mark.
+func (g *Guard) refuseUnread(ctx context.Context, resourceID string, token int64, values []Value, reason string) (guard.Decision, error) {
 	names := make([]string, len(values))
 	for i, v := range values {
 		names[i] = v.Name
@@ -50,5 +58,5 @@ func (g *Guard) badSignature(ctx context.Context, resourceID string, token int64
 	if err != nil {
 		return guard.Decision{}, err
 	}
-	return guard.Decision{Accepted: false, Reason: guard.ReasonBadSignature, Presented: token, Required: mark}, nil
+	return guard.Decision{Accepted: false, Reason: reason, Presented: token, Required: mark}, nil
 }

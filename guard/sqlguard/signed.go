@@ -43,20 +43,38 @@ func (m *Marks) CheckSignedContext(ctx context.Context, resourceID string, token
 	if err := guard.ValidateToken(token); err != nil {
 		return guard.Decision{}, err
 	}
-	if !m.verify.Verify(resourceID, token, sig) {
-		return m.badSignature(ctx, resourceID, token)
+	if reason := writeRefusal(m.verify.Mode(resourceID, token, sig, false)); reason != "" {
+		return m.refuseUnread(ctx, resourceID, token, reason)
 	}
 	return m.record(ctx, resourceID, token)
 }
 
-// badSignature is the refusal of a token that may not be compared; like
-// every refusal that is not stale-token, Required is the current mark.
+// writeRefusal is why a write with a signature that proved mode may not
+// be compared, or "" when it may.
+func writeRefusal(mode guard.Mode) string {
+	switch mode {
+	case guard.Exclusive:
+		return ""
+	case guard.Shared:
+		return guard.ReasonSharedToken
+	}
+	return guard.ReasonBadSignature
+}
+
+// badSignature is the refusal of a token without a good signature.
 func (m *Marks) badSignature(ctx context.Context, resourceID string, token int64) (guard.Decision, error) {
+	return m.refuseUnread(ctx, resourceID, token, guard.ReasonBadSignature)
+}
+
+// refuseUnread is the refusal of a token that may not be compared, for
+// reason; like every refusal that is not stale-token, Required is the
+// current mark.
+func (m *Marks) refuseUnread(ctx context.Context, resourceID string, token int64, reason string) (guard.Decision, error) {
 	hwm, err := m.HighWater(ctx, resourceID)
 	if err != nil {
 		return guard.Decision{}, err
 	}
-	return guard.Decision{Accepted: false, Reason: guard.ReasonBadSignature, Presented: token, Required: hwm}, nil
+	return guard.Decision{Accepted: false, Reason: reason, Presented: token, Required: hwm}, nil
 }
 
 // signedRows is a Table's signed mode (TableConfig.Verifier): the keys it
@@ -94,15 +112,21 @@ func (t *Table) updateSigned(ctx context.Context, db DB, id any, token int64, si
 	if err != nil {
 		return guard.Decision{}, fmt.Errorf("%w: resource of row %v: %w", ErrInvalid, id, err)
 	}
-	if !t.signed.verify.Verify(resource, token, sig) {
-		return t.badSignature(ctx, db, id, token)
+	if reason := writeRefusal(t.signed.verify.Mode(resource, token, sig, false)); reason != "" {
+		return t.refuseUnread(ctx, db, id, token, reason)
 	}
 	return t.write(ctx, db, id, token, version, set)
 }
 
-// badSignature refuses a token that may not be compared; Required is the
-// row's mark, read now. A missing row is ErrNotFound, as for Update.
+// badSignature refuses a token without a good signature.
 func (t *Table) badSignature(ctx context.Context, db DB, id any, token int64) (guard.Decision, error) {
+	return t.refuseUnread(ctx, db, id, token, guard.ReasonBadSignature)
+}
+
+// refuseUnread refuses a token that may not be compared, for reason;
+// Required is the row's mark, read now. A missing row is ErrNotFound, as
+// for Update.
+func (t *Table) refuseUnread(ctx context.Context, db DB, id any, token int64, reason string) (guard.Decision, error) {
 	a := &args{d: t.d}
 	var hwm int64
 	err := db.QueryRowContext(ctx, "SELECT "+t.tokCol+" FROM "+t.table+" WHERE "+t.idCol+" = "+a.add(id), a.vals...).Scan(&hwm)
@@ -112,5 +136,5 @@ func (t *Table) badSignature(ctx context.Context, db DB, id any, token int64) (g
 	if err != nil {
 		return guard.Decision{}, fmt.Errorf("sqlguard: read mark of %s: %w", t.name, err)
 	}
-	return guard.Decision{Accepted: false, Reason: guard.ReasonBadSignature, Presented: token, Required: hwm}, nil
+	return guard.Decision{Accepted: false, Reason: reason, Presented: token, Required: hwm}, nil
 }

@@ -74,7 +74,7 @@ func TestTableSignedTable(t *testing.T) {
 	if _, err := db.Exec(`CREATE TABLE docs (id TEXT PRIMARY KEY, body TEXT NOT NULL DEFAULT '', fence_token BIGINT NOT NULL DEFAULT 0)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(`INSERT INTO docs (id) VALUES ('orders'), ('billing'), ('batch/a'), ('batch/b'), ('batch/c'), ('batch/d'), ('batch/e'), ('batch/f')`); err != nil {
+	if _, err := db.Exec(`INSERT INTO docs (id) VALUES ('orders'), ('billing'), ('batch/a'), ('batch/b'), ('batch/c'), ('batch/d'), ('batch/e'), ('batch/f'), ('batch/g'), ('batch/h')`); err != nil {
 		t.Fatal(err)
 	}
 	v := &guard.Verifier{}

@@ -453,7 +453,7 @@ func TestIssuerAndSigningKeysAreTheClusters(t *testing.T) {
 	}
 	v, _ := guard.NewVerifier(pub)
 	for _, g := range []fenceview.Grant{before, after} {
-		if raw, err := guard.DecodeCarrier(g.Fencing.Signature); err != nil || raw[0] != 0x01 || !v.VerifyText(g.ResourceID, g.Fencing.Token, g.Fencing.Signature) {
+		if raw, err := guard.DecodeCarrier(g.Fencing.Signature); err != nil || raw[0] != 0x02 || !v.VerifyText(g.ResourceID, g.Fencing.Token, g.Fencing.Signature) {
 			t.Fatalf("grant %+v: not a batch carrier that verifies with the cluster's key (%v)", g.Fencing, err)
 		}
 	}

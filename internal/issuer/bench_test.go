@@ -143,7 +143,7 @@ func BenchmarkSignGrant(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, _, err := k.Sign("bench-42", 1847); err != nil {
+		if _, _, err := k.Sign("bench-42", 1847, false); err != nil {
 			b.Fatal(err)
 		}
 	}

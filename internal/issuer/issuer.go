@@ -492,6 +492,7 @@ type fencing struct {
 	f                fenceview.Fence
 	mode             string
 	verified, proven bool
+	sharedSig        bool // the signature proves a shared grant's token
 	d                guard.Decision
 }
 
@@ -508,7 +509,7 @@ func (s *Service) fenceDecisionOf(f fenceview.Fence) (*fencing, error) {
 		return nil, err
 	}
 	fc := &fencing{s: s, f: f, mode: mode}
-	fc.verified = s.fenceVerified(f) // Ed25519 before the lock, not under it
+	fc.verified, fc.sharedSig = s.fenceVerified(f) // Ed25519 before the lock, not under it
 	// A token above the foreign cap proves itself issued here by its
 	// signature alone (as a report's does), checked here, outside the lock.
 	fc.proven = f.Token.Token > fenceview.MaxReportedMark && f.Token.Signature != "" && s.verify(f.ResourceID, f.Token.Token, f.Token.Signature)
@@ -535,7 +536,7 @@ func (fc *fencing) decide(b *batch) outcome {
 		return refused(err)
 	}
 	b.expireIfDue(w)
-	fc.d = fc.s.fenceDecision(&w.res, *f, fc.mode, fc.verified)
+	fc.d = fc.s.fenceDecision(&w.res, *f, fc.mode, fc.verified, fc.sharedSig)
 	b.decide(w, fc.d, f.Holder, f.Source, b.now, false, false)
 	return committed()
 }
@@ -566,8 +567,9 @@ func aboveForeignCap(r *fenceview.Resource, mark int64, vouched bool) bool {
 }
 
 // fenceDecision is the server's own guard: f's token against r, in mode,
-// verified saying whether its signature may be trusted.
-func (s *Service) fenceDecision(r *fenceview.Resource, f fenceview.Fence, mode string, verified bool) guard.Decision {
+// verified saying whether its signature may be trusted and sharedSig
+// whether it proves a shared grant's token.
+func (s *Service) fenceDecision(r *fenceview.Resource, f fenceview.Fence, mode string, verified, sharedSig bool) guard.Decision {
 	token := f.Token.Token
 	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
 		return guard.Decision{Reason: reason, Presented: token, Required: r.HighWaterMark}
@@ -575,6 +577,8 @@ func (s *Service) fenceDecision(r *fenceview.Resource, f fenceview.Fence, mode s
 	switch {
 	case !verified:
 		return guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: r.HighWaterMark}
+	case sharedSig:
+		return guard.Decision{Reason: guard.ReasonSharedToken, Presented: token, Required: r.HighWaterMark}
 	case r.LastToken > 0 && token > r.LastToken:
 		return guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: r.HighWaterMark}
 	case mode == fenceview.FenceModeCurrent && token < r.LastToken:

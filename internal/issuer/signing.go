@@ -10,17 +10,19 @@ import (
 )
 
 // Signer signs grants: the issuer's active key's signature carrier for
-// "fenceview/v1 <resourceId> <token>" (*signing.Keyring: a batch of one).
+// "fenceview/v1 <resourceId> <token>", followed by " shared" for a shared
+// grant (*signing.Keyring: a batch of one).
 type Signer interface {
-	Sign(resourceID string, token int64) (keyID, signature string, err error)
+	Sign(resourceID string, token int64, shared bool) (keyID, signature string, err error)
 }
 
 // BatchSigner is a Signer that signs many grants at once for less CPU
 // than one at a time (*signing.Keyring: one Ed25519 signature over the
-// batch's Merkle root, each grant carrying its inclusion proof).
+// batch's size and Merkle root, each grant carrying its inclusion proof).
+// shared[i] marks a shared grant; nil, none.
 type BatchSigner interface {
 	Signer
-	SignBatch(resourceIDs []string, tokens []int64) (keyID string, signatures []string, err error)
+	SignBatch(resourceIDs []string, tokens []int64, shared []bool) (keyID string, signatures []string, err error)
 }
 
 type signedConfig struct {
@@ -85,11 +87,11 @@ func (s *Service) signGroup(group []*batch) (wait func()) {
 	go func() {
 		defer close(done)
 		if bs, ok := s.signed.signer.(BatchSigner); ok {
-			ids, tokens := make([]string, len(grants)), make([]int64, len(grants))
+			ids, tokens, shared := make([]string, len(grants)), make([]int64, len(grants)), make([]bool, len(grants))
 			for i, g := range grants {
-				ids[i], tokens[i] = g.ResourceID, g.Fencing.Token
+				ids[i], tokens[i], shared[i] = g.ResourceID, g.Fencing.Token, g.Fencing.Shared
 			}
-			if keyID, sigs, err := bs.SignBatch(ids, tokens); err == nil && len(sigs) == len(grants) {
+			if keyID, sigs, err := bs.SignBatch(ids, tokens, shared); err == nil && len(sigs) == len(grants) {
 				for i, g := range grants {
 					g.Fencing.KeyID, g.Fencing.Signature = keyID, sigs[i]
 				}
@@ -97,7 +99,7 @@ func (s *Service) signGroup(group []*batch) (wait func()) {
 			}
 		}
 		for _, g := range grants {
-			if keyID, sig, err := s.signed.signer.Sign(g.ResourceID, g.Fencing.Token); err == nil {
+			if keyID, sig, err := s.signed.signer.Sign(g.ResourceID, g.Fencing.Token, g.Fencing.Shared); err == nil {
 				g.Fencing.KeyID, g.Fencing.Signature = keyID, sig
 			}
 		}
@@ -112,7 +114,7 @@ func (s *Service) sign(g fenceview.Grant) (fenceview.Grant, error) {
 	if s.signed.signer == nil || g.Fencing.Signature != "" {
 		return g, nil
 	}
-	keyID, sig, err := s.signed.signer.Sign(g.ResourceID, g.Fencing.Token)
+	keyID, sig, err := s.signed.signer.Sign(g.ResourceID, g.Fencing.Token, g.Fencing.Shared)
 	if err != nil {
 		// The grant is durable and its token taken; without a signature
 		// it is useless to signed guards, so say so rather than hand it out.
@@ -128,14 +130,14 @@ func (s *Service) sign(g fenceview.Grant) (fenceview.Grant, error) {
 // BatchSigner, one by one.
 func (s *Service) signAll(gs []fenceview.Grant) ([]fenceview.Grant, error) {
 	if bs, ok := s.signed.signer.(BatchSigner); ok && len(gs) > 1 {
-		ids, tokens := make([]string, 0, len(gs)), make([]int64, 0, len(gs))
+		ids, tokens, shared := make([]string, 0, len(gs)), make([]int64, 0, len(gs)), make([]bool, 0, len(gs))
 		for _, g := range gs {
 			if g.Fencing.Signature == "" {
-				ids, tokens = append(ids, g.ResourceID), append(tokens, g.Fencing.Token)
+				ids, tokens, shared = append(ids, g.ResourceID), append(tokens, g.Fencing.Token), append(shared, g.Fencing.Shared)
 			}
 		}
 		if len(ids) > 1 {
-			if keyID, sigs, err := bs.SignBatch(ids, tokens); err == nil && len(sigs) == len(ids) {
+			if keyID, sigs, err := bs.SignBatch(ids, tokens, shared); err == nil && len(sigs) == len(ids) {
 				j := 0
 				for i := range gs {
 					if gs[i].Fencing.Signature == "" {
@@ -156,15 +158,30 @@ func (s *Service) signAll(gs []fenceview.Grant) ([]fenceview.Grant, error) {
 }
 
 // verify reports whether sig is one of this issuer's signatures of token on
-// resourceID.
+// resourceID, of a grant in either mode: each proves the token issued here.
 func (s *Service) verify(resourceID string, token int64, sig string) bool {
-	return s.signed.cache != nil && sig != "" && s.signed.cache.Verify(resourceID, token, sig)
+	return s.mode(resourceID, token, sig, false) != guard.Unsigned
 }
 
-// fenceVerified reports whether f may be compared: always without
-// RequireSignatures, else only with a valid signature.
-func (s *Service) fenceVerified(f fenceview.Fence) bool {
-	return !s.signed.require || s.verify(f.ResourceID, f.Token.Token, f.Token.Signature)
+// mode is what sig proves about token on resourceID: the mode of the grant
+// this issuer signed it for, or guard.Unsigned. read says which mode to
+// try first.
+func (s *Service) mode(resourceID string, token int64, sig string, read bool) guard.Mode {
+	if s.signed.cache == nil || sig == "" {
+		return guard.Unsigned
+	}
+	return s.signed.cache.Mode(resourceID, token, sig, read)
+}
+
+// fenceVerified reports whether f may be compared (always without
+// RequireSignatures, else only with a valid signature) and whether its
+// signature proves a shared grant's token, which may not write.
+func (s *Service) fenceVerified(f fenceview.Fence) (verified, shared bool) {
+	if !s.signed.require {
+		return true, false
+	}
+	m := s.mode(f.ResourceID, f.Token.Token, f.Token.Signature, false)
+	return m != guard.Unsigned, m == guard.Shared
 }
 
 // verifyReports sets Proven on reports whose signature verifies: the proof

@@ -17,9 +17,12 @@ import (
 
 type fixedSigner struct{}
 
-func (fixedSigner) Sign(resourceID string, token int64) (string, string, error) {
-	sig, err := guard.Sign(signedtest.Old, resourceID, token)
-	return "old", sig, err
+func (fixedSigner) Sign(resourceID string, token int64, shared bool) (string, string, error) {
+	sigs, err := guard.SignGrants(signedtest.Old, []string{resourceID}, []int64{token}, []bool{shared})
+	if err != nil {
+		return "", "", err
+	}
+	return "old", sigs[0], nil
 }
 
 // newSignedService is a service on a real SQLite file that signs with
@@ -132,12 +135,12 @@ type batchSigner struct {
 	batched atomic.Int64
 }
 
-func (b *batchSigner) SignBatch(ids []string, tokens []int64) (string, []string, error) {
+func (b *batchSigner) SignBatch(ids []string, tokens []int64, shared []bool) (string, []string, error) {
 	b.batched.Add(int64(len(ids)))
 	if b.broken {
 		return "", nil, errors.New("broken")
 	}
-	sigs, err := guard.SignBatch(signedtest.Old, ids, tokens)
+	sigs, err := guard.SignGrants(signedtest.Old, ids, tokens, shared)
 	return "old", sigs, err
 }
 

@@ -14,20 +14,28 @@
 //
 // The carrier, decoded from base64url without padding:
 //
-//	0x01 || signature (64) || index (u32be) || size (u32be) || path (32 bytes each, from the leaf up)
+//	0x02 || signature (64) || index (u32be) || size (u32be) || path (32 bytes each, from the leaf up)
 //
-// A 64-byte carrier is a signature of the leaf message alone, as before
-// batches; callers tell the two apart by length.
+// The signature is over "fenceview/batch/v2 <size> <root>": the size is
+// signed with the root, because one audit path can lead to the same root
+// under several sizes (index 2 of 5 also fits sizes 6, 7 and 8), and a
+// token's carrier must be unique. Carriers of version 0x01, whose message
+// had no size, are refused. A 64-byte carrier is a signature of the leaf
+// message alone, as before batches; callers tell the two apart by length.
 package merkle
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"strconv"
+)
 
 // Sizes of the batch carrier, raw.
 const (
 	HashSize      = 32
 	SignatureSize = 64
-	// Version is the carrier's first byte.
-	Version = 0x01
+	// Version is the carrier's first byte: 0x02, the size signed with
+	// the root (0x01 carriers did not sign it and are refused).
+	Version = 0x02
 	// HeaderSize is the carrier without its path: version, signature,
 	// index and size.
 	HeaderSize = 1 + SignatureSize + 4 + 4
@@ -39,12 +47,13 @@ const (
 	MaxCarrierSize = HeaderSize + MaxPath*HashSize
 )
 
-// RootPrefix starts the message a batch's key signs: RootPrefix and the 64
-// lowercase hex digits of the root.
-const RootPrefix = "fenceview/batch/v1 "
+// RootPrefix starts the message a batch's key signs: RootPrefix, the
+// batch's size in decimal, a space and the 64 lowercase hex digits of the
+// root.
+const RootPrefix = "fenceview/batch/v2 "
 
-// RootMessageSize is the length of that message.
-const RootMessageSize = len(RootPrefix) + 2*HashSize
+// MaxRootMessageSize bounds that message: a size has at most 10 digits.
+const MaxRootMessageSize = len(RootPrefix) + 10 + 1 + 2*HashSize
 
 // LeafHash is SHA-256(0x00 || message): a leaf can never pose as a node.
 func LeafHash(message []byte) [HashSize]byte {
@@ -130,10 +139,13 @@ func (c *Carrier) Root(leaf [HashSize]byte) (root [HashSize]byte, ok bool) {
 }
 
 // AppendRootMessage appends the bytes a batch's key signs: the UTF-8 of
-// "fenceview/batch/v1 <root>", the root in 64 lowercase hex digits.
-func AppendRootMessage(dst []byte, root *[HashSize]byte) []byte {
+// "fenceview/batch/v2 <size> <root>", the size in decimal and the root in
+// 64 lowercase hex digits.
+func AppendRootMessage(dst []byte, size uint32, root *[HashSize]byte) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, RootPrefix...)
+	dst = strconv.AppendUint(dst, uint64(size), 10)
+	dst = append(dst, ' ')
 	for _, b := range root {
 		dst = append(dst, hex[b>>4], hex[b&0x0f])
 	}
@@ -157,11 +169,13 @@ func AppendCarrier(dst, sig []byte, index, size uint32, path [][HashSize]byte) [
 const RootCacheSize = 1024
 
 // RootCache remembers batch signatures verified: that key made sig over
-// root. A batch's other grants then cost hashing, not an Ed25519
-// verification. It is keyed by key and root, and a hit needs the very
-// signature bytes verified, so a carrier with a flipped signature byte is
-// refused even after its batch was verified. A key that stops being
-// trusted is no longer asked about, so its roots stop counting at once.
+// the root message of size and root. A batch's other grants then cost
+// hashing, not an Ed25519 verification. A hit needs the very key, size,
+// root and signature bytes verified: a carrier with a flipped signature
+// byte is refused even after its batch was verified, and so is one whose
+// size was rewritten to another that its path also fits (the same root,
+// but a message nobody signed). A key that stops being trusted is no
+// longer asked about, so its roots stop counting at once.
 //
 // It is direct-mapped (each key and root has one slot; a newer entry
 // replaces an older one), so it is bounded and needs no map: only signed
@@ -174,6 +188,7 @@ type RootCache struct {
 type rootEntry struct {
 	key, root [HashSize]byte
 	sig       [SignatureSize]byte
+	size      uint32
 	used      bool
 }
 
@@ -184,13 +199,14 @@ func (c *RootCache) slot(key, root *[HashSize]byte) *rootEntry {
 }
 
 // Has reports whether key was verified to have made sig (64 bytes) over
-// root.
-func (c *RootCache) Has(key, root *[HashSize]byte, sig []byte) bool {
+// the root message of size and root.
+func (c *RootCache) Has(key *[HashSize]byte, size uint32, root *[HashSize]byte, sig []byte) bool {
 	e := c.slot(key, root)
-	return e.used && e.key == *key && e.root == *root && string(e.sig[:]) == string(sig)
+	return e.used && e.size == size && e.key == *key && e.root == *root && string(e.sig[:]) == string(sig)
 }
 
-// Add records that key made sig (64 bytes) over root.
-func (c *RootCache) Add(key, root *[HashSize]byte, sig []byte) {
-	*c.slot(key, root) = rootEntry{key: *key, root: *root, sig: [SignatureSize]byte(sig), used: true}
+// Add records that key made sig (64 bytes) over the root message of size
+// and root.
+func (c *RootCache) Add(key *[HashSize]byte, size uint32, root *[HashSize]byte, sig []byte) {
+	*c.slot(key, root) = rootEntry{key: *key, root: *root, sig: [SignatureSize]byte(sig), size: size, used: true}
 }

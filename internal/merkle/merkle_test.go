@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 )
 
@@ -138,10 +139,10 @@ func TestRootOfEveryIndexOfEverySize(t *testing.T) {
 			}
 			bad("size 0", carrierFor(sig, uint32(m), 0, p), ls[m])
 			bad("index = size", carrierFor(sig, uint32(n), uint32(n), p), ls[m])
-			// (Another size is not always wrong: in a larger tree whose
-			// split puts this leaf on the same path, it leads to the same
-			// root, which proves the same thing: the leaf is in the signed
-			// tree.)
+			// Another size is not always refused here: in a larger tree
+			// whose split puts this leaf on the same path it leads to the
+			// same root. The signed root message names the size, so such
+			// a carrier fails its signature (TestRewrittenSize).
 			bad("another leaf", raw, []byte("fenceview/v1 other 1"))
 		}
 	}
@@ -159,14 +160,14 @@ func TestParseCarrierBounds(t *testing.T) {
 		t.Fatal("a batch of one does not parse")
 	}
 	wrongVersion := bytes.Clone(good)
-	wrongVersion[0] = 0x02
+	wrongVersion[0] = 0x01 // the carrier whose signature did not bind the size
 	hashes := make([][]byte, MaxPath)
 	for i := range hashes {
 		hashes[i] = bytes.Repeat([]byte{byte(i)}, HashSize)
 	}
 	longest := carrierFor(sig, 0, 1, hashes)
 	for name, b := range map[string][]byte{
-		"empty": nil, "64 bytes": sig, "version 2": wrongVersion, "a header one byte short": good[:HeaderSize-1],
+		"empty": nil, "64 bytes": sig, "version 1": wrongVersion, "a header one byte short": good[:HeaderSize-1],
 		"half a hash": append(bytes.Clone(good), 1, 2, 3), "33 hashes": append(bytes.Clone(longest), make([]byte, HashSize)...),
 	} {
 		if _, ok := ParseCarrier(b); ok {
@@ -193,39 +194,87 @@ func TestParseCarrierBounds(t *testing.T) {
 	}
 }
 
-// The message a batch's key signs.
+// The message a batch's key signs names the size and the root.
 func TestRootMessage(t *testing.T) {
 	var root [HashSize]byte
 	for i := range root {
 		root[i] = byte(i * 9)
 	}
-	got := string(AppendRootMessage(nil, &root))
-	if want := "fenceview/batch/v1 " + hex.EncodeToString(root[:]); got != want || len(got) != RootMessageSize {
-		t.Fatalf("%q, want %q", got, want)
+	for _, size := range []uint32{1, 70, 1<<32 - 1} {
+		got := string(AppendRootMessage(nil, size, &root))
+		want := "fenceview/batch/v2 " + strconv.FormatUint(uint64(size), 10) + " " + hex.EncodeToString(root[:])
+		if got != want || len(got) > MaxRootMessageSize {
+			t.Fatalf("%q, want %q", got, want)
+		}
+	}
+	if n := len(AppendRootMessage(nil, 1<<32-1, &root)); n != MaxRootMessageSize {
+		t.Fatalf("the longest root message is %d bytes, MaxRootMessageSize %d", n, MaxRootMessageSize)
 	}
 }
 
-// A cached root counts for its key and its exact signature only.
+// The attack the size in the signed message stops: one path fits several
+// sizes (index 2 of 5 also fits 6, 7 and 8) and leads to the same root, so
+// a carrier whose size is rewritten recomputes the verified root. The root
+// message then differs, and so must the cache's answer.
+func TestRewrittenSize(t *testing.T) {
+	ls := leaves(5)
+	c := Carrier{Index: 2, Size: 5}
+	for _, h := range path(2, ls) {
+		c.Path = append(c.Path, h...)
+	}
+	root, ok := c.Root(LeafHash(ls[2]))
+	if !ok {
+		t.Fatal("no root")
+	}
+	var sizes []uint32
+	for size := uint32(3); size <= 16; size++ {
+		if size == 5 {
+			continue
+		}
+		c.Size = size
+		if r, ok := c.Root(LeafHash(ls[2])); ok && r == root {
+			sizes = append(sizes, size)
+			if string(AppendRootMessage(nil, size, &r)) == string(AppendRootMessage(nil, 5, &root)) {
+				t.Fatalf("size %d: the same root message as size 5", size)
+			}
+		}
+	}
+	if len(sizes) == 0 {
+		t.Fatal("no other size fits the path: the attack this guards against is not reproduced")
+	}
+	t.Logf("index 2 of 5 leads to the same root under sizes %v", sizes)
+	var cache RootCache
+	key, sig := [HashSize]byte{9}, bytes.Repeat([]byte{1}, SignatureSize)
+	cache.Add(&key, 5, &root, sig)
+	for _, size := range sizes {
+		if cache.Has(&key, size, &root, sig) {
+			t.Fatalf("the cache answers for size %d after verifying size 5", size)
+		}
+	}
+}
+
+// A cached root counts for its key, size and exact signature only.
 func TestRootCache(t *testing.T) {
 	var c RootCache
 	key, other, root := [HashSize]byte{1}, [HashSize]byte{2}, [HashSize]byte{3, 4}
 	sig := bytes.Repeat([]byte{5}, SignatureSize)
-	if c.Has(&key, &root, sig) {
+	if c.Has(&key, 7, &root, sig) {
 		t.Fatal("empty cache has a root")
 	}
-	c.Add(&key, &root, sig)
+	c.Add(&key, 7, &root, sig)
 	flipped := bytes.Clone(sig)
 	flipped[63] ^= 1
-	if !c.Has(&key, &root, sig) || c.Has(&other, &root, sig) || c.Has(&key, &root, flipped) || c.Has(&key, &[HashSize]byte{3, 5}, sig) {
-		t.Fatal("the cache answers for another key, root or signature")
+	if !c.Has(&key, 7, &root, sig) || c.Has(&other, 7, &root, sig) || c.Has(&key, 7, &root, flipped) ||
+		c.Has(&key, 7, &[HashSize]byte{3, 5}, sig) || c.Has(&key, 8, &root, sig) {
+		t.Fatal("the cache answers for another key, size, root or signature")
 	}
 	// Bounded: filling it with other roots evicts the first.
 	for i := range 4 * RootCacheSize {
 		var r [HashSize]byte
 		binary.LittleEndian.PutUint32(r[:], uint32(i))
-		c.Add(&key, &r, sig)
+		c.Add(&key, 7, &r, sig)
 	}
-	if c.Has(&key, &root, sig) {
+	if c.Has(&key, 7, &root, sig) {
 		t.Fatal("the cache kept an entry past its bound")
 	}
 }

@@ -108,13 +108,14 @@ func token(f map[string]any) int64 { return int64(f["token"].(float64)) }
 // documented verifies a grant's carrier as docs/signed-tokens.md says, with
 // crypto/ed25519 and crypto/sha256 alone: a batch carrier's root from the
 // leaf message, index, size and path (RFC 9162 §2.1.3.2), signed as
-// "fenceview/batch/v1 <hex root>".
+// "fenceview/batch/v2 <size> <hex root>".
 func documented(pub ed25519.PublicKey, resource string, tok int64, sig string) bool {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(sig)
-	if err != nil || len(raw) < 73 || (len(raw)-73)%32 != 0 || raw[0] != 1 {
+	if err != nil || len(raw) < 73 || (len(raw)-73)%32 != 0 || raw[0] != 2 {
 		return false
 	}
 	fn, sn := binary.BigEndian.Uint32(raw[65:]), binary.BigEndian.Uint32(raw[69:])
+	size := sn
 	if fn >= sn {
 		return false
 	}
@@ -134,7 +135,7 @@ func documented(pub ed25519.PublicKey, resource string, tok int64, sig string) b
 		}
 		fn, sn = fn>>1, sn>>1
 	}
-	return sn == 0 && ed25519.Verify(pub, []byte("fenceview/batch/v1 "+hex.EncodeToString(r[:])), raw[1:65])
+	return sn == 0 && ed25519.Verify(pub, []byte("fenceview/batch/v2 "+strconv.FormatUint(uint64(size), 10)+" "+hex.EncodeToString(r[:])), raw[1:65])
 }
 
 // The life of signing keys through the real server: a key on first start,
@@ -387,6 +388,10 @@ func TestSignedGrantVerifiesInNodeAndPython(t *testing.T) {
 	tamper := func(change func([]byte)) string {
 		return signedtest.Tamper(third, func(b []byte) []byte { change(b); return b })
 	}
+	mixed, err := guard.SignGrants(signedtest.New, []string{"orders", "orders"}, []int64{20, 21}, []bool{true, false})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name  string
 		args  []string
@@ -408,6 +413,11 @@ func TestSignedGrantVerifiesInNodeAndPython(t *testing.T) {
 		{"size 0", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[72] = 0 })}, false},
 		{"index = size", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[68] = 5 })}, false},
 		{"the older carrier", []string{testKey, "заказ 42 α", "12", signedtest.Sign(t, signedtest.New, "заказ 42 α", 12)}, true},
+		{"the size rewritten to one its path fits", []string{testKey, "заказ 42 α", "12", tamper(func(b []byte) { b[72] = 6 })}, false},
+		{"a version 1 carrier", []string{testKey, "заказ 42 α", "12", signedtest.SignBatchV1(signedtest.New, ids, []int64{10, 11, 12, 13, 14})[2]}, false},
+		{"a shared grant, as shared", []string{testKey, "orders", "20", mixed[0], "shared"}, true},
+		{"a shared grant, as exclusive", []string{testKey, "orders", "20", mixed[0]}, false},
+		{"an exclusive grant, as shared", []string{testKey, "orders", "21", mixed[1], "shared"}, false},
 	}
 	dir := t.TempDir()
 	run := func(t *testing.T, interpreter, file, code string) {

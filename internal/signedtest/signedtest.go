@@ -8,11 +8,13 @@ package signedtest
 import (
 	"crypto/ed25519"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/merkle"
 )
 
 // Keys are fixed, so failures reproduce: Old and New are one issuer's keys
@@ -130,6 +132,26 @@ func SignBatch(t testing.TB, k ed25519.PrivateKey, resources []string, tokens []
 	return s
 }
 
+// SignBatchV1 returns k's batch carriers of tokens[i] on resources[i] in
+// the format before the size was signed: version byte 0x01 and a
+// signature over "fenceview/batch/v1 <root>". Verifiers refuse them.
+func SignBatchV1(k ed25519.PrivateKey, resources []string, tokens []int64) []string {
+	leaves := make([][merkle.HashSize]byte, len(tokens))
+	for i := range tokens {
+		leaves[i] = merkle.LeafHash(guard.Message(resources[i], tokens[i]))
+	}
+	tree := merkle.NewTree(leaves)
+	root := tree.Root()
+	sig := ed25519.Sign(k, []byte("fenceview/batch/v1 "+hex.EncodeToString(root[:])))
+	out := make([]string, len(tokens))
+	for i := range out {
+		raw := merkle.AppendCarrier(nil, sig, uint32(i), uint32(len(tokens)), tree.AppendPath(nil, i))
+		raw[0] = 0x01
+		out[i] = guard.EncodeSignature(raw)
+	}
+	return out
+}
+
 // Tamper decodes a batch carrier's text, lets change rewrite its bytes and
 // encodes the result. The layout: [0] version, [1:65] signature, [65:69]
 // index, [69:73] size, [73:] the path, 32 bytes a hash.
@@ -167,14 +189,21 @@ type BatchCase struct {
 
 // BatchCases is the table of batch carriers, played after a guard trusts
 // Public(New) only, on resources no other case touches: tampered proofs of
-// one grant first (each refused as bad-signature, the mark never moving),
+// one grant first (each refused as bad-signature, the mark never moving;
+// among them a carrier of the old format and one whose size is rewritten),
 // then the grant, another of its batch (whose root is cached), a batch of
-// one, and a tampered carrier once the mark is set.
+// one, tampered carriers once the root is verified, and a shared grant's
+// token presented for a write (refused as shared-token).
 func BatchCases(t testing.TB) []BatchCase {
 	ids := []string{"batch/a", "batch/b", "batch/c", "batch/d", "batch/e"}
 	sigs := SignBatch(t, New, ids, []int64{10, 11, 12, 13, 14})
 	c := sigs[2] // batch/c, token 12: index 2 of 5, a path of 3 hashes
 	one := SignBatch(t, New, []string{"batch/f"}, []int64{3})[0]
+	// A read phase's token and an exclusive one, signed in one batch.
+	mixed, err := guard.SignGrants(New, []string{"batch/g", "batch/h", "batch/g"}, []int64{20, 21, 22}, []bool{true, false, false})
+	if err != nil {
+		t.Fatal(err)
+	}
 	other := SignBatch(t, Other, ids, []int64{10, 11, 12, 13, 14})[2]
 	flip := func(off int) func([]byte) []byte {
 		return func(b []byte) []byte { b[off] ^= 0x01; return b }
@@ -192,7 +221,9 @@ func BatchCases(t testing.TB) []BatchCase {
 		bad("size 0", Tamper(c, setU32(offSize, 0))),
 		bad("index = size", Tamper(c, setU32(offIndex, 5))),
 		bad("index > size", Tamper(c, setU32(offIndex, 9))),
-		bad("version 2", Tamper(c, flip(0))),
+		bad("version 3", Tamper(c, flip(0))),
+		bad("version 1 (its signature did not bind the size)", SignBatchV1(New, ids, []int64{10, 11, 12, 13, 14})[2]),
+		bad("the size rewritten to another its path fits", Tamper(c, setU32(offSize, 6))),
 		bad("the signature alone", Tamper(c, func(b []byte) []byte { return b[offSig : offSig+64] })),
 		bad("another server's batch", other),
 		bad("padded", c+"=="),
@@ -203,6 +234,12 @@ func BatchCases(t testing.TB) []BatchCase {
 		{Name: "batch: its grant for another token", Resource: "batch/c", Token: 13, Sig: c, Reason: guard.ReasonBadSignature, Required: 12},
 		{Name: "batch: a batch of one", Resource: "batch/f", Token: 3, Sig: one, Accepted: true, Required: 0},
 		{Name: "batch: the first grant, after all of it", Resource: "batch/a", Token: 10, Sig: sigs[0], Accepted: true, Required: 0},
+		{Name: "batch: the size rewritten once the root is verified", Resource: "batch/c", Token: 12, Sig: Tamper(c, setU32(offSize, 6)), Reason: guard.ReasonBadSignature, Required: 12},
+		{Name: "batch: a shared token presented for a write", Resource: "batch/g", Token: 20, Sig: mixed[0], Reason: guard.ReasonSharedToken, Required: 0},
+		{Name: "batch: a shared token as an exclusive one, again", Resource: "batch/g", Token: 20, Sig: mixed[0], Reason: guard.ReasonSharedToken, Required: 0},
+		{Name: "batch: an exclusive grant of a mixed batch", Resource: "batch/h", Token: 21, Sig: mixed[1], Accepted: true, Required: 0},
+		{Name: "batch: an exclusive grant's signature for the shared grant's token", Resource: "batch/g", Token: 20, Sig: mixed[2], Reason: guard.ReasonBadSignature, Required: 0},
+		{Name: "batch: the next exclusive grant after a read phase", Resource: "batch/g", Token: 22, Sig: mixed[2], Accepted: true, Required: 0},
 	}
 }
 

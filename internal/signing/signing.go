@@ -181,12 +181,12 @@ func (k *Keyring) set(keys []Key) error {
 }
 
 // Sign returns the active key's id and its signature carrier of token on
-// resourceID, as a grant's fencing envelope carries them: a batch of one
-// (guard.SignBatch), so that every grant has the same carrier whatever
-// the load, and a guard that cannot read batch carriers fails at once
-// rather than under load.
-func (k *Keyring) Sign(resourceID string, token int64) (keyID, signature string, err error) {
-	keyID, sigs, err := k.SignBatch([]string{resourceID}, []int64{token})
+// resourceID, for a shared grant or an exclusive one, as a grant's fencing
+// envelope carries them: a batch of one (guard.SignGrants), so that every
+// grant has the same carrier whatever the load, and a guard that cannot
+// read batch carriers fails at once rather than under load.
+func (k *Keyring) Sign(resourceID string, token int64, shared bool) (keyID, signature string, err error) {
+	keyID, sigs, err := k.SignBatch([]string{resourceID}, []int64{token}, []bool{shared})
 	if err != nil {
 		return keyID, "", err
 	}
@@ -194,13 +194,14 @@ func (k *Keyring) Sign(resourceID string, token int64) (keyID, signature string,
 }
 
 // SignBatch signs tokens[i] on resourceIDs[i] with the active key as one
-// batch (guard.SignBatch: one Ed25519 signature over a Merkle root, and
-// each grant's inclusion proof): what a group commit's grants take.
-func (k *Keyring) SignBatch(resourceIDs []string, tokens []int64) (keyID string, signatures []string, err error) {
+// batch (guard.SignGrants: one Ed25519 signature over the batch's size and
+// Merkle root, and each grant's inclusion proof): what a group commit's
+// grants take. shared[i] marks a shared grant; nil, none.
+func (k *Keyring) SignBatch(resourceIDs []string, tokens []int64, shared []bool) (keyID string, signatures []string, err error) {
 	k.mu.RLock()
 	active := k.active
 	k.mu.RUnlock()
-	sigs, err := guard.SignBatch(active.private, resourceIDs, tokens)
+	sigs, err := guard.SignGrants(active.private, resourceIDs, tokens, shared)
 	return active.ID, sigs, err
 }
 

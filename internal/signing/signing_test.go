@@ -47,7 +47,7 @@ func TestKeyCreatedOnFirstStartAndKept(t *testing.T) {
 	if len(keys) != 1 || !keys[0].Active || keys[0].Private() != nil || len(keys[0].Public) != 32 {
 		t.Fatalf("keys after first start: %v", keys)
 	}
-	id, sig, err := k1.Sign("orders", 5)
+	id, sig, err := k1.Sign("orders", 5, false)
 	if err != nil || id != keys[0].ID {
 		t.Fatalf("Sign = %q, %v", id, err)
 	}
@@ -59,7 +59,7 @@ func TestKeyCreatedOnFirstStartAndKept(t *testing.T) {
 	if !k2.Verifier().VerifyText("orders", 5, sig) {
 		t.Fatal("a grant signed before the restart does not verify after it")
 	}
-	if _, sig2, _ := k2.Sign("orders", 5); sig2 != sig {
+	if _, sig2, _ := k2.Sign("orders", 5, false); sig2 != sig {
 		t.Fatal("the same key signed the same grant differently")
 	}
 }
@@ -72,12 +72,12 @@ func TestRotateAndRemove(t *testing.T) {
 	now := time.Date(2026, 9, 24, 6, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	k := openKeyring(t, openDB(t, path), clock)
-	oldID, oldSig, _ := k.Sign("orders", 5)
+	oldID, oldSig, _ := k.Sign("orders", 5, false)
 	newKey, err := k.Rotate(ctx) // same clock reading: still ordered
 	if err != nil || newKey.ID == oldID || !newKey.Active || newKey.Private() != nil {
 		t.Fatalf("Rotate = %v, %v", newKey, err)
 	}
-	id, sig, _ := k.Sign("orders", 6)
+	id, sig, _ := k.Sign("orders", 6, false)
 	if id != newKey.ID {
 		t.Fatalf("new grants signed by %q, want the new key %q", id, newKey.ID)
 	}
@@ -135,7 +135,7 @@ func TestFromFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sig, err := k.Sign("r", 1)
+	_, sig, err := k.Sign("r", 1, false)
 	v, _ := guard.NewVerifier(priv.Public().(ed25519.PublicKey))
 	if err != nil || !v.VerifyText("r", 1, sig) {
 		t.Fatalf("file key does not sign: %v", err)

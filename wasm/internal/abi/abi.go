@@ -15,12 +15,15 @@ const (
 	CodeInvalidKey      = -6 // guard_trust_key: not a 32-byte key
 	CodeTooManyKeys     = -7 // guard_trust_key: ledger.MaxTrustedKeys (16) keys are trusted already
 	CodeInternal        = -8 // any other guest failure
+	CodeSharedToken     = -9 // signed mode: a write presented a shared grant's token (a read phase's)
 )
 
 // Version is what guard_abi_version answers. It grows when exports are
 // added; existing ones never change. 2 added guard_check_batch,
-// guard_trust_key, guard_check_signed and guard_check_signed_handle.
-const Version = 2
+// guard_trust_key, guard_check_signed and guard_check_signed_handle; 3
+// added guard_check_signed_read and guard_check_signed_read_handle, and
+// the code -9 of a write with a shared token.
+const Version = 3
 
 // BatchRecord is the size of one guard_check_batch record: in, a handle
 // (u32 at +0, 4 bytes ignored) and a token (i64 at +8); out, the

@@ -67,6 +67,19 @@ type request struct {
 	Token      int64  `json:"token"`
 	Signature  string `json:"signature"`
 	PublicKey  string `json:"publicKey"`
+	Access     string `json:"access"` // "write" (or left out) or "read"
+}
+
+// read reports whether the request guards a read; an access that is
+// neither "read" nor "write" is invalid input.
+func (r *request) read() (bool, error) {
+	switch r.Access {
+	case "", "write":
+		return false, nil
+	case "read":
+		return true, nil
+	}
+	return false, errors.New(`access: want "read" or "write"`)
 }
 
 var errNotJSON = errors.New("input is not a JSON object")
@@ -180,7 +193,13 @@ func serve(do func(r request) ([]byte, error)) int32 {
 
 //go:wasmexport check
 func check() int32 {
-	return serve(func(r request) ([]byte, error) { return decision(table.Check(r.ResourceID, r.Token)) })
+	return serve(func(r request) ([]byte, error) {
+		// Unsigned, a read and a write meet the same rule.
+		if _, err := r.read(); err != nil {
+			return nil, err
+		}
+		return decision(table.Check(r.ResourceID, r.Token))
+	})
 }
 
 //go:wasmexport check_signed
@@ -189,11 +208,15 @@ func checkSigned() int32 {
 		// A missing or malformed signature is a bad signature (a decision),
 		// not invalid input: the token may still be refused as bad-signature.
 		// The carrier is 64 bytes or a batch carrier: its length says which.
+		read, err := r.read()
+		if err != nil {
+			return nil, err
+		}
 		var sig []byte
 		if n := len(r.Signature) * 6 / 8; ledger.IsCarrierSize(n) {
 			sig = decode(r.Signature, n)
 		}
-		return decision(table.CheckSigned(r.ResourceID, r.Token, sig))
+		return decision(table.CheckSignedAccess(r.ResourceID, r.Token, sig, read))
 	})
 }
 

@@ -233,6 +233,15 @@ func guardTrustKey(ptr, n int32) int64 {
 
 //go:wasmexport guard_check_signed
 func guardCheckSigned(ptr, n int32, token int64, sigPtr, sigLen int32) int64 {
+	return checkSigned(ptr, n, token, sigPtr, sigLen, false)
+}
+
+//go:wasmexport guard_check_signed_read
+func guardCheckSignedRead(ptr, n int32, token int64, sigPtr, sigLen int32) int64 {
+	return checkSigned(ptr, n, token, sigPtr, sigLen, true)
+}
+
+func checkSigned(ptr, n int32, token int64, sigPtr, sigLen int32, read bool) int64 {
 	id, code := resourceID(ptr, n)
 	if code != 0 {
 		return code
@@ -241,16 +250,25 @@ func guardCheckSigned(ptr, n int32, token int64, sigPtr, sigLen int32) int64 {
 	if code != 0 {
 		return code
 	}
-	return resultCode(table.CheckSigned(id, token, sig))
+	return resultCode(table.CheckSignedAccess(id, token, sig, read))
 }
 
 //go:wasmexport guard_check_signed_handle
 func guardCheckSignedHandle(h int32, token int64, sigPtr, sigLen int32) int64 {
+	return checkSignedHandle(h, token, sigPtr, sigLen, false)
+}
+
+//go:wasmexport guard_check_signed_read_handle
+func guardCheckSignedReadHandle(h int32, token int64, sigPtr, sigLen int32) int64 {
+	return checkSignedHandle(h, token, sigPtr, sigLen, true)
+}
+
+func checkSignedHandle(h int32, token int64, sigPtr, sigLen int32, read bool) int64 {
 	sig, code := signature(sigPtr, sigLen)
 	if code != 0 {
 		return code
 	}
-	return resultCode(table.CheckSignedHandle(ledger.Handle(uint32(h)), token, sig))
+	return resultCode(table.CheckSignedHandleAccess(ledger.Handle(uint32(h)), token, sig, read))
 }
 
 // signature returns the signature carrier at [ptr, ptr+n) without copying:
@@ -272,8 +290,8 @@ func signature(ptr, n int32) ([]byte, int64) {
 }
 
 // resultCode encodes a result: 0 accepted, the required token when refused
-// as stale (always >= 2, as tokens are >= 1), -5 for a bad signature, or a
-// negative code for invalid input.
+// as stale (always >= 2, as tokens are >= 1), -5 for a bad signature, -9
+// for a write with a shared token, or a negative code for invalid input.
 func resultCode(r ledger.Result, err error) int64 {
 	if err != nil {
 		return errCode(err)
@@ -284,6 +302,8 @@ func resultCode(r ledger.Result, err error) int64 {
 		return 0
 	case r.Reason == ledger.ReasonBadSignature:
 		return abi.CodeBadSignature
+	case r.Reason == ledger.ReasonSharedToken:
+		return abi.CodeSharedToken
 	}
 	return r.Required
 }
