@@ -15,13 +15,17 @@ import (
 	"github.com/fenceview/fenceview/internal/docblocks"
 )
 
+// docFiles are the Markdown files whose Python blocks run here
+// (docs/signed-tokens.md's verify.py takes arguments: internal/server runs it).
+var docFiles = []string{"clients/python/README.md", "README.md"}
+
 // The addresses the README names, and where they point here.
 const (
 	docsServer    = "http://127.0.0.1:8080"
 	docsTLSServer = "https://127.0.0.1:8443"
 )
 
-// TestDocBlocksRun runs every ```python block of the README as a program
+// TestDocBlocksRun runs every ```python block of the READMEs as a program
 // of its own, in a directory of its own, with Debian's Python and this
 // package on PYTHONPATH, against a real server (the README's address
 // points at it), a TLS server whose CA and client certificate lie beside
@@ -34,7 +38,7 @@ func TestDocBlocksRun(t *testing.T) {
 	}
 	dir, _ := filepath.Abs(".")
 	root := filepath.Join(dir, "..", "..")
-	blocks, err := docblocks.Read(root, []string{"clients/python/README.md"}, "python")
+	blocks, err := docblocks.Read(root, docFiles, "python")
 	if err != nil {
 		t.Fatal(err)
 	}

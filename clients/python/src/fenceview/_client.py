@@ -549,10 +549,13 @@ class Client:
     # Guards built from this client: they verify signatures with its keys.
 
     def verifier(self, **opts: Any) -> "Verifier":
-        """A Verifier of this server's signing keys (needs ``cryptography``)."""
+        """A Verifier of this server's signing keys, fetched now (needs
+        ``cryptography``)."""
         from ._verify import Verifier
 
-        return Verifier(self, **opts)
+        v = Verifier(self, **opts)
+        v.refresh()
+        return v
 
     def fenced_table(self, conn: Any, table: str, key: str, **opts: Any) -> "FencedTable":
         """A DB-API guard of table's rows (see FencedTable) that verifies

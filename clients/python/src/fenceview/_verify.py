@@ -164,7 +164,9 @@ class Verifier:
             next check, so a removed key stops verifying.
         min_refresh: a signature no trusted key verifies makes the verifier
             fetch the keys again (a rotation it has not seen), at most once
-            per this many seconds, so forgeries cannot make it hammer the server.
+            per this many seconds: a check that comes sooner waits for it, so
+            forgeries cannot make it hammer the server, nor a fresh key's
+            grant be refused.
     """
 
     def __init__(
@@ -186,6 +188,9 @@ class Verifier:
         self.issuer = ""
         self._fetched_at = float("-inf")
         self._attempted_at = float("-inf")
+        self._fetches = 0
+        self._refresh_mu = threading.Lock()
+        self._sleep = time.sleep
         self._cache = _LRU(cache_size)
         self._roots = _LRU(root_cache_size)
         #: Ed25519 verifications made (each key tried counts one).
@@ -227,18 +232,28 @@ class Verifier:
         self._set_keys(b.get("keys") or [])
         self.issuer = b.get("issuer", "")
         self._fetched_at = self._clock()
+        self._fetches += 1
 
-    def _try_refresh(self) -> bool:
-        now = self._clock()
-        if self._client is None or now - self._attempted_at < self._min_refresh:
-            return False
-        self._attempted_at = now
-        try:
-            self.refresh()
-            return True
-        except Exception:  # noqa: BLE001 - an unreachable server keeps the keys we have
-            self.refresh_errors += 1
-            return False
+    def _try_refresh(self, seen: int) -> bool:
+        """Fetch the keys again after a signature none of them verified
+        (seen: the fetches counted before that check), at most once per
+        min_refresh: a caller within it waits the rest out rather than
+        refuse a token a key it has not seen yet signed, so forgeries cost
+        their senders time, not the server fetches. Reports whether the keys
+        may have changed since seen; an unreachable server keeps the keys."""
+        with self._refresh_mu:
+            if self._fetches != seen:
+                return True  # another caller fetched meanwhile
+            left = self._min_refresh - (self._clock() - self._attempted_at)
+            if left > 0:
+                self._sleep(left)
+            self._attempted_at = self._clock()
+            try:
+                self.refresh()
+                return True
+            except Exception:  # noqa: BLE001 - an unreachable server keeps the keys we have
+                self.refresh_errors += 1
+                return False
 
     def _signed(self, msg: bytes, sig: bytes) -> bool:
         for _, _, key in self._keys:
@@ -279,11 +294,14 @@ class Verifier:
         carrier = decode_carrier(signature)
         if carrier is None:
             return "bad-signature"
-        if self._client is not None and self._clock() - self._fetched_at > self._max_age:
-            self._try_refresh()
+        if self._client is not None and self._fetched_at == float("-inf"):
+            self.refresh()  # the first keys: no answer, no verification (the error says why)
+        elif self._client is not None and self._clock() - self._fetched_at > self._max_age:
+            self._try_refresh(self._fetches)
         for attempt in range(2):
+            seen = self._fetches
             found = self._mode(resource, token, signature, carrier)
-            if found is None and attempt == 0 and self._try_refresh():
+            if found is None and attempt == 0 and self._client is not None and self._try_refresh(seen):
                 continue
             break
         if found is None:
