@@ -38,6 +38,7 @@ class LockTests:
         self.assertTrue(a.acquire())
         self.assertFalse(b.acquire(blocking=False))
         self.assertFalse(b.acquire(timeout=0.05))
+        self.assertFalse(self.c.lock(r, holder="b", wait=60.0).acquire(blocking=False), "blocking=False waited")
         with self.assertRaises(ValueError):
             b.acquire(blocking=False, timeout=1)
         a.release()

@@ -318,9 +318,9 @@ class Client:
 
     @property
     def uses_rpc(self) -> bool:
-        """Whether calls go over the RPC stream now (False when it is off or
-        could not be opened lately)."""
-        return self._rpc and self._stream(probe_only=True) is not None
+        """Whether calls go over the RPC stream now (opening it if needed):
+        False when it is off or could not be opened lately."""
+        return self._rpc and self._stream() is not None
 
     def _headers(self, json_body: bool) -> Dict[str, str]:
         h = {"Accept": "application/json", "User-Agent": "fenceview-python/0.1"}
@@ -330,15 +330,15 @@ class Client:
             h["Authorization"] = f"Bearer {self._key}"
         return h
 
-    def _stream(self, probe_only: bool = False) -> Optional[RPCSession]:
+    def _stream(self) -> Optional[RPCSession]:
+        """The live RPC session, opened if needed; None while the client uses
+        the JSON API because the stream could not be opened lately."""
         if self._closed.is_set():
             raise UnreachableError("fenceview: the client is closed")
         with self._mu:
             if self._session is not None and self._session.alive:
                 return self._session
-            if probe_only and self._session is None and self._rpc_retry_at == 0.0:
-                pass  # never tried: try now
-            elif self._monotonic() < self._rpc_retry_at:
+            if self._monotonic() < self._rpc_retry_at:
                 return None
             u = urlsplit(self.url)
             ws_url = ("wss" if u.scheme == "https" else "ws") + "://" + u.netloc + self._prefix + "/v1/rpc"

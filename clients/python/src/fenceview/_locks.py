@@ -205,14 +205,12 @@ class Lock(Lease):
         (seconds; None or -1: the lock's ``wait``, and None there: until
         granted) bounds the wait. Waiting happens on the server, first come
         first served. Errors other than lock-held raise."""
-        if timeout is not None and timeout < 0:
-            timeout = None
-        if timeout is None:
-            timeout = self.wait
         if not blocking:
-            if timeout not in (None, 0):
+            if timeout is not None and timeout != -1:
                 raise ValueError("can't specify a timeout for a non-blocking call")
             timeout = 0.0
+        elif timeout is None or timeout < 0:
+            timeout = self.wait
         c = self._client
         until = None if timeout is None else c._monotonic() + timeout
         while True:
@@ -322,12 +320,10 @@ class MultiLock(Lease):
 
     def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         """As Lock.acquire, for all of the locks at once."""
-        if timeout is not None and timeout < 0:
-            timeout = None
-        if timeout is None:
-            timeout = self.wait
         if not blocking:
             timeout = 0.0
+        elif timeout is None or timeout < 0:
+            timeout = self.wait
         c = self._client
         until = None if timeout is None else c._monotonic() + timeout
         while True:

@@ -92,12 +92,10 @@ class Semaphore:
         """The lowest free slot's permit, or None when no permit came free
         in time (blocking=False: at once; timeout None or -1: the
         semaphore's ``wait``, and None there: until one does)."""
-        if timeout is not None and timeout < 0:
-            timeout = None
-        if timeout is None:
-            timeout = self.wait
         if not blocking:
             timeout = 0.0
+        elif timeout is None or timeout < 0:
+            timeout = self.wait
         c = self._client
         until = None if timeout is None else c._monotonic() + timeout
         while True:

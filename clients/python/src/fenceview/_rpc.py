@@ -7,6 +7,7 @@ writing join its next message, so a busy client sends few messages.
 """
 
 import json
+import socket
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -17,6 +18,8 @@ __all__ = ["RPCSession"]
 
 #: The largest message sent: well under the server's 1 MiB.
 MAX_MESSAGE = 256 << 10
+#: Seconds a message may take to be written.
+WRITE_TIMEOUT = 30.0
 
 
 class _Slot:
@@ -46,9 +49,10 @@ class RPCSession:
         self._queue: List[bytes] = []
         self._writing = False
         self._dead: Optional[UnreachableError] = None
-        # The reader blocks in recv without a timeout: the server pings
-        # every 54 s and a dead peer is found by the write that fails.
-        ws.settimeout(None)
+        # A write that cannot finish in WRITE_TIMEOUT (a server that stopped
+        # reading) ends the stream; the reader's recv just tries again when
+        # nothing came in that long (the websocket keeps what it read).
+        ws.settimeout(WRITE_TIMEOUT)
         self._reader = threading.Thread(target=self._read_loop, name="fenceview-rpc-reader", daemon=True)
         self._reader.start()
 
@@ -119,7 +123,12 @@ class RPCSession:
     def _read_loop(self) -> None:
         try:
             while True:
-                _, msg = self._ws.recv()
+                try:
+                    _, msg = self._ws.recv()
+                except socket.timeout:
+                    if self._dead is not None:
+                        return
+                    continue
                 for line in msg.split(b"\n"):
                     if not line.strip():
                         continue
