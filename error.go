@@ -3,15 +3,16 @@ package fenceview
 import (
 	"errors"
 	"fmt"
-	"net/http"
+	"maps"
+	"slices"
 
 	"github.com/fenceview/fenceview/guard"
 )
 
 // Refusal codes: the "code" of every 4xx and 5xx JSON body and of every
 // refused RPC operation, a stable lowercase word a program branches on
-// (the message is for people and may change). Statuses maps each to its
-// HTTP status; docs/errors.md says what each means and what to do.
+// (the message is for people and may change). The HTTP layer maps each
+// to its status (internal/httpapi/status.go); docs/errors.md says what each means and what to do.
 const (
 	EINVALID          = "invalid-request"    // malformed JSON, a field of the wrong type or out of bounds, a bad query parameter; Fields["field"] names the field at fault
 	EUNKNOWNFIELD     = "unknown-field"      // a body field the operation does not define; Fields["field"] names it
@@ -45,45 +46,22 @@ const (
 	ESCOPEMISMATCH = guard.ReasonScopeMismatch
 )
 
-// Statuses maps every refusal code to its HTTP status, in one place.
-var Statuses = map[string]int{
-	EINVALID:          http.StatusBadRequest,
-	EUNKNOWNFIELD:     http.StatusBadRequest,
-	EINVALIDTOKEN:     http.StatusBadRequest,
-	ETOOLARGE:         http.StatusRequestEntityTooLarge,
-	EUNAUTHENTICATED:  http.StatusUnauthorized,
-	EFORBIDDEN:        http.StatusForbidden,
-	ENOTFOUND:         http.StatusNotFound,
-	EMETHODNOTALLOWED: http.StatusMethodNotAllowed,
-	ELOCKHELD:         http.StatusConflict,
-	ELOCKDELAY:        http.StatusConflict,
-	ELEASEEXPIRED:     http.StatusConflict,
-	ENOTOWNER:         http.StatusConflict,
-	ENOTHELD:          http.StatusConflict,
-	ENOPERMIT:         http.StatusConflict,
-	EPERMITSMISMATCH:  http.StatusConflict,
-	ENOTLEADER:        http.StatusConflict,
-	EEXHAUSTED:        http.StatusConflict,
-	ECONFLICT:         http.StatusConflict,
-	ESTALETOKEN:       http.StatusConflict,
-	ESUPERSEDED:       http.StatusConflict,
-	EBADSIGNATURE:     http.StatusConflict,
-	EUNISSUEDTOKEN:    http.StatusConflict,
-	EFOREIGNISSUER:    http.StatusConflict,
-	ESCOPEMISMATCH:    http.StatusConflict,
-	EOVERLOADED:       http.StatusTooManyRequests,
-	ELIMIT:            http.StatusTooManyRequests,
-	EUNAVAILABLE:      http.StatusServiceUnavailable,
-	EINTERNAL:         http.StatusInternalServerError,
+// refusals are the codes by which the state says no: the lock, the
+// semaphore, the election, the guard or the server's own state refused a
+// well-formed request (the HTTP layer answers them 409). Anything else is
+// bad input, a credential, a limit or a failure.
+var refusals = map[string]bool{
+	ELOCKHELD: true, ELOCKDELAY: true, ELEASEEXPIRED: true, ENOTOWNER: true, ENOTHELD: true,
+	ENOPERMIT: true, EPERMITSMISMATCH: true, ENOTLEADER: true, EEXHAUSTED: true, ECONFLICT: true,
+	ESTALETOKEN: true, ESUPERSEDED: true, EBADSIGNATURE: true, EUNISSUEDTOKEN: true, EFOREIGNISSUER: true, ESCOPEMISMATCH: true,
 }
 
-// Status is the HTTP status of code; an unknown code is a 500.
-func Status(code string) int {
-	if status, ok := Statuses[code]; ok {
-		return status
-	}
-	return http.StatusInternalServerError
-}
+// IsRefusalCode reports whether code is one by which the state says no
+// (see IsRefusal).
+func IsRefusalCode(code string) bool { return refusals[code] }
+
+// RefusalCodes lists the codes of IsRefusalCode.
+func RefusalCodes() []string { return slices.Sorted(maps.Keys(refusals)) }
 
 // Error is an error with a code and a message meant for the user. Fields
 // carries extra facts for the JSON body (the holder of a held lock, the
@@ -110,11 +88,10 @@ func FieldErrorf(code, field, format string, args ...any) *Error {
 // ErrorCode returns the code of err, EINTERNAL for errors without one.
 func ErrorCode(err error) string { return described(err).Code }
 
-// IsConflict reports whether err is a 409 refusal: the lock, the guard or
-// the server's state said no (lock-held, not-owner, a fence reason...),
-// as opposed to bad input or a failure.
-func IsConflict(err error) bool {
-	return err != nil && Status(ErrorCode(err)) == http.StatusConflict
+// IsRefusal reports whether err is a refusal by the state (lock-held,
+// not-owner, a fence's reason...), as opposed to bad input or a failure.
+func IsRefusal(err error) bool {
+	return err != nil && refusals[ErrorCode(err)]
 }
 
 // ErrorMessage returns the user-facing message of err; internal errors are

@@ -7,7 +7,6 @@ import (
 	"math"
 
 	"github.com/fenceview/fenceview/guard/ledger"
-	"github.com/fenceview/fenceview/internal/ed25519batch"
 	"github.com/fenceview/fenceview/internal/merkle"
 )
 
@@ -79,34 +78,6 @@ func Sign(key ed25519.PrivateKey, resourceID string, token int64) (string, error
 	}
 	var buf [256]byte
 	return EncodeSignature(ed25519.Sign(key, AppendMessage(buf[:0], resourceID, token))), nil
-}
-
-// SignAll returns the signature texts of tokens[i] on resourceIDs[i] under
-// key, each what Sign returns, for less CPU than signing them one by one
-// (see internal/ed25519batch). An invalid id or token fails the whole call.
-func SignAll(key ed25519.PrivateKey, resourceIDs []string, tokens []int64) ([]string, error) {
-	if len(resourceIDs) != len(tokens) {
-		return nil, errors.New("guard: as many tokens as resource ids are needed")
-	}
-	messages := make([][]byte, len(tokens))
-	for i, id := range resourceIDs {
-		if err := ValidateResourceID(id); err != nil {
-			return nil, err
-		}
-		if err := ValidateToken(tokens[i]); err != nil {
-			return nil, err
-		}
-		messages[i] = AppendMessage(nil, id, tokens[i])
-	}
-	raw, err := ed25519batch.Sign(key, messages, make([][]byte, 0, len(messages)))
-	if err != nil {
-		return nil, err
-	}
-	sigs := make([]string, len(raw))
-	for i, r := range raw {
-		sigs[i] = EncodeSignature(r)
-	}
-	return sigs, nil
 }
 
 // SignBatch signs tokens[i] on resourceIDs[i] as one batch of exclusive

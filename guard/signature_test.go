@@ -350,32 +350,3 @@ func TestSignedTableOwnKeys(t *testing.T) {
 		return guard.Decision{Accepted: res.Accepted, Reason: res.Reason, Presented: tok, Required: res.Required}, err
 	}, signedtest.Options{StopBeforeRemoval: true})
 }
-
-// SignAll signs each grant exactly as Sign does, and refuses the whole
-// batch for one invalid id or token.
-func TestSignAllEqualsSign(t *testing.T) {
-	ids := []string{"orders", "inventory/42", "a", "orders"}
-	tokens := []int64{1, 7, 1 << 62, 2}
-	sigs, err := guard.SignAll(signedtest.Old, ids, tokens)
-	if err != nil || len(sigs) != len(ids) {
-		t.Fatalf("SignAll: %d signatures, %v", len(sigs), err)
-	}
-	for i := range ids {
-		want, _ := guard.Sign(signedtest.Old, ids[i], tokens[i])
-		if sigs[i] != want {
-			t.Fatalf("SignAll's signature of %s/%d is %q, Sign's %q", ids[i], tokens[i], sigs[i], want)
-		}
-	}
-	for _, bad := range []struct {
-		ids    []string
-		tokens []int64
-	}{
-		{[]string{"orders", ""}, []int64{1, 2}},
-		{[]string{"orders", "b"}, []int64{1, 0}},
-		{[]string{"orders"}, []int64{1, 2}},
-	} {
-		if _, err := guard.SignAll(signedtest.Old, bad.ids, bad.tokens); err == nil {
-			t.Fatalf("SignAll(%q, %v) signed", bad.ids, bad.tokens)
-		}
-	}
-}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/api/internal/convert"
 )
 
@@ -81,43 +80,6 @@ func checkTable(t *testing.T, file string) {
 	for op := range got {
 		if !want[op] {
 			t.Errorf("%s: the API table has %s, which internal/api/openapi.yaml does not", file, op)
-		}
-	}
-}
-
-// TestCodeEnumIsStatuses: the Code schema's enum is exactly the refusal
-// codes of error.go (fenceview.Statuses' keys), so neither can gain or lose
-// a code without the other.
-func TestCodeEnumIsStatuses(t *testing.T) {
-	doc, err := openapi3.NewLoader().LoadFromData(JSON())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref := doc.Components.Schemas["Code"]
-	if ref == nil {
-		t.Fatal("no schema Code")
-	}
-	inDoc := map[string]bool{}
-	for _, v := range ref.Value.Enum {
-		code, _ := v.(string)
-		if inDoc[code] {
-			t.Errorf("Code lists %q twice", code)
-		}
-		inDoc[code] = true
-		if _, ok := fenceview.Statuses[code]; !ok {
-			t.Errorf("Code lists %q, which fenceview.Statuses does not", code)
-		}
-	}
-	for code := range fenceview.Statuses {
-		if !inDoc[code] {
-			t.Errorf("fenceview.Statuses has %q, which the Code schema's enum lacks", code)
-		}
-	}
-	// Every code a 429 refusal may carry is a code of Statuses with that status.
-	for _, v := range doc.Components.Schemas["ShedError"].Value.Properties["code"].Value.Enum {
-		code, _ := v.(string)
-		if fenceview.Statuses[code] != 429 {
-			t.Errorf("ShedError's code %q is not a 429 of fenceview.Statuses", code)
 		}
 	}
 }

@@ -115,11 +115,11 @@ func keepBody(w http.ResponseWriter, r *http.Request) (body []byte, retryable, o
 		return nil, true, true
 	}
 	if r.ContentLength < 0 || r.ContentLength > request.MaxBody {
-		return nil, false, true // streamed through once, as before
+		return nil, false, true // streamed through once: too large to keep
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, request.MaxBody))
 	if err != nil {
-		httpapi.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": "reading request body: " + err.Error()})
+		httpapi.WriteError(w, fenceview.Errorf(fenceview.EINVALID, "reading request body: %v", err))
 		return nil, false, false
 	}
 	return body, true, true

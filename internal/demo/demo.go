@@ -135,7 +135,7 @@ func (c *client) done() bool { return c.ctx.Err() != nil }
 
 // failed logs an unexpected error; refusals are part of the show.
 func (c *client) failed(what string, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) && !fenceview.IsConflict(err) && !c.done() {
+	if err != nil && !errors.Is(err, context.Canceled) && !fenceview.IsRefusal(err) && !c.done() {
 		c.log.Warn("demo client", "step", what, "err", err)
 	}
 }

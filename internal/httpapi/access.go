@@ -36,43 +36,6 @@ type SessionStore interface {
 	Principal(id string) (*auth.Principal, error)
 }
 
-// Routes anyone may use, auth on or off: what a browser needs before it can
-// log in, and what guards fetch to verify (modules, public keys).
-var publicRoutes = map[string]bool{
-	"GET /healthz":           true,
-	"GET /guard.wasm":        true,
-	"GET /guard-extism.wasm": true,
-	"GET /static/":           true,
-	"GET /login":             true,
-	"POST /login":            true,
-	"POST /logout":           true,
-	"GET /favicon.ico":       true,
-	"GET /v1/openapi.json":   true,
-	"GET /openapi.json":      true,
-}
-
-// The action of a request no route matched: a 404 or 405 for anyone signed
-// in. The operations' own actions are in their table (ops.go).
-const noRouteAction = auth.Read
-
-// actionOf classifies a route. Unknown state-changing routes are admin's:
-// a route added without a line here is closed, not open.
-func actionOf(pattern string) (a auth.Action, public bool) {
-	if publicRoutes[pattern] || (strings.HasPrefix(pattern, "GET /") && strings.HasSuffix(pattern, ".wasm") && strings.Count(pattern, "/") == 1) {
-		return 0, true // and every published module
-	}
-	if o := opsByRoute[pattern]; o != nil {
-		return o.action, o.public
-	}
-	if pattern == "/" {
-		return noRouteAction, false
-	}
-	if strings.HasPrefix(pattern, "GET ") {
-		return auth.Read, false
-	}
-	return auth.Manage, false
-}
-
 // credentials is Auth, or, for callers that only set AdminToken, a keyring
 // of the admin token alone.
 func (s *Server) credentials() Credentials {
@@ -86,51 +49,6 @@ func (s *Server) credentials() Credentials {
 		s.adminKeys, _ = auth.NewKeyring(context.Background(), nil, s.AdminToken, nil)
 	})
 	return s.adminKeys
-}
-
-// admitPrincipal is the door of every route (see route): browser safety,
-// then the credential and its role. It returns the principal r acts as,
-// or false when it has answered.
-func (s *Server) admitPrincipal(w http.ResponseWriter, r *http.Request) (*auth.Principal, bool) {
-	creds := s.credentials()
-	on := creds != nil && creds.Enabled()
-	if err := s.checkBrowser(r, on); err != nil {
-		s.writeError(w, r, err)
-		return nil, false
-	}
-	// The mux has matched the route (route): r.Pattern is it, on the
-	// request the instrumentation around us reads too.
-	pattern := r.Pattern
-	if !on {
-		// Auth off: everyone is the open principal, said here rather than
-		// left to a default.
-		return auth.Open, true
-	}
-	action, public := actionOf(pattern)
-	if public {
-		// Public routes never look at a credential: they serve what anyone
-		// may see, as nobody.
-		return auth.Anonymous, true
-	}
-	p, err := s.principal(w, r, creds)
-	if fenceview.ErrorCode(err) == fenceview.ELIMIT {
-		s.writeError(w, r, err)
-		return nil, false
-	}
-	if err != nil {
-		if isPage(pattern) && r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
-			// A browser opening the dashboard: to the login form, and back.
-			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-			return nil, false
-		}
-		s.writeError(w, r, err)
-		return nil, false
-	}
-	if !p.Allows(action) {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role))
-		return nil, false
-	}
-	return p, true
 }
 
 // withPrincipal is r acting as p: every request the router sees carries one.
@@ -312,9 +230,14 @@ func (h *HostList) Allows(host string) bool {
 // seeResource refuses a resource outside the caller's prefixes.
 func seeResource(ctx context.Context, resource string) error {
 	if !auth.FromContext(ctx).Sees(resource) {
-		return fenceview.Errorf(fenceview.EFORBIDDEN, "this key may not use resource %q", resource)
+		return errNotYours(resource)
 	}
 	return nil
+}
+
+// errNotYours is the refusal of a resource outside the caller's prefixes.
+func errNotYours(resource string) error {
+	return fenceview.Errorf(fenceview.EFORBIDDEN, "this key may not use resource %q", resource)
 }
 
 // adminState is the keyring built from AdminToken alone.

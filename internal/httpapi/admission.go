@@ -113,7 +113,7 @@ func (o *Overload) enterWait(flow string) (leave func(), err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.waiters[flow] >= o.MaxWaitersPerKey {
-		return nil, &fenceview.Error{Code: fenceview.ELIMIT, Fields: map[string]any{"code": "limit"}, Message: fmt.Sprintf(
+		return nil, &fenceview.Error{Code: fenceview.ELIMIT, Message: fmt.Sprintf(
 			"%d acquires of this key are already waiting, the server's limit per key (--max-waiters-per-key); retry later, or acquire with waitMs 0", o.MaxWaitersPerKey)}
 	}
 	o.waiters[flow]++
@@ -207,7 +207,7 @@ func (s *Server) admitted(ctx context.Context, flow, fclass string, class opClas
 		// Revoked (or its session ended) while it was queued.
 		t.Done(costCheap)
 		enter()
-		return s.errorBody(ctx, fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended"))
+		return s.errorBody(ctx, errKeyGone)
 	}
 	if wait > 0 {
 		t.Done(0)
@@ -269,7 +269,7 @@ func (a *thenAdmission) Seated(t *fair.Ticket, err error) {
 		a.shed(&fair.Shed{RetryAfter: time.Second}, "gone")
 	case auth.FromContext(a.ctx).Gone(): // revoked (or its session ended) while queued
 		t.Done(costCheap)
-		a.req.finish(a.s.errorBody(a.ctx, fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")))
+		a.req.finish(a.s.errorBody(a.ctx, errKeyGone))
 	default:
 		a.t = t
 		a.req.serve(a)
@@ -338,7 +338,7 @@ func (o *Overload) observeShed(fclass string, pri fair.Priority, reason string) 
 // overloaded is a shed request's refusal.
 func overloaded(shed *fair.Shed) *fenceview.Error {
 	ms := shed.RetryAfter.Milliseconds()
-	return &fenceview.Error{Code: fenceview.EOVERLOADED, Fields: map[string]any{"code": "overloaded", "retryAfterMs": ms},
+	return &fenceview.Error{Code: fenceview.EOVERLOADED, Fields: map[string]any{"retryAfterMs": ms},
 		Message: fmt.Sprintf("the server is busy and this key has its share of it; nothing was done, retry after %d ms", ms)}
 }
 

@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard/httpguard"
+	"github.com/fenceview/fenceview/internal/api"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/issuer"
@@ -225,8 +227,8 @@ func TestRefusalCodes(t *testing.T) {
 			t.Errorf("%s: %d %v, want %d code %s with an error", name, res.StatusCode, m, c.status, c.code)
 			continue
 		}
-		if fenceview.Status(c.code) != c.status {
-			t.Errorf("%s: Statuses says %d", name, fenceview.Status(c.code))
+		if statusOf(c.code) != c.status {
+			t.Errorf("%s: Statuses says %d", name, statusOf(c.code))
 		}
 		for k, v := range c.want {
 			if got, ok := m[k]; !ok || (v != nil && got != v) {
@@ -295,19 +297,56 @@ func TestRefusalCodesOfServerState(t *testing.T) {
 	}
 }
 
-// Every code has a status, and a 409 refusal is one IsConflict knows.
+// Every code has a status, and the 409s are exactly the state's refusals.
 func TestEveryCodeHasAStatus(t *testing.T) {
-	for code, status := range fenceview.Statuses {
+	for code, status := range Codes() {
 		if status < 400 || status > 599 {
 			t.Errorf("%s: status %d", code, status)
 		}
 		err := fenceview.Errorf(code, "x")
-		if fenceview.IsConflict(err) != (status == http.StatusConflict) {
-			t.Errorf("%s: IsConflict %v with status %d", code, fenceview.IsConflict(err), status)
+		if fenceview.IsRefusal(err) != (status == http.StatusConflict) {
+			t.Errorf("%s: IsRefusal %v with status %d", code, fenceview.IsRefusal(err), status)
 		}
 	}
-	if fenceview.IsConflict(errors.New("plain")) || fenceview.Status("no-such-code") != 500 {
+	if fenceview.IsRefusal(errors.New("plain")) || statusOf("no-such-code") != 500 {
 		t.Error("an error without a code is not a refusal, and a code nobody knows is a 500")
+	}
+}
+
+// The Code schema's enum in the OpenAPI document is exactly the codes the
+// API answers with, so neither can gain or lose a code without the other;
+// every code a 429 may carry is a 429.
+func TestCodeEnumIsTheCodes(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(api.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := doc.Components.Schemas["Code"]
+	if ref == nil {
+		t.Fatal("no schema Code")
+	}
+	codes := Codes()
+	inDoc := map[string]bool{}
+	for _, v := range ref.Value.Enum {
+		code, _ := v.(string)
+		if inDoc[code] {
+			t.Errorf("Code lists %q twice", code)
+		}
+		inDoc[code] = true
+		if _, ok := codes[code]; !ok {
+			t.Errorf("Code lists %q, which the API does not answer with", code)
+		}
+	}
+	for code := range codes {
+		if !inDoc[code] {
+			t.Errorf("the API answers with %q, which the Code schema's enum lacks", code)
+		}
+	}
+	for _, v := range doc.Components.Schemas["ShedError"].Value.Properties["code"].Value.Enum {
+		code, _ := v.(string)
+		if codes[code] != http.StatusTooManyRequests {
+			t.Errorf("ShedError's code %q is not a 429", code)
+		}
 	}
 }
 

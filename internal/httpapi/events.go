@@ -318,7 +318,7 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 // saying why.
 func closeRevoked(conn *websocket.Conn, out interface{ Flush() error }) {
 	conn.WriteControl(websocket.CloseMessage,
-		websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "key revoked or session ended"), time.Now().Add(writeWait))
+		websocket.FormatCloseMessage(websocket.ClosePolicyViolation, errKeyGone.Message), time.Now().Add(writeWait))
 	if out != nil {
 		out.Flush()
 	}

@@ -124,7 +124,7 @@ func FuzzRequestBodies(f *testing.F) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e["error"] == nil {
 				t.Fatalf("%s %s: %d without a JSON error: %q", rt.method, path, rec.Code, rec.Body)
 			}
-			if code, _ := e["code"].(string); code == "" || fenceview.Status(code) != rec.Code {
+			if code, _ := e["code"].(string); code == "" || statusOf(code) != rec.Code {
 				t.Fatalf("%s %s: %d with code %v", rt.method, path, rec.Code, e["code"])
 			}
 			if rec.Code != http.StatusConflict && s.Service.Metrics().LastSeq != before {

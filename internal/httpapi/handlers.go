@@ -23,33 +23,9 @@ type lockRequest struct {
 	LockDelayMs wire.Int `json:"lockDelayMs"`
 }
 
-// pathResource is the route's {resource}, validated as every entry point
-// validates resource ids, and within the caller's resource prefixes.
-func pathResource(r *http.Request) (string, error) {
-	resource := r.PathValue("resource")
-	if err := guard.ValidateResourceID(resource); err != nil {
-		return "", fenceview.Errorf(fenceview.EINVALID, "%v", err)
-	}
-	return resource, seeResource(r.Context(), resource)
-}
-
-// resourceOf is the request's path resource, or false once its refusal is
-// written; admin also requires the caller to manage the server.
-func (s *Server) resourceOf(w http.ResponseWriter, r *http.Request, admin bool) (string, bool) {
-	var err error
-	if admin {
-		err = s.requireAdmin(r)
-	}
-	resource := ""
-	if err == nil {
-		resource, err = pathResource(r)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return "", false
-	}
-	return resource, true
-}
+// resourceOf is the request's path resource, authorized by the pipeline
+// (authorized): valid and within the caller's prefixes.
+func resourceOf(r *http.Request) string { return r.PathValue("resource") }
 
 // lockRequestOf is the lock request a request line or body carries.
 func lockRequestOf(req *wire.Request) lockRequest {
@@ -152,10 +128,7 @@ func (s *Server) releaseThen(ts thenService, ctx context.Context, resource strin
 }
 
 func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
-	resource, ok := s.resourceOf(w, r, true)
-	if !ok {
-		return
-	}
+	resource := resourceOf(r)
 	if err := s.Service.ForceExpire(r.Context(), resource); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -187,10 +160,7 @@ func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
 // the answer says done and where the counter now stands.
 func (s *Server) changeCounter(w http.ResponseWriter, r *http.Request, req any, n *wire.Int, done, missing string,
 	apply func(ctx context.Context, resourceID string, n int64) (fenceview.Resource, error)) {
-	resource, ok := s.resourceOf(w, r, true)
-	if !ok {
-		return
-	}
+	resource := resourceOf(r)
 	if err := decode(w, r, req, request.MaxBody, false); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -219,26 +219,23 @@ func (s *Server) registerOperations() {
 	}
 }
 
-// operationHandler serves o over the JSON API: the path's resource
-// (validated, within the caller's prefixes) or name, the body read as the
-// RPC stream reads o's line, then o's serve once admitted.
+// operationHandler is the pipeline's rest for o over the JSON API, once
+// the request is authorized and through the gate (route): the body read
+// as the RPC stream reads o's line, then o's serve once admitted.
 func (s *Server) operationHandler(o *operation) http.HandlerFunc {
 	hasBody := !strings.HasPrefix(o.route, "GET ")
 	return func(w http.ResponseWriter, r *http.Request) {
 		c := opCall{opBody: opBody{op: o.op, fields: o.fields}, http: r}
-		var resource string
-		var err error
+		if hasBody {
+			if err := decode(w, r, &c.opBody, request.MaxBody, o.emptyBody); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		c.req.Op = o.op
 		if o.target == targetResource {
-			resource, err = pathResource(r)
+			c.req.Resource = r.PathValue("resource") // authorized by the pipeline (authorized)
 		}
-		if err == nil && hasBody {
-			err = decode(w, r, &c.opBody, request.MaxBody, o.emptyBody)
-		}
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		c.req.Op, c.req.Resource = o.op, resource
 		if o.target == targetName {
 			c.req.Name = r.PathValue("name")
 		}
@@ -263,47 +260,31 @@ func (s *Server) operationHandler(o *operation) http.HandlerFunc {
 	}
 }
 
-// dispatchRPC serves one request of the RPC stream through its
-// operation's serve, as the JSON API does: the caller's role, then the
-// lock's id and the caller's prefixes; origin (rpc:<host>) is the
-// connection's source when auth is off.
+// dispatchRPC serves one request of the RPC stream, authorized when it
+// was read (rpcConn.take), through its operation's serve, as the JSON API
+// does; origin (rpc:<host>) is the connection's source when auth is off.
 func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin string) (int, any) {
-	o, err := rpcOp(ctx, &req)
-	if err != nil {
-		return s.errorBody(ctx, err)
-	}
 	c := opCall{opBody: opBody{req: req}, origin: origin}
-	return o.serve(s, ctx, &c)
+	return opsByName[req.Op].serve(s, ctx, &c)
 }
 
-// dispatchRPCThen is dispatchRPC answered through done, by o's then.
-func (s *Server) dispatchRPCThen(ts thenService, o *operation, ctx context.Context, c *opCall, done answerer) {
-	if _, err := rpcOp(ctx, &c.req); err != nil {
-		done.answer(s.errorBody(ctx, err))
-		return
-	}
-	o.then(s, ts, ctx, c, done)
-}
-
-// rpcOp is the operation of an RPC request, once the caller's role may
-// use it and the lock it names is valid and within the caller's prefixes.
-func rpcOp(ctx context.Context, req *wire.Request) (*operation, error) {
-	o := opsByName[req.Op]
-	if o == nil {
-		return nil, fenceview.Errorf(fenceview.EINVALID, "op must be %s", strings.Join(rpcOpNames, ", "))
-	}
-	if p := auth.FromContext(ctx); !p.Allows(o.action) {
-		return nil, fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
+// authorize is the pipeline's authorization of p's call of o: p's role,
+// then the lock its path or line names (valid, and within p's prefixes).
+// A multi-lock's locks are in its body, held to the prefixes when it is
+// served.
+func authorize(p *auth.Principal, o *operation, resource string) error {
+	if !p.Allows(o.action) {
+		return fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
 	}
 	if o.target == targetResource {
-		if err := guard.ValidateResourceID(req.Resource); err != nil {
-			return nil, fenceview.Errorf(fenceview.EINVALID, "%v", err)
+		if err := guard.ValidateResourceID(resource); err != nil {
+			return fenceview.Errorf(fenceview.EINVALID, "%v", err)
 		}
-		if err := seeResource(ctx, req.Resource); err != nil {
-			return nil, err
+		if !p.Sees(resource) {
+			return errNotYours(resource)
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // lockOp serves acquire, renew or release: the one validation of a lock

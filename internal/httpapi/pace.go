@@ -32,9 +32,8 @@ func (o *Overload) pacer() *fair.Pacer {
 
 // paced holds r, by p, back as its key's pace says, and reports whether to
 // serve it; when not, it has been answered (or its caller left).
-func (s *Server) paced(w http.ResponseWriter, r *http.Request, p *auth.Principal) bool {
-	op := opsByRoute[r.Pattern]
-	if op == nil || !op.admitted() {
+func (s *Server) paced(w http.ResponseWriter, r *http.Request, op *operation, p *auth.Principal) bool {
+	if !op.admitted() {
 		return true
 	}
 	class := op.class

@@ -49,16 +49,16 @@ var errKeyGone = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or se
 // gateRequest serves r inside the gate when it changes state for a key
 // that can be revoked, and refuses it (401) when the key is gone already.
 // r is served as p (admitPrincipal's), its context made once.
-func (s *Server) gateRequest(w http.ResponseWriter, r *http.Request, p *auth.Principal, next http.Handler) {
+func (s *Server) gateRequest(w http.ResponseWriter, r *http.Request, o *operation, p *auth.Principal, next http.Handler) {
 	if p.KeyID == "" || r.Method == http.MethodGet {
 		next.ServeHTTP(w, withPrincipal(r, p)) // auth off, and reads and websockets (the RPC stream gates each op)
 		return
 	}
-	if a, _ := actionOf(r.Pattern); a != auth.Lock && a != auth.Fence && a != auth.Report {
+	if a := o.action; o.public || (a != auth.Lock && a != auth.Fence && a != auth.Report) {
 		next.ServeHTTP(w, withPrincipal(r, p)) // an admin's call: its key's own revocation must not wait for it
 		return
 	}
-	if o := opsByRoute[r.Pattern]; o != nil && o.fields&waitField == 0 {
+	if o.fields&waitField == 0 {
 		// It never waits for a lock: it ends on its own, so drain need only
 		// count it, and its context costs no cancel of its own.
 		r = withPrincipal(r, p)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -311,8 +312,23 @@ func (c *rpcConn) take(line []byte, single bool) {
 	// Decoded into the reader's own request, then copied: a request
 	// decoded in a local would escape to the heap, one per request.
 	present, unknown, err := wire.DecodeRequestFields(line, &c.req)
-	if fields, ok := rpcOpFields[c.req.Op]; ok { // an unknown op is refused as such
-		if ferr := checkFields(c.req.Op, fields, present, unknown); ferr != nil {
+	// Authorized before its fields are looked at, as the JSON API checks a
+	// route's role and resource before it reads the body: one request, one
+	// answer on both transports.
+	o := opsByName[c.req.Op]
+	resource := c.req.Resource
+	if err != nil && o == nil {
+		var env wire.Envelope // a field past the bad one may have gone unread
+		env.Scan(line)
+		o, resource = opsByName[env.Op], env.Resource
+	}
+	switch {
+	case o == nil && err == nil:
+		err = fenceview.Errorf(fenceview.EINVALID, "op must be %s", strings.Join(rpcOpNames, ", "))
+	case o != nil:
+		if aerr := authorize(c.p, o, resource); aerr != nil {
+			err = aerr
+		} else if ferr := checkFields(o.op, rpcOpFields[o.op], present, unknown); ferr != nil {
 			err = ferr
 		}
 	}
@@ -354,7 +370,7 @@ func (c *rpcConn) serveThen(req wire.Request) bool {
 		return false
 	}
 	if !c.s.ops.enter(c.p) {
-		status, body := c.s.errorBody(c.ctx, errRevoked)
+		status, body := c.s.errorBody(c.ctx, errKeyGone)
 		c.freeSlot()
 		c.reply(req.ID, status, body)
 		return true
@@ -381,7 +397,7 @@ type rpcThen struct {
 
 // serve runs the operation once the request has a seat (admittedRequest).
 func (t *rpcThen) serve(done answerer) {
-	t.c.s.dispatchRPCThen(t.c.ts, t.op, t.c.ctx, &t.call, done)
+	t.op.then(t.c.s, t.c.ts, t.c.ctx, &t.call, done)
 }
 
 // finish queues the answer and frees what the request held
@@ -557,8 +573,6 @@ func (k *keySlots) close(id string) {
 	}
 }
 
-var errRevoked = fenceview.Errorf(fenceview.EUNAUTHENTICATED, "key revoked or session ended")
-
 // answer applies one request once admitted (admission.go), unless the
 // caller's key was revoked or its session ended since the connection
 // opened: a message already read stops being applied at the revocation.
@@ -568,7 +582,7 @@ func (c *rpcConn) answer(req wire.Request, entered func()) (status int, body any
 		if entered != nil {
 			entered()
 		}
-		return c.s.errorBody(c.ctx, errRevoked)
+		return c.s.errorBody(c.ctx, errKeyGone)
 	}
 	dispatch := func() (int, any) { return c.s.dispatchRPC(c.ctx, req, c.source) }
 	if o := opsByName[req.Op]; o != nil && o.admitted() {

@@ -96,20 +96,6 @@ func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, 
 // API's own.
 func (s *Server) Handle(pattern string, h http.Handler) { s.route(pattern, h) }
 
-// route registers h for pattern behind the server's door: access control
-// (admit), the key's pace (pace.go), then the revocation gate. The mux
-// matches each request once, and the door reads the route it matched from
-// the request.
-func (s *Server) route(pattern string, h http.Handler) {
-	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.admitPrincipal(w, r)
-		if !ok || !s.paced(w, r, p) {
-			return
-		}
-		s.gateRequest(w, r, p, h)
-	}))
-}
-
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -227,7 +213,7 @@ func errorJSON(err error) (int, map[string]any) {
 	}
 	body["error"] = fenceview.ErrorMessage(err)
 	body["code"] = code
-	return fenceview.Status(code), body
+	return statusOf(code), body
 }
 
 // retryAfterMs is an error's retryAfterMs field as a number, 0 when none.

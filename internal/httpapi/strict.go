@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"maps"
 	"reflect"
 	"strings"
 
@@ -100,6 +102,13 @@ func decodeOp(b []byte, op string, fields wire.Fields, req *wire.Request) error 
 // decodeStrict is encoding/json's decoding of b into v refusing fields v
 // does not define (what names the route in the refusal).
 func decodeStrict(b []byte, v any, what string) error {
+	// encoding/json matches keys case-insensitively and lets a later
+	// spelling overwrite an earlier one ({"resources":["a/"],"Resources":[]}
+	// would be an unrestricted key): every key must be one of v's names,
+	// spelled exactly, before encoding/json sees the body.
+	if err := exactKeys(b, reflect.TypeOf(v), what); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -143,3 +152,99 @@ func jsonNames(t reflect.Type) []string {
 	walk(t, 0)
 	return names
 }
+
+// exactKeys refuses a key of any object in b that is not, byte for byte,
+// the JSON name of a field of the struct t describes at that place (its
+// structs' fields, its slices' elements); a map's keys are its own. What
+// is not JSON is left to the decoder to refuse.
+func exactKeys(b []byte, t reflect.Type, what string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var walk func(t reflect.Type) error
+	walk = func(t reflect.Type) error {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t != nil && reflect.PointerTo(t).Implements(unmarshalerType) {
+			t = nil // its own decoding decides what it takes
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return errStopWalk
+		}
+		switch tok {
+		case json.Delim('{'):
+			var names map[string]reflect.StructField
+			if t != nil && t.Kind() == reflect.Struct {
+				names = structFields(t)
+			}
+			for dec.More() {
+				k, err := dec.Token()
+				key, ok := k.(string)
+				if err != nil || !ok {
+					return errStopWalk
+				}
+				var elem reflect.Type
+				switch {
+				case t != nil && t.Kind() == reflect.Map:
+					elem = t.Elem()
+				case names != nil:
+					f, ok := names[key]
+					if !ok {
+						return unknownField(what, key, jsonNames(t))
+					}
+					elem = f.Type
+				}
+				if err := walk(elem); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return errStopWalk
+			}
+		case json.Delim('['):
+			var elem reflect.Type
+			if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+				elem = t.Elem()
+			}
+			for dec.More() {
+				if err := walk(elem); err != nil {
+					return err
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return errStopWalk
+			}
+		}
+		return nil
+	}
+	if err := walk(t); err != nil && err != errStopWalk {
+		return err
+	}
+	return nil
+}
+
+// errStopWalk ends exactKeys' walk at what is not JSON: the decoder says why.
+var errStopWalk = errors.New("not JSON")
+
+// structFields are t's exported fields by their JSON names.
+func structFields(t reflect.Type) map[string]reflect.StructField {
+	names := map[string]reflect.StructField{}
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			maps.Copy(names, structFields(f.Type)) // encoding/json's embedded fields
+			continue
+		}
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		names[name] = f
+	}
+	return names
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()

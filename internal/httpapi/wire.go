@@ -176,7 +176,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if !ok {
 		var err error
 		if b, err = json.Marshal(v); err != nil {
-			status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+			status, b = http.StatusInternalServerError, []byte(`{"error":"internal error","code":"internal"}`)
 		}
 	}
 	b = append(b, '\n')

@@ -121,7 +121,7 @@ func (s *Service) RenewLeadership(ctx context.Context, election, candidate strin
 	}
 	g, err := s.Renew(ctx, election, candidate, lease) // checks the holder and its key, as asLeader would
 	if err != nil {
-		if fenceview.IsConflict(err) {
+		if fenceview.IsRefusal(err) {
 			return fenceview.Leader{}, fenceview.Grant{}, errNotLeader
 		}
 		return fenceview.Leader{}, fenceview.Grant{}, err

@@ -219,6 +219,40 @@ func DecodeRequestFields(line []byte, req *Request) (present Fields, unknown str
 	return present, unknown, json.Unmarshal(line, req)
 }
 
+// Envelope is what a request line says it is, read apart from the rest of
+// the line: its op and the lock it names. A line that cannot be decoded
+// whole is still authorized by these before it is refused, as a JSON API
+// request is authorized by its route before its body is read.
+type Envelope struct {
+	Op, Resource string
+}
+
+// Scan reads line's op and resource, as far as line is a JSON object;
+// keys are matched exactly, and what cannot be read is left empty.
+func (e *Envelope) Scan(line []byte) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		if err != nil || !ok {
+			return
+		}
+		var value json.RawMessage
+		if dec.Decode(&value) != nil {
+			return
+		}
+		switch key {
+		case "op":
+			json.Unmarshal(value, &e.Op)
+		case "resource":
+			json.Unmarshal(value, &e.Resource)
+		}
+	}
+}
+
 // scanKeys reads the keys of the object line, in order, with
 // encoding/json: the slow path's. What is not an object, or not JSON,
 // reports none (encoding/json's error then says why).
