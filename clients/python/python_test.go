@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/dbtest"
+	"github.com/fenceview/fenceview/internal/httpapi"
 	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/servertest"
 )
@@ -80,7 +80,7 @@ func startTLS(t *testing.T) (url, dir string) {
 // suite that checks each has its error class.
 func codes() string {
 	var out []string
-	for code, status := range fenceview.Statuses {
+	for code, status := range httpapi.Codes() {
 		out = append(out, fmt.Sprintf("%s=%d", code, status))
 	}
 	sort.Strings(out)

@@ -9,7 +9,7 @@ from fenceview._errors import FENCE_REASONS
 
 class Codes(unittest.TestCase):
     def test_every_code_of_the_server_has_its_class(self) -> None:
-        # The Go test passes the server's own list (fenceview.Statuses).
+        # The Go test passes the server's own list (internal/httpapi's Codes).
         listed = os.environ.get("FENCEVIEW_CODES")
         if not listed:
             self.skipTest("FENCEVIEW_CODES not set: run through go test ./clients/python")
