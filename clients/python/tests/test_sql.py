@@ -18,10 +18,7 @@ try:
 except ImportError:
     psycopg2 = None
 
-try:
-    from .test_verify import Key
-except ImportError:  # pragma: no cover
-    Key = None  # type: ignore[misc,assignment]
+from .test_verify import Key, need_crypto
 
 
 class Guard:
@@ -88,7 +85,7 @@ class Guard:
             self.assertEqual(m.high_water("files/a"), 3)
             self.assertEqual(m.high_water("files/b"), 0)
 
-    @unittest.skipIf(Key is None, "cryptography is not installed")
+    @need_crypto
     def test_signed_mode(self) -> None:
         key = Key()
         v = fenceview.Verifier.from_keys([key.public])
@@ -147,6 +144,7 @@ class PostgreSQL(Guard, unittest.TestCase):
 
 
 @need_server
+@need_crypto
 class BuiltFromAClient(unittest.TestCase):
     def test_verifies_by_default_with_the_servers_keys(self) -> None:
         conn = sqlite3.connect(":memory:")
