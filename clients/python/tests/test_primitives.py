@@ -138,3 +138,63 @@ class PrimitivesOverRPC(Primitives, unittest.TestCase):
 @need_server
 class PrimitivesOverJSON(Primitives, unittest.TestCase):
     rpc = False
+
+
+@need_server
+class Observing(unittest.TestCase):
+    def setUp(self) -> None:
+        self.c = client()
+        self.addCleanup(self.c.close)
+
+    def test_the_event_stream_carries_grants_and_decisions(self) -> None:
+        r = unique("events")
+        with self.c.events(resource=r) as stream:
+            with self.c.lock(r, holder="h") as lock:
+                self.c.fence(r, lock.token)
+            seen = []
+            for ev in stream:
+                seen.append(ev)
+                if ev["type"] == "release":
+                    break
+        self.assertEqual([e["type"] for e in seen], ["grant", "accept", "release"])
+        self.assertTrue(all(e["resourceId"] == r for e in seen))
+        self.assertEqual(seen[0]["token"], lock.token)
+        # Resumable: from the first event's seq, the rest again.
+        with self.c.events(resource=r, since=seen[0]["seq"]) as again:
+            self.assertEqual(next(again)["seq"], seen[1]["seq"])
+
+    def test_observe_sees_every_leader_and_value(self) -> None:
+        name = unique("observed")
+        e = self.c.election(name, candidate="n1")
+        watcher = self.c.election(name, candidate="watcher")
+        seen: list = []
+        ready = threading.Event()
+
+        def watch() -> None:
+            gen = watcher.observe()
+            for leader in gen:
+                seen.append(None if leader is None else (leader["candidate"], leader["value"]))
+                ready.set()
+                if len(seen) == 4:
+                    gen.close()
+                    return
+
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        self.assertTrue(ready.wait(30))
+        e.campaign("v1")
+        until(lambda: len(seen) >= 2, "the first leader")
+        e.proclaim("v2")
+        until(lambda: len(seen) >= 3, "the new value")
+        e.resign()
+        t.join(30)
+        self.assertEqual(seen, [None, ("n1", "v1"), ("n1", "v2"), None])
+
+    def test_run_leads_then_resigns(self) -> None:
+        name = unique("run")
+        e = self.c.election(name, candidate="n1")
+        out = e.run(lambda x: (x, e.term, e.leader()["candidate"]), 7, value="v")  # type: ignore[index]
+        self.assertEqual(out[0], 7)
+        self.assertGreater(out[1], 0)
+        self.assertEqual(out[2], "n1")
+        self.assertIsNone(e.leader())

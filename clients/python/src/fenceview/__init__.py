@@ -19,6 +19,7 @@ Standard library only; signature checks use ``cryptography`` when installed.
 from ._client import Client, Decision, LockState, validate_holder, validate_resource, validate_token
 from ._errors import *  # noqa: F401,F403  (the error classes, one per refusal code)
 from ._errors import ERROR_CLASSES, FenceviewError, error_for
+from ._events import EventStream
 from ._locks import Lease, Lock, MultiLock
 from ._primitives import Election, Permit, Semaphore
 from ._sql import FencedMarks, FencedTable
@@ -30,6 +31,6 @@ from . import _errors as _e
 
 __all__ = [
     "Client", "Decision", "LockState", "Lease", "Lock", "MultiLock", "Semaphore", "Permit", "Election",
-    "Verifier", "FencedTable", "FencedMarks", "validate_resource", "validate_holder", "validate_token",
+    "Verifier", "EventStream", "FencedTable", "FencedMarks", "validate_resource", "validate_holder", "validate_token",
     *_e.__all__,
 ]

@@ -25,6 +25,7 @@ from ._rpc import RPCSession
 from ._ws import HandshakeError, WebSocket
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ._events import EventStream
     from ._locks import Lock, MultiLock
     from ._primitives import Election, Semaphore
     from ._sql import FencedMarks, FencedTable
@@ -572,7 +573,18 @@ class Client:
 
         return FencedMarks(conn, table, client=self, **opts)
 
-    # The rest of the API: keys, history, admin.
+    # The rest of the API: events, keys, history, admin.
+
+    def events(self, resource: Optional[str] = None, since: Optional[int] = None) -> "EventStream":
+        """The event stream (GET /v1/events): an iterator of every event
+        committed from now on (of resource only, when given), after the
+        stored ones past seq since. Close it (or use ``with``) when done."""
+        from ._events import EventStream
+
+        if resource is not None:
+            validate_resource(resource)
+        return EventStream(self, resource, since)
+
 
     def signing_keys(self) -> Dict[str, Any]:
         """GET /v1/signing-keys: ``{"issuer", "keys": [{"keyId","alg","publicKey","active",...}]}``."""

@@ -1,7 +1,7 @@
 """Semaphores and elections, each made of the server's fenced locks."""
 
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
 from ._client import WAIT_CHUNK, _ms, default_holder, validate_holder, validate_resource
 from ._errors import FenceviewError, InvalidRequestError, LockHeldError, NoPermitError
@@ -198,6 +198,32 @@ class Election(Lease):
         """The current leader ({"candidate","value","term","since","expiresAt"}), or None."""
         _, b = self._client._call("election", self.name, {})
         return (b or {}).get("leader")
+
+    def observe(self) -> Iterator[Optional[Dict[str, Any]]]:
+        """Every change of leader or value, as it happens: the leader now
+        (None when nobody leads), then the leader after each new term,
+        proclaim, resignation or expiry. A generator over the event stream;
+        close it (``gen.close()``) to stop."""
+        with self._client.events(resource=self.name) as stream:
+            last = self.leader()
+            yield last
+            for ev in stream:
+                if ev.get("type") not in ("grant", "proclaim", "release", "expire"):
+                    continue
+                cur = self.leader()
+                if cur != last:
+                    last = cur
+                    yield cur
+
+    def run(self, func: Callable[..., Any], *args: Any, value: str = "", **kwargs: Any) -> Any:
+        """kazoo's Election.run: campaign (blocking until elected), call
+        func(*args, **kwargs) as the leader, then resign; returns what func
+        returned. Fence the leader's writes with ``self.term``."""
+        self.campaign(value)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            self.resign()
 
     def _renew_once(self, timeout: float) -> None:
         self._client._call("election-renew", self.name, {"candidate": self.candidate, "leaseMs": self._lease_ms}, timeout=timeout, conflict="not-leader")
