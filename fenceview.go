@@ -9,7 +9,10 @@
 // internal/sqlite (the durable record, the history), internal/httpapi (the
 // JSON API and event stream). Package server embeds all of it in a Go
 // program. The resource-side rule itself is in guard, which has no
-// dependencies so it can also be compiled to WebAssembly.
+// dependencies so it can also be compiled to WebAssembly: guard.wasm is
+// built from wasm/internal/guest and guard-extism.wasm from
+// wasm/internal/extism, both on guard (and internal/merkle and
+// internal/ed25519verify for signatures), never on this package.
 package fenceview
 
 import (
@@ -68,15 +71,39 @@ type Grant struct {
 type LockState struct {
 	ResourceID string
 	Locked     bool
-	Holder     string
-	HoldCount  int
-	LastToken  int64 // the last token issued for the resource, 0 if none (Resource.Token is the current grant's)
-	ExpiresAt  time.Time
-	Remaining  time.Duration
-	LeaseMs    int64
-	Waiters    int
+	// Shared: the live holds are shared ones (a read phase), listed in
+	// Holders; Holder and HoldCount are then the first of them.
+	Shared    bool
+	Holders   []HoldState
+	Holder    string
+	HoldCount int
+	LastToken int64 // the last token issued for the resource, 0 if none (Resource.Token is the current grant's)
+	ExpiresAt time.Time
+	Remaining time.Duration
+	LeaseMs   int64
+	Waiters   int
 	// AvailableAt is when a running lock-delay ends (zero when none runs).
 	AvailableAt time.Time
+}
+
+// HoldState is one live shared hold, as LockState lists them.
+type HoldState struct {
+	Holder    string
+	HoldCount int
+	ExpiresAt time.Time
+	Remaining time.Duration
+}
+
+// Hold is one holder's hold of a lock held in shared mode (a reader's):
+// each renews and releases its own.
+type Hold struct {
+	Holder      string
+	OwnerKey    string // the API key that took it (auth on); never shown
+	HoldCount   int
+	GrantedAt   time.Time
+	ExpiresAt   time.Time
+	LeaseMs     int64
+	LockDelayMs int64
 }
 
 // Resource is what the server knows about one resource.
@@ -108,6 +135,14 @@ type Resource struct {
 	// Election marks an election's lock; Value is its leader's value.
 	Election bool
 	Value    string
+	// Readers are the live shared holds while the lock is held in shared
+	// mode (a read phase), oldest first; Token is the phase's token, and
+	// Holder, OwnerKey, HoldCount, GrantedAt, LeaseMs and LockDelayMs are
+	// the first reader's, so everything that asks whether the lock is held
+	// sees it held. ExpiresAt is the earliest reader's expiry, when the
+	// sweep next has something to do. Empty when the lock is exclusive or
+	// free.
+	Readers []Hold
 	// Expired is the last lease of the lock that ran out or was
 	// force-expired and not released since, so that its holder's late
 	// renew or release is told lease-expired rather than not-held; nil

@@ -49,6 +49,10 @@ type AcquireRequest struct {
 	// LockDelay, when the lease granted runs out without a release, keeps
 	// the lock from everyone until the lease's end plus LockDelay.
 	LockDelay time.Duration
+	// Shared asks for a shared (read) hold: held with other shared holds,
+	// never with an exclusive one. Readers of one read phase share its
+	// token.
+	Shared bool
 }
 
 // PermitRequest asks for one permit (slot) of the semaphore Semaphore of

@@ -171,7 +171,7 @@ func (p *Principal) Gone() bool {
 }
 
 // Owner is the identity locks taken by p belong to, beside the holder name:
-// "" when auth is off, so ownership is the holder alone, as before.
+// "" when auth is off, so ownership is the holder alone: nobody is told apart.
 func (p *Principal) Owner() string { return p.KeyID }
 
 type ctxKey struct{}

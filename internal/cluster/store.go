@@ -150,6 +150,37 @@ type resourceRecord struct {
 	Permits         int    `json:"permits,omitempty"`
 	Election        bool   `json:"election,omitempty"`
 	Value           string `json:"value,omitempty"`
+	// Readers are the shared holds of a lock held in shared mode.
+	Readers []holdRecord `json:"readers,omitempty"`
+}
+
+// holdRecord is one shared hold as kept in etcd.
+type holdRecord struct {
+	Holder      string `json:"holder"`
+	OwnerKey    string `json:"owner,omitempty"`
+	HoldCount   int    `json:"holds"`
+	GrantedAt   int64  `json:"granted"`
+	ExpiresAt   int64  `json:"expires"`
+	LeaseMs     int64  `json:"leaseMs"`
+	LockDelayMs int64  `json:"delayMs,omitempty"`
+}
+
+func holdRecords(hs []fenceview.Hold) []holdRecord {
+	var out []holdRecord
+	for _, h := range hs {
+		out = append(out, holdRecord{Holder: h.Holder, OwnerKey: h.OwnerKey, HoldCount: h.HoldCount,
+			GrantedAt: ms(h.GrantedAt), ExpiresAt: ms(h.ExpiresAt), LeaseMs: h.LeaseMs, LockDelayMs: h.LockDelayMs})
+	}
+	return out
+}
+
+func holds(rs []holdRecord) []fenceview.Hold {
+	var out []fenceview.Hold
+	for _, h := range rs {
+		out = append(out, fenceview.Hold{Holder: h.Holder, OwnerKey: h.OwnerKey, HoldCount: h.HoldCount,
+			GrantedAt: fromMs(h.GrantedAt), ExpiresAt: fromMs(h.ExpiresAt), LeaseMs: h.LeaseMs, LockDelayMs: h.LockDelayMs})
+	}
+	return out
 }
 
 func recordOf(r *fenceview.Resource) resourceRecord {
@@ -160,7 +191,7 @@ func recordOf(r *fenceview.Resource) resourceRecord {
 		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: ms(r.LastRejectionAt),
 		CounterAlarm: r.CounterAlarm,
 		LockDelayMs:  r.LockDelayMs, AvailableAt: ms(r.AvailableAt), Permits: r.Permits,
-		Election: r.Election, Value: r.Value,
+		Election: r.Election, Value: r.Value, Readers: holdRecords(r.Readers),
 	}
 }
 
@@ -172,7 +203,7 @@ func (r resourceRecord) resource() *fenceview.Resource {
 		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: fromMs(r.LastRejectionAt),
 		CounterAlarm: r.CounterAlarm,
 		LockDelayMs:  r.LockDelayMs, AvailableAt: fromMs(r.AvailableAt), Permits: r.Permits,
-		Election: r.Election, Value: r.Value,
+		Election: r.Election, Value: r.Value, Readers: holds(r.Readers),
 	}
 }
 

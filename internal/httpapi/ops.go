@@ -14,105 +14,84 @@ import (
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/httpapi/request"
 	"github.com/fenceview/fenceview/internal/wire"
+	"github.com/fenceview/fenceview/internal/wire/op"
 )
 
-// The operations of the API, each declared once. A row says how the
-// operation is reached (its JSON API route, its RPC stream op), who may
-// use it (the action the caller's role must allow), how admission sees it
-// (its level and cost), which body fields it takes, and the one function
-// that validates and serves it. The mux's routes, the RPC dispatch, the
-// access map, the strict field sets, admission's classes and the escape
-// hints of a 404 are all read from this table; a test holds it equal to
-// internal/api/openapi.yaml.
+// The operations of the API. Each is declared once, in package op (its
+// route, RPC op and fields); a row here adds who may use it (the action
+// the caller's role must allow), how admission sees it (its level and
+// cost), and the one function that validates and serves it. The mux's
+// routes, the RPC dispatch, the access map, the strict field sets,
+// admission's classes and the escape hints of a 404 are all read from
+// this table; a test holds it equal to internal/api/openapi.yaml.
 //
-// Adding an operation is one row here, its serve function (which calls
-// the service), its wire op and body in internal/wire when it has an RPC
-// op, and its client methods.
+// Adding an operation is its Spec in package op, one row here, its serve
+// function (which calls the service), and its client methods.
 var operations = []operation{
 	// Locks.
-	{op: wire.OpAcquire, route: "POST /v1/locks/{resource}/acquire", action: auth.Lock, class: classNew, target: targetResource,
-		fields: wire.FieldsOf("holder", "leaseMs", "waitMs", "lockDelayMs"), serve: lockOp((*Server).acquire), then: lockThen((*Server).acquireThen)},
-	{op: wire.OpRenew, route: "POST /v1/locks/{resource}/renew", action: auth.Lock, class: classLease, target: targetResource,
-		fields: wire.FieldsOf("holder", "leaseMs"), serve: lockOp((*Server).renew), then: lockThen((*Server).renewThen)},
-	{op: wire.OpRelease, route: "POST /v1/locks/{resource}/release", action: auth.Lock, class: classLease, target: targetResource,
-		fields: wire.FieldsOf("holder"), serve: lockOp((*Server).release), then: lockThen((*Server).releaseThen)},
-	{op: wire.OpLock, route: "GET /v1/locks/{resource}", action: auth.Read, class: classRead, target: targetResource,
-		serve: resourceOp((*Server).lockState)},
-	{route: "POST /v1/locks/{resource}/expire", action: auth.Manage, target: targetResource, handle: (*Server).handleExpire},
-	{route: "POST /v1/locks/{resource}/reset", action: auth.Manage, target: targetResource, handle: (*Server).handleReset},
-	{route: "POST /v1/locks/{resource}/recover", action: auth.Manage, target: targetResource, handle: (*Server).handleRecover},
+	{spec: &op.Acquire, action: auth.Lock, class: classNew, serve: lockOp((*Server).acquire), then: lockThen((*Server).acquireThen)},
+	{spec: &op.Renew, action: auth.Lock, class: classLease, serve: lockOp((*Server).renew), then: lockThen((*Server).renewThen)},
+	{spec: &op.Release, action: auth.Lock, class: classLease, serve: lockOp((*Server).release), then: lockThen((*Server).releaseThen)},
+	{spec: &op.Lock, action: auth.Read, class: classRead, serve: resourceOp((*Server).lockState)},
+	{spec: &op.Expire, action: auth.Manage, handle: (*Server).handleExpire},
+	{spec: &op.Reset, action: auth.Manage, handle: (*Server).handleReset},
+	{spec: &op.Recover, action: auth.Manage, handle: (*Server).handleRecover},
 
 	// Fenced writes and the guards' reports.
-	{op: wire.OpFence, route: "POST /v1/fence/{resource}", action: auth.Fence, class: classFence, target: targetResource,
-		fields: wire.FieldsOf("token", "issuer", "scope", "holder", "source", "signature", "mode"), emptyBody: true,
-		serve: (*Server).fenceOp, then: (*Server).fenceThen},
-	{route: "POST /v1/decisions", action: auth.Report, class: classReport, handle: (*Server).handleDecisions},
+	{spec: &op.Fence, action: auth.Fence, class: classFence, serve: (*Server).fenceOp, then: (*Server).fenceThen},
+	{spec: &op.Decisions, action: auth.Report, class: classReport, handle: (*Server).handleDecisions},
 
 	// Semaphores.
-	{op: wire.OpSemaphoreAcquire, route: "POST /v1/semaphores/{name}/acquire", action: auth.Lock, class: classNew, target: targetName,
-		fields: wire.FieldsOf("holder", "permits", "leaseMs", "waitMs", "lockDelayMs"),
-		serve:  bodyOp((*Server).semaphoreAcquire, (*wire.Request).SemaphoreBody)},
-	{op: wire.OpSemaphoreRelease, route: "POST /v1/semaphores/{name}/release", action: auth.Lock, class: classLease, target: targetName,
-		fields: wire.FieldsOf("holder", "slot"), serve: bodyOp((*Server).semaphoreRelease, (*wire.Request).SemaphoreBody)},
-	{op: wire.OpSemaphorePermits, route: "PUT /v1/semaphores/{name}", action: auth.Manage, class: classNew, target: targetName,
-		fields: wire.FieldsOf("permits"), serve: bodyOp((*Server).semaphorePermits, (*wire.Request).PermitsBody)},
-	{op: wire.OpSemaphore, route: "GET /v1/semaphores/{name}", action: auth.Read, class: classRead, target: targetName,
-		serve: nameOp((*Server).semaphoreState)},
+	{spec: &op.SemaphoreAcquire, action: auth.Lock, class: classNew, serve: bodyOp((*Server).semaphoreAcquire, (*wire.Request).SemaphoreBody)},
+	{spec: &op.SemaphoreRelease, action: auth.Lock, class: classLease, serve: bodyOp((*Server).semaphoreRelease, (*wire.Request).SemaphoreBody)},
+	{spec: &op.SemaphorePermits, action: auth.Manage, class: classNew, serve: bodyOp((*Server).semaphorePermits, (*wire.Request).PermitsBody)},
+	{spec: &op.Semaphore, action: auth.Read, class: classRead, serve: nameOp((*Server).semaphoreState)},
 
-	// Multi-locks: three segments, where a lock's routes have four, so no
-	// lock's route can take these, whatever the lock is called.
-	{op: wire.OpAcquireAll, route: "POST /v1/locks/acquire-all", action: auth.Lock, class: classNew,
-		fields: wire.FieldsOf("resources", "holder", "leaseMs", "waitMs", "lockDelayMs"),
-		serve:  bodyOp((*Server).acquireAll, (*wire.Request).LockAllBody)},
-	{op: wire.OpReleaseAll, route: "POST /v1/locks/release-all", action: auth.Lock, class: classLease,
-		fields: wire.FieldsOf("resources", "holder"), serve: bodyOp((*Server).releaseAll, (*wire.Request).LockAllBody)},
+	// Multi-locks.
+	{spec: &op.AcquireAll, action: auth.Lock, class: classNew, serve: bodyOp((*Server).acquireAll, (*wire.Request).LockAllBody)},
+	{spec: &op.ReleaseAll, action: auth.Lock, class: classLease, serve: bodyOp((*Server).releaseAll, (*wire.Request).LockAllBody)},
 
 	// Elections.
-	{op: wire.OpCampaign, route: "POST /v1/elections/{name}/campaign", action: auth.Lock, class: classNew, target: targetName,
-		fields: wire.FieldsOf("candidate", "value", "leaseMs", "waitMs"), serve: bodyOp((*Server).campaign, (*wire.Request).ElectionBody)},
-	{op: wire.OpProclaim, route: "POST /v1/elections/{name}/proclaim", action: auth.Lock, class: classNew, target: targetName,
-		fields: wire.FieldsOf("candidate", "value"), serve: bodyOp((*Server).proclaim, (*wire.Request).ElectionBody)},
-	{op: wire.OpResign, route: "POST /v1/elections/{name}/resign", action: auth.Lock, class: classLease, target: targetName,
-		fields: wire.FieldsOf("candidate"), serve: bodyOp((*Server).resign, (*wire.Request).ElectionBody)},
-	{op: wire.OpElectionRenew, route: "POST /v1/elections/{name}/renew", action: auth.Lock, class: classLease, target: targetName,
-		fields: wire.FieldsOf("candidate", "leaseMs"), serve: bodyOp((*Server).renewLeadership, (*wire.Request).ElectionBody)},
-	{op: wire.OpElection, route: "GET /v1/elections/{name}", action: auth.Read, class: classRead, target: targetName,
-		serve: nameOp((*Server).electionState)},
+	{spec: &op.Campaign, action: auth.Lock, class: classNew, serve: bodyOp((*Server).campaign, (*wire.Request).ElectionBody)},
+	{spec: &op.Proclaim, action: auth.Lock, class: classNew, serve: bodyOp((*Server).proclaim, (*wire.Request).ElectionBody)},
+	{spec: &op.Resign, action: auth.Lock, class: classLease, serve: bodyOp((*Server).resign, (*wire.Request).ElectionBody)},
+	{spec: &op.ElectionRenew, action: auth.Lock, class: classLease, serve: bodyOp((*Server).renewLeadership, (*wire.Request).ElectionBody)},
+	{spec: &op.Election, action: auth.Read, class: classRead, serve: nameOp((*Server).electionState)},
 
 	// Resources and history.
-	{route: "GET /v1/resources", action: auth.Read, handle: (*Server).handleResources},
-	{route: "GET /v1/resources/{resource}", action: auth.Read, class: classRead, target: targetResource,
-		serve: resourceOp((*Server).resourceState)},
-	{route: "GET /v1/rejections", action: auth.Read, handle: (*Server).handleRejections},
+	{spec: &op.Resources, action: auth.Read, handle: (*Server).handleResources},
+	{spec: &op.Resource, action: auth.Read, class: classRead, serve: resourceOp((*Server).resourceState)},
+	{spec: &op.Rejections, action: auth.Read, handle: (*Server).handleRejections},
 
 	// Streams: long-lived, so not admitted (a seat held for hours would be
 	// a seat lost); bounded by --max-websockets instead. A guard's key
 	// may open the RPC stream to fence over it; each op is then checked
 	// by its own action.
-	{route: "GET /v1/events", action: auth.Read, handle: (*Server).handleEvents},
-	{route: "GET /v1/rpc", action: auth.Fence, handle: (*Server).handleRPC},
+	{spec: &op.Events, action: auth.Read, handle: (*Server).handleEvents},
+	{spec: &op.RPC, action: auth.Fence, handle: (*Server).handleRPC},
 
 	// Keys: the signing keys guards verify with (public), and API keys.
-	{route: "GET /v1/signing-keys", public: true, handle: (*Server).handleSigningKeys},
-	{route: "POST /v1/signing-keys", action: auth.Manage, handle: (*Server).handleRotateSigningKey},
-	{route: "DELETE /v1/signing-keys/{keyId}", action: auth.Manage, handle: (*Server).handleRemoveSigningKey},
-	{route: "POST /v1/auth/keys", action: auth.Manage, handle: (*Server).handleCreateKey},
-	{route: "GET /v1/auth/keys", action: auth.Manage, handle: (*Server).handleKeys},
-	{route: "DELETE /v1/auth/keys/{id}", action: auth.Manage, handle: (*Server).handleRevokeKey},
+	{spec: &op.SigningKeys, public: true, handle: (*Server).handleSigningKeys},
+	{spec: &op.RotateSigningKey, action: auth.Manage, handle: (*Server).handleRotateSigningKey},
+	{spec: &op.RemoveSigningKey, action: auth.Manage, handle: (*Server).handleRemoveSigningKey},
+	{spec: &op.CreateKey, action: auth.Manage, handle: (*Server).handleCreateKey},
+	{spec: &op.Keys, action: auth.Manage, handle: (*Server).handleKeys},
+	{spec: &op.RevokeKey, action: auth.Manage, handle: (*Server).handleRevokeKey},
 }
 
 // operation is one row of the table.
 type operation struct {
-	op     string // the RPC stream's op; "" when only the JSON API has it
-	route  string // the JSON API's pattern, "METHOD /path"
+	spec   *op.Spec
 	action auth.Action
 	public bool    // anyone may use it, auth on or off (action unused)
 	class  opClass // admission's view; the zero class is not admitted
-	target target  // what the route's path names
-	// fields are the body's (over the RPC stream the line also has id,
-	// op, and the resource or name); anything else is refused.
+
+	// Read from spec when the table is indexed.
+	op        string // the RPC stream's op; "" when only the JSON API has it
+	route     string // the JSON API's pattern, "METHOD /path"
+	target    target // what the route's path names
 	fields    wire.Fields
-	emptyBody bool // the JSON body may be empty (a fence's token may come in a header)
+	emptyBody bool
 
 	// serve validates and serves one call, the same over the JSON API and
 	// the RPC stream; handle serves a route only the JSON API has, one
@@ -181,7 +160,14 @@ func init() {
 	for i := range operations {
 		o := &operations[i]
 		if (o.serve == nil) == (o.handle == nil) {
-			panic("httpapi: operation " + o.route + " needs one of serve and handle")
+			panic("httpapi: operation " + o.spec.Route() + " needs one of serve and handle")
+		}
+		o.op, o.route, o.fields, o.emptyBody = o.spec.Op, o.spec.Route(), o.spec.Fields, o.spec.EmptyBody
+		switch o.spec.Target() {
+		case "resource":
+			o.target = targetResource
+		case "name":
+			o.target = targetName
 		}
 		opsByRoute[o.route] = o
 		if o.target != targetNone {
@@ -195,14 +181,7 @@ func init() {
 		}
 		opsByName[o.op] = o
 		rpcOpNames = append(rpcOpNames, o.op)
-		f := o.fields | wire.FieldsOf("id", "op")
-		switch o.target {
-		case targetResource:
-			f |= wire.FieldsOf("resource")
-		case targetName:
-			f |= wire.FieldsOf("name")
-		}
-		rpcOpFields[o.op] = f
+		rpcOpFields[o.op] = o.spec.LineFields()
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 // only a sub-label after a '/', so no caller can pose as another key, as
 // the admin or as the server's "api:<host>". The key's id, not its name:
 // names are free UTF-8 and need not be unique, ids are neither.
-// With auth off nobody is told apart, so it is as before: the caller's text,
+// With auth off nobody is told apart, so a source is the caller's text,
 // or fallback (e.g. "api:<host>") when there is none.
 func attribute(ctx context.Context, fallback, given string) (string, error) {
 	p := auth.FromContext(ctx)

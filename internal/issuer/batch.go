@@ -192,10 +192,15 @@ type grantReq struct {
 	election bool
 	value    string    // the leader's value, for an election
 	since    time.Time // a waiter's arrival, for its wait (holdtimes.go); zero: granted at once
+	shared   bool      // a shared (read) hold (shared.go)
 }
 
-// grant gives the lock to g.holder with a new token.
+// grant gives the lock to g.holder with a new token, or a shared hold
+// (grantShared).
 func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
+	if g.shared {
+		return b.grantShared(w, g)
+	}
 	token, err := nextToken(&w.res)
 	if err != nil {
 		return fenceview.Grant{}, err
@@ -237,6 +242,7 @@ func (b *batch) grant(w *state, g grantReq) (fenceview.Grant, error) {
 func (b *batch) free(w *state) {
 	b.timeFree(w)
 	r := &w.res
+	r.Readers = nil
 	r.Holder, r.OwnerKey, r.HoldCount, r.Token = "", "", 0, 0
 	r.ExpiresAt, r.GrantedAt = time.Time{}, time.Time{}
 	r.LockDelayMs, r.Value = 0, ""
@@ -252,7 +258,8 @@ func (b *batch) vacant(w *state) bool {
 	return w.res.Holder == "" && len(w.waiters) == 0 && !b.delayed(w)
 }
 
-// expireIfDue records the expiry of a lease that has run out.
+// expireIfDue records the expiry of a lease that has run out (of each
+// shared hold's that has).
 func (b *batch) expireIfDue(w *state) {
 	if w.res.Holder != "" && !w.res.ExpiresAt.After(b.now) {
 		b.expire(w, "lease-expired")
@@ -264,6 +271,10 @@ func (b *batch) expireIfDue(w *state) {
 // from everyone until its end plus the delay: a write its vanished holder
 // sent to a resource that cannot check tokens may still land.
 func (b *batch) expire(w *state, why string) {
+	if sharedHeld(&w.res) {
+		b.expireReaders(w, why)
+		return
+	}
 	holder, token, delay := w.res.Holder, w.res.Token, w.res.LockDelayMs
 	until := w.res.ExpiresAt.Add(time.Duration(delay) * time.Millisecond)
 	// Remembered (one per lock) so its holder's late renew or release is
@@ -306,13 +317,18 @@ func (b *batch) release(w *state) int {
 
 // handOff grants a free lock to the first waiter, so queued waiters go
 // before new arrivals: the lock's own waiters, then, for a semaphore's
-// slot, the semaphore's, then multi-locks that name it.
+// slot, the semaphore's, then multi-locks that name it. Shared waiters at
+// the head of the queue are granted together, and join a live read phase;
+// a writer waits for every reader.
 func (b *batch) handOff(w *state) {
-	if w.res.Holder != "" || b.delayed(w) {
+	if b.delayed(w) || (w.res.Holder != "" && !sharedHeld(&w.res)) {
 		return
 	}
 	for len(w.waiters) > 0 {
 		next := w.waiters[0]
+		if w.res.Holder != "" && !next.shared {
+			return // readers hold it: the writer at the head waits for them all
+		}
 		w.waiters = w.waiters[1:]
 		err := handOffRefused(next.grantReq)
 		var g fenceview.Grant
@@ -326,6 +342,11 @@ func (b *batch) handOff(w *state) {
 			continue
 		}
 		b.serve = append(b.serve, handoff{w: next, g: &g})
+		if !next.shared {
+			return
+		}
+	}
+	if w.res.Holder != "" {
 		return
 	}
 	if b.handOffPermit(w) {

@@ -182,13 +182,36 @@ func (s *Service) await(ctx context.Context, b *batch, wt *waiter) (waitResult, 
 		return r.result(ok)
 	}
 	s.unwait(wt)
+	readersNext := s.readersAtHead(wt.queuedOn)
 	// The refusal is decided on the current state, which may hold changes
 	// still being committed: it is answered once they are durable, as an
 	// immediate refusal is (settleLocked releases s.mu).
 	if serr := s.settleLocked(); serr != nil {
 		return waitResult{}, serr
 	}
+	if readersNext {
+		// A writer that gave up at the head of a read phase's queue was
+		// all that kept the readers behind it waiting: they join now.
+		id := wt.queuedOn
+		s.change(context.Background(), func(b *batch) outcome {
+			w := b.get(id)
+			b.handOff(w)
+			return committed()
+		})
+	}
 	return waitResult{}, err
+}
+
+// readersAtHead reports whether the lock id is held shared and a shared
+// waiter heads its queue: one that the read phase admits at once. s.mu
+// must be held.
+func (s *Service) readersAtHead(id string) bool {
+	st := s.resources[id]
+	if id == "" || st == nil || len(st.waiters) == 0 || !st.waiters[0].shared {
+		return false
+	}
+	r := st.res.Load()
+	return sharedHeld(r) && !r.AvailableAt.After(s.clock.Now())
 }
 
 // unwait stops counting wt as waiting. s.mu must be held.

@@ -15,7 +15,7 @@ import (
 // the committer and sleep until it answers: on a quiet server that is two
 // goroutine hand-offs fewer per change, a good part of a one-client
 // request's time outside the fsync. When a commit is running, b waits for
-// the next group as before; if any did, the caller hands them to the
+// the next group, committed by the committer; if any did, the caller hands them to the
 // committer once its own commit is done, so no caller commits for others.
 func (s *Service) finish(b *batch) error {
 	if !s.applyLocked(b) {

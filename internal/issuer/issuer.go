@@ -289,7 +289,7 @@ func acquireDecision(ctx context.Context, req fenceview.AcquireRequest) (func(*b
 	if err := validateAcquire(req.ResourceID, req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
 		return nil, err
 	}
-	g := grantReq{holder: req.Holder, owner: ownerOf(ctx), leaseMs: req.Lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds()}
+	g := grantReq{holder: req.Holder, owner: ownerOf(ctx), leaseMs: req.Lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds(), shared: req.Shared}
 	return func(b *batch) outcome { return b.acquireLock(req.ResourceID, req.Lease, req.Wait, g) }, nil
 }
 
@@ -303,7 +303,13 @@ func (b *batch) acquireLock(id string, lease, wait time.Duration, g grantReq) ou
 	}
 	w := b.get(id)
 	b.expireIfDue(w)
-	if (w.res.Holder == g.holder && w.res.OwnerKey == g.owner) || b.vacant(w) {
+	if g.shared {
+		return b.acquireShared(w, lease, wait, g)
+	}
+	if sharedHeld(&w.res) && readerIndex(&w.res, g.holder, g.owner) >= 0 {
+		return refusedAfter(upgradeError(&w.res, false)) // no upgrade: it holds the lock shared
+	}
+	if (w.res.Holder == g.holder && w.res.OwnerKey == g.owner && !sharedHeld(&w.res)) || b.vacant(w) {
 		if w.res.Holder != g.holder {
 			if err := ValidateNewID(g.holder); err != nil {
 				return refused(err)
@@ -351,6 +357,9 @@ func renewDecision(ctx context.Context, resourceID, holder string, lease time.Du
 func (b *batch) renew(id, holder, owner string, lease time.Duration) outcome {
 	w := b.get(id)
 	b.expireIfDue(w)
+	if sharedHeld(&w.res) {
+		return b.renewShared(w, holder, owner, lease)
+	}
 	if w.res.Holder != holder || w.res.OwnerKey != owner {
 		return refusedAfter(notHolderError(&w.res, holder, owner))
 	}
@@ -400,6 +409,14 @@ func releaseDecision(ctx context.Context, resourceID, holder string) (*releasing
 func (rel *releasing) decide(b *batch) outcome {
 	w := b.get(rel.resourceID)
 	b.expireIfDue(w)
+	if sharedHeld(&w.res) {
+		left, err := b.releaseShared(w, rel.holder, rel.owner)
+		if err != nil {
+			return refusedAfter(err)
+		}
+		rel.left = left
+		return committed()
+	}
 	if w.res.Holder != rel.holder || w.res.OwnerKey != rel.owner {
 		return refusedAfter(notHolderError(&w.res, rel.holder, rel.owner))
 	}
@@ -650,6 +667,17 @@ func (s *Service) Lock(resourceID string) (fenceview.LockState, error) {
 	if r.AvailableAt.After(now) {
 		ls.AvailableAt = r.AvailableAt
 	}
+	if sharedHeld(r) {
+		// Each reader's own lease: the lock is held while any is live.
+		if ls.Holders = holdStates(r, now); len(ls.Holders) > 0 {
+			first := ls.Holders[0]
+			ls.Locked, ls.Shared = true, true
+			ls.Holder, ls.HoldCount = first.Holder, first.HoldCount
+			ls.ExpiresAt, ls.Remaining = first.ExpiresAt, first.Remaining
+			ls.LeaseMs = r.LeaseMs
+		}
+		return ls, nil
+	}
 	if r.Holder != "" && r.ExpiresAt.After(now) {
 		ls.Locked = true
 		ls.Holder = r.Holder
@@ -730,7 +758,7 @@ func (s *Service) Totals(scope fenceview.Scope) (resources, held int, accepted, 
 		resources++
 		accepted += r.Accepted
 		rejected += r.Rejected
-		if r.Holder != "" && r.ExpiresAt.After(now) {
+		if heldAt(r, now) {
 			held++
 		}
 		return true

@@ -75,6 +75,23 @@ func (s *Service) SelectResources(q fenceview.ResourceQuery) fenceview.ResourceP
 // no holder.
 func viewAt(res *fenceview.Resource, now time.Time) fenceview.Resource {
 	r := *res
+	if sharedHeld(&r) {
+		// Each reader's lease its own: those live, the first of them
+		// mirrored, as the sweep will leave it.
+		live := make([]fenceview.Hold, 0, len(r.Readers))
+		for _, h := range r.Readers {
+			if h.ExpiresAt.After(now) {
+				live = append(live, h)
+			}
+		}
+		token := r.Token
+		r.Readers = live
+		summarize(&r)
+		if len(live) > 0 {
+			r.Token = token
+		}
+		return r
+	}
 	if r.Holder != "" && !r.ExpiresAt.After(now) {
 		r.Holder, r.HoldCount, r.Token, r.ExpiresAt = "", 0, 0, time.Time{}
 	}

@@ -275,14 +275,14 @@ var maxLogged = 1 << 16 // a variable for tests
 // (the mark, the last token, the counters, the last rejection, the alarm),
 // as written.
 type rowKey struct {
-	holder, owner, value                                           string
+	holder, owner, value, readers                                  string
 	holdCount, permits                                             int
 	token, leaseMs, lockDelayMs, grantedAt, expiresAt, availableAt int64
 	election                                                       bool
 }
 
 func keyOf(r *fenceview.Resource) rowKey {
-	return rowKey{holder: r.Holder, owner: r.OwnerKey, value: r.Value, holdCount: r.HoldCount, permits: r.Permits,
+	return rowKey{holder: r.Holder, owner: r.OwnerKey, value: r.Value, readers: encodeReaders(r), holdCount: r.HoldCount, permits: r.Permits,
 		token: r.Token, leaseMs: r.LeaseMs, lockDelayMs: r.LockDelayMs,
 		grantedAt: msKey(r.GrantedAt), expiresAt: msKey(r.ExpiresAt), availableAt: msKey(r.AvailableAt), election: r.Election}
 }
@@ -448,7 +448,7 @@ func (m *multiInsert) close() {
 
 // resourceWidth and eventWidth are how many columns a resource_log row
 // and an events row have: the arguments of one row of their INSERTs.
-const resourceWidth, eventWidth = 20, 15
+const resourceWidth, eventWidth = 21, 15
 
 // applyStmtsOf returns the statements prepared on c, preparing them again
 // if database/sql replaced the connection since.
@@ -503,7 +503,7 @@ func forget(args []driver.NamedValue) {
 // seq) to r, logged when the last event was seq.
 func logArgs(a []driver.NamedValue, r *fenceview.Resource, seq driver.Value) {
 	resourceArgs(a, r)
-	a[19].Value = seq
+	a[20].Value = seq
 }
 
 // resourceArgs sets a (resourceWidth-1 values, in resourceColumns' order)
@@ -520,6 +520,7 @@ func resourceArgs(a []driver.NamedValue, r *fenceview.Resource) {
 	a[12].Value, a[13].Value = r.CounterAlarm, r.OwnerKey
 	a[14].Value, a[15].Value, a[16].Value = r.LockDelayMs, toMs(r.AvailableAt), int64(r.Permits)
 	a[17].Value, a[18].Value = r.Election, r.Value
+	a[19].Value = encodeReaders(r)
 }
 
 // eventArgs sets a (eventWidth values, in eventColumns' order and the
@@ -577,7 +578,7 @@ func resourceState(r *fenceview.Resource) string {
 //
 //	[last token, grant token, holder, hold count, lease ms, granted at,
 //	 expires at, mark, accepted, rejected, last rejection, counter alarm,
-//	 owner, lock-delay ms, available at, permits, election, value]
+//	 owner, lock-delay ms, available at, permits, election, value, readers]
 //
 // Times are milliseconds after e's (null for none); the holder is null
 // for none and 1 (a number, never a holder) for e's own holder, as a
@@ -614,6 +615,7 @@ func resourceRow(r *fenceview.Resource, e *fenceview.Event) string {
 	}
 	w.int(election)
 	w.str(r.Value, false)
+	w.str(encodeReaders(r), false)
 	return string(append(w.b[:w.end], ']'))
 }
 

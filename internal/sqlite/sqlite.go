@@ -106,7 +106,7 @@ type DB struct {
 // That copy is never complete, since commits go on meanwhile, and SQLite
 // restarts the WAL from its start only after a complete one; so the next
 // Apply copies the few frames committed since, before it begins, and the
-// WAL stays about as small as before.
+// WAL stays small: it never holds much more than one checkpoint's worth.
 type checkpoints struct {
 	ckpt      *sql.DB
 	wake      chan struct{} // cap 1: wakes coalesce
@@ -183,7 +183,7 @@ func (db *DB) stopCheckpoints() error {
 // covers, however many changes it folds, so a longer stride costs less per
 // change: 32,768 rather than 8,192 took 6% off the server's CPU per RPC
 // fenced write at 64 clients, and cut the write's p99 from 9-12 to 6-7 ms
-// (bench/README.md, step 20). The price is the unfolded tail a resource's
+// (bench/README.md, "A fold every 32,768 rows"). The price is the unfolded tail a resource's
 // history scans: at most this many events, about 5 ms with a warm cache.
 const DefaultFoldEvery = 32768
 
@@ -191,7 +191,7 @@ const DefaultFoldEvery = 32768
 // resource_log alike.
 const resourceColumns = `resource_id, last_token, high_water_mark, holder, hold_count, grant_token, lease_ms,
 	granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
-	lock_delay_ms, available_at, permits, election, value`
+	lock_delay_ms, available_at, permits, election, value, readers`
 
 // foldSQL moves each changed resource's newest state into resources (see
 // newestCTE) and empties the log, indexes the events after folded_seq by
@@ -212,7 +212,7 @@ const foldUpsert = `ON CONFLICT (resource_id) DO UPDATE SET
 		accepted = excluded.accepted, rejected = excluded.rejected,
 		last_rejection_at = excluded.last_rejection_at, counter_alarm = excluded.counter_alarm, owner = excluded.owner,
 		lock_delay_ms = excluded.lock_delay_ms, available_at = excluded.available_at, permits = excluded.permits,
-		election = excluded.election, value = excluded.value`
+		election = excluded.election, value = excluded.value, readers = excluded.readers`
 
 // foldTailSQL is the rest of a fold once the rows are in resources:
 // the log emptied, the events indexed (foldIndexSQL) and counted
@@ -274,7 +274,7 @@ const newestCTE = `WITH lg AS MATERIALIZED (SELECT ` + resourceColumns + `, seq 
 			CASE WHEN st.seq > w.seq THEN st.s ->> '$[3]' ELSE w.rejected END AS rejected,
 			CASE WHEN st.seq > w.seq THEN st.s ->> '$[4]' ELSE w.last_rejection_at END AS last_rejection_at,
 			CASE WHEN st.seq > w.seq THEN st.s ->> '$[5]' ELSE w.counter_alarm END AS counter_alarm,
-			w.owner, w.lock_delay_ms, w.available_at, w.permits, w.election, w.value
+			w.owner, w.lock_delay_ms, w.available_at, w.permits, w.election, w.value, w.readers
 		FROM w LEFT JOIN st ON st.resource_id = w.resource_id)`
 
 // carriedRowColumns reads an event's resource_row r (at, eh: the event's
@@ -285,7 +285,7 @@ const carriedRowColumns = `COALESCE(r ->> '$[0]', 0), COALESCE(r ->> '$[7]', 0),
 			at + (r ->> '$[5]'), at + (r ->> '$[6]'),
 			COALESCE(r ->> '$[8]', 0), COALESCE(r ->> '$[9]', 0), at + (r ->> '$[10]'), COALESCE(r ->> '$[11]', 0),
 			COALESCE(r ->> '$[12]', ''), COALESCE(r ->> '$[13]', 0), at + (r ->> '$[14]'),
-			COALESCE(r ->> '$[15]', 0), COALESCE(r ->> '$[16]', 0), COALESCE(r ->> '$[17]', '')`
+			COALESCE(r ->> '$[15]', 0), COALESCE(r ->> '$[16]', 0), COALESCE(r ->> '$[17]', ''), COALESCE(r ->> '$[18]', '')`
 
 // foldedSeq is the last event in resource_events, as an SQL expression.
 // It never goes down, even when pruning has emptied events: it is also
@@ -512,18 +512,22 @@ func (db *DB) Resources(ctx context.Context) ([]*fenceview.Resource, error) {
 	rows, err := db.read.QueryContext(ctx, newestCTE+`
 		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
 			granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
-			lock_delay_ms, available_at, permits, election, value FROM n
+			lock_delay_ms, available_at, permits, election, value, readers FROM n
 		UNION ALL
 		SELECT resource_id, last_token, high_water_mark, COALESCE(holder, ''), hold_count, grant_token, lease_ms,
 			granted_at, expires_at, accepted, rejected, last_rejection_at, counter_alarm, owner,
-			lock_delay_ms, available_at, permits, election, value
+			lock_delay_ms, available_at, permits, election, value, readers
 		FROM resources WHERE resource_id NOT IN (SELECT resource_id FROM n)`)
 	return collect(rows, err, func(rows *sql.Rows) (*fenceview.Resource, error) {
 		var r fenceview.Resource
 		var granted, expires, lastRej, available sql.NullInt64
+		var readers string
 		if err := rows.Scan(&r.ResourceID, &r.LastToken, &r.HighWaterMark, &r.Holder, &r.HoldCount, &r.Token, &r.LeaseMs,
 			&granted, &expires, &r.Accepted, &r.Rejected, &lastRej, &r.CounterAlarm, &r.OwnerKey,
-			&r.LockDelayMs, &available, &r.Permits, &r.Election, &r.Value); err != nil {
+			&r.LockDelayMs, &available, &r.Permits, &r.Election, &r.Value, &readers); err != nil {
+			return nil, err
+		}
+		if err := decodeReaders(&r, readers); err != nil {
 			return nil, err
 		}
 		r.GrantedAt, r.ExpiresAt, r.LastRejectionAt = fromMs(granted), fromMs(expires), fromMs(lastRej)

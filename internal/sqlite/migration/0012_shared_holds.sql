@@ -1,0 +1,6 @@
+-- Shared (read) holds: a lock held in shared mode keeps every reader's
+-- hold in readers, a JSON array (see internal/sqlite/readers.go); '' when
+-- the lock is exclusive or free. Resource rows carried by events hold it
+-- as their 19th element (resourceRow).
+ALTER TABLE resources ADD COLUMN readers TEXT NOT NULL DEFAULT '';
+ALTER TABLE resource_log ADD COLUMN readers TEXT NOT NULL DEFAULT '';
