@@ -45,8 +45,11 @@ class LockTests:
         self.assertTrue(b.acquire(blocking=False))
         self.assertGreater(b.token, a.token)
         b.release()
-        with self.assertRaises(RuntimeError):
+        with self.assertRaises(RuntimeError):  # threading.Lock's error for a second release ...
             b.release()
+        with self.assertRaises(fenceview.NotHeldError) as cm:  # ... with the server's code for it
+            b.release()
+        self.assertEqual((cm.exception.code, cm.exception.status), ("not-held", None))
 
     def test_with_raises_lock_held_naming_the_holder(self) -> None:
         r = unique("held")

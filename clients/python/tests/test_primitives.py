@@ -120,6 +120,10 @@ class Primitives:
         self.assertEqual(self.c.fence(name, term).reason, "stale-token")
         e2.resign()
         self.assertIsNone(e2.leader())
+        with self.assertRaises(fenceview.NotLeaderError):  # a second resign
+            e2.resign()
+        with self.assertRaises(fenceview.NotLeaderError):  # one without a campaign won
+            self.c.election(name, candidate="n3").resign()
 
     def test_a_lost_leadership_sets_lost(self) -> None:
         name = unique("depose")

@@ -183,8 +183,11 @@ class NoPermitError(LockHeldError):
     code = "no-permit"
 
 
-class NotHeldError(FenceviewError):
-    """not-held (409): renew or release of a lock this holder does not hold."""
+class NotHeldError(FenceviewError, RuntimeError):
+    """not-held (409): renew or release of a lock this holder does not hold.
+    Also a RuntimeError, as threading.Lock's release of an unlocked lock is:
+    the client raises it itself, status None, for a release of a lock, permit
+    or multi-lock this object does not hold (a second release)."""
 
     code = "not-held"
 
@@ -203,7 +206,8 @@ class NotOwnerError(NotHeldError):
 
 
 class NotLeaderError(NotHeldError):
-    """not-leader (409): proclaim, resign or renew by a non-leader."""
+    """not-leader (409): proclaim, resign or renew by a non-leader; raised
+    by the client itself for a second resign, or one without a campaign won."""
 
     code = "not-leader"
 

@@ -4,7 +4,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ._client import WAIT_CHUNK, _ms, default_holder, validate_holder, validate_resource
-from ._errors import FenceviewError, InvalidRequestError, LockHeldError, NotHeldError
+from ._errors import FenceviewError, InvalidRequestError, LockHeldError, NotHeldError, NotLeaderError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._client import Client
@@ -48,6 +48,9 @@ class Lease:
 
     def _what(self) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    #: An election's: its second resign is not-leader, not not-held.
+    _ends_leadership = False
 
     # The hold period.
 
@@ -124,7 +127,10 @@ class Lease:
         with self._mu:
             was_held, gen = self._held, self._gen
         if not was_held and not self.lost.is_set():
-            raise RuntimeError(f"fenceview: release of {self._what()}, which is not held")
+            # A second release (or one never acquired) is refused here, not
+            # sent: another object of the same holder may hold it.
+            cls = NotLeaderError if self._ends_leadership else NotHeldError
+            raise cls(f"fenceview: {self._what()}: not held by this {type(self).__name__.lower()} (released already, or never acquired)", None, {}, cls.code)
         try:
             remaining = call()
         except NotHeldError as e:
@@ -275,7 +281,8 @@ class Lock(Lease):
 
     def release(self) -> None:
         """Release one hold; at the last, the daemon thread stops. Quiet when
-        the lease was already lost; RuntimeError when it was never held."""
+        the lease was already lost; NotHeldError (a RuntimeError, as
+        threading.Lock's) when this object does not hold it."""
 
         def call() -> int:
             _, b = self._client._call("release", self.name, {"holder": self.holder}, conflict="not-held")

@@ -148,6 +148,8 @@ class Election(Lease):
         self.answer: Optional[Dict[str, Any]] = None
         self._refusal: Optional[FenceviewError] = None
 
+    _ends_leadership = True
+
     def _what(self) -> str:
         return self.name
 
@@ -186,7 +188,8 @@ class Election(Lease):
         self._client._call("proclaim", self.name, {"candidate": self.candidate, "value": value}, conflict="not-leader")
 
     def resign(self) -> None:
-        """Give up leadership; quiet when it was already lost."""
+        """Give up leadership; quiet when it was already lost. A second
+        resign, or one without a campaign won, is NotLeaderError."""
 
         def call() -> int:
             self._client._call("resign", self.name, {"candidate": self.candidate}, conflict="not-leader")
