@@ -281,3 +281,31 @@ class FromAServerThatFragments(unittest.TestCase):
                 t.join(30)
             self.assertEqual({n: s.resource_id for n, s in out.items()}, {"a": "a", "b": "b", "c": "c"})
             self.assertEqual(out["a"].token, 2**60)
+
+
+class AStreamTheServerStoppedServing(unittest.TestCase):
+    def test_is_left_for_a_new_one_and_the_call_sent_once_more(self) -> None:
+        conns: List[str] = []
+
+        def handle(conn: Any, path: str, hdrs: Any) -> None:
+            conns.append(path)
+            first = len(conns) == 1
+            while True:
+                op, msg = conn.read_message()
+                if op == 0x8:
+                    return
+                for ln in msg.split(b"\n"):
+                    q = json.loads(ln)
+                    if first:
+                        a = {"id": q["id"], "status": 503, "body": {"error": "shutting down", "code": "unavailable"}}
+                    else:
+                        a = {"id": q["id"], "status": 200, "body": {"resourceId": q["resource"], "locked": False, "token": 5}}
+                    conn.send_frame(0x1, json.dumps(a).encode())
+
+        srv = WSServer(handle)
+        self.addCleanup(srv.close)
+        with fenceview.Client(srv.url) as c:
+            self.assertEqual(c.lock_state("x").token, 5)
+            self.assertEqual(len(conns), 2)
+            self.assertEqual(c.lock_state("x").token, 5)
+            self.assertEqual(len(conns), 2, "a healthy stream was replaced")

@@ -21,7 +21,7 @@ from ._errors import (
     UnreachableError,
     error_for,
 )
-from ._rpc import RPCSession
+from ._rpc import RPCSession, term_ended
 from ._ws import HandshakeError, WebSocket
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -377,13 +377,19 @@ class Client:
 
     def _once(self, op: _Op, name: str, fields: Dict[str, Any], timeout: float) -> Tuple[int, Any, Dict[str, str]]:
         if self._rpc:
-            s = self._stream()
-            if s is not None:
+            for attempt in range(2):
+                s = self._stream()
+                if s is None:
+                    break
                 req: Dict[str, Any] = {"op": op.rpc}
                 if name:
                     req["name" if op.named else "resource"] = name
                 req.update(fields)
                 status, body = s.call(req, timeout)
+                if attempt == 0 and term_ended(status, body):
+                    # Refused without being done by a server that stopped
+                    # serving that connection: once more, on a new one.
+                    continue
                 return status, body, {}
         if self._closed.is_set():
             raise UnreachableError("fenceview: the client is closed")

@@ -22,6 +22,15 @@ MAX_MESSAGE = 256 << 10
 WRITE_TIMEOUT = 30.0
 
 
+def term_ended(status: int, body: Any) -> bool:
+    """Whether an answer says the server stopped serving this connection: a
+    503 unavailable without a time to retry (shutting down, or, in a
+    cluster, the term that served the connection ended while it lives on).
+    Every later call on it would get the same, so the session ends and the
+    next call opens a new one."""
+    return status == 503 and isinstance(body, dict) and body.get("code") == "unavailable" and not body.get("retryAfterMs")
+
+
 class _Slot:
     __slots__ = ("done", "status", "body", "err")
 
@@ -129,6 +138,7 @@ class RPCSession:
                     if self._dead is not None:
                         return
                     continue
+                stale = False
                 for line in msg.split(b"\n"):
                     if not line.strip():
                         continue
@@ -136,11 +146,15 @@ class RPCSession:
                     rid, status = a.get("id"), a.get("status")
                     if not isinstance(rid, int) or not isinstance(status, int):
                         continue  # not one of ours: every request this session writes has an id
+                    stale = stale or term_ended(status, a.get("body"))
                     with self._mu:
                         slot = self._pending.pop(rid, None)
                     if slot is not None:  # None: its caller gave up
                         slot.status, slot.body = status, a.get("body")
                         slot.done.set()
+                if stale:
+                    self._fail(UnreachableError("fenceview: rpc stream: the server stopped serving this connection (shutting down, or a cluster leader's term ended)"))
+                    return
         except WebSocketClosed as e:
             self._fail(UnreachableError(f"fenceview: rpc stream closed ({e.code}{': ' + e.reason if e.reason else ''})"))
         except (OSError, ValueError, AttributeError) as e:  # a broken socket, an answer that is not JSON
