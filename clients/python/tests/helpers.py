@@ -156,6 +156,17 @@ class Cuttable:
             except OSError:
                 pass
 
+    def drop(self) -> None:
+        """Close the connections open now; new ones are still made."""
+        with self._mu:
+            conns, self._conns = self._conns, []
+        for s in conns:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+                s.close()
+            except OSError:
+                pass
+
     def cut(self) -> None:
         try:
             self._ln.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread; close alone would not

@@ -5,7 +5,7 @@ import unittest
 
 import fenceview
 
-from .helpers import client, need_server, unique, until
+from .helpers import ADMIN, URL, Cuttable, client, need_server, unique, until
 
 
 class Primitives:
@@ -202,3 +202,30 @@ class Observing(unittest.TestCase):
         self.assertGreater(out[1], 0)
         self.assertEqual(out[2], "n1")
         self.assertIsNone(e.leader())
+
+    def test_observe_resumes_after_the_stream_breaks(self) -> None:
+        proxy = Cuttable(URL)
+        self.addCleanup(proxy.cut)
+        watching = fenceview.Client(proxy.url, key=ADMIN, rpc=False)
+        self.addCleanup(watching.close)
+        name = unique("resumed")
+        e = self.c.election(name, candidate="n1")
+        seen: list = []
+        gen = watching.election(name, candidate="watcher").observe()
+
+        def watch() -> None:
+            for leader in gen:
+                seen.append(None if leader is None else leader["value"])
+                if len(seen) == 3:
+                    return
+
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        until(lambda: seen == [None], "the first answer")
+        e.campaign("v1")
+        until(lambda: len(seen) >= 2, "the first leader")
+        proxy.drop()  # the stream breaks; the observer opens another
+        e.proclaim("v2")
+        t.join(30)
+        self.assertEqual(seen, [None, "v1", "v2"])
+        e.resign()

@@ -4,7 +4,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
 from ._client import WAIT_CHUNK, _ms, default_holder, validate_holder, validate_resource
-from ._errors import FenceviewError, InvalidRequestError, LockHeldError, NoPermitError
+from ._errors import FenceviewError, InvalidRequestError, LockHeldError, NoPermitError, UnreachableError
 from ._locks import Lease
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -205,18 +205,41 @@ class Election(Lease):
     def observe(self) -> Iterator[Optional[Dict[str, Any]]]:
         """Every change of leader or value, as it happens: the leader now
         (None when nobody leads), then the leader after each new term,
-        proclaim, resignation or expiry. A generator over the event stream;
-        close it (``gen.close()``) to stop."""
-        with self._client.events(resource=self.name) as stream:
-            last = self.leader()
-            yield last
-            for ev in stream:
-                if ev.get("type") not in ("grant", "proclaim", "release", "expire"):
-                    continue
+        proclaim, resignation or expiry. A generator over the event stream,
+        reopened after the last event seen when it breaks; close it
+        (``gen.close()``) to stop."""
+        last: Any = object()  # nothing yielded yet
+        since: Optional[int] = None
+        backoff = 0.1
+        while True:
+            try:
+                stream = self._client.events(resource=self.name, since=since)
+            except UnreachableError:
+                if self._client._sleep(backoff):
+                    return  # the client closed
+                backoff = min(backoff * 2, 5.0)
+                continue
+            backoff = 0.1
+            try:
+                # The stream opened before the leader is read: no change
+                # between the two is missed.
                 cur = self.leader()
                 if cur != last:
                     last = cur
                     yield cur
+                for ev in stream:
+                    if isinstance(ev.get("seq"), int):
+                        since = ev["seq"]
+                    if ev.get("type") not in ("grant", "proclaim", "release", "expire"):
+                        continue
+                    cur = self.leader()
+                    if cur != last:
+                        last = cur
+                        yield cur
+            except UnreachableError:
+                continue  # reopened after the last event seen
+            finally:
+                stream.close()
 
     def run(self, func: Callable[..., Any], *args: Any, value: str = "", **kwargs: Any) -> Any:
         """kazoo's Election.run: campaign (blocking until elected), call
