@@ -155,6 +155,7 @@ class Cuttable:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        src.close()  # dst is closed by the other direction's pipe
 
     def drop(self) -> None:
         """Close the connections open now; new ones are still made."""
