@@ -157,3 +157,57 @@ class RefusedUpgrade(unittest.TestCase):
         with fenceview.Client(srv.url, key="k") as c:
             with self.assertRaises(fenceview.UnauthenticatedError):
                 c.lock_state("x")
+
+
+def leaderless() -> type:
+    """A node of a cluster with no leader: 503 unavailable to everything."""
+    import http.server
+
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+        def _no(self) -> None:
+            n = int(self.headers.get("Content-Length") or 0)
+            if n:
+                self.rfile.read(n)
+            body = b'{"error":"no leader","code":"unavailable"}'
+            self.send_response(503)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = _no
+
+    return H
+
+
+@need_server
+class Nodes(unittest.TestCase):
+    def test_an_unreachable_node_is_passed_over(self) -> None:
+        for rpc in (True, False):
+            with fenceview.Client("http://127.0.0.1:1", key=ADMIN, urls=[URL], rpc=rpc) as c:
+                r = unique("nodes")
+                with c.lock(r, holder="h") as lock:
+                    self.assertTrue(c.fence(r, lock.token).accepted)
+                self.assertEqual(c.url, URL)
+                self.assertEqual(c.uses_rpc, rpc)
+                with c.events(resource=r) as stream:
+                    c.lock_state(r)
+                    self.assertIsNotNone(stream)
+
+    def test_a_node_without_a_leader_is_passed_over(self) -> None:
+        down = Served(leaderless())
+        self.addCleanup(down.close)
+        with fenceview.Client(down.url, key=ADMIN, urls=[URL], rpc=False) as c:
+            r = unique("leaderless")
+            with c.lock(r, holder="h") as lock:
+                self.assertGreater(lock.token, 0)
+            self.assertEqual(c.url, URL)
+
+    def test_with_every_node_unreachable_the_error_is_unreachable(self) -> None:
+        with fenceview.Client("http://127.0.0.1:1", urls=["http://127.0.0.1:2"], rpc=False) as c:
+            with self.assertRaises(fenceview.UnreachableError):
+                c.lock_state("x")

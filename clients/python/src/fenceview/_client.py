@@ -205,6 +205,14 @@ class _HTTP:
     def request(self, method: str, path: str, body: Optional[bytes], headers: Dict[str, str], timeout: Optional[float]) -> Tuple[int, Dict[str, str], bytes]:
         for attempt in range(2):
             c, reused = self._conn(timeout)
+            if c.sock is None:
+                try:
+                    c.connect()
+                except OSError as e:
+                    c.close()
+                    err = UnreachableError(f"fenceview: {self._scheme}://{self._host}:{self._port}: {e}")
+                    err.unsent = True  # nothing was sent: another node may take it
+                    raise err from e
             try:
                 c.request(method, path, body=body, headers=headers)
                 res = c.getresponse()
@@ -242,6 +250,22 @@ class _HTTP:
             c.close()
 
 
+class _Node:
+    """One server (a node of a cluster): its base URL and connections."""
+
+    def __init__(self, url: str, tls: Optional[ssl.SSLContext]) -> None:
+        u = urlsplit(url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise InvalidRequestError(f"fenceview: {url!r} is not an http(s) URL", field="url")
+        self.url = url.rstrip("/")
+        self.prefix = u.path.rstrip("/")
+        self.http = _HTTP(u.scheme, u.hostname, u.port or (443 if u.scheme == "https" else 80), tls)
+
+    def ws_url(self, path: str) -> str:
+        u = urlsplit(self.url)
+        return ("wss" if u.scheme == "https" else "ws") + "://" + u.netloc + self.prefix + path
+
+
 def _parse(data: bytes) -> Any:
     if not data:
         return None
@@ -271,6 +295,8 @@ class Client:
         timeout: seconds each call may take (a waiting acquire's wait comes
             on top), retries after ``Retry-After`` included.
         lease: the default lease of locks, in seconds.
+        urls: the other nodes of a cluster, tried in turn when one cannot be
+            reached or has no leader (503); the stream reopens at the next.
 
     The client is safe to use from many threads. ``close()`` (or ``with``)
     ends its connections; locks still held then are not released.
@@ -285,17 +311,14 @@ class Client:
         tls: Optional[ssl.SSLContext] = None,
         timeout: float = 10.0,
         lease: float = 30.0,
+        urls: Sequence[str] = (),
     ) -> None:
-        u = urlsplit(url)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise InvalidRequestError(f"fenceview: {url!r} is not an http(s) URL", field="url")
         if key is not None and (not isinstance(key, str) or not key or any(ch in key for ch in "\r\n")):
             raise InvalidRequestError("fenceview: key must be a non-empty str on one line", field="key")
-        self.url = url.rstrip("/")
-        self._prefix = u.path.rstrip("/")
+        self._nodes = [_Node(u, tls) for u in [url, *urls]]
+        self._current = 0  # the node that answered last
         self._key = key
         self._tls = tls
-        self._http = _HTTP(u.scheme, u.hostname, u.port or (443 if u.scheme == "https" else 80), tls)
         self._rpc = rpc
         self.timeout = float(timeout)
         self.lease = float(lease)
@@ -316,6 +339,35 @@ class Client:
         self._sleep: Callable[[float], bool] = self._closed.wait
 
     # Transport.
+
+    @property
+    def url(self) -> str:
+        """The base URL of the node the client uses now."""
+        return self._nodes[self._current].url
+
+    @property
+    def _prefix(self) -> str:
+        return self._nodes[self._current].prefix
+
+    def _request(self, method: str, path: str, data: Optional[bytes], timeout: float) -> Tuple[int, Dict[str, str], bytes]:
+        """One HTTP request, to the current node, else to the others in
+        turn when it cannot be reached (nothing sent) or has no leader."""
+        n = len(self._nodes)
+        start = self._current
+        for i in range(n):
+            idx = (start + i) % n
+            node = self._nodes[idx]
+            try:
+                status, hdrs, raw = node.http.request(method, node.prefix + path, data, self._headers(data is not None), timeout)
+            except UnreachableError as e:
+                if not getattr(e, "unsent", False) or i + 1 == n:
+                    raise
+                continue
+            if status == 503 and i + 1 < n:
+                continue  # no leader there (nothing was done): the next node
+            self._current = idx
+            return status, hdrs, raw
+        raise AssertionError("unreachable")
 
     @property
     def uses_rpc(self) -> bool:
@@ -341,11 +393,13 @@ class Client:
                 return self._session
             if self._monotonic() < self._rpc_retry_at:
                 return None
-            u = urlsplit(self.url)
-            ws_url = ("wss" if u.scheme == "https" else "ws") + "://" + u.netloc + self._prefix + "/v1/rpc"
+            if self._session is not None:
+                # A broken stream is reopened at the next node, if any.
+                self._current = (self._current + 1) % len(self._nodes)
+                self._session = None
             hdrs = {"Authorization": f"Bearer {self._key}"} if self._key is not None else {}
             try:
-                ws = WebSocket.connect(ws_url, hdrs, self._tls, timeout=self.timeout)
+                ws = self._open_ws("/v1/rpc", hdrs)
             except HandshakeError as e:
                 body = _parse(e.body)
                 # No key, or a revoked one, is refused by the JSON API too:
@@ -366,14 +420,28 @@ class Client:
             self._rpc_retry_at = 0.0
             return self._session
 
+    def _open_ws(self, path: str, hdrs: Dict[str, str]) -> WebSocket:
+        """A websocket to path at the current node, else at the others in
+        turn while nothing listens; the node that answered becomes current."""
+        n = len(self._nodes)
+        start = self._current
+        for i in range(n):
+            idx = (start + i) % n
+            try:
+                ws = WebSocket.connect(self._nodes[idx].ws_url(path), hdrs, self._tls, timeout=self.timeout)
+            except ConnectionError:
+                if i + 1 == n:
+                    raise
+                continue
+            self._current = idx
+            return ws
+        raise AssertionError("unreachable")
+
     def _fall_back(self, why: BaseException) -> None:
         self._rpc_retry_at = self._monotonic() + RPC_RETRY
         if not self._fell_back_logged:
             self._fell_back_logged = True
             log.warning("fenceview: the RPC stream to %s could not be opened (%s): using the JSON API", self.url, why)
-
-    def _path(self, route: str, name: str = "") -> str:
-        return self._prefix + route.format(quote(name, safe=""))
 
     def _once(self, op: _Op, name: str, fields: Dict[str, Any], timeout: float) -> Tuple[int, Any, Dict[str, str]]:
         if self._rpc:
@@ -394,7 +462,7 @@ class Client:
         if self._closed.is_set():
             raise UnreachableError("fenceview: the client is closed")
         data = None if op.method == "GET" else json.dumps(fields, separators=(",", ":")).encode("utf-8")
-        status, hdrs, raw = self._http.request(op.method, self._path(op.route, name), data, self._headers(data is not None), timeout)
+        status, hdrs, raw = self._request(op.method, op.route.format(quote(name, safe="")), data, timeout)
         return status, _parse(raw), hdrs
 
     def _call(
@@ -444,7 +512,7 @@ class Client:
         if self._closed.is_set():
             raise UnreachableError("fenceview: the client is closed")
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
-        status, hdrs, raw = self._http.request(method, self._prefix + path, data, self._headers(data is not None), self.timeout if timeout is None else timeout)
+        status, hdrs, raw = self._request(method, path, data, self.timeout if timeout is None else timeout)
         parsed = _parse(raw)
         if status not in ok:
             raise error_for(status, parsed, path, _retry_after(hdrs))
@@ -647,7 +715,8 @@ class Client:
             s, self._session = self._session, None
         if s is not None:
             s.close()
-        self._http.close()
+        for node in self._nodes:
+            node.http.close()
 
     def __enter__(self) -> "Client":
         return self

@@ -4,7 +4,7 @@ release, expiry, fence decision and proclaim, in order, resumable by seq."""
 import json
 import threading
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from ._errors import UnreachableError, error_for
 from ._ws import HandshakeError, WebSocket, WebSocketClosed
@@ -28,11 +28,9 @@ class EventStream:
             q["resource"] = resource
         if since is not None:
             q["since"] = since
-        u = urlsplit(client.url)
-        url = ("wss" if u.scheme == "https" else "ws") + "://" + u.netloc + client._prefix + "/v1/events" + (f"?{urlencode(q)}" if q else "")
         hdrs = {"Authorization": f"Bearer {client._key}"} if client._key is not None else {}
         try:
-            self._ws = WebSocket.connect(url, hdrs, client._tls, timeout=client.timeout)
+            self._ws = client._open_ws("/v1/events" + (f"?{urlencode(q)}" if q else ""), hdrs)
         except HandshakeError as e:
             try:
                 body = json.loads(e.body)
