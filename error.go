@@ -44,6 +44,7 @@ const (
 	EUNISSUEDTOKEN = guard.ReasonUnissued
 	EFOREIGNISSUER = guard.ReasonForeignIssuer
 	ESCOPEMISMATCH = guard.ReasonScopeMismatch
+	ESHAREDTOKEN   = guard.ReasonSharedToken
 )
 
 // refusals are the codes by which the state says no: the lock, the
@@ -54,6 +55,7 @@ var refusals = map[string]bool{
 	ELOCKHELD: true, ELOCKDELAY: true, ELEASEEXPIRED: true, ENOTOWNER: true, ENOTHELD: true,
 	ENOPERMIT: true, EPERMITSMISMATCH: true, ENOTLEADER: true, EEXHAUSTED: true, ECONFLICT: true,
 	ESTALETOKEN: true, ESUPERSEDED: true, EBADSIGNATURE: true, EUNISSUEDTOKEN: true, EFOREIGNISSUER: true, ESCOPEMISMATCH: true,
+	ESHAREDTOKEN: true,
 }
 
 // IsRefusalCode reports whether code is one by which the state says no

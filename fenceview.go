@@ -143,6 +143,11 @@ type Resource struct {
 	// sweep next has something to do. Empty when the lock is exclusive or
 	// free.
 	Readers []Hold
+	// SharedPhase is the token of the lock's latest read phase, so the
+	// server's fence can refuse a write with it (guard.ReasonSharedToken)
+	// even once the phase is over. Kept in memory only: a restart
+	// forgets it (signed tokens prove their mode wherever they go).
+	SharedPhase int64
 	// Expired is the last lease of the lock that ran out or was
 	// force-expired and not released since, so that its holder's late
 	// renew or release is told lease-expired rather than not-held; nil
@@ -184,6 +189,9 @@ type Event struct {
 	LockDelayMs int64
 	// Permits is a semaphore's permits, set by a permits event.
 	Permits int
+	// Access is AccessRead on the accept or reject of a read; empty for
+	// a write's and for every other event.
+	Access string
 }
 
 // Replaced is what a recover event set back: the high-water mark and the
@@ -207,6 +215,9 @@ type Report struct {
 	At         time.Time
 	// Signature is the token's signature as the guard received it, if any.
 	Signature string
+	// Access is AccessRead for a guard's decision on a read; empty or
+	// AccessWrite for a write's.
+	Access string
 	// Proven is set by the issuer, never from input: Signature is a valid
 	// signature of this issuer's keys for ResourceID and Token, so the token
 	// was really issued (signed tokens, token safety).
@@ -259,6 +270,30 @@ type Fence struct {
 	// Mode is how the fence judges the token: FenceModeMark (or empty)
 	// or FenceModeCurrent.
 	Mode string
+	// Access is what the fence guards: AccessRead, or AccessWrite (or
+	// empty). The rule is the same; a write with a shared grant's token
+	// is refused (guard.ReasonSharedToken).
+	Access string
+}
+
+// What a fenced check guards (X-Fencing-Access, "access").
+const (
+	AccessWrite = "write"
+	AccessRead  = "read"
+)
+
+// ParseAccess checks an access given by a request; empty is AccessWrite.
+func ParseAccess(v string) (string, error) {
+	switch v {
+	case "", AccessWrite:
+		return AccessWrite, nil
+	case AccessRead:
+		return AccessRead, nil
+	}
+	if len(v) > 20 {
+		v = v[:20] + "..."
+	}
+	return "", Errorf(EINVALID, "access %q: use %q or %q", v, AccessRead, AccessWrite)
 }
 
 // The server's fence modes. In mode mark, the rule, a token at or above the

@@ -222,18 +222,19 @@ type eventRecord struct {
 	Value      string `json:"value,omitempty"`
 	LockDelay  int64  `json:"delayMs,omitempty"`
 	Permits    int    `json:"permits,omitempty"`
+	Access     string `json:"access,omitempty"`
 }
 
 func eventRecordOf(e fenceview.Event) eventRecord {
 	return eventRecord{Seq: e.Seq, Type: e.Type, ResourceID: e.ResourceID, Token: e.Token, Holder: e.Holder,
 		Presented: e.Presented, Required: e.Required, Reason: e.Reason, Source: e.Source, At: e.At.UnixMilli(),
-		Value: e.Value, LockDelay: e.LockDelayMs, Permits: e.Permits}
+		Value: e.Value, LockDelay: e.LockDelayMs, Permits: e.Permits, Access: e.Access}
 }
 
 func (r eventRecord) event() fenceview.Event {
 	return fenceview.Event{Seq: r.Seq, Type: r.Type, ResourceID: r.ResourceID, Token: r.Token, Holder: r.Holder,
 		Presented: r.Presented, Required: r.Required, Reason: r.Reason, Source: r.Source, At: time.UnixMilli(r.At).UTC(),
-		Value: r.Value, LockDelayMs: r.LockDelay, Permits: r.Permits}
+		Value: r.Value, LockDelayMs: r.LockDelay, Permits: r.Permits, Access: r.Access}
 }
 
 func decodeEvents(b []byte) ([]fenceview.Event, error) {

@@ -143,6 +143,7 @@ func TestRefusalCodes(t *testing.T) {
 	setup("POST", "/v1/locks/maxed/reset", `{"floor":9223372036854775805}`)
 	setup("POST", "/v1/locks/maxed/acquire", `{"holder":"a"}`)
 	setup("POST", "/v1/locks/maxed/release", `{"holder":"a"}`)
+	setup("POST", "/v1/locks/read/acquire", `{"holder":"r","leaseMs":60000,"shared":true}`) // a read phase, token 1
 	a.clock.Advance(1500 * time.Millisecond) // the 1 s leases ran out; "delayed" is in its delay
 	lapsedAt := clock.TestDate.Add(time.Second)
 
@@ -213,6 +214,12 @@ func TestRefusalCodes(t *testing.T) {
 			want: fields{"reason": "foreign-issuer"}, rpc: `{"id":1,"op":"fence","resource":"issued","token":2,"issuer":"other"}`},
 		{code: fenceview.ESCOPEMISMATCH, method: "POST", path: "/v1/fence/issued", body: `{"token":2,"scope":"resource:held"}`, status: 409,
 			want: fields{"reason": "scope-mismatch"}, rpc: `{"id":1,"op":"fence","resource":"issued","token":2,"scope":"resource:held"}`},
+		{code: fenceview.ESHAREDTOKEN, method: "POST", path: "/v1/fence/read", body: `{"token":1}`, status: 409,
+			want: fields{"reason": "shared-token", "required": 0.0}, rpc: `{"id":1,"op":"fence","resource":"read","token":1,"access":"write"}`},
+		{code: fenceview.EINVALID, method: "POST", path: "/v1/fence/read", body: `{"token":1,"access":"READ"}`, status: 400,
+			rpc: `{"id":1,"op":"fence","resource":"read","token":1,"access":"READ"}`},
+		{code: fenceview.EINVALID, method: "POST", path: "/v1/fence/read", body: `{"token":1,"access":"write"}`,
+			header: http.Header{"X-Fencing-Access": {"read"}}, status: 400, errorSays: "X-Fencing-Access"},
 	} {
 		name := c.code + " " + c.method + " " + c.path
 		bearer := c.bearer

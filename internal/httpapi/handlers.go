@@ -21,6 +21,8 @@ type lockRequest struct {
 	// LockDelayMs of an acquire (lock-delay); renew and
 	// release take none and ignore it.
 	LockDelayMs wire.Int `json:"lockDelayMs"`
+	// Shared asks an acquire for a shared (read) hold.
+	Shared bool `json:"shared"`
 }
 
 // resourceOf is the request's path resource, authorized by the pipeline
@@ -29,7 +31,7 @@ func resourceOf(r *http.Request) string { return r.PathValue("resource") }
 
 // lockRequestOf is the lock request a request line or body carries.
 func lockRequestOf(req *wire.Request) lockRequest {
-	return lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs}
+	return lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs, Shared: req.Shared}
 }
 
 // validate is the one validation of an acquire, renew or release, over
@@ -75,7 +77,7 @@ func acquireRequestOf(resource string, req lockRequest) fenceview.AcquireRequest
 		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
 	}
 	return fenceview.AcquireRequest{ResourceID: resource, Holder: *req.Holder, Lease: lease,
-		Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)}
+		Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs), Shared: req.Shared}
 }
 
 // acquired answers an acquire asked for at start.
@@ -190,11 +192,15 @@ func (s *Server) lockState(ctx context.Context, resource string) (int, any) {
 }
 
 func lockWire(ls fenceview.LockState) wire.Lock {
-	return wire.Lock{
+	l := wire.Lock{
 		ResourceID: ls.ResourceID, Locked: ls.Locked, Holder: wire.NullString(ls.Holder), HoldCount: ls.HoldCount,
 		Token: ls.LastToken, ExpiresAt: wire.Time(ls.ExpiresAt), RemainingMs: ls.Remaining.Milliseconds(),
-		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters, AvailableAt: wire.Time(ls.AvailableAt),
+		LeaseMs: ls.LeaseMs, Waiters: ls.Waiters, AvailableAt: wire.Time(ls.AvailableAt), Shared: ls.Shared,
 	}
+	for _, h := range ls.Holders {
+		l.Holders = append(l.Holders, wire.Hold{Holder: h.Holder, HoldCount: h.HoldCount, ExpiresAt: wire.Time(h.ExpiresAt), RemainingMs: h.Remaining.Milliseconds()})
+	}
+	return l
 }
 
 type fenceRequest struct {
@@ -211,11 +217,14 @@ type fenceRequest struct {
 	// Mode: the JSON "mode" or X-Fencing-Mode (fenceview.FenceModeCurrent).
 	Mode       string
 	modeHeader *string
+	// Access: the JSON "access" or X-Fencing-Access (fenceview.AccessRead).
+	Access       string
+	accessHeader *string
 }
 
 // fenceRequestOf is the fence a request line or body carries.
 func fenceRequestOf(req *wire.Request) fenceRequest {
-	fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, Mode: req.Mode}
+	fr := fenceRequest{Token: req.Token, Issuer: req.Issuer, Scope: req.Scope, Source: req.Source, Signature: req.Signature, Mode: req.Mode, Access: req.Access}
 	if req.Holder != nil {
 		fr.Holder = *req.Holder
 	}
@@ -257,6 +266,12 @@ func (req *fenceRequest) readHeaders(h http.Header) error {
 		}
 		req.modeHeader = &hv[0]
 	}
+	if hv := h.Values(headerAccess); len(hv) > 0 {
+		if len(hv) > 1 {
+			return fenceview.Errorf(fenceview.EINVALID, "one %s header at most", headerAccess)
+		}
+		req.accessHeader = &hv[0]
+	}
 	return nil
 }
 
@@ -278,6 +293,9 @@ func (s *Server) fenceOf(ctx context.Context, resource string, req fenceRequest)
 	}
 	if err == nil {
 		f.Mode, err = req.mode(s.FenceMode)
+	}
+	if err == nil {
+		f.Access, err = req.access()
 	}
 	return f, err
 }
@@ -354,6 +372,29 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 // headerMode asks the server's fence for a mode (fenceview.FenceModeCurrent).
 const headerMode = "X-Fencing-Mode"
 
+// headerAccess says what a fence guards: "read" or "write" (the default).
+const headerAccess = "X-Fencing-Access"
+
+// access is the fence's access: the header's, the body's, or both when
+// they agree.
+func (req fenceRequest) access() (string, error) {
+	a, err := fenceview.ParseAccess(req.Access)
+	if err != nil || req.accessHeader == nil {
+		return a, err
+	}
+	h, err := fenceview.ParseAccess(*req.accessHeader)
+	if *req.accessHeader == "" {
+		err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", headerAccess, fenceview.AccessRead, fenceview.AccessWrite)
+	}
+	if err != nil {
+		return "", err
+	}
+	if req.Access != "" && h != a {
+		return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body access differ", headerAccess)
+	}
+	return h, nil
+}
+
 // mode is the fence's mode: the request's (header, body, or both when they
 // agree), made no weaker than the server's: on a server in mode current
 // every fence is in mode current, as its operator asked.
@@ -399,6 +440,7 @@ type decisionsRequest struct {
 		Source     string   `json:"source"`
 		At         string   `json:"at"`
 		Signature  string   `json:"signature"`
+		Access     string   `json:"access"`
 	} `json:"decisions"`
 }
 
@@ -436,7 +478,7 @@ func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rep := fenceview.Report{ResourceID: d.ResourceID, Token: d.Token.Value, Accepted: *d.Accepted,
-			Required: d.Required.Value, Reason: d.Reason, Source: source, Signature: d.Signature}
+			Required: d.Required.Value, Reason: d.Reason, Source: source, Signature: d.Signature, Access: d.Access}
 		if len(d.Signature) > maxSignatureLen {
 			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: signature over %d bytes", i, maxSignatureLen))
 			return

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -99,6 +100,8 @@ func TestOperationsOverRPC(t *testing.T) {
 		{"lock", "lock%s", ``},
 		{"fence", "lock%s", `{"token":1}`},
 		{"release", "lock%s", `{"holder":"a"}`},
+		{"acquire", "doc%s", `{"holder":"r","leaseMs":5000,"shared":true}`},
+		{"fence", "doc%s", `{"token":1,"access":"read"}`},
 		{"semaphore-acquire", "sem%s", `{"holder":"a","permits":2}`},
 		{"semaphore", "sem%s", ``},
 		{"semaphore-permits", "sem%s", `{"permits":3}`},
@@ -195,5 +198,51 @@ func TestEscapeHintsFollowTheTable(t *testing.T) {
 	}
 	if got := escapeHint(http.MethodPost, "/v1/locks/orders/2/frobnicate"); got != "" {
 		t.Errorf("a verb no route has got a hint: %q", got)
+	}
+}
+
+// Shared locks over both transports: readers of one phase get its token
+// and say shared, the lock lists them, a read with the token is accepted
+// and a write refused shared-token, and the read is an event that says so.
+func TestSharedLocksOverJSONAndRPC(t *testing.T) {
+	a := newCodesAPI(t, issuer.Config{}, nil)
+	res, g1 := a.do(t, "POST", "/v1/locks/doc/acquire", "admin", `{"holder":"r1","shared":true}`, nil)
+	status, g2 := a.rpc(t, `{"id":1,"op":"acquire","resource":"doc","holder":"r2","shared":true}`)
+	f1, _ := g1["fencing"].(map[string]any)
+	f2, _ := g2["fencing"].(map[string]any)
+	if res.StatusCode != 200 || status != 200 || g1["shared"] != true || g2["shared"] != true || f1["shared"] != true ||
+		f2["shared"] != true || f1["token"] != f2["token"] {
+		t.Fatalf("two readers: %d %v; %d %v", res.StatusCode, g1, status, g2)
+	}
+	_, ls := a.do(t, "GET", "/v1/locks/doc", "admin", ``, nil)
+	holders, _ := ls["holders"].([]any)
+	if ls["shared"] != true || len(holders) != 2 || holders[1].(map[string]any)["holder"] != "r2" {
+		t.Fatalf("the lock: %v", ls)
+	}
+	if res, m := a.do(t, "POST", "/v1/locks/doc/acquire", "admin", `{"holder":"w"}`, nil); res.StatusCode != 409 || m["code"] != fenceview.ELOCKHELD {
+		t.Fatalf("a writer: %d %v", res.StatusCode, m)
+	}
+	read := http.Header{"X-Fencing-Access": {"read"}}
+	if res, m := a.do(t, "POST", "/v1/fence/doc", "admin", `{"token":1}`, read); res.StatusCode != 200 {
+		t.Fatalf("a read with the phase's token: %d %v", res.StatusCode, m)
+	}
+	if status, m := a.rpc(t, `{"id":1,"op":"fence","resource":"doc","token":1}`); status != 409 || m["code"] != fenceview.ESHAREDTOKEN {
+		t.Fatalf("a write with it over RPC: %d %v", status, m)
+	}
+	events, err := a.s.History.ResourceEvents(context.Background(), "doc", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads, writes int
+	for _, e := range events {
+		switch {
+		case e.Type == fenceview.EventAccept && e.Access == fenceview.AccessRead:
+			reads++
+		case e.Type == fenceview.EventReject && e.Access == "" && e.Reason == fenceview.ESHAREDTOKEN:
+			writes++
+		}
+	}
+	if reads != 1 || writes != 1 {
+		t.Fatalf("history %+v: want one accepted read and one refused write", events)
 	}
 }

@@ -195,7 +195,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func grantWire(g fenceview.Grant) wire.Grant {
 	return wire.Grant{
 		ResourceID: g.ResourceID, Holder: g.Holder, HoldCount: g.HoldCount,
-		ExpiresAt: wire.Time(g.ExpiresAt), LeaseMs: g.LeaseMs, Fencing: wire.FencingOf(g.Fencing),
+		ExpiresAt: wire.Time(g.ExpiresAt), LeaseMs: g.LeaseMs, Fencing: wire.FencingOf(g.Fencing), Shared: g.Fencing.Shared,
 	}
 }
 
@@ -243,6 +243,6 @@ func EventWire(e fenceview.Event) wire.Event {
 	if e.Value != "" || e.Type == fenceview.EventProclaim { // a proclaim's value is news even when empty
 		b.Value = &e.Value
 	}
-	b.LockDelayMs, b.Permits = e.LockDelayMs, e.Permits
+	b.LockDelayMs, b.Permits, b.Access = e.LockDelayMs, e.Permits, e.Access
 	return b
 }

@@ -374,7 +374,7 @@ func (b *batch) handOff(w *state) {
 // it would let it accept a lower token afterwards. With RequireSignatures
 // an unsigned report is recorded and raises nothing: no mark, no counter,
 // no alarm.
-func (b *batch) decide(w *state, d guard.Decision, holder, source string, at time.Time, proven, reported bool) {
+func (b *batch) decide(w *state, d guard.Decision, holder, source string, at time.Time, proven, reported, read bool) {
 	r := &w.res
 	before := max(r.HighWaterMark, r.LastToken)
 	claimed := d.Required // the mark a refusing guard holds
@@ -382,6 +382,9 @@ func (b *batch) decide(w *state, d guard.Decision, holder, source string, at tim
 		claimed = 0 // required is the last token issued, not a mark: nothing moves
 	}
 	e := fenceview.Event{ResourceID: r.ResourceID, Token: d.Presented, Holder: holder, Source: source, At: at}
+	if read {
+		e.Access = fenceview.AccessRead
+	}
 	if d.Accepted {
 		claimed = d.Presented
 		r.Accepted++

@@ -508,6 +508,7 @@ type fencing struct {
 	s                *Service
 	f                fenceview.Fence
 	mode             string
+	read             bool // a read: a shared grant's token will do
 	verified, proven bool
 	sharedSig        bool // the signature proves a shared grant's token
 	d                guard.Decision
@@ -525,8 +526,12 @@ func (s *Service) fenceDecisionOf(f fenceview.Fence) (*fencing, error) {
 	if err != nil {
 		return nil, err
 	}
-	fc := &fencing{s: s, f: f, mode: mode}
-	fc.verified, fc.sharedSig = s.fenceVerified(f) // Ed25519 before the lock, not under it
+	access, err := fenceview.ParseAccess(f.Access)
+	if err != nil {
+		return nil, err
+	}
+	fc := &fencing{s: s, f: f, mode: mode, read: access == fenceview.AccessRead}
+	fc.verified, fc.sharedSig = s.fenceVerified(f, fc.read) // Ed25519 before the lock, not under it
 	// A token above the foreign cap proves itself issued here by its
 	// signature alone (as a report's does), checked here, outside the lock.
 	fc.proven = f.Token.Token > fenceview.MaxReportedMark && f.Token.Signature != "" && s.verify(f.ResourceID, f.Token.Token, f.Token.Signature)
@@ -553,8 +558,8 @@ func (fc *fencing) decide(b *batch) outcome {
 		return refused(err)
 	}
 	b.expireIfDue(w)
-	fc.d = fc.s.fenceDecision(&w.res, *f, fc.mode, fc.verified, fc.sharedSig)
-	b.decide(w, fc.d, f.Holder, f.Source, b.now, false, false)
+	fc.d = fc.s.fenceDecision(&w.res, *f, fc.mode, fc.read, fc.verified, fc.sharedSig)
+	b.decide(w, fc.d, f.Holder, f.Source, b.now, false, false, fc.read)
 	return committed()
 }
 
@@ -584,9 +589,11 @@ func aboveForeignCap(r *fenceview.Resource, mark int64, vouched bool) bool {
 }
 
 // fenceDecision is the server's own guard: f's token against r, in mode,
-// verified saying whether its signature may be trusted and sharedSig
-// whether it proves a shared grant's token.
-func (s *Service) fenceDecision(r *fenceview.Resource, f fenceview.Fence, mode string, verified, sharedSig bool) guard.Decision {
+// for a read or a write, verified saying whether its signature may be
+// trusted and sharedSig whether it proves a shared grant's token. A read
+// and a write meet the same rule; a write may not use a read phase's
+// token, which the signature proves or, unsigned, the record knows.
+func (s *Service) fenceDecision(r *fenceview.Resource, f fenceview.Fence, mode string, read, verified, sharedSig bool) guard.Decision {
 	token := f.Token.Token
 	if reason := f.Token.Mismatch(s.issuer, f.ResourceID); reason != "" {
 		return guard.Decision{Reason: reason, Presented: token, Required: r.HighWaterMark}
@@ -594,7 +601,7 @@ func (s *Service) fenceDecision(r *fenceview.Resource, f fenceview.Fence, mode s
 	switch {
 	case !verified:
 		return guard.Decision{Reason: guard.ReasonBadSignature, Presented: token, Required: r.HighWaterMark}
-	case sharedSig:
+	case !read && (sharedSig || sharedToken(r, token)):
 		return guard.Decision{Reason: guard.ReasonSharedToken, Presented: token, Required: r.HighWaterMark}
 	case r.LastToken > 0 && token > r.LastToken:
 		return guard.Decision{Reason: guard.ReasonUnissued, Presented: token, Required: r.HighWaterMark}
@@ -642,7 +649,7 @@ func (b *batch) report(reports []fenceview.Report) outcome {
 		if at.IsZero() {
 			at = b.now
 		}
-		b.decide(w, d, "", r.Source, at, r.Proven, true)
+		b.decide(w, d, "", r.Source, at, r.Proven, true, r.Access == fenceview.AccessRead)
 	}
 	return committed()
 }
@@ -885,6 +892,9 @@ func validateReport(r fenceview.Report, now time.Time) error {
 		if err := ValidateReason(r.Reason); err != nil {
 			return err
 		}
+	}
+	if _, err := fenceview.ParseAccess(r.Access); err != nil {
+		return err
 	}
 	if !r.At.IsZero() {
 		return checkAt(r.At, now)

@@ -97,6 +97,7 @@ func (b *batch) grantShared(w *state, g grantReq) (fenceview.Grant, error) {
 				b.alarm(w, fenceview.AlarmForeignMark, r.HighWaterMark, "", b.now)
 			}
 			r.LastToken, r.Token = token, token
+			r.SharedPhase = token
 		}
 		readers = append(readers, fenceview.Hold{Holder: g.holder, OwnerKey: g.owner, GrantedAt: b.now})
 		i = len(readers) - 1
@@ -271,4 +272,13 @@ func heldAt(r *fenceview.Resource, now time.Time) bool {
 		return false
 	}
 	return r.Holder != "" && r.ExpiresAt.After(now)
+}
+
+// sharedToken reports whether token is a read phase's on r (the live
+// one's, or the latest's): a shared grant's, which the server's own fence
+// refuses for a write. Earlier phases' tokens and, after a restart, the
+// latest's are not known: an unsigned token cannot prove its mode (see
+// docs/guarantees.md), a signed one always can.
+func sharedToken(r *fenceview.Resource, token int64) bool {
+	return token != 0 && token == r.SharedPhase
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
 func shared(t *testing.T, s *Service, res, holder string, lease time.Duration) fenceview.Grant {
@@ -204,5 +206,78 @@ func TestSharedHoldsSurviveRestartAndForceExpire(t *testing.T) {
 	release(t, h.Service, "doc", "w", 0)
 	if g := shared(t, h.Service, "doc", "d", time.Minute); g.Fencing.Token <= w.v.Fencing.Token {
 		t.Fatalf("after restarts the next phase took %d, not above %d", g.Fencing.Token, w.v.Fencing.Token)
+	}
+}
+
+// The server's own fence: reads and writes meet one rule (token >= mark,
+// the mark rises), so a later phase's read fences out a writer whose
+// lease ran out and a later writer a reader whose phase ended; a write
+// with a read phase's token is refused shared-token, during the phase and
+// after it. Reads are events that say so.
+func TestFenceReadsAndWrites(t *testing.T) {
+	h := newHarness(t)
+	fence := func(token int64, access string) guard.Decision {
+		t.Helper()
+		d, err := h.Fence(ctx, fenceview.Fence{ResourceID: "doc", Token: guard.Token{Token: token}, Access: access, Source: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	w := acquire(t, h.Service, "doc", "w", time.Second)
+	h.clock.Advance(time.Second) // w's lease runs out; it does not know
+	r := shared(t, h.Service, "doc", "r", time.Minute)
+	if d := fence(r.Fencing.Token, fenceview.AccessWrite); d.Reason != guard.ReasonSharedToken || d.Required != 0 {
+		t.Fatalf("a write with the phase's token: %+v", d)
+	}
+	if d := fence(r.Fencing.Token, fenceview.AccessRead); !d.Accepted {
+		t.Fatalf("a read with it: %+v", d)
+	}
+	if d := fence(w.Fencing.Token, ""); d.Reason != guard.ReasonStale || d.Required != r.Fencing.Token {
+		t.Fatalf("the expired writer after a later read: %+v", d)
+	}
+	release(t, h.Service, "doc", "r", 0)
+	if d := fence(r.Fencing.Token, fenceview.AccessWrite); d.Reason != guard.ReasonSharedToken {
+		t.Fatalf("a write with the ended phase's token: %+v", d)
+	}
+	w2 := acquire(t, h.Service, "doc", "w2", time.Minute)
+	if d := fence(w2.Fencing.Token, ""); !d.Accepted {
+		t.Fatalf("the next writer: %+v", d)
+	}
+	if d := fence(r.Fencing.Token, fenceview.AccessRead); d.Reason != guard.ReasonStale {
+		t.Fatalf("a read of the ended phase after a later write: %+v", d)
+	}
+	if _, err := h.Fence(ctx, fenceview.Fence{ResourceID: "doc", Token: guard.Token{Token: 9}, Access: "READ"}); fenceview.ErrorCode(err) != fenceview.EINVALID {
+		t.Fatalf("access READ: %v", err)
+	}
+	events, err := h.db.ResourceEvents(ctx, "doc", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads int
+	for _, e := range events {
+		if (e.Type == fenceview.EventAccept || e.Type == fenceview.EventReject) && e.Access == fenceview.AccessRead {
+			reads++
+		}
+	}
+	if reads != 2 {
+		t.Fatalf("%d reads in the history, want 2: %+v", reads, events)
+	}
+}
+
+// With --require-signatures, the signature says the mode: a shared
+// grant's reads and never writes.
+func TestSignedFenceReads(t *testing.T) {
+	v, _ := guard.NewVerifier(signedtest.Public(signedtest.Old))
+	s := newSignedService(t, v, true)
+	g, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "doc", Holder: "r", Lease: time.Minute, Shared: true})
+	if err != nil || !v.VerifyTextGrant("doc", g.Fencing.Token, true, g.Fencing.Signature) {
+		t.Fatalf("a shared grant %+v %v: not signed as shared", g.Fencing, err)
+	}
+	for _, access := range []string{fenceview.AccessRead, fenceview.AccessWrite} {
+		d, err := s.Fence(ctx, fenceview.Fence{ResourceID: "doc", Token: g.Fencing, Access: access, Source: "test"})
+		if err != nil || d.Accepted != (access == fenceview.AccessRead) || (!d.Accepted && d.Reason != guard.ReasonSharedToken) {
+			t.Fatalf("%s with the shared grant's token: %+v %v", access, d, err)
+		}
 	}
 }

@@ -176,11 +176,11 @@ func (s *Service) mode(resourceID string, token int64, sig string, read bool) gu
 // fenceVerified reports whether f may be compared (always without
 // RequireSignatures, else only with a valid signature) and whether its
 // signature proves a shared grant's token, which may not write.
-func (s *Service) fenceVerified(f fenceview.Fence) (verified, shared bool) {
+func (s *Service) fenceVerified(f fenceview.Fence, read bool) (verified, shared bool) {
 	if !s.signed.require {
 		return true, false
 	}
-	m := s.mode(f.ResourceID, f.Token.Token, f.Token.Signature, false)
+	m := s.mode(f.ResourceID, f.Token.Token, f.Token.Signature, read)
 	return m != guard.Unsigned, m == guard.Shared
 }
 

@@ -448,7 +448,7 @@ func (m *multiInsert) close() {
 
 // resourceWidth and eventWidth are how many columns a resource_log row
 // and an events row have: the arguments of one row of their INSERTs.
-const resourceWidth, eventWidth = 21, 15
+const resourceWidth, eventWidth = 21, 16
 
 // applyStmtsOf returns the statements prepared on c, preparing them again
 // if database/sql replaced the connection since.
@@ -530,13 +530,26 @@ func eventArgs(a []driver.NamedValue, e *fenceview.Event, c carried) {
 	a[4].Value, a[5].Value, a[6].Value = e.Holder, e.Presented, e.Required
 	a[7].Value, a[8].Value, a[9].Value = e.Reason, e.Source, e.At.UnixMilli()
 	a[10].Value, a[11].Value, a[12].Value = e.Value, e.LockDelayMs, int64(e.Permits)
+	a[13].Value = eventAccess(e.Access)
 	switch {
 	case c.r == nil: // NULL, NULL: forget left them so
 	case c.whole:
-		a[14].Value = resourceRow(c.r, e)
+		a[15].Value = resourceRow(c.r, e)
 	default:
-		a[13].Value = resourceState(c.r)
+		a[14].Value = resourceState(c.r)
 	}
+}
+
+// accessRead is the access of a read, boxed once.
+var accessRead, accessNone driver.Value = fenceview.AccessRead, ""
+
+// eventAccess is an event's access as a bound argument, without an
+// allocation per row.
+func eventAccess(a string) driver.Value {
+	if a == fenceview.AccessRead {
+		return accessRead
+	}
+	return accessNone
 }
 
 // eventTypes are the event types, each boxed once: a type boxed per

@@ -564,7 +564,7 @@ func (db *DB) MaxSeq(ctx context.Context) (int64, error) {
 }
 
 const eventColumns = `seq, type, resource_id, token, holder, presented, required, reason, source, at,
-	value, lock_delay_ms, permits`
+	value, lock_delay_ms, permits, access`
 
 // eventColumnsE is eventColumns of the table aliased e.
 var eventColumnsE = "e." + strings.ReplaceAll(strings.ReplaceAll(eventColumns, "\n\t", " "), ", ", ", e.")
@@ -652,7 +652,7 @@ func (db *DB) queryEvents(ctx context.Context, q string, args ...any) ([]fencevi
 		var e fenceview.Event
 		var at int64
 		err := rows.Scan(&e.Seq, &e.Type, &e.ResourceID, &e.Token, &e.Holder, &e.Presented, &e.Required,
-			&e.Reason, &e.Source, &at, &e.Value, &e.LockDelayMs, &e.Permits)
+			&e.Reason, &e.Source, &at, &e.Value, &e.LockDelayMs, &e.Permits, &e.Access)
 		e.At = time.UnixMilli(at).UTC()
 		return e, err
 	})

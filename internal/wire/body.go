@@ -118,6 +118,9 @@ type Grant struct {
 	ExpiresAt  Time    `json:"expiresAt"`
 	LeaseMs    int64   `json:"leaseMs"`
 	Fencing    Fencing `json:"fencing"`
+	// Shared: a shared (read) hold, whose token the read phase's other
+	// readers hold too.
+	Shared bool `json:"shared,omitempty"`
 }
 
 // Fencing is a grant's token envelope.
@@ -130,6 +133,8 @@ type Fencing struct {
 	// and the id of the key that made it (signed tokens).
 	KeyID     string `json:"keyId,omitempty"`
 	Signature string `json:"signature,omitempty"`
+	// Shared: a read phase's token (the signed message ends " shared").
+	Shared bool `json:"shared,omitempty"`
 }
 
 // Released answers a release; its fields are in the order a map's keys
@@ -160,6 +165,18 @@ type Lock struct {
 	Waiters     int        `json:"waiters"`
 	// AvailableAt is when a running lock-delay ends; null when none runs.
 	AvailableAt Time `json:"availableAt"`
+	// Shared: the live holds are shared ones, each listed in Holders
+	// (Holder, HoldCount and ExpiresAt are then the first's).
+	Shared  bool   `json:"shared,omitempty"`
+	Holders []Hold `json:"holders,omitempty"`
+}
+
+// Hold is one live shared hold of a lock.
+type Hold struct {
+	Holder      string `json:"holder"`
+	HoldCount   int    `json:"holdCount"`
+	ExpiresAt   Time   `json:"expiresAt"`
+	RemainingMs int64  `json:"remainingMs"`
 }
 
 // Resource is a resource's counters and lock, as listed.
@@ -234,6 +251,8 @@ type Event struct {
 	LockDelayMs int64 `json:"lockDelayMs,omitempty"`
 	// Permits: a semaphore's new permits, on a permits event (its slot 0).
 	Permits int `json:"permits,omitempty"`
+	// Access: "read" on the accept or reject of a read.
+	Access string `json:"access,omitempty"`
 }
 
 // AppendBody appends the JSON of the answers of the hot path (Grant,
@@ -336,6 +355,12 @@ func (g Grant) appendJSON(dst []byte) []byte {
 	if f.Signature != "" {
 		dst = AppendString(append(dst, `,"signature":`...), f.Signature)
 	}
+	if f.Shared {
+		dst = append(dst, `,"shared":true`...)
+	}
+	if g.Shared {
+		return append(dst, `},"shared":true}`...)
+	}
 	return append(dst, "}}"...)
 }
 
@@ -366,8 +391,8 @@ func DecodeBody(body []byte, out any) error {
 var (
 	releasedKeys = []string{"holdCount", "released", "resourceId"}
 	acceptedKeys = []string{"accepted", "idempotencyKey", "token"}
-	grantKeys    = []string{"resourceId", "holder", "holdCount", "expiresAt", "leaseMs", "fencing"}
-	fencingKeys  = []string{"token", "issuer", "scope", "issuedAt", "keyId", "signature"}
+	grantKeys    = []string{"resourceId", "holder", "holdCount", "expiresAt", "leaseMs", "fencing", "shared"}
+	fencingKeys  = []string{"token", "issuer", "scope", "issuedAt", "keyId", "signature", "shared"}
 )
 
 func (v *Released) decodePlain(body []byte) bool {
@@ -416,6 +441,8 @@ func (g *Grant) decodePlain(body []byte) bool {
 			return r.int64(&g.LeaseMs)
 		case "fencing":
 			return r.fencing(&g.Fencing)
+		case "shared":
+			return r.bool(&g.Shared)
 		}
 		return r.other(key, grantKeys)
 	})
@@ -436,6 +463,8 @@ func (r *reader) fencing(f *Fencing) bool {
 			return r.string(&f.KeyID)
 		case "signature":
 			return r.string(&f.Signature)
+		case "shared":
+			return r.bool(&f.Shared)
 		}
 		return r.other(key, fencingKeys)
 	})
@@ -452,10 +481,10 @@ func StringOf(s string) *string {
 
 // FencingOf is t's envelope on the wire.
 func FencingOf(t guard.Token) Fencing {
-	return Fencing{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope, IssuedAt: Time(t.IssuedAt), KeyID: t.KeyID, Signature: t.Signature}
+	return Fencing{Token: t.Token, Issuer: t.Issuer, Scope: t.Scope, IssuedAt: Time(t.IssuedAt), KeyID: t.KeyID, Signature: t.Signature, Shared: t.Shared}
 }
 
 // GuardToken is the token f carries, as a guard checks it.
 func (f Fencing) GuardToken() guard.Token {
-	return guard.Token{Token: f.Token, Issuer: f.Issuer, Scope: f.Scope, IssuedAt: time.Time(f.IssuedAt), KeyID: f.KeyID, Signature: f.Signature}
+	return guard.Token{Token: f.Token, Issuer: f.Issuer, Scope: f.Scope, IssuedAt: time.Time(f.IssuedAt), KeyID: f.KeyID, Signature: f.Signature, Shared: f.Shared}
 }

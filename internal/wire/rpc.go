@@ -60,6 +60,11 @@ type Request struct {
 	Resources *[]string `json:"resources,omitempty"`
 	Candidate *string   `json:"candidate,omitempty"`
 	Value     *string   `json:"value,omitempty"`
+
+	// Shared asks an acquire for a shared (read) hold.
+	Shared bool `json:"shared,omitempty"`
+	// Access of a fence: "read", or "write" (the default when empty).
+	Access string `json:"access,omitempty"`
 }
 
 // Waits reports whether req may wait for a lock: an acquire of any kind
@@ -136,6 +141,11 @@ func AppendRequest(dst []byte, req *Request) []byte {
 	}
 	ptr(`"candidate":`, req.Candidate)
 	ptr(`"value":`, req.Value)
+	if req.Shared {
+		key(`"shared":`)
+		dst = append(dst, "true"...)
+	}
+	str(`"access":`, req.Access)
 	return append(dst, '}')
 }
 
@@ -169,7 +179,7 @@ type Fields uint32
 
 // RequestFields are Request's JSON keys, in the order of Fields' bits.
 var RequestFields = [...]string{"id", "op", "resource", "holder", "leaseMs", "waitMs", "lockDelayMs", "token", "issuer",
-	"scope", "source", "signature", "mode", "name", "permits", "slot", "resources", "candidate", "value"}
+	"scope", "source", "signature", "mode", "name", "permits", "slot", "resources", "candidate", "value", "shared", "access"}
 
 // FieldsOf is the set of names, each one of RequestFields.
 func FieldsOf(names ...string) Fields {
@@ -332,6 +342,10 @@ func (req *Request) decodeKeys(b []byte, keys []string, present *Fields) bool {
 			return r.stringPtr(&req.Candidate)
 		case "value":
 			return r.stringPtr(&req.Value)
+		case "shared":
+			return r.bool(&req.Shared)
+		case "access":
+			return r.string(&req.Access)
 		}
 		return false
 	})

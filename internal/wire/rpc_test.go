@@ -148,7 +148,7 @@ func TestRequestFieldsNameTheKeys(t *testing.T) {
 // What a client writes, the server reads back as the same request.
 func TestRequestRoundTrips(t *testing.T) {
 	req := Request{ID: 5, Op: OpSemaphoreAcquire, Name: "jobs", Holder: str("w"), Permits: IntOf(4), LeaseMs: IntOf(1000),
-		WaitMs: IntOf(10), LockDelayMs: IntOf(5), Slot: Int{Set: true}, Resources: &[]string{"a"}, Candidate: str("c"), Value: str("v")}
+		WaitMs: IntOf(10), LockDelayMs: IntOf(5), Slot: Int{Set: true}, Resources: &[]string{"a"}, Candidate: str("c"), Value: str("v"), Shared: true, Access: "read"}
 	var got Request
 	line := AppendRequest(nil, &req)
 	if !got.decodePlain(line) || !reflect.DeepEqual(got, req) {
@@ -159,8 +159,8 @@ func TestRequestRoundTrips(t *testing.T) {
 // A field added to Request must be taught to AppendRequest and to
 // decodePlain.
 func TestRequestCodecKnowsEveryField(t *testing.T) {
-	if n := reflect.TypeOf(Request{}).NumField(); n != 19 {
-		t.Fatalf("Request has %d fields, the codec knows 19: teach it the new ones", n)
+	if n := reflect.TypeOf(Request{}).NumField(); n != 21 {
+		t.Fatalf("Request has %d fields, the codec knows 21: teach it the new ones", n)
 	}
 }
 

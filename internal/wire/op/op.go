@@ -62,7 +62,7 @@ func (s *Spec) LineFields() wire.Fields {
 // The operations.
 var (
 	// Locks.
-	Acquire = Spec{Op: wire.OpAcquire, Method: "POST", Path: "/v1/locks/{resource}/acquire", Fields: wire.FieldsOf("holder", "leaseMs", "waitMs", "lockDelayMs")}
+	Acquire = Spec{Op: wire.OpAcquire, Method: "POST", Path: "/v1/locks/{resource}/acquire", Fields: wire.FieldsOf("holder", "leaseMs", "waitMs", "lockDelayMs", "shared")}
 	Renew   = Spec{Op: wire.OpRenew, Method: "POST", Path: "/v1/locks/{resource}/renew", Fields: wire.FieldsOf("holder", "leaseMs"), Idempotent: true}
 	Release = Spec{Op: wire.OpRelease, Method: "POST", Path: "/v1/locks/{resource}/release", Fields: wire.FieldsOf("holder")}
 	Lock    = Spec{Op: wire.OpLock, Method: "GET", Path: "/v1/locks/{resource}", Idempotent: true}
@@ -72,7 +72,7 @@ var (
 
 	// Fenced writes and the guards' reports.
 	Fence = Spec{Op: wire.OpFence, Method: "POST", Path: "/v1/fence/{resource}",
-		Fields: wire.FieldsOf("token", "issuer", "scope", "holder", "source", "signature", "mode"), EmptyBody: true, Idempotent: true}
+		Fields: wire.FieldsOf("token", "issuer", "scope", "holder", "source", "signature", "mode", "access"), EmptyBody: true, Idempotent: true}
 	Decisions = Spec{Method: "POST", Path: "/v1/decisions"}
 
 	// Semaphores.
