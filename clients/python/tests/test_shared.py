@@ -19,8 +19,9 @@ class Shared:
 
     def test_readers_share_a_phase_and_its_token(self) -> None:
         r = unique("rw")
-        a = self.c.read_lock(r, holder="reader-a")
-        b = self.c.read_lock(r, holder="reader-b")
+        # wait bounds a regression (readers kept apart) to a failure, not a hang.
+        a = self.c.read_lock(r, holder="reader-a", wait=30.0)
+        b = self.c.read_lock(r, holder="reader-b", wait=30.0)
         with a, b:
             self.assertEqual(a.token, b.token)
             st = self.c.lock_state(r)
