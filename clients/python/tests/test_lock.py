@@ -74,7 +74,8 @@ class LockTests:
 
         t = threading.Thread(target=take, daemon=True)
         t.start()
-        until(lambda: self.c.lock_state(r).locked and not got.is_set(), "b waiting")
+        until(lambda: self.c.lock_state(r).waiters == 1, "b waiting on the server")
+        self.assertFalse(got.is_set())
         a.release()
         self.assertTrue(got.wait(30))
         self.assertGreater(b.token, a.token)

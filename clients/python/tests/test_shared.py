@@ -45,7 +45,7 @@ class Shared:
         got = threading.Event()
         t = threading.Thread(target=lambda: (writer.acquire(), got.set()), daemon=True)
         t.start()
-        until(lambda: not got.is_set(), "the writer waiting")
+        until(lambda: self.c.lock_state(r).waiters == 1, "the writer waiting on the server")
         late = self.c.read_lock(r, holder="r2")
         self.assertFalse(late.acquire(timeout=0.05), "a reader went before a waiting writer")
         first.release()

@@ -133,6 +133,8 @@ class LockState:
     expires_at: Optional[str]
     remaining_ms: int
     available_at: Optional[str] = None
+    #: Acquires waiting for the lock on the server.
+    waiters: int = 0
     shared: bool = False
     #: The holds of a shared lock: [{"holder","holdCount","expiresAt","remainingMs"}].
     holders: List[Dict[str, Any]] = field(default_factory=list)
@@ -142,7 +144,7 @@ class LockState:
         return cls(
             resource_id=b.get("resourceId", ""), locked=bool(b.get("locked")), holder=b.get("holder"),
             hold_count=int(b.get("holdCount") or 0), token=int(b.get("token") or 0), expires_at=b.get("expiresAt"),
-            remaining_ms=int(b.get("remainingMs") or 0), available_at=b.get("availableAt"),
+            remaining_ms=int(b.get("remainingMs") or 0), available_at=b.get("availableAt"), waiters=int(b.get("waiters") or 0),
             shared=bool(b.get("shared")), holders=list(b.get("holders") or []),
         )
 
