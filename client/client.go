@@ -349,11 +349,11 @@ func (c *Client) send(ctx context.Context, limit int64, method string, u *url.UR
 	return nil
 }
 
-func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait, lockDelay time.Duration) (wire.Grant, error) {
+func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait, lockDelay time.Duration, shared bool) (wire.Grant, error) {
 	var g wire.Grant
 	err := c.exchange(ctx, opAcquire, resource,
 		wire.Request{Holder: wire.StringOf(holder), LeaseMs: wire.IntOf(lease.Milliseconds()), WaitMs: wire.IntOf(wait.Milliseconds()),
-			LockDelayMs: wire.IntOf(lockDelay.Milliseconds())}, &g,
+			LockDelayMs: wire.IntOf(lockDelay.Milliseconds()), Shared: shared}, &g,
 		refusal{resource: resource})
 	return g, err
 }
@@ -391,6 +391,19 @@ type State struct {
 	Remaining time.Duration
 	Lease     time.Duration
 	Waiters   int
+	// Shared: the lock is held by readers (a read phase), each in
+	// Holders; Holder, HoldCount and ExpiresAt are the first's, Token the
+	// phase's.
+	Shared  bool
+	Holders []HoldState
+}
+
+// HoldState is one reader's hold of a lock held shared.
+type HoldState struct {
+	Holder    string
+	HoldCount int
+	ExpiresAt time.Time
+	Remaining time.Duration
 }
 
 // State returns the state of the lock on resource.
@@ -402,9 +415,14 @@ func (c *Client) State(ctx context.Context, resource string) (State, error) {
 	if err := c.exchange(ctx, opLock, resource, wire.Request{}, &b, refusal{resource: resource}); err != nil {
 		return State{}, err
 	}
-	return State{Resource: b.ResourceID, Locked: b.Locked, Holder: string(b.Holder), HoldCount: b.HoldCount, Token: b.Token,
+	st := State{Resource: b.ResourceID, Locked: b.Locked, Holder: string(b.Holder), HoldCount: b.HoldCount, Token: b.Token,
 		ExpiresAt: time.Time(b.ExpiresAt), Remaining: time.Duration(b.RemainingMs) * time.Millisecond,
-		Lease: time.Duration(b.LeaseMs) * time.Millisecond, Waiters: b.Waiters}, nil
+		Lease: time.Duration(b.LeaseMs) * time.Millisecond, Waiters: b.Waiters, Shared: b.Shared}
+	for _, h := range b.Holders {
+		st.Holders = append(st.Holders, HoldState{Holder: h.Holder, HoldCount: h.HoldCount, ExpiresAt: time.Time(h.ExpiresAt),
+			Remaining: time.Duration(h.RemainingMs) * time.Millisecond})
+	}
+	return st, nil
 }
 
 // ForceExpire frees the lock on resource whoever holds it (Redisson's
@@ -442,7 +460,14 @@ func (c *Client) Fence(ctx context.Context, resource string, token int64) (Fence
 // FenceToken is Fence with the token's envelope: a token of another issuer
 // or scope is refused (foreign-issuer, scope-mismatch) instead of compared.
 func (c *Client) FenceToken(ctx context.Context, resource string, t guard.Token) (Fenced, error) {
-	return c.fence(ctx, resource, t, "")
+	return c.fence(ctx, resource, t, "", "")
+}
+
+// FenceRead is FenceToken for a read: the server's guard applies the same
+// rule (token >= mark, which it then becomes), and takes a read phase's
+// token (RWMutex.RLock's), which a write may not use.
+func (c *Client) FenceRead(ctx context.Context, resource string, t guard.Token) (Fenced, error) {
+	return c.fence(ctx, resource, t, "", "read") // fenceview.AccessRead
 }
 
 // FenceCurrent is FenceToken in the fence's mode current: only the current
@@ -451,17 +476,17 @@ func (c *Client) FenceToken(ctx context.Context, resource string, t guard.Token)
 // the last token issued) even when it is not below the high-water mark,
 // and the mark does not move.
 func (c *Client) FenceCurrent(ctx context.Context, resource string, t guard.Token) (Fenced, error) {
-	return c.fence(ctx, resource, t, "current") // fenceview.FenceModeCurrent
+	return c.fence(ctx, resource, t, "current", "") // fenceview.FenceModeCurrent
 }
 
-func (c *Client) fence(ctx context.Context, resource string, t guard.Token, mode string) (Fenced, error) {
+func (c *Client) fence(ctx context.Context, resource string, t guard.Token, mode, access string) (Fenced, error) {
 	if err := guard.ValidateResourceID(resource); err != nil {
 		return Fenced{}, invalid(err)
 	}
 	if err := guard.ValidateToken(t.Token); err != nil {
 		return Fenced{}, invalid(err)
 	}
-	in := wire.Request{Token: wire.IntOf(t.Token), Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode}
+	in := wire.Request{Token: wire.IntOf(t.Token), Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode, Access: access}
 	var out wire.FenceAccepted
 	err := c.exchange(ctx, opFence, resource, in, &out, refusal{resource: resource, fence: true, token: t.Token})
 	if err != nil {

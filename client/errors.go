@@ -59,6 +59,9 @@ var (
 	ErrForeignIssuer = errors.New("fenceview: token of another issuer")
 	// ErrScopeMismatch: a token of another scope.
 	ErrScopeMismatch = errors.New("fenceview: token of another scope")
+	// ErrSharedToken: a write with a read phase's token (RWMutex.RLock's),
+	// which may read, never write.
+	ErrSharedToken = errors.New("fenceview: a shared token may not write")
 
 	// ErrInvalid: bad input, refused by the client before sending or by
 	// the server (codes invalid-request, unknown-field, invalid-token,
@@ -130,34 +133,35 @@ var (
 
 // codeErrors maps each refusal code of the server to its sentinel.
 var codeErrors = map[string]error{
-	"invalid-request":    ErrInvalidRequest,
-	"unknown-field":      ErrUnknownField,
-	"invalid-token":      ErrInvalidToken,
-	"too-large":          ErrTooLarge,
-	"method-not-allowed": ErrMethodNotAllowed,
-	"unauthenticated":    ErrUnauthenticated,
-	"forbidden":          ErrForbidden,
-	"not-found":          ErrNotFound,
-	"lock-held":          ErrLockHeld,
-	"lock-delay":         ErrLockDelay,
-	"lease-expired":      ErrLeaseExpired,
-	"not-owner":          ErrNotOwner,
-	"not-held":           ErrNotHeld,
-	"no-permit":          ErrNoPermit,
-	"permits-mismatch":   ErrPermitsMismatch,
-	"not-leader":         ErrNotLeader,
-	guard.ReasonStale:    ErrStaleToken,
-	"superseded":         ErrSuperseded,
-	"bad-signature":      ErrBadSignature,
-	"unissued-token":     ErrUnissuedToken,
-	"foreign-issuer":     ErrForeignIssuer,
-	"scope-mismatch":     ErrScopeMismatch,
-	"exhausted":          ErrExhausted,
-	"conflict":           ErrConflict,
-	"overloaded":         ErrOverloaded,
-	"limit":              ErrLimit,
-	"unavailable":        ErrUnavailable,
-	"internal":           ErrInternal,
+	"invalid-request":       ErrInvalidRequest,
+	"unknown-field":         ErrUnknownField,
+	"invalid-token":         ErrInvalidToken,
+	"too-large":             ErrTooLarge,
+	"method-not-allowed":    ErrMethodNotAllowed,
+	"unauthenticated":       ErrUnauthenticated,
+	"forbidden":             ErrForbidden,
+	"not-found":             ErrNotFound,
+	"lock-held":             ErrLockHeld,
+	"lock-delay":            ErrLockDelay,
+	"lease-expired":         ErrLeaseExpired,
+	"not-owner":             ErrNotOwner,
+	"not-held":              ErrNotHeld,
+	"no-permit":             ErrNoPermit,
+	"permits-mismatch":      ErrPermitsMismatch,
+	"not-leader":            ErrNotLeader,
+	guard.ReasonStale:       ErrStaleToken,
+	"superseded":            ErrSuperseded,
+	"bad-signature":         ErrBadSignature,
+	"unissued-token":        ErrUnissuedToken,
+	"foreign-issuer":        ErrForeignIssuer,
+	"scope-mismatch":        ErrScopeMismatch,
+	guard.ReasonSharedToken: ErrSharedToken,
+	"exhausted":             ErrExhausted,
+	"conflict":              ErrConflict,
+	"overloaded":            ErrOverloaded,
+	"limit":                 ErrLimit,
+	"unavailable":           ErrUnavailable,
+	"internal":              ErrInternal,
 }
 
 // codeFamily is the sentinel a code's sentinel belongs to, if any.
@@ -167,7 +171,7 @@ func codeFamily(code string) error {
 		return ErrInvalid
 	case "unauthenticated", "forbidden":
 		return ErrUnauthorized
-	case guard.ReasonStale, "superseded", "bad-signature", "unissued-token", "foreign-issuer", "scope-mismatch":
+	case guard.ReasonStale, "superseded", "bad-signature", "unissued-token", "foreign-issuer", "scope-mismatch", guard.ReasonSharedToken:
 		return ErrTokenRefused
 	}
 	return nil

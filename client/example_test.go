@@ -8,6 +8,7 @@ import (
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/guard"
 )
 
 // Every grant takes a new token, re-entrant ones included. Take the token at
@@ -124,4 +125,55 @@ func ExampleElection() {
 	// leader: node-a 10.0.0.1:5432 term true
 	// new term is larger: true
 	// old term refused: true stale-token
+}
+
+// Readers of one read phase share its token, and a writer waits for them.
+// Reads are fenced too: once a later writer has written, a reader of the
+// ended phase is refused, and a write with a reader's token never passes.
+func ExampleRWMutex() {
+	ctx := context.Background()
+	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := client.New(client.Config{URL: srv.URL})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	a, b := c.RWMutex("report:7", "reader-a"), c.RWMutex("report:7", "reader-b")
+	ta, _ := a.RLock(ctx)
+	tb, _ := b.RLock(ctx)
+	fmt.Println("one phase, one token:", ta == tb)
+	read := a.Reader().Token()
+	_, err = c.FenceRead(ctx, "report:7", guard.Token{Token: read.Number})
+	fmt.Println("a read with it:", err)
+	var refused *client.RefusalError
+	_, err = c.FenceToken(ctx, "report:7", guard.Token{Token: read.Number})
+	fmt.Println("a write with it refused:", errors.As(err, &refused), refused.Reason)
+
+	w := c.RWMutex("report:7", "writer")
+	written := make(chan int64)
+	go func() {
+		t, _ := w.Lock(ctx) // waits for both readers
+		c.Fence(ctx, "report:7", t)
+		written <- t
+	}()
+	for st, _ := w.State(ctx); st.Waiters == 0; st, _ = w.State(ctx) {
+	}
+	a.RUnlock(ctx)
+	b.RUnlock(ctx)
+	tw := <-written
+	fmt.Println("the writer's token is above the readers':", tw > ta)
+	_, err = c.FenceRead(ctx, "report:7", guard.Token{Token: ta})
+	fmt.Println("the ended phase's read refused:", errors.As(err, &refused), refused.Reason)
+	w.Unlock(ctx)
+
+	// Output:
+	// one phase, one token: true
+	// a read with it: <nil>
+	// a write with it refused: true shared-token
+	// the writer's token is above the readers': true
+	// the ended phase's read refused: true stale-token
 }

@@ -24,6 +24,7 @@ type Mutex struct {
 	holder    string
 	lockDelay time.Duration
 	bad       error // of an option, returned by every call
+	shared    bool  // its holds are shared ones (RWMutex.Reader)
 
 	mu   sync.Mutex
 	hold *hold // the current or last hold; nil before the first grant
@@ -120,7 +121,7 @@ func (m *Mutex) Lock(ctx context.Context) (int64, error) {
 			wait = min(wait, left-min(left/10, time.Second))
 		}
 		sent := m.c.clock.Now()
-		g, err := m.c.acquire(ctx, m.resource, m.holder, m.c.lease, max(wait, 0), m.lockDelay)
+		g, err := m.c.acquire(ctx, m.resource, m.holder, m.c.lease, max(wait, 0), m.lockDelay, m.shared)
 		if err == nil {
 			return m.granted(g, m.c.lease, true, sent), nil
 		}
@@ -154,7 +155,7 @@ func (m *Mutex) TryLock(ctx context.Context, wait, lease time.Duration) (int64, 
 		lease = m.c.lease
 	}
 	sent := m.c.clock.Now()
-	g, err := m.c.acquire(ctx, m.resource, m.holder, lease, wait, m.lockDelay)
+	g, err := m.c.acquire(ctx, m.resource, m.holder, lease, wait, m.lockDelay, m.shared)
 	if err != nil {
 		return 0, err
 	}

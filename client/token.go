@@ -29,6 +29,9 @@ type Token struct {
 	Number    int64
 	Signature string // "" from a server that does not sign
 	KeyID     string
+	// Shared: a read phase's token (RWMutex.RLock's), signed as
+	// "fenceview/v1 <resource> <number> shared": it reads, never writes.
+	Shared bool
 }
 
 // IsZero reports whether t is no token.
@@ -68,7 +71,7 @@ func (t Token) Header() http.Header {
 // Verify reports whether t's signature is one of v's keys' for t's resource
 // and number: what a guard in signed mode will decide about it.
 func (t Token) Verify(v *guard.Verifier) bool {
-	return v.VerifyText(t.Resource, t.Number, t.Signature)
+	return v.VerifyTextGrant(t.Resource, t.Number, t.Shared, t.Signature)
 }
 
 // Token returns the token of the latest grant of the current hold, with its
@@ -80,5 +83,5 @@ func (m *Mutex) Token() Token {
 	if f.Token == 0 {
 		return Token{}
 	}
-	return Token{Resource: m.resource, Number: f.Token, Signature: f.Signature, KeyID: f.KeyID}
+	return Token{Resource: m.resource, Number: f.Token, Signature: f.Signature, KeyID: f.KeyID, Shared: f.Shared}
 }

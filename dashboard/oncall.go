@@ -243,29 +243,28 @@ const sparkBuckets = 12
 // sparkRead bounds the events a sparkline reads per row.
 const sparkRead = 200
 
-// sparkline counts a resource's events per five minutes over the last
-// hour of complete minutes, ending where the rates end. A resource busier
-// than sparkRead events an hour is counted from its newest ones only:
-// more says so, and its count reads "at least".
-func (h *Handler) sparkline(ctx context.Context, id string) (out []int, more bool, err error) {
+// sparkline counts a resource's events per five minutes over the hour up
+// to end, the instant the page is drawn: every event the page shows
+// elsewhere (the feed, the row's counts) falls in it, and its buckets are
+// whole five minutes counted back from end, so the last one does not dip
+// while a minute runs. A resource busier than sparkRead events an hour is
+// counted from its newest ones only: more says so, and its count, all of
+// them in the hour, reads "at least".
+func (h *Handler) sparkline(ctx context.Context, id string, end time.Time) (out []int, more bool, err error) {
 	events, err := h.History.ResourceEvents(ctx, id, sparkRead)
 	if err != nil {
 		return nil, false, err
 	}
-	end := h.Now().Truncate(time.Minute)
 	start := end.Add(-time.Hour)
 	out = make([]int, sparkBuckets)
 	for _, e := range events {
-		if !e.At.Before(end) {
-			continue // the minute under way
-		}
-		if e.At.Before(start) {
+		if !e.At.After(start) {
 			break // newest first: the rest are older
 		}
 		i := int(e.At.Sub(start) / (5 * time.Minute))
-		out[min(max(i, 0), sparkBuckets-1)]++
+		out[min(max(i, 0), sparkBuckets-1)]++ // an event at end is in the last bucket
 	}
-	more = len(events) == sparkRead && !events[len(events)-1].At.Before(start)
+	more = len(events) == sparkRead && events[len(events)-1].At.After(start)
 	return out, more, nil
 }
 
@@ -534,7 +533,7 @@ func sparkLabel(p []int, more bool) string {
 	for _, v := range p {
 		lo, hi = min(lo, v), max(hi, v)
 	}
-	s := sparkCount(p, more) + " in the last hour (complete minutes), " + group(lo) + " to " + group(hi) + " per 5 minutes"
+	s := sparkCount(p, more) + " in the hour before this page was drawn, " + group(lo) + " to " + group(hi) + " per 5 minutes"
 	if more {
 		s += ", of its newest " + group(sparkRead) + " events"
 	}

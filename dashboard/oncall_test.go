@@ -102,8 +102,8 @@ func TestRatesOverARange(t *testing.T) {
 	if len(pts) != 96 {
 		t.Fatalf("%d points on a day's chart", len(pts))
 	}
-	// Sparklines: a's events in the last hour.
-	if lbl := p.doc.Find(`[data-resource="a"] [data-testid="sparkline"]`).AttrOr("aria-label", ""); !strings.Contains(lbl, "events in the last hour") || strings.HasPrefix(lbl, "0 ") {
+	// Sparklines: a's events in the hour to the page's drawing.
+	if lbl := p.doc.Find(`[data-resource="a"] [data-testid="sparkline"]`).AttrOr("aria-label", ""); !strings.Contains(lbl, "events in the hour before this page was drawn") || strings.HasPrefix(lbl, "0 ") {
 		t.Fatalf("sparkline: %q", lbl)
 	}
 }

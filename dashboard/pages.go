@@ -62,6 +62,7 @@ type OverviewData struct {
 	Matched, Total    int // resources the search matched; all resources
 	PageSize          int
 	NextURL, FirstURL string
+	Drawn             time.Time // when the page was drawn: the sparklines' hour ends here
 	Rates             Rates
 }
 
@@ -72,6 +73,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 	d := OverviewData{Meta: h.meta(r.Context(), "Overview", "overview"), PageSize: h.TableSize}
 	d.Page, d.LastSeq = "overview", last
 	now := h.Now()
+	d.Drawn = now
 	p := auth.FromContext(r.Context())
 	t, after, err := parseTable(r.URL.Query())
 	d.Table = t
@@ -93,7 +95,7 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {
 		if res.Holder != "" {
 			row.RemainingMs = max(res.ExpiresAt.Sub(now).Milliseconds(), 0)
 		}
-		if row.Spark, row.SparkMore, err = h.sparkline(r.Context(), res.ResourceID); err != nil {
+		if row.Spark, row.SparkMore, err = h.sparkline(r.Context(), res.ResourceID, now); err != nil {
 			h.serverError(w, r, err)
 			return
 		}

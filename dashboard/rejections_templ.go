@@ -247,7 +247,7 @@ func RejectionsPage(d RejectionsData) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "</select></div><div class=\"field\"><label for=\"f-since\">From (UTC)</label> <input id=\"f-since\" name=\"since\" type=\"datetime-local\" step=\"1\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "</select></div><div class=\"field\"><label for=\"f-since\">From <span class=\"zone\" data-testid=\"zone-since\">(UTC)</span></label> <input id=\"f-since\" name=\"since\" type=\"datetime-local\" step=\"1\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -260,7 +260,7 @@ func RejectionsPage(d RejectionsData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "\"></div><div class=\"field\"><label for=\"f-until\">Until (UTC)</label> <input id=\"f-until\" name=\"until\" type=\"datetime-local\" step=\"1\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "\"></div><div class=\"field\"><label for=\"f-until\">Until <span class=\"zone\" data-testid=\"zone-until\">(UTC)</span></label> <input id=\"f-until\" name=\"until\" type=\"datetime-local\" step=\"1\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -158,11 +158,17 @@ func holderText(r fenceview.Resource) string {
 	return r.Holder
 }
 
+// plural is a count with its noun, "1 lock" and "2 locks" (app.js: plural).
 func plural(n int, one, many string) string {
+	return group(n) + " " + noun(n, one, many)
+}
+
+// noun is the word that goes with a count shown apart from it.
+func noun[T ~int | ~int64](n T, one, many string) string {
 	if n == 1 {
-		return "1 " + one
+		return one
 	}
-	return group(n) + " " + many
+	return many
 }
 
 func lockHolder(l fenceview.LockState) string {
@@ -193,13 +199,20 @@ func xAnchor(i, n int) string {
 }
 
 // alarmText is a behind resource's alarm in words, the same on the banner
-// and the resource page (app.js: alarmText).
-// Once the counter has passed the mark (the first grant above a mark
-// set elsewhere, or grants since), the alarm stays until a reset, and
-// says the mark was in use rather than that the issuer is behind it.
+// and the resource page (app.js: alarmText). Before this server issued
+// any token for the resource there is no "last token issued" to compare
+// with, so it says so. Once the counter has passed the mark (the first
+// grant above a mark set elsewhere, or grants since), the alarm stays
+// until a reset, and says the mark was in use rather than that the
+// issuer is behind it.
 func alarmText(r fenceview.Resource) string {
 	mark := alarmMark(r)
-	if mark <= r.LastToken {
+	switch {
+	case r.LastToken == 0 && r.HighWaterMark < mark:
+		return "token " + group(mark) + " in use at a guard before this server issued any; the mark stays at " + group(r.HighWaterMark)
+	case r.LastToken == 0:
+		return "token " + group(mark) + " in use at a guard before this server issued any"
+	case mark <= r.LastToken:
 		return "token " + group(mark) + " was in use at a guard above the token counter, last token issued " + group(r.LastToken)
 	}
 	return "token " + group(mark) + " in use at a guard, last token issued " + group(r.LastToken)

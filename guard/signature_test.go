@@ -350,3 +350,11 @@ func TestSignedTableOwnKeys(t *testing.T) {
 		return guard.Decision{Accepted: res.Accepted, Reason: res.Reason, Presented: tok, Required: res.Required}, err
 	}, signedtest.Options{StopBeforeRemoval: true})
 }
+
+// Reads and writes of shared and exclusive grants' tokens, through the
+// native guard.
+func TestGuardReadsTable(t *testing.T) {
+	v, _ := guard.NewVerifier(signedtest.Public(signedtest.New))
+	g := guard.NewSigned(v)
+	signedtest.RunReads(t, g.CheckSignedRead, g.CheckSigned, signedtest.Options{})
+}

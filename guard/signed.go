@@ -124,6 +124,15 @@ func (g *Guard) checkSigned(resourceID string, token int64, text string, raw []b
 	return decision(r, token), nil
 }
 
+// CheckRead presents token for a read: the rule is a write's (token >=
+// mark, and the mark rises). Outside signed mode a guard cannot tell a
+// shared token from an exclusive one, so this is Check; in signed mode it
+// refuses every token, as Check does (CheckSignedRead takes the
+// signature).
+func (g *Guard) CheckRead(resourceID string, token int64) (Decision, error) {
+	return g.Check(resourceID, token)
+}
+
 // VerifyCache is a Verifier with a guard's memory of verifications, for
 // guards that keep their marks elsewhere (a database, the server's own
 // record): Verify does the Ed25519 work once per (resource, token,
@@ -209,6 +218,34 @@ type SignedChecker interface {
 // (*sqlguard.Marks); CheckSignedWith prefers it.
 type SignedContextChecker interface {
 	CheckSignedContext(ctx context.Context, resourceID string, token int64, sig string) (Decision, error)
+}
+
+// SignedReadChecker is a SignedChecker that tells reads from writes:
+// *Guard and *sqlguard.Marks. A read takes a shared grant's token (a read
+// phase's) as well as an exclusive one's, under the same rule.
+type SignedReadChecker interface {
+	CheckSignedRead(resourceID string, token int64, sig string) (Decision, error)
+}
+
+// SignedReadContextChecker is a SignedReadChecker that takes a context
+// (*sqlguard.Marks); CheckReadWith prefers it.
+type SignedReadContextChecker interface {
+	CheckSignedReadContext(ctx context.Context, resourceID string, token int64, sig string) (Decision, error)
+}
+
+// CheckReadWith checks a read with token and its signature sig (text; ""
+// for none) through c. The rule is a write's (token >= mark, and the mark
+// rises), so a checker that cannot tell reads from writes checks it as a
+// write (CheckSignedWith): it then refuses a shared grant's token, which
+// is safe, if not what a reader wants.
+func CheckReadWith(ctx context.Context, c Checker, resourceID string, token int64, sig string) (Decision, error) {
+	if rc, ok := c.(SignedReadContextChecker); ok {
+		return rc.CheckSignedReadContext(ctx, resourceID, token, sig)
+	}
+	if rc, ok := c.(SignedReadChecker); ok && sig != "" {
+		return rc.CheckSignedRead(resourceID, token, sig)
+	}
+	return CheckSignedWith(ctx, c, resourceID, token, sig)
 }
 
 // CheckSignedWith checks token and its signature sig (text; "" for none)

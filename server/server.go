@@ -93,8 +93,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		FenceMode: cfg.FenceMode, Clock: cfg.Clock, Logger: cfg.Logger, AccessLog: cfg.AccessLog,
 		Access: server.Access{InsecureNoAuth: cfg.InsecureNoAuth, AllowedHosts: cfg.AllowedHosts,
 			TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, TLSClientCA: cfg.TLSClientCA},
-		MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters, MaxWebsockets: cfg.MaxWebsockets,
-		RequestTimeout: cfg.RequestTimeout, History: cfg.History,
+		Limits: server.Limits{MaxResources: cfg.MaxResources, MaxWaiters: cfg.MaxWaiters, MaxWebsockets: cfg.MaxWebsockets,
+			RequestTimeout: cfg.RequestTimeout, History: cfg.History},
 	})
 	if err != nil {
 		return nil, err

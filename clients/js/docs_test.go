@@ -65,6 +65,13 @@ const prelude = `import * as __fv from 'fenceview'; import __pg from 'pg'; impor
 // the same lock as worker-7 re-enters it instead of waiting).
 const epilogue = "\ntry { await lock.release(); } catch {}\nconsole.log('block ran'); process.exit(0);\n"
 
+// blockOutput is what a block must print, by a line of its code: the body
+// of a loop the docs show (an election's observe) would otherwise pass
+// unseen if it never ran.
+var blockOutput = map[string]string{
+	"for await (const leader of election.observe())": "http://node-a:9001\n", // the leader the block proclaimed
+}
+
 // TestDocBlocksRun runs every JavaScript block of the READMEs and of
 // docs/signed-tokens.md and docs/wasm-abi.md against a real server, a
 // PostgreSQL and a Redis server: a block that requires its modules is a
@@ -128,6 +135,7 @@ func TestDocBlocksRun(t *testing.T) {
 	verifyArgs := grantArgs(t, srv)
 
 	ran := 0
+	printed := map[string]bool{}
 	for i, b := range blocks {
 		at := fmt.Sprintf("%s:%d", b.File, b.Line)
 		if !b.Run {
@@ -180,7 +188,20 @@ func TestDocBlocksRun(t *testing.T) {
 			t.Errorf("%s: the block ended its program before its last line:\n%s", at, out)
 			continue
 		}
+		for line, want := range blockOutput {
+			if strings.Contains(b.Code, line) {
+				printed[line] = true
+				if !strings.Contains(string(out), want) {
+					t.Errorf("%s: the block ran without printing %q (from %s):\n%s", at, want, line, out)
+				}
+			}
+		}
 		ran++
+	}
+	for line := range blockOutput {
+		if !printed[line] {
+			t.Errorf("no block that ran has %q: blockOutput names a block the docs no longer have", line)
+		}
 	}
 	t.Logf("ran %d of %d JavaScript blocks", ran, len(blocks))
 }

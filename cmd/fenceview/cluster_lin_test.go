@@ -250,4 +250,10 @@ func TestClusterPrimitivesLinearizability(t *testing.T) {
 		tg := run(t, seed+1, 1, func(tg *primTarget, _ int, _ *rand.Rand) { tg.runMulti(seed+1, ops) })
 		tg.check(t, proof.MultiLockModel(), multiTokens)
 	})
+	t.Run("shared lock", func(t *testing.T) {
+		// Leaders change under the readers: each new leader loads every
+		// shared hold and the phase's token from the cluster's store.
+		tg := run(t, seed+3, 6, func(tg *primTarget, c int, rng *rand.Rand) { tg.rwClient(c, rng, ops) })
+		tg.check(t, proof.RWLockModel(), rwTokens)
+	})
 }

@@ -404,6 +404,8 @@ func TestPrimitivesLinearizability(t *testing.T) {
 		})
 	})
 
+	t.Run("shared lock", func(t *testing.T) { sharedLock(t, newTarget, ops, seed+3) })
+
 	t.Run("election", func(t *testing.T) {
 		tg := newTarget()
 		log := recordStream(t, srv.URL, "?resource="+electionName)
@@ -426,6 +428,101 @@ func TestPrimitivesLinearizability(t *testing.T) {
 		tg.requireSeen(t, "a proclaim by the leader", func(in proof.Call, out proof.Result) bool {
 			return in.Op == proof.OpProclaim && out.OK
 		})
+	})
+}
+
+// sharedLock is TestPrimitivesLinearizability's shared lock: clients
+// take it shared and exclusive (never waiting: the admission queue's
+// order is the fuzz's), observers read it, and the history is checked
+// against proof.RWLockModel (no writer overlaps any hold, the readers of a
+// phase share its token, successive phases and writers go up).
+func sharedLock(t *testing.T, newTarget func() *primTarget, ops int, seed uint64) {
+	tg := newTarget()
+	tg.run(6, seed, func(c int, rng *rand.Rand) { tg.rwClient(c, rng, ops) })
+	tg.check(t, proof.RWLockModel(), rwTokens)
+	tg.requireSeen(t, "two readers holding at once", func(in proof.Call, out proof.Result) bool {
+		return in.Op == proof.OpRead && out.Held[1].Holder != ""
+	})
+	tg.requireSeen(t, "a writer refused while readers hold", func(in proof.Call, out proof.Result) bool {
+		return in.Op == proof.OpAcquire && !in.Shared && !out.OK && !out.Unknown
+	})
+}
+
+const rwName = "lin-rw"
+
+// rwClient takes the shared lock in either mode, sometimes twice, reads
+// it, and releases what it holds.
+func (tg *primTarget) rwClient(c int, rng *rand.Rand, ops int) {
+	holder := fmt.Sprintf("rw%d", c)
+	for tg.rec.Len() < ops {
+		x := rng.IntN(100)
+		if x < 20 {
+			tg.readRW(c)
+			continue
+		}
+		shared := x < 70
+		holds := 0
+		for range 1 + rng.IntN(2) { // a second acquire is re-entrant
+			in := proof.Call{Op: proof.OpAcquire, Holder: holder, Shared: shared}
+			r, call, ok := tg.change(in, "/v1/locks/"+rwName+"/acquire",
+				fmt.Sprintf(`{"holder":%q,"leaseMs":%d,"shared":%v}`, holder, longLeaseMs, shared))
+			if !ok {
+				break
+			}
+			if r.Status != 200 {
+				refusal(r, "acquire")
+				tg.rec.AddOp(c, in, call, proof.Result{})
+				break
+			}
+			f, _ := r.Body["fencing"].(map[string]any)
+			tok, _ := f["token"].(float64)
+			tg.rec.AddOp(c, in, call, proof.Result{OK: true, Tokens: []int64{int64(tok)}})
+			holds++
+		}
+		if rng.IntN(2) == 0 {
+			tg.readRW(c)
+		}
+		for range holds {
+			in := proof.Call{Op: proof.OpRelease, Holder: holder, Shared: shared}
+			r, call, ok := tg.change(in, "/v1/locks/"+rwName+"/release", fmt.Sprintf(`{"holder":%q}`, holder))
+			if !ok {
+				break
+			}
+			if r.Status != 200 {
+				refusal(r, "release")
+			}
+			tg.rec.AddOp(c, in, call, proof.Result{OK: r.Status == 200})
+		}
+	}
+}
+
+// readRW records the shared lock as GET /v1/locks shows it: the writer,
+// or the readers with the phase's token, and the last token issued.
+func (tg *primTarget) readRW(c int) {
+	r, call, ok := tg.read("/v1/locks/" + rwName)
+	if !ok {
+		return
+	}
+	var out proof.Result
+	last, _ := r.Body["token"].(float64)
+	out.Token = int64(last)
+	if r.Body["shared"] == true {
+		holders, _ := r.Body["holders"].([]any)
+		for i, h := range holders {
+			out.Held[i] = proof.Holding{Holder: h.(map[string]any)["holder"].(string), Token: out.Token}
+		}
+	} else if h, ok := r.Body["holder"].(string); ok {
+		out.Holder = h
+	}
+	tg.rec.AddOp(c, proof.Call{Op: proof.OpRead}, call, out)
+}
+
+func rwTokens(h []porcupine.Operation) ([]porcupine.Operation, bool) {
+	return reuseToken(h, func(_ proof.Call, out proof.Result) map[string]int64 {
+		return map[string]int64{"lock": out.Tokens[0]}
+	}, func(_ proof.Call, out proof.Result, _ string, tok int64) proof.Result {
+		out.Tokens = []int64{tok}
+		return out
 	})
 }
 

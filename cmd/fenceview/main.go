@@ -112,16 +112,10 @@ type Main struct {
 	EtcdPrefix  string
 	Advertise   string
 	ElectionTTL time.Duration
-	// Limits (docs/security.md).
-	MaxResources   int
-	MaxWaiters     int
-	MaxWebsockets  int
-	RequestTimeout time.Duration
-	// Admission control (docs/operations.md, "Overload").
-	Overload         fair.Config
-	MaxWaitersPerKey int
-	// History retention (docs/operations.md); zero keeps every event.
-	History sqlite.Retention
+	// Limits (docs/security.md), admission control (docs/operations.md,
+	// "Overload") and history retention (docs/operations.md; zero keeps
+	// every event).
+	server.Limits
 
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -155,13 +149,15 @@ func NewMain() *Main {
 		LogOutput:   os.Stderr,
 		Stdout:      os.Stdout,
 
-		MaxResources:   issuer.DefaultMaxResources,
-		MaxWaiters:     issuer.DefaultMaxWaiters,
-		MaxWebsockets:  httpapi.DefaultMaxWebsockets,
-		RequestTimeout: httpapi.DefaultRequestTimeout,
+		Limits: server.Limits{
+			MaxResources:   issuer.DefaultMaxResources,
+			MaxWaiters:     issuer.DefaultMaxWaiters,
+			MaxWebsockets:  httpapi.DefaultMaxWebsockets,
+			RequestTimeout: httpapi.DefaultRequestTimeout,
 
-		Overload:         fair.Defaults(),
-		MaxWaitersPerKey: httpapi.DefaultMaxWaitersPerKey,
+			Overload:         fair.Defaults(),
+			MaxWaitersPerKey: httpapi.DefaultMaxWaitersPerKey,
+		},
 	}
 }
 
@@ -292,9 +288,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Cluster: server.ClusterConfig{
 			Etcd: splitList(m.Etcd), Prefix: m.EtcdPrefix, Advertise: m.Advertise, ElectionTTL: m.ElectionTTL,
 		},
-		MaxResources: m.MaxResources, MaxWaiters: m.MaxWaiters, MaxWebsockets: m.MaxWebsockets, RequestTimeout: m.RequestTimeout,
-		Overload: m.Overload, MaxWaitersPerKey: m.MaxWaitersPerKey,
-		History: m.History,
+		Limits: m.Limits,
 	})
 	if err != nil {
 		return err

@@ -98,7 +98,8 @@ type Config struct {
 }
 
 // Middleware returns middleware that fences every request through
-// cfg.Checker. It panics when cfg.Checker is nil, as http.Handle does on a
+// cfg.Checker: GET and HEAD as reads (IsRead), any other method as a
+// write. It panics when cfg.Checker is nil, as http.Handle does on a
 // nil handler: that is a mistake in the program, not in a request.
 func Middleware(cfg Config) func(http.Handler) http.Handler {
 	c := cfg.Checker
@@ -135,7 +136,11 @@ func Middleware(cfg Config) func(http.Handler) http.Handler {
 			// A checker in signed mode (guard.NewSigned, Marks.Signed)
 			// verifies the signature before it compares; others ignore it.
 			sig := r.Header.Get(HeaderSignature)
-			d, err := guard.CheckSignedWith(r.Context(), c, res, tok, sig)
+			check := guard.CheckSignedWith
+			if IsRead(r) {
+				check = guard.CheckReadWith
+			}
+			d, err := check(r.Context(), c, res, tok, sig)
 			if err != nil {
 				if errors.Is(err, guard.ErrInvalidResourceID) || errors.Is(err, guard.ErrInvalidToken) {
 					writeJSON(w, http.StatusBadRequest, errMissingToken)
@@ -155,6 +160,13 @@ func Middleware(cfg Config) func(http.Handler) http.Handler {
 		})
 	}
 }
+
+// IsRead reports whether the middleware checks r as a read: a GET or a
+// HEAD. A read meets the same rule as a write (token >= mark, and the
+// mark rises), so a reader of a later read phase fences out a writer
+// whose lease ran out; it also takes a shared grant's token (a read
+// phase's, RWMutex.RLock's), which a write may not use.
+func IsRead(r *http.Request) bool { return r.Method == http.MethodGet || r.Method == http.MethodHead }
 
 func headerResource(r *http.Request) (string, error) {
 	if len(r.Header.Values(HeaderResource)) != 1 {

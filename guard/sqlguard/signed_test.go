@@ -108,3 +108,38 @@ func TestTableSignedTable(t *testing.T) {
 		t.Fatalf("missing row: %v", err)
 	}
 }
+
+// Guarded reads, on Marks and on a table's rows: the reads table.
+func TestSignedReadsTable(t *testing.T) {
+	db, _ := openSQLite(t)
+	ctx := context.Background()
+	v, _ := guard.NewVerifier(signedtest.Public(signedtest.New))
+	m := newMarks(t, db).Signed(v)
+	signedtest.RunReads(t, func(r string, tok int64, sig string) (guard.Decision, error) {
+		return guard.CheckReadWith(ctx, m, r, tok, sig)
+	}, func(r string, tok int64, sig string) (guard.Decision, error) {
+		return guard.CheckSignedWith(ctx, m, r, tok, sig)
+	}, signedtest.Options{AcceptedWithoutRequired: true})
+
+	if _, err := db.Exec(`CREATE TABLE docs (id TEXT PRIMARY KEY, body TEXT NOT NULL DEFAULT '', fence_token BIGINT NOT NULL DEFAULT 0)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO docs (id) VALUES (?)`, signedtest.ReadResource); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := sqlguard.NewTable(sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "docs", IDColumn: "id", Verifier: v,
+		Resource: func(id any) (string, error) { return id.(string), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signedtest.RunReads(t, func(r string, tok int64, sig string) (guard.Decision, error) {
+		return tb.ReadSigned(ctx, db, r, tok, sig)
+	}, func(r string, tok int64, sig string) (guard.Decision, error) {
+		return tb.UpdateSigned(ctx, db, r, tok, sig, sqlguard.Set("body", "written"))
+	}, signedtest.Options{AcceptedWithoutRequired: true})
+	var mark int64
+	db.QueryRow(`SELECT fence_token FROM docs WHERE id = ?`, signedtest.ReadResource).Scan(&mark)
+	if mark != 8 {
+		t.Fatalf("the row's mark is %d, want 8", mark)
+	}
+}

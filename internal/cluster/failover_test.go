@@ -12,9 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/servertest"
@@ -121,14 +118,8 @@ func TestEveryNodeLogsTheLeaderChange(t *testing.T) {
 // does: here the dead leader's lease is revoked while the request waits,
 // and the node, the next leader, grants it.
 func TestFollowerHoldsARequestForTheNextLeader(t *testing.T) {
-	etcd := etcdtest.Start(t, 1)
-	prefix := "/" + t.Name() + "/"
-	cli := must(clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), Logger: zap.NewNop()}))
-	defer cli.Close()
+	n, _, revoke := nodeBehind(t, deadLeader)
 	ctx := context.Background()
-	lease := must(cli.Grant(ctx, 60))
-	must(cli.Put(ctx, prefix+"election/0", `{"id":"node-gone","url":"http://127.0.0.1:1"}`, clientv3.WithLease(lease.ID)))
-	n := startNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "n.db"))
 	servertest.Eventually(t, "the node sees the dead leader", func() bool { l := n.srv.Node.Leader(); return l != nil && l.ID == "node-gone" })
 	wrote := make(chan struct{})
 	req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -146,7 +137,7 @@ func TestFollowerHoldsARequestForTheNextLeader(t *testing.T) {
 		done <- res.StatusCode
 	}()
 	<-wrote // the node has it, with the dead leader to forward it to
-	must(cli.Revoke(ctx, lease.ID))
+	revoke()
 	if status := <-done; status != http.StatusOK {
 		t.Fatalf("the request held across the leader change: %d, want 200", status)
 	}

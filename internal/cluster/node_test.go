@@ -39,6 +39,28 @@ type node struct {
 	db  string
 }
 
+// nodeBehind starts etcd and a node queued in the election behind a
+// candidate whose key holds value, under a lease of its own: put sets the
+// candidate's key to another value, revoke ends the lease and with it the
+// candidate.
+func nodeBehind(t *testing.T, value string) (n *node, put func(value string), revoke func()) {
+	t.Helper()
+	etcd := etcdtest.Start(t, 1)
+	prefix := "/" + t.Name() + "/"
+	cli := must(clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), Logger: zap.NewNop()}))
+	t.Cleanup(func() { cli.Close() })
+	ctx := context.Background()
+	lease := must(cli.Grant(ctx, 60))
+	put = func(value string) { must(cli.Put(ctx, prefix+"election/0", value, clientv3.WithLease(lease.ID))) }
+	put(value)
+	n = startNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "n.db"))
+	return n, put, func() { must(cli.Revoke(ctx, lease.ID)) }
+}
+
+// deadLeader is a leader's key in the election naming an address nothing
+// answers on.
+const deadLeader = `{"id":"node-gone","url":"http://127.0.0.1:1"}`
+
 func startNode(t *testing.T, etcd []string, prefix, db string) *node {
 	t.Helper()
 	return startNodeWith(t, server.Config{DBPath: db, Cluster: server.ClusterConfig{Etcd: etcd, Prefix: prefix}})
@@ -384,29 +406,22 @@ func TestNodeBehindTheLogsRetention(t *testing.T) {
 // With no leader a node answers 503 with Retry-After; a follower whose
 // leader does not answer says so the same way.
 func TestNoLeaderIs503(t *testing.T) {
-	etcd := etcdtest.Start(t, 1)
-	prefix := "/" + t.Name() + "/"
-	cli := must(clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), Logger: zap.NewNop()}))
-	defer cli.Close()
-	ctx := context.Background()
 	// A candidate ahead of the node, with nothing behind it: no usable
 	// leader, and the node queues behind it.
-	lease := must(cli.Grant(ctx, 60))
-	must(cli.Put(ctx, prefix+"election/0", "not a member", clientv3.WithLease(lease.ID)))
-	n := startNode(t, etcd.Endpoints(), prefix, filepath.Join(t.TempDir(), "n.db"))
+	n, put, revoke := nodeBehind(t, "not a member")
 	a := call(t, "POST", n.url()+"/v1/locks/r/acquire", map[string]any{"holder": "a"})
 	if a.Status != 503 || a.Header.Get("Retry-After") == "" || a.Body["error"] == nil {
 		t.Fatalf("no leader: %d %v %v", a.Status, a.Header, a.Body)
 	}
 	// A leader that is gone.
-	must(cli.Put(ctx, prefix+"election/0", `{"id":"node-gone","url":"http://127.0.0.1:1"}`, clientv3.WithLease(lease.ID)))
+	put(deadLeader)
 	servertest.Eventually(t, "the node sees the dead leader", func() bool { l := n.srv.Node.Leader(); return l != nil && l.ID == "node-gone" })
 	a = call(t, "POST", n.url()+"/v1/locks/r/acquire", map[string]any{"holder": "a"})
 	if a.Status != 503 || a.Header.Get("Retry-After") == "" {
 		t.Fatalf("dead leader: %d %v %v", a.Status, a.Header, a.Body)
 	}
 	// Its lease gone, the node leads.
-	must(cli.Revoke(ctx, lease.ID))
+	revoke()
 	servertest.Eventually(t, "the node leads", n.leading)
 	if a := call(t, "POST", n.url()+"/v1/locks/r/acquire", map[string]any{"holder": "a"}); a.Status != 200 {
 		t.Fatalf("after: %d %v", a.Status, a.Body)

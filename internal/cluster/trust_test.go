@@ -129,7 +129,7 @@ func TestLoopGuardSurvivesConnectionHeader(t *testing.T) {
 // top of the timeout, through a follower too.
 func TestClusterNodeHasTheServersLimits(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
-	nodes := startNodesWith(t, etcd.Endpoints(), 2, server.Config{RequestTimeout: time.Second, MaxWebsockets: 1})
+	nodes := startNodesWith(t, etcd.Endpoints(), 2, server.Config{Limits: server.Limits{RequestTimeout: time.Second, MaxWebsockets: 1}})
 	leader, follower := leaderAndFollower(t, nodes)
 
 	// A slow POST, unauthenticated: its body never comes; the node closes

@@ -131,9 +131,11 @@ func BenchmarkAdmit(b *testing.B) {
 				req.Header.Set("Authorization", "Bearer "+secret)
 			}
 			rec := httptest.NewRecorder()
+			_, pattern := s.mux.Handler(req)
+			o := rowOf(pattern)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, ok := s.admit(rec, req); !ok {
+				if _, ok := s.admit(rec, req, o); !ok {
 					b.Fatal("refused")
 				}
 			}

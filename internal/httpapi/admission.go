@@ -187,27 +187,12 @@ func (s *Server) admitted(ctx context.Context, flow, fclass string, class opClas
 		defer leave()
 	}
 	t, err := o.Dispatcher.Acquire(ctx, flow, class.pri, class.cost)
-	if err != nil {
+	if refusal, hold := o.seat(ctx, fclass, class, t, err); refusal != nil {
 		enter()
-		var shed *fair.Shed
-		reason := "gone"
-		if errors.As(err, &shed) {
-			reason = shed.Reason
-		} else {
-			shed = &fair.Shed{RetryAfter: time.Second} // the caller left while queued
+		if hold > 0 {
+			o.hold(ctx, hold)
 		}
-		o.observeShed(fclass, class.pri, reason)
-		o.hold(ctx, shed.RetryAfter)
-		return s.errorBody(ctx, overloaded(shed))
-	}
-	if o.ObserveQueueWait != nil {
-		o.ObserveQueueWait(class.pri.String(), t.Waited())
-	}
-	if auth.FromContext(ctx).Gone() {
-		// Revoked (or its session ended) while it was queued.
-		t.Done(costCheap)
-		enter()
-		return s.errorBody(ctx, errKeyGone)
+		return s.errorBody(ctx, refusal)
 	}
 	if wait > 0 {
 		t.Done(0)
@@ -255,25 +240,12 @@ func (a *thenAdmission) admit(flow string) {
 // Seated serves the request with its seat, or answers its refusal
 // (fair.Then).
 func (a *thenAdmission) Seated(t *fair.Ticket, err error) {
-	if err != nil {
-		sh := err.(*fair.Shed) // AcquireThen refuses with nothing else
-		a.shed(sh, sh.Reason)
+	if refusal, hold := a.ovl.seat(a.ctx, a.fclass, a.class, t, err); refusal != nil {
+		a.refuse(refusal, hold)
 		return
 	}
-	if a.ovl.ObserveQueueWait != nil {
-		a.ovl.ObserveQueueWait(a.class.pri.String(), t.Waited())
-	}
-	switch {
-	case a.ctx.Err() != nil: // the caller left while queued
-		t.Done(costCheap)
-		a.shed(&fair.Shed{RetryAfter: time.Second}, "gone")
-	case auth.FromContext(a.ctx).Gone(): // revoked (or its session ended) while queued
-		t.Done(costCheap)
-		a.req.finish(a.s.errorBody(a.ctx, errKeyGone))
-	default:
-		a.t = t
-		a.req.serve(a)
-	}
+	a.t = t
+	a.req.serve(a)
 }
 
 // answer gives the seat back, at what the answer cost, and hands the
@@ -283,18 +255,49 @@ func (a *thenAdmission) answer(status int, body any) {
 	a.req.finish(status, body)
 }
 
-// shed answers a refusal, held first when the server holds them.
-func (a *thenAdmission) shed(sh *fair.Shed, reason string) {
-	a.ovl.observeShed(a.fclass, a.class.pri, reason)
-	status, body := a.s.errorBody(a.ctx, overloaded(sh))
-	if a.ovl.HoldShed <= 0 {
+// refuse answers a refusal, after hold when the server holds shed answers.
+func (a *thenAdmission) refuse(refusal error, hold time.Duration) {
+	status, body := a.s.errorBody(a.ctx, refusal)
+	if hold <= 0 || a.ovl.HoldShed <= 0 {
 		a.req.finish(status, body)
 		return
 	}
 	go func() {
-		a.ovl.hold(a.ctx, sh.RetryAfter)
+		a.ovl.hold(a.ctx, hold)
 		a.req.finish(status, body)
 	}()
+}
+
+// seat is admission's verdict on a request once it has its seat t, or err
+// instead, the same for a request that waits for its seat and for one told
+// it later (thenAdmission): nil to serve it with t. Otherwise t is given
+// back and the refusal is answered, a shed one after hold: a caller that
+// left while queued, a key revoked meanwhile (401), or a shed (429).
+func (o *Overload) seat(ctx context.Context, fclass string, class opClass, t *fair.Ticket, err error) (refusal error, hold time.Duration) {
+	if err == nil {
+		if o.ObserveQueueWait != nil {
+			o.ObserveQueueWait(class.pri.String(), t.Waited())
+		}
+		switch {
+		case ctx.Err() != nil: // the caller left while queued
+			t.Done(costCheap)
+			err = ctx.Err()
+		case auth.FromContext(ctx).Gone(): // revoked (or its session ended) while queued
+			t.Done(costCheap)
+			return errKeyGone, 0
+		default:
+			return nil, 0
+		}
+	}
+	var shed *fair.Shed
+	reason := "gone"
+	if errors.As(err, &shed) {
+		reason = shed.Reason
+	} else {
+		shed = &fair.Shed{RetryAfter: time.Second} // the caller left while queued
+	}
+	o.observeShed(fclass, class.pri, reason)
+	return overloaded(shed), shed.RetryAfter
 }
 
 // spent is what a request of the class answered status cost its flow: a

@@ -34,12 +34,18 @@ import (
 func (s *Server) route(pattern string, h http.Handler) {
 	o := rowOf(pattern)
 	s.mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := s.authenticate(w, r, o)
-		if !ok || !s.authorized(w, r, o, p) || !s.paced(w, r, o, p) {
-			return
+		if p, ok := s.admit(w, r, o); ok && s.paced(w, r, o, p) {
+			s.gateRequest(w, r, o, p, h)
 		}
-		s.gateRequest(w, r, o, p, h)
 	}))
+}
+
+// admit is the door of a call of o: the browser check and the credential
+// (authenticate), then what the caller may do (authorized). It returns the
+// principal r acts as, or false when it has answered.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, o *operation) (*auth.Principal, bool) {
+	p, ok := s.authenticate(w, r, o)
+	return p, ok && s.authorized(w, r, o, p)
 }
 
 // rowOf resolves a route to its operation: its row of the table, or, for a

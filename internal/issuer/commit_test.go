@@ -157,38 +157,64 @@ func TestReadersSeeOnlyCommittedChanges(t *testing.T) {
 // commit: answered "lock held" once it is durable, errUnavailable if it
 // failed (the grant it named never happened).
 func TestRefusalWaitsForTheGrantItNames(t *testing.T) {
-	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
-	s, _ := newOnStore(store)
-	defer s.Close()
-	release := sync.OnceFunc(func() { close(store.proceed) })
-	defer release()
-	first := make(chan error, 1)
-	go func() {
-		_, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute})
-		first <- err
-	}()
-	<-store.applying
-	settling := make(chan struct{}, 1)
-	s.mu.Lock()
-	s.settlingHook = func() { settling <- struct{}{} }
-	s.mu.Unlock()
+	h := holdGrant(t, func(s *Service, answer func(error)) {
+		go func() {
+			_, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute})
+			answer(err)
+		}()
+	})
 	refused := make(chan error, 1)
 	go func() {
-		_, err := s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute})
+		_, err := h.s.Acquire(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "b", Lease: time.Minute})
 		refused <- err
 	}()
 	select {
 	case err := <-refused:
 		t.Fatalf("refused before the grant it names was durable: %v", err)
-	case <-settling: // the refusal waits for the grant's commit
+	case <-h.settling: // the refusal waits for the grant's commit
 	}
+	h.failsWithTheGrant(t, refused)
+}
+
+// heldGrant is a grant of r to a whose commit the store holds until
+// release, then fails: what a refusal decided meanwhile names.
+type heldGrant struct {
+	s        *Service
+	first    chan error    // the grant's answer
+	settling chan struct{} // a refusal began waiting for the grant's commit
+	release  func()        // lets the commit go on, and fail
+}
+
+// holdGrant starts the grant with grant, which calls answer with its
+// error, and returns once its commit is being applied.
+func holdGrant(t *testing.T, grant func(s *Service, answer func(error))) *heldGrant {
+	t.Helper()
+	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
+	s, _ := newOnStore(store)
+	t.Cleanup(func() { s.Close() })
+	h := &heldGrant{s: s, first: make(chan error, 1), settling: make(chan struct{}, 1),
+		release: sync.OnceFunc(func() { close(store.proceed) })}
+	t.Cleanup(h.release) // before Close, which waits for the commit, should a check fail
+	grant(s, func(err error) { h.first <- err })
+	<-store.applying
+	s.mu.Lock()
+	s.settlingHook = func() { h.settling <- struct{}{} }
+	s.mu.Unlock()
+	return h
+}
+
+// failsWithTheGrant checks that refused has no answer while the grant is
+// being committed, then lets the commit fail: the grant and the refusal
+// that named it are both answered unavailable.
+func (h *heldGrant) failsWithTheGrant(t *testing.T, refused <-chan error) {
+	t.Helper()
 	select {
 	case err := <-refused:
 		t.Fatalf("answered while the grant it names is still being committed: %v", err)
 	default:
 	}
-	release()
-	if err := <-first; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
+	h.release()
+	if err := <-h.first; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
 		t.Fatalf("the grant whose commit failed: %v", err)
 	}
 	if err := <-refused; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {

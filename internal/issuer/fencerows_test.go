@@ -15,25 +15,13 @@ import (
 func TestFencedWritesAppendOneRowAndSurviveRestart(t *testing.T) {
 	h := newHarness(t)
 	g := acquire(t, h.Service, "r", "a", time.Minute)
-	logRows := func() (n int) {
-		t.Helper()
-		db, err := sql.Open("sqlite3", "file:"+h.path+"?mode=ro")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	before := logRows()
+	before := h.logRows(t)
 	for _, tok := range []guard.Token{g.Fencing, {Token: g.Fencing.Token + 5}, g.Fencing} {
 		if _, err := h.Fence(ctx, fenceview.Fence{ResourceID: "r", Token: tok, Source: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := logRows(); n != before {
+	if n := h.logRows(t); n != before {
 		t.Fatalf("three fences logged %d resource rows", n-before)
 	}
 	want, err := h.Resource("r")
@@ -54,18 +42,6 @@ func TestFencedWritesAppendOneRowAndSurviveRestart(t *testing.T) {
 // locks, an election's leader and expiries.
 func TestGrantsAppendOneRowAndSurviveRestart(t *testing.T) {
 	h := newHarness(t)
-	logRows := func() (n int) {
-		t.Helper()
-		db, err := sql.Open("sqlite3", "file:"+h.path+"?mode=ro")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		if err := db.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
 	for i, id := range []string{"a", "b", "c", "d", "e"} {
 		acquire(t, h.Service, id, "holder-"+id, time.Duration(i+1)*time.Minute)
 	}
@@ -78,7 +54,7 @@ func TestGrantsAppendOneRowAndSurviveRestart(t *testing.T) {
 	}
 	acquire(t, h.Service, "c", "holder-c2", time.Minute)
 	acquire(t, h.Service, "d", "holder-d", time.Minute) // re-entered
-	if n := logRows(); n != 0 {
+	if n := h.logRows(t); n != 0 {
 		t.Fatalf("grants, renewals and releases logged %d resource rows", n)
 	}
 	if _, err := h.AcquirePermit(ctx, fenceview.PermitRequest{Semaphore: "jobs", Holder: "p", Permits: 2, Lease: time.Minute}); err != nil {
@@ -105,7 +81,7 @@ func TestGrantsAppendOneRowAndSurviveRestart(t *testing.T) {
 			h.clock.Advance(2 * time.Minute)
 			h.Sweep(ctx) // expiries
 		}
-		if n := logRows(); n != 0 {
+		if n := h.logRows(t); n != 0 {
 			t.Fatalf("round %d: permits, a multi-lock, a campaign or expiries logged %d resource rows", round, n)
 		}
 		want := durable()
@@ -114,4 +90,19 @@ func TestGrantsAppendOneRowAndSurviveRestart(t *testing.T) {
 			t.Fatalf("round %d, after restart:\n%+v\nwant\n%+v", round, got, want)
 		}
 	}
+}
+
+// logRows is the number of resource rows logged in the database, read
+// beside the service as another process would.
+func (h *harness) logRows(t *testing.T) (n int) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+h.path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -180,3 +180,16 @@ func TestGroupGrantsAreSignedTogether(t *testing.T) {
 		})
 	}
 }
+
+// The server's fence with --require-signatures answers the reads table
+// like every other guard.
+func TestFenceRequireSignaturesReads(t *testing.T) {
+	v, _ := guard.NewVerifier(signedtest.Public(signedtest.New))
+	s := newSignedService(t, v, true)
+	fence := func(access string) signedtest.Checker {
+		return func(r string, tok int64, sig string) (guard.Decision, error) {
+			return s.Fence(context.Background(), fenceview.Fence{ResourceID: r, Token: guard.Token{Token: tok, Signature: sig}, Access: access, Source: "test"})
+		}
+	}
+	signedtest.RunReads(t, fence(fenceview.AccessRead), fence(fenceview.AccessWrite), signedtest.Options{})
+}

@@ -1,7 +1,6 @@
 package issuer
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -94,31 +93,12 @@ func TestThenRefusesBadInputAtOnce(t *testing.T) {
 // grant's commit is over, and fails with it; a change whose commit fails
 // is answered unavailable.
 func TestThenRefusalWaitsForTheGrantItNames(t *testing.T) {
-	store := &failingStore{applying: make(chan struct{}), proceed: make(chan struct{})}
-	s, _ := newOnStore(store)
-	defer s.Close()
-	release := sync.OnceFunc(func() { close(store.proceed) })
-	defer release()
-	first, refused := make(chan error, 1), make(chan error, 1)
-	s.AcquireThen(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute},
-		func(_ fenceview.Grant, err error) { first <- err })
-	<-store.applying
-	settling := make(chan struct{}, 1)
-	s.mu.Lock()
-	s.settlingHook = func() { settling <- struct{}{} }
-	s.mu.Unlock()
-	s.ReleaseThen(ctx, "r", "b", func(_ int, err error) { refused <- err })
-	<-settling // b's refusal names a's grant, not yet durable
-	select {
-	case err := <-refused:
-		t.Fatalf("answered while the grant it names is still being committed: %v", err)
-	default:
-	}
-	release()
-	if err := <-first; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
-		t.Fatalf("the grant whose commit failed: %v", err)
-	}
-	if err := <-refused; fenceview.ErrorCode(err) != fenceview.EUNAVAILABLE {
-		t.Fatalf("the refusal naming a grant that failed: %v, want unavailable", err)
-	}
+	h := holdGrant(t, func(s *Service, answer func(error)) {
+		s.AcquireThen(ctx, fenceview.AcquireRequest{ResourceID: "r", Holder: "a", Lease: time.Minute},
+			func(_ fenceview.Grant, err error) { answer(err) })
+	})
+	refused := make(chan error, 1)
+	h.s.ReleaseThen(ctx, "r", "b", func(_ int, err error) { refused <- err })
+	<-h.settling // b's refusal names a's grant, not yet durable
+	h.failsWithTheGrant(t, refused)
 }

@@ -52,6 +52,7 @@ type Call struct {
 	Slot   int    // semaphore release: the slot
 	Locks  []int  // multi-lock acquire, release: the locks, as indexes; read: Locks[0]
 	Value  string // election campaign, proclaim
+	Shared bool   // a shared lock's acquire or release in shared mode (RWLockModel)
 }
 
 // Result is what it returned.

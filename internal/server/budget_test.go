@@ -32,7 +32,7 @@ func memInUse() uint64 {
 func TestRPCConnectionMemoryBudget(t *testing.T) {
 	const conns = 32 // 8,192 waiters, under the default --max-waiters
 	// One key has them all: its own cap (--max-waiters-per-key) is raised.
-	s := servertest.Start(t, server.Config{AdminToken: admin, MaxWaitersPerKey: conns * rpcMaxWaitingForTest})
+	s := servertest.Start(t, server.Config{AdminToken: admin, Limits: server.Limits{MaxWaitersPerKey: conns * rpcMaxWaitingForTest}})
 	_, cli := newKey(t, s, "busy", "client")
 	call(t, nil, "POST", s.URL()+"/v1/locks/held/acquire", admin, acquireBody("owner"))
 	baseMem, baseG := memInUse(), goroutines()

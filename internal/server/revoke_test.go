@@ -159,7 +159,7 @@ func TestAdminTokenRotationEndsTheOldTokensStreams(t *testing.T) {
 // clients' /v1/rpc got 429. Keys that may not lock hold at most half of
 // --max-websockets together; clients keep the other half.
 func TestViewersCannotTakeClientsWebsockets(t *testing.T) {
-	s := servertest.Start(t, server.Config{AdminToken: admin, MaxWebsockets: 4})
+	s := servertest.Start(t, server.Config{AdminToken: admin, Limits: server.Limits{MaxWebsockets: 4}})
 	_, viewer := newKey(t, s, "nosy", "viewer", "nothing/")
 	_, cli := newKey(t, s, "worker", "client")
 	for i := range 2 {

@@ -57,8 +57,13 @@ type Config struct {
 	Cluster   ClusterConfig // cluster mode when Cluster.Etcd is set
 
 	Access // who may connect and how (access.go)
+	Limits // how much it takes on
+}
 
-	// Limits; zero values take the defaults of issuer and httpapi.
+// Limits are the bounds an operator sets on a server (the command's flags,
+// docs/security.md and docs/operations.md); zero values take the defaults
+// of issuer and httpapi.
+type Limits struct {
 	MaxResources   int
 	MaxWaiters     int
 	MaxWebsockets  int

@@ -330,3 +330,65 @@ func run(t *testing.T, v *guard.Verifier, check Checker, opts Options) {
 // ErrInput is what a Checker may wrap for an input error it learned about
 // from a status code rather than a Go error.
 var ErrInput = errors.New("signedtest: input refused")
+
+// ReadCase is a read or a write of the reads table.
+type ReadCase struct {
+	Name     string
+	Read     bool
+	Token    int64
+	Sig      string
+	Accepted bool
+	Reason   string
+	Required int64
+}
+
+// ReadResource is the one resource the reads table touches.
+const ReadResource = "reads/doc"
+
+// ReadCases is the table of reads and writes with shared and exclusive
+// grants' tokens, on ReadResource, for a guard in signed mode that trusts
+// Public(New): one rule for both (token >= mark, and the mark rises), a
+// shared token never writes, and each signature stands for its own mode,
+// resource and token only.
+func ReadCases(t testing.TB) []ReadCase {
+	sigs, err := guard.SignGrants(New, []string{ReadResource, ReadResource, ReadResource}, []int64{5, 6, 7}, []bool{true, false, true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	single := guard.EncodeSignature(ed25519.Sign(New, guard.SharedMessage(ReadResource, 8)))
+	return []ReadCase{
+		{Name: "a write with a shared token", Token: 5, Sig: sigs[0], Reason: guard.ReasonSharedToken},
+		{Name: "a read with it", Read: true, Token: 5, Sig: sigs[0], Accepted: true},
+		{Name: "the write again, once verified", Token: 5, Sig: sigs[0], Reason: guard.ReasonSharedToken, Required: 5},
+		{Name: "a read with a writer's token", Read: true, Token: 6, Sig: sigs[1], Accepted: true, Required: 5},
+		{Name: "a read of the ended phase", Read: true, Token: 5, Sig: sigs[0], Reason: guard.ReasonStale, Required: 6},
+		{Name: "the writer writes", Token: 6, Sig: sigs[1], Accepted: true, Required: 6},
+		{Name: "a write with the next phase's token", Token: 7, Sig: sigs[2], Reason: guard.ReasonSharedToken, Required: 6},
+		{Name: "a read with a writer's signature for the phase's token", Read: true, Token: 7, Sig: sigs[1], Reason: guard.ReasonBadSignature, Required: 6},
+		{Name: "the next phase reads", Read: true, Token: 7, Sig: sigs[2], Accepted: true, Required: 6},
+		{Name: "a 64-byte shared signature reads", Read: true, Token: 8, Sig: single, Accepted: true, Required: 7},
+		{Name: "and never writes", Token: 8, Sig: single, Reason: guard.ReasonSharedToken, Required: 8},
+		{Name: "an unsigned read", Read: true, Token: 9, Sig: "", Reason: guard.ReasonBadSignature, Required: 8},
+	}
+}
+
+// RunReads plays ReadCases: read checks reads, write checks writes, of
+// one guard in signed mode that trusts Public(New). opts as for Run.
+func RunReads(t *testing.T, read, write Checker, opts Options) {
+	t.Helper()
+	for _, c := range ReadCases(t) {
+		check := write
+		if c.Read {
+			check = read
+		}
+		d, err := check(ReadResource, c.Token, c.Sig)
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		if d.Accepted != c.Accepted || d.Reason != c.Reason || (!opts.NoRequired && !(opts.AcceptedWithoutRequired && d.Accepted) && d.Required != c.Required) {
+			t.Errorf("%s: got accepted=%v reason=%q required=%d; want accepted=%v reason=%q required=%d",
+				c.Name, d.Accepted, d.Reason, d.Required, c.Accepted, c.Reason, c.Required)
+		}
+	}
+}

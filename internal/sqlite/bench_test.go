@@ -113,22 +113,28 @@ func BenchmarkApplyPages(b *testing.B) {
 	for _, perTx := range []int{1, 32} {
 		b.Run(fmt.Sprintf("changes=%d", perTx), func(b *testing.B) {
 			g := newGrantLoad(b, perTx, func(n int) string { return fmt.Sprintf("resource-%d", n*7919%1024) })
-			for i := 0; i < 8192/perTx; i++ { // every resource exists, the history has some depth
-				g.commit(b, i)
-			}
-			g.db.walFrames(b)
-			frames := 0
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if i%20 == 19 {
-					frames += g.db.walFrames(b)
-				}
-				g.commit(b, i)
-			}
-			frames += g.db.walFrames(b)
+			frames := pagesPerCommit(b, g.db, perTx, g.commit)
 			b.ReportMetric(float64(frames)/float64(b.N), "pages/commit")
 		})
 	}
+}
+
+// pagesPerCommit commits until every resource exists and the history has
+// some depth, then times b.N commits and returns the WAL frames they
+// wrote, counted every 20 commits (and checkpointed, as the server does).
+func pagesPerCommit(b *testing.B, db *DB, perTx int, commit func(b *testing.B, i int)) (frames int) {
+	for i := 0; i < 8192/perTx; i++ {
+		commit(b, i)
+	}
+	db.walFrames(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%20 == 19 {
+			frames += db.walFrames(b)
+		}
+		commit(b, i)
+	}
+	return frames + db.walFrames(b)
 }
 
 // walFrames returns the frames in the WAL and checkpoints it empty.
@@ -283,20 +289,8 @@ func BenchmarkApplyFencePages(b *testing.B) {
 	for _, perTx := range []int{1, 32} {
 		b.Run(fmt.Sprintf("changes=%d", perTx), func(b *testing.B) {
 			f := newFenceLoad(b, perTx)
-			for i := 0; i < 8192/perTx; i++ {
-				f.commit(b, i)
-			}
-			f.db.walFrames(b)
-			frames := 0
 			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if i%20 == 19 {
-					frames += f.db.walFrames(b)
-				}
-				f.commit(b, i)
-			}
-			frames += f.db.walFrames(b)
+			frames := pagesPerCommit(b, f.db, perTx, f.commit)
 			b.ReportMetric(float64(frames)/float64(b.N), "pages/commit")
 			b.ReportMetric(float64(frames)/float64(b.N*perTx), "pages/fence")
 		})

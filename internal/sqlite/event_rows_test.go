@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
-	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -19,68 +17,30 @@ import (
 // logged), and a restart reads back every holder, lease, token and
 // counter exactly as committed.
 func TestGrantsAloneSurviveRestart(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "g.db")
-	db, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.FoldEvery = 1 << 30
+	db := newCommitted(t, 1<<30)
 	at := time.UnixMilli(1_700_000_000_000).UTC()
-	latest := map[string]fenceview.Resource{}
-	var seq int64
 	for commit := range 8 {
-		var rows []*fenceview.Resource
-		var events []fenceview.Event
 		for j := range 32 {
 			id := fmt.Sprintf("r%d", (commit*32+j)*7%50)
-			r := latest[id]
-			r.ResourceID = id
-			seq++
+			r := db.resource(id)
+			seq := db.nextSeq()
 			now := at.Add(time.Duration(seq) * time.Millisecond)
 			r.LastToken++
 			r.Token, r.Holder, r.HoldCount, r.LeaseMs = r.LastToken, fmt.Sprintf("holder-%d", seq), 1+j%2, 30000+seq
 			r.GrantedAt, r.ExpiresAt = now, now.Add(time.Duration(r.LeaseMs)*time.Millisecond)
 			r.OwnerKey = "key-" + id
-			latest[id] = r
-			rows = append(rows, &r)
-			events = append(events, fenceview.Event{Seq: seq, Type: fenceview.EventGrant, ResourceID: id, Token: r.Token, Holder: r.Holder, At: now})
+			db.change(r, &fenceview.Event{Seq: seq, Type: fenceview.EventGrant, ResourceID: id, Token: r.Token, Holder: r.Holder, At: now})
 		}
-		if err := db.Apply(ctx, rows, events); err != nil {
-			t.Fatal(err)
-		}
+		db.commit(true) // every copy, in order: the newest of each must win
 	}
-	var logged int
-	if err := db.read.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&logged); err != nil || logged != 0 {
-		t.Fatalf("grants logged %d resource rows (%v), want none", logged, err)
+	if logged := db.count(`SELECT COUNT(*) FROM resource_log`); logged != 0 {
+		t.Fatalf("grants logged %d resource rows, want none", logged)
 	}
-	var repeated int
-	if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE resource_row LIKE '%holder-%'`).Scan(&repeated); err != nil || repeated != 0 {
-		t.Fatalf("%d grants' rows repeat their event's holder (%v)", repeated, err)
+	if repeated := db.count(`SELECT COUNT(*) FROM events WHERE resource_row LIKE '%holder-%'`); repeated != 0 {
+		t.Fatalf("%d grants' rows repeat their event's holder", repeated)
 	}
-	checkResources(t, db, latest)
-	db.Close()
-	if db, err = Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	checkResources(t, db, latest)
-}
-
-func checkResources(t *testing.T, db *DB, latest map[string]fenceview.Resource) {
-	t.Helper()
-	rows, err := db.Resources(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != len(latest) {
-		t.Fatalf("%d resources read, %d committed", len(rows), len(latest))
-	}
-	for _, r := range rows {
-		if want := latest[r.ResourceID]; !reflect.DeepEqual(*r, want) {
-			t.Fatalf("resource %s read as %+v, committed as %+v", r.ResourceID, *r, want)
-		}
-	}
+	db.reopen()
+	db.check()
 }
 
 // Every kind of change (grants, renewals, releases, fences, changes with
@@ -161,27 +121,17 @@ func TestFailedCommitIsNotFolded(t *testing.T) {
 func testEveryChange(t *testing.T, old bool, every int) {
 	defer func() { writeOld = false }()
 	writeOld = old
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "e.db")
-	db, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { db.Close() }()
-	db.FoldEvery = every
+	db := newCommitted(t, every)
 	rng := rand.New(rand.NewPCG(3, uint64(every)))
 	ids := []string{"a", "b", "c", "d", "e", "s#0", "s#1"}
 	holders := []string{"h1", "h2", `<a&b> "q" \ é ` + "\u2028\n\t\x01", "bad\xffutf8", "nul\x00"}
-	latest := map[string]fenceview.Resource{}
-	var history []fenceview.Event
 	start := time.UnixMilli(1_700_000_000_000).UTC()
-	carriedRows := 0
 	for commit := range 60 {
 		if commit == 30 {
 			db.Close()
 			if old {
 				// The database as the code before migration 0011 left it.
-				raw, err := sql.Open("sqlite3", dsn(path, false))
+				raw, err := sql.Open("sqlite3", dsn(db.path, false))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -192,23 +142,14 @@ func testEveryChange(t *testing.T, old bool, every int) {
 				raw.Close()
 				writeOld = false
 			}
-			if db, err = Open(ctx, path); err != nil {
-				t.Fatal(err)
-			}
-			db.FoldEvery = every
-			checkReads(t, db, latest, history)
+			db.open()
+			db.check()
 		}
 		at := start.Add(time.Duration(commit)*20*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond)
-		changed := map[string]*fenceview.Resource{}
-		var order []string
-		var events []fenceview.Event
-		var all []*fenceview.Resource
 		for range 1 + rng.IntN(6) {
 			id := ids[rng.IntN(len(ids))]
-			r := latest[id]
-			r.ResourceID = id
-			e := fenceview.Event{Seq: int64(len(history) + len(events) + 1), ResourceID: id, At: at}
-			silent := false
+			r := db.resource(id)
+			e := &fenceview.Event{Seq: db.nextSeq(), ResourceID: id, At: at}
 			switch k := rng.IntN(7); {
 			case k == 0 || r.LastToken == 0: // a grant
 				r.LastToken++
@@ -250,44 +191,19 @@ func testEveryChange(t *testing.T, old bool, every int) {
 			case k == 4: // a change with no event of its own on the resource
 				r.Accepted += 10
 				r.LeaseMs++
-				silent = true
+				e = nil // no event of its own
 			default:
 				r.Accepted++
 				r.HighWaterMark = r.LastToken
 				e.Type, e.Token, e.Holder = fenceview.EventAccept, r.HighWaterMark, "w"
 			}
-			latest[id] = r
-			if _, ok := changed[id]; !ok {
-				order = append(order, id)
-			}
-			changed[id] = &r
-			all = append(all, &r)
-			if !silent {
-				events = append(events, e)
-			}
+			db.change(r, e)
 		}
-		var rows []*fenceview.Resource
-		for _, id := range order {
-			rows = append(rows, changed[id])
-		}
-		if commit%3 == 2 {
-			rows = all // every copy, in order: the newest of each must win
-		}
-		if err := db.Apply(ctx, rows, events); err != nil {
-			t.Fatal(err)
-		}
-		history = append(history, events...)
-		checkReads(t, db, latest, history)
+		db.commit(commit%3 == 2) // every third, every copy in order
 	}
-	if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE resource_row IS NOT NULL`).Scan(&carriedRows); err != nil {
-		t.Fatal(err)
-	}
-	if carriedRows < 10 {
+	if carriedRows := db.count(`SELECT COUNT(*) FROM events WHERE resource_row IS NOT NULL`); carriedRows < 10 {
 		t.Fatalf("only %d events carried a whole row", carriedRows)
 	}
-	db.Close()
-	if db, err = Open(ctx, path); err != nil {
-		t.Fatal(err)
-	}
-	checkReads(t, db, latest, history)
+	db.reopen()
+	db.check()
 }

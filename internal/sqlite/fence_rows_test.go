@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,40 +23,20 @@ func TestFencedWriteAppendsOneRow(t *testing.T) {
 		t.Run(fmt.Sprintf("every=%d,remember=%d", every, c.remember), func(t *testing.T) {
 			defer func(was int) { maxLogged = was }(maxLogged)
 			maxLogged = c.remember // 2: forgotten every few commits
-			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "f.db")
-			db, err := Open(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { db.Close() }()
-			db.FoldEvery = every
+			db := newCommitted(t, every)
 			rng := rand.New(rand.NewPCG(2, uint64(every)))
 			ids := []string{"a", "b", "c", "d", "e"}
-			latest := map[string]fenceview.Resource{}
-			var history []fenceview.Event
 			start := time.UnixMilli(1_700_000_000_000).UTC()
 			fencesAlone := 0
 			for commit := 0; commit < 60; commit++ {
 				if commit == 30 {
-					db.Close()
-					if db, err = Open(ctx, path); err != nil {
-						t.Fatal(err)
-					}
-					db.FoldEvery = every
+					db.reopen()
 				}
 				at := start.Add(time.Duration(commit) * 20 * time.Second)
-				// The copy of each resource this commit changed: a group
-				// commit writes each resource's latest copy once.
-				changed := map[string]*fenceview.Resource{}
-				var order []string
-				var events []fenceview.Event
-				var all []*fenceview.Resource
 				for range 1 + rng.IntN(6) {
 					id := ids[rng.IntN(len(ids))]
-					r := latest[id]
-					r.ResourceID = id
-					e := fenceview.Event{Seq: int64(len(history) + len(events) + 1), ResourceID: id, At: at}
+					r := db.resource(id)
+					e := fenceview.Event{Seq: db.nextSeq(), ResourceID: id, At: at}
 					switch k := rng.IntN(4); {
 					case k == 0 || r.LastToken == 0:
 						r.LastToken++
@@ -79,44 +58,18 @@ func TestFencedWriteAppendsOneRow(t *testing.T) {
 						}
 						e.Type, e.Token, e.Holder = fenceview.EventAccept, r.HighWaterMark, "w"
 					}
-					latest[id] = r
-					if _, ok := changed[id]; !ok {
-						order = append(order, id)
-					}
-					changed[id] = &r
-					all = append(all, &r)
-					events = append(events, e)
+					db.change(r, &e)
 				}
-				var rows []*fenceview.Resource
-				for _, id := range order {
-					rows = append(rows, changed[id])
-				}
-				if commit%3 == 2 {
-					rows = all // every copy, in order: the newest of each must win
-				}
-				var before int
-				if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE resource_state IS NOT NULL`).Scan(&before); err != nil {
-					t.Fatal(err)
-				}
-				if err := db.Apply(ctx, rows, events); err != nil {
-					t.Fatal(err)
-				}
-				var after int
-				if err := db.read.QueryRow(`SELECT COUNT(*) FROM events WHERE resource_state IS NOT NULL`).Scan(&after); err != nil {
-					t.Fatal(err)
-				}
-				fencesAlone += after - before
-				history = append(history, events...)
-				checkReads(t, db, latest, history)
+				const carried = `SELECT COUNT(*) FROM events WHERE resource_state IS NOT NULL`
+				before := db.count(carried)
+				db.commit(commit%3 == 2) // every third, every copy in order
+				fencesAlone += db.count(carried) - before
 			}
 			if fencesAlone < 20 {
 				t.Fatalf("only %d fenced writes appended their event alone", fencesAlone)
 			}
-			db.Close()
-			if db, err = Open(ctx, path); err != nil {
-				t.Fatal(err)
-			}
-			checkReads(t, db, latest, history)
+			db.reopen()
+			db.check()
 		})
 	}
 }
@@ -125,39 +78,25 @@ func TestFencedWriteAppendsOneRow(t *testing.T) {
 // the resource then appends its event alone, carrying only what a fence
 // changes; neither logs a resource row.
 func TestFenceLogsNoResourceRow(t *testing.T) {
-	ctx := context.Background()
-	db := openTemp(t)
-	db.FoldEvery = 1 << 30
-	at := time.UnixMilli(1_700_000_000_000).UTC()
-	r := fenceview.Resource{ResourceID: "x", LastToken: 1, Token: 1, Holder: "h", HoldCount: 1, LeaseMs: 1000, GrantedAt: at, ExpiresAt: at.Add(time.Second)}
-	count := func(q string) (n int) {
-		if err := db.read.QueryRow(q).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	logRows := func() int { return count(`SELECT COUNT(*) FROM resource_log`) }
-	if err := db.Apply(ctx, []*fenceview.Resource{&r}, []fenceview.Event{{Seq: 1, Type: fenceview.EventGrant, ResourceID: "x", Token: 1, At: at}}); err != nil {
-		t.Fatal(err)
-	}
+	db, r := grantedX(t)
+	logRows := func() int { return db.count(`SELECT COUNT(*) FROM resource_log`) }
 	if n := logRows(); n != 0 {
 		t.Fatalf("a grant logged %d rows", n)
 	}
-	if n := count(`SELECT COUNT(*) FROM events WHERE seq = 1 AND resource_row IS NOT NULL AND resource_state IS NULL`); n != 1 {
+	if n := db.count(`SELECT COUNT(*) FROM events WHERE seq = 1 AND resource_row IS NOT NULL AND resource_state IS NULL`); n != 1 {
 		t.Fatal("the grant's event carries no row")
 	}
 	f := r
 	f.Accepted, f.HighWaterMark = 1, 1
-	if err := db.Apply(ctx, []*fenceview.Resource{&f}, []fenceview.Event{{Seq: 2, Type: fenceview.EventAccept, ResourceID: "x", Token: 1, At: at}}); err != nil {
-		t.Fatal(err)
-	}
+	db.change(f, &fenceview.Event{Seq: 2, Type: fenceview.EventAccept, ResourceID: "x", Token: 1, At: r.GrantedAt})
+	db.commit(false)
 	if logRows() != 0 {
 		t.Fatalf("a fence logged a resource row (%d rows)", logRows())
 	}
-	if n := count(`SELECT COUNT(*) FROM events WHERE seq = 2 AND resource_row IS NULL AND resource_state IS NOT NULL`); n != 1 {
+	if n := db.count(`SELECT COUNT(*) FROM events WHERE seq = 2 AND resource_row IS NULL AND resource_state IS NOT NULL`); n != 1 {
 		t.Fatal("the fence's event carries no state, or a whole row")
 	}
-	got, err := db.Resources(ctx)
+	got, err := db.Resources(context.Background())
 	if err != nil || len(got) != 1 || got[0].Accepted != 1 || got[0].HighWaterMark != 1 || got[0].Holder != "h" {
 		t.Fatalf("Resources = %+v (%v)", got, err)
 	}
@@ -166,25 +105,27 @@ func TestFenceLogsNoResourceRow(t *testing.T) {
 // When a commit holds several copies of a resource, the newest wins even
 // if it matches the row last written and an earlier copy does not.
 func TestNewestCopyWinsOverAFence(t *testing.T) {
-	ctx := context.Background()
-	db := openTemp(t)
-	db.FoldEvery = 1 << 30
-	at := time.UnixMilli(1_700_000_000_000).UTC()
-	a := fenceview.Resource{ResourceID: "x", LastToken: 1, Token: 1, Holder: "h", HoldCount: 1, LeaseMs: 1000, GrantedAt: at, ExpiresAt: at.Add(time.Second)}
-	if err := db.Apply(ctx, []*fenceview.Resource{&a}, []fenceview.Event{{Seq: 1, Type: fenceview.EventGrant, ResourceID: "x", Token: 1, At: at}}); err != nil {
-		t.Fatal(err)
-	}
-	freed := fenceview.Resource{ResourceID: "x", LastToken: 1}
+	db, a := grantedX(t)
+	at := a.GrantedAt
 	again := a
 	again.Accepted, again.HighWaterMark = 1, 1
-	if err := db.Apply(ctx, []*fenceview.Resource{&freed, &again}, []fenceview.Event{
-		{Seq: 2, Type: fenceview.EventRelease, ResourceID: "x", Token: 1, At: at},
-		{Seq: 3, Type: fenceview.EventAccept, ResourceID: "x", Token: 1, At: at},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	got, err := db.Resources(ctx)
+	db.change(fenceview.Resource{ResourceID: "x", LastToken: 1}, &fenceview.Event{Seq: 2, Type: fenceview.EventRelease, ResourceID: "x", Token: 1, At: at})
+	db.change(again, &fenceview.Event{Seq: 3, Type: fenceview.EventAccept, ResourceID: "x", Token: 1, At: at})
+	db.commit(true)
+	got, err := db.Resources(context.Background())
 	if err != nil || len(got) != 1 || got[0].Holder != "h" || got[0].Accepted != 1 {
 		t.Fatalf("Resources = %+v (%v), want the newest copy %+v", got, err, again)
 	}
+}
+
+// grantedX is a database that never folds, with one commit: x granted to
+// h with token 1, its lease a second.
+func grantedX(t *testing.T) (*committed, fenceview.Resource) {
+	t.Helper()
+	db := newCommitted(t, 1<<30)
+	at := time.UnixMilli(1_700_000_000_000).UTC()
+	r := fenceview.Resource{ResourceID: "x", LastToken: 1, Token: 1, Holder: "h", HoldCount: 1, LeaseMs: 1000, GrantedAt: at, ExpiresAt: at.Add(time.Second)}
+	db.change(r, &fenceview.Event{Seq: 1, Type: fenceview.EventGrant, ResourceID: "x", Token: 1, At: at})
+	db.commit(false)
+	return db, r
 }

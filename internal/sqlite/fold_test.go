@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -21,22 +20,12 @@ import (
 func TestFoldChangesNothingReadersSee(t *testing.T) {
 	for _, every := range []int{1, 7, 1 << 30} {
 		t.Run(fmt.Sprintf("every=%d", every), func(t *testing.T) {
-			ctx := context.Background()
-			path := filepath.Join(t.TempDir(), "f.db")
-			db, err := Open(ctx, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			db.FoldEvery = every
+			db := newCommitted(t, every)
 			rng := rand.New(rand.NewPCG(1, uint64(every)))
 			ids := []string{"a", "b", "c", "d"}
-			latest := map[string]fenceview.Resource{}
-			var history []fenceview.Event
 			start := time.UnixMilli(1_700_000_000_000).UTC()
 			for commit := 0; commit < 40; commit++ {
 				at := start.Add(time.Duration(commit) * 20 * time.Second) // two or three commits a minute
-				var rows []*fenceview.Resource
-				var events []fenceview.Event
 				n := 1 + rng.IntN(4)
 				if commit%4 == 3 {
 					// A group larger than Apply's largest INSERT (chunkRows),
@@ -46,44 +35,30 @@ func TestFoldChangesNothingReadersSee(t *testing.T) {
 				}
 				for range n {
 					id := ids[rng.IntN(len(ids))]
-					r := latest[id]
-					r.ResourceID = id
+					r := db.resource(id)
 					r.LastToken++
 					r.Token, r.Holder, r.HoldCount, r.LeaseMs = r.LastToken, fmt.Sprintf("h%d", commit), 1, 30000
 					r.GrantedAt, r.ExpiresAt = at, at.Add(30*time.Second)
-					latest[id] = r
-					rows = append(rows, &r)
-					e := fenceview.Event{Seq: int64(len(history) + len(events) + 1), Type: fenceview.EventGrant,
+					e := fenceview.Event{Seq: db.nextSeq(), Type: fenceview.EventGrant,
 						ResourceID: id, Token: r.LastToken, Holder: r.Holder, At: at}
 					if rng.IntN(3) == 0 {
 						e.Type, e.Reason = fenceview.EventReject, []string{"stale-token", "bad-signature"}[rng.IntN(2)]
 					}
-					events = append(events, e)
+					db.change(r, &e)
 				}
-				if err := db.Apply(ctx, rows, events); err != nil {
-					t.Fatal(err)
-				}
-				history = append(history, events...)
-				checkReads(t, db, latest, history)
+				db.commit(true)
 			}
-			var logged int
-			if err := db.read.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&logged); err != nil {
-				t.Fatal(err)
-			}
-			if every == 1<<30 && logged == 0 {
+			const logged = `SELECT COUNT(*) FROM resource_log`
+			if every == 1<<30 && db.count(logged) == 0 {
 				t.Fatal("nothing was left in the log: the never-folding run folded")
 			}
-			db.Close()
 
 			// Reopening folds whatever the log still holds.
-			if db, err = Open(ctx, path); err != nil {
-				t.Fatal(err)
+			db.reopen()
+			if n := db.count(logged); n != 0 {
+				t.Fatalf("after reopen, %d rows in the log", n)
 			}
-			defer db.Close()
-			if err := db.read.QueryRow(`SELECT COUNT(*) FROM resource_log`).Scan(&logged); err != nil || logged != 0 {
-				t.Fatalf("after reopen, %d rows in the log (%v)", logged, err)
-			}
-			checkReads(t, db, latest, history)
+			db.check()
 		})
 	}
 }

@@ -59,6 +59,9 @@
     return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   }
 
+  // plural is a count with its noun, "1 lock" and "2 locks" (view.go: plural).
+  function plural(n, one, many) { return group(n) + ' ' + (String(n) === '1' ? one : many); }
+
   // ungroup reads a grouped number back.
   function ungroup(text) { return Number(String(text).replace(/,/g, '')) || 0; }
 
@@ -93,11 +96,11 @@
   // localize shows an instant one way everywhere, in the viewer's zone: the
   // server writes every time as UTC (a <time datetime>, or an axis label's
   // data-datetime) and this formats all of them, rows and axes alike, with
-  // the same clock. Modes (data-local): "time" is the time of day (with the
-  // date when not today) and how long ago, "datetime" the same with the
-  // date always, "clock" the time of day alone, "minute" hours and minutes,
-  // "day" the date and hours and minutes. A <time> keeps the exact UTC on
-  // hover.
+  // the same clock. Modes (data-local): "time" and "datetime" are the time
+  // of day, with the date when not today, and how long ago (they differ
+  // only in what the server writes for a browser without the script);
+  // "clock" the time of day alone, "minute" hours and minutes, "day" the
+  // date and hours and minutes. A <time> keeps the exact UTC on hover.
   function localize(t) {
     var d = new Date(t.getAttribute('datetime') || t.getAttribute('data-datetime'));
     if (isNaN(d.getTime())) return;
@@ -111,7 +114,7 @@
         break;
       default:
         var today = new Date().toDateString() === d.toDateString();
-        var date = !today || mode === 'datetime' ? d.toLocaleDateString(undefined, DATE) + ', ' : '';
+        var date = today ? '' : d.toLocaleDateString(undefined, DATE) + ', ';
         t.textContent = date + clock + ' \u00b7 ' + relative(d);
     }
     if (t.localName === 'time') t.title = exactUTC(d);
@@ -241,9 +244,11 @@
 
   function paint(span) {
     var left = deadlines.get(span) - performance.now();
+    var was = span.classList.contains('gone');
     span.textContent = remainingText(left);
     span.classList.toggle('low', left > 0 && left < 5000);
     span.classList.toggle('gone', left <= 0);
+    if (left <= 0 && !was) updateStats(); // a lease ran out: one lock fewer held
   }
 
   function tick() {
@@ -287,8 +292,12 @@
   }
 
   function alarmText(r) {
-    var mark = alarmMark(r);
-    if (mark <= big(r.lastToken)) {
+    var mark = alarmMark(r), last = big(r.lastToken), hwm = big(r.highWaterMark);
+    if (last === ZERO) {
+      var before = 'token ' + group(mark) + ' in use at a guard before this server issued any';
+      return hwm < mark ? before + '; the mark stays at ' + group(hwm) : before;
+    }
+    if (mark <= last) {
       return 'token ' + group(mark) + ' was in use at a guard above the token counter, last token issued ' + group(r.lastToken);
     }
     return 'token ' + group(mark) + ' in use at a guard, last token issued ' + group(r.lastToken);
@@ -469,7 +478,9 @@
 
   // The totals the server rendered count every resource the viewer sees;
   // the rows add up to them only when the table holds all of those (first
-  // page in id order, no search, no next page).
+  // page in id order, no search, no next page). Then every count on the
+  // page follows the rows, the cards and the table's own count alike;
+  // otherwise none does, and they all stay as the server drew them.
   function tableComplete() {
     var t = document.querySelector('table[data-testid="resources"]');
     return t !== null && t.dataset.liveAdd === 'true' && !t.dataset.prefix;
@@ -480,18 +491,25 @@
     var rows = document.querySelectorAll('tr[data-testid="resource-row"]');
     var held = 0, acc = 0, rej = 0;
     rows.forEach(function (tr) {
-      if (tr.querySelector('td[data-col="lease"] .countdown')) held++;
+      if (tr.querySelector('td[data-col="lease"] .countdown:not(.gone)')) held++;
       acc += ungroup(tr.querySelector('td[data-col="accepted"]').textContent);
       rej += ungroup(tr.querySelector('td[data-col="rejected"]').textContent);
     });
-    var set = function (id, n) {
+    var set = function (id, n, one, many) {
       var s = document.querySelector('[data-testid="' + id + '"]');
-      if (s) s.textContent = group(n);
+      if (!s) return;
+      s.textContent = group(n);
+      s.parentNode.querySelector('.stat-l').textContent = String(n) === '1' ? one : many;
     };
-    set('stat-resources', rows.length);
-    set('stat-held', held);
-    set('stat-accepted', acc);
-    set('stat-rejected', rej);
+    set('stat-resources', rows.length, 'resource', 'resources');
+    set('stat-held', held, 'lock held', 'locks held');
+    set('stat-accepted', acc, 'write accepted', 'writes accepted');
+    set('stat-rejected', rej, 'write refused', 'writes refused');
+    var count = document.querySelector('[data-testid="table-count"]');
+    if (count) {
+      count.textContent = plural(rows.length, 'resource', 'resources') + ' \u00b7 ' +
+        plural(held, 'lock', 'locks') + ' held of ' + group(rows.length);
+    }
   }
 
   // refresh re-reads a resource after its events, at most once per burst of
@@ -780,6 +798,48 @@
     });
   }
 
+  // ---- rejection filter ---------------------------------------------------
+
+  // The filter's times in the zone of the rows: the server writes the
+  // form's datetime-local values in UTC (and labels them so, for a browser
+  // without the script); this shows them, and takes what is typed, in the
+  // viewer's zone, and sends them as UTC instants.
+  function localInput(d) {
+    var s = d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + 'T' +
+      pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+    return d.getMilliseconds() ? s + '.' + pad(d.getMilliseconds(), 3) : s;
+  }
+
+  function filterInViewersZone() {
+    var form = document.querySelector('form[data-testid="filters"]');
+    if (!form) return;
+    var zone = '';
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ''; } catch (err) { zone = ''; }
+    ['since', 'until'].forEach(function (name) {
+      var input = form.elements[name];
+      if (input.value) {
+        var d = new Date(input.value + 'Z');
+        if (!isNaN(d.getTime())) input.value = localInput(d);
+      }
+      var label = form.querySelector('[data-testid="zone-' + name + '"]');
+      if (label) label.textContent = '(' + (zone || 'local time') + ')';
+    });
+    form.addEventListener('submit', function (ev) {
+      ev.preventDefault();
+      var q = new URLSearchParams();
+      new FormData(form).forEach(function (v, k) {
+        if (v === '') return;
+        if (k === 'since' || k === 'until') {
+          var d = new Date(v); // a datetime-local value: the viewer's zone
+          if (!isNaN(d.getTime())) v = d.toISOString();
+        }
+        q.append(k, v);
+      });
+      var qs = q.toString();
+      location.assign(form.getAttribute('action') + (qs ? '?' + qs : ''));
+    });
+  }
+
   // ---- start -------------------------------------------------------------
 
   localizeAll(document);
@@ -790,5 +850,6 @@
   // Relative times age: refresh them every 15 s.
   setInterval(function () { localizeAll(document); }, 15000);
   adminActions();
+  if (page === 'rejections') filterInViewersZone();
   if (page === 'overview' || page === 'resource' || page === 'election' || page === 'semaphore') connect();
 })();

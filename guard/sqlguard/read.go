@@ -1,0 +1,82 @@
+package sqlguard
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fenceview/fenceview/guard"
+)
+
+var (
+	_ guard.SignedReadChecker        = (*Marks)(nil)
+	_ guard.SignedReadContextChecker = (*Marks)(nil)
+)
+
+// Guarded reads. A read meets a write's rule: the token must be at least
+// the mark, and the mark rises to it, in one statement. So a reader of a
+// later read phase fences out a writer whose lease ran out, and a later
+// writer a reader whose phase ended. Check the read before reading, in
+// the transaction that reads, so the mark and the data are one snapshot.
+// In signed mode a read also takes a shared grant's token (a read
+// phase's, which every reader of the phase holds), which a write may not
+// use (guard.ReasonSharedToken).
+
+// CheckSignedRead is CheckSignedReadContext without a context.
+func (m *Marks) CheckSignedRead(resourceID string, token int64, sig string) (guard.Decision, error) {
+	return m.CheckSignedReadContext(context.Background(), resourceID, token, sig)
+}
+
+// CheckSignedReadContext presents token for a read, with its signature
+// (text) in signed mode; marks not in signed mode ignore it (a read then
+// is CheckContext).
+func (m *Marks) CheckSignedReadContext(ctx context.Context, resourceID string, token int64, sig string) (guard.Decision, error) {
+	if m.verify == nil {
+		return m.CheckContext(ctx, resourceID, token)
+	}
+	if err := guard.ValidateResourceID(resourceID); err != nil {
+		return guard.Decision{}, err
+	}
+	if err := guard.ValidateToken(token); err != nil {
+		return guard.Decision{}, err
+	}
+	if m.verify.Mode(resourceID, token, sig, true) == guard.Unsigned {
+		return m.badSignature(ctx, resourceID, token)
+	}
+	return m.record(ctx, resourceID, token)
+}
+
+// Read is a guarded read of the row id: Update without assignments, so
+// the row's mark rises to token when token is at least the mark, and a
+// lower token is refused (guard.ReasonStale, the row unchanged). Read the
+// row after it, in the same transaction (db a *sql.Tx): a refusal means
+// the data may already be a later writer's, or the reader's phase is
+// over. ErrNotFound means the row does not exist.
+func (t *Table) Read(ctx context.Context, db DB, id any, token int64) (guard.Decision, error) {
+	return t.update(ctx, db, id, token, nil, nil)
+}
+
+// ReadSigned is Read for a signed token (sig: its signature text): a
+// shared grant's or an exclusive grant's will do. A table not in signed
+// mode ignores the signature.
+func (t *Table) ReadSigned(ctx context.Context, db DB, id any, token int64, sig string) (guard.Decision, error) {
+	if t.signed == nil {
+		return t.update(ctx, db, id, token, nil, nil)
+	}
+	if err := guard.ValidateToken(token); err != nil {
+		return guard.Decision{}, err
+	}
+	if id == nil {
+		return guard.Decision{}, fmt.Errorf("%w: nil row id", ErrInvalid)
+	}
+	resource, err := t.signed.resource(id)
+	if err == nil {
+		err = guard.ValidateResourceID(resource)
+	}
+	if err != nil {
+		return guard.Decision{}, fmt.Errorf("%w: resource of row %v: %w", ErrInvalid, id, err)
+	}
+	if t.signed.verify.Mode(resource, token, sig, true) == guard.Unsigned {
+		return t.badSignature(ctx, db, id, token)
+	}
+	return t.write(ctx, db, id, token, nil, nil)
+}
