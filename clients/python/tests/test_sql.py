@@ -84,6 +84,9 @@ class Guard:
             self.assertEqual((d.accepted, d.reason, d.required), (False, "stale-token", 3))
             self.assertEqual(m.high_water("files/a"), 3)
             self.assertEqual(m.high_water("files/b"), 0)
+        other = self.connect()
+        with other:
+            self.assertEqual(m.on(other).check("files/a", 1).required, 3)
 
     @need_crypto
     def test_signed_mode(self) -> None:

@@ -219,6 +219,14 @@ class FencedMarks:
         self._style = paramstyle or _paramstyle(conn)
         self.verifier = _verifier(verifier, client, accept_unsigned_tokens)
 
+    def on(self, conn: Any) -> "FencedMarks":
+        """The same marks on another connection (one per thread, or the
+        transaction's, so a mark commits with the write it fences)."""
+        c = object.__new__(FencedMarks)
+        c.__dict__.update(self.__dict__)
+        c._conn = conn
+        return c
+
     def create_table(self) -> None:
         """Create the table if it does not exist."""
         cur = self._conn.cursor()
