@@ -506,6 +506,8 @@ type Report struct {
 	// Signature is the token's signature as the guard received it: a valid
 	// one proves to the server that it issued the token.
 	Signature string
+	// Read: the decision was on a read (the history shows it as one).
+	Read bool
 }
 
 // Report sends decisions to POST /v1/decisions and returns how many were
@@ -520,6 +522,7 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 		Source     string `json:"source"`
 		At         string `json:"at,omitempty"`
 		Signature  string `json:"signature,omitempty"`
+		Access     string `json:"access,omitempty"`
 	}
 	in := struct {
 		Decisions []decision `json:"decisions"`
@@ -532,6 +535,9 @@ func (c *Client) Report(ctx context.Context, reports ...Report) (int, error) {
 			return 0, invalid(fmt.Errorf("report %d: %w", i, err))
 		}
 		w := decision{ResourceID: r.Resource, Token: r.Presented, Accepted: r.Accepted, Required: r.Required, Reason: r.Reason, Source: r.Source, Signature: r.Signature}
+		if r.Read {
+			w.Access = "read" // fenceview.AccessRead
+		}
 		if !r.At.IsZero() {
 			w.At = wire.FormatTime(r.At)
 		}

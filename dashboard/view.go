@@ -85,9 +85,18 @@ func label(e fenceview.Event) string {
 	case fenceview.EventExpire:
 		return "expired"
 	case fenceview.EventAccept:
+		if e.Access == fenceview.AccessRead {
+			return "read"
+		}
 		return "accepted"
 	case fenceview.EventReject:
-		if e.Reason == guard.ReasonStale {
+		read := e.Access == fenceview.AccessRead
+		switch {
+		case read && e.Reason == guard.ReasonStale:
+			return "stale read"
+		case read:
+			return "read refused"
+		case e.Reason == guard.ReasonStale:
 			return "stale"
 		}
 		return "refused"
@@ -126,9 +135,9 @@ func detail(e fenceview.Event, n KeyNames) string {
 	case fenceview.EventProclaim:
 		return "term " + group(e.Token) + ": " + e.Holder + " set its value"
 	case fenceview.EventAccept:
-		return "token " + group(e.Token) + " accepted" + from(e.Source)
+		return "token " + group(e.Token) + " accepted" + forRead(e) + from(e.Source)
 	case fenceview.EventReject:
-		return "token " + group(e.Presented) + " refused (" + e.Reason + "), needs ≥ " + group(e.Required) + from(e.Source)
+		return "token " + group(e.Presented) + " refused" + forRead(e) + " (" + e.Reason + "), needs ≥ " + group(e.Required) + from(e.Source)
 	case fenceview.EventAlarm:
 		return alarmEventText(e) + from(e.Source)
 	case fenceview.EventReset:
@@ -138,6 +147,25 @@ func detail(e fenceview.Event, n KeyNames) string {
 		return "recovered by " + n.Source(e.Source) + ": counter " + group(counter) + " → " + group(e.Token) + ", mark " + group(mark) + " → ≤ " + group(e.Token)
 	}
 	return ""
+}
+
+// forRead marks the decision on a read.
+func forRead(e fenceview.Event) string {
+	if e.Access == fenceview.AccessRead {
+		return " for a read"
+	}
+	return ""
+}
+
+// lockMode names how the lock is held.
+func lockMode(l fenceview.LockState) string {
+	switch {
+	case !l.Locked:
+		return "—"
+	case l.Shared:
+		return "shared: " + plural(len(l.Holders), "reader", "readers")
+	}
+	return "exclusive"
 }
 
 func from(source string) string {

@@ -140,11 +140,16 @@ func NewReporter(cfg ReporterConfig) (*Reporter, error) {
 
 // Report queues a decision about resourceID, or drops it when the buffer is
 // full. It never blocks.
-func (r *Reporter) Report(resourceID string, d guard.Decision) {
+func (r *Reporter) Report(resourceID string, d guard.Decision) { r.report(resourceID, d, false) }
+
+// ReportRead is Report for a decision on a read.
+func (r *Reporter) ReportRead(resourceID string, d guard.Decision) { r.report(resourceID, d, true) }
+
+func (r *Reporter) report(resourceID string, d guard.Decision, read bool) {
 	if r.cfg.OnlyRejections && d.Accepted {
 		return
 	}
-	rep := client.Report{Resource: resourceID, Decision: d, Source: r.cfg.Source, At: r.cfg.Now()}
+	rep := client.Report{Resource: resourceID, Decision: d, Source: r.cfg.Source, At: r.cfg.Now(), Read: read}
 	select {
 	case <-r.stop:
 		r.dropped.Add(1)

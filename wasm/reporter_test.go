@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
 // fakeServer implements the two routes of fenceview's HTTP API the host
@@ -255,5 +256,29 @@ func TestSeedFromServer(t *testing.T) {
 	srv.Close()
 	if _, err := g.SeedFromServer(context.Background(), Server{URL: srv.URL, Token: "tok"}); err == nil {
 		t.Error("no error with the server down")
+	}
+}
+
+// A signed guard's reads are reported as reads, its writes as writes.
+func TestReporterTellsReadsFromWrites(t *testing.T) {
+	srv := newFakeServer(t)
+	r := newReporter(t, ReporterConfig{Server: Server{URL: srv.URL}, Source: "wasm:test"})
+	g := newGuard(t, Config{Reporter: r})
+	if err := g.TrustKey(signedtest.Public(signedtest.New)); err != nil {
+		t.Fatal(err)
+	}
+	sigs, err := guard.SignGrants(signedtest.New, []string{"doc"}, []int64{5}, []bool{true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.CheckSignedRead("doc", 5, sigs[0])
+	g.CheckSigned("doc", 5, sigs[0]) // refused: a shared token may not write
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.decisions()
+	if len(got) != 2 || got[0]["access"] != "read" || got[0]["accepted"] != true ||
+		got[1]["access"] != nil || got[1]["reason"] != guard.ReasonSharedToken {
+		t.Fatalf("decisions = %v", got)
 	}
 }

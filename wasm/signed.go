@@ -125,7 +125,7 @@ func (g *Guard) checkSignedBytes(resourceID string, token int64, sig []byte, rea
 	d, err := s.checkSignedCall(resourceID, token, sig, read)
 	s.mu.Unlock()
 	if err == nil && g.reporter != nil {
-		g.reporter.Report(resourceID, d)
+		g.reporter.report(resourceID, d, read)
 	}
 	return d, err
 }

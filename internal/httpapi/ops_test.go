@@ -229,6 +229,12 @@ func TestSharedLocksOverJSONAndRPC(t *testing.T) {
 	if status, m := a.rpc(t, `{"id":1,"op":"fence","resource":"doc","token":1}`); status != 409 || m["code"] != fenceview.ESHAREDTOKEN {
 		t.Fatalf("a write with it over RPC: %d %v", status, m)
 	}
+	if res, m := a.do(t, "POST", "/v1/decisions", "admin", `{"decisions":[{"resourceId":"doc","token":1,"accepted":true,"source":"plugin","access":"read"}]}`, nil); res.StatusCode != 200 {
+		t.Fatalf("a guard's report of a read: %d %v", res.StatusCode, m)
+	}
+	if res, m := a.do(t, "POST", "/v1/decisions", "admin", `{"decisions":[{"resourceId":"doc","token":1,"accepted":true,"source":"plugin","access":"peek"}]}`, nil); res.StatusCode != 400 {
+		t.Fatalf("a report with access peek: %d %v", res.StatusCode, m)
+	}
 	events, err := a.s.History.ResourceEvents(context.Background(), "doc", 50)
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +248,7 @@ func TestSharedLocksOverJSONAndRPC(t *testing.T) {
 			writes++
 		}
 	}
-	if reads != 1 || writes != 1 {
-		t.Fatalf("history %+v: want one accepted read and one refused write", events)
+	if reads != 2 || writes != 1 {
+		t.Fatalf("history %+v: want two accepted reads (fenced, reported) and one refused write", events)
 	}
 }

@@ -1,12 +1,14 @@
 package issuer
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/signedtest"
+	"github.com/fenceview/fenceview/internal/sqlite"
 )
 
 func shared(t *testing.T, s *Service, res, holder string, lease time.Duration) fenceview.Grant {
@@ -279,5 +281,33 @@ func TestSignedFenceReads(t *testing.T) {
 		if err != nil || d.Accepted != (access == fenceview.AccessRead) || (!d.Accepted && d.Reason != guard.ReasonSharedToken) {
 			t.Fatalf("%s with the shared grant's token: %+v %v", access, d, err)
 		}
+	}
+}
+
+// A backup taken while readers hold restores their holds, the phase's
+// token and the counter: a reader after the restore joins the phase, a
+// writer's token is above it.
+func TestSharedHoldsInABackup(t *testing.T) {
+	h := newHarness(t)
+	a := shared(t, h.Service, "doc", "a", time.Hour)
+	shared(t, h.Service, "doc", "b", time.Hour)
+	copyPath := filepath.Join(t.TempDir(), "copy.db")
+	if _, err := sqlite.Backup(ctx, h.path, copyPath); err != nil {
+		t.Fatal(err)
+	}
+	restored := &harness{clock: h.clock, path: copyPath}
+	restored.open(t)
+	ls, _ := restored.Lock("doc")
+	if !ls.Shared || len(ls.Holders) != 2 || ls.LastToken != a.Fencing.Token {
+		t.Fatalf("the restored lock: %+v", ls)
+	}
+	if c := shared(t, restored.Service, "doc", "c", time.Hour); c.Fencing.Token != a.Fencing.Token {
+		t.Fatalf("a reader after the restore took %d, not the phase's %d", c.Fencing.Token, a.Fencing.Token)
+	}
+	for _, r := range []string{"a", "b", "c"} {
+		release(t, restored.Service, "doc", r, 0)
+	}
+	if w := acquire(t, restored.Service, "doc", "w", time.Minute); w.Fencing.Token <= a.Fencing.Token {
+		t.Fatalf("the writer after the restore took %d", w.Fencing.Token)
 	}
 }

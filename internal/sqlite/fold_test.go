@@ -39,10 +39,20 @@ func TestFoldChangesNothingReadersSee(t *testing.T) {
 					r.LastToken++
 					r.Token, r.Holder, r.HoldCount, r.LeaseMs = r.LastToken, fmt.Sprintf("h%d", commit), 1, 30000
 					r.GrantedAt, r.ExpiresAt = at, at.Add(30*time.Second)
+					r.Readers = nil
+					if rng.IntN(3) == 0 { // held shared: its readers' holds
+						r.Readers = []fenceview.Hold{
+							{Holder: r.Holder, OwnerKey: "k1", HoldCount: 2, GrantedAt: at, ExpiresAt: at.Add(30 * time.Second), LeaseMs: 30000, LockDelayMs: 500},
+							{Holder: "other \"reader\"", HoldCount: 1, GrantedAt: at, ExpiresAt: at.Add(10 * time.Second), LeaseMs: 10000},
+						}
+					}
 					e := fenceview.Event{Seq: db.nextSeq(), Type: fenceview.EventGrant,
 						ResourceID: id, Token: r.LastToken, Holder: r.Holder, At: at}
 					if rng.IntN(3) == 0 {
 						e.Type, e.Reason = fenceview.EventReject, []string{"stale-token", "bad-signature"}[rng.IntN(2)]
+						if rng.IntN(2) == 0 {
+							e.Access = fenceview.AccessRead
+						}
 					}
 					db.change(r, &e)
 				}

@@ -166,8 +166,10 @@
       case 'renew': return 'renewed';
       case 'release': return 'released';
       case 'expire': return 'expired';
-      case 'accept': return 'accepted';
-      case 'reject': return e.reason === 'stale-token' ? 'stale' : 'refused';
+      case 'accept': return e.access === 'read' ? 'read' : 'accepted';
+      case 'reject':
+        if (e.access === 'read') return e.reason === 'stale-token' ? 'stale read' : 'read refused';
+        return e.reason === 'stale-token' ? 'stale' : 'refused';
       case 'alarm': return 'alarm';
       case 'reset': return 'reset';
       case 'recover': return 'recovered';
@@ -204,9 +206,9 @@
         return tok + ' of ' + (e.holder || '') + (e.reason === 'forced' ? ' force-expired' : ': lease ran out') +
           (e.lockDelayMs > 0 ? '; lock-delay ' + group(e.lockDelayMs) + ' ms' : '');
       case 'proclaim': return 'term ' + group(e.token || 0) + ': ' + (e.holder || '') + ' set its value';
-      case 'accept': return tok + ' accepted' + from(e.source);
+      case 'accept': return tok + ' accepted' + (e.access === 'read' ? ' for a read' : '') + from(e.source);
       case 'reject':
-        return 'token ' + group(e.presented) + ' refused (' + e.reason + '), needs \u2265 ' + group(e.required) + from(e.source);
+        return 'token ' + group(e.presented) + ' refused' + (e.access === 'read' ? ' for a read' : '') + ' (' + e.reason + '), needs \u2265 ' + group(e.required) + from(e.source);
       case 'alarm': return alarmEventText(e) + from(e.source);
       case 'reset':
         return 'token counter raised to ' + group(e.token || 0) + ' (floor ' + group(e.required) + ') by ' + sourceText(e.source);
@@ -588,9 +590,14 @@
     var state = f('state');
     state.textContent = '';
     state.appendChild(el('span', lock.locked ? 'tag held' : 'tag', lock.locked ? 'locked' : 'free'));
-    f('holder').textContent = lock.locked
-      ? (lock.holdCount > 1 ? lock.holder + ' (held ' + group(lock.holdCount) + ' times)' : lock.holder) : 'nobody';
-    f('token').textContent = lock.locked ? group(lock.token) : '\u2014';
+    // A shared lock's mode, readers and phase token are the server's to
+    // draw (the "holds" part, reloaded on every grant, release and expiry).
+    var holder = f('holder');
+    if (holder && !lock.shared) {
+      holder.textContent = lock.locked
+        ? (lock.holdCount > 1 ? lock.holder + ' (held ' + group(lock.holdCount) + ' times)' : lock.holder) : 'nobody';
+      f('token').textContent = lock.locked ? group(lock.token) : '\u2014';
+    }
     var lease = f('lease');
     lease.textContent = '';
     if (lock.locked) lease.appendChild(countdown(lock.remainingMs)); else lease.textContent = '\u2014';
