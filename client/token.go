@@ -85,3 +85,14 @@ func (m *Mutex) Token() Token {
 	}
 	return Token{Resource: m.resource, Number: f.Token, Signature: f.Signature, KeyID: f.KeyID, Shared: f.Shared}
 }
+
+// SignedToken is t as a guard built from the client takes it (sqlguard
+// Table.UpdateToken, redisguard Guard.WriteToken).
+func (t Token) SignedToken() (resourceID string, token int64, signature string) {
+	return t.Resource, t.Number, t.Signature
+}
+
+var (
+	_ guard.SignedToken = Token{}
+	_ guard.KeySource   = (*Client)(nil)
+)

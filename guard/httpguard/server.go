@@ -95,6 +95,12 @@ type Config struct {
 	// the package doc); otherwise an older writer that passed the check
 	// can still write after a newer one.
 	Concurrent bool
+	// AcceptUnsignedTokens makes middleware built from a client
+	// (MiddlewareFrom) take any token number, signed or not: whoever can
+	// reach the service with a high number then locks the real holder
+	// out. For a server that does not sign, or a test. Only MiddlewareFrom
+	// reads it.
+	AcceptUnsignedTokens bool
 }
 
 // Middleware returns middleware that fences every request through

@@ -152,6 +152,12 @@ type Config struct {
 	// mark. Verifications are remembered in this process, so a holder's
 	// repeated writes cost a comparison, not an Ed25519 verification.
 	Verifier *guard.Verifier
+	// AcceptUnsignedTokens makes a guard built from a client (NewFrom)
+	// take any token number, signed or not, as New without a Verifier
+	// does: whoever can call your code with a high number then locks the
+	// real holder out. For a server that does not sign, or a test. Only
+	// NewFrom reads it.
+	AcceptUnsignedTokens bool
 }
 
 // New returns a guard that runs its scripts through cfg.Scripter, or the

@@ -114,12 +114,23 @@ type TableConfig struct {
 	// refuse every token.
 	Verifier *guard.Verifier
 	// Resource names the resource a row's tokens are signed for (e.g.
-	// "inventory:42" for row 42). Required with Verifier.
+	// "inventory:42" for row 42; Prefixed("inventory:") says so). Required
+	// with Verifier, and for NewTableFrom.
 	Resource func(id any) (string, error)
+
+	// AcceptUnsignedTokens makes a table built from a client (NewTableFrom)
+	// take any token number, signed or not, as NewTable without a Verifier
+	// does: whoever can call your code with a high number then locks the
+	// real holder out of the row. For a server that does not sign, or a
+	// test. Only NewTableFrom reads it.
+	AcceptUnsignedTokens bool
 }
 
 // NewTable returns a guard for the rows of cfg.Table, identified by
 // cfg.IDColumn, or the one error that says which setting is wrong.
+// Without cfg.Verifier it takes any token number: build a table from your
+// fenceview client with NewTableFrom, which verifies the server's
+// signatures.
 func NewTable(cfg TableConfig) (*Table, error) {
 	d := cfg.Dialect
 	if !d.valid() {

@@ -132,7 +132,7 @@ func parseEventsQuery(r *http.Request) (resource string, since int64, err error)
 	resource = q.Get("resource")
 	if resource != "" {
 		if err := guard.ValidateResourceID(resource); err != nil {
-			return "", 0, fenceview.Errorf(fenceview.EINVALID, "resource: %v", err)
+			return "", 0, fenceview.FieldErrorf(fenceview.EINVALID, "resource", "resource: %v", err)
 		}
 		if err := seeResource(r.Context(), resource); err != nil {
 			return "", 0, err

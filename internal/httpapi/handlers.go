@@ -248,9 +248,10 @@ func (s *Server) fenceOp(ctx context.Context, c *opCall) (int, any) {
 // readHeaders takes the token, signature and mode headers of a fence: one
 // of each at most.
 func (req *fenceRequest) readHeaders(h http.Header) error {
-	if hv := h.Values("X-Fencing-Token"); len(hv) > 0 {
+	if hv := h.Values(httpguard.HeaderToken); len(hv) > 0 {
 		if len(hv) > 1 {
-			return errMissingToken
+			return fenceview.FieldErrorf(fenceview.EINVALIDTOKEN, httpguard.HeaderToken,
+				"%d %s headers: send one (a positive decimal integer)", len(hv), httpguard.HeaderToken)
 		}
 		req.header = &hv[0]
 	}
@@ -262,7 +263,7 @@ func (req *fenceRequest) readHeaders(h http.Header) error {
 	}
 	if hv := h.Values(headerMode); len(hv) > 0 {
 		if len(hv) > 1 {
-			return fenceview.Errorf(fenceview.EINVALID, "one %s header at most", headerMode)
+			return fenceview.FieldErrorf(fenceview.EINVALID, headerMode, "one %s header at most", headerMode)
 		}
 		req.modeHeader = &hv[0]
 	}
@@ -333,13 +334,15 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 	if req.header != nil {
 		t, err := guard.ParseToken(*req.header)
 		if err != nil {
-			return fenceview.Fence{}, errMissingToken
+			return fenceview.Fence{}, fenceview.FieldErrorf(fenceview.EINVALIDTOKEN, httpguard.HeaderToken,
+				"invalid fencing token: %s must be a positive decimal integer, nothing else", httpguard.HeaderToken)
 		}
 		token = t
 	}
 	if req.Token.Set {
 		if req.Token.Value <= 0 {
-			return fenceview.Fence{}, errMissingToken
+			return fenceview.Fence{}, fenceview.FieldErrorf(fenceview.EINVALIDTOKEN, "token",
+				`invalid fencing token: "token" must be a positive JSON integer (or send one %s header)`, httpguard.HeaderToken)
 		}
 		if token != 0 && token != req.Token.Value {
 			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALIDTOKEN, "X-Fencing-Token header and body token differ: send one, or the same in both")
@@ -355,11 +358,19 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 	}
 	if req.Holder != "" {
 		if err := guard.ValidateHolderID(req.Holder); err != nil {
-			return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "%v", err)
+			return fenceview.Fence{}, fenceview.FieldErrorf(fenceview.EINVALID, "holder", "%v", err)
+		}
+		if err := notBlank("holder", req.Holder); err != nil {
+			return fenceview.Fence{}, err
 		}
 	}
-	if len(req.Issuer) > fenceview.MaxEnvelopeLen || len(req.Scope) > fenceview.MaxEnvelopeLen || len(req.Source) > fenceview.MaxSourceLen {
-		return fenceview.Fence{}, fenceview.Errorf(fenceview.EINVALID, "issuer, scope and source must be at most 200 bytes")
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{{"issuer", req.Issuer, fenceview.MaxEnvelopeLen}, {"scope", req.Scope, fenceview.MaxEnvelopeLen}, {"source", req.Source, fenceview.MaxSourceLen}} {
+		if len(f.v) > f.max {
+			return fenceview.Fence{}, fenceview.FieldErrorf(fenceview.EINVALID, f.name, "%s must be at most %d bytes", f.name, f.max)
+		}
 	}
 	return fenceview.Fence{
 		ResourceID: resource,
@@ -401,7 +412,7 @@ func (req fenceRequest) access() (string, error) {
 func (req fenceRequest) mode(server string) (string, error) {
 	m, err := fenceview.ParseFenceMode(req.Mode)
 	if err != nil {
-		return "", err
+		return "", withField(err, "mode")
 	}
 	if req.modeHeader != nil {
 		h, err := fenceview.ParseFenceMode(*req.modeHeader)
@@ -409,7 +420,7 @@ func (req fenceRequest) mode(server string) (string, error) {
 			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", headerMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
 		}
 		if err != nil {
-			return "", err
+			return "", withField(err, headerMode)
 		}
 		if req.Mode != "" && h != m {
 			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", headerMode)
@@ -420,6 +431,16 @@ func (req fenceRequest) mode(server string) (string, error) {
 		m = fenceview.FenceModeCurrent
 	}
 	return m, nil
+}
+
+// withField names field as the one at fault in err, a refusal without a
+// field of its own.
+func withField(err error, field string) error {
+	e, ok := err.(*fenceview.Error)
+	if !ok || e.Fields != nil {
+		return err
+	}
+	return fenceview.FieldErrorf(e.Code, field, "%s", e.Message)
 }
 
 func clientHost(r *http.Request) string {

@@ -30,6 +30,15 @@ func requiredID(field string, v *string) error {
 	if err := guard.ValidateHolderID(*v); err != nil {
 		return fenceview.FieldErrorf(fenceview.EINVALID, field, "%s: %v", field, err)
 	}
+	return notBlank(field, *v)
+}
+
+// notBlank refuses an id of spaces only: blank wherever it is shown, and
+// told from another blank one only by counting.
+func notBlank(field, v string) error {
+	if strings.Trim(v, " ") == "" {
+		return fenceview.FieldErrorf(fenceview.EINVALID, field, "%s is blank: use a name that reads as one", field)
+	}
 	return nil
 }
 

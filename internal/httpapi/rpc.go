@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -102,7 +103,7 @@ type rpcConn struct {
 	// once: the connection's key and address never change.
 	flow, fclass string
 	ctx          context.Context
-	cancel       context.CancelFunc
+	cancel       context.CancelCauseFunc // with errKeyGone at a revocation: its refusals are 401s
 	out          rpcOut
 	work         chan wire.Request // to an idle worker; unbuffered
 	req          wire.Request      // the reader's decoding target (take)
@@ -127,6 +128,13 @@ type rpcConn struct {
 	busy     atomic.Int64 // requests handed to workers or waiting, not yet answered
 	waiting  atomic.Int64 // acquires with waitMs > 0
 	dropped  atomic.Bool  // closed for not reading its answers
+
+	// Ending for a revoked key or an ended session (end): the reader
+	// takes no more messages, and once every request taken is answered
+	// and sent the connection closes with 1008. rmu orders the reader's
+	// extensions of its deadline after end's last one.
+	rmu    sync.Mutex
+	ending atomic.Bool
 }
 
 // newRPCConn is the connection of the upgraded request r, with its
@@ -144,12 +152,12 @@ func (s *Server) newRPCConn(conn *websocket.Conn, r *http.Request) *rpcConn {
 	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
 		c.slots = s.keySlots.open(c.p.KeyID)
 	}
-	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
+	c.ctx, c.cancel = context.WithCancelCause(context.WithoutCancel(r.Context()))
 	return c
 }
 
 func (c *rpcConn) close() {
-	c.cancel()
+	c.cancel(nil)
 	if c.slots != nil {
 		c.s.keySlots.close(c.p.KeyID)
 	}
@@ -164,11 +172,13 @@ func (c *rpcConn) run() {
 	c.shutdown(writerDone)
 }
 
-// shutdown ends a connection whose client is gone: waiting acquires give
-// up, the rest finish (their changes are committed whether or not anyone
-// reads the answer), and the writer sends what is pending, then ends.
+// shutdown ends a connection whose reader has stopped: waiting acquires
+// give up, the rest finish (their changes are committed whether or not
+// anyone reads the answer), and the writer sends what is pending, then
+// ends. A connection ending for its credential then says why (1008):
+// every request it took has had its answer first.
 func (c *rpcConn) shutdown(writerDone <-chan struct{}) {
-	c.cancel()
+	c.cancel(nil)
 	close(c.work)
 	c.inflight.Wait()
 	c.qmu.Lock()
@@ -176,6 +186,10 @@ func (c *rpcConn) shutdown(writerDone <-chan struct{}) {
 	c.qmu.Unlock()
 	c.wakeWriter()
 	<-writerDone
+	if c.ending.Load() {
+		closeRevoked(c.conn, nil)
+		lingerClose(c.conn.UnderlyingConn())
+	}
 }
 
 // read takes requests until the client leaves or the connection is
@@ -185,14 +199,14 @@ func (c *rpcConn) shutdown(writerDone <-chan struct{}) {
 func (c *rpcConn) read() {
 	conn := c.conn
 	conn.SetReadLimit(rpcMaxMessage)
-	conn.SetReadDeadline(time.Now().Add(pongWait))
-	conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(pongWait)) })
+	c.extendRead()
+	conn.SetPongHandler(func(string) error { return c.extendRead() })
 	for {
 		_, mr, err := conn.NextReader()
 		if err != nil {
 			return
 		}
-		conn.SetReadDeadline(time.Now().Add(pongWait))
+		c.extendRead()
 		msg, big, err := c.readWhole(mr)
 		if err != nil {
 			c.s.rpcBig.put(big)
@@ -206,6 +220,17 @@ func (c *rpcConn) read() {
 			c.msg = nil // a large message's buffer is not kept
 		}
 	}
+}
+
+// extendRead gives the client another pongWait to send, unless the
+// connection is ending (end has cut the reads short).
+func (c *rpcConn) extendRead() error {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.ending.Load() {
+		return nil
+	}
+	return c.conn.SetReadDeadline(time.Now().Add(pongWait))
 }
 
 // Message buffers: a connection keeps one of up to rpcKeptMessage bytes;
@@ -286,22 +311,18 @@ func (c *rpcConn) readMessage(msg []byte) {
 }
 
 // waitRoom holds the reader while rpcAnswerRoom answers wait for the
-// writer, until the writer takes them (or the connection ends). So the
-// answers waiting are at most rpcAnswerRoom and those of the requests
-// in flight.
+// writer, until the writer takes them. So the answers waiting are at most
+// rpcAnswerRoom and those of the requests in flight. The writer lives
+// until the reader is done, and each flush takes every answer (a write
+// waits writeWait at most), so the room always comes; a connection
+// ending for its credential keeps waiting for it too, as the rest of the
+// message it serves is answered.
 func (c *rpcConn) waitRoom() {
-	for {
-		if c.npending.Load() < rpcAnswerRoom {
-			return
-		}
+	for c.npending.Load() >= rpcAnswerRoom {
 		if c.s.rpcReaderWaits != nil {
 			c.s.rpcReaderWaits()
 		}
-		select {
-		case <-c.room:
-		case <-c.ctx.Done():
-			return
-		}
+		<-c.room
 	}
 }
 
@@ -605,7 +626,9 @@ func (c *rpcConn) answer(req wire.Request, entered func()) (status int, body any
 // stops.
 func (c *rpcConn) reply(id uint64, status int, body any) {
 	c.qmu.Lock()
-	if c.npending.Load() >= rpcAnswerQueue {
+	// Ending, the reader takes nothing more: what may still come is the
+	// answers of the requests in flight, bounded, each one owed.
+	if c.npending.Load() >= rpcAnswerQueue && !c.ending.Load() {
 		c.qmu.Unlock()
 		c.drop()
 		return
@@ -667,7 +690,8 @@ func (o *rpcOut) sendLines(lines []byte) {
 // writer sends the answers of requests served by workers, every answer
 // ready at the time as one message, keeps the connection alive with pings,
 // and ends the connection when the caller's key is revoked or its session
-// ends: the reader then stops taking requests, and waiting acquires give up.
+// ends (end): the reader then stops taking requests, waiting acquires give
+// up, and the writer goes on sending until every answer is sent.
 func (c *rpcConn) writer(done chan<- struct{}) {
 	defer close(done)
 	ping := time.NewTicker(pingPeriod)
@@ -732,9 +756,38 @@ func (o *rpcOut) ping() {
 	}
 }
 
-// end closes a connection whose credential is gone, saying why.
+// end ends a connection whose credential is gone. Its waiting acquires
+// give up, answered 401 (a grant committed before they could is answered
+// as the grant it is: its holder must hear of it), the rest of the
+// message being served is answered 401 request by request (answer), and
+// the reader takes no other message. shutdown then closes the connection
+// with 1008 once every answer is sent: closing it now would drop the
+// answers still on their way, grants included, leaving locks held by
+// holders who were never told.
 func (c *rpcConn) end() {
-	c.cancel()
-	closeRevoked(c.conn, nil)
-	c.conn.Close()
+	c.cancel(errKeyGone)
+	c.rmu.Lock()
+	c.ending.Store(true)
+	c.conn.SetReadDeadline(time.Now()) // wakes a reader waiting for the next message
+	c.rmu.Unlock()
+	if c.s.rpcEnding != nil {
+		c.s.rpcEnding()
+	}
 }
+
+// lingerClose lets the client read what was sent before the connection
+// closes: closing with the client's bytes unread makes the kernel reset
+// the connection, and a reset may discard answers the client has yet to
+// read. The write side is shut first, and what the client still sends
+// (its close frame) is read and dropped until it closes, for closeLinger
+// at most.
+func lingerClose(nc net.Conn) {
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+	nc.SetReadDeadline(time.Now().Add(closeLinger))
+	io.Copy(io.Discard, io.LimitReader(nc, rpcMaxMessage))
+}
+
+// closeLinger bounds lingerClose's wait for the client to close.
+const closeLinger = time.Second

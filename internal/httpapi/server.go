@@ -53,8 +53,9 @@ type Server struct {
 	keySlots   keySlots // RPC requests in flight, per key (rpc.go)
 	rpcBig     bigMessages
 	// In tests: rpcReaderWaits is told each time an RPC reader waits for
-	// room, rpcBeforeFlush runs before a writer takes the pending answers.
-	rpcReaderWaits, rpcBeforeFlush func()
+	// room, rpcBeforeFlush runs before a writer takes the pending answers,
+	// rpcEnding once a connection has taken its credential's end.
+	rpcReaderWaits, rpcBeforeFlush, rpcEnding func()
 
 	// Access control (access.go): nil Auth and no AdminToken is auth off.
 	Auth     Credentials

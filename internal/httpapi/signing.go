@@ -17,7 +17,7 @@ const HeaderSignature = "X-Fencing-Signature"
 // carrier with a 32-hash audit path (a grant of a batch of 64 carries 354).
 const maxSignatureLen = guard.MaxCarrierTextSize
 
-var errTwoSignatures = fenceview.Errorf(fenceview.EINVALID, "more than one "+HeaderSignature+" header")
+var errTwoSignatures = fenceview.FieldErrorf(fenceview.EINVALID, HeaderSignature, "more than one "+HeaderSignature+" header")
 
 // SigningKeys is what the API needs of the issuer's keys (*signing.Keyring).
 type SigningKeys interface {
@@ -105,7 +105,7 @@ func (req fenceRequest) signature() (string, error) {
 		sig = *req.sigHeader
 	}
 	if len(sig) > maxSignatureLen {
-		return "", fenceview.Errorf(fenceview.EINVALID, "signature over %d bytes", maxSignatureLen)
+		return "", fenceview.FieldErrorf(fenceview.EINVALID, "signature", "signature over %d bytes", maxSignatureLen)
 	}
 	return sig, nil
 }

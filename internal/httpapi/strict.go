@@ -100,7 +100,9 @@ func decodeOp(b []byte, op string, fields wire.Fields, req *wire.Request) error 
 }
 
 // decodeStrict is encoding/json's decoding of b into v refusing fields v
-// does not define (what names the route in the refusal).
+// does not define (what names the route in the refusal), strings that are
+// not UTF-8 (encoding/json would read U+FFFD in their place), and naming
+// an integer field that is not one.
 func decodeStrict(b []byte, v any, what string) error {
 	// encoding/json matches keys case-insensitively and lets a later
 	// spelling overwrite an earlier one ({"resources":["a/"],"Resources":[]}
@@ -116,12 +118,49 @@ func decodeStrict(b []byte, v any, what string) error {
 			key = strings.Trim(key, `"`)
 			return unknownField(what, key, jsonNames(reflect.TypeOf(v)))
 		}
+		if errors.Is(err, wire.ErrNotInteger) {
+			if ferr := wire.CheckText(b, intPaths(reflect.TypeOf(v))); ferr != nil {
+				err = ferr
+			}
+		}
 		return requestError("invalid JSON body", err)
 	}
 	if dec.More() {
 		return fenceview.Errorf(fenceview.EINVALID, "invalid JSON body: data after the object")
 	}
+	if err := wire.CheckText(b, nil); err != nil {
+		return requestError("invalid JSON body", err)
+	}
 	return nil
+}
+
+// intPaths reports whether a path names a wire.Int field in the struct t
+// points to (or in the structs of its fields: a report's decisions).
+func intPaths(t reflect.Type) func(path string) bool {
+	paths := map[string]bool{}
+	intType := reflect.TypeFor[wire.Int]()
+	var walk func(t reflect.Type, prefix string, depth int)
+	walk = func(t reflect.Type, prefix string, depth int) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || depth > 3 {
+			return
+		}
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if !f.IsExported() || name == "-" || name == "" {
+				continue
+			}
+			if f.Type == intType {
+				paths[prefix+name] = true
+				continue
+			}
+			walk(f.Type, prefix+name+".", depth+1)
+		}
+	}
+	walk(t, "", 0)
+	return func(path string) bool { return paths[path] }
 }
 
 // jsonNames lists the JSON field names of the struct t points to, and of

@@ -121,7 +121,10 @@ func putBuffer(b *bytes.Buffer) {
 func requestError(what string, err error) error {
 	e := fenceview.Errorf(fenceview.EINVALID, "%s: %s", what, describeJSONError(err))
 	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
+	var fieldErr *wire.FieldError
+	if errors.As(err, &fieldErr) {
+		e.Fields = map[string]any{"field": fieldErr.Field}
+	} else if errors.As(err, &typeErr) && typeErr.Field != "" {
 		e.Fields = map[string]any{"field": typeErr.Field}
 	}
 	return e
@@ -130,7 +133,12 @@ func requestError(what string, err error) error {
 func describeJSONError(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	var syntaxErr *json.SyntaxError
+	var fieldErr *wire.FieldError
 	switch {
+	case errors.As(err, &fieldErr) && errors.Is(err, wire.ErrNotInteger):
+		return fmt.Sprintf("field %q must be a JSON integer", fieldErr.Field)
+	case errors.As(err, &fieldErr):
+		return fmt.Sprintf("field %q is %v", fieldErr.Field, fieldErr.Err)
 	case errors.As(err, &typeErr):
 		if typeErr.Field != "" {
 			return fmt.Sprintf("field %q must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)

@@ -59,6 +59,11 @@ type Config struct {
 	RequireSignatures bool
 	// Observer, when set, learns how each group commit went (metrics).
 	Observer CommitObserver
+	// Queued, when set, is called once a request that waits has joined
+	// its queue (a lock's, a semaphore's, a multi-lock's or an
+	// election's), with the resource it waits on and its holder: a test
+	// of what happens to waiters waits for it instead of polling.
+	Queued func(resourceID, holder string)
 }
 
 // CommitObserver learns the duration and size of each group commit.
@@ -121,7 +126,7 @@ type Service struct {
 	stopCommit chan struct{}
 	commitDone chan struct{}
 
-	// queuedHook, when set by tests, runs after a waiter joins a queue.
+	// queuedHook (Config.Queued), when set, runs after a waiter joins a queue.
 	queuedHook func(resourceID, holder string)
 	// settlingHook, when set by tests, runs (under s.mu) when an answer
 	// starts waiting for the changes it was decided on (settleLocked).
@@ -198,6 +203,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		done:       make(chan struct{}),
 		stopCommit: make(chan struct{}),
 		commitDone: make(chan struct{}),
+		queuedHook: cfg.Queued,
 	}
 	for _, r := range resources {
 		st := newKnown(*r)

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 )
@@ -220,14 +221,38 @@ func keyBit(key []byte) Fields {
 // names (present) and the first key that is none of Request's (unknown),
 // so a caller can refuse what its op does not define. The keys are read
 // even when the request is not (err: a value of the wrong type).
+//
+// It is stricter than encoding/json, naming the field at fault (a
+// *FieldError): a string that is not valid UTF-8 is refused rather than
+// read with U+FFFD in place of its bytes, and an integer field that is
+// not one names itself. (The fast path reads only valid UTF-8 and plain
+// integers.)
 func DecodeRequestFields(line []byte, req *Request) (present Fields, unknown string, err error) {
 	if req.decodeKeys(line, nil, &present) {
 		return present, "", nil
 	}
 	*req = Request{}
 	present, unknown = scanKeys(line)
-	return present, unknown, json.Unmarshal(line, req)
+	err = json.Unmarshal(line, req)
+	var cerr error
+	switch {
+	case err == nil:
+		cerr = CheckText(line, nil)
+	case errors.Is(err, ErrNotInteger):
+		cerr = CheckText(line, isIntField)
+	}
+	if cerr != nil {
+		err = cerr
+	}
+	return present, unknown, err
 }
+
+// intFields are Request's integer keys, read by Int.
+var intFields = FieldsOf("leaseMs", "waitMs", "lockDelayMs", "token", "permits", "slot")
+
+// isIntField reports whether path is one of intFields (a key of the line
+// itself, not of a value nested in it).
+func isIntField(path string) bool { return keyBit([]byte(path))&intFields != 0 }
 
 // Envelope is what a request line says it is, read apart from the rest of
 // the line: its op and the lock it names. A line that cannot be decoded

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 	"time"
@@ -107,12 +108,21 @@ func FuzzRPCRequestDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) { checkRequest(t, line); checkRequestFields(t, line) })
 }
 
-// DecodeRequestFields reads the request DecodeRequest reads, and the
-// fast path names the keys encoding/json's scan names.
+// DecodeRequestFields reads the request DecodeRequest reads, or refuses
+// what CheckText refuses (a string that is not UTF-8), and the fast path
+// names the keys encoding/json's scan names.
 func checkRequestFields(t *testing.T, line []byte) {
 	var withKeys, plain Request
 	present, unknown, err := DecodeRequestFields(line, &withKeys)
 	perr := DecodeRequest(line, &plain)
+	strict := CheckText(line, nil)
+	if perr == nil && strict != nil {
+		var fe *FieldError
+		if !errors.As(err, &fe) || !errors.Is(err, ErrInvalidUTF8) {
+			t.Fatalf("%q: %v, want the field whose string is not UTF-8 (%v)", line, err, strict)
+		}
+		return
+	}
 	if (err == nil) != (perr == nil) || (err == nil && !reflect.DeepEqual(withKeys, plain)) {
 		t.Fatalf("%q: %+v %v, DecodeRequest %+v %v", line, withKeys, err, plain, perr)
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
@@ -64,7 +65,7 @@ func limit(q map[string][]string) (int, error) {
 	}
 	n, ok := Int(v, 1, MaxPage)
 	if !ok {
-		return 0, fenceview.Errorf(fenceview.EINVALID, "limit: an integer from 1 to %d", MaxPage)
+		return 0, fenceview.FieldErrorf(fenceview.EINVALID, "limit", "limit: an integer from 1 to %d", MaxPage)
 	}
 	return int(n), nil
 }
@@ -76,21 +77,21 @@ func RejectionFilter(q map[string][]string) (fenceview.RejectionFilter, error) {
 	f := fenceview.RejectionFilter{Limit: DefaultPage}
 	if v := first(q, "resource"); v != "" {
 		if err := guard.ValidateResourceID(v); err != nil {
-			return f, fenceview.Errorf(fenceview.EINVALID, "resource: %v", err)
+			return f, fenceview.FieldErrorf(fenceview.EINVALID, "resource", "resource: %v", err)
 		}
 		f.ResourceID = v
 	}
-	if v := first(q, "reason"); v != "" {
-		if len(v) > fenceview.MaxReasonLen {
-			return f, fenceview.Errorf(fenceview.EINVALID, "reason: at most %d bytes", fenceview.MaxReasonLen)
+	for _, p := range []struct {
+		name string
+		max  int
+		dst  *string
+	}{{"reason", fenceview.MaxReasonLen, &f.Reason}, {"source", fenceview.MaxSourceLen, &f.Source}} {
+		if v := first(q, p.name); v != "" {
+			if len(v) > p.max || !utf8.ValidString(v) {
+				return f, fenceview.FieldErrorf(fenceview.EINVALID, p.name, "%s: at most %d bytes of UTF-8", p.name, p.max)
+			}
+			*p.dst = v
 		}
-		f.Reason = v
-	}
-	if v := first(q, "source"); v != "" {
-		if len(v) > fenceview.MaxSourceLen {
-			return f, fenceview.Errorf(fenceview.EINVALID, "source: at most %d bytes", fenceview.MaxSourceLen)
-		}
-		f.Source = v
 	}
 	for _, p := range []struct {
 		name string
@@ -99,13 +100,13 @@ func RejectionFilter(q map[string][]string) (fenceview.RejectionFilter, error) {
 		if v := first(q, p.name); v != "" {
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				return f, fenceview.Errorf(fenceview.EINVALID, "%s: want an RFC 3339 time such as 2026-09-24T06:14:22Z", p.name)
+				return f, fenceview.FieldErrorf(fenceview.EINVALID, p.name, "%s: want an RFC 3339 time such as 2026-09-24T06:14:22Z", p.name)
 			}
 			*p.dst = t
 		}
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Until.After(f.Since) {
-		return f, fenceview.Errorf(fenceview.EINVALID, "until must be after since")
+		return f, fenceview.FieldErrorf(fenceview.EINVALID, "until", "until must be after since")
 	}
 	var err error
 	if f.Limit, err = limit(q); err != nil {
@@ -126,7 +127,7 @@ func Cursor(s string) (fenceview.Cursor, error) {
 	at, ok1 := Int(ms, 0, math.MaxInt64)
 	n, ok2 := Int(seq, 1, math.MaxInt64)
 	if !found || !ok1 || !ok2 {
-		return fenceview.Cursor{}, fenceview.Errorf(fenceview.EINVALID, "cursor: use the next value of the previous page")
+		return fenceview.Cursor{}, fenceview.FieldErrorf(fenceview.EINVALID, "cursor", "cursor: use the next value of the previous page")
 	}
 	return fenceview.Cursor{At: time.UnixMilli(at).UTC(), Seq: n}, nil
 }
@@ -149,13 +150,13 @@ func ParseResourceList(q map[string][]string) (ResourceList, error) {
 	}
 	if p.Prefix != "" {
 		if err := guard.ValidateResourceID(p.Prefix); err != nil {
-			return p, fenceview.Errorf(fenceview.EINVALID, "prefix: %v", err)
+			return p, fenceview.FieldErrorf(fenceview.EINVALID, "prefix", "prefix: %v", err)
 		}
 	}
 	if v := first(q, "cursor"); v != "" {
 		id, err := base64.RawURLEncoding.DecodeString(v)
 		if err != nil || guard.ValidateResourceID(string(id)) != nil {
-			return p, fenceview.Errorf(fenceview.EINVALID, "cursor: use the next value of the previous page")
+			return p, fenceview.FieldErrorf(fenceview.EINVALID, "cursor", "cursor: use the next value of the previous page")
 		}
 		p.After = string(id)
 	}
@@ -175,7 +176,7 @@ func Since(q map[string][]string) (int64, error) {
 	}
 	n, ok := Int(v, 0, math.MaxInt64)
 	if !ok {
-		return 0, fenceview.Errorf(fenceview.EINVALID, "since: a non-negative event sequence number")
+		return 0, fenceview.FieldErrorf(fenceview.EINVALID, "since", "since: a non-negative event sequence number")
 	}
 	return n, nil
 }
