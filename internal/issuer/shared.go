@@ -282,3 +282,11 @@ func heldAt(r *fenceview.Resource, now time.Time) bool {
 func sharedToken(r *fenceview.Resource, token int64) bool {
 	return token != 0 && token == r.SharedPhase
 }
+
+// holdsExclusively reports whether holder (with owner's key) holds r
+// exclusively: the test of the primitives made of locks (multi-locks,
+// elections), for which a shared hold of the same name is someone else's
+// hold, never their own.
+func holdsExclusively(r *fenceview.Resource, holder, owner string) bool {
+	return !sharedHeld(r) && r.Holder == holder && r.OwnerKey == owner
+}
