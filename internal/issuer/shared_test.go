@@ -191,6 +191,10 @@ func TestSharedHoldsSurviveRestartAndForceExpire(t *testing.T) {
 	if c.Fencing.Token != a.Fencing.Token {
 		t.Fatalf("a reader after the restart took %d, not the phase's %d", c.Fencing.Token, a.Fencing.Token)
 	}
+	// The server's fence still knows the live phase's token for a write.
+	if d, err := h.Fence(ctx, fenceview.Fence{ResourceID: "doc", Token: guard.Token{Token: c.Fencing.Token}, Source: "test"}); err != nil || d.Reason != guard.ReasonSharedToken {
+		t.Fatalf("a write with the live phase's token after a restart: %+v %v", d, err)
+	}
 	release(t, h.Service, "doc", "b", 1)
 	writer := waitFor(t, h.Service, "doc", "w", false)
 	if err := h.ForceExpire(ctx, "doc"); err != nil {
