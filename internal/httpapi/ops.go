@@ -183,6 +183,11 @@ func init() {
 		rpcOpNames = append(rpcOpNames, o.op)
 		rpcOpFields[o.op] = o.spec.LineFields()
 	}
+	for _, spec := range op.All {
+		if opsByRoute[spec.Route()] == nil {
+			panic("httpapi: operation " + spec.Route() + " has no row")
+		}
+	}
 }
 
 // registerOperations adds every operation's route to the mux.

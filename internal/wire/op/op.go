@@ -110,3 +110,14 @@ var (
 	Keys             = Spec{Method: "GET", Path: "/v1/auth/keys", Idempotent: true}
 	RevokeKey        = Spec{Method: "DELETE", Path: "/v1/auth/keys/{id}"}
 )
+
+// All lists every operation, in the order above.
+var All = []*Spec{
+	&Acquire, &Renew, &Release, &Lock, &Expire, &Reset, &Recover,
+	&Fence, &Decisions,
+	&SemaphoreAcquire, &SemaphoreRelease, &SemaphorePermits, &Semaphore,
+	&AcquireAll, &ReleaseAll,
+	&Campaign, &Proclaim, &Resign, &ElectionRenew, &Election,
+	&Resources, &Resource, &Rejections, &Events, &RPC,
+	&SigningKeys, &RotateSigningKey, &RemoveSigningKey, &CreateKey, &Keys, &RevokeKey,
+}
