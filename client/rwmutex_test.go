@@ -2,11 +2,15 @@ package client_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/sqlguard"
 )
 
 // A reader's hold has its watchdog, as a Mutex's: renewed while held,
@@ -56,5 +60,54 @@ func TestRWMutexReaderWatchdog(t *testing.T) {
 	}
 	if err := rw.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A reader's token through a table built from the client: it reads the
+// row, and its write is refused as shared-token, the row untouched; the
+// writer after the readers writes, and the reader's token is then stale.
+func TestRWMutexTokensAtATable(t *testing.T) {
+	ctx := context.Background()
+	_, c := start(t, fenceviewtest.Config{})
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "shop.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE inventory (product_id INTEGER PRIMARY KEY, stock INTEGER, fence_token BIGINT NOT NULL DEFAULT 0);
+		INSERT INTO inventory (product_id, stock) VALUES (42, 10)`); err != nil {
+		t.Fatal(err)
+	}
+	table, err := sqlguard.NewTableFrom(ctx, c, sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "inventory", IDColumn: "product_id", Resource: sqlguard.Prefixed("inventory:")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := c.RWMutex("inventory:42", "reporter")
+	if _, err := rw.RLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reader := rw.Reader().Token()
+	if d, err := table.ReadToken(ctx, db, 42, reader); err != nil || !d.Accepted {
+		t.Fatalf("the reader's read: %+v %v", d, err)
+	}
+	if d, err := table.UpdateToken(ctx, db, 42, reader, sqlguard.Set("stock", 0)); err != nil || d.Reason != guard.ReasonSharedToken {
+		t.Fatalf("the reader's write: %+v %v, want refused shared-token", d, err)
+	}
+	if err := rw.RUnlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := c.RWMutex("inventory:42", "restocker")
+	if _, err := w.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := table.UpdateToken(ctx, db, 42, w.Writer().Token(), sqlguard.Set("stock", 20)); err != nil || !d.Accepted {
+		t.Fatalf("the writer's write: %+v %v", d, err)
+	}
+	if d, err := table.ReadToken(ctx, db, 42, reader); err != nil || d.Reason != guard.ReasonStale {
+		t.Fatalf("the ended phase's read: %+v %v, want stale", d, err)
+	}
+	var stock int64
+	if err := db.QueryRow(`SELECT stock FROM inventory WHERE product_id = 42`).Scan(&stock); err != nil || stock != 20 {
+		t.Fatalf("stock %d (%v), want 20", stock, err)
 	}
 }

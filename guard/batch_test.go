@@ -281,3 +281,28 @@ func BenchmarkSignBatch64(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/grant")
 }
+
+// A read with a writer's token of a batch whose root is verified: the
+// shared message is tried first, and must not cost an Ed25519
+// verification that fails.
+func BenchmarkReadWithAnExclusiveToken(b *testing.B) {
+	const n = 64
+	ids, tokens := make([]string, n), make([]int64, n)
+	for i := range ids {
+		ids[i], tokens[i] = fmt.Sprintf("bench-%d", i), int64(i+1)
+	}
+	v, _ := guard.NewVerifier(signedtest.Public(signedtest.New))
+	sigs, _ := guard.SignBatch(signedtest.New, ids, tokens)
+	raw := make([][]byte, n)
+	for i, s := range sigs {
+		raw[i], _ = guard.DecodeCarrier(s)
+	}
+	v.Verify(ids[0], tokens[0], raw[0]) // the root, verified once
+	i := 0
+	for b.Loop() {
+		if v.Mode(ids[i%n], tokens[i%n], raw[i%n], true) != guard.Exclusive {
+			b.Fatal("not exclusive")
+		}
+		i++
+	}
+}

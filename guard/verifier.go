@@ -210,9 +210,45 @@ func (v *Verifier) VerifyGrant(resourceID string, token int64, shared bool, sig 
 
 // Mode reports what sig proves about token on resourceID: Exclusive,
 // Shared, or Unsigned when no trusted key signed it for either. read says
-// which mode to try first (a read's token is usually shared).
+// which mode to try first (a read's token is usually shared). A batch
+// carrier whose root was verified before, in either mode, costs hashing
+// only: the first mode tried never costs a failed Ed25519 verification
+// then.
 func (v *Verifier) Mode(resourceID string, token int64, sig []byte, read bool) Mode {
+	if m := v.cachedMode(resourceID, token, sig); m != Unsigned {
+		return m
+	}
 	return ledger.ModeOf(v, resourceID, token, sig, read)
+}
+
+// cachedMode is the mode of a batch carrier whose root, for one of the
+// two messages, a trusted key was verified to have signed; Unsigned when
+// neither root is remembered (or sig is no batch carrier).
+func (v *Verifier) cachedMode(resourceID string, token int64, sig []byte) Mode {
+	if len(sig) == SignatureSize || !ledger.IsCarrierSize(len(sig)) || ValidateResourceID(resourceID) != nil || ValidateToken(token) != nil {
+		return Unsigned
+	}
+	c, ok := merkle.ParseCarrier(sig)
+	if !ok {
+		return Unsigned
+	}
+	keys := v.Keys()
+	var buf [256]byte
+	for _, mode := range [...]Mode{Exclusive, Shared} {
+		root, ok := c.Root(merkle.LeafHash(AppendGrantMessage(buf[:0], resourceID, token, mode == Shared)))
+		if !ok {
+			return Unsigned // the path does not fit: neither message can verify
+		}
+		v.rootsMu.Lock()
+		for _, k := range keys {
+			if v.roots != nil && v.roots.Has((*[PublicKeySize]byte)(k), c.Size, &root, c.Signature) {
+				v.rootsMu.Unlock()
+				return mode
+			}
+		}
+		v.rootsMu.Unlock()
+	}
+	return Unsigned
 }
 
 // VerifyText is Verify for the text form of a signature carrier

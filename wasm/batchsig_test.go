@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"strconv"
 	"testing"
@@ -146,4 +147,47 @@ func TestSharedTokensInTheModules(t *testing.T) {
 			t.Errorf("%s with access READ: %q", fn, out)
 		}
 	}
+}
+
+// Every index of every batch size 1..70, its leaves shared and exclusive
+// in turn, through guard.wasm: each grant reads, an exclusive one writes,
+// a shared one is refused for a write, and its carrier with the size
+// rewritten (to one its path fits) or as version 1 is refused.
+func TestEveryBatchCarrierInTheModule(t *testing.T) {
+	g := newGuard(t, Config{Shards: 1})
+	if err := g.TrustKey(signedtest.Public(signedtest.New)); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 70; n++ {
+		ids, tokens, shared := make([]string, n), make([]int64, n), make([]bool, n)
+		for i := range ids {
+			ids[i], tokens[i], shared[i] = "b"+strconv.Itoa(n)+"/"+strconv.Itoa(i), int64(100+i), (i+n)%3 == 0
+		}
+		sigs, err := guard.SignGrants(signedtest.New, ids, tokens, shared)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, sig := range sigs {
+			raw, _ := guard.DecodeCarrier(sig)
+			for _, bad := range [][]byte{rewriteSize(raw, n+1), append([]byte{1}, raw[1:]...)} {
+				if d, err := g.CheckSignedBytesRead(ids[i], tokens[i], bad); err != nil || d.Reason != guard.ReasonBadSignature {
+					t.Fatalf("n=%d i=%d: a tampered carrier: %+v %v", n, i, d, err)
+				}
+			}
+			d, err := g.CheckSigned(ids[i], tokens[i], sig)
+			if err != nil || d.Accepted == shared[i] || shared[i] && d.Reason != guard.ReasonSharedToken {
+				t.Fatalf("n=%d i=%d shared=%v: a write: %+v %v", n, i, shared[i], d, err)
+			}
+			if d, err := g.CheckSignedRead(ids[i], tokens[i], sig); err != nil || !d.Accepted {
+				t.Fatalf("n=%d i=%d: a read: %+v %v", n, i, d, err)
+			}
+		}
+	}
+}
+
+// rewriteSize is raw, a batch carrier, with its size set to size.
+func rewriteSize(raw []byte, size int) []byte {
+	out := append([]byte(nil), raw...)
+	binary.BigEndian.PutUint32(out[69:], uint32(size))
+	return out
 }

@@ -98,7 +98,10 @@ func (l *crashLoad) run(url string, seed uint64, acks int, stop func()) {
 			}
 			for {
 				res := fmt.Sprintf("res-%d", rng.IntN(crashResources))
-				g, err := postJSON(client, url+"/v1/locks/"+res+"/acquire", fmt.Sprintf(`{"holder":%q,"leaseMs":%d}`, holder, 50+rng.IntN(500)))
+				// Half the holds are shared (readers of one phase share
+				// its token), and their fences are reads.
+				shared := rng.IntN(2) == 0
+				g, err := postJSON(client, url+"/v1/locks/"+res+"/acquire", fmt.Sprintf(`{"holder":%q,"leaseMs":%d,"shared":%v}`, holder, 50+rng.IntN(500), shared))
 				if err != nil {
 					return // killed
 				}
@@ -111,7 +114,11 @@ func (l *crashLoad) run(url string, seed uint64, acks int, stop func()) {
 				l.mu.Unlock()
 				ack()
 				for w := rng.IntN(3); w >= 0; w-- {
-					f, err := postJSON(client, url+"/v1/fence/"+res, fmt.Sprintf(`{"token":%d}`, tok))
+					access := "write"
+					if shared {
+						access = "read"
+					}
+					f, err := postJSON(client, url+"/v1/fence/"+res, fmt.Sprintf(`{"token":%d,"access":%q}`, tok, access))
 					if err != nil {
 						return
 					}

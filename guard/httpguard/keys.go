@@ -47,7 +47,10 @@ type verifying struct {
 	verify *guard.VerifyCache
 }
 
-var _ guard.SignedContextChecker = (*verifying)(nil)
+var (
+	_ guard.SignedContextChecker     = (*verifying)(nil)
+	_ guard.SignedReadContextChecker = (*verifying)(nil)
+)
 
 // Check refuses a token without a signature, as every guard in signed
 // mode does.
@@ -62,8 +65,26 @@ func (v *verifying) CheckSignedContext(ctx context.Context, resourceID string, t
 	if err := guard.ValidateToken(token); err != nil {
 		return guard.Decision{}, err
 	}
-	if !v.verify.Verify(resourceID, token, sig) {
+	switch v.verify.Mode(resourceID, token, sig, false) {
+	case guard.Unsigned:
 		return guard.Decision{Accepted: false, Reason: guard.ReasonBadSignature, Presented: token}, nil
+	case guard.Shared: // a read phase's token may not write
+		return guard.Decision{Accepted: false, Reason: guard.ReasonSharedToken, Presented: token}, nil
 	}
 	return guard.CheckSignedWith(ctx, v.next, resourceID, token, sig)
+}
+
+// CheckSignedReadContext lets a read through to next with a shared
+// grant's signature as well as an exclusive one's.
+func (v *verifying) CheckSignedReadContext(ctx context.Context, resourceID string, token int64, sig string) (guard.Decision, error) {
+	if err := guard.ValidateResourceID(resourceID); err != nil {
+		return guard.Decision{}, err
+	}
+	if err := guard.ValidateToken(token); err != nil {
+		return guard.Decision{}, err
+	}
+	if v.verify.Mode(resourceID, token, sig, true) == guard.Unsigned {
+		return guard.Decision{Accepted: false, Reason: guard.ReasonBadSignature, Presented: token}, nil
+	}
+	return guard.CheckReadWith(ctx, v.next, resourceID, token, sig)
 }

@@ -80,3 +80,13 @@ func (t *Table) ReadSigned(ctx context.Context, db DB, id any, token int64, sig 
 	}
 	return t.write(ctx, db, id, token, nil, nil)
 }
+
+// ReadToken is ReadSigned for the token a lock of the client returned
+// (RWMutex.Reader().Token() or a writer's).
+func (t *Table) ReadToken(ctx context.Context, db DB, id any, tok guard.SignedToken) (guard.Decision, error) {
+	if tok == nil {
+		return guard.Decision{}, fmt.Errorf("%w: nil token", ErrInvalid)
+	}
+	_, n, sig := tok.SignedToken()
+	return t.ReadSigned(ctx, db, id, n, sig)
+}

@@ -143,8 +143,9 @@ func TestRefusalCodes(t *testing.T) {
 	setup("POST", "/v1/locks/maxed/reset", `{"floor":9223372036854775805}`)
 	setup("POST", "/v1/locks/maxed/acquire", `{"holder":"a"}`)
 	setup("POST", "/v1/locks/maxed/release", `{"holder":"a"}`)
-	setup("POST", "/v1/locks/read/acquire", `{"holder":"r","leaseMs":60000,"shared":true}`) // a read phase, token 1
-	a.clock.Advance(1500 * time.Millisecond)                                                // the 1 s leases ran out; "delayed" is in its delay
+	// A read phase, token 1.
+	setup("POST", "/v1/locks/read/acquire", `{"holder":"r","leaseMs":60000,"shared":true}`)
+	a.clock.Advance(1500 * time.Millisecond) // the 1 s leases ran out; "delayed" is in its delay
 	lapsedAt := clock.TestDate.Add(time.Second)
 
 	type fields map[string]any

@@ -57,7 +57,7 @@ func (b *batch) campaign(name string, wait time.Duration, g grantReq) outcome {
 	}
 	w := b.get(name)
 	b.expireIfDue(w)
-	if w.res.Holder == g.holder && w.res.OwnerKey == g.owner {
+	if holdsExclusively(&w.res, g.holder, g.owner) {
 		b.proclaim(w, g.value) // already leads: same term
 		g := b.s.grantOf(&w.res)
 		return outcome{commit: true, answer: waitResult{grant: &g}}
@@ -144,7 +144,7 @@ func (s *Service) asLeader(ctx context.Context, election, candidate string, act 
 		}
 		w := b.get(election)
 		b.expireIfDue(w)
-		if w.res.Holder != candidate || w.res.OwnerKey != owner {
+		if !holdsExclusively(&w.res, candidate, owner) {
 			return refusedAfter(errNotLeader)
 		}
 		act(b, w)

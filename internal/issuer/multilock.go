@@ -91,7 +91,7 @@ func (b *batch) takeAll(ids []string, wait time.Duration, g grantReq) outcome {
 func (b *batch) takeable(ids []string, g grantReq) bool {
 	for _, id := range ids {
 		w := b.get(id)
-		if !(b.vacant(w) || (w.res.Holder == g.holder && w.res.OwnerKey == g.owner)) {
+		if !(b.vacant(w) || holdsExclusively(&w.res, g.holder, g.owner)) {
 			return false
 		}
 	}
@@ -170,7 +170,7 @@ func (b *batch) takeableNoExpiry(ids []string, g grantReq) bool {
 			continue // never known: free
 		}
 		free := r.Holder == "" && waiting == 0 && !r.AvailableAt.After(b.now)
-		if !free && !(r.Holder == g.holder && r.OwnerKey == g.owner) {
+		if !free && !holdsExclusively(r, g.holder, g.owner) {
 			return false
 		}
 	}
@@ -207,7 +207,7 @@ func (b *batch) heldAllError(ids []string, g grantReq) error {
 			continue
 		}
 		switch {
-		case r.Holder != "" && !(r.Holder == g.holder && r.OwnerKey == g.owner):
+		case r.Holder != "" && !holdsExclusively(r, g.holder, g.owner):
 			held = append(held, map[string]any{"resourceId": id, "holder": r.Holder, "expiresAt": r.ExpiresAt})
 		case r.Holder == "" && r.AvailableAt.After(b.now):
 			held = append(held, map[string]any{"resourceId": id, "holder": nil, "availableAt": r.AvailableAt})
@@ -248,7 +248,7 @@ func (b *batch) releaseAll(ids []string, holder, owner string) fenceview.Release
 		}
 		w := b.get(id)
 		b.expireIfDue(w)
-		if w.res.Holder != holder || w.res.OwnerKey != owner {
+		if !holdsExclusively(&w.res, holder, owner) {
 			out.NotHeld = append(out.NotHeld, id)
 			continue
 		}

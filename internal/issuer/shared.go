@@ -275,10 +275,19 @@ func heldAt(r *fenceview.Resource, now time.Time) bool {
 }
 
 // sharedToken reports whether token is a read phase's on r (the live
-// one's, or the latest's): a shared grant's, which the server's own fence
-// refuses for a write. Earlier phases' tokens and, after a restart, the
-// latest's are not known: an unsigned token cannot prove its mode (see
-// docs/guarantees.md), a signed one always can.
+// one's, kept with its holds, or the latest's, kept in memory): a shared
+// grant's, which the server's own fence refuses for a write. Earlier
+// phases' tokens and, after a restart, an ended phase's are not known: an
+// unsigned token cannot prove its mode (see docs/guarantees.md), a signed
+// one always can.
 func sharedToken(r *fenceview.Resource, token int64) bool {
-	return token != 0 && token == r.SharedPhase
+	return token != 0 && (token == r.SharedPhase || sharedHeld(r) && token == r.Token)
+}
+
+// holdsExclusively reports whether holder (with owner's key) holds r
+// exclusively: the test of the primitives made of locks (multi-locks,
+// elections), for which a shared hold of the same name is someone else's
+// hold, never their own.
+func holdsExclusively(r *fenceview.Resource, holder, owner string) bool {
+	return !sharedHeld(r) && r.Holder == holder && r.OwnerKey == owner
 }

@@ -191,6 +191,10 @@ func TestSharedHoldsSurviveRestartAndForceExpire(t *testing.T) {
 	if c.Fencing.Token != a.Fencing.Token {
 		t.Fatalf("a reader after the restart took %d, not the phase's %d", c.Fencing.Token, a.Fencing.Token)
 	}
+	// The server's fence still knows the live phase's token for a write.
+	if d, err := h.Fence(ctx, fenceview.Fence{ResourceID: "doc", Token: guard.Token{Token: c.Fencing.Token}, Source: "test"}); err != nil || d.Reason != guard.ReasonSharedToken {
+		t.Fatalf("a write with the live phase's token after a restart: %+v %v", d, err)
+	}
 	release(t, h.Service, "doc", "b", 1)
 	writer := waitFor(t, h.Service, "doc", "w", false)
 	if err := h.ForceExpire(ctx, "doc"); err != nil {
@@ -309,5 +313,26 @@ func TestSharedHoldsInABackup(t *testing.T) {
 	}
 	if w := acquire(t, restored.Service, "doc", "w", time.Minute); w.Fencing.Token <= a.Fencing.Token {
 		t.Fatalf("the writer after the restore took %d", w.Fencing.Token)
+	}
+}
+
+// A reader's name is not a writer's: a multi-lock or a campaign by the
+// holder of a shared hold, on that lock, is refused as held by another,
+// and a release-all by it releases nothing there.
+func TestPrimitivesDoNotTakeASharedHoldForTheirOwn(t *testing.T) {
+	h := newHarness(t)
+	r := shared(t, h.Service, "doc", "a", time.Minute)
+	if _, err := h.AcquireAll(ctx, fenceview.AcquireAllRequest{ResourceIDs: []string{"doc", "other"}, Holder: "a", Lease: time.Minute}); fenceview.ErrorCode(err) != fenceview.ELOCKHELD {
+		t.Fatalf("a multi-lock by the reader: %v", err)
+	}
+	if rel, err := h.ReleaseAll(ctx, []string{"doc"}, "a"); len(rel.Released) != 0 || err != nil && fenceview.ErrorCode(err) != fenceview.ENOTHELD {
+		t.Fatalf("a release-all by the reader: %+v %v", rel, err)
+	}
+	if _, _, err := h.Campaign(ctx, fenceview.CampaignRequest{Election: "doc", Candidate: "a", Value: "v", Lease: time.Minute}); fenceview.ErrorCode(err) != fenceview.ELOCKHELD {
+		t.Fatalf("a campaign by the reader: %v", err)
+	}
+	ls, _ := h.Lock("doc")
+	if !ls.Shared || len(ls.Holders) != 1 || ls.LastToken != r.Fencing.Token {
+		t.Fatalf("the lock after: %+v", ls)
 	}
 }
