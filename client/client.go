@@ -78,6 +78,7 @@ import (
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/wire"
+	"github.com/fenceview/fenceview/internal/wire/op"
 )
 
 // DefaultLease is the lease of Lock, renewed by the watchdog (the server's
@@ -281,32 +282,39 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// endpoint builds base + /v1/<kind>/<escaped resource>[/<action>]. Resource
-// ids may contain '/', spaces and any UTF-8: PathEscape keeps each one a
-// single path segment.
-func (c *Client) endpoint(kind, resource, action string) *url.URL {
-	suffix := ""
-	if action != "" {
-		suffix = "/" + action
+// specURL is the JSON API's URL of a call of o on name: its path with
+// the name in the place of its {resource} or {name}. Resource ids may
+// contain '/', spaces and any UTF-8: PathEscape keeps each one a single
+// path segment.
+func (c *Client) specURL(o *op.Spec, name string) *url.URL {
+	target := o.Target()
+	if target == "" {
+		return c.path(o.Path)
 	}
-	seg := url.PathEscape(resource)
-	if resource == "." || resource == ".." {
+	before, after, _ := strings.Cut(o.Path, "{"+target+"}")
+	return c.named(before, name, after)
+}
+
+// named is the URL of the path before + name + after, name one segment.
+func (c *Client) named(before, name, after string) *url.URL {
+	seg := url.PathEscape(name)
+	if name == "." || name == ".." {
 		// Dot segments would be resolved away by URL cleaning.
-		seg = strings.ReplaceAll(resource, ".", "%2E")
+		seg = strings.ReplaceAll(name, ".", "%2E")
 	}
 	u := *c.base
-	u.Path = c.base.Path + "/v1/" + kind + "/" + resource + suffix
-	u.RawPath = c.base.EscapedPath() + "/v1/" + kind + "/" + seg + suffix
+	u.Path = c.base.Path + before + name + after
+	u.RawPath = c.base.EscapedPath() + before + seg + after
 	return &u
 }
 
-// getOne GETs /v1/<kind>/<resource> into out, once resource is known to
+// getOne GETs o's route on resource into out, once resource is known to
 // be a valid id.
-func (c *Client) getOne(ctx context.Context, kind, resource string, out any) error {
+func (c *Client) getOne(ctx context.Context, o *op.Spec, resource string, out any) error {
 	if err := guard.ValidateResourceID(resource); err != nil {
 		return invalid("resource", err)
 	}
-	return c.call(ctx, http.MethodGet, c.endpoint(kind, resource, ""), nil, nil, out, refusal{resource: resource})
+	return c.call(ctx, http.MethodGet, c.specURL(o, resource), nil, nil, out, refusal{resource: resource})
 }
 
 // path is base + p, for routes without a resource.
@@ -392,7 +400,7 @@ func (c *Client) send(ctx context.Context, limit int64, method string, u *url.UR
 
 func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wait, lockDelay time.Duration, shared bool) (wire.Grant, error) {
 	var g wire.Grant
-	err := c.exchange(ctx, opAcquire, resource,
+	err := c.exchange(ctx, &op.Acquire, resource,
 		wire.Request{Holder: wire.StringOf(holder), LeaseMs: wire.IntOf(lease.Milliseconds()), WaitMs: wire.IntOf(wait.Milliseconds()),
 			LockDelayMs: wire.IntOf(lockDelay.Milliseconds()), Shared: shared}, &g,
 		refusal{resource: resource})
@@ -401,13 +409,13 @@ func (c *Client) acquire(ctx context.Context, resource, holder string, lease, wa
 
 func (c *Client) renew(ctx context.Context, resource, holder string) (wire.Grant, error) {
 	var g wire.Grant
-	err := c.exchange(ctx, opRenew, resource, wire.Request{Holder: wire.StringOf(holder)}, &g, refusal{resource: resource, conflict: "not-held"})
+	err := c.exchange(ctx, &op.Renew, resource, wire.Request{Holder: wire.StringOf(holder)}, &g, refusal{resource: resource, conflict: "not-held"})
 	return g, err
 }
 
 func (c *Client) release(ctx context.Context, resource, holder string) (int, error) {
 	var b wire.Released
-	err := c.exchange(ctx, opRelease, resource, wire.Request{Holder: wire.StringOf(holder)}, &b, refusal{resource: resource, conflict: "not-owner"})
+	err := c.exchange(ctx, &op.Release, resource, wire.Request{Holder: wire.StringOf(holder)}, &b, refusal{resource: resource, conflict: "not-owner"})
 	return b.HoldCount, err
 }
 
@@ -453,7 +461,7 @@ func (c *Client) State(ctx context.Context, resource string) (State, error) {
 		return State{}, invalid("resource", err)
 	}
 	var b wire.Lock
-	if err := c.exchange(ctx, opLock, resource, wire.Request{}, &b, refusal{resource: resource}); err != nil {
+	if err := c.exchange(ctx, &op.Lock, resource, wire.Request{}, &b, refusal{resource: resource}); err != nil {
 		return State{}, err
 	}
 	st := State{Resource: b.ResourceID, Locked: b.Locked, Holder: string(b.Holder), HoldCount: b.HoldCount, Token: b.Token,
@@ -479,7 +487,7 @@ func (c *Client) ForceExpire(ctx context.Context, resource string) error {
 	if c.admin != "" {
 		h.Set("Authorization", "Bearer "+c.admin)
 	}
-	return c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "expire"), h, nil, nil, refusal{resource: resource})
+	return c.call(ctx, http.MethodPost, c.specURL(&op.Expire, resource), h, nil, nil, refusal{resource: resource})
 }
 
 // Fenced is a token the server's guard accepted.
@@ -529,7 +537,7 @@ func (c *Client) fence(ctx context.Context, resource string, t guard.Token, mode
 	}
 	in := wire.Request{Token: wire.IntOf(t.Token), Issuer: t.Issuer, Scope: t.Scope, Signature: t.Signature, Mode: mode, Access: access}
 	var out wire.FenceAccepted
-	err := c.exchange(ctx, opFence, resource, in, &out, refusal{resource: resource, fence: true, token: t.Token})
+	err := c.exchange(ctx, &op.Fence, resource, in, &out, refusal{resource: resource, fence: true, token: t.Token})
 	if err != nil {
 		return Fenced{}, err
 	}

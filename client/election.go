@@ -16,6 +16,7 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/wire"
+	"github.com/fenceview/fenceview/internal/wire/op"
 )
 
 // maxElectionValue bounds a leader's value (fenceview.MaxElectionValue).
@@ -90,7 +91,7 @@ func (e *Election) campaign(ctx context.Context, value string, wait time.Duratio
 	in := wire.Request{Candidate: &e.candidate, Value: &value, LeaseMs: wire.IntSet(e.c.lease.Milliseconds()), WaitMs: wire.IntOf(wait.Milliseconds())}
 	var out wire.Elected
 	sent := e.c.clock.Now()
-	err := e.c.exchange(ctx, opCampaign, e.name, in, &out, refusal{resource: e.name})
+	err := e.c.exchange(ctx, &op.Campaign, e.name, in, &out, refusal{resource: e.name})
 	if err != nil {
 		return 0, err
 	}
@@ -133,7 +134,7 @@ func (e *Election) lost() bool {
 func (e *Election) renewOnce(ctx context.Context) (time.Duration, error) {
 	in := wire.Request{Candidate: &e.candidate, LeaseMs: wire.IntSet(e.c.lease.Milliseconds())}
 	var out wire.Elected
-	err := e.c.exchange(ctx, opElectionRenew, e.name, in, &out, refusal{resource: e.name, conflict: "not-leader"})
+	err := e.c.exchange(ctx, &op.ElectionRenew, e.name, in, &out, refusal{resource: e.name, conflict: "not-leader"})
 	return 0, err // the lease asked: the answer carries none
 }
 
@@ -153,7 +154,7 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 		return fmt.Errorf("%w: %q does not lead election %q", ErrNotLeader, e.candidate, e.name)
 	}
 	in := wire.Request{Candidate: &e.candidate, Value: &value}
-	err := e.c.exchange(ctx, opProclaim, e.name, in, nil, refusal{resource: e.name, conflict: "not-leader"})
+	err := e.c.exchange(ctx, &op.Proclaim, e.name, in, nil, refusal{resource: e.name, conflict: "not-leader"})
 	if errors.Is(err, ErrNotLeader) {
 		h.lose(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 	}
@@ -186,7 +187,7 @@ func (e *Election) Resign(ctx context.Context) error {
 		return nil
 	}
 	in := wire.Request{Candidate: &e.candidate}
-	err := e.c.exchange(ctx, opResign, e.name, in, nil, refusal{resource: e.name, conflict: "not-leader"})
+	err := e.c.exchange(ctx, &op.Resign, e.name, in, nil, refusal{resource: e.name, conflict: "not-leader"})
 	if h == nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		return Leader{}, invalid("name", err)
 	}
 	var out wire.Election
-	if err := e.c.exchange(ctx, opElection, e.name, wire.Request{}, &out, refusal{resource: e.name}); err != nil {
+	if err := e.c.exchange(ctx, &op.Election, e.name, wire.Request{}, &out, refusal{resource: e.name}); err != nil {
 		return Leader{}, err
 	}
 	if out.Leader == nil || out.Leader.Term <= 0 {

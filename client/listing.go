@@ -11,6 +11,7 @@ import (
 
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/wire"
+	"github.com/fenceview/fenceview/internal/wire/op"
 )
 
 // Resource is what the server knows of one resource: its token counter,
@@ -106,7 +107,7 @@ func allPages[T any](cursor string, page func(cursor string) ([]T, string, error
 // server has never seen it.
 func (c *Client) Resource(ctx context.Context, resource string) (Resource, error) {
 	var w wire.Resource
-	if err := c.getOne(ctx, "resources", resource, &w); err != nil {
+	if err := c.getOne(ctx, &op.Resource, resource, &w); err != nil {
 		return Resource{}, err
 	}
 	return resourceOf(w), nil
@@ -205,7 +206,7 @@ func (c *Client) Reset(ctx context.Context, resource string, floor int64) (Reset
 		HighWaterMark int64 `json:"highWaterMark"`
 		NextToken     int64 `json:"nextToken"`
 	}
-	if err := c.call(ctx, http.MethodPost, c.endpoint("locks", resource, "reset"), h, map[string]int64{"floor": floor}, &out, refusal{}); err != nil {
+	if err := c.call(ctx, http.MethodPost, c.specURL(&op.Reset, resource), h, map[string]int64{"floor": floor}, &out, refusal{}); err != nil {
 		return ResetResult{}, err
 	}
 	return ResetResult{Resource: resource, LastToken: out.LastToken, HighWaterMark: out.HighWaterMark, NextToken: out.NextToken}, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/wire"
+	"github.com/fenceview/fenceview/internal/wire/op"
 )
 
 // maxLockAll is the most locks one multi-lock takes (fenceview.MaxLockAll).
@@ -82,7 +83,7 @@ func (m *MultiLock) acquire(ctx context.Context, wait time.Duration) (*Locks, er
 		WaitMs: wire.IntOf(wait.Milliseconds()), LockDelayMs: wire.IntOf(m.lockDelay.Milliseconds())}
 	var out wire.Grants
 	sent := m.c.clock.Now()
-	err := m.c.exchange(ctx, opAcquireAll, "", in, &out, refusal{})
+	err := m.c.exchange(ctx, &op.AcquireAll, "", in, &out, refusal{})
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +199,7 @@ func (l *Locks) renewOnce(ctx context.Context) (time.Duration, error) {
 func (l *Locks) Unlock(ctx context.Context) error {
 	in := wire.Request{Resources: &l.resources, Holder: &l.holder}
 	var out wire.ReleasedAll
-	if err := l.c.exchange(ctx, opReleaseAll, "", in, &out, refusal{conflict: "not-owner"}); err != nil {
+	if err := l.c.exchange(ctx, &op.ReleaseAll, "", in, &out, refusal{conflict: "not-owner"}); err != nil {
 		if lostLease(err) {
 			l.h.end(fmt.Errorf("%w: %w", ErrLeaseLost, err))
 		}

@@ -10,43 +10,7 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview/internal/wire"
-)
-
-// op is one operation the client makes of the server: its op on the RPC
-// stream and its JSON API route. In RPC mode every op goes over the
-// stream; the JSON API carries the same request fields as its body.
-type op struct {
-	rpc    string // the RPC stream's op
-	method string
-	kind   string // route /v1/<kind>/<name>[/<action>] ...
-	action string
-	path   string // ... or this route, without a name (the multi-locks)
-	// named: the RPC request carries the name as Name (the primitives'),
-	// not as Resource (a lock's).
-	named bool
-	// idempotent: sending it twice does what sending it once does, so it
-	// may be sent again after a 503 with Retry-After, when the server may
-	// or may not have done it. Any op is sent again after a 429, which
-	// changed nothing.
-	idempotent bool
-}
-
-var (
-	opAcquire       = op{rpc: wire.OpAcquire, method: http.MethodPost, kind: "locks", action: "acquire"}
-	opRenew         = op{rpc: wire.OpRenew, method: http.MethodPost, kind: "locks", action: "renew", idempotent: true}
-	opRelease       = op{rpc: wire.OpRelease, method: http.MethodPost, kind: "locks", action: "release"}
-	opFence         = op{rpc: wire.OpFence, method: http.MethodPost, kind: "fence", idempotent: true}
-	opLock          = op{rpc: wire.OpLock, method: http.MethodGet, kind: "locks", idempotent: true}
-	opSemaphoreAcq  = op{rpc: wire.OpSemaphoreAcquire, method: http.MethodPost, kind: "semaphores", action: "acquire", named: true}
-	opSemaphoreRel  = op{rpc: wire.OpSemaphoreRelease, method: http.MethodPost, kind: "semaphores", action: "release", named: true}
-	opSemaphore     = op{rpc: wire.OpSemaphore, method: http.MethodGet, kind: "semaphores", named: true, idempotent: true}
-	opAcquireAll    = op{rpc: wire.OpAcquireAll, method: http.MethodPost, path: "/v1/locks/acquire-all", named: true}
-	opReleaseAll    = op{rpc: wire.OpReleaseAll, method: http.MethodPost, path: "/v1/locks/release-all", named: true}
-	opCampaign      = op{rpc: wire.OpCampaign, method: http.MethodPost, kind: "elections", action: "campaign", named: true}
-	opProclaim      = op{rpc: wire.OpProclaim, method: http.MethodPost, kind: "elections", action: "proclaim", named: true, idempotent: true}
-	opResign        = op{rpc: wire.OpResign, method: http.MethodPost, kind: "elections", action: "resign", named: true}
-	opElectionRenew = op{rpc: wire.OpElectionRenew, method: http.MethodPost, kind: "elections", action: "renew", named: true, idempotent: true}
-	opElection      = op{rpc: wire.OpElection, method: http.MethodGet, kind: "elections", named: true, idempotent: true}
+	"github.com/fenceview/fenceview/internal/wire/op"
 )
 
 // exchange makes one call of o on name (a resource, a semaphore's or an
@@ -56,31 +20,28 @@ var (
 // body is req. An error
 // answer becomes an *APIError read by r. A shed call is sent again (see
 // retrying).
-func (c *Client) exchange(ctx context.Context, o op, name string, req wire.Request, out any, r refusal) error {
-	return c.retrying(ctx, o.idempotent, func() error {
+func (c *Client) exchange(ctx context.Context, o *op.Spec, name string, req wire.Request, out any, r refusal) error {
+	return c.retrying(ctx, o.Idempotent, func() error {
 		if c.rpc != nil {
 			if err := c.exchangeRPC(ctx, o, name, req, out, r); err != errUseJSON {
 				return err
 			}
 		}
-		u := c.path(o.path)
-		if o.path == "" {
-			u = c.endpoint(o.kind, name, o.action)
-		}
+		u := c.specURL(o, name)
 		var body any
-		if o.method != http.MethodGet {
+		if o.Method != http.MethodGet {
 			body = json.RawMessage(wire.AppendRequest(nil, &req))
 		}
-		return c.send(ctx, maxResponse, o.method, u, nil, body, out, r)
+		return c.send(ctx, maxResponse, o.Method, u, nil, body, out, r)
 	})
 }
 
-func (c *Client) exchangeRPC(ctx context.Context, o op, name string, req wire.Request, out any, r refusal) error {
-	req.Op = o.rpc
-	if o.named {
-		req.Name = name
-	} else {
+func (c *Client) exchangeRPC(ctx context.Context, o *op.Spec, name string, req wire.Request, out any, r refusal) error {
+	req.Op = o.Op
+	if o.Target() == "resource" {
 		req.Resource = name
+	} else {
+		req.Name = name // a primitive's ("" for the multi-locks, which name none)
 	}
 	if err := c.life.enter(); err != nil {
 		return err

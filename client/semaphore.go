@@ -10,6 +10,7 @@ import (
 
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/wire"
+	"github.com/fenceview/fenceview/internal/wire/op"
 )
 
 // Bounds of semaphores, multi-locks and elections the client checks before sending (the server's
@@ -99,7 +100,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait time.Duration) (*Permit, e
 		WaitMs: wire.IntOf(wait.Milliseconds()), LockDelayMs: wire.IntOf(s.lockDelay.Milliseconds())}
 	var g wire.PermitGrant
 	sent := s.c.clock.Now()
-	err := s.c.exchange(ctx, opSemaphoreAcq, s.name, in, &g, refusal{resource: s.name, asked: s.permits})
+	err := s.c.exchange(ctx, &op.SemaphoreAcquire, s.name, in, &g, refusal{resource: s.name, asked: s.permits})
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +221,7 @@ func (p *Permit) renewOnce(ctx context.Context) (time.Duration, error) {
 // (as Mutex.Unlock's) and Context is cancelled with ErrLeaseLost.
 func (p *Permit) Release(ctx context.Context) error {
 	in := wire.Request{Holder: &p.holder, Slot: wire.IntSet(int64(p.slot))}
-	err := p.s.c.exchange(ctx, opSemaphoreRel, p.s.name, in, nil, refusal{resource: p.s.name, conflict: "not-owner"})
+	err := p.s.c.exchange(ctx, &op.SemaphoreRelease, p.s.name, in, nil, refusal{resource: p.s.name, conflict: "not-owner"})
 	switch {
 	case lostLease(err):
 		p.h.end(fmt.Errorf("%w: %w", ErrLeaseLost, err))
@@ -256,7 +257,7 @@ func (s *Semaphore) State(ctx context.Context) (SemaphoreState, error) {
 		return SemaphoreState{}, err
 	}
 	var b wire.Semaphore
-	if err := s.c.exchange(ctx, opSemaphore, s.name, wire.Request{}, &b, refusal{resource: s.name}); err != nil {
+	if err := s.c.exchange(ctx, &op.Semaphore, s.name, wire.Request{}, &b, refusal{resource: s.name}); err != nil {
 		return SemaphoreState{}, err
 	}
 	st := SemaphoreState{Name: b.Name, Permits: b.Permits, Free: b.Free, Waiters: b.Waiters}
