@@ -446,10 +446,6 @@ func (c *rpcConn) serveWaiting(req wire.Request) {
 		return
 	}
 	c.takeSlot()
-	// A lock's acquire keeps only what it needs.
-	if req.Op == wire.OpAcquire {
-		req = wire.Request{ID: req.ID, Op: req.Op, Resource: req.Resource, Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs, Shared: req.Shared}
-	}
 	c.busy.Add(1)
 	c.inflight.Add(1)
 	go func() {
