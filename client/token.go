@@ -5,13 +5,14 @@ import (
 	"strconv"
 
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/httpguard"
 )
 
 // Headers a token travels in to a fenced HTTP service (httpguard).
 const (
-	HeaderToken     = "X-Fencing-Token"
-	HeaderSignature = "X-Fencing-Signature"
-	HeaderResource  = "X-Resource-Id"
+	HeaderToken     = httpguard.HeaderToken
+	HeaderSignature = httpguard.HeaderSignature
+	HeaderResource  = httpguard.HeaderResource
 )
 
 // Token is a fencing token as its holder presents it: the number, and from

@@ -57,6 +57,11 @@ const (
 	// HeaderSignature carries the token's signature (base64url, no
 	// padding) for guards in signed mode.
 	HeaderSignature = "X-Fencing-Signature"
+	// HeaderAccess says what a check guards at the server's fence: "read"
+	// or "write" (the default).
+	HeaderAccess = "X-Fencing-Access"
+	// HeaderMode asks the server's fence for a mode (fenceview.FenceModeCurrent).
+	HeaderMode = "X-Fencing-Mode"
 )
 
 // Fence is the accepted token of a request, as handlers see it.

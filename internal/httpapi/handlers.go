@@ -255,21 +255,21 @@ func (req *fenceRequest) readHeaders(h http.Header) error {
 		}
 		req.header = &hv[0]
 	}
-	if hv := h.Values(HeaderSignature); len(hv) > 0 {
+	if hv := h.Values(httpguard.HeaderSignature); len(hv) > 0 {
 		if len(hv) > 1 {
 			return errTwoSignatures
 		}
 		req.sigHeader = &hv[0]
 	}
-	if hv := h.Values(headerMode); len(hv) > 0 {
+	if hv := h.Values(httpguard.HeaderMode); len(hv) > 0 {
 		if len(hv) > 1 {
-			return fenceview.FieldErrorf(fenceview.EINVALID, headerMode, "one %s header at most", headerMode)
+			return fenceview.FieldErrorf(fenceview.EINVALID, httpguard.HeaderMode, "one %s header at most", httpguard.HeaderMode)
 		}
 		req.modeHeader = &hv[0]
 	}
-	if hv := h.Values(headerAccess); len(hv) > 0 {
+	if hv := h.Values(httpguard.HeaderAccess); len(hv) > 0 {
 		if len(hv) > 1 {
-			return fenceview.Errorf(fenceview.EINVALID, "one %s header at most", headerAccess)
+			return fenceview.Errorf(fenceview.EINVALID, "one %s header at most", httpguard.HeaderAccess)
 		}
 		req.accessHeader = &hv[0]
 	}
@@ -380,12 +380,6 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 	}, nil
 }
 
-// headerMode asks the server's fence for a mode (fenceview.FenceModeCurrent).
-const headerMode = "X-Fencing-Mode"
-
-// headerAccess says what a fence guards: "read" or "write" (the default).
-const headerAccess = "X-Fencing-Access"
-
 // access is the fence's access: the header's, the body's, or both when
 // they agree.
 func (req fenceRequest) access() (string, error) {
@@ -395,13 +389,13 @@ func (req fenceRequest) access() (string, error) {
 	}
 	h, err := fenceview.ParseAccess(*req.accessHeader)
 	if *req.accessHeader == "" {
-		err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", headerAccess, fenceview.AccessRead, fenceview.AccessWrite)
+		err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", httpguard.HeaderAccess, fenceview.AccessRead, fenceview.AccessWrite)
 	}
 	if err != nil {
 		return "", err
 	}
 	if req.Access != "" && h != a {
-		return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body access differ", headerAccess)
+		return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body access differ", httpguard.HeaderAccess)
 	}
 	return h, nil
 }
@@ -417,13 +411,13 @@ func (req fenceRequest) mode(server string) (string, error) {
 	if req.modeHeader != nil {
 		h, err := fenceview.ParseFenceMode(*req.modeHeader)
 		if *req.modeHeader == "" {
-			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", headerMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
+			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", httpguard.HeaderMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
 		}
 		if err != nil {
-			return "", withField(err, headerMode)
+			return "", withField(err, httpguard.HeaderMode)
 		}
 		if req.Mode != "" && h != m {
-			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", headerMode)
+			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", httpguard.HeaderMode)
 		}
 		m = h
 	}

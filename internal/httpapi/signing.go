@@ -6,18 +6,16 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
+	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/signing"
 	"github.com/fenceview/fenceview/internal/wire"
 )
-
-// HeaderSignature carries a token's signature beside X-Fencing-Token.
-const HeaderSignature = "X-Fencing-Signature"
 
 // maxSignatureLen bounds a signature field: the longest carrier, a batch
 // carrier with a 32-hash audit path (a grant of a batch of 64 carries 354).
 const maxSignatureLen = guard.MaxCarrierTextSize
 
-var errTwoSignatures = fenceview.FieldErrorf(fenceview.EINVALID, HeaderSignature, "more than one "+HeaderSignature+" header")
+var errTwoSignatures = fenceview.FieldErrorf(fenceview.EINVALID, httpguard.HeaderSignature, "more than one "+httpguard.HeaderSignature+" header")
 
 // SigningKeys is what the API needs of the issuer's keys (*signing.Keyring).
 type SigningKeys interface {
@@ -100,7 +98,7 @@ func (req fenceRequest) signature() (string, error) {
 	sig := req.Signature
 	if req.sigHeader != nil {
 		if sig != "" && sig != *req.sigHeader {
-			return "", fenceview.Errorf(fenceview.EINVALID, HeaderSignature+" header and body signature differ")
+			return "", fenceview.Errorf(fenceview.EINVALID, httpguard.HeaderSignature+" header and body signature differ")
 		}
 		sig = *req.sigHeader
 	}
