@@ -155,7 +155,7 @@ var (
 	// leader's ends with its term; the node serves on (forwarding to the
 	// next leader), so a new connection reaches the service of now.
 	// Requests this connection did not answer were not taken.
-	endService = &rpcEnd{websocket.CloseServiceRestart, "the service ended (a cluster leader's term ended); reconnect"}
+	endService = &rpcEnd{websocket.CloseServiceRestart, wire.ServiceEnded}
 )
 
 // closingService is a service that says when it closes (issuer.Service).
