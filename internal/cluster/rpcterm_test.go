@@ -15,8 +15,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/servertest"
+	"github.com/fenceview/fenceview/internal/wire"
 )
 
 // An RPC connection opened during a leader's term does not outlive it:
@@ -35,6 +37,12 @@ func TestRPCConnectionEndsWithItsTerm(t *testing.T) {
 	if g.Status != 200 || g.token() == 0 {
 		t.Fatalf("acquire: %d %v", g.Status, g.Body)
 	}
+	// The Go client's stream, opened during the term too.
+	gc := must(client.New(client.Config{URL: leader.url()}))
+	t.Cleanup(func() { gc.Close() })
+	if st, err := gc.State(context.Background(), "r"); err != nil || st.Holder != "a" {
+		t.Fatalf("the Go client's State: %+v, %v", st, err)
+	}
 	sendRPC(t, ws, `{"id":2,"op":"acquire","resource":"r","holder":"b","leaseMs":60000,"waitMs":120000}`)
 	servertest.Eventually(t, "b waits at the leader", func() bool {
 		svc := leader.srv.Node.Service()
@@ -45,18 +53,23 @@ func TestRPCConnectionEndsWithItsTerm(t *testing.T) {
 	// The node lives on, a follower of the next leader.
 	revokeLeaderLease(t, etcd.Endpoints(), "/"+t.Name()+"/", leader.self().ID)
 
-	answers, code := readRPCUntilClose(t, ws)
+	answers, code, reason := readRPCUntilClose(t, ws)
 	if w, ok := answers[2]; !ok || w.Status != 503 || w.Body["code"] != "unavailable" {
 		t.Fatalf("the waiter at the term's end: %v (answered: %v), want 503 unavailable", w, ok)
 	}
 	if len(answers) != 1 {
 		t.Fatalf("answers after the term's end: %v, want only the waiter's", answers)
 	}
-	if code != websocket.CloseServiceRestart {
-		t.Fatalf("the term's connection closed with %d (0: no close frame), want %d (service restart)", code, websocket.CloseServiceRestart)
+	if code != websocket.CloseServiceRestart || reason != wire.ServiceEnded {
+		t.Fatalf("the term's connection closed with %d %q (0: no close frame), want %d (service restart) %q",
+			code, reason, websocket.CloseServiceRestart, wire.ServiceEnded)
 	}
 
 	servertest.Eventually(t, "the follower leads", follower.leading)
+	// The Go client's next call goes on a new stream, to the next leader.
+	if st, err := gc.State(context.Background(), "r"); err != nil || st.Holder != "a" || st.Token != g.token() {
+		t.Fatalf("the Go client's State at the next leader: %+v, %v; want held by a with token %d", st, err, g.token())
+	}
 	// A client's next connection, through the node whose term ended.
 	ws = dialRPC(t, leader)
 	if r := rpcCall(t, ws, `{"id":1,"op":"renew","resource":"r","holder":"a"}`); r.Status != 200 || r.token() != g.token() {
@@ -130,19 +143,19 @@ func rpcCall(t *testing.T, ws *websocket.Conn, line string) rpcAnswer {
 }
 
 // readRPCUntilClose reads answers, by id, until the connection closes, and
-// the close code (0 when it broke without one).
-func readRPCUntilClose(t *testing.T, ws *websocket.Conn) (map[uint64]rpcAnswer, int) {
+// the close code and reason (0 when it broke without one).
+func readRPCUntilClose(t *testing.T, ws *websocket.Conn) (answers map[uint64]rpcAnswer, code int, reason string) {
 	t.Helper()
-	answers := map[uint64]rpcAnswer{}
+	answers = map[uint64]rpcAnswer{}
 	ws.SetReadDeadline(time.Now().Add(hangGuard))
 	for {
 		_, msg, err := ws.ReadMessage()
 		if err != nil {
 			var ce *websocket.CloseError
 			if errors.As(err, &ce) {
-				return answers, ce.Code
+				return answers, ce.Code, ce.Text
 			}
-			return answers, 0
+			return answers, 0, ""
 		}
 		for _, line := range bytes.Split(msg, []byte("\n")) {
 			var a rpcAnswer
