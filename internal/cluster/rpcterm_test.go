@@ -17,6 +17,7 @@ import (
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
+	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/servertest"
 	"github.com/fenceview/fenceview/internal/wire"
 )
@@ -29,7 +30,11 @@ import (
 // change and issues no token twice.
 func TestRPCConnectionEndsWithItsTerm(t *testing.T) {
 	etcd := etcdtest.Start(t, 1)
-	nodes := startNodes(t, etcd.Endpoints(), 2)
+	// Terms end here only when the test ends one: a 3 s TTL, not the
+	// tests' 1 s, so a busy machine's late keep-alive does not end the
+	// next leader's under its connections. (The leader whose lease is
+	// revoked learns of it at its next keep-alive, a third of the TTL.)
+	nodes := startNodesWith(t, etcd.Endpoints(), 2, server.Config{Cluster: server.ClusterConfig{ElectionTTL: 3 * time.Second}})
 	leader, follower := leaderAndFollower(t, nodes)
 
 	ws := dialRPC(t, leader)
