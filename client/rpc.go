@@ -244,6 +244,9 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req wire
 	}
 	if s.err != nil {
 		s.mu.Unlock()
+		if a, ok := s.notTaken(); ok {
+			return a, nil
+		}
 		return wire.Answer{}, s.err
 	}
 	s.next++
@@ -293,6 +296,9 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req wire
 			return a, nil
 		default:
 		}
+		if a, ok := s.notTaken(); ok {
+			return a, nil
+		}
 		return wire.Answer{}, s.deadErr()
 	case <-ctx.Done():
 		s.forget(req.ID)
@@ -302,6 +308,22 @@ func (s *rpcSession) call(ctx context.Context, closing <-chan struct{}, req wire
 		return wire.Answer{}, context.Canceled
 	}
 }
+
+// notTaken is the answer of a call left without one when the server
+// closed the session for its service's end (wire.ServiceEnded: a cluster
+// leader's term ended). The server answered every request it took before
+// that close, so this one was not taken: it is refused as a closed
+// service refuses a change (503 unavailable, no Retry-After), and
+// exchangeRPC sends it once more on a new connection.
+func (s *rpcSession) notTaken() (wire.Answer, bool) {
+	var ce *websocket.CloseError
+	if err := s.deadErr(); errors.As(err, &ce) && ce.Code == websocket.CloseServiceRestart && ce.Text == wire.ServiceEnded {
+		return wire.Answer{Status: http.StatusServiceUnavailable, Body: notTakenBody}, true
+	}
+	return wire.Answer{}, false
+}
+
+var notTakenBody = []byte(`{"error":"the server's service ended before it read the request; nothing was changed","code":"unavailable"}`)
 
 // forget drops the call id gave up on: the request may be on its way, and
 // its answer, if any, is dropped.

@@ -20,6 +20,9 @@
 // Waiters (acquire with waitMs) are not carried over a leader change: they
 // live in the leader's memory, and the leader that loses its term answers
 // them 503 "the server is shutting down", which clients retry like any 503.
+// RPC stream connections end with the term too: once each has answered
+// what it took, it closes with 1012 and its client reconnects, to this
+// node or another, and so to the next leader (httpapi's rpc.go).
 // Leases are carried over: they are part of each resource's state in etcd.
 package cluster
 

@@ -129,12 +129,38 @@ type rpcConn struct {
 	waiting  atomic.Int64 // acquires with waitMs > 0
 	dropped  atomic.Bool  // closed for not reading its answers
 
-	// Ending for a revoked key or an ended session (end): the reader
+	// Ending (end): for a revoked key or an ended session, or because the
+	// service it reaches has ended (a cluster leader's term): the reader
 	// takes no more messages, and once every request taken is answered
-	// and sent the connection closes with 1008. rmu orders the reader's
+	// and sent the connection closes, saying why. rmu orders the reader's
 	// extensions of its deadline after end's last one.
 	rmu    sync.Mutex
-	ending atomic.Bool
+	ending atomic.Pointer[rpcEnd]
+	// serviceEnded is closed when the server's service closes (nil when
+	// it does not say).
+	serviceEnded <-chan struct{}
+}
+
+// rpcEnd is why the server ends a connection: the close frame it sends
+// once every request the connection took is answered.
+type rpcEnd struct {
+	code int
+	text string
+}
+
+var (
+	// endRevoked: the credential is gone; reconnecting needs another.
+	endRevoked = &rpcEnd{websocket.ClosePolicyViolation, errKeyGone.Message}
+	// endService: the service the connection reached ended, as a cluster
+	// leader's ends with its term; the node serves on (forwarding to the
+	// next leader), so a new connection reaches the service of now.
+	// Requests this connection did not answer were not taken.
+	endService = &rpcEnd{websocket.CloseServiceRestart, wire.ServiceEnded}
+)
+
+// closingService is a service that says when it closes (issuer.Service).
+type closingService interface {
+	Closing() <-chan struct{}
 }
 
 // newRPCConn is the connection of the upgraded request r, with its
@@ -147,6 +173,9 @@ func (s *Server) newRPCConn(conn *websocket.Conn, r *http.Request) *rpcConn {
 	c.out.conn = conn
 	if c.ts, _ = s.Service.(thenService); c.ts != nil {
 		c.thenSlots = make(chan struct{}, rpcWorkers)
+	}
+	if cs, ok := s.Service.(closingService); ok {
+		c.serviceEnded = cs.Closing()
 	}
 	c.flow, c.fclass = flowOf(c.p, c.addr)
 	if c.p.KeyID != "" { // auth on: the key's share (with auth off, everyone is one caller)
@@ -175,8 +204,9 @@ func (c *rpcConn) run() {
 // shutdown ends a connection whose reader has stopped: waiting acquires
 // give up, the rest finish (their changes are committed whether or not
 // anyone reads the answer), and the writer sends what is pending, then
-// ends. A connection ending for its credential then says why (1008):
-// every request it took has had its answer first.
+// ends. A connection the server ended (end) then says why: 1008 for its
+// credential, 1012 for its service. Every request it took has had its
+// answer first.
 func (c *rpcConn) shutdown(writerDone <-chan struct{}) {
 	c.cancel(nil)
 	close(c.work)
@@ -186,8 +216,8 @@ func (c *rpcConn) shutdown(writerDone <-chan struct{}) {
 	c.qmu.Unlock()
 	c.wakeWriter()
 	<-writerDone
-	if c.ending.Load() {
-		closeRevoked(c.conn, nil)
+	if why := c.ending.Load(); why != nil {
+		c.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(why.code, why.text), time.Now().Add(writeWait))
 		lingerClose(c.conn.UnderlyingConn())
 	}
 }
@@ -227,7 +257,7 @@ func (c *rpcConn) read() {
 func (c *rpcConn) extendRead() error {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if c.ending.Load() {
+	if c.ending.Load() != nil {
 		return nil
 	}
 	return c.conn.SetReadDeadline(time.Now().Add(pongWait))
@@ -624,7 +654,7 @@ func (c *rpcConn) reply(id uint64, status int, body any) {
 	c.qmu.Lock()
 	// Ending, the reader takes nothing more: what may still come is the
 	// answers of the requests in flight, bounded, each one owed.
-	if c.npending.Load() >= rpcAnswerQueue && !c.ending.Load() {
+	if c.npending.Load() >= rpcAnswerQueue && c.ending.Load() == nil {
 		c.qmu.Unlock()
 		c.drop()
 		return
@@ -686,13 +716,14 @@ func (o *rpcOut) sendLines(lines []byte) {
 // writer sends the answers of requests served by workers, every answer
 // ready at the time as one message, keeps the connection alive with pings,
 // and ends the connection when the caller's key is revoked or its session
-// ends (end): the reader then stops taking requests, waiting acquires give
-// up, and the writer goes on sending until every answer is sent.
+// ends, or when the service closes (end): the reader then stops taking
+// requests, waiting acquires give up, and the writer goes on sending until
+// every answer is sent.
 func (c *rpcConn) writer(done chan<- struct{}) {
 	defer close(done)
 	ping := time.NewTicker(pingPeriod)
 	defer ping.Stop()
-	revoked, ended := c.p.Revoked(), c.p.Ended()
+	revoked, ended, serviceEnded := c.p.Revoked(), c.p.Ended(), c.serviceEnded
 	var batch []byte
 	for {
 		select {
@@ -704,11 +735,16 @@ func (c *rpcConn) writer(done chan<- struct{}) {
 		case <-ping.C:
 			c.out.ping()
 		case <-revoked:
-			c.end()
+			c.revoke()
 			revoked, ended = nil, nil
 		case <-ended:
-			c.end()
+			c.revoke()
 			revoked, ended = nil, nil
+		case <-serviceEnded:
+			// The closed service answers what is in flight (its waiters
+			// 503, the change it refuses 503): nothing to cancel here.
+			c.end(endService)
+			serviceEnded = nil
 		}
 	}
 }
@@ -752,18 +788,24 @@ func (o *rpcOut) ping() {
 	}
 }
 
-// end ends a connection whose credential is gone. Its waiting acquires
-// give up, answered 401 (a grant committed before they could is answered
-// as the grant it is: its holder must hear of it), the rest of the
-// message being served is answered 401 request by request (answer), and
-// the reader takes no other message. shutdown then closes the connection
-// with 1008 once every answer is sent: closing it now would drop the
-// answers still on their way, grants included, leaving locks held by
-// holders who were never told.
-func (c *rpcConn) end() {
+// revoke ends a connection whose credential is gone. Its waiting
+// acquires give up, answered 401 (a grant committed before they could is
+// answered as the grant it is: its holder must hear of it), the rest of
+// the message being served is answered 401 request by request (answer),
+// and the connection ends (end).
+func (c *rpcConn) revoke() {
 	c.cancel(errKeyGone)
+	c.end(endRevoked)
+}
+
+// end stops the reader: it takes no other message (the rest of the one
+// being served is taken). shutdown then closes the connection, saying
+// why (the first reason given), once every answer is sent: closing it
+// now would drop the answers still on their way, grants included,
+// leaving locks held by holders who were never told.
+func (c *rpcConn) end(why *rpcEnd) {
 	c.rmu.Lock()
-	c.ending.Store(true)
+	c.ending.CompareAndSwap(nil, why)
 	c.conn.SetReadDeadline(time.Now()) // wakes a reader waiting for the next message
 	c.rmu.Unlock()
 	if c.s.rpcEnding != nil {

@@ -112,7 +112,8 @@ type Service struct {
 	index, alarmIndex *btree.BTreeG[*known]
 	hub               hub // subscribers (stream.go)
 	closed            bool
-	queue             []*batch // applied in memory, waiting for the committer
+	closing           chan struct{} // closed with closed set (Closing)
+	queue             []*batch      // applied in memory, waiting for the committer
 	// committing is set while a commit runs, in the committer or in a
 	// caller that found none running (finish).
 	committing bool
@@ -200,6 +201,7 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 		metrics:    newCounters(),
 		kick:       make(chan struct{}, 1),
 		stop:       make(chan struct{}),
+		closing:    make(chan struct{}),
 		done:       make(chan struct{}),
 		stopCommit: make(chan struct{}),
 		commitDone: make(chan struct{}),
@@ -233,6 +235,11 @@ func New(store Store, resources []*fenceview.Resource, lastSeq int64, cfg Config
 // Issuer returns the issuer id.
 func (s *Service) Issuer() string { return s.issuer }
 
+// Closing is closed when Close begins: from then on the service refuses
+// every change. Whoever holds on to the service past its end (an RPC
+// connection of a cluster leader's term) learns of it here.
+func (s *Service) Closing() <-chan struct{} { return s.closing }
+
 // Close refuses new changes and every waiter, commits what is in flight,
 // ends every subscription and stops the background loops.
 func (s *Service) Close() {
@@ -242,6 +249,7 @@ func (s *Service) Close() {
 		return
 	}
 	s.closed = true
+	close(s.closing)
 	for _, st := range s.resources {
 		for _, w := range st.waiters {
 			close(w.result)
