@@ -2,20 +2,13 @@
 stream (the default) and over the JSON API."""
 
 import threading
-import unittest
 
 import fenceview
 
-from .helpers import Cuttable, client, need_server, unique, until, URL
+from .helpers import URL, Cuttable, OneClient, over_both_transports, unique, until
 
 
-class LockTests:
-    rpc = True
-
-    def setUp(self) -> None:
-        self.c = client(rpc=self.rpc)
-        self.addCleanup(self.c.close)
-
+class LockTests(OneClient):
     def test_with_gives_an_int_token_and_releases(self) -> None:
         r = unique("with")
         lock = self.c.lock(r, holder="worker-7", lease=30.0)
@@ -203,11 +196,4 @@ class LockTests:
             self.assertEqual(top.token, 2**63 - 2)
 
 
-@need_server
-class LockOverRPC(LockTests, unittest.TestCase):
-    rpc = True
-
-
-@need_server
-class LockOverJSON(LockTests, unittest.TestCase):
-    rpc = False
+LockOverRPC, LockOverJSON = over_both_transports(LockTests, "Lock")

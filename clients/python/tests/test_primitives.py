@@ -5,16 +5,10 @@ import unittest
 
 import fenceview
 
-from .helpers import ADMIN, URL, Cuttable, client, need_server, unique, until
+from .helpers import ADMIN, URL, Cuttable, OneClient, need_server, over_both_transports, unique, until
 
 
-class Primitives:
-    rpc = True
-
-    def setUp(self) -> None:
-        self.c = client(rpc=self.rpc)
-        self.addCleanup(self.c.close)
-
+class Primitives(OneClient):
     def test_semaphore_permits_are_slots_with_their_own_tokens(self) -> None:
         name = unique("exports")
         sem = self.c.semaphore(name, 2, holder="w")
@@ -135,22 +129,11 @@ class Primitives:
         e.resign()  # quiet
 
 
-@need_server
-class PrimitivesOverRPC(Primitives, unittest.TestCase):
-    rpc = True
+PrimitivesOverRPC, PrimitivesOverJSON = over_both_transports(Primitives, "Primitives")
 
 
 @need_server
-class PrimitivesOverJSON(Primitives, unittest.TestCase):
-    rpc = False
-
-
-@need_server
-class Observing(unittest.TestCase):
-    def setUp(self) -> None:
-        self.c = client()
-        self.addCleanup(self.c.close)
-
+class Observing(OneClient, unittest.TestCase):
     def test_the_event_stream_carries_grants_and_decisions(self) -> None:
         r = unique("events")
         with self.c.events(resource=r) as stream:
