@@ -50,6 +50,11 @@ class OneClient:
         self.c = client(rpc=self.rpc)
         self.addCleanup(self.c.close)  # type: ignore[attr-defined]
 
+    def assertLostWhenExpired(self, lease: fenceview.Lease, resource: str, msg: Optional[str] = None) -> None:
+        """Expires resource's lease on the server: lease.lost must be set."""
+        self.c.force_expire(resource)
+        self.assertTrue(lease.lost.wait(30), msg)  # type: ignore[attr-defined]
+
 
 def over_both_transports(suite: type, name: str) -> Tuple[type, type]:
     """suite's tests as two TestCases needing the test server, <name>OverRPC

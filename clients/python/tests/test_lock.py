@@ -118,8 +118,7 @@ class LockTests(OneClient):
         lock = self.c.lock(r, holder="h", lease=0.6)  # renewed every 0.2 s
         lock.acquire()
         token = lock.token
-        self.c.force_expire(r)
-        self.assertTrue(lock.lost.wait(30), "lost was never set")
+        self.assertLostWhenExpired(lock, r, "lost was never set")
         self.assertIn("refused", lock.lost_reason)
         self.assertFalse(lock.locked())
         self.assertEqual(lock.token, token)

@@ -51,8 +51,7 @@ class Primitives(OneClient):
         name = unique("lostsem")
         p = self.c.semaphore(name, 1, holder="a", lease=0.6).acquire()
         assert p is not None
-        self.c.force_expire(p.name)
-        self.assertTrue(p.lost.wait(30))
+        self.assertLostWhenExpired(p, p.name)
         p.release()
 
     def test_multi_lock_all_or_nothing(self) -> None:
@@ -124,8 +123,7 @@ class Primitives(OneClient):
         name = unique("depose")
         e = self.c.election(name, candidate="n1", lease=0.6)
         e.campaign()
-        self.c.force_expire(name)
-        self.assertTrue(e.lost.wait(30))
+        self.assertLostWhenExpired(e, name)
         e.resign()  # quiet
 
 

@@ -57,8 +57,7 @@ class Shared(OneClient):
         r = unique("readlost")
         lock = self.c.read_lock(r, holder="h", lease=0.6)
         lock.acquire()
-        self.c.force_expire(r)
-        self.assertTrue(lock.lost.wait(30))
+        self.assertLostWhenExpired(lock, r)
         lock.release()
         self.assertEqual(lock.headers()["X-Fencing-Access"], "read")
 
