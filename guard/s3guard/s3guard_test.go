@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -359,7 +360,7 @@ func TestEvery412Path(t *testing.T) {
 			if d != c.want {
 				t.Errorf("decision %+v, want %+v", d, c.want)
 			}
-			if got := p.writes(); !equal(got, c.writes) {
+			if got := p.writes(); !slices.Equal(got, c.writes) {
 				t.Errorf("conditional writes %v, want %v", got, c.writes)
 			}
 			body, meta, _, found := object(t, api, key)
@@ -557,18 +558,6 @@ func mustPut(t testing.TB, g *s3guard.Guard, key, body string, token int64) guar
 		t.Fatalf("Put(%q, %d) = %+v, %v", key, token, d, err)
 	}
 	return d
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // CheckStore tells a store that fences (versitygw) from one that ignores
