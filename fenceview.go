@@ -16,6 +16,7 @@
 package fenceview
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -284,16 +285,22 @@ const (
 
 // ParseAccess checks an access given by a request; empty is AccessWrite.
 func ParseAccess(v string) (string, error) {
-	switch v {
-	case "", AccessWrite:
-		return AccessWrite, nil
-	case AccessRead:
-		return AccessRead, nil
+	return parseChoice("access", v, AccessWrite, AccessRead, AccessWrite)
+}
+
+// parseChoice returns v when it is one of the two choices, def when it is
+// empty; else an EINVALID error naming what and the choices.
+func parseChoice(what, v, def string, choices ...string) (string, error) {
+	if v == "" {
+		return def, nil
+	}
+	if slices.Contains(choices, v) {
+		return v, nil
 	}
 	if len(v) > 20 {
 		v = v[:20] + "..."
 	}
-	return "", Errorf(EINVALID, "access %q: use %q or %q", v, AccessRead, AccessWrite)
+	return "", Errorf(EINVALID, "%s %q: use %q or %q", what, v, choices[0], choices[1])
 }
 
 // The server's fence modes. In mode mark, the rule, a token at or above the
@@ -308,14 +315,5 @@ const (
 // ParseFenceMode checks a mode given by a request or a flag; empty is
 // FenceModeMark.
 func ParseFenceMode(v string) (string, error) {
-	switch v {
-	case "", FenceModeMark:
-		return FenceModeMark, nil
-	case FenceModeCurrent:
-		return FenceModeCurrent, nil
-	}
-	if len(v) > 20 {
-		v = v[:20] + "..."
-	}
-	return "", Errorf(EINVALID, "fencing mode %q: use %q or %q", v, FenceModeMark, FenceModeCurrent)
+	return parseChoice("fencing mode", v, FenceModeMark, FenceModeMark, FenceModeCurrent)
 }

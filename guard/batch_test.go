@@ -244,10 +244,7 @@ func TestDecodeCarrier(t *testing.T) {
 // Ed25519 verification, the others hashing (the root is cached).
 func BenchmarkCheckSignedBatch(b *testing.B) {
 	const n = 64
-	ids, tokens := make([]string, n), make([]int64, n)
-	for i := range ids {
-		ids[i], tokens[i] = fmt.Sprintf("bench-%d", i), int64(i+1)
-	}
+	ids, tokens := benchBatch(n)
 	v, _ := guard.NewVerifier(signedtest.Public(signedtest.New))
 	i := 0
 	var sigs []string
@@ -270,10 +267,7 @@ func BenchmarkCheckSignedBatch(b *testing.B) {
 // Signing a group commit's grants: per grant, a batch of 64.
 func BenchmarkSignBatch64(b *testing.B) {
 	const n = 64
-	ids, tokens := make([]string, n), make([]int64, n)
-	for i := range ids {
-		ids[i], tokens[i] = fmt.Sprintf("bench-%d", i), int64(i+1)
-	}
+	ids, tokens := benchBatch(n)
 	for b.Loop() {
 		if _, err := guard.SignBatch(signedtest.New, ids, tokens); err != nil {
 			b.Fatal(err)
@@ -287,10 +281,7 @@ func BenchmarkSignBatch64(b *testing.B) {
 // verification that fails.
 func BenchmarkReadWithAnExclusiveToken(b *testing.B) {
 	const n = 64
-	ids, tokens := make([]string, n), make([]int64, n)
-	for i := range ids {
-		ids[i], tokens[i] = fmt.Sprintf("bench-%d", i), int64(i+1)
-	}
+	ids, tokens := benchBatch(n)
 	v, _ := guard.NewVerifier(signedtest.Public(signedtest.New))
 	sigs, _ := guard.SignBatch(signedtest.New, ids, tokens)
 	raw := make([][]byte, n)
@@ -305,4 +296,13 @@ func BenchmarkReadWithAnExclusiveToken(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// benchBatch is a batch of n grants, one per resource, tokens 1 to n.
+func benchBatch(n int) ([]string, []int64) {
+	ids, tokens := make([]string, n), make([]int64, n)
+	for i := range ids {
+		ids[i], tokens[i] = fmt.Sprintf("bench-%d", i), int64(i+1)
+	}
+	return ids, tokens
 }

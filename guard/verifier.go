@@ -184,14 +184,9 @@ func (v *Verifier) VerifyGrant(resourceID string, token int64, shared bool, sig 
 	if !ok {
 		return false
 	}
-	v.rootsMu.Lock()
-	for _, k := range keys {
-		if v.roots != nil && v.roots.Has((*[PublicKeySize]byte)(k), c.Size, &root, c.Signature) {
-			v.rootsMu.Unlock()
-			return true
-		}
+	if v.rootRemembered(keys, &c, &root) {
+		return true
 	}
-	v.rootsMu.Unlock()
 	var rbuf [merkle.MaxRootMessageSize]byte
 	rmsg := merkle.AppendRootMessage(rbuf[:0], c.Size, &root)
 	for _, k := range keys {
@@ -221,6 +216,19 @@ func (v *Verifier) Mode(resourceID string, token int64, sig []byte, read bool) M
 	return ledger.ModeOf(v, resourceID, token, sig, read)
 }
 
+// rootRemembered reports whether one of keys was verified to have signed
+// the carrier c's root (with c's batch size and signature).
+func (v *Verifier) rootRemembered(keys []ed25519.PublicKey, c *merkle.Carrier, root *[merkle.HashSize]byte) bool {
+	v.rootsMu.Lock()
+	defer v.rootsMu.Unlock()
+	for _, k := range keys {
+		if v.roots != nil && v.roots.Has((*[PublicKeySize]byte)(k), c.Size, root, c.Signature) {
+			return true
+		}
+	}
+	return false
+}
+
 // cachedMode is the mode of a batch carrier whose root, for one of the
 // two messages, a trusted key was verified to have signed; Unsigned when
 // neither root is remembered (or sig is no batch carrier).
@@ -239,14 +247,9 @@ func (v *Verifier) cachedMode(resourceID string, token int64, sig []byte) Mode {
 		if !ok {
 			return Unsigned // the path does not fit: neither message can verify
 		}
-		v.rootsMu.Lock()
-		for _, k := range keys {
-			if v.roots != nil && v.roots.Has((*[PublicKeySize]byte)(k), c.Size, &root, c.Signature) {
-				v.rootsMu.Unlock()
-				return mode
-			}
+		if v.rootRemembered(keys, &c, &root) {
+			return mode
 		}
-		v.rootsMu.Unlock()
 	}
 	return Unsigned
 }

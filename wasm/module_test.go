@@ -93,13 +93,7 @@ func TestModulesAreCurrent(t *testing.T) {
 // wasi_snapshot_preview1, and must export the contract's functions with the
 // contract's signatures.
 func TestModuleInterface(t *testing.T) {
-	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
-	cm, err := rt.CompileModule(ctx, Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cm := compiled(t, Bytes())
 	imports := cm.ImportedFunctions()
 	if len(imports) == 0 {
 		t.Fatal("no imports at all: not a WASI module?")
@@ -169,13 +163,7 @@ func TestETag(t *testing.T) {
 // provide) and exports handle_request and handle_response with the ABI's
 // signatures, and its memory.
 func TestHTTPModuleInterface(t *testing.T) {
-	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
-	defer rt.Close(ctx)
-	cm, err := rt.CompileModule(ctx, HTTPBytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cm := compiled(t, HTTPBytes())
 	handlerImports := 0
 	for _, f := range cm.ImportedFunctions() {
 		switch mod, name, _ := f.Import(); mod {
@@ -207,4 +195,18 @@ func TestHTTPModuleInterface(t *testing.T) {
 			t.Errorf("%s: params %v results %v, want %v %v", name, f.ParamTypes(), f.ResultTypes(), sig[0], sig[1])
 		}
 	}
+}
+
+// compiled is module compiled by wazero's interpreter, for a look at its
+// imports and exports.
+func compiled(t *testing.T, module []byte) wazero.CompiledModule {
+	t.Helper()
+	ctx := context.Background()
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	t.Cleanup(func() { rt.Close(ctx) })
+	cm, err := rt.CompileModule(ctx, module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
 }

@@ -5,7 +5,6 @@
 package javatest
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -183,17 +182,13 @@ func TestJavaDocBlocksRun(t *testing.T) {
 			continue
 		}
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, java,
+		out, err := docblocks.Run("", 2*time.Minute, []string{"FENCEVIEW_KEY=" + key}, java,
 			"-cp", classes+string(os.PathListSeparator)+sqliteJar,
 			"-Dfenceview.url="+srv.URL,
 			"-Dfenceview.admin="+adminToken,
 			"-Dfenceview.tls.ca="+caFile,
 			"-Dfenceview.db="+filepath.Join(t.TempDir(), "inventory.db"),
 			fmt.Sprintf("DocBlock%d", i))
-		cmd.Env = append(os.Environ(), "FENCEVIEW_KEY="+key)
-		out, err := cmd.CombinedOutput()
-		cancel()
 		if err != nil {
 			t.Errorf("%s: the block does not run (%v):\n%s", where, err, markdown(out))
 			continue

@@ -26,6 +26,7 @@ import (
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
+	"github.com/fenceview/fenceview/internal/docblocks"
 	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/servertest"
 )
@@ -367,18 +368,12 @@ public class Hello {
 // in the README, comments and blank lines dropped.
 func installLines(t *testing.T, readme, heading string) []string {
 	t.Helper()
-	i := strings.Index(readme, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("README.md has no heading %q", heading)
+	code, err := docblocks.After(readme, heading, "sh")
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
 	}
-	rest := readme[i:]
-	start := strings.Index(rest, "\n```sh\n")
-	if start < 0 {
-		t.Fatalf("no sh block after %q", heading)
-	}
-	rest = rest[start+len("\n```sh\n"):]
 	var out []string
-	for _, l := range strings.Split(rest[:strings.Index(rest, "```")], "\n") {
+	for _, l := range strings.Split(code, "\n") {
 		if l, _, _ = strings.Cut(l, " #"); strings.TrimSpace(l) != "" && !strings.HasPrefix(strings.TrimSpace(l), "#") {
 			out = append(out, strings.TrimSpace(l))
 		}

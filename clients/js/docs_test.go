@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -174,12 +173,7 @@ func TestDocBlocksRun(t *testing.T) {
 			code = prelude + imports.String() + "{" + strings.Repeat("\n", b.Line-1) + body.String() + "}" + epilogue
 		}
 		write(t, filepath.Join(work, name), code)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, node, append([]string{name}, args...)...)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		cancel()
+		out, err := docblocks.Run(work, 2*time.Minute, env, node, append([]string{name}, args...)...)
 		if err != nil {
 			t.Errorf("%s: the block does not run (%v):\n%s", at, err, strings.ReplaceAll(string(out), filepath.Join(work, name), b.File))
 			continue

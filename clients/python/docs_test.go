@@ -1,10 +1,8 @@
 package python_test
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -73,12 +71,7 @@ func TestDocBlocksRun(t *testing.T) {
 		// The block's lines keep their Markdown line numbers.
 		name := fmt.Sprintf("block%d.py", i)
 		write(t, filepath.Join(work, name), strings.Repeat("\n", b.Line-1)+code)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, py, name)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), env...)
-		out, err := cmd.CombinedOutput()
-		cancel()
+		out, err := docblocks.Run(work, 2*time.Minute, env, py, name)
 		if err != nil {
 			t.Errorf("%s: the block does not run (%v):\n%s", at, err, strings.ReplaceAll(string(out), filepath.Join(work, name), b.File))
 			continue

@@ -22,11 +22,8 @@ import (
 // when no older token can still be presented for its key (its lock has
 // moved on, or the key is never written again, as data under unique keys).
 func (g *Guard) Delete(ctx context.Context, key string, tok guard.SignedToken) (guard.Decision, error) {
-	t, err := presentationOf(tok)
+	t, err := g.presentedFor(key, tok)
 	if err != nil {
-		return guard.Decision{}, err
-	}
-	if err := g.check(key, t.number); err != nil {
 		return guard.Decision{}, err
 	}
 	b, _ := newBody(nil)
@@ -44,18 +41,11 @@ func (g *Guard) Delete(ctx context.Context, key string, tok guard.SignedToken) (
 // Stores without conditional deletes ignore If-Match and delete whatever
 // is there: on them, Purge is only as safe as a plain delete.
 func (g *Guard) Purge(ctx context.Context, key string, tok guard.SignedToken) (guard.Decision, error) {
-	t, err := presentationOf(tok)
+	t, err := g.presentedFor(key, tok)
 	if err != nil {
 		return guard.Decision{}, err
 	}
-	if err := g.check(key, t.number); err != nil {
-		return guard.Decision{}, err
-	}
-	res, err := g.resourceOf(key, t)
-	if err != nil {
-		return guard.Decision{}, err
-	}
-	reason, err := g.refusal(ctx, res, t, accessWrite)
+	res, reason, err := g.refusalFor(ctx, key, t, accessWrite)
 	if err != nil {
 		return guard.Decision{}, err
 	}

@@ -57,6 +57,12 @@ func quoted(b []byte) string {
 	return `"` + hex.EncodeToString(s[:]) + `"`
 }
 
+// locked takes f.mu and returns what releases it.
+func (f *fakeStore) locked() func() {
+	f.mu.Lock()
+	return f.mu.Unlock
+}
+
 // check applies a write's preconditions to the object at key. f.mu is held.
 func (f *fakeStore) check(key string, ifMatch, ifNoneMatch *string) error {
 	o, ok := f.objects[key]
@@ -83,28 +89,32 @@ func copyMeta(m map[string]string) map[string]string {
 	return out
 }
 
-func (f *fakeStore) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o, ok := f.objects[*in.Key]
+// lookup returns a copy of the object at key and its length, or the 404
+// with code S3 answers for an absent one.
+func (f *fakeStore) lookup(key, code string) (fakeObject, *int64, error) {
+	defer f.locked()()
+	o, ok := f.objects[key]
 	if !ok {
-		return nil, apiError(404, "NotFound")
+		return o, nil, apiError(404, code)
 	}
-	etag := o.etag
 	n := int64(len(o.body))
-	return &s3.HeadObjectOutput{ETag: &etag, Metadata: copyMeta(o.meta), ContentLength: &n}, nil
+	return fakeObject{body: o.body, etag: o.etag, meta: copyMeta(o.meta)}, &n, nil
+}
+
+func (f *fakeStore) HeadObject(_ context.Context, in *s3.HeadObjectInput, _ ...func(*s3.Options)) (*s3.HeadObjectOutput, error) {
+	o, n, err := f.lookup(*in.Key, "NotFound")
+	if err != nil {
+		return nil, err
+	}
+	return &s3.HeadObjectOutput{ETag: &o.etag, Metadata: o.meta, ContentLength: n}, nil
 }
 
 func (f *fakeStore) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	o, ok := f.objects[*in.Key]
-	if !ok {
-		return nil, apiError(404, "NoSuchKey")
+	o, n, err := f.lookup(*in.Key, "NoSuchKey")
+	if err != nil {
+		return nil, err
 	}
-	etag := o.etag
-	n := int64(len(o.body))
-	return &s3.GetObjectOutput{ETag: &etag, Metadata: copyMeta(o.meta), ContentLength: &n, Body: io.NopCloser(bytes.NewReader(o.body))}, nil
+	return &s3.GetObjectOutput{ETag: &o.etag, Metadata: o.meta, ContentLength: n, Body: io.NopCloser(bytes.NewReader(o.body))}, nil
 }
 
 func (f *fakeStore) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
@@ -112,8 +122,7 @@ func (f *fakeStore) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...fun
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.locked()()
 	if err := f.check(*in.Key, in.IfMatch, in.IfNoneMatch); err != nil {
 		return nil, err
 	}
@@ -123,8 +132,7 @@ func (f *fakeStore) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...fun
 }
 
 func (f *fakeStore) DeleteObject(_ context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.locked()()
 	if in.IfMatch != nil {
 		if err := f.check(*in.Key, in.IfMatch, nil); err != nil {
 			return nil, err
@@ -135,8 +143,7 @@ func (f *fakeStore) DeleteObject(_ context.Context, in *s3.DeleteObjectInput, _ 
 }
 
 func (f *fakeStore) CreateMultipartUpload(_ context.Context, in *s3.CreateMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CreateMultipartUploadOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.locked()()
 	f.next++
 	id := strconv.Itoa(f.next)
 	f.uploads[id] = fakeObject{meta: copyMeta(in.Metadata)}
@@ -148,8 +155,7 @@ func (f *fakeStore) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...f
 	if err != nil {
 		return nil, err
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.locked()()
 	u, ok := f.uploads[*in.UploadId]
 	if !ok || *in.PartNumber != 1 {
 		return nil, apiError(404, "NoSuchUpload")
@@ -161,8 +167,7 @@ func (f *fakeStore) UploadPart(_ context.Context, in *s3.UploadPartInput, _ ...f
 }
 
 func (f *fakeStore) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMultipartUploadInput, _ ...func(*s3.Options)) (*s3.CompleteMultipartUploadOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.locked()()
 	u, ok := f.uploads[*in.UploadId]
 	if !ok {
 		return nil, apiError(404, "NoSuchUpload")
@@ -179,15 +184,13 @@ func (f *fakeStore) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMu
 }
 
 func (f *fakeStore) AbortMultipartUpload(_ context.Context, in *s3.AbortMultipartUploadInput, _ ...func(*s3.Options)) (*s3.AbortMultipartUploadOutput, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.locked()()
 	delete(f.uploads, *in.UploadId)
 	return &s3.AbortMultipartUploadOutput{}, nil
 }
 
 // openUploads counts multipart uploads neither completed nor aborted.
 func (f *fakeStore) openUploads() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	defer f.locked()()
 	return len(f.uploads)
 }

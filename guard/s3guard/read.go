@@ -44,18 +44,11 @@ type Read struct {
 //
 // Objects larger than WithMaxReadSize are refused with ErrTooLarge.
 func (g *Guard) Get(ctx context.Context, key string, tok guard.SignedToken) (Read, error) {
-	t, err := presentationOf(tok)
+	t, err := g.presentedFor(key, tok)
 	if err != nil {
 		return Read{}, err
 	}
-	if err := g.check(key, t.number); err != nil {
-		return Read{}, err
-	}
-	res, err := g.resourceOf(key, t)
-	if err != nil {
-		return Read{}, err
-	}
-	reason, err := g.refusal(ctx, res, t, accessRead)
+	res, reason, err := g.refusalFor(ctx, key, t, accessRead)
 	if err != nil {
 		return Read{}, err
 	}

@@ -433,15 +433,25 @@ func (g *Guard) resourceOf(key string, t presented) (string, error) {
 	return res, nil
 }
 
+// refusalFor returns the resource governing key and the reason, if any,
+// to refuse t for access a whatever the object's mark.
+func (g *Guard) refusalFor(ctx context.Context, key string, t presented, a access) (res, reason string, err error) {
+	res, err = g.resourceOf(key, t)
+	if err != nil {
+		return "", "", err
+	}
+	reason, err = g.refusal(ctx, res, t, a)
+	if err != nil {
+		return "", "", err
+	}
+	return res, reason, nil
+}
+
 // decideAndWrite is every write's loop: verify the token, read the
 // object's mark and ETag, decide, write conditionally; on a 412 read and
 // decide again.
 func (g *Guard) decideAndWrite(ctx context.Context, t presented, w write) (guard.Decision, error) {
-	res, err := g.resourceOf(w.key, t)
-	if err != nil {
-		return guard.Decision{}, err
-	}
-	reason, err := g.refusal(ctx, res, t, accessWrite)
+	res, reason, err := g.refusalFor(ctx, w.key, t, accessWrite)
 	if err != nil {
 		return guard.Decision{}, err
 	}
@@ -570,6 +580,19 @@ type presented struct {
 	resource string
 	number   int64
 	sig      string
+}
+
+// presentedFor is tok as presented for key, with what every call takes
+// checked.
+func (g *Guard) presentedFor(key string, tok guard.SignedToken) (presented, error) {
+	t, err := presentationOf(tok)
+	if err != nil {
+		return presented{}, err
+	}
+	if err := g.check(key, t.number); err != nil {
+		return presented{}, err
+	}
+	return t, nil
 }
 
 func presentationOf(tok guard.SignedToken) (presented, error) {

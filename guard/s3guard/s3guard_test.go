@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,18 +84,17 @@ func refusedAsError(d guard.Decision, err error) error {
 // The table every guard passes (higher, equal, lower, 24 concurrent
 // writers, bad input), against versitygw.
 func TestCases(t *testing.T) {
-	api := versity(t)
-	g := s3guard.New(api, bucket)
-	n := 0
-	guardtest.Run(t, func(t *testing.T) guardtest.Resource {
-		n++
-		return &resource{t: t, g: g, api: api, key: fmt.Sprintf("cases/%d.txt", n)}
-	})
+	runCases(t, versity(t))
 }
 
 // The same table on the in-process fake, in -short mode too.
 func TestCasesOnTheFake(t *testing.T) {
-	api := newFake()
+	runCases(t, newFake())
+}
+
+// runCases runs the table every guard passes over a guard on api, each
+// case on an object of its own.
+func runCases(t *testing.T, api s3guard.API) {
 	g := s3guard.New(api, bucket)
 	n := 0
 	guardtest.Run(t, func(t *testing.T) guardtest.Resource {
@@ -228,6 +228,18 @@ func TestMarksArePerObject(t *testing.T) {
 func TestEvery412Path(t *testing.T) {
 	api := versity(t)
 	ctx := context.Background()
+	// marked writes body as another writer would, under mark.
+	marked := func(body, mark string) func(key string) {
+		return func(key string) { rawPut(t, api, key, body, map[string]string{"fence-token": mark}) }
+	}
+	putMine := func(g *s3guard.Guard, key string) (guard.Decision, error) { return g.Put(ctx, key, []byte("mine"), 7) }
+	// staleUnder is the refusal of token 7 under the mark required.
+	staleUnder := func(required int64) guard.Decision {
+		return guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 7, Required: required}
+	}
+	purgeMine := func(g *s3guard.Guard, key string) (guard.Decision, error) {
+		return g.Purge(ctx, key, client.Token{Number: 7})
+	}
 	cases := []struct {
 		name string
 		// setup prepares the object; other is the write that lands between
@@ -243,90 +255,67 @@ func TestEvery412Path(t *testing.T) {
 		mark   string
 	}{
 		{
-			name:   "If-Match meets a newer write: refused after reading again",
-			setup:  func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
-			other:  func(key string) { rawPut(t, api, key, "newer", map[string]string{"fence-token": "9"}) },
-			call:   func(g *s3guard.Guard, key string) (guard.Decision, error) { return g.Put(ctx, key, []byte("mine"), 7) },
-			want:   guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 7, Required: 9},
-			writes: []string{"PutObject"},
-			body:   "newer", mark: "9",
+			name:  "If-Match meets a newer write: refused after reading again",
+			setup: marked("old", "5"), other: marked("newer", "9"), call: putMine,
+			want: staleUnder(9), writes: []string{"PutObject"}, body: "newer", mark: "9",
 		},
 		{
-			name:   "If-Match meets an older holder's write: written on the second try",
-			setup:  func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
-			other:  func(key string) { rawPut(t, api, key, "between", map[string]string{"fence-token": "6"}) },
-			call:   func(g *s3guard.Guard, key string) (guard.Decision, error) { return g.Put(ctx, key, []byte("mine"), 7) },
-			want:   guard.Decision{Accepted: true, Presented: 7, Required: 6},
-			writes: []string{"PutObject", "PutObject"},
-			body:   "mine", mark: "7",
+			name:  "If-Match meets an older holder's write: written on the second try",
+			setup: marked("old", "5"), other: marked("between", "6"), call: putMine,
+			want: guard.Decision{Accepted: true, Presented: 7, Required: 6}, writes: []string{"PutObject", "PutObject"}, body: "mine", mark: "7",
 		},
 		{
-			name:   "If-None-Match: * meets a creation",
-			setup:  func(string) {},
-			other:  func(key string) { rawPut(t, api, key, "created", map[string]string{"fence-token": "8"}) },
-			call:   func(g *s3guard.Guard, key string) (guard.Decision, error) { return g.Put(ctx, key, []byte("mine"), 7) },
-			want:   guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 7, Required: 8},
-			writes: []string{"PutObject"},
-			body:   "created", mark: "8",
+			name:  "If-None-Match: * meets a creation",
+			setup: func(string) {}, other: marked("created", "8"), call: putMine,
+			want: staleUnder(8), writes: []string{"PutObject"}, body: "created", mark: "8",
 		},
 		{
 			name:  "If-Match meets a delete (404 NoSuchKey): created on the second try",
-			setup: func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
+			setup: marked("old", "5"),
 			other: func(key string) {
 				if _, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(bucket), Key: &key}); err != nil {
 					t.Fatal(err)
 				}
 			},
-			call:   func(g *s3guard.Guard, key string) (guard.Decision, error) { return g.Put(ctx, key, []byte("mine"), 7) },
+			call:   putMine,
 			want:   guard.Decision{Accepted: true, Presented: 7, Required: 0},
 			writes: []string{"PutObject", "PutObject"},
 			body:   "mine", mark: "7",
 		},
 		{
 			name:   "the same bytes again go as a multipart upload, whose If-Match meets a newer write",
-			setup:  func(key string) { rawPut(t, api, key, "same", map[string]string{"fence-token": "5"}) },
-			other:  func(key string) { rawPut(t, api, key, "newer", map[string]string{"fence-token": "9"}) },
+			setup:  marked("same", "5"),
+			other:  marked("newer", "9"),
 			call:   func(g *s3guard.Guard, key string) (guard.Decision, error) { return g.Put(ctx, key, []byte("same"), 7) },
-			want:   guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 7, Required: 9},
+			want:   staleUnder(9),
 			writes: []string{"CompleteMultipartUpload"},
 			body:   "newer", mark: "9",
 		},
 		{
 			name:  "a tombstone's If-Match meets a newer write",
-			setup: func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
-			other: func(key string) { rawPut(t, api, key, "newer", map[string]string{"fence-token": "9"}) },
+			setup: marked("old", "5"),
+			other: marked("newer", "9"),
 			call: func(g *s3guard.Guard, key string) (guard.Decision, error) {
 				return g.Delete(ctx, key, client.Token{Number: 7})
 			},
-			want:   guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 7, Required: 9},
+			want:   staleUnder(9),
 			writes: []string{"PutObject"},
 			body:   "newer", mark: "9",
 		},
 		{
 			name:  "a conditional delete meets an older holder's write: deleted on the second try",
-			setup: func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
-			other: func(key string) { rawPut(t, api, key, "between", map[string]string{"fence-token": "6"}) },
-			call: func(g *s3guard.Guard, key string) (guard.Decision, error) {
-				return g.Purge(ctx, key, client.Token{Number: 7})
-			},
-			want:   guard.Decision{Accepted: true, Presented: 7, Required: 6},
-			writes: []string{"DeleteObject", "DeleteObject"},
+			setup: marked("old", "5"), other: marked("between", "6"), call: purgeMine,
+			want: guard.Decision{Accepted: true, Presented: 7, Required: 6}, writes: []string{"DeleteObject", "DeleteObject"},
 		},
 		{
 			name:  "a conditional delete meets a newer write",
-			setup: func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
-			other: func(key string) { rawPut(t, api, key, "newer", map[string]string{"fence-token": "9"}) },
-			call: func(g *s3guard.Guard, key string) (guard.Decision, error) {
-				return g.Purge(ctx, key, client.Token{Number: 7})
-			},
-			want:   guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 7, Required: 9},
-			writes: []string{"DeleteObject"},
-			body:   "newer", mark: "9",
+			setup: marked("old", "5"), other: marked("newer", "9"), call: purgeMine,
+			want: staleUnder(9), writes: []string{"DeleteObject"}, body: "newer", mark: "9",
 		},
 		{
 			name:  "a read that raises the mark meets a newer write",
-			setup: func(key string) { rawPut(t, api, key, "old", map[string]string{"fence-token": "5"}) },
-			other: func(key string) { rawPut(t, api, key, "newer", map[string]string{"fence-token": "9"}) },
+			setup: marked("old", "5"),
+			other: marked("newer", "9"),
 			call: func(g *s3guard.Guard, key string) (guard.Decision, error) {
 				r, err := g.Get(ctx, key, client.Token{Number: 7})
 				if r.Found || r.Body != nil {
@@ -334,14 +323,14 @@ func TestEvery412Path(t *testing.T) {
 				}
 				return r.Decision, err
 			},
-			want:   guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 7, Required: 9},
+			want:   staleUnder(9),
 			writes: []string{"CompleteMultipartUpload"},
 			body:   "newer", mark: "9",
 		},
 		{
 			name:  "a read of an absent object meets a creation by an older holder",
 			setup: func(string) {},
-			other: func(key string) { rawPut(t, api, key, "created", map[string]string{"fence-token": "3"}) },
+			other: marked("created", "3"),
 			call: func(g *s3guard.Guard, key string) (guard.Decision, error) {
 				r, err := g.Get(ctx, key, client.Token{Number: 7})
 				if err == nil && (!r.Found || string(r.Body) != "created") {
@@ -371,7 +360,7 @@ func TestEvery412Path(t *testing.T) {
 			if d != c.want {
 				t.Errorf("decision %+v, want %+v", d, c.want)
 			}
-			if got := p.writes(); !equal(got, c.writes) {
+			if got := p.writes(); !slices.Equal(got, c.writes) {
 				t.Errorf("conditional writes %v, want %v", got, c.writes)
 			}
 			body, meta, _, found := object(t, api, key)
@@ -569,18 +558,6 @@ func mustPut(t testing.TB, g *s3guard.Guard, key, body string, token int64) guar
 		t.Fatalf("Put(%q, %d) = %+v, %v", key, token, d, err)
 	}
 	return d
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // CheckStore tells a store that fences (versitygw) from one that ignores

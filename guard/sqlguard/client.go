@@ -63,7 +63,7 @@ func (t *Table) UpdateToken(ctx context.Context, db DB, id any, tok guard.Signed
 		return guard.Decision{}, fmt.Errorf("%w: nil token", ErrInvalid)
 	}
 	_, n, sig := tok.SignedToken()
-	return t.updateSigned(ctx, db, id, n, sig, nil, set)
+	return t.updateSigned(ctx, db, id, n, sig, false, nil, set)
 }
 
 // UpdateVersionToken is UpdateVersionSigned for the token a lock of the
@@ -73,5 +73,5 @@ func (t *Table) UpdateVersionToken(ctx context.Context, db DB, id any, tok guard
 		return guard.Decision{}, fmt.Errorf("%w: nil token", ErrInvalid)
 	}
 	_, n, sig := tok.SignedToken()
-	return t.updateSigned(ctx, db, id, n, sig, &expected, set)
+	return t.updateSigned(ctx, db, id, n, sig, false, &expected, set)
 }

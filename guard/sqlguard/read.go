@@ -30,19 +30,7 @@ func (m *Marks) CheckSignedRead(resourceID string, token int64, sig string) (gua
 // (text) in signed mode; marks not in signed mode ignore it (a read then
 // is CheckContext).
 func (m *Marks) CheckSignedReadContext(ctx context.Context, resourceID string, token int64, sig string) (guard.Decision, error) {
-	if m.verify == nil {
-		return m.CheckContext(ctx, resourceID, token)
-	}
-	if err := guard.ValidateResourceID(resourceID); err != nil {
-		return guard.Decision{}, err
-	}
-	if err := guard.ValidateToken(token); err != nil {
-		return guard.Decision{}, err
-	}
-	if m.verify.Mode(resourceID, token, sig, true) == guard.Unsigned {
-		return m.badSignature(ctx, resourceID, token)
-	}
-	return m.record(ctx, resourceID, token)
+	return m.checkSigned(ctx, resourceID, token, sig, true)
 }
 
 // Read is a guarded read of the row id: Update without assignments, so
@@ -59,26 +47,7 @@ func (t *Table) Read(ctx context.Context, db DB, id any, token int64) (guard.Dec
 // shared grant's or an exclusive grant's will do. A table not in signed
 // mode ignores the signature.
 func (t *Table) ReadSigned(ctx context.Context, db DB, id any, token int64, sig string) (guard.Decision, error) {
-	if t.signed == nil {
-		return t.update(ctx, db, id, token, nil, nil)
-	}
-	if err := guard.ValidateToken(token); err != nil {
-		return guard.Decision{}, err
-	}
-	if id == nil {
-		return guard.Decision{}, fmt.Errorf("%w: nil row id", ErrInvalid)
-	}
-	resource, err := t.signed.resource(id)
-	if err == nil {
-		err = guard.ValidateResourceID(resource)
-	}
-	if err != nil {
-		return guard.Decision{}, fmt.Errorf("%w: resource of row %v: %w", ErrInvalid, id, err)
-	}
-	if t.signed.verify.Mode(resource, token, sig, true) == guard.Unsigned {
-		return t.badSignature(ctx, db, id, token)
-	}
-	return t.write(ctx, db, id, token, nil, nil)
+	return t.updateSigned(ctx, db, id, token, sig, true, nil, nil)
 }
 
 // ReadToken is ReadSigned for the token a lock of the client returned

@@ -34,6 +34,12 @@ func (m *Marks) CheckSigned(resourceID string, token int64, sig string) (guard.D
 // CheckSignedContext presents token with its signature (text, as in
 // X-Fencing-Signature). Marks not in signed mode ignore the signature.
 func (m *Marks) CheckSignedContext(ctx context.Context, resourceID string, token int64, sig string) (guard.Decision, error) {
+	return m.checkSigned(ctx, resourceID, token, sig, false)
+}
+
+// checkSigned presents token with its signature for a read (read) or a
+// write.
+func (m *Marks) checkSigned(ctx context.Context, resourceID string, token int64, sig string, read bool) (guard.Decision, error) {
 	if m.verify == nil {
 		return m.CheckContext(ctx, resourceID, token)
 	}
@@ -43,19 +49,23 @@ func (m *Marks) CheckSignedContext(ctx context.Context, resourceID string, token
 	if err := guard.ValidateToken(token); err != nil {
 		return guard.Decision{}, err
 	}
-	if reason := writeRefusal(m.verify.Mode(resourceID, token, sig, false)); reason != "" {
+	if reason := refusal(m.verify.Mode(resourceID, token, sig, read), read); reason != "" {
 		return m.refuseUnread(ctx, resourceID, token, reason)
 	}
 	return m.record(ctx, resourceID, token)
 }
 
-// writeRefusal is why a write with a signature that proved mode may not
-// be compared, or "" when it may.
-func writeRefusal(mode guard.Mode) string {
+// refusal is why a read (read) or a write with a signature that proved
+// mode may not be compared, or "" when it may: a read takes a shared
+// grant's token as well as an exclusive one's.
+func refusal(mode guard.Mode, read bool) string {
 	switch mode {
 	case guard.Exclusive:
 		return ""
 	case guard.Shared:
+		if read {
+			return ""
+		}
 		return guard.ReasonSharedToken
 	}
 	return guard.ReasonBadSignature
@@ -87,15 +97,17 @@ type signedRows struct {
 // UpdateSigned is Update for a signed token (sig: its signature text). A
 // table not in signed mode ignores the signature.
 func (t *Table) UpdateSigned(ctx context.Context, db DB, id any, token int64, sig string, set ...Assignment) (guard.Decision, error) {
-	return t.updateSigned(ctx, db, id, token, sig, nil, set)
+	return t.updateSigned(ctx, db, id, token, sig, false, nil, set)
 }
 
 // UpdateVersionSigned is UpdateVersion for a signed token.
 func (t *Table) UpdateVersionSigned(ctx context.Context, db DB, id any, token, expected int64, sig string, set ...Assignment) (guard.Decision, error) {
-	return t.updateSigned(ctx, db, id, token, sig, &expected, set)
+	return t.updateSigned(ctx, db, id, token, sig, false, &expected, set)
 }
 
-func (t *Table) updateSigned(ctx context.Context, db DB, id any, token int64, sig string, version *int64, set []Assignment) (guard.Decision, error) {
+// updateSigned is every signed write's and read's path (a read: no version,
+// nothing set).
+func (t *Table) updateSigned(ctx context.Context, db DB, id any, token int64, sig string, read bool, version *int64, set []Assignment) (guard.Decision, error) {
 	if t.signed == nil {
 		return t.update(ctx, db, id, token, version, set)
 	}
@@ -112,7 +124,7 @@ func (t *Table) updateSigned(ctx context.Context, db DB, id any, token int64, si
 	if err != nil {
 		return guard.Decision{}, fmt.Errorf("%w: resource of row %v: %w", ErrInvalid, id, err)
 	}
-	if reason := writeRefusal(t.signed.verify.Mode(resource, token, sig, false)); reason != "" {
+	if reason := refusal(t.signed.verify.Mode(resource, token, sig, read), read); reason != "" {
 		return t.refuseUnread(ctx, db, id, token, reason)
 	}
 	return t.write(ctx, db, id, token, version, set)

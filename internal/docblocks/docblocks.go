@@ -4,10 +4,14 @@
 package docblocks
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // NotRun is the Markdown comment that, on the line before a block, keeps
@@ -49,4 +53,38 @@ func Read(root string, files []string, langs ...string) ([]Block, error) {
 		}
 	}
 	return out, nil
+}
+
+// After returns the code of the first ```lang block after the line
+// heading ("## Install", say) of markdown, each line ending in a newline.
+func After(markdown, heading, lang string) (string, error) {
+	i := strings.Index(markdown, "\n"+heading+"\n")
+	if i < 0 {
+		return "", fmt.Errorf("no heading %q", heading)
+	}
+	rest := markdown[i:]
+	fence := "\n```" + lang + "\n"
+	start := strings.Index(rest, fence)
+	if start < 0 {
+		return "", fmt.Errorf("no %s block after %q", lang, heading)
+	}
+	rest = rest[start+len(fence):]
+	end := strings.Index(rest, "```")
+	if end < 0 {
+		return "", fmt.Errorf("the %s block after %q never ends", lang, heading)
+	}
+	return rest[:end], nil
+}
+
+// Run runs the program name with args in dir ("": this process's), with
+// env added to this process's environment, for at most limit, and returns
+// what it printed to stdout and stderr: how a test runs a block written
+// out as a program.
+func Run(dir string, limit time.Duration, env []string, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	return cmd.CombinedOutput()
 }

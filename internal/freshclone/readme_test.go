@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenceview/fenceview/internal/docblocks"
 	"github.com/fenceview/fenceview/internal/loopport"
 	"github.com/fenceview/fenceview/internal/servertest"
 )
@@ -37,20 +38,15 @@ func needed(t *testing.T, program string) {
 	}
 }
 
-// shBlock returns the first ```sh block after the heading of README.md.
+// shBlock returns the lines of the first ```sh block after the heading of
+// README.md.
 func shBlock(t *testing.T, readme, heading string) []string {
 	t.Helper()
-	i := strings.Index(readme, "\n"+heading+"\n")
-	if i < 0 {
-		t.Fatalf("README.md has no heading %q", heading)
+	code, err := docblocks.After(readme, heading, "sh")
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
 	}
-	rest := readme[i:]
-	start := strings.Index(rest, "\n```sh\n")
-	if start < 0 {
-		t.Fatalf("no sh block after %q", heading)
-	}
-	rest = rest[start+len("\n```sh\n"):]
-	return strings.Split(rest[:strings.Index(rest, "```")], "\n")
+	return strings.Split(code, "\n")
 }
 
 // step is one command of a README block and the output lines the README

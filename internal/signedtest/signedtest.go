@@ -250,14 +250,7 @@ func RunBatch(t *testing.T, check Checker, opts Options) {
 	t.Helper()
 	for _, c := range BatchCases(t) {
 		d, err := check(c.Resource, c.Token, c.Sig)
-		if err != nil {
-			t.Errorf("%s: %v", c.Name, err)
-			continue
-		}
-		if d.Accepted != c.Accepted || d.Reason != c.Reason || (!opts.NoRequired && !(opts.AcceptedWithoutRequired && d.Accepted) && d.Required != c.Required) {
-			t.Errorf("%s: got accepted=%v reason=%q required=%d; want accepted=%v reason=%q required=%d",
-				c.Name, d.Accepted, d.Reason, d.Required, c.Accepted, c.Reason, c.Required)
-		}
+		opts.judge(t, c.Name, d, err, guard.Decision{Accepted: c.Accepted, Reason: c.Reason, Required: c.Required})
 	}
 }
 
@@ -316,14 +309,21 @@ func run(t *testing.T, v *guard.Verifier, check Checker, opts Options) {
 			}
 			continue
 		}
-		if err != nil {
-			t.Errorf("%s: %v", s.name, err)
-			continue
-		}
-		if d.Accepted != s.accepted || d.Reason != s.reason || (!opts.NoRequired && !(opts.AcceptedWithoutRequired && d.Accepted) && d.Required != s.required) {
-			t.Errorf("%s: got accepted=%v reason=%q required=%d; want accepted=%v reason=%q required=%d",
-				s.name, d.Accepted, d.Reason, d.Required, s.accepted, s.reason, s.required)
-		}
+		opts.judge(t, s.name, d, err, guard.Decision{Accepted: s.accepted, Reason: s.reason, Required: s.required})
+	}
+}
+
+// judge fails the step name unless the guard decided as want says (its
+// Accepted, Reason and, as far as opts say the guard reports it, Required).
+func (opts Options) judge(t *testing.T, name string, d guard.Decision, err error, want guard.Decision) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	if d.Accepted != want.Accepted || d.Reason != want.Reason || (!opts.NoRequired && !(opts.AcceptedWithoutRequired && d.Accepted) && d.Required != want.Required) {
+		t.Errorf("%s: got accepted=%v reason=%q required=%d; want accepted=%v reason=%q required=%d",
+			name, d.Accepted, d.Reason, d.Required, want.Accepted, want.Reason, want.Required)
 	}
 }
 

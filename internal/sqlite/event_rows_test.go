@@ -182,12 +182,7 @@ func testEveryChange(t *testing.T, old bool, every int) {
 					r.AvailableAt = at.Add(time.Duration(r.LockDelayMs) * time.Millisecond)
 				}
 			case k == 3:
-				r.Rejected++
-				r.LastRejectionAt = at
-				if rng.IntN(2) == 0 {
-					r.CounterAlarm = r.LastToken + 7
-				}
-				e.Type, e.Reason, e.Presented, e.Required = fenceview.EventReject, "stale-token", 1, r.HighWaterMark
+				rejectStale(rng, &r, e, at)
 			case k == 4: // a change with no event of its own on the resource
 				r.Accepted += 10
 				r.LeaseMs++
@@ -206,4 +201,15 @@ func testEveryChange(t *testing.T, old bool, every int) {
 	}
 	db.reopen()
 	db.check()
+}
+
+// rejectStale records on r a stale token refused at at (one time in two
+// raising a counter alarm) and makes e its event.
+func rejectStale(rng *rand.Rand, r *fenceview.Resource, e *fenceview.Event, at time.Time) {
+	r.Rejected++
+	r.LastRejectionAt = at
+	if rng.IntN(2) == 0 {
+		r.CounterAlarm = r.LastToken + 7
+	}
+	e.Type, e.Reason, e.Presented, e.Required = fenceview.EventReject, "stale-token", 1, r.HighWaterMark
 }

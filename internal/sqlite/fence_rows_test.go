@@ -44,12 +44,7 @@ func TestFencedWriteAppendsOneRow(t *testing.T) {
 						r.GrantedAt, r.ExpiresAt = at, at.Add(30*time.Second)
 						e.Type, e.Token, e.Holder = fenceview.EventGrant, r.LastToken, r.Holder
 					case k == 1:
-						r.Rejected++
-						r.LastRejectionAt = at
-						if rng.IntN(2) == 0 {
-							r.CounterAlarm = r.LastToken + 7
-						}
-						e.Type, e.Reason, e.Presented, e.Required = fenceview.EventReject, "stale-token", 1, r.HighWaterMark
+						rejectStale(rng, &r, &e, at)
 					default:
 						r.Accepted++
 						r.HighWaterMark = r.LastToken

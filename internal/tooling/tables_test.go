@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestTableCheckFindsABrokenTable(t *testing.T) {
 		{"delimiter disagrees", "| a | b |\n|---|\n| 1 | 2 |\n", []int{1, 2, 3}},
 	} {
 		n, stray := tableLines([]byte(c.md))
-		if !equalInts(stray, c.stray) || (c.stray == nil && c.name != "in code" && n != 1) {
+		if !slices.Equal(stray, c.stray) || (c.stray == nil && c.name != "in code" && n != 1) {
 			t.Errorf("%s: %d tables, stray rows at lines %v, want %v", c.name, n, stray, c.stray)
 		}
 	}
@@ -132,16 +133,4 @@ func markdownFiles(t *testing.T) []string {
 		}
 	}
 	return out
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -10,6 +10,7 @@ import base64
 import hashlib
 import http.client
 import http.server
+import json
 import os
 import socket
 import socketserver
@@ -39,6 +40,32 @@ def client(**kw: Any) -> fenceview.Client:
     return fenceview.Client(URL, key=ADMIN, **kw)
 
 
+class OneClient:
+    """Gives each test self.c, a client of the test server over the RPC
+    stream (rpc, the default) or over the JSON API."""
+
+    rpc = True
+
+    def setUp(self) -> None:
+        self.c = client(rpc=self.rpc)
+        self.addCleanup(self.c.close)  # type: ignore[attr-defined]
+
+    def assertLostWhenExpired(self, lease: fenceview.Lease, resource: str, msg: Optional[str] = None) -> None:
+        """Expires resource's lease on the server: lease.lost must be set."""
+        self.c.force_expire(resource)
+        self.assertTrue(lease.lost.wait(30), msg)  # type: ignore[attr-defined]
+
+
+def over_both_transports(suite: type, name: str) -> Tuple[type, type]:
+    """suite's tests as two TestCases needing the test server, <name>OverRPC
+    and <name>OverJSON: every behaviour holds on either transport."""
+    made = [
+        need_server(type(name + over, (suite, unittest.TestCase), {"rpc": rpc, "__module__": suite.__module__}))
+        for over, rpc in (("OverRPC", True), ("OverJSON", False))
+    ]
+    return made[0], made[1]
+
+
 def unique(what: str) -> str:
     """A resource id no other test uses."""
     return f"{what}-{uuid.uuid4().hex[:12]}"
@@ -58,18 +85,28 @@ def until(probe: Callable[[], Any], what: str, limit: float = 30.0) -> Any:
         time.sleep(0.01)
 
 
-class Served:
-    """A threading HTTP server on 127.0.0.1:0 running handler."""
+class _Background:
+    """A socketserver on 127.0.0.1 serving from its own daemon thread
+    until close."""
 
-    def __init__(self, handler: type) -> None:
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+    server: socketserver.BaseServer
+
+    def _serve(self, server: socketserver.TCPServer) -> None:
+        self.server = server
+        server.daemon_threads = True  # type: ignore[attr-defined]
+        self.url = f"http://127.0.0.1:{server.server_address[1]}"
+        threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class Served(_Background):
+    """A threading HTTP server on 127.0.0.1:0 running handler."""
+
+    def __init__(self, handler: type) -> None:
+        self._serve(http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler))
 
 
 def forwarding_handler(target: str, upgrade_status: int = 400) -> type:
@@ -256,7 +293,18 @@ class WSConn:
         self.sock.sendall(head + data)
 
 
-class WSServer:
+def answer_calls(conn: WSConn, answer: Callable[[Dict[str, Any]], Dict[str, Any]]) -> None:
+    """Answers each call of each message on conn, as the RPC stream does,
+    with answer(call), until the client closes."""
+    while True:
+        op, msg = conn.read_message()
+        if op == 0x8:
+            return
+        for ln in msg.split(b"\n"):
+            conn.send_frame(0x1, json.dumps(answer(json.loads(ln))).encode())
+
+
+class WSServer(_Background):
     """A websocket server on 127.0.0.1:0; handle(conn, path, headers) runs
     per connection in its own thread. refuse, when set, answers the upgrade
     with that (status, body) instead."""
@@ -295,11 +343,4 @@ class WSServer:
                 except (EOFError, OSError):
                     pass
 
-        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), H)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(socketserver.ThreadingTCPServer(("127.0.0.1", 0), H))

@@ -2,20 +2,13 @@
 stream (the default) and over the JSON API."""
 
 import threading
-import unittest
 
 import fenceview
 
-from .helpers import Cuttable, client, need_server, unique, until, URL
+from .helpers import URL, Cuttable, OneClient, over_both_transports, unique, until
 
 
-class LockTests:
-    rpc = True
-
-    def setUp(self) -> None:
-        self.c = client(rpc=self.rpc)
-        self.addCleanup(self.c.close)
-
+class LockTests(OneClient):
     def test_with_gives_an_int_token_and_releases(self) -> None:
         r = unique("with")
         lock = self.c.lock(r, holder="worker-7", lease=30.0)
@@ -125,8 +118,7 @@ class LockTests:
         lock = self.c.lock(r, holder="h", lease=0.6)  # renewed every 0.2 s
         lock.acquire()
         token = lock.token
-        self.c.force_expire(r)
-        self.assertTrue(lock.lost.wait(30), "lost was never set")
+        self.assertLostWhenExpired(lock, r, "lost was never set")
         self.assertIn("refused", lock.lost_reason)
         self.assertFalse(lock.locked())
         self.assertEqual(lock.token, token)
@@ -203,11 +195,4 @@ class LockTests:
             self.assertEqual(top.token, 2**63 - 2)
 
 
-@need_server
-class LockOverRPC(LockTests, unittest.TestCase):
-    rpc = True
-
-
-@need_server
-class LockOverJSON(LockTests, unittest.TestCase):
-    rpc = False
+LockOverRPC, LockOverJSON = over_both_transports(LockTests, "Lock")

@@ -5,16 +5,10 @@ import unittest
 
 import fenceview
 
-from .helpers import ADMIN, URL, Cuttable, client, need_server, unique, until
+from .helpers import ADMIN, URL, Cuttable, OneClient, need_server, over_both_transports, unique, until
 
 
-class Primitives:
-    rpc = True
-
-    def setUp(self) -> None:
-        self.c = client(rpc=self.rpc)
-        self.addCleanup(self.c.close)
-
+class Primitives(OneClient):
     def test_semaphore_permits_are_slots_with_their_own_tokens(self) -> None:
         name = unique("exports")
         sem = self.c.semaphore(name, 2, holder="w")
@@ -57,8 +51,7 @@ class Primitives:
         name = unique("lostsem")
         p = self.c.semaphore(name, 1, holder="a", lease=0.6).acquire()
         assert p is not None
-        self.c.force_expire(p.name)
-        self.assertTrue(p.lost.wait(30))
+        self.assertLostWhenExpired(p, p.name)
         p.release()
 
     def test_multi_lock_all_or_nothing(self) -> None:
@@ -130,27 +123,15 @@ class Primitives:
         name = unique("depose")
         e = self.c.election(name, candidate="n1", lease=0.6)
         e.campaign()
-        self.c.force_expire(name)
-        self.assertTrue(e.lost.wait(30))
+        self.assertLostWhenExpired(e, name)
         e.resign()  # quiet
 
 
-@need_server
-class PrimitivesOverRPC(Primitives, unittest.TestCase):
-    rpc = True
+PrimitivesOverRPC, PrimitivesOverJSON = over_both_transports(Primitives, "Primitives")
 
 
 @need_server
-class PrimitivesOverJSON(Primitives, unittest.TestCase):
-    rpc = False
-
-
-@need_server
-class Observing(unittest.TestCase):
-    def setUp(self) -> None:
-        self.c = client()
-        self.addCleanup(self.c.close)
-
+class Observing(OneClient, unittest.TestCase):
     def test_the_event_stream_carries_grants_and_decisions(self) -> None:
         r = unique("events")
         with self.c.events(resource=r) as stream:

@@ -12,7 +12,7 @@ from typing import Any, Dict, List
 
 import fenceview
 
-from .helpers import Served, WSServer
+from .helpers import Served, WSServer, answer_calls
 
 LOCK_STATE = {"resourceId": "x", "locked": False, "holder": None, "holdCount": 0, "token": 0, "expiresAt": None, "remainingMs": 0}
 
@@ -57,17 +57,11 @@ def http_server(plan: Plan) -> Served:
 
 
 def rpc_server(plan: Plan) -> WSServer:
-    def handle(conn: Any, path: str, hdrs: Any) -> None:
-        while True:
-            op, msg = conn.read_message()
-            if op == 0x8:
-                return
-            for ln in msg.split(b"\n"):
-                q = json.loads(ln)
-                status, body, _ = plan.answer()
-                conn.send_frame(0x1, json.dumps({"id": q["id"], "status": status, "body": body}).encode())
+    def answer(q: Dict[str, Any]) -> Dict[str, Any]:
+        status, body, _ = plan.answer()
+        return {"id": q["id"], "status": status, "body": body}
 
-    return WSServer(handle)
+    return WSServer(lambda conn, path, hdrs: answer_calls(conn, answer))
 
 
 class Shedding:

@@ -3,20 +3,13 @@ read phase, writers wait for them and come after them, and a write with a
 reader's token is refused."""
 
 import threading
-import unittest
 
 import fenceview
 
-from .helpers import client, need_server, unique, until
+from .helpers import OneClient, over_both_transports, unique, until
 
 
-class Shared:
-    rpc = True
-
-    def setUp(self) -> None:
-        self.c = client(rpc=self.rpc)
-        self.addCleanup(self.c.close)
-
+class Shared(OneClient):
     def test_readers_share_a_phase_and_its_token(self) -> None:
         r = unique("rw")
         # wait bounds a regression (readers kept apart) to a failure, not a hang.
@@ -64,17 +57,9 @@ class Shared:
         r = unique("readlost")
         lock = self.c.read_lock(r, holder="h", lease=0.6)
         lock.acquire()
-        self.c.force_expire(r)
-        self.assertTrue(lock.lost.wait(30))
+        self.assertLostWhenExpired(lock, r)
         lock.release()
         self.assertEqual(lock.headers()["X-Fencing-Access"], "read")
 
 
-@need_server
-class SharedOverRPC(Shared, unittest.TestCase):
-    rpc = True
-
-
-@need_server
-class SharedOverJSON(Shared, unittest.TestCase):
-    rpc = False
+SharedOverRPC, SharedOverJSON = over_both_transports(Shared, "Shared")

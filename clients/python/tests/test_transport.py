@@ -7,7 +7,7 @@ import unittest
 
 import fenceview
 
-from .helpers import ADMIN, URL, Served, WSServer, client, forwarding_handler, need_server, unique
+from .helpers import ADMIN, URL, OneClient, Served, WSServer, client, forwarding_handler, need_server, over_both_transports, unique
 
 
 @need_server
@@ -77,13 +77,7 @@ class Transport(unittest.TestCase):
             self.assertIsNone(until_dead)
 
 
-class Errors:
-    rpc = True
-
-    def setUp(self) -> None:
-        self.c = client(rpc=self.rpc)
-        self.addCleanup(self.c.close)
-
+class Errors(OneClient):
     def test_unknown_field_names_the_field(self) -> None:
         with self.assertRaises(fenceview.UnknownFieldError) as cm:
             self.c._call("acquire", unique("u"), {"holder": "h", "lease": 5000})
@@ -140,14 +134,7 @@ class Errors:
                     c2.lock(r, holder="same").renew()
 
 
-@need_server
-class ErrorsOverRPC(Errors, unittest.TestCase):
-    rpc = True
-
-
-@need_server
-class ErrorsOverJSON(Errors, unittest.TestCase):
-    rpc = False
+ErrorsOverRPC, ErrorsOverJSON = over_both_transports(Errors, "Errors")
 
 
 class RefusedUpgrade(unittest.TestCase):

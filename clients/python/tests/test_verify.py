@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import fenceview
 
-from .helpers import client, need_server, unique
+from .helpers import OneClient, need_server, unique
 
 try:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -159,11 +159,7 @@ class Carriers(unittest.TestCase):
 
 @need_server
 @need_crypto
-class ServerGrants(unittest.TestCase):
-    def setUp(self) -> None:
-        self.c = client()
-        self.addCleanup(self.c.close)
-
+class ServerGrants(OneClient, unittest.TestCase):
     def test_a_real_grant_verifies_and_follows_rotation(self) -> None:
         v = self.c.verifier()
         r = unique("signed")

@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 import fenceview
 from fenceview._ws import OP_TEXT, ProtocolError, WebSocket, WebSocketClosed, frame, mask
 
-from .helpers import ADMIN, URL, WSServer, client, need_server, unique
+from .helpers import ADMIN, URL, WSServer, answer_calls, client, need_server, unique
 
 
 def ws_url(base: str) -> str:
@@ -129,28 +129,32 @@ class FuzzAgainstTheServer(unittest.TestCase):
                     ws.ping(bytes(rng.randrange(256) for _ in range(rng.randrange(126))))
                 ws._send_frame(OP_TEXT if i == 0 else 0, p, fin=i == len(parts) - 1)
 
-    def test_the_server_closes_on_a_frame_that_is_not_masked(self) -> None:
+    def connect(self) -> WebSocket:
+        """A websocket to the test server, aborted at cleanup."""
         ws = WebSocket.connect(ws_url(URL), {"Authorization": f"Bearer {ADMIN}"})
         self.addCleanup(ws.abort)
         ws.settimeout(30)
-        ws._sock.sendall(frame(OP_TEXT, b'{"id":1,"op":"lock","resource":"x"}'))  # no key: unmasked
+        return ws
+
+    def assertClosedWith(self, ws: WebSocket, codes: Any) -> None:
+        """Reads ws until the server closes it, with one of codes."""
         with self.assertRaises(WebSocketClosed) as cm:
             while True:
                 ws.recv()
-        self.assertIn(cm.exception.code, (1002, 1006))
+        self.assertIn(cm.exception.code, codes)
+
+    def test_the_server_closes_on_a_frame_that_is_not_masked(self) -> None:
+        ws = self.connect()
+        ws._sock.sendall(frame(OP_TEXT, b'{"id":1,"op":"lock","resource":"x"}'))  # no key: unmasked
+        self.assertClosedWith(ws, (1002, 1006))
 
     def test_the_server_closes_on_a_message_over_its_limit(self) -> None:
-        ws = WebSocket.connect(ws_url(URL), {"Authorization": f"Bearer {ADMIN}"})
-        self.addCleanup(ws.abort)
-        ws.settimeout(30)
+        ws = self.connect()
         try:
             ws.send(b" " * ((1 << 20) + 1), fragment=65536)
         except OSError:
             pass  # the server may close before the last fragment
-        with self.assertRaises(WebSocketClosed) as cm:
-            while True:
-                ws.recv()
-        self.assertIn(cm.exception.code, (1009, 1006))
+        self.assertClosedWith(ws, (1009, 1006))
 
     def test_closing_handshake(self) -> None:
         ws = WebSocket.connect(ws_url(URL), {"Authorization": f"Bearer {ADMIN}"})
@@ -290,17 +294,13 @@ class AStreamTheServerStoppedServing(unittest.TestCase):
         def handle(conn: Any, path: str, hdrs: Any) -> None:
             conns.append(path)
             first = len(conns) == 1
-            while True:
-                op, msg = conn.read_message()
-                if op == 0x8:
-                    return
-                for ln in msg.split(b"\n"):
-                    q = json.loads(ln)
-                    if first:
-                        a = {"id": q["id"], "status": 503, "body": {"error": "shutting down", "code": "unavailable"}}
-                    else:
-                        a = {"id": q["id"], "status": 200, "body": {"resourceId": q["resource"], "locked": False, "token": 5}}
-                    conn.send_frame(0x1, json.dumps(a).encode())
+
+            def answer(q: Dict[str, Any]) -> Dict[str, Any]:
+                if first:
+                    return {"id": q["id"], "status": 503, "body": {"error": "shutting down", "code": "unavailable"}}
+                return {"id": q["id"], "status": 200, "body": {"resourceId": q["resource"], "locked": False, "token": 5}}
+
+            answer_calls(conn, answer)
 
         srv = WSServer(handle)
         self.addCleanup(srv.close)

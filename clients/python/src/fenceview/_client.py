@@ -50,6 +50,35 @@ WAIT_CHUNK = 60.0
 RPC_RETRY = 30.0
 
 
+class _Waiting:
+    """The server-side waits of a call sent again, a chunk at a time, until
+    timeout seconds have passed (None: until it succeeds)."""
+
+    def __init__(self, c: "Client", timeout: Optional[float]) -> None:
+        self._c = c
+        self._until = None if timeout is None else c._monotonic() + timeout
+
+    def left(self) -> float:
+        """The next send's wait: a chunk, or what is left of the timeout."""
+        if self._until is None:
+            return WAIT_CHUNK
+        return max(0.0, min(WAIT_CHUNK, self._until - self._c._monotonic()))
+
+    def over(self) -> bool:
+        """Whether the timeout has passed."""
+        return self._until is not None and self._c._monotonic() >= self._until
+
+
+def _acquire_timeout(blocking: bool, timeout: Optional[float], wait: Optional[float]) -> Optional[float]:
+    """An acquire's timeout in threading.Lock's terms: blocking=False asks
+    once; timeout None or negative is the object's wait (None: no end)."""
+    if not blocking:
+        return 0.0
+    if timeout is None or timeout < 0:
+        return wait
+    return timeout
+
+
 def validate_resource(name: str, what: str = "resource id") -> str:
     """name, when it is a valid resource id (1..160 bytes of UTF-8, no
     control characters); else InvalidRequestError."""

@@ -1,9 +1,9 @@
 """Locks in threading.Lock's shape, kept alive by a daemon thread."""
 
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
-from ._client import WAIT_CHUNK, _ms, default_holder, validate_holder, validate_resource
+from ._client import _acquire_timeout, _ms, _Waiting, default_holder, validate_holder, validate_resource
 from ._errors import FenceviewError, InvalidRequestError, LockHeldError, NotHeldError, NotLeaderError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,6 +31,8 @@ class Lease:
         self._stop = threading.Event()
         self._deadline = 0.0
         self._thread: Optional[threading.Thread] = None
+        #: The latest refusal of a wait that ran out.
+        self._refusal: Optional[FenceviewError] = None
 
     @property
     def lease(self) -> float:
@@ -48,6 +50,22 @@ class Lease:
 
     def _what(self) -> str:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _wait_for_grant(self, timeout: Optional[float], send: Callable[[float], Any]) -> Optional[Tuple[float, Any]]:
+        """Calls send(wait) again, a chunk of server-side wait at a time,
+        until it answers: (when it was sent, its answer); None when the
+        lock stayed held past timeout (the refusal kept in _refusal)."""
+        c = self._client
+        waiting = _Waiting(c, timeout)
+        while True:
+            left = waiting.left()
+            sent = c._monotonic()
+            try:
+                return sent, send(left)
+            except LockHeldError as e:
+                self._refusal = e
+                if waiting.over():
+                    return None
 
     #: An election's: its second resign is not-leader, not not-held.
     _ends_leadership = False
@@ -140,7 +158,28 @@ class Lease:
             self._ended()
 
 
-class Lock(Lease):
+class _Granted(Lease):
+    """A lease of one resource, ``name``, fenced by its latest grant's
+    token."""
+
+    name: str
+    grant: Optional[Dict[str, Any]]
+
+    def _what(self) -> str:
+        return self.name
+
+    @property
+    def token(self) -> int:
+        """The latest grant's token (0 before the first); kept after loss."""
+        return int(self.grant["fencing"]["token"]) if self.grant else 0
+
+    @property
+    def signature(self) -> Optional[str]:
+        """The latest grant's signature (base64url), if the server signs."""
+        return self.grant["fencing"].get("signature") if self.grant else None
+
+
+class Lock(_Granted):
     """A fenced lock on one resource for one holder, in threading.Lock's
     shape (and kazoo's, redis-py's)::
 
@@ -176,20 +215,6 @@ class Lock(Lease):
         #: The latest grant, as the server sent it (None before the first).
         self.grant: Optional[Dict[str, Any]] = None
         self._hold_count = 0
-        self._refusal: Optional[FenceviewError] = None
-
-    def _what(self) -> str:
-        return self.name
-
-    @property
-    def token(self) -> int:
-        """The latest grant's token (0 before the first); kept after loss."""
-        return int(self.grant["fencing"]["token"]) if self.grant else 0
-
-    @property
-    def signature(self) -> Optional[str]:
-        """The latest grant's signature (base64url), if the server signs."""
-        return self.grant["fencing"].get("signature") if self.grant else None
 
     @property
     def hold_count(self) -> int:
@@ -211,35 +236,27 @@ class Lock(Lease):
         (seconds; None or -1: the lock's ``wait``, and None there: until
         granted) bounds the wait. Waiting happens on the server, first come
         first served. Errors other than lock-held raise."""
-        if not blocking:
-            if timeout is not None and timeout != -1:
-                raise ValueError("can't specify a timeout for a non-blocking call")
-            timeout = 0.0
-        elif timeout is None or timeout < 0:
-            timeout = self.wait
-        c = self._client
-        until = None if timeout is None else c._monotonic() + timeout
-        while True:
-            left = WAIT_CHUNK if until is None else max(0.0, min(WAIT_CHUNK, until - c._monotonic()))
+        if not blocking and timeout is not None and timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+
+        def send(left: float) -> Any:
             fields: Dict[str, Any] = {"holder": self.holder, "leaseMs": self._lease_ms, "waitMs": int(left * 1000)}
             if self._lock_delay_ms:
                 fields["lockDelayMs"] = self._lock_delay_ms
             if self.shared:
                 fields["shared"] = True
-            sent = c._monotonic()
-            try:
-                _, g = c._call("acquire", self.name, fields, wait=left)
-            except LockHeldError as e:
-                self._refusal = e
-                if until is not None and c._monotonic() >= until:
-                    return False
-                continue
-            with self._mu:
-                self.grant = g
-                self._hold_count = int(g.get("holdCount") or 1)
-                self._granted(sent)
-            self._refusal = None
-            return True
+            return self._client._call("acquire", self.name, fields, wait=left)[1]
+
+        got = self._wait_for_grant(_acquire_timeout(blocking, timeout, self.wait), send)
+        if got is None:
+            return False
+        sent, g = got
+        with self._mu:
+            self.grant = g
+            self._hold_count = int(g.get("holdCount") or 1)
+            self._granted(sent)
+        self._refusal = None
+        return True
 
     def __enter__(self) -> "Lock":
         if not self.acquire():
@@ -311,7 +328,6 @@ class MultiLock(Lease):
         self.wait = wait
         #: The grants of the latest acquire, in the order of names.
         self.grants: List[Dict[str, Any]] = []
-        self._refusal: Optional[FenceviewError] = None
 
     def _what(self) -> str:
         return ",".join(self.names)
@@ -327,27 +343,19 @@ class MultiLock(Lease):
 
     def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
         """As Lock.acquire, for all of the locks at once."""
-        if not blocking:
-            timeout = 0.0
-        elif timeout is None or timeout < 0:
-            timeout = self.wait
-        c = self._client
-        until = None if timeout is None else c._monotonic() + timeout
-        while True:
-            left = WAIT_CHUNK if until is None else max(0.0, min(WAIT_CHUNK, until - c._monotonic()))
+
+        def send(left: float) -> Any:
             fields = {"resources": self.names, "holder": self.holder, "leaseMs": self._lease_ms, "waitMs": int(left * 1000)}
-            sent = c._monotonic()
-            try:
-                _, b = c._call("acquire-all", "", fields, wait=left, what=self._what())
-            except LockHeldError as e:
-                self._refusal = e
-                if until is not None and c._monotonic() >= until:
-                    return False
-                continue
-            with self._mu:
-                self.grants = list(b.get("grants") or [])
-                self._granted(sent)
-            return True
+            return self._client._call("acquire-all", "", fields, wait=left, what=self._what())[1]
+
+        got = self._wait_for_grant(_acquire_timeout(blocking, timeout, self.wait), send)
+        if got is None:
+            return False
+        sent, b = got
+        with self._mu:
+            self.grants = list(b.get("grants") or [])
+            self._granted(sent)
+        return True
 
     def __enter__(self) -> "MultiLock":
         if not self.acquire():

@@ -3,9 +3,9 @@
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
-from ._client import WAIT_CHUNK, _ms, default_holder, validate_holder, validate_resource
+from ._client import _acquire_timeout, _ms, _Waiting, default_holder, validate_holder, validate_resource
 from ._errors import FenceviewError, InvalidRequestError, LockHeldError, NoPermitError, UnreachableError
-from ._locks import Lease
+from ._locks import Lease, _Granted
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._client import Client
@@ -20,7 +20,7 @@ def _name(name: str, what: str) -> str:
     return name
 
 
-class Permit(Lease):
+class Permit(_Granted):
     """One permit of a semaphore: the lock of one slot (``name`` is the
     slot's resource id, ``name#3``), with its own ``token``. Renewed by a
     daemon thread while held; ``lost`` is set when its lease is lost."""
@@ -32,17 +32,6 @@ class Permit(Lease):
         self.slot = int(grant["slot"])
         self.name: str = grant["resourceId"]
         self._granted(sent)
-
-    def _what(self) -> str:
-        return self.name
-
-    @property
-    def token(self) -> int:
-        return int(self.grant["fencing"]["token"])
-
-    @property
-    def signature(self) -> Optional[str]:
-        return self.grant["fencing"].get("signature")
 
     def _renew_once(self, timeout: float) -> None:
         _, g = self._client._call("renew", self.name, {"holder": self._sem.holder, "leaseMs": self._lease_ms}, timeout=timeout, conflict="not-held")
@@ -92,21 +81,17 @@ class Semaphore:
         """The lowest free slot's permit, or None when no permit came free
         in time (blocking=False: at once; timeout None or -1: the
         semaphore's ``wait``, and None there: until one does)."""
-        if not blocking:
-            timeout = 0.0
-        elif timeout is None or timeout < 0:
-            timeout = self.wait
         c = self._client
-        until = None if timeout is None else c._monotonic() + timeout
+        waiting = _Waiting(c, _acquire_timeout(blocking, timeout, self.wait))
         while True:
-            left = WAIT_CHUNK if until is None else max(0.0, min(WAIT_CHUNK, until - c._monotonic()))
+            left = waiting.left()
             fields = {"holder": self.holder, "permits": self.permits, "leaseMs": self._lease_ms, "waitMs": int(left * 1000)}
             sent = c._monotonic()
             try:
                 _, g = c._call("semaphore-acquire", self.name, fields, wait=left)
             except NoPermitError as e:
                 self._entered.refusal = e
-                if until is not None and c._monotonic() >= until:
+                if waiting.over():
                     return None
                 continue
             return Permit(self, g, sent)
@@ -146,7 +131,6 @@ class Election(Lease):
         self.candidate = validate_holder(candidate, "candidate") if candidate is not None else default_holder()
         #: The latest campaign's answer ({"name","leader","fencing"}).
         self.answer: Optional[Dict[str, Any]] = None
-        self._refusal: Optional[FenceviewError] = None
 
     _ends_leadership = True
 
@@ -167,15 +151,15 @@ class Election(Lease):
         takes) and return the term. Not elected in time: LockHeldError
         naming the leader."""
         c = self._client
-        until = None if timeout is None else c._monotonic() + timeout
+        waiting = _Waiting(c, timeout)
         while True:
-            left = WAIT_CHUNK if until is None else max(0.0, min(WAIT_CHUNK, until - c._monotonic()))
+            left = waiting.left()
             fields = {"candidate": self.candidate, "value": value, "leaseMs": self._lease_ms, "waitMs": int(left * 1000)}
             sent = c._monotonic()
             try:
                 _, b = c._call("campaign", self.name, fields, wait=left)
             except LockHeldError:
-                if until is not None and c._monotonic() >= until:
+                if waiting.over():
                     raise
                 continue
             with self._mu:

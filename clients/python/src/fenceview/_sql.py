@@ -83,6 +83,17 @@ def _verifier(verifier: Optional["Verifier"], client: Optional["Client"], accept
     return Verifier(client)
 
 
+def _decide(conn: Any, sql: str, args: _Args, token: int, mark: Callable[[], int]) -> Decision:
+    """Runs sql, a write under the condition that token is at least the
+    mark: accepted when it wrote a row, else refused with mark()."""
+    n, _ = _execute(conn, sql, args)
+    if n > 0:
+        return Decision(True, token)
+    # Marks only rise: the mark read now is at least the one that beat
+    # this token, so it is the token to beat.
+    return Decision(False, token, mark(), "stale-token")
+
+
 def _mark(v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise InvalidRequestError(f"fenceview: the stored mark {v!r} is not a token")
@@ -164,7 +175,7 @@ class FencedTable:
             return refused
         sets.append(f"{self._mark} = {a.add(token)}")
         sql = f"UPDATE {self._table} SET {', '.join(sets)} WHERE {self._key} = {a.add(key)} AND {self._mark} <= {a.add(token)}"
-        return self._decide(sql, a, key, token)
+        return _decide(self._conn, sql, a, token, lambda: self.mark(key))
 
     def check(self, key: Any, token: int, signature: Optional[str] = None, access: str = "read") -> Decision:
         """Present token for a read (or, access="write", a write made
@@ -177,15 +188,7 @@ class FencedTable:
             return refused
         a = _Args(self._style)
         sql = f"UPDATE {self._table} SET {self._mark} = {a.add(token)} WHERE {self._key} = {a.add(key)} AND {self._mark} <= {a.add(token)}"
-        return self._decide(sql, a, key, token)
-
-    def _decide(self, sql: str, a: _Args, key: Any, token: int) -> Decision:
-        n, _ = _execute(self._conn, sql, a)
-        if n > 0:
-            return Decision(True, token)
-        # Marks only rise: the mark read now is at least the one that beat
-        # this token, so it is the token to beat.
-        return Decision(False, token, self.mark(key), "stale-token")
+        return _decide(self._conn, sql, a, token, lambda: self.mark(key))
 
     def mark(self, key: Any) -> int:
         """The row's mark; LookupError when there is no such row."""
@@ -251,10 +254,7 @@ class FencedMarks:
             f"INSERT INTO {self._table} AS m (resource_id, high_water) VALUES ({a.add(resource)}, {a.add(token)}) "
             "ON CONFLICT (resource_id) DO UPDATE SET high_water = excluded.high_water WHERE m.high_water <= excluded.high_water"
         )
-        n, _ = _execute(self._conn, sql, a)
-        if n > 0:
-            return Decision(True, token)
-        return Decision(False, token, self.high_water(resource), "stale-token")
+        return _decide(self._conn, sql, a, token, lambda: self.high_water(resource))
 
     def high_water(self, resource: str) -> int:
         """resource's mark, 0 when none."""

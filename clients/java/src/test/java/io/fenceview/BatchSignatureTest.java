@@ -254,25 +254,31 @@ class BatchSignatureTest {
         assertFalse(verifier.verify(resource(5, 3), token(3), text.substring(0, text.length() - 1)));
     }
 
-    /** A guard in signed mode refuses every tampered carrier without moving its mark, then takes the honest one. */
-    /** A service at /w answering 204 behind guard, on a loopback port. */
-    private static HttpServer guarded(FencingFilter guard) throws Exception {
+    /** What a test does with a guard in signed mode in front of a service at uri. */
+    private interface GuardedService {
+        void run(FencingFilter guard, HttpClient http, URI uri) throws Exception;
+    }
+
+    /** Runs test against a service at /w answering 204 behind a guard in signed mode, on a loopback port. */
+    private static void withGuardedService(GuardedService test) throws Exception {
+        FencingFilter guard = new FencingFilter(verifier, 100);
         HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         server.createContext("/w", ex -> {
             ex.sendResponseHeaders(204, -1);
             ex.close();
         }).getFilters().add(guard);
         server.start();
-        return server;
+        try {
+            test.run(guard, HttpClient.newHttpClient(), URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/w"));
+        } finally {
+            server.stop(0);
+        }
     }
 
+    /** A guard in signed mode refuses every tampered carrier without moving its mark, then takes the honest one. */
     @Test
     void theGuardsMarkDoesNotMoveForTamperedCarriers() throws Exception {
-        FencingFilter guard = new FencingFilter(verifier, 100);
-        HttpServer server = guarded(guard);
-        try {
-            HttpClient http = HttpClient.newHttpClient();
-            URI uri = URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/w");
+        withGuardedService((guard, http, uri) -> {
             int n = 13;
             List<byte[]> cs = carriers(n);
             for (int i : new int[] {0, 6, 12}) {
@@ -286,9 +292,7 @@ class BatchSignatureTest {
                 assertTrue(FencedHttp.send(http, HttpRequest.newBuilder(uri), honest, HttpResponse.BodyHandlers.discarding()).accepted());
                 assertEquals(honest.number(), guard.highWaterMark(honest.resource()));
             }
-        } finally {
-            server.stop(0);
-        }
+        });
     }
 
     /**
@@ -297,11 +301,7 @@ class BatchSignatureTest {
      */
     @Test
     void aSharedTokenReadsButDoesNotWrite() throws Exception {
-        FencingFilter guard = new FencingFilter(verifier, 100);
-        HttpServer server = guarded(guard);
-        try {
-            HttpClient http = HttpClient.newHttpClient();
-            URI uri = URI.create("http://127.0.0.1:" + server.getAddress().getPort() + "/w");
+        withGuardedService((guard, http, uri) -> {
             int n = 8;
             List<byte[]> cs = carriers(n);
             int i = 4; // shared(4)
@@ -317,8 +317,6 @@ class BatchSignatureTest {
             assertEquals(reader.number(), guard.highWaterMark(reader.resource()));
             assertTrue(FencedHttp.send(http, HttpRequest.newBuilder(uri), asWriter, HttpResponse.BodyHandlers.discarding()).accepted(),
                     "a GET is a read");
-        } finally {
-            server.stop(0);
-        }
+        });
     }
 }
