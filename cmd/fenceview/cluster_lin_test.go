@@ -254,17 +254,19 @@ func TestClusterPrimitivesLinearizability(t *testing.T) {
 		// Leaders change under the readers: each new leader loads every
 		// shared hold and the phase's token from the cluster's store.
 		// Writers never wait, so a read phase can outlast a whole run when
-		// readers keep overlapping (and a reader whose acquire's outcome a
-		// kill hid holds for the rest of it): such a history is checked,
-		// but has no two tokens to reuse, so the run is made again.
+		// readers keep overlapping; a last writer (rwLast) ends it, unless a
+		// reader whose acquire's outcome a kill hid holds for the rest of
+		// the run: such a history is checked, but has no two tokens to
+		// reuse, so the run is made again on a fresh lock.
 		for attempt := uint64(0); ; attempt++ {
 			lock := fmt.Sprintf("%s-%d", rwName, attempt) // a fresh lock: the last run's holds stay on its own
 			tg := run(t, seed+3+attempt, 6, lock, func(tg *primTarget, c int, rng *rand.Rand) { tg.rwClient(c, rng, ops) })
+			tg.rwLast(6)
 			if tg.checkCovered(t, proof.RWLockModel(), rwTokens) {
 				break
 			}
-			if attempt == 2 {
-				t.Fatal("no two grants of distinct tokens in 3 runs: the workload did not exercise the lock")
+			if attempt == 4 {
+				t.Fatal("no two grants of distinct tokens in 5 runs: the workload did not exercise the lock")
 			}
 			t.Logf("run %d held one read phase throughout; again with the next seed", attempt)
 		}

@@ -439,6 +439,7 @@ func TestPrimitivesLinearizability(t *testing.T) {
 func sharedLock(t *testing.T, newTarget func() *primTarget, ops int, seed uint64) {
 	tg := newTarget()
 	tg.run(6, seed, func(c int, rng *rand.Rand) { tg.rwClient(c, rng, ops) })
+	tg.rwLast(6)
 	tg.check(t, proof.RWLockModel(), rwTokens)
 	tg.requireSeen(t, "two readers holding at once", func(in proof.Call, out proof.Result) bool {
 		return in.Op == proof.OpRead && out.Held[1].Holder != ""
@@ -462,46 +463,56 @@ func (tg *primTarget) rwLock() string {
 // rwClient takes the shared lock in either mode, sometimes twice, reads
 // it, and releases what it holds.
 func (tg *primTarget) rwClient(c int, rng *rand.Rand, ops int) {
-	holder := fmt.Sprintf("rw%d", c)
 	for tg.rec.Len() < ops {
 		x := rng.IntN(100)
 		if x < 20 {
 			tg.readRW(c)
 			continue
 		}
-		shared := x < 70
-		holds := 0
-		for range 1 + rng.IntN(2) { // a second acquire is re-entrant
-			in := proof.Call{Op: proof.OpAcquire, Holder: holder, Shared: shared}
-			r, call, ok := tg.change(in, "/v1/locks/"+tg.rwLock()+"/acquire",
-				fmt.Sprintf(`{"holder":%q,"leaseMs":%d,"shared":%v}`, holder, longLeaseMs, shared))
-			if !ok {
-				break
-			}
-			if r.Status != 200 {
-				refusal(r, "acquire")
-				tg.rec.AddOp(c, in, call, proof.Result{})
-				break
-			}
-			f, _ := r.Body["fencing"].(map[string]any)
-			tok, _ := f["token"].(float64)
-			tg.rec.AddOp(c, in, call, proof.Result{OK: true, Tokens: []int64{int64(tok)}})
-			holds++
+		tg.rwHold(c, x < 70, 1+rng.IntN(2), rng.IntN(2) == 0) // a second acquire is re-entrant
+	}
+}
+
+// rwLast is one more writer once the clients are done: a run whose
+// readers overlapped throughout (writers never wait) held one read phase,
+// and this grant's token is the next, so the history has two tokens.
+func (tg *primTarget) rwLast(clients int) { tg.rwHold(clients, false, 1, false) }
+
+// rwHold acquires the shared lock as client c, times over, in one mode,
+// reads it when read, and releases what it holds.
+func (tg *primTarget) rwHold(c int, shared bool, times int, read bool) {
+	holder := fmt.Sprintf("rw%d", c)
+	holds := 0
+	for range times {
+		in := proof.Call{Op: proof.OpAcquire, Holder: holder, Shared: shared}
+		r, call, ok := tg.change(in, "/v1/locks/"+tg.rwLock()+"/acquire",
+			fmt.Sprintf(`{"holder":%q,"leaseMs":%d,"shared":%v}`, holder, longLeaseMs, shared))
+		if !ok {
+			break
 		}
-		if rng.IntN(2) == 0 {
-			tg.readRW(c)
+		if r.Status != 200 {
+			refusal(r, "acquire")
+			tg.rec.AddOp(c, in, call, proof.Result{})
+			break
 		}
-		for range holds {
-			in := proof.Call{Op: proof.OpRelease, Holder: holder, Shared: shared}
-			r, call, ok := tg.change(in, "/v1/locks/"+tg.rwLock()+"/release", fmt.Sprintf(`{"holder":%q}`, holder))
-			if !ok {
-				break
-			}
-			if r.Status != 200 {
-				refusal(r, "release")
-			}
-			tg.rec.AddOp(c, in, call, proof.Result{OK: r.Status == 200})
+		f, _ := r.Body["fencing"].(map[string]any)
+		tok, _ := f["token"].(float64)
+		tg.rec.AddOp(c, in, call, proof.Result{OK: true, Tokens: []int64{int64(tok)}})
+		holds++
+	}
+	if read {
+		tg.readRW(c)
+	}
+	for range holds {
+		in := proof.Call{Op: proof.OpRelease, Holder: holder, Shared: shared}
+		r, call, ok := tg.change(in, "/v1/locks/"+tg.rwLock()+"/release", fmt.Sprintf(`{"holder":%q}`, holder))
+		if !ok {
+			break
 		}
+		if r.Status != 200 {
+			refusal(r, "release")
+		}
+		tg.rec.AddOp(c, in, call, proof.Result{OK: r.Status == 200})
 	}
 }
 
