@@ -250,7 +250,8 @@ func (a *thenAdmission) Seated(t *fair.Ticket, err error) {
 
 // answer gives the seat back, at what the answer cost, and hands the
 // answer on (answerer).
-func (a *thenAdmission) answer(status int, body any) {
+func (a *thenAdmission) answer(out any, err error) {
+	status, body := a.s.answerOf(a.ctx, out, err)
 	a.t.Done(a.class.spent(status))
 	a.req.finish(status, body)
 }
@@ -343,17 +344,6 @@ func overloaded(shed *fair.Shed) *fenceview.Error {
 	ms := shed.RetryAfter.Milliseconds()
 	return &fenceview.Error{Code: fenceview.EOVERLOADED, Fields: map[string]any{"retryAfterMs": ms},
 		Message: fmt.Sprintf("the server is busy and this key has its share of it; nothing was done, retry after %d ms", ms)}
-}
-
-// admittedRoute runs op for the JSON API route of r, admitted as its route
-// says; a route not admitted runs at once.
-func (s *Server) admittedRoute(r *http.Request, wait time.Duration, op func() (int, any)) (int, any) {
-	o := opsByRoute[r.Pattern]
-	if o == nil || !o.admitted() {
-		return op()
-	}
-	flow, fclass := flowOf(auth.FromContext(r.Context()), s.clientAddr(r))
-	return s.admitted(r.Context(), flow, fclass, o.class, wait, nil, op)
 }
 
 // clientAddr is the address r comes from (in cluster mode, the client a

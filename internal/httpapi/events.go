@@ -47,7 +47,7 @@ var upgrader = websocket.Upgrader{
 		case http.StatusMethodNotAllowed:
 			code = fenceview.EMETHODNOTALLOWED
 		}
-		writeJSON(w, status, map[string]any{"error": "websocket: " + reason.Error(), "code": code})
+		WriteError(w, fenceview.Errorf(code, "websocket: %v", reason))
 	},
 }
 

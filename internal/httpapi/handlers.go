@@ -65,7 +65,7 @@ func millis(n wire.Int) time.Duration { return time.Duration(n.Value) * time.Mil
 // The lock operations, shared by the JSON API and the RPC stream. Each
 // answers with a status and a body, errors included.
 
-func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) (int, any) {
+func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) (any, error) {
 	start := time.Now()
 	g, err := s.Service.Acquire(ctx, acquireRequestOf(resource, req))
 	return s.acquired(ctx, start, g, err)
@@ -81,36 +81,36 @@ func acquireRequestOf(resource string, req lockRequest) fenceview.AcquireRequest
 }
 
 // acquired answers an acquire asked for at start.
-func (s *Server) acquired(ctx context.Context, start time.Time, g fenceview.Grant, err error) (int, any) {
+func (s *Server) acquired(ctx context.Context, start time.Time, g fenceview.Grant, err error) (any, error) {
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	s.observeGrant(fenceview.KindLock, start)
-	return http.StatusOK, grantWire(g)
+	return grantWire(g), nil
 }
 
-func (s *Server) renew(ctx context.Context, resource string, req lockRequest) (int, any) {
+func (s *Server) renew(ctx context.Context, resource string, req lockRequest) (any, error) {
 	g, err := s.Service.Renew(ctx, resource, *req.Holder, millis(req.LeaseMs))
 	return s.renewed(ctx, g, err)
 }
 
-func (s *Server) renewed(ctx context.Context, g fenceview.Grant, err error) (int, any) {
+func (s *Server) renewed(ctx context.Context, g fenceview.Grant, err error) (any, error) {
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
-	return http.StatusOK, grantWire(g)
+	return grantWire(g), nil
 }
 
-func (s *Server) release(ctx context.Context, resource string, req lockRequest) (int, any) {
+func (s *Server) release(ctx context.Context, resource string, req lockRequest) (any, error) {
 	left, err := s.Service.Release(ctx, resource, *req.Holder)
 	return s.released(ctx, resource, left, err)
 }
 
-func (s *Server) released(ctx context.Context, resource string, left int, err error) (int, any) {
+func (s *Server) released(ctx context.Context, resource string, left int, err error) (any, error) {
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
-	return http.StatusOK, wire.Released{ResourceID: resource, HoldCount: left, Released: true}
+	return wire.Released{ResourceID: resource, HoldCount: left, Released: true}, nil
 }
 
 // The same operations answered through done once durable, by a service
@@ -129,66 +129,63 @@ func (s *Server) releaseThen(ts thenService, ctx context.Context, resource strin
 	ts.ReleaseThen(ctx, resource, *req.Holder, func(left int, err error) { done.answer(s.released(ctx, resource, left, err)) })
 }
 
-func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleExpire(w http.ResponseWriter, r *http.Request) (any, error) {
 	resource := resourceOf(r)
 	if err := s.Service.ForceExpire(r.Context(), resource); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"resourceId": resource, "expired": true})
+	return map[string]any{"resourceId": resource, "expired": true}, nil
 }
 
 // handleReset raises a resource's token counter to a floor (admin): the
 // deliberate answer to a counter alarm.
-func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req struct {
 		Floor wire.Int `json:"floor"`
 	}
-	s.changeCounter(w, r, &req, &req.Floor, "reset", `field "floor" (a positive integer) is required`, s.Service.ResetCounter)
+	return s.changeCounter(w, r, &req, &req.Floor, "floor", "reset", `field "floor" (a positive integer) is required`, s.Service.ResetCounter)
 }
 
 // handleRecover sets a poisoned or exhausted resource's counter and mark
 // back to a token the admin names (admin; see fenceview.LockService.Recover).
-func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRecover(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req struct {
 		Token wire.Int `json:"token"`
 	}
-	s.changeCounter(w, r, &req, &req.Token, "recovered",
+	return s.changeCounter(w, r, &req, &req.Token, "token", "recovered",
 		`field "token" is required: the counter to start from, at least the highest token in use (the next grant takes token+1)`, s.Service.Recover)
 }
 
 // changeCounter is an admin's change to a resource's token counter: body
-// decoded into req, whose field n (required, else missing) apply takes;
+// decoded into req, whose field n (named field; required, else missing)
+// apply takes;
 // the answer says done and where the counter now stands.
-func (s *Server) changeCounter(w http.ResponseWriter, r *http.Request, req any, n *wire.Int, done, missing string,
-	apply func(ctx context.Context, resourceID string, n int64) (fenceview.Resource, error)) {
+func (s *Server) changeCounter(w http.ResponseWriter, r *http.Request, req any, n *wire.Int, field, done, missing string,
+	apply func(ctx context.Context, resourceID string, n int64) (fenceview.Resource, error)) (any, error) {
 	resource := resourceOf(r)
 	if err := decode(w, r, req, request.MaxBody, false); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	if !n.Set {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "%s", missing))
-		return
+		return nil, fenceview.FieldErrorf(fenceview.EINVALID, field, "%s", missing)
 	}
 	res, err := apply(r.Context(), resource, n.Value)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	return map[string]any{
 		"resourceId": resource, done: true, "lastToken": res.LastToken, "highWaterMark": res.HighWaterMark,
 		"nextToken": fenceview.NextToken(res),
-	})
+	}, nil
 }
 
 // lockState answers GET /v1/locks/{resource} and the RPC stream's lock.
-func (s *Server) lockState(ctx context.Context, resource string) (int, any) {
+func (s *Server) lockState(ctx context.Context, resource string) (any, error) {
 	ls, err := s.Service.Lock(resource)
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
-	return http.StatusOK, lockWire(ls)
+	return lockWire(ls), nil
 }
 
 func lockWire(ls fenceview.LockState) wire.Lock {
@@ -233,12 +230,12 @@ func fenceRequestOf(req *wire.Request) fenceRequest {
 
 // fenceOp serves a fence: the body's or line's fields, and over the JSON
 // API its X-Fencing-* headers.
-func (s *Server) fenceOp(ctx context.Context, c *opCall) (int, any) {
+func (s *Server) fenceOp(ctx context.Context, c *opCall) (any, error) {
 	req := fenceRequestOf(&c.req)
 	req.origin = c.origin
 	if c.http != nil {
 		if err := req.readHeaders(c.http.Header); err != nil {
-			return s.errorBody(ctx, err)
+			return nil, err
 		}
 		req.origin = "api:" + clientHost(c.http)
 	}
@@ -277,10 +274,10 @@ func (req *fenceRequest) readHeaders(h http.Header) error {
 }
 
 // fence decides a fenced write presented to the server's guard.
-func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (int, any) {
+func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (any, error) {
 	f, err := s.fenceOf(ctx, resource, req)
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	d, err := s.Service.Fence(ctx, f)
 	return s.fenced(ctx, resource, d, err)
@@ -302,14 +299,14 @@ func (s *Server) fenceOf(ctx context.Context, resource string, req fenceRequest)
 }
 
 // fenced answers a fence's decision.
-func (s *Server) fenced(ctx context.Context, resource string, d guard.Decision, err error) (int, any) {
+func (s *Server) fenced(ctx context.Context, resource string, d guard.Decision, err error) (any, error) {
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	if !d.Accepted {
-		return http.StatusConflict, httpguard.NewRefusal(d)
+		return httpguard.NewRefusal(d), nil
 	}
-	return http.StatusOK, wire.FenceAccepted{Accepted: true, Token: d.Presented, IdempotencyKey: guard.IdempotencyKey(resource, d.Presented)}
+	return wire.FenceAccepted{Accepted: true, Token: d.Presented, IdempotencyKey: guard.IdempotencyKey(resource, d.Presented)}, nil
 }
 
 // fenceThen is fenceOp over the RPC stream, answered through done.
@@ -319,7 +316,7 @@ func (s *Server) fenceThen(ts thenService, ctx context.Context, c *opCall, done 
 	resource := c.req.Resource
 	f, err := s.fenceOf(ctx, resource, req)
 	if err != nil {
-		done.answer(s.errorBody(ctx, err))
+		done.answer(nil, err)
 		return
 	}
 	ts.FenceThen(ctx, f, func(d guard.Decision, err error) { done.answer(s.fenced(ctx, resource, d, err)) })
@@ -459,91 +456,77 @@ type decisionsRequest struct {
 	} `json:"decisions"`
 }
 
-func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleDecisions(w http.ResponseWriter, r *http.Request) (any, error) {
 	var req decisionsRequest
 	if err := decode(w, r, &req, request.MaxReportBody, false); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	if req.Decisions == nil {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, `field "decisions" (an array) is required`))
-		return
+		return nil, fenceview.Errorf(fenceview.EINVALID, `field "decisions" (an array) is required`)
 	}
 	if len(*req.Decisions) > fenceview.MaxDecisions {
-		s.writeError(w, r, fenceview.Errorf(fenceview.ETOOLARGE, "at most %d decisions per request", fenceview.MaxDecisions))
-		return
+		return nil, fenceview.Errorf(fenceview.ETOOLARGE, "at most %d decisions per request", fenceview.MaxDecisions)
 	}
 	reports := make([]fenceview.Report, 0, len(*req.Decisions))
 	for i, d := range *req.Decisions {
 		if !d.Token.Set || d.Accepted == nil {
-			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: token and accepted are required", i))
-			return
+			return nil, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: token and accepted are required", i)
 		}
 		if err := seeResource(r.Context(), d.ResourceID); err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		if d.Source == "" { // the contract requires it, auth on or off
-			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: source is required", i))
-			return
+			return nil, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: source is required", i)
 		}
 		source, err := attribute(r.Context(), "", d.Source)
 		if err != nil {
-			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err)))
-			return
+			return nil, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: %s", i, fenceview.ErrorMessage(err))
 		}
 		rep := fenceview.Report{ResourceID: d.ResourceID, Token: d.Token.Value, Accepted: *d.Accepted,
 			Required: d.Required.Value, Reason: d.Reason, Source: source, Signature: d.Signature, Access: d.Access}
 		if len(d.Signature) > maxSignatureLen {
-			s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: signature over %d bytes", i, maxSignatureLen))
-			return
+			return nil, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: signature over %d bytes", i, maxSignatureLen)
 		}
 		if d.At != "" {
 			at, err := time.Parse(time.RFC3339Nano, d.At)
 			if err != nil {
-				s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: at must be an RFC 3339 time", i))
-				return
+				return nil, fenceview.Errorf(fenceview.EINVALID, "decisions[%d]: at must be an RFC 3339 time", i)
 			}
 			rep.At = at.UTC()
 		}
 		reports = append(reports, rep)
 	}
-	status, body := s.admittedRoute(r, 0, func() (int, any) {
-		n, err := s.Service.Report(r.Context(), reports)
-		if err != nil {
-			return s.errorBody(r.Context(), err)
-		}
-		return http.StatusOK, map[string]any{"recorded": n}
-	})
-	writeJSON(w, status, body)
+	n, err := s.Service.Report(r.Context(), reports)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"recorded": n}, nil
 }
 
 // resourceState answers GET /v1/resources/{resource}: the resource with
 // its lock's recent times.
-func (s *Server) resourceState(ctx context.Context, resource string) (int, any) {
+func (s *Server) resourceState(ctx context.Context, resource string) (any, error) {
 	res, err := s.Service.Resource(resource)
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	body := resourceWire(res)
 	body.Times = s.timesWire(resource)
-	return http.StatusOK, body
+	return body, nil
 }
 
-func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) (any, error) {
 	f, err := request.RejectionFilter(r.URL.Query())
 	if err == nil && f.ResourceID != "" {
 		err = seeResource(r.Context(), f.ResourceID)
 	}
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	f.Prefixes = auth.FromContext(r.Context()).Resources
 	events, err := s.History.Rejections(r.Context(), f)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	out := make([]wire.Rejection, 0, len(events))
 	for _, e := range events {
@@ -554,14 +537,13 @@ func (s *Server) handleRejections(w http.ResponseWriter, r *http.Request) {
 	if len(events) == f.Limit {
 		next = fenceview.CursorOf(events[len(events)-1]).String()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"rejections": out, "next": next})
+	return map[string]any{"rejections": out, "next": next}, nil
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	if err := s.History.Ping(r.Context()); err != nil {
 		s.Logger.Error("health check failed", "err", err)
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "error": "database unavailable", "code": fenceview.EUNAVAILABLE})
+		WriteError(w, &fenceview.Error{Code: fenceview.EUNAVAILABLE, Message: "database unavailable", Fields: map[string]any{"status": "unavailable"}})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})

@@ -41,59 +41,52 @@ func keyError(err error) error {
 	return err
 }
 
-func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request) (any, error) {
 	c, err := s.keysOn(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	var req wire.KeyRequest
 	if err := decode(w, r, &req, request.MaxBody, false); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	if req.Name == nil || req.Role == nil {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, `fields "name" and "role" are required`))
-		return
+		return nil, fenceview.Errorf(fenceview.EINVALID, `fields "name" and "role" are required`)
 	}
 	k, secret, err := c.Create(r.Context(), *req.Name, auth.Role(*req.Role), req.Resources)
 	if err != nil {
-		s.writeError(w, r, keyError(err))
-		return
+		return nil, keyError(err)
 	}
 	body := keyWire(k)
 	body.Secret = secret
-	writeJSON(w, http.StatusCreated, body)
+	return created(body), nil
 }
 
-func (s *Server) handleKeys(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleKeys(w http.ResponseWriter, r *http.Request) (any, error) {
 	c, err := s.keysOn(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	keys := c.List()
 	out := make([]wire.Key, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, keyWire(k))
 	}
-	writeJSON(w, http.StatusOK, wire.Keys{Keys: out})
+	return wire.Keys{Keys: out}, nil
 }
 
-func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request) (any, error) {
 	c, err := s.keysOn(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	id := r.PathValue("id")
 	if err := c.Revoke(r.Context(), id); err != nil {
-		s.writeError(w, r, keyError(err))
-		return
+		return nil, keyError(err)
 	}
 	// The key's RPC operations already past their check finish first
 	// (their waits end with the revocation): after this answer, nothing
 	// of the key is applied.
 	s.ops.drain(id)
-	writeJSON(w, http.StatusOK, wire.KeyRevoked{ID: id, Revoked: true})
+	return wire.KeyRevoked{ID: id, Revoked: true}, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
-	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/httpapi/request"
 	"github.com/fenceview/fenceview/internal/wire"
@@ -67,8 +66,8 @@ var operations = []operation{
 	// a seat lost); bounded by --max-websockets instead. A guard's key
 	// may open the RPC stream to fence over it; each op is then checked
 	// by its own action.
-	{spec: &op.Events, action: auth.Read, handle: (*Server).handleEvents},
-	{spec: &op.RPC, action: auth.Fence, handle: (*Server).handleRPC},
+	{spec: &op.Events, action: auth.Read, stream: (*Server).handleEvents},
+	{spec: &op.RPC, action: auth.Fence, stream: (*Server).handleRPC},
 
 	// Keys: the signing keys guards verify with (public), and API keys.
 	{spec: &op.SigningKeys, public: true, handle: (*Server).handleSigningKeys},
@@ -95,21 +94,25 @@ type operation struct {
 
 	// serve validates and serves one call, the same over the JSON API and
 	// the RPC stream; handle serves a route only the JSON API has, one
-	// whose body or answer is not a wire.Request's (listings, streams,
-	// keys). A row has one of the two.
-	serve  func(s *Server, ctx context.Context, c *opCall) (int, any)
-	handle func(s *Server, w http.ResponseWriter, r *http.Request)
+	// whose body or answer is not a wire.Request's (listings, reports,
+	// keys), decoding its own body; both return what the answer stage
+	// (answerOf) writes. stream serves a long-lived route that writes its
+	// own answers (events, the RPC stream). A row has one of the three.
+	serve  func(s *Server, ctx context.Context, c *opCall) (any, error)
+	handle func(s *Server, w http.ResponseWriter, r *http.Request) (any, error)
+	stream func(s *Server, w http.ResponseWriter, r *http.Request)
 	// then, when set, is serve answered through done once durable, for a
 	// service that can (thenService): the RPC stream serves a request that
 	// never waits so, without a goroutine parked until its commit.
 	then func(s *Server, ts thenService, ctx context.Context, c *opCall, done answerer)
 }
 
-// answerer is told an operation's answer (operation.then). An interface
-// rather than a func: the RPC stream's request (rpcThen) is told
-// directly, where a method value would cost an allocation a request.
+// answerer is told what an operation's then served, as serve returns it
+// (operation.then). An interface rather than a func: the RPC stream's
+// request (rpcThen) is told directly, where a method value would cost an
+// allocation a request.
 type answerer interface {
-	answer(status int, body any)
+	answer(out any, err error)
 }
 
 // thenService is a service that answers a change once it is durable
@@ -159,8 +162,8 @@ var (
 func init() {
 	for i := range operations {
 		o := &operations[i]
-		if (o.serve == nil) == (o.handle == nil) {
-			panic("httpapi: operation " + o.spec.Route() + " needs one of serve and handle")
+		if n := btoi(o.serve != nil) + btoi(o.handle != nil) + btoi(o.stream != nil); n != 1 {
+			panic("httpapi: operation " + o.spec.Route() + " needs one of serve, handle and stream")
 		}
 		o.op, o.route, o.fields, o.emptyBody = o.spec.Op, o.spec.Route(), o.spec.Fields, o.spec.EmptyBody
 		switch o.spec.Target() {
@@ -194,13 +197,51 @@ func init() {
 func (s *Server) registerOperations() {
 	for i := range operations {
 		o := &operations[i]
-		if o.handle != nil {
-			handle := o.handle
-			s.route(o.route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handle(s, w, r) }))
-			continue
+		switch {
+		case o.stream != nil:
+			stream := o.stream
+			s.route(o.route, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { stream(s, w, r) }))
+		case o.handle != nil:
+			s.route(o.route, s.handlerOf(o))
+		default:
+			s.route(o.route, s.operationHandler(o))
 		}
-		s.route(o.route, s.operationHandler(o))
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// handlerOf is the pipeline's rest for a route only the JSON API has:
+// admission when its row admits it, then its handle, whose answer the
+// answer stage writes.
+func (s *Server) handlerOf(o *operation) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		serve := func() (int, any) {
+			out, err := o.handle(s, w, r)
+			return s.answerOf(ctx, out, err)
+		}
+		s.admitAndAnswer(w, r, o, 0, serve)
+	}
+}
+
+// admitAndAnswer is the pipeline's admit and answer stages over the JSON
+// API: serve runs once admission gives o's call a seat (at once when o is
+// not admitted), and its answer is written.
+func (s *Server) admitAndAnswer(w http.ResponseWriter, r *http.Request, o *operation, wait time.Duration, serve func() (int, any)) {
+	status, out := 0, any(nil)
+	if o.admitted() {
+		flow, fclass := flowOf(auth.FromContext(r.Context()), s.clientAddr(r))
+		status, out = s.admitted(r.Context(), flow, fclass, o.class, wait, nil, serve)
+	} else {
+		status, out = serve()
+	}
+	writeJSON(w, status, out)
 }
 
 // operationHandler is the pipeline's rest for o over the JSON API, once
@@ -229,18 +270,11 @@ func (s *Server) operationHandler(o *operation) http.HandlerFunc {
 			s.allowWait(w, wait)
 		}
 		ctx := r.Context()
-		var status int
-		var out any
-		if o.admitted() {
-			flow, fclass := flowOf(auth.FromContext(ctx), s.clientAddr(r))
-			status, out = s.admitted(ctx, flow, fclass, o.class, wait, nil, func() (int, any) { return o.serve(s, ctx, &c) })
-		} else {
-			status, out = o.serve(s, ctx, &c)
+		serve := func() (int, any) {
+			out, err := o.serve(s, ctx, &c)
+			return s.answerOf(ctx, out, err)
 		}
-		if refusal, ok := out.(httpguard.Refusal); ok {
-			refusal.SetHeader(w.Header())
-		}
-		writeJSON(w, status, out)
+		s.admitAndAnswer(w, r, o, wait, serve)
 	}
 }
 
@@ -249,7 +283,8 @@ func (s *Server) operationHandler(o *operation) http.HandlerFunc {
 // does; origin (rpc:<host>) is the connection's source when auth is off.
 func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin string) (int, any) {
 	c := opCall{opBody: opBody{req: req}, origin: origin}
-	return opsByName[req.Op].serve(s, ctx, &c)
+	out, err := opsByName[req.Op].serve(s, ctx, &c)
+	return s.answerOf(ctx, out, err)
 }
 
 // authorize is the pipeline's authorization of p's call of o: p's role,
@@ -273,11 +308,11 @@ func authorize(p *auth.Principal, o *operation, resource string) error {
 
 // lockOp serves acquire, renew or release: the one validation of a lock
 // request, then op.
-func lockOp(op func(*Server, context.Context, string, lockRequest) (int, any)) func(*Server, context.Context, *opCall) (int, any) {
-	return func(s *Server, ctx context.Context, c *opCall) (int, any) {
+func lockOp(op func(*Server, context.Context, string, lockRequest) (any, error)) func(*Server, context.Context, *opCall) (any, error) {
+	return func(s *Server, ctx context.Context, c *opCall) (any, error) {
 		lr := lockRequestOf(&c.req)
 		if err := lr.validate(); err != nil {
-			return s.errorBody(ctx, err)
+			return nil, err
 		}
 		return op(s, ctx, c.req.Resource, lr)
 	}
@@ -288,7 +323,7 @@ func lockThen(op func(*Server, thenService, context.Context, string, lockRequest
 	return func(s *Server, ts thenService, ctx context.Context, c *opCall, done answerer) {
 		lr := lockRequestOf(&c.req)
 		if err := lr.validate(); err != nil {
-			done.answer(s.errorBody(ctx, err))
+			done.answer(nil, err)
 			return
 		}
 		op(s, ts, ctx, c.req.Resource, lr, done)
@@ -296,21 +331,21 @@ func lockThen(op func(*Server, thenService, context.Context, string, lockRequest
 }
 
 // resourceOp serves a read of one resource (validated by then).
-func resourceOp(op func(*Server, context.Context, string) (int, any)) func(*Server, context.Context, *opCall) (int, any) {
-	return func(s *Server, ctx context.Context, c *opCall) (int, any) { return op(s, ctx, c.req.Resource) }
+func resourceOp(op func(*Server, context.Context, string) (any, error)) func(*Server, context.Context, *opCall) (any, error) {
+	return func(s *Server, ctx context.Context, c *opCall) (any, error) { return op(s, ctx, c.req.Resource) }
 }
 
 // bodyOp serves a primitive's op: its name (empty for the multi-locks,
 // which have none) and the body its fields make.
-func bodyOp[T any](op func(*Server, context.Context, string, T) (int, any), body func(*wire.Request) T) func(*Server, context.Context, *opCall) (int, any) {
-	return func(s *Server, ctx context.Context, c *opCall) (int, any) {
+func bodyOp[T any](op func(*Server, context.Context, string, T) (any, error), body func(*wire.Request) T) func(*Server, context.Context, *opCall) (any, error) {
+	return func(s *Server, ctx context.Context, c *opCall) (any, error) {
 		return op(s, ctx, c.req.Name, body(&c.req))
 	}
 }
 
 // nameOp serves a primitive's state: its name alone.
-func nameOp(op func(*Server, context.Context, string) (int, any)) func(*Server, context.Context, *opCall) (int, any) {
-	return func(s *Server, ctx context.Context, c *opCall) (int, any) { return op(s, ctx, c.req.Name) }
+func nameOp(op func(*Server, context.Context, string) (any, error)) func(*Server, context.Context, *opCall) (any, error) {
+	return func(s *Server, ctx context.Context, c *opCall) (any, error) { return op(s, ctx, c.req.Name) }
 }
 
 // idRoute is the shape of the routes whose path names an id: the path

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"net/http"
 	"strings"
 	"time"
 
@@ -121,7 +120,7 @@ func validateResourceList(ctx context.Context, list *[]string) error {
 
 // Semaphores.
 
-func (s *Server) semaphoreAcquire(ctx context.Context, name string, req wire.SemaphoreRequest) (int, any) {
+func (s *Server) semaphoreAcquire(ctx context.Context, name string, req wire.SemaphoreRequest) (any, error) {
 	start := time.Now()
 	err := validateSemaphoreName(name)
 	if err == nil {
@@ -140,16 +139,16 @@ func (s *Server) semaphoreAcquire(ctx context.Context, name string, req wire.Sem
 		err = seeSlots(ctx, name, int(req.Permits.Value))
 	}
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	g, err := s.Service.AcquirePermit(ctx, fenceview.PermitRequest{Semaphore: name, Holder: *req.Holder, Permits: int(req.Permits.Value),
 		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
 	if err != nil {
-		return s.errorBody(ctx, hidePermits(ctx, name, int(req.Permits.Value), err))
+		return nil, hidePermits(ctx, name, int(req.Permits.Value), err)
 	}
 	s.observeGrant(fenceview.KindPermit, start)
 	_, slot, _ := fenceview.ParseSlotID(g.ResourceID)
-	return http.StatusOK, wire.PermitGrant{Grant: grantWire(g), Semaphore: name, Slot: slot}
+	return wire.PermitGrant{Grant: grantWire(g), Semaphore: name, Slot: slot}, nil
 }
 
 // hidePermits keeps a semaphore's permits from a key that may not use
@@ -169,7 +168,7 @@ func hidePermits(ctx context.Context, name string, asked int, err error) error {
 	return fenceview.Errorf(fenceview.EFORBIDDEN, "this key may not use every slot of semaphore %q", name)
 }
 
-func (s *Server) semaphoreRelease(ctx context.Context, name string, req wire.SemaphoreRequest) (int, any) {
+func (s *Server) semaphoreRelease(ctx context.Context, name string, req wire.SemaphoreRequest) (any, error) {
 	err := validateSemaphoreName(name)
 	if err == nil {
 		err = requiredID("holder", req.Holder)
@@ -178,22 +177,22 @@ func (s *Server) semaphoreRelease(ctx context.Context, name string, req wire.Sem
 		err = fenceview.FieldErrorf(fenceview.EINVALID, "slot", `field "slot" (an integer from 0 to %d) is required`, fenceview.MaxPermits-1)
 	}
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	slot := int(req.Slot.Value)
 	id := fenceview.SlotID(name, slot)
 	if err := seeResource(ctx, id); err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	left, err := s.Service.ReleasePermit(ctx, name, *req.Holder, slot)
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
-	return http.StatusOK, wire.SlotReleased{ResourceID: id, HoldCount: left, Released: true, Semaphore: name, Slot: slot}
+	return wire.SlotReleased{ResourceID: id, HoldCount: left, Released: true, Semaphore: name, Slot: slot}, nil
 }
 
 // semaphorePermits changes a semaphore's permits (admin).
-func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.PermitsRequest) (int, any) {
+func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.PermitsRequest) (any, error) {
 	err := validateSemaphoreName(name)
 	if err == nil {
 		err = validatePermits(req.Permits)
@@ -205,16 +204,16 @@ func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.Per
 		err = seeSlots(ctx, name, int(req.Permits.Value))
 	}
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	sem, err := s.Service.SetPermits(ctx, name, int(req.Permits.Value))
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
-	return http.StatusOK, semaphoreWire(sem)
+	return semaphoreWire(sem), nil
 }
 
-func (s *Server) semaphoreState(ctx context.Context, name string) (int, any) {
+func (s *Server) semaphoreState(ctx context.Context, name string) (any, error) {
 	err := validateSemaphoreName(name)
 	if err == nil {
 		// Slot 0 first, so a key that may not see the semaphore does not
@@ -222,20 +221,20 @@ func (s *Server) semaphoreState(ctx context.Context, name string) (int, any) {
 		err = seeResource(ctx, fenceview.SlotID(name, 0))
 	}
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	sem, err := s.Service.Semaphore(name)
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	n := sem.Permits
 	for _, h := range sem.Held { // slots above a lowered count, still held
 		n = max(n, h.Slot+1)
 	}
 	if err := seeSlots(ctx, name, n); err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
-	return http.StatusOK, semaphoreWire(sem)
+	return semaphoreWire(sem), nil
 }
 
 func semaphoreWire(sem fenceview.Semaphore) wire.Semaphore {
@@ -261,37 +260,37 @@ func validateLockAll(ctx context.Context, req wire.LockAllRequest) error {
 	return validateTimes(req.WaitMs, req.LockDelayMs)
 }
 
-func (s *Server) acquireAll(ctx context.Context, _ string, req wire.LockAllRequest) (int, any) {
+func (s *Server) acquireAll(ctx context.Context, _ string, req wire.LockAllRequest) (any, error) {
 	start := time.Now()
 	if err := validateLockAll(ctx, req); err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	grants, err := s.Service.AcquireAll(ctx, fenceview.AcquireAllRequest{ResourceIDs: *req.Resources, Holder: *req.Holder,
 		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	s.observeGrant(fenceview.KindMulti, start)
 	out := make([]wire.Grant, 0, len(grants))
 	for _, g := range grants {
 		out = append(out, grantWire(g))
 	}
-	return http.StatusOK, wire.Grants{Grants: out}
+	return wire.Grants{Grants: out}, nil
 }
 
-func (s *Server) releaseAll(ctx context.Context, _ string, req wire.LockAllRequest) (int, any) {
+func (s *Server) releaseAll(ctx context.Context, _ string, req wire.LockAllRequest) (any, error) {
 	err := validateResourceList(ctx, req.Resources)
 	if err == nil {
 		err = requiredID("holder", req.Holder)
 	}
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	rel, err := s.Service.ReleaseAll(ctx, *req.Resources, *req.Holder)
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
-	return http.StatusOK, wire.ReleasedAll{Released: nonNil(rel.Released), NotHeld: nonNil(rel.NotHeld)}
+	return wire.ReleasedAll{Released: nonNil(rel.Released), NotHeld: nonNil(rel.NotHeld)}, nil
 }
 
 // nonNil is ids, or an empty list: a JSON array either way, never null.
@@ -333,10 +332,10 @@ func electedWire(name string, l fenceview.Leader, g fenceview.Grant) wire.Electe
 	return wire.Elected{Name: name, Leader: leaderWire(l), Fencing: grantWire(g).Fencing}
 }
 
-func (s *Server) campaign(ctx context.Context, name string, req wire.ElectionRequest) (int, any) {
+func (s *Server) campaign(ctx context.Context, name string, req wire.ElectionRequest) (any, error) {
 	start := time.Now()
 	if err := validateElection(ctx, name, req); err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	var value string
 	if req.Value != nil {
@@ -345,66 +344,66 @@ func (s *Server) campaign(ctx context.Context, name string, req wire.ElectionReq
 	l, g, err := s.Service.Campaign(ctx, fenceview.CampaignRequest{Election: name, Candidate: *req.Candidate, Value: value,
 		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs)})
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	s.observeGrant(fenceview.KindElection, start)
-	return http.StatusOK, electedWire(name, l, g)
+	return electedWire(name, l, g), nil
 }
 
-func (s *Server) proclaim(ctx context.Context, name string, req wire.ElectionRequest) (int, any) {
+func (s *Server) proclaim(ctx context.Context, name string, req wire.ElectionRequest) (any, error) {
 	err := validateElection(ctx, name, req)
 	if err == nil && req.Value == nil {
 		err = fenceview.FieldErrorf(fenceview.EINVALID, "value", `field "value" (a string) is required`)
 	}
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	l, err := s.Service.Proclaim(ctx, name, *req.Candidate, *req.Value)
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	leader := leaderWire(l)
-	return http.StatusOK, wire.Election{Name: name, Leader: &leader}
+	return wire.Election{Name: name, Leader: &leader}, nil
 }
 
-func (s *Server) resign(ctx context.Context, name string, req wire.ElectionRequest) (int, any) {
+func (s *Server) resign(ctx context.Context, name string, req wire.ElectionRequest) (any, error) {
 	if err := validateElection(ctx, name, req); err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	if err := s.Service.Resign(ctx, name, *req.Candidate); err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
-	return http.StatusOK, wire.Resigned{Name: name, Resigned: true}
+	return wire.Resigned{Name: name, Resigned: true}, nil
 }
 
-func (s *Server) renewLeadership(ctx context.Context, name string, req wire.ElectionRequest) (int, any) {
+func (s *Server) renewLeadership(ctx context.Context, name string, req wire.ElectionRequest) (any, error) {
 	if err := validateElection(ctx, name, req); err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	l, g, err := s.Service.RenewLeadership(ctx, name, *req.Candidate, millis(req.LeaseMs))
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
-	return http.StatusOK, electedWire(name, l, g)
+	return electedWire(name, l, g), nil
 }
 
-func (s *Server) electionState(ctx context.Context, name string) (int, any) {
+func (s *Server) electionState(ctx context.Context, name string) (any, error) {
 	if err := guard.ValidateResourceID(name); err != nil {
-		return s.errorBody(ctx, fenceview.Errorf(fenceview.EINVALID, "election name: %v", err))
+		return nil, fenceview.Errorf(fenceview.EINVALID, "election name: %v", err)
 	}
 	if err := seeResource(ctx, name); err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	l, err := s.Service.Leader(name)
 	if err != nil {
-		return s.errorBody(ctx, err)
+		return nil, err
 	}
 	out := wire.Election{Name: name} // Leader null: nobody leads
 	if l != nil {
 		leader := leaderWire(*l)
 		out.Leader = &leader
 	}
-	return http.StatusOK, out
+	return out, nil
 }
 
 // observeGrant tells the metrics of a grant of kind, asked for at start.

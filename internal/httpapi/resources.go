@@ -8,11 +8,10 @@ import (
 	"github.com/fenceview/fenceview/internal/wire"
 )
 
-func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) (any, error) {
 	q, err := request.ParseResourceList(r.URL.Query())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	p := auth.FromContext(r.Context())
 	// The key's prefixes, so a key limited to some resources walks only
@@ -26,5 +25,5 @@ func (s *Server) handleResources(w http.ResponseWriter, r *http.Request) {
 	if more {
 		next = request.ResourceCursor(page[len(page)-1].ResourceID)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"resources": out, "next": next})
+	return map[string]any{"resources": out, "next": next}, nil
 }

@@ -5,12 +5,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/fenceview/fenceview"
+	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/modules"
 )
@@ -146,13 +146,11 @@ func (s *Server) requireAdmin(r *http.Request) error {
 	return nil
 }
 
-// writeError writes err as a JSON body {"error": message, "code": code,
-// ...fields}, with the headers its code calls for: WWW-Authenticate on
-// 401, Retry-After on 503 and when the error says when to retry.
+// writeError writes err as its problem body, with the headers its code
+// calls for (problem.SetHeader).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	err = keyGoneOr(r.Context(), err)
-	s.logError(r.Context(), err)
-	WriteError(w, err)
+	status, body := s.errorBody(r.Context(), err)
+	writeJSON(w, status, body)
 }
 
 // keyGoneOr is errKeyGone for a request whose key was revoked while it
@@ -167,63 +165,43 @@ func keyGoneOr(ctx context.Context, err error) error {
 // WriteError writes err as every refusal of the API is written (see
 // writeError); cluster mode's own routes answer through it too.
 func WriteError(w http.ResponseWriter, err error) {
-	status, body := errorJSON(err)
-	writeJSON(w, status, body)
+	p := problemOf(err)
+	writeJSON(w, p.Status, p)
 }
 
-// errorHeaders sets the headers an error body's code calls for, however
-// the body came to be written (an operation answers with a status and a
-// body, which writeJSON writes).
-func errorHeaders(h http.Header, body map[string]any) {
-	code, _ := body["code"].(string)
-	if code == fenceview.EUNAUTHENTICATED {
-		h.Set("WWW-Authenticate", `Bearer realm="fenceview"`)
-	}
-	if h.Get("Retry-After") == "" {
-		if ms := retryAfterMs(body["retryAfterMs"]); ms > 0 {
-			h.Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10)) // whole seconds, rounded up
-		} else if code == fenceview.EUNAVAILABLE {
-			h.Set("Retry-After", "1")
-		}
-	}
-}
-
-// errorBody is the status and JSON body of err, the same over the JSON
-// API and the RPC stream. Only internal errors are logged: the others are
-// the client's business.
-func (s *Server) errorBody(ctx context.Context, err error) (int, map[string]any) {
+// errorBody is the status and body of err, the same over the JSON API and
+// the RPC stream. Only internal errors are logged: the others are the
+// client's business.
+func (s *Server) errorBody(ctx context.Context, err error) (int, any) {
 	err = keyGoneOr(ctx, err)
 	s.logError(ctx, err)
-	return errorJSON(err)
+	p := problemOf(err)
+	return p.Status, p
 }
+
+// answerOf is the pipeline's answer stage: what an operation's serve
+// returned as the status and body both transports write. A refused fence
+// is a decision, not an error: 409 with the guard's refusal body.
+func (s *Server) answerOf(ctx context.Context, out any, err error) (int, any) {
+	if err != nil {
+		return s.errorBody(ctx, err)
+	}
+	switch out := out.(type) {
+	case httpguard.Refusal:
+		return http.StatusConflict, out
+	case createdBody:
+		return http.StatusCreated, out.body
+	}
+	return http.StatusOK, out
+}
+
+// createdBody is an answer that created what it describes: 201 Created.
+type createdBody struct{ body any }
+
+func created(body any) any { return createdBody{body} }
 
 func (s *Server) logError(ctx context.Context, err error) {
 	if code := fenceview.ErrorCode(err); code == fenceview.EINTERNAL || code == fenceview.EUNAVAILABLE {
 		s.Logger.ErrorContext(ctx, "request failed", "err", err)
 	}
-}
-
-// errorJSON is the status and JSON body of err.
-func errorJSON(err error) (int, map[string]any) {
-	code := fenceview.ErrorCode(err)
-	body := map[string]any{}
-	if e, ok := err.(*fenceview.Error); ok {
-		for k, v := range e.Fields {
-			body[k] = wireValue(v)
-		}
-	}
-	body["error"] = fenceview.ErrorMessage(err)
-	body["code"] = code
-	return statusOf(code), body
-}
-
-// retryAfterMs is an error's retryAfterMs field as a number, 0 when none.
-func retryAfterMs(v any) int64 {
-	switch v := v.(type) {
-	case int:
-		return int64(v)
-	case int64:
-		return v
-	}
-	return 0
 }

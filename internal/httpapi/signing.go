@@ -32,64 +32,58 @@ func signingKeyWire(k signing.Key) wire.SigningKey {
 var errNoSigning = fenceview.Errorf(fenceview.ENOTFOUND, "this server does not sign tokens")
 
 // handleSigningKeys lists the public keys (public: guards fetch them).
-func (s *Server) handleSigningKeys(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleSigningKeys(w http.ResponseWriter, r *http.Request) (any, error) {
 	if s.SigningKeys == nil {
-		s.writeError(w, r, errNoSigning)
-		return
+		return nil, errNoSigning
 	}
 	keys := s.SigningKeys.Keys()
 	out := make([]wire.SigningKey, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, signingKeyWire(k))
 	}
-	writeJSON(w, http.StatusOK, wire.SigningKeys{Issuer: s.Service.Issuer(), Keys: out})
+	return wire.SigningKeys{Issuer: s.Service.Issuer(), Keys: out}, nil
 }
 
 // signingAdmin checks an admin call on the signing keys: the caller manages
-// the server, and the server signs. False once the refusal is written.
-func (s *Server) signingAdmin(w http.ResponseWriter, r *http.Request) bool {
-	err := s.requireAdmin(r)
-	if err == nil && s.SigningKeys == nil {
-		err = errNoSigning
+// the server, and the server signs.
+func (s *Server) signingAdmin(r *http.Request) error {
+	if err := s.requireAdmin(r); err != nil {
+		return err
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return false
+	if s.SigningKeys == nil {
+		return errNoSigning
 	}
-	return true
+	return nil
 }
 
 // handleRotateSigningKey creates a new active key (admin).
-func (s *Server) handleRotateSigningKey(w http.ResponseWriter, r *http.Request) {
-	if !s.signingAdmin(w, r) {
-		return
+func (s *Server) handleRotateSigningKey(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := s.signingAdmin(r); err != nil {
+		return nil, err
 	}
 	k, err := s.SigningKeys.Rotate(r.Context())
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	s.Logger.Info("signing key rotated", "keyId", k.ID)
-	writeJSON(w, http.StatusCreated, signingKeyWire(k))
+	return created(signingKeyWire(k)), nil
 }
 
 // handleRemoveSigningKey removes an inactive key (admin): its grants stop
 // verifying.
-func (s *Server) handleRemoveSigningKey(w http.ResponseWriter, r *http.Request) {
-	if !s.signingAdmin(w, r) {
-		return
+func (s *Server) handleRemoveSigningKey(w http.ResponseWriter, r *http.Request) (any, error) {
+	if err := s.signingAdmin(r); err != nil {
+		return nil, err
 	}
 	id := r.PathValue("keyId")
 	if len(id) > 64 {
-		s.writeError(w, r, fenceview.Errorf(fenceview.EINVALID, "key id over 64 bytes"))
-		return
+		return nil, fenceview.Errorf(fenceview.EINVALID, "key id over 64 bytes")
 	}
 	if err := s.SigningKeys.Remove(r.Context(), id); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	s.Logger.Info("signing key removed", "keyId", id)
-	writeJSON(w, http.StatusOK, wire.SigningKeyRemoved{KeyID: id, Removed: true})
+	return wire.SigningKeyRemoved{KeyID: id, Removed: true}, nil
 }
 
 // signature is the fence request's signature: the header, the body, or

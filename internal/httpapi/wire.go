@@ -177,6 +177,13 @@ var (
 	headerNoStore = []string{"no-store"}
 )
 
+// headerSetter is an answer body that carries headers of its own: a
+// refusal's problem (Retry-After, WWW-Authenticate), a refused fence's
+// httpguard.Refusal (X-Required-Token).
+type headerSetter interface {
+	SetHeader(h http.Header)
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := getBuffer()
 	defer putBuffer(buf)
@@ -189,8 +196,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	b = append(b, '\n')
 	h := w.Header()
-	if m, ok := v.(map[string]any); ok && status >= 400 {
-		errorHeaders(h, m)
+	if hs, ok := v.(headerSetter); ok {
+		hs.SetHeader(h)
 	}
 	h["Content-Type"] = headerJSON
 	h["Cache-Control"] = headerNoStore
