@@ -1,25 +1,14 @@
 package fenceview
 
-import (
-	"sync"
-	"time"
-)
+import "time"
 
-// Published is an event as subscribers receive it. Every subscriber gets
-// the same *Published, so an encoding made once (Encoded) serves them all.
+// Published is an event as subscribers receive it: every subscriber gets
+// the same *Published.
 type Published struct {
 	Event
 	// PublishedAt is when the event's commit was published (wall clock,
 	// monotonic): how long it then waits for a client is the stream's lag.
 	PublishedAt time.Time
-	once        sync.Once
-	wire        []byte
-}
-
-// Encoded returns encode(p.Event), computed by the first caller only.
-func (p *Published) Encoded(encode func(Event) []byte) []byte {
-	p.once.Do(func() { p.wire = encode(p.Event) })
-	return p.wire
 }
 
 // Subscription receives committed events as they happen, in batches: all

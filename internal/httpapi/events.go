@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -105,7 +106,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	defer untrack()
 	st := &eventStream{
 		conn: conn, out: out, sub: sub, p: auth.FromContext(r.Context()),
-		resource: resource, last: since, lag: s.StreamLag,
+		resource: resource, last: since, lag: s.StreamLag, frames: &s.frames,
 	}
 
 	gone := make(chan struct{})
@@ -153,6 +154,7 @@ type eventStream struct {
 	sub      fenceview.Subscription
 	p        *auth.Principal
 	resource string
+	frames   *frameCache
 	last     int64               // the newest seq sent or passed over
 	lag      func(time.Duration) // told each burst's wait; nil when no one listens
 }
@@ -269,8 +271,7 @@ func (st *eventStream) writePump(gone <-chan struct{}) {
 					if e.Seq <= st.last || !st.p.Sees(e.ResourceID) {
 						continue
 					}
-					// Framed once for every watcher: each copies the same bytes.
-					if err := st.write(e.Encoded(eventFrame)); err != nil {
+					if err := st.write(st.frames.of(e)); err != nil {
 						return
 					}
 					st.last = e.Seq
@@ -327,6 +328,30 @@ func closeRevoked(conn *websocket.Conn, out interface{ Flush() error }) {
 func encodeEvent(e fenceview.Event) []byte {
 	b, _ := json.Marshal(EventWire(e)) // plain data: cannot fail
 	return b
+}
+
+// frameCache keeps the frames of the latest events, so an event is framed
+// once for all its watchers and each copies the same bytes. A slot holds
+// one published event's frame (the same *Published reaches every
+// watcher), found by its sequence number; two watchers that meet an event
+// at once may both frame it (the same bytes), and a watcher further
+// behind than the cache frames its own.
+type frameCache [1024]atomic.Pointer[publishedFrame]
+
+type publishedFrame struct {
+	event *fenceview.Published
+	frame []byte
+}
+
+// of is e's frame.
+func (c *frameCache) of(e *fenceview.Published) []byte {
+	slot := &c[uint64(e.Seq)%uint64(len(c))]
+	if f := slot.Load(); f != nil && f.event == e {
+		return f.frame
+	}
+	frame := eventFrame(e.Event)
+	slot.Store(&publishedFrame{e, frame})
+	return frame
 }
 
 // eventFrame is e as a whole websocket message: one unmasked text frame

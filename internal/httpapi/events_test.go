@@ -102,7 +102,7 @@ func TestEventStreamWritesWaitingBatchesOnce(t *testing.T) {
 		defer conn.Close()
 		cc := &countingConn{Conn: out.Conn}
 		st := &eventStream{conn: conn, out: &batchedConn{Conn: cc, w: bufio.NewWriterSize(cc, 32<<10)},
-			sub: sub, p: auth.Open, last: -1}
+			sub: sub, p: auth.Open, last: -1, frames: new(frameCache)}
 		gone := make(chan struct{})
 		go st.readPump(gone)
 		st.writePump(gone) // until the client leaves

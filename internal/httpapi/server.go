@@ -49,8 +49,9 @@ type Server struct {
 	slotFull     func() // tests: told when an RPC request waits for its key's in-flight slot
 
 	websockets wsCount
-	ops        opGate   // RPC operations being applied, per key (revoke.go)
-	keySlots   keySlots // RPC requests in flight, per key (rpc.go)
+	ops        opGate     // RPC operations being applied, per key (revoke.go)
+	keySlots   keySlots   // RPC requests in flight, per key (rpc.go)
+	frames     frameCache // the latest events' frames, shared by their watchers (events.go)
 	rpcBig     bigMessages
 	// In tests: rpcReaderWaits is told each time an RPC reader waits for
 	// room, rpcBeforeFlush runs before a writer takes the pending answers,
