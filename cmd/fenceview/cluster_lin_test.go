@@ -257,7 +257,10 @@ func TestClusterPrimitivesLinearizability(t *testing.T) {
 		// readers keep overlapping; a last writer (rwLast) ends it, unless a
 		// reader whose acquire's outcome a kill hid holds for the rest of
 		// the run: such a history is checked, but has no two tokens to
-		// reuse, so the run is made again on a fresh lock.
+		// reuse, so the run is made again on a fresh lock. A client whose
+		// acquire's outcome was unknown releases once more (rwHold), which
+		// may give up a hold left from an earlier hidden outcome, in the
+		// other mode: a release names none.
 		for attempt := uint64(0); ; attempt++ {
 			lock := fmt.Sprintf("%s-%d", rwName, attempt) // a fresh lock: the last run's holds stay on its own
 			tg := run(t, seed+3+attempt, 6, lock, func(tg *primTarget, c int, rng *rand.Rand) { tg.rwClient(c, rng, ops) })

@@ -479,7 +479,8 @@ func (tg *primTarget) rwClient(c int, rng *rand.Rand, ops int) {
 func (tg *primTarget) rwLast(clients int) { tg.rwHold(clients, false, 1, false) }
 
 // rwHold acquires the shared lock as client c, times over, in one mode,
-// reads it when read, and releases what it holds.
+// reads it when read, and releases what it holds, and once more after an
+// acquire whose outcome is unknown (a hold it may have taken).
 func (tg *primTarget) rwHold(c int, shared bool, times int, read bool) {
 	holder := fmt.Sprintf("rw%d", c)
 	holds := 0
@@ -488,6 +489,9 @@ func (tg *primTarget) rwHold(c int, shared bool, times int, read bool) {
 		r, call, ok := tg.change(in, "/v1/locks/"+tg.rwLock()+"/acquire",
 			fmt.Sprintf(`{"holder":%q,"leaseMs":%d,"shared":%v}`, holder, longLeaseMs, shared))
 		if !ok {
+			if !tg.beforeAnyLock(r) {
+				holds++ // the outcome is unknown: it may hold, so it releases once more
+			}
 			break
 		}
 		if r.Status != 200 {
@@ -589,7 +593,7 @@ func (tg *primTarget) run(clients int, seed uint64, client func(c int, rng *rand
 func (tg *primTarget) change(in proof.Call, path, body string) (r response, call int64, ok bool) {
 	call = tg.rec.Now()
 	r, err := postJSON(tg.hc, tg.via()+path, body)
-	if err == nil && r.Status == 503 && tg.notApplied[fmt.Sprint(r.Body["error"])] {
+	if err == nil && tg.beforeAnyLock(r) {
 		time.Sleep(20 * time.Millisecond) // pacing while a cluster elects
 		return r, call, false
 	}
@@ -600,6 +604,12 @@ func (tg *primTarget) change(in proof.Call, path, body string) (r response, call
 		return r, call, false
 	}
 	return r, call, true
+}
+
+// beforeAnyLock reports whether r is a 503 given before the request
+// reached any lock: nothing happened.
+func (tg *primTarget) beforeAnyLock(r response) bool {
+	return r.Status == 503 && tg.notApplied[fmt.Sprint(r.Body["error"])]
 }
 
 // read gets path; ok is false when no answer came (a read changes nothing).

@@ -43,3 +43,20 @@ func roundTrip[T any](t *testing.T, v T) T {
 	}
 	return out
 }
+
+// A lock held in shared mode keeps its readers oldest first, with their
+// holds, across a leader change: the next leader lists them (GET
+// /v1/locks) and hands off in the order the last one granted.
+func TestRecordsKeepReadersInOrder(t *testing.T) {
+	at := time.UnixMilli(1_780_000_000_123).UTC()
+	var readers []fenceview.Hold
+	for i, h := range []string{"rw0", "rw5", "rw2", "rw1"} {
+		readers = append(readers, fenceview.Hold{Holder: h, OwnerKey: "k" + h, HoldCount: 1 + i%2,
+			GrantedAt: at.Add(time.Duration(i) * time.Second), ExpiresAt: at.Add(time.Hour), LeaseMs: 600000, LockDelayMs: int64(i)})
+	}
+	r := fenceview.Resource{ResourceID: "lin-rw", LastToken: 4, Token: 4, Holder: "rw0", HoldCount: 1, Readers: readers}
+	got := roundTrip(t, recordOf(&r)).resource()
+	if !reflect.DeepEqual(got.Readers, readers) || got.Token != 4 || got.LastToken != 4 {
+		t.Fatalf("readers after a leader change:\n got %+v (token %d, last %d)\nwant %+v", got.Readers, got.Token, got.LastToken, readers)
+	}
+}

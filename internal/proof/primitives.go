@@ -52,7 +52,7 @@ type Call struct {
 	Slot   int    // semaphore release: the slot
 	Locks  []int  // multi-lock acquire, release: the locks, as indexes; read: Locks[0]
 	Value  string // election campaign, proclaim
-	Shared bool   // a shared lock's acquire or release in shared mode (RWLockModel)
+	Shared bool   // a shared lock's acquire in shared mode (RWLockModel; a release names no mode)
 }
 
 // Result is what it returned.
@@ -354,6 +354,9 @@ func sameSet(a, b []int) bool {
 func describeOp(input, output any) string {
 	in, out := input.(Call), output.(Result)
 	what := fmt.Sprintf("%s %v by %s", in.Op, in.Locks, in.Holder)
+	if in.Shared {
+		what += " (shared)"
+	}
 	switch {
 	case out.Unknown:
 		return what + " -> unknown"

@@ -47,8 +47,9 @@ func (s rwState) readers() int {
 //     with the live read phase's token when readers hold (the same
 //     holder's again is one more hold), or the token one above the last,
 //     beginning a phase;
-//   - a release gives up one hold of its holder in its mode, the last
-//     reader's ending the phase; anyone else's is refused;
+//   - a release gives up one hold of its holder, in whichever mode it
+//     holds (the server's release names no mode), the last reader's
+//     ending the phase; anyone else's is refused;
 //   - a read returns the writer, the readers and the last token.
 //
 // So no writer overlaps any hold, the readers of one phase share its
@@ -97,9 +98,19 @@ func RWLockModel() porcupine.Model {
 				return when(!ok, s)
 			}
 			return when(ok && len(out.Tokens) == 1 && out.Tokens[0] == next.Last, next)
-		case in.Op == OpRelease && in.Shared:
+		case in.Op == OpRelease:
+			// A release names no mode (POST .../release takes a holder):
+			// it gives up one hold of the holder in whichever mode it
+			// holds, so a release sent in one mode gives up a hold left
+			// from the other (an acquire whose outcome a kill hid).
 			i := s.reader(in.Holder)
-			if i >= 0 {
+			mine := s.Writer != "" && s.Writer == in.Holder
+			switch {
+			case mine:
+				if next.WriterHolds--; next.WriterHolds == 0 {
+					next.Writer = ""
+				}
+			case i >= 0:
 				if next.ReaderHolds[i]--; next.ReaderHolds[i] == 0 {
 					copy(next.Readers[i:], next.Readers[i+1:])
 					copy(next.ReaderHolds[i:], next.ReaderHolds[i+1:])
@@ -112,18 +123,7 @@ func RWLockModel() porcupine.Model {
 			if out.Unknown {
 				return []any{s, next}
 			}
-			return when(out.OK == (i >= 0), next)
-		case in.Op == OpRelease:
-			mine := s.Writer != "" && s.Writer == in.Holder
-			if mine {
-				if next.WriterHolds--; next.WriterHolds == 0 {
-					next.Writer = ""
-				}
-			}
-			if out.Unknown {
-				return []any{s, next}
-			}
-			return when(out.OK == mine, next)
+			return when(out.OK == (mine || i >= 0), next)
 		case in.Op == OpRead:
 			if out.Holder != s.Writer || out.Token != s.Last {
 				return nil

@@ -62,6 +62,25 @@ func TestRWLockModel(t *testing.T) {
 			op(1, rlock("a"), 1, tok(1), 2),
 			op(1, runlock("a"), 3, released, 4),
 		}, porcupine.Ok},
+		// A kill hid the outcome of b's shared acquire, and of b's
+		// exclusive one next; the release after the latter gives up the
+		// shared hold the former took: a release names no mode.
+		{"a release sent in the other mode gives up the hold left", m, []porcupine.Operation{
+			op(0, rlock("a"), 0, tok(1), 1),
+			op(1, rlock("b"), 2, Result{Unknown: true}, 100),
+			op(1, wlock("b"), 3, Result{Unknown: true}, 100),
+			op(1, wunlock("b"), 4, released, 5),
+			op(2, Call{Op: OpRead}, 6, Result{Held: [ModelSlots]Holding{{"a", 1}}, Token: 1}, 7),
+		}, porcupine.Ok},
+		{"a writer's hold given up by a release sent in shared mode", m, []porcupine.Operation{
+			op(0, wlock("w"), 0, tok(1), 1),
+			op(0, runlock("w"), 2, released, 3),
+			op(1, rlock("a"), 4, tok(2), 5),
+		}, porcupine.Ok},
+		{"a release refused while its holder holds", m, []porcupine.Operation{
+			op(0, rlock("a"), 0, tok(1), 1),
+			op(0, wunlock("a"), 2, refused, 3),
+		}, porcupine.Illegal},
 		{"an unknown shared acquire that took a hold", m, []porcupine.Operation{
 			op(0, rlock("a"), 0, Result{Unknown: true}, 100),
 			op(1, wlock("w"), 2, refused, 3),
