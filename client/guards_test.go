@@ -159,6 +159,20 @@ func TestRedisGuardFromClientRefusesForgedTokens(t *testing.T) {
 	}
 }
 
+// postWith POSTs to svc with tok in the request's headers and returns the
+// answer's status.
+func postWith(t *testing.T, svc *httptest.Server, tok client.Token) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", svc.URL, nil)
+	tok.SetHeader(req.Header)
+	res, err := svc.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
 // A fenced HTTP service built from the client: its middleware refuses
 // forgeries (409 bad-signature, the handler never runs) and serves the
 // honest holder's tokens, in memory or over a checker of its own.
@@ -177,17 +191,7 @@ func TestHTTPMiddlewareFromClientRefusesForgedTokens(t *testing.T) {
 			served := 0
 			svc := httptest.NewServer(fence(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ })))
 			defer svc.Close()
-			send := func(tok client.Token) int {
-				t.Helper()
-				req, _ := http.NewRequest("POST", svc.URL, nil)
-				tok.SetHeader(req.Header)
-				res, err := svc.Client().Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				res.Body.Close()
-				return res.StatusCode
-			}
+			send := func(tok client.Token) int { return postWith(t, svc, tok) }
 			if code := send(honest); code != 200 {
 				t.Fatalf("the holder's signed token: %d", code)
 			}
@@ -212,15 +216,8 @@ func TestHTTPMiddlewareFromClientRefusesForgedTokens(t *testing.T) {
 	svc := httptest.NewServer(fence(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	defer svc.Close()
 	for _, tok := range append(forged(honest), next) {
-		req, _ := http.NewRequest("POST", svc.URL, nil)
-		tok.SetHeader(req.Header)
-		res, err := svc.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if want := map[bool]int{true: 200, false: 409}[tok == next]; res.StatusCode != want {
-			t.Errorf("token %s: %d, want %d", strconv.FormatInt(tok.Number, 10), res.StatusCode, want)
+		if want, code := map[bool]int{true: 200, false: 409}[tok == next], postWith(t, svc, tok); code != want {
+			t.Errorf("token %s: %d, want %d", strconv.FormatInt(tok.Number, 10), code, want)
 		}
 	}
 }

@@ -39,10 +39,7 @@ func TestRWMutexReaderWatchdog(t *testing.T) {
 		t.Fatalf("state %+v %v", st, err)
 	}
 	held := rw.Reader().Context()
-	expect(t, events, "armed")
-	srv.Clock().Advance(lease / 3)
-	expect(t, events, "renewed")
-	expect(t, events, "armed")
+	renewals(t, srv, events, 1)
 	if err := c.ForceExpire(ctx, "report:7"); err != nil {
 		t.Fatal(err)
 	}
