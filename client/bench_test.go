@@ -95,16 +95,20 @@ func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 // one connection (allocs/op count the in-process server's too):
 //
 //	go test ./client -run '^$' -bench RPC -benchmem
-func BenchmarkRPCGrantCycle(b *testing.B) {
+func BenchmarkRPCGrantCycle(b *testing.B) { benchLockCycles(b, "cycle/", time.Minute) }
+
+// benchLockCycles grants and releases locks named prefix<n> with lease
+// (0: a renewing one) over the RPC stream, one lock per goroutine.
+func benchLockCycles(b *testing.B, prefix string, lease time.Duration) {
 	_, c, _ := benchServer(b, client.Config{RPC: true})
 	var next atomic.Int64
 	b.SetParallelism(16)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		ctx := context.Background()
-		m := c.Mutex("cycle/"+itoa(next.Add(1)), "b")
+		m := c.Mutex(prefix+itoa(next.Add(1)), "b")
 		for pb.Next() {
-			if _, err := m.TryLock(ctx, 0, time.Minute); err != nil {
+			if _, err := m.TryLock(ctx, 0, lease); err != nil {
 				b.Error(err)
 				return
 			}
@@ -133,26 +137,7 @@ func BenchmarkRPCFence(b *testing.B) {
 
 // The watchdog's cost: a lock with a renewing lease (TryLock without a
 // lease) granted and released, over the RPC stream.
-func BenchmarkRPCHoldCycle(b *testing.B) {
-	_, c, _ := benchServer(b, client.Config{RPC: true})
-	var next atomic.Int64
-	b.SetParallelism(16)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		ctx := context.Background()
-		m := c.Mutex("hold/"+itoa(next.Add(1)), "b")
-		for pb.Next() {
-			if _, err := m.TryLock(ctx, 0, 0); err != nil {
-				b.Error(err)
-				return
-			}
-			if err := m.Unlock(ctx); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-}
+func BenchmarkRPCHoldCycle(b *testing.B) { benchLockCycles(b, "hold/", 0) }
 
 // Goroutines a held lock costs while its watchdog waits to renew it:
 // b.N locks held at once, counted before they are released.

@@ -260,10 +260,7 @@ func TestWatchdogCancelsWhenRenewalRefused(t *testing.T) {
 	events := client.WatchdogEvents(m)
 	lock(t, m)
 	held := m.Context()
-	expect(t, events, "armed")
-	srv.Clock().Advance(lease / 3)
-	expect(t, events, "renewed")
-	expect(t, events, "armed")
+	renewals(t, srv, events, 1)
 
 	if err := c.ForceExpire(ctx, "inventory:42"); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -10,13 +9,13 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // gate is a reverse proxy in front of a real server, counting the
@@ -134,24 +133,6 @@ func TestDefaultClientTakesTheRPCStream(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log's destination written by the client's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Behind a proxy that refuses websocket upgrades, a default client
 // carries everything over the JSON API, says so once, and tries the
 // stream again after RPCRetryAfter (by its clock), taking it when it
@@ -160,7 +141,7 @@ func TestFallbackToJSONWhenTheUpgradeIsRefused(t *testing.T) {
 	srv := fenceviewtest.New(t, fenceviewtest.Config{FakeClock: true})
 	g := newGate(t, srv.URL)
 	g.refuse.Store(true)
-	var log syncBuffer
+	var log servertest.LogBuffer
 	c, err := client.New(client.Config{URL: g.URL, Clock: srv.Clock(), RPCRetryAfter: time.Minute,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
@@ -197,7 +178,7 @@ func TestFallbackToJSONWhenTheUpgradeIsRefused(t *testing.T) {
 // JSON API would give it, not a reason to leave the stream.
 func TestUnauthenticatedUpgradeIsTheAnswer(t *testing.T) {
 	srv := fenceviewtest.New(t, fenceviewtest.Config{AdminToken: "s3cret"})
-	var log syncBuffer
+	var log servertest.LogBuffer
 	c, err := client.New(client.Config{URL: srv.URL, Key: "not-a-key", Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)

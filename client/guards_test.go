@@ -44,6 +44,31 @@ func relock(t *testing.T, m *client.Mutex) client.Token {
 	return m.Token()
 }
 
+// inventoryConfig is the inventory table's, with products as resources
+// "inventory:<id>".
+var inventoryConfig = sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "inventory", IDColumn: "product_id", Resource: sqlguard.Prefixed("inventory:")}
+
+// inventoryFrom is a SQLite inventory table (products 42 and 43, stock
+// 10 each) fenced by a table built from c, which verifies the server's
+// signatures. The database is closed when the test ends.
+func inventoryFrom(t *testing.T, c *client.Client) (*sql.DB, *sqlguard.Table) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "shop.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE TABLE inventory (product_id INTEGER PRIMARY KEY, stock INTEGER, fence_token BIGINT NOT NULL DEFAULT 0);
+		INSERT INTO inventory (product_id, stock) VALUES (42, 10), (43, 10)`); err != nil {
+		t.Fatal(err)
+	}
+	table, err := sqlguard.NewTableFrom(context.Background(), c, inventoryConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, table
+}
+
 // The README's Go pattern fenced a row with a bare int64: a forged 999999
 // was accepted, and the honest holder's next token was then refused as
 // stale. A table built from the client verifies the server's signatures:
@@ -52,20 +77,7 @@ func relock(t *testing.T, m *client.Mutex) client.Token {
 func TestSQLTableFromClientRefusesForgedTokens(t *testing.T) {
 	ctx := context.Background()
 	_, c := start(t, fenceviewtest.Config{})
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "shop.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE inventory (product_id INTEGER PRIMARY KEY, stock INTEGER, fence_token BIGINT NOT NULL DEFAULT 0);
-		INSERT INTO inventory (product_id, stock) VALUES (42, 10), (43, 10)`); err != nil {
-		t.Fatal(err)
-	}
-	cfg := sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "inventory", IDColumn: "product_id", Resource: sqlguard.Prefixed("inventory:")}
-	table, err := sqlguard.NewTableFrom(ctx, c, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, table := inventoryFrom(t, c)
 	m := c.Mutex("inventory:42", "worker-7")
 	lock(t, m)
 	honest := m.Token()
@@ -96,6 +108,7 @@ func TestSQLTableFromClientRefusesForgedTokens(t *testing.T) {
 	if _, err := sqlguard.NewTableFrom(ctx, c, sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "inventory", IDColumn: "product_id"}); !errors.Is(err, sqlguard.ErrInvalid) {
 		t.Errorf("a verifying table without Resource: %v, want ErrInvalid", err)
 	}
+	cfg := inventoryConfig
 	cfg.AcceptUnsignedTokens = true
 	loose, err := sqlguard.NewTableFrom(ctx, c, cfg)
 	if err != nil || loose.Verifier() != nil {
@@ -146,6 +159,20 @@ func TestRedisGuardFromClientRefusesForgedTokens(t *testing.T) {
 	}
 }
 
+// postWith POSTs to svc with tok in the request's headers and returns the
+// answer's status.
+func postWith(t *testing.T, svc *httptest.Server, tok client.Token) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", svc.URL, nil)
+	tok.SetHeader(req.Header)
+	res, err := svc.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
 // A fenced HTTP service built from the client: its middleware refuses
 // forgeries (409 bad-signature, the handler never runs) and serves the
 // honest holder's tokens, in memory or over a checker of its own.
@@ -164,17 +191,7 @@ func TestHTTPMiddlewareFromClientRefusesForgedTokens(t *testing.T) {
 			served := 0
 			svc := httptest.NewServer(fence(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ })))
 			defer svc.Close()
-			send := func(tok client.Token) int {
-				t.Helper()
-				req, _ := http.NewRequest("POST", svc.URL, nil)
-				tok.SetHeader(req.Header)
-				res, err := svc.Client().Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				res.Body.Close()
-				return res.StatusCode
-			}
+			send := func(tok client.Token) int { return postWith(t, svc, tok) }
 			if code := send(honest); code != 200 {
 				t.Fatalf("the holder's signed token: %d", code)
 			}
@@ -199,15 +216,8 @@ func TestHTTPMiddlewareFromClientRefusesForgedTokens(t *testing.T) {
 	svc := httptest.NewServer(fence(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
 	defer svc.Close()
 	for _, tok := range append(forged(honest), next) {
-		req, _ := http.NewRequest("POST", svc.URL, nil)
-		tok.SetHeader(req.Header)
-		res, err := svc.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if want := map[bool]int{true: 200, false: 409}[tok == next]; res.StatusCode != want {
-			t.Errorf("token %s: %d, want %d", strconv.FormatInt(tok.Number, 10), res.StatusCode, want)
+		if want, code := map[bool]int{true: 200, false: 409}[tok == next], postWith(t, svc, tok); code != want {
+			t.Errorf("token %s: %d, want %d", strconv.FormatInt(tok.Number, 10), code, want)
 		}
 	}
 }

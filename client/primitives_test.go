@@ -17,7 +17,14 @@ import (
 // a lease at a time, and expects the watchdog to renew at every step.
 func outliveTwoLeases(t *testing.T, srv *fenceviewtest.Server, events <-chan string) {
 	t.Helper()
-	for range 6 {
+	renewals(t, srv, events, 6)
+}
+
+// renewals steps the clock a third of a lease n times and expects the
+// watchdog to renew at every step and to be armed again after.
+func renewals(t *testing.T, srv *fenceviewtest.Server, events <-chan string, n int) {
+	t.Helper()
+	for range n {
 		expect(t, events, "armed")
 		srv.Clock().Advance(lease / 3)
 		expect(t, events, "renewed")

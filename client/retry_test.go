@@ -132,6 +132,19 @@ func relayRPC(t *testing.T, srv *fenceviewtest.Server, up websocket.Upgrader, w 
 	}
 }
 
+// shedClient is a client (over RPC or JSON) of a new real server behind
+// shedding, recording the waits it would sleep before each call sent
+// again.
+func shedClient(t *testing.T, status int, shed func(path, line string) bool, rpc bool) (*client.Client, func() []time.Duration) {
+	t.Helper()
+	c, err := client.New(client.Config{URL: shedding(t, fenceviewtest.New(t), status, shed), DisableRPC: !rpc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, client.RecordWaits(c)
+}
+
 func isAcquire(path, line string) bool {
 	return path == "/v1/locks/r/acquire" || strings.Contains(line, `"op":"acquire"`)
 }
@@ -141,13 +154,7 @@ func isAcquire(path, line string) bool {
 // jitter, and is granted once: over JSON and over RPC alike.
 func TestOverloadedIsRetried(t *testing.T) {
 	for _, rpc := range []bool{false, true} {
-		srv := fenceviewtest.New(t)
-		c, err := client.New(client.Config{URL: shedding(t, srv, http.StatusTooManyRequests, isAcquire), DisableRPC: !rpc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		waits := client.RecordWaits(c)
+		c, waits := shedClient(t, http.StatusTooManyRequests, isAcquire, rpc)
 		ctx := context.Background()
 		tok, err := c.Mutex("r", "a").TryLock(ctx, 0, time.Minute)
 		if err != nil {
@@ -168,30 +175,18 @@ func TestOverloadedIsRetried(t *testing.T) {
 // granted it).
 func TestUnavailableRetriesOnlyIdempotent(t *testing.T) {
 	for _, rpc := range []bool{false, true} {
-		srv := fenceviewtest.New(t)
-		c, err := client.New(client.Config{URL: shedding(t, srv, http.StatusServiceUnavailable, isAcquire), DisableRPC: !rpc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		waits := client.RecordWaits(c)
+		c, waits := shedClient(t, http.StatusServiceUnavailable, isAcquire, rpc)
 		ctx := context.Background()
-		_, err = c.Mutex("r", "a").TryLock(ctx, 0, time.Minute)
+		_, err := c.Mutex("r", "a").TryLock(ctx, 0, time.Minute)
 		var ae *client.APIError
 		if !errors.Is(err, client.ErrUnavailable) || !errors.As(err, &ae) || ae.RetryAfter != time.Second || len(waits()) != 0 {
 			t.Fatalf("rpc %v: acquire = %v after waits %v: want unavailable at once", rpc, err, waits())
 		}
 
-		srv2 := fenceviewtest.New(t)
 		isRenew := func(path, line string) bool {
 			return path == "/v1/locks/r/renew" || strings.Contains(line, `"op":"renew"`)
 		}
-		c2, err := client.New(client.Config{URL: shedding(t, srv2, http.StatusServiceUnavailable, isRenew), DisableRPC: !rpc})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c2.Close()
-		waits2 := client.RecordWaits(c2)
+		c2, waits2 := shedClient(t, http.StatusServiceUnavailable, isRenew, rpc)
 		if _, err := c2.Mutex("r", "a").TryLock(ctx, 0, time.Minute); err != nil {
 			t.Fatal(err)
 		}

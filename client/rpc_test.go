@@ -43,6 +43,40 @@ func wsServer(t *testing.T, serve func(conn *websocket.Conn, n int64)) (url stri
 	return srv.URL
 }
 
+// answeringClient is a client (the default config) of a websocket server
+// that answers each request with answer's line for it, given the
+// connection and its number from 1; an empty line ends the connection
+// with the request unanswered. conns is the number of the latest
+// connection.
+func answeringClient(t *testing.T, answer func(conn *websocket.Conn, n int64, req rpcRequest) string) (c *Client, conns *atomic.Int64) {
+	t.Helper()
+	conns = new(atomic.Int64)
+	url := wsServer(t, func(conn *websocket.Conn, n int64) {
+		conns.Store(n)
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			var req rpcRequest
+			if err := json.Unmarshal(msg, &req); err != nil {
+				t.Errorf("request %q: %v", msg, err)
+				return
+			}
+			line := answer(conn, n, req)
+			if line == "" || conn.WriteMessage(websocket.TextMessage, []byte(line)) != nil {
+				return
+			}
+		}
+	})
+	c, err := New(Config{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, conns
+}
+
 func fakeRPCServer(t *testing.T) (url string, msgs <-chan []string) {
 	ch := make(chan []string, 1024)
 	url = wsServer(t, func(conn *websocket.Conn, _ int64) {
@@ -225,33 +259,12 @@ func TestRPCCloseEndsCallsInFlight(t *testing.T) {
 // to come back, and refused the call without doing it: the client ends
 // that connection and sends the call once more on a new one.
 func TestStoppedStreamIsLeftForANewOne(t *testing.T) {
-	var conns atomic.Int64
-	url := wsServer(t, func(conn *websocket.Conn, n int64) {
-		conns.Store(n)
-		for {
-			_, msg, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			var req rpcRequest
-			if err := json.Unmarshal(msg, &req); err != nil {
-				t.Errorf("request %q: %v", msg, err)
-				return
-			}
-			answer := fmt.Sprintf(`{"id":%d,"status":503,"body":{"error":"the server is shutting down","code":"unavailable"}}`, req.ID)
-			if n > 1 {
-				answer = fmt.Sprintf(`{"id":%d,"status":200,"body":{"accepted":true,"idempotencyKey":"r:%d","token":%d}}`, req.ID, req.Token, req.Token)
-			}
-			if conn.WriteMessage(websocket.TextMessage, []byte(answer)) != nil {
-				return
-			}
+	c, conns := answeringClient(t, func(_ *websocket.Conn, n int64, req rpcRequest) string {
+		if n > 1 {
+			return fmt.Sprintf(`{"id":%d,"status":200,"body":{"accepted":true,"idempotencyKey":"r:%d","token":%d}}`, req.ID, req.Token, req.Token)
 		}
+		return fmt.Sprintf(`{"id":%d,"status":503,"body":{"error":"the server is shutting down","code":"unavailable"}}`, req.ID)
 	})
-	c, err := New(Config{URL: url})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	if f, err := c.Fence(context.Background(), "r", 7); err != nil || f.Token != 7 {
 		t.Fatalf("Fence = %+v, %v; want token 7 from the second connection", f, err)
 	}

@@ -2,9 +2,7 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,34 +22,13 @@ func TestCallLeftByAnEndedServiceIsSentAgain(t *testing.T) {
 		resent       bool
 	}{{"service-ended", wire.ServiceEnded, true}, {"other-reason", "proxy restarting", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			var conns atomic.Int64
-			url := wsServer(t, func(conn *websocket.Conn, n int64) {
-				conns.Store(n)
-				for {
-					_, msg, err := conn.ReadMessage()
-					if err != nil {
-						return
-					}
-					if n == 1 { // the request read, then the close, unanswered
-						conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, tc.reason), time.Now().Add(10*time.Second))
-						return
-					}
-					var req rpcRequest
-					if err := json.Unmarshal(msg, &req); err != nil {
-						t.Errorf("request %q: %v", msg, err)
-						return
-					}
-					answer := fmt.Sprintf(`{"id":%d,"status":200,"body":{"accepted":true,"idempotencyKey":"r:%d","token":%d}}`, req.ID, req.Token, req.Token)
-					if conn.WriteMessage(websocket.TextMessage, []byte(answer)) != nil {
-						return
-					}
+			c, conns := answeringClient(t, func(conn *websocket.Conn, n int64, req rpcRequest) string {
+				if n == 1 { // the request read, then the close, unanswered
+					conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseServiceRestart, tc.reason), time.Now().Add(10*time.Second))
+					return ""
 				}
+				return fmt.Sprintf(`{"id":%d,"status":200,"body":{"accepted":true,"idempotencyKey":"r:%d","token":%d}}`, req.ID, req.Token, req.Token)
 			})
-			c, err := New(Config{URL: url})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
 			f, err := c.Fence(context.Background(), "r", 7)
 			switch {
 			case tc.resent && (err != nil || f.Token != 7 || conns.Load() != 2):

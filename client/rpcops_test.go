@@ -58,18 +58,8 @@ func TestRPCModeCarriesEveryOperation(t *testing.T) {
 		expect(t, events, "armed")
 	}
 	srv.Clock().Advance(lease / 3)
-	renewed := 0
-	for range 6 { // each renews, then waits for the next renewal
-		select {
-		case e := <-events:
-			if e == "renewed" {
-				renewed++
-			}
-		case <-time.After(30 * time.Second): // a hang guard
-			t.Fatal("no renewal")
-		}
-	}
-	if renewed != 3 {
+	// Each renews, then waits for the next renewal.
+	if renewed := countRenewed(t, events, 6); renewed != 3 {
 		t.Fatalf("%d renewals, want 3", renewed)
 	}
 	must(t, p.Release(ctx))
@@ -78,6 +68,24 @@ func TestRPCModeCarriesEveryOperation(t *testing.T) {
 	if n := tr.n.Load(); n != 0 {
 		t.Fatalf("%d HTTP requests in RPC mode, want 0", n)
 	}
+}
+
+// countRenewed reads the next k hold events and counts the renewals
+// among them.
+func countRenewed(t *testing.T, events <-chan string, k int) int {
+	t.Helper()
+	renewed := 0
+	for range k {
+		select {
+		case e := <-events:
+			if e == "renewed" {
+				renewed++
+			}
+		case <-time.After(30 * time.Second): // a hang guard
+			t.Fatalf("%d renewals, then no event", renewed)
+		}
+	}
+	return renewed
 }
 
 func must(t *testing.T, err error) {
@@ -113,18 +121,7 @@ func TestOneSchedulerRenewsEveryHold(t *testing.T) {
 	}
 	for range 6 {
 		srv.Clock().Advance(lease / 3)
-		renewed := 0
-		for range 2 * n {
-			select {
-			case e := <-events:
-				if e == "renewed" {
-					renewed++
-				}
-			case <-time.After(30 * time.Second): // a hang guard
-				t.Fatal("renewals stopped")
-			}
-		}
-		if renewed != n {
+		if renewed := countRenewed(t, events, 2*n); renewed != n {
 			t.Fatalf("%d of %d renewed", renewed, n)
 		}
 	}

@@ -2,9 +2,7 @@ package client_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/fenceview/fenceview/client"
@@ -41,10 +39,7 @@ func TestRWMutexReaderWatchdog(t *testing.T) {
 		t.Fatalf("state %+v %v", st, err)
 	}
 	held := rw.Reader().Context()
-	expect(t, events, "armed")
-	srv.Clock().Advance(lease / 3)
-	expect(t, events, "renewed")
-	expect(t, events, "armed")
+	renewals(t, srv, events, 1)
 	if err := c.ForceExpire(ctx, "report:7"); err != nil {
 		t.Fatal(err)
 	}
@@ -69,19 +64,7 @@ func TestRWMutexReaderWatchdog(t *testing.T) {
 func TestRWMutexTokensAtATable(t *testing.T) {
 	ctx := context.Background()
 	_, c := start(t, fenceviewtest.Config{})
-	db, err := sql.Open("sqlite3", "file:"+filepath.Join(t.TempDir(), "shop.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`CREATE TABLE inventory (product_id INTEGER PRIMARY KEY, stock INTEGER, fence_token BIGINT NOT NULL DEFAULT 0);
-		INSERT INTO inventory (product_id, stock) VALUES (42, 10)`); err != nil {
-		t.Fatal(err)
-	}
-	table, err := sqlguard.NewTableFrom(ctx, c, sqlguard.TableConfig{Dialect: sqlguard.SQLite, Table: "inventory", IDColumn: "product_id", Resource: sqlguard.Prefixed("inventory:")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, table := inventoryFrom(t, c)
 	rw := c.RWMutex("inventory:42", "reporter")
 	if _, err := rw.RLock(ctx); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
+	"github.com/fenceview/fenceview/internal/servertest"
 	"github.com/fenceview/fenceview/internal/signedtest"
 )
 
@@ -133,19 +133,11 @@ func TestRefreshVerifierFollowsRotationAndRemoval(t *testing.T) {
 	ctx := context.Background()
 	srv, c := startWith(t, fenceviewtest.Config{AdminToken: "adm"}, client.Config{Key: "adm"})
 	admin := func(method, path string) map[string]any {
-		req, _ := http.NewRequest(method, srv.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer adm")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		a := servertest.Do(t, nil, servertest.NewRequest(t, method, srv.URL+path, nil, "Authorization", "Bearer adm"))
+		if a.Status/100 != 2 {
+			t.Fatalf("%s %s: %d %s", method, path, a.Status, a.Raw)
 		}
-		defer resp.Body.Close()
-		var out map[string]any
-		json.NewDecoder(resp.Body).Decode(&out)
-		if resp.StatusCode/100 != 2 {
-			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
-		}
-		return out
+		return a.Body
 	}
 	m := c.Mutex("r", "a")
 	lock(t, m)
