@@ -176,11 +176,7 @@ func (v *Verifier) VerifyGrant(resourceID string, token int64, shared bool, sig 
 		}
 		return false
 	}
-	c, ok := merkle.ParseCarrier(sig)
-	if !ok {
-		return false
-	}
-	root, ok := c.Root(merkle.LeafHash(msg))
+	c, root, ok := merkle.CarrierRoot(sig, msg)
 	if !ok {
 		return false
 	}

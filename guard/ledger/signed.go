@@ -146,11 +146,7 @@ func (k *keySet) VerifyGrant(resourceID string, token int64, shared bool, sig []
 		}
 		return false
 	}
-	c, ok := merkle.ParseCarrier(sig)
-	if !ok {
-		return false
-	}
-	root, ok := c.Root(merkle.LeafHash(msg))
+	c, root, ok := merkle.CarrierRoot(sig, msg)
 	if !ok {
 		return false
 	}

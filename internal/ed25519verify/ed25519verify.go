@@ -3,15 +3,16 @@
 // the guards, native and WebAssembly.
 //
 // Natively, a PublicKey verifies with crypto/ed25519. In the WebAssembly
-// build it runs ref10's arithmetic (field.go, group.go, scalar.go) with the
-// SHA-512 of sha512.go, for two reasons: importing crypto/ed25519 adds
-// about 690 KB to a Go WebAssembly module (the FIPS 140 module's
-// initialisation, not the curve arithmetic), and its field arithmetic
-// multiplies 64-bit limbs into 128-bit products, which WebAssembly has no
-// instruction for, so Go emulates each with four multiplies and a carry
-// chain. ref10's 25.5-bit limbs need only 64-bit products: one instruction
-// each. A key also keeps a table of its point's multiples (fixedbase.go),
-// which halves the field operations of each verification.
+// build it runs ref10's arithmetic (internal/third_party/ref10) with Go's
+// generic SHA-512 (internal/third_party/sha512), for two reasons:
+// importing crypto/ed25519 adds about 690 KB to a Go WebAssembly module
+// (the FIPS 140 module's initialisation, not the curve arithmetic), and its
+// field arithmetic multiplies 64-bit limbs into 128-bit products, which
+// WebAssembly has no instruction for, so Go emulates each with four
+// multiplies and a carry chain. ref10's 25.5-bit limbs need only 64-bit
+// products: one instruction each. A key also keeps a table of its point's
+// multiples (fixedbase.go), which halves the field operations of each
+// verification.
 //
 // The verification steps are those of crypto/ed25519, so the same
 // signatures pass and fail: a non-canonical S fails, a public key that is

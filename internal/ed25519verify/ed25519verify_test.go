@@ -6,6 +6,9 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/fenceview/fenceview/internal/third_party/ref10"
+	generic "github.com/fenceview/fenceview/internal/third_party/sha512"
 )
 
 func TestSHA512MatchesStandardLibrary(t *testing.T) {
@@ -22,7 +25,7 @@ func TestSHA512MatchesStandardLibrary(t *testing.T) {
 		if n > 0 {
 			cut = r.IntN(n)
 		}
-		if got := sum512(msg[:cut], msg[cut:]); got != want {
+		if got := generic.Sum512(msg[:cut], msg[cut:]); got != want {
 			t.Fatalf("sha512 of %d bytes (cut at %d) = %x, want %x", n, cut, got, want)
 		}
 	}
@@ -163,24 +166,24 @@ func BenchmarkVerify(b *testing.B) {
 // give the same elements (so the builder that makes every key's table is
 // right too, and the constants were copied right).
 func TestBaseTable(t *testing.T) {
-	var B extendedGroupElement
+	var B ref10.ExtendedGroupElement
 	enc := [32]byte{0x58, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66,
 		0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66}
-	if !B.fromBytes(&enc) {
+	if !B.FromBytes(&enc) {
 		t.Fatal("the base point does not decode")
 	}
 	var built fixedBaseTable
 	built.build(&B)
 	for j := range built {
 		for i := range built[j] {
-			for f, pair := range [][2]*fieldElement{
-				{&built[j][i].yPlusX, &baseTable[j][i].yPlusX},
-				{&built[j][i].yMinusX, &baseTable[j][i].yMinusX},
-				{&built[j][i].xy2d, &baseTable[j][i].xy2d},
+			for f, pair := range [][2]*ref10.FieldElement{
+				{&built[j][i].YPlusX, &ref10.BaseTable[j][i].YPlusX},
+				{&built[j][i].YMinusX, &ref10.BaseTable[j][i].YMinusX},
+				{&built[j][i].XY2d, &ref10.BaseTable[j][i].XY2d},
 			} {
 				var a, b [32]byte
-				feToBytes(&a, pair[0])
-				feToBytes(&b, pair[1])
+				ref10.FeToBytes(&a, pair[0])
+				ref10.FeToBytes(&b, pair[1])
 				if a != b {
 					t.Fatalf("table[%d][%d] field %d: built %x, ref10 %x", j, i, f, a, b)
 				}

@@ -138,6 +138,17 @@ func (c *Carrier) Root(leaf [HashSize]byte) (root [HashSize]byte, ok bool) {
 	return r, true
 }
 
+// CarrierRoot parses sig as a batch carrier and recomputes its batch's
+// root for message's leaf; ok is false when sig is no carrier or its path
+// does not fit (ParseCarrier, Root).
+func CarrierRoot(sig, message []byte) (c Carrier, root [HashSize]byte, ok bool) {
+	if c, ok = ParseCarrier(sig); !ok {
+		return c, root, false
+	}
+	root, ok = c.Root(LeafHash(message))
+	return c, root, ok
+}
+
 // AppendRootMessage appends the bytes a batch's key signs: the UTF-8 of
 // "fenceview/batch/v2 <size> <root>", the size in decimal and the root in
 // 64 lowercase hex digits.

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/fenceview/fenceview/guard/ledger"
+	"github.com/fenceview/fenceview/wasm/internal/b64url"
 	"github.com/fenceview/fenceview/wasm/internal/flatjson"
 )
 
@@ -165,46 +166,6 @@ func mark(hwm int64, err error) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// decode decodes s if it is exactly the canonical text of n bytes in the
-// text form of keys and signatures: base64url without padding, unused bits
-// zero (encoding/base64's RawURLEncoding.Strict, whose package would cost
-// the module 16 KB).
-func decode(s string, n int) []byte {
-	if len(s) != (n*8+5)/6 {
-		return nil
-	}
-	b := make([]byte, 0, n)
-	var acc uint32 // bits read and not yet written, the newest lowest
-	bits := 0
-	for i := 0; i < len(s); i++ {
-		var v byte
-		switch c := s[i]; {
-		case 'A' <= c && c <= 'Z':
-			v = c - 'A'
-		case 'a' <= c && c <= 'z':
-			v = c - 'a' + 26
-		case '0' <= c && c <= '9':
-			v = c - '0' + 52
-		case c == '-':
-			v = 62
-		case c == '_':
-			v = 63
-		default:
-			return nil
-		}
-		acc, bits = acc<<6|uint32(v), bits+6
-		if bits >= 8 {
-			bits -= 8
-			b = append(b, byte(acc>>bits))
-			acc &= 1<<bits - 1
-		}
-	}
-	if acc != 0 || len(b) != n { // the last character's unused bits
-		return nil
-	}
-	return b
-}
-
 // serve runs an exported function: do on the call's parsed input, its
 // output or error the reply.
 func serve(do func(r request) ([]byte, error)) int32 {
@@ -238,7 +199,7 @@ func checkSigned() int32 {
 		}
 		var sig []byte
 		if n := len(r.Signature) * 6 / 8; ledger.IsCarrierSize(n) {
-			sig = decode(r.Signature, n)
+			sig = b64url.Decode(r.Signature, n)
 		}
 		return decision(table.CheckSignedAccess(r.ResourceID, r.Token, sig, read))
 	})
@@ -247,7 +208,7 @@ func checkSigned() int32 {
 //go:wasmexport trust_key
 func trustKey() int32 {
 	return serve(func(r request) ([]byte, error) {
-		key := decode(r.PublicKey, ledger.PublicKeySize)
+		key := b64url.Decode(r.PublicKey, ledger.PublicKeySize)
 		if key == nil {
 			return nil, errors.New(ledger.ErrInvalidPublicKey.Error() + ": want base64url without padding of 32 bytes")
 		}

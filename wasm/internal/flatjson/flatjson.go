@@ -77,36 +77,41 @@ func decode(b []byte, fields []Field, strict bool) error {
 	d := decoder{b: b, strict: strict, depth: 1}
 	d.ws()
 	if d.literal("null") { // as encoding/json: nothing to set
-		d.ws()
-		if d.i != len(d.b) {
-			return errSyntax
-		}
-		return nil
+		return d.end()
 	}
 	if !d.eat('{') {
 		return errSyntax
 	}
+	return d.list('}', func() error {
+		if !d.eat('"') {
+			return errSyntax
+		}
+		key, err := d.str()
+		if err != nil {
+			return err
+		}
+		d.ws()
+		if !d.eat(':') {
+			return errSyntax
+		}
+		d.ws()
+		return d.member(key, fields)
+	})
+}
+
+// list reads the members or elements of the object or array whose opening
+// delimiter was just read, each with one call of each, up to the closing
+// delimiter; then the input must end.
+func (d *decoder) list(closing byte, each func() error) error {
 	d.ws()
-	if !d.eat('}') {
+	if !d.eat(closing) {
 		for {
 			d.ws()
-			if !d.eat('"') {
-				return errSyntax
-			}
-			key, err := d.str()
-			if err != nil {
+			if err := each(); err != nil {
 				return err
 			}
 			d.ws()
-			if !d.eat(':') {
-				return errSyntax
-			}
-			d.ws()
-			if err := d.member(key, fields); err != nil {
-				return err
-			}
-			d.ws()
-			if d.eat('}') {
+			if d.eat(closing) {
 				break
 			}
 			if !d.eat(',') {
@@ -114,6 +119,11 @@ func decode(b []byte, fields []Field, strict bool) error {
 			}
 		}
 	}
+	return d.end()
+}
+
+// end reads the whitespace after the value; nothing else may follow.
+func (d *decoder) end() error {
 	d.ws()
 	if d.i != len(d.b) {
 		return errSyntax
@@ -435,40 +445,18 @@ func Array(b []byte, each func(elem []byte) error) error {
 	d := decoder{b: b, depth: 1}
 	d.ws()
 	if d.literal("null") {
-		d.ws()
-		if d.i != len(d.b) {
-			return errSyntax
-		}
-		return nil
+		return d.end()
 	}
 	if !d.eat('[') {
 		return errNotArray
 	}
-	d.ws()
-	if !d.eat(']') {
-		for {
-			d.ws()
-			start := d.i
-			if err := d.skip(); err != nil {
-				return err
-			}
-			if err := each(d.b[start:d.i]); err != nil {
-				return err
-			}
-			d.ws()
-			if d.eat(']') {
-				break
-			}
-			if !d.eat(',') {
-				return errSyntax
-			}
+	return d.list(']', func() error {
+		start := d.i
+		if err := d.skip(); err != nil {
+			return err
 		}
-	}
-	d.ws()
-	if d.i != len(d.b) {
-		return errSyntax
-	}
-	return nil
+		return each(d.b[start:d.i])
+	})
 }
 
 // String returns the string b, a JSON string, holds.
@@ -485,9 +473,8 @@ func String(b []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	d.ws()
-	if d.i != len(d.b) {
-		return "", errSyntax
+	if err := d.end(); err != nil {
+		return "", err
 	}
 	return string(s), nil
 }

@@ -25,6 +25,7 @@ import (
 	"unsafe"
 
 	"github.com/fenceview/fenceview/guard/ledger"
+	"github.com/fenceview/fenceview/wasm/internal/b64url"
 	"github.com/fenceview/fenceview/wasm/internal/flatjson"
 )
 
@@ -164,7 +165,7 @@ func (c *config) trust(body []byte) string {
 		}); err != nil {
 			return err
 		}
-		key := decodeBase64URL(pub, ledger.PublicKeySize)
+		key := b64url.Decode(pub, ledger.PublicKeySize)
 		if alg != "Ed25519" || key == nil {
 			msg = "signing key " + strconv.Quote(id) + " is not an Ed25519 public key"
 			return configError(msg)
@@ -200,44 +201,6 @@ func isToken(s string) bool {
 		}
 	}
 	return true
-}
-
-// decodeBase64URL decodes s if it is exactly the canonical base64url text
-// (no padding, unused bits zero) of n bytes, else nil.
-func decodeBase64URL(s string, n int) []byte {
-	if len(s) != (n*8+5)/6 {
-		return nil
-	}
-	b := make([]byte, 0, n)
-	var acc uint32
-	bits := 0
-	for i := 0; i < len(s); i++ {
-		var v byte
-		switch c := s[i]; {
-		case 'A' <= c && c <= 'Z':
-			v = c - 'A'
-		case 'a' <= c && c <= 'z':
-			v = c - 'a' + 26
-		case '0' <= c && c <= '9':
-			v = c - '0' + 52
-		case c == '-':
-			v = 62
-		case c == '_':
-			v = 63
-		default:
-			return nil
-		}
-		acc, bits = acc<<6|uint32(v), bits+6
-		if bits >= 8 {
-			bits -= 8
-			b = append(b, byte(acc>>bits))
-			acc &= 1<<bits - 1
-		}
-	}
-	if acc != 0 || len(b) != n {
-		return nil
-	}
-	return b
 }
 
 // scratch receives what the host writes: the method and header values.
@@ -336,7 +299,7 @@ func decodeCarrier(s string) []byte {
 	if !ledger.IsCarrierSize(n) {
 		return nil
 	}
-	return decodeBase64URL(s, n)
+	return b64url.Decode(s, n)
 }
 
 // The bodies of the refusals that are not a decision, as the server and

@@ -4,11 +4,9 @@
 
 // The SHA-512 block function below is Go's generic one
 // (crypto/internal/fips140/sha512/sha512block.go, Go 1.26), unchanged but for
-// its receiver: crypto/sha512 itself cannot be imported by the WebAssembly
-// guard, because its FIPS 140 module's initialisation alone adds about
-// 570 KB to the module.
+// its receiver.
 
-package ed25519verify
+package sha512
 
 import "math/bits"
 

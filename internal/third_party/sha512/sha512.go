@@ -1,12 +1,20 @@
-package ed25519verify
+// Copyright 2009 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+// Package sha512 is SHA-512 (FIPS 180-4) as Go's crypto/sha512 computes it
+// without the CPU's instructions: its digest and generic block function,
+// without the hash.Hash interface. crypto/sha512 itself cannot be imported
+// by the WebAssembly guard, because its FIPS 140 module's initialisation
+// alone adds about 570 KB to the module; native builds use crypto/sha512.
+package sha512
 
 import "encoding/binary"
 
 // chunk is SHA-512's block size.
 const chunk = 128
 
-// digest is a SHA-512 computation (FIPS 180-4), as Go's crypto/sha512 does
-// it, without the hash.Hash interface the verifier does not need.
+// digest is a SHA-512 computation.
 type digest struct {
 	h   [8]uint64
 	x   [chunk]byte
@@ -63,8 +71,8 @@ func (d *digest) sum() [64]byte {
 	return out
 }
 
-// sum512 is SHA-512 of the concatenation of parts.
-func sum512(parts ...[]byte) [64]byte {
+// Sum512 is SHA-512 of the concatenation of parts.
+func Sum512(parts ...[]byte) [64]byte {
 	var d digest
 	d.reset()
 	for _, p := range parts {

@@ -2,7 +2,7 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-package ed25519verify
+package ref10
 
 import "encoding/binary"
 
@@ -14,7 +14,7 @@ import "encoding/binary"
 //
 //	s[0]+256*s[1]+...+256^31*s[31] = s mod l
 //	where l = 2^252 + 27742317777372353535851937790883648493.
-func scReduce(out *[32]byte, s *[64]byte) {
+func ScReduce(out *[32]byte, s *[64]byte) {
 	s0 := 2097151 & load3(s[:])
 	s1 := 2097151 & (load4(s[2:]) >> 5)
 	s2 := 2097151 & (load3(s[5:]) >> 2)
@@ -335,9 +335,9 @@ func scReduce(out *[32]byte, s *[64]byte) {
 // order is the order of Curve25519 in little-endian form.
 var order = [4]uint64{0x5812631a5cf5d3ed, 0x14def9dea2f79cd6, 0, 0x1000000000000000}
 
-// scMinimal returns true if the given scalar is less than the order of the
+// ScMinimal returns true if the given scalar is less than the order of the
 // curve.
-func scMinimal(scalar *[32]byte) bool {
+func ScMinimal(scalar *[32]byte) bool {
 	for i := 3; ; i-- {
 		v := binary.LittleEndian.Uint64(scalar[i*8:])
 		if v > order[i] {

@@ -2,34 +2,33 @@
 // Use of this source code is governed by a BSD-style
 // license that can be found in the LICENSE file.
 
-// The field, group and scalar arithmetic below is Go's port of ref10, the
-// public-domain Ed25519 of SUPERCOP (golang.org/x/crypto's
+// Package ref10 is the field, group and scalar arithmetic of Go's port of
+// ref10, the public-domain Ed25519 of SUPERCOP (golang.org/x/crypto's
 // ed25519/internal/edwards25519 before Go 1.13 replaced it), cut down to
-// what verifying needs. A field element is ten signed limbs of 25.5 bits,
-// so every product is an int32 by an int32 into an int64: one i64.mul in
-// WebAssembly, which has no 64x64->128 multiply for the 51-bit limbs of
-// crypto/ed25519 and filippo.io/edwards25519 to use.
+// what internal/ed25519verify needs to verify. A field element is ten
+// signed limbs of 25.5 bits, so every product is an int32 by an int32 into
+// an int64: one i64.mul in WebAssembly, which has no 64x64->128 multiply
+// for the 51-bit limbs of crypto/ed25519 and filippo.io/edwards25519 to use.
+package ref10
 
-package ed25519verify
-
-// fieldElement represents an element of the field GF(2^255 - 19).  An element
+// FieldElement represents an element of the field GF(2^255 - 19).  An element
 // t, entries t[0]...t[9], represents the integer t[0]+2^26 t[1]+2^51 t[2]+2^77
 // t[3]+2^102 t[4]+...+2^230 t[9].  Bounds on each t[i] vary depending on
 // context.
-type fieldElement [10]int32
+type FieldElement [10]int32
 
-var zero fieldElement
+var zero FieldElement
 
-func feZero(fe *fieldElement) {
+func feZero(fe *FieldElement) {
 	copy(fe[:], zero[:])
 }
 
-func feOne(fe *fieldElement) {
+func FeOne(fe *FieldElement) {
 	feZero(fe)
 	fe[0] = 1
 }
 
-func feAdd(dst, a, b *fieldElement) {
+func FeAdd(dst, a, b *FieldElement) {
 	dst[0] = a[0] + b[0]
 	dst[1] = a[1] + b[1]
 	dst[2] = a[2] + b[2]
@@ -42,7 +41,7 @@ func feAdd(dst, a, b *fieldElement) {
 	dst[9] = a[9] + b[9]
 }
 
-func feSub(dst, a, b *fieldElement) {
+func FeSub(dst, a, b *FieldElement) {
 	dst[0] = a[0] - b[0]
 	dst[1] = a[1] - b[1]
 	dst[2] = a[2] - b[2]
@@ -55,7 +54,7 @@ func feSub(dst, a, b *fieldElement) {
 	dst[9] = a[9] - b[9]
 }
 
-func feCopy(dst, src *fieldElement) {
+func feCopy(dst, src *FieldElement) {
 	copy(dst[:], src[:])
 }
 
@@ -80,7 +79,7 @@ func load4(in []byte) int64 {
 	return r
 }
 
-func feFromBytes(dst *fieldElement, src *[32]byte) {
+func feFromBytes(dst *FieldElement, src *[32]byte) {
 	h0 := load4(src[:])
 	h1 := load3(src[4:]) << 6
 	h2 := load3(src[7:]) << 5
@@ -95,7 +94,7 @@ func feFromBytes(dst *fieldElement, src *[32]byte) {
 	feCombine(dst, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9)
 }
 
-// feToBytes marshals h to s.
+// FeToBytes marshals h to s.
 // Preconditions:
 //
 //	|h| bounded by 1.1*2^25,1.1*2^24,1.1*2^25,1.1*2^24,etc.
@@ -120,7 +119,7 @@ func feFromBytes(dst *fieldElement, src *[32]byte) {
 //
 //	Have q+2^(-255)x = 2^(-255)(h + 19 2^(-25) h9 + 2^(-1))
 //	so floor(2^(-255)(h + 19 2^(-25) h9 + 2^(-1))) = q.
-func feToBytes(s *[32]byte, h *fieldElement) {
+func FeToBytes(s *[32]byte, h *FieldElement) {
 	var carry [10]int32
 
 	q := (19*h[9] + (1 << 24)) >> 25
@@ -209,15 +208,15 @@ func feToBytes(s *[32]byte, h *fieldElement) {
 	s[31] = byte(h[9] >> 18)
 }
 
-func feIsNegative(f *fieldElement) byte {
+func feIsNegative(f *FieldElement) byte {
 	var s [32]byte
-	feToBytes(&s, f)
+	FeToBytes(&s, f)
 	return s[0] & 1
 }
 
-func feIsNonZero(f *fieldElement) int32 {
+func feIsNonZero(f *FieldElement) int32 {
 	var s [32]byte
-	feToBytes(&s, f)
+	FeToBytes(&s, f)
 	var x uint8
 	for _, b := range s {
 		x |= b
@@ -228,7 +227,7 @@ func feIsNonZero(f *fieldElement) int32 {
 	return int32(x & 1)
 }
 
-// feNeg sets h = -f
+// FeNeg sets h = -f
 //
 // Preconditions:
 //
@@ -237,7 +236,7 @@ func feIsNonZero(f *fieldElement) int32 {
 // Postconditions:
 //
 //	|h| bounded by 1.1*2^25,1.1*2^24,1.1*2^25,1.1*2^24,etc.
-func feNeg(h, f *fieldElement) {
+func FeNeg(h, f *FieldElement) {
 	h[0] = -f[0]
 	h[1] = -f[1]
 	h[2] = -f[2]
@@ -250,7 +249,7 @@ func feNeg(h, f *fieldElement) {
 	h[9] = -f[9]
 }
 
-func feCombine(h *fieldElement, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9 int64) {
+func feCombine(h *FieldElement, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9 int64) {
 	var c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 int64
 
 	/*
@@ -339,7 +338,7 @@ func feCombine(h *fieldElement, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9 int64) {
 	h[9] = int32(h9)
 }
 
-// feMul calculates h = f * g
+// FeMul calculates h = f * g
 // Can overlap h with f or g.
 //
 // Preconditions:
@@ -372,7 +371,7 @@ func feCombine(h *fieldElement, h0, h1, h2, h3, h4, h5, h6, h7, h8, h9 int64) {
 // The carries are feCombine's, written out here and in feSquare and
 // feSquare2: as a call (Go passes its eleven arguments through memory in
 // WebAssembly) they made a multiplication half again as slow.
-func feMul(h, f, g *fieldElement) {
+func FeMul(h, f, g *FieldElement) {
 	f0 := int64(f[0])
 	f1 := int64(f[1])
 	f2 := int64(f[2])
@@ -517,7 +516,7 @@ func feMul(h, f, g *fieldElement) {
 // Postconditions:
 //
 //	|h| bounded by 1.1*2^25,1.1*2^24,1.1*2^25,1.1*2^24,etc.
-func feSquare(h, f *fieldElement) {
+func feSquare(h, f *FieldElement) {
 	f0 := int64(f[0])
 	f1 := int64(f[1])
 	f2 := int64(f[2])
@@ -652,7 +651,7 @@ func feSquare(h, f *fieldElement) {
 //	|h| bounded by 1.01*2^25,1.01*2^24,1.01*2^25,1.01*2^24,etc.
 //
 // See fe_mul.c for discussion of implementation strategy.
-func feSquare2(h, f *fieldElement) {
+func feSquare2(h, f *FieldElement) {
 	f0 := int64(f[0])
 	f1 := int64(f[1])
 	f2 := int64(f[2])
@@ -785,8 +784,8 @@ func feSquare2(h, f *fieldElement) {
 	h[9] = int32(h9)
 }
 
-func feInvert(out, z *fieldElement) {
-	var t0, t1, t2, t3 fieldElement
+func FeInvert(out, z *FieldElement) {
+	var t0, t1, t2, t3 FieldElement
 	var i int
 
 	feSquare(&t0, z)        // 2^1
@@ -794,54 +793,54 @@ func feInvert(out, z *fieldElement) {
 	for i = 1; i < 2; i++ { // 2^3
 		feSquare(&t1, &t1)
 	}
-	feMul(&t1, z, &t1)      // 2^3 + 2^0
-	feMul(&t0, &t0, &t1)    // 2^3 + 2^1 + 2^0
+	FeMul(&t1, z, &t1)      // 2^3 + 2^0
+	FeMul(&t0, &t0, &t1)    // 2^3 + 2^1 + 2^0
 	feSquare(&t2, &t0)      // 2^4 + 2^2 + 2^1
-	feMul(&t1, &t1, &t2)    // 2^4 + 2^3 + 2^2 + 2^1 + 2^0
+	FeMul(&t1, &t1, &t2)    // 2^4 + 2^3 + 2^2 + 2^1 + 2^0
 	feSquare(&t2, &t1)      // 5,4,3,2,1
 	for i = 1; i < 5; i++ { // 9,8,7,6,5
 		feSquare(&t2, &t2)
 	}
-	feMul(&t1, &t2, &t1)     // 9,8,7,6,5,4,3,2,1,0
+	FeMul(&t1, &t2, &t1)     // 9,8,7,6,5,4,3,2,1,0
 	feSquare(&t2, &t1)       // 10..1
 	for i = 1; i < 10; i++ { // 19..10
 		feSquare(&t2, &t2)
 	}
-	feMul(&t2, &t2, &t1)     // 19..0
+	FeMul(&t2, &t2, &t1)     // 19..0
 	feSquare(&t3, &t2)       // 20..1
 	for i = 1; i < 20; i++ { // 39..20
 		feSquare(&t3, &t3)
 	}
-	feMul(&t2, &t3, &t2)     // 39..0
+	FeMul(&t2, &t3, &t2)     // 39..0
 	feSquare(&t2, &t2)       // 40..1
 	for i = 1; i < 10; i++ { // 49..10
 		feSquare(&t2, &t2)
 	}
-	feMul(&t1, &t2, &t1)     // 49..0
+	FeMul(&t1, &t2, &t1)     // 49..0
 	feSquare(&t2, &t1)       // 50..1
 	for i = 1; i < 50; i++ { // 99..50
 		feSquare(&t2, &t2)
 	}
-	feMul(&t2, &t2, &t1)      // 99..0
+	FeMul(&t2, &t2, &t1)      // 99..0
 	feSquare(&t3, &t2)        // 100..1
 	for i = 1; i < 100; i++ { // 199..100
 		feSquare(&t3, &t3)
 	}
-	feMul(&t2, &t3, &t2)     // 199..0
+	FeMul(&t2, &t3, &t2)     // 199..0
 	feSquare(&t2, &t2)       // 200..1
 	for i = 1; i < 50; i++ { // 249..50
 		feSquare(&t2, &t2)
 	}
-	feMul(&t1, &t2, &t1)    // 249..0
+	FeMul(&t1, &t2, &t1)    // 249..0
 	feSquare(&t1, &t1)      // 250..1
 	for i = 1; i < 5; i++ { // 254..5
 		feSquare(&t1, &t1)
 	}
-	feMul(out, &t1, &t0) // 254..5,3,1,0
+	FeMul(out, &t1, &t0) // 254..5,3,1,0
 }
 
-func fePow22523(out, z *fieldElement) {
-	var t0, t1, t2 fieldElement
+func fePow22523(out, z *FieldElement) {
+	var t0, t1, t2 FieldElement
 	var i int
 
 	feSquare(&t0, z)
@@ -852,58 +851,58 @@ func fePow22523(out, z *fieldElement) {
 	for i = 1; i < 2; i++ {
 		feSquare(&t1, &t1)
 	}
-	feMul(&t1, z, &t1)
-	feMul(&t0, &t0, &t1)
+	FeMul(&t1, z, &t1)
+	FeMul(&t0, &t0, &t1)
 	feSquare(&t0, &t0)
 	for i = 1; i < 1; i++ {
 		feSquare(&t0, &t0)
 	}
-	feMul(&t0, &t1, &t0)
+	FeMul(&t0, &t1, &t0)
 	feSquare(&t1, &t0)
 	for i = 1; i < 5; i++ {
 		feSquare(&t1, &t1)
 	}
-	feMul(&t0, &t1, &t0)
+	FeMul(&t0, &t1, &t0)
 	feSquare(&t1, &t0)
 	for i = 1; i < 10; i++ {
 		feSquare(&t1, &t1)
 	}
-	feMul(&t1, &t1, &t0)
+	FeMul(&t1, &t1, &t0)
 	feSquare(&t2, &t1)
 	for i = 1; i < 20; i++ {
 		feSquare(&t2, &t2)
 	}
-	feMul(&t1, &t2, &t1)
+	FeMul(&t1, &t2, &t1)
 	feSquare(&t1, &t1)
 	for i = 1; i < 10; i++ {
 		feSquare(&t1, &t1)
 	}
-	feMul(&t0, &t1, &t0)
+	FeMul(&t0, &t1, &t0)
 	feSquare(&t1, &t0)
 	for i = 1; i < 50; i++ {
 		feSquare(&t1, &t1)
 	}
-	feMul(&t1, &t1, &t0)
+	FeMul(&t1, &t1, &t0)
 	feSquare(&t2, &t1)
 	for i = 1; i < 100; i++ {
 		feSquare(&t2, &t2)
 	}
-	feMul(&t1, &t2, &t1)
+	FeMul(&t1, &t2, &t1)
 	feSquare(&t1, &t1)
 	for i = 1; i < 50; i++ {
 		feSquare(&t1, &t1)
 	}
-	feMul(&t0, &t1, &t0)
+	FeMul(&t0, &t1, &t0)
 	feSquare(&t0, &t0)
 	for i = 1; i < 2; i++ {
 		feSquare(&t0, &t0)
 	}
-	feMul(out, &t0, z)
+	FeMul(out, &t0, z)
 }
 
-// feCarry sets h = f with its limbs carried into their bounds (f's may be
+// FeCarry sets h = f with its limbs carried into their bounds (f's may be
 // up to 2^31).
-func feCarry(h, f *fieldElement) {
+func FeCarry(h, f *FieldElement) {
 	feCombine(h, int64(f[0]), int64(f[1]), int64(f[2]), int64(f[3]), int64(f[4]),
 		int64(f[5]), int64(f[6]), int64(f[7]), int64(f[8]), int64(f[9]))
 }
