@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"math"
 	"net"
 	"net/http"
 	"time"
@@ -34,33 +35,27 @@ func lockRequestOf(req *wire.Request) lockRequest {
 	return lockRequest{Holder: req.Holder, LeaseMs: req.LeaseMs, WaitMs: req.WaitMs, LockDelayMs: req.LockDelayMs, Shared: req.Shared}
 }
 
-// validate is the one validation of an acquire, renew or release, over
-// the JSON API and the RPC stream alike (fields the op does not take were
-// refused when it was read).
+// validate is what the wire adds to an acquire's, renewal's or release's
+// checks: the fields it needs are there (fields the op does not take were
+// refused when it was read). The service validates the rest, once
+// (fenceview.AcquireRequest.Validate, fenceview.ValidateLock).
 func (req lockRequest) validate() error {
-	if err := requiredID("holder", req.Holder); err != nil {
+	if err := required("holder", req.Holder); err != nil {
 		return err
 	}
 	if err := validateLease(req.LeaseMs); err != nil {
 		return err
 	}
-	return validateTimes(req.WaitMs, req.LockDelayMs)
+	return validateWait(req.WaitMs)
 }
 
-// validateTimes checks the waitMs and lockDelayMs of any request taking
-// them (an absent one is 0).
-func validateTimes(waitMs, lockDelayMs wire.Int) error {
-	if waitMs.Set && (waitMs.Value < 0 || waitMs.Value > fenceview.MaxWait.Milliseconds()) {
-		return fenceview.FieldErrorf(fenceview.EINVALID, "waitMs", "waitMs must be between 0 and %d", fenceview.MaxWait.Milliseconds())
-	}
-	if lockDelayMs.Set && (lockDelayMs.Value < 0 || lockDelayMs.Value > fenceview.MaxLockDelay.Milliseconds()) {
-		return fenceview.FieldErrorf(fenceview.EINVALID, "lockDelayMs", "lockDelayMs must be between 0 and %d", fenceview.MaxLockDelay.Milliseconds())
-	}
-	return nil
+// millis is an integer field of milliseconds as a duration (0 when
+// absent). One too large for a duration saturates, so the service's
+// validation refuses it instead of a wrapped value.
+func millis(n wire.Int) time.Duration {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	return time.Duration(min(max(n.Value, -most), most)) * time.Millisecond
 }
-
-// millis is an integer field of milliseconds as a duration (0 when absent).
-func millis(n wire.Int) time.Duration { return time.Duration(n.Value) * time.Millisecond }
 
 // The lock operations, shared by the JSON API and the RPC stream. Each
 // answers with a status and a body, errors included.

@@ -22,9 +22,19 @@ import (
 
 // Validation shared by the primitives' requests.
 
-func requiredID(field string, v *string) error {
+// required refuses an absent field.
+func required(field string, v *string) error {
 	if v == nil {
 		return fenceview.FieldErrorf(fenceview.EINVALID, field, "field %q is required", field)
+	}
+	return nil
+}
+
+// requiredID refuses an absent or invalid id, for the calls whose service
+// takes no request that validates itself.
+func requiredID(field string, v *string) error {
+	if err := required(field, v); err != nil {
+		return err
 	}
 	if err := guard.ValidateHolderID(*v); err != nil {
 		return fenceview.FieldErrorf(fenceview.EINVALID, field, "%s: %v", field, err)
@@ -41,24 +51,21 @@ func notBlank(field, v string) error {
 	return nil
 }
 
-func validateLease(leaseMs wire.Int) error {
-	if leaseMs.Set && (leaseMs.Value < 1 || leaseMs.Value > fenceview.MaxLease.Milliseconds()) {
-		return fenceview.FieldErrorf(fenceview.EINVALID, "leaseMs", "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
+// validateWait refuses a waitMs above MaxWait, the longest a request may
+// hold its connection waiting (the service refuses one below zero).
+func validateWait(waitMs wire.Int) error {
+	if waitMs.Value > fenceview.MaxWait.Milliseconds() {
+		return fenceview.FieldErrorf(fenceview.EINVALID, "waitMs", "waitMs must be between 0 and %d", fenceview.MaxWait.Milliseconds())
 	}
 	return nil
 }
 
-// validateSemaphoreName accepts a name whose every slot id is a valid
-// resource id: a resource id of at most 150 bytes without '#'.
-func validateSemaphoreName(name string) error {
-	if err := guard.ValidateResourceID(name); err != nil {
-		return fenceview.Errorf(fenceview.EINVALID, "semaphore name: %v", err)
-	}
-	if len(name) > fenceview.MaxSemaphoreNameLen {
-		return fenceview.Errorf(fenceview.EINVALID, "a semaphore name is at most %d bytes, so its slots' ids stay within %d", fenceview.MaxSemaphoreNameLen, guard.MaxResourceIDLen)
-	}
-	if strings.IndexByte(name, '#') >= 0 {
-		return fenceview.Errorf(fenceview.EINVALID, "a semaphore name may not contain '#': it separates the name from the slot in a slot's id")
+// validateLease refuses a leaseMs given below 1: absent, a lease is the
+// default (or the current one), so 0 is never one on the wire. The
+// service bounds it above.
+func validateLease(leaseMs wire.Int) error {
+	if leaseMs.Set && leaseMs.Value < 1 {
+		return fenceview.FieldErrorf(fenceview.EINVALID, "leaseMs", "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
 	}
 	return nil
 }
@@ -122,10 +129,7 @@ func validateResourceList(ctx context.Context, list *[]string) error {
 
 func (s *Server) semaphoreAcquire(ctx context.Context, name string, req wire.SemaphoreRequest) (any, error) {
 	start := time.Now()
-	err := validateSemaphoreName(name)
-	if err == nil {
-		err = requiredID("holder", req.Holder)
-	}
+	err := required("holder", req.Holder)
 	if err == nil {
 		err = validatePermits(req.Permits)
 	}
@@ -133,16 +137,23 @@ func (s *Server) semaphoreAcquire(ctx context.Context, name string, req wire.Sem
 		err = validateLease(req.LeaseMs)
 	}
 	if err == nil {
-		err = validateTimes(req.WaitMs, req.LockDelayMs)
-	}
-	if err == nil {
-		err = seeSlots(ctx, name, int(req.Permits.Value))
+		err = validateWait(req.WaitMs)
 	}
 	if err != nil {
 		return nil, err
 	}
-	g, err := s.Service.AcquirePermit(ctx, fenceview.PermitRequest{Semaphore: name, Holder: *req.Holder, Permits: int(req.Permits.Value),
-		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)})
+	pr := fenceview.PermitRequest{Semaphore: name, Holder: *req.Holder, Permits: int(req.Permits.Value),
+		Lease: millis(req.LeaseMs), Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs)}
+	// Validated here as well as by the service: which slots it names must
+	// be known before the caller's access to them is checked.
+	err = pr.Validate()
+	if err == nil {
+		err = seeSlots(ctx, name, pr.Permits)
+	}
+	if err != nil {
+		return nil, err
+	}
+	g, err := s.Service.AcquirePermit(ctx, pr)
 	if err != nil {
 		return nil, hidePermits(ctx, name, int(req.Permits.Value), err)
 	}
@@ -169,7 +180,7 @@ func hidePermits(ctx context.Context, name string, asked int, err error) error {
 }
 
 func (s *Server) semaphoreRelease(ctx context.Context, name string, req wire.SemaphoreRequest) (any, error) {
-	err := validateSemaphoreName(name)
+	err := fenceview.ValidateSemaphoreName(name)
 	if err == nil {
 		err = requiredID("holder", req.Holder)
 	}
@@ -193,7 +204,7 @@ func (s *Server) semaphoreRelease(ctx context.Context, name string, req wire.Sem
 
 // semaphorePermits changes a semaphore's permits (admin).
 func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.PermitsRequest) (any, error) {
-	err := validateSemaphoreName(name)
+	err := fenceview.ValidateSemaphoreName(name)
 	if err == nil {
 		err = validatePermits(req.Permits)
 	}
@@ -214,7 +225,7 @@ func (s *Server) semaphorePermits(ctx context.Context, name string, req wire.Per
 }
 
 func (s *Server) semaphoreState(ctx context.Context, name string) (any, error) {
-	err := validateSemaphoreName(name)
+	err := fenceview.ValidateSemaphoreName(name)
 	if err == nil {
 		// Slot 0 first, so a key that may not see the semaphore does not
 		// learn whether it exists.
@@ -257,7 +268,7 @@ func validateLockAll(ctx context.Context, req wire.LockAllRequest) error {
 	if err := validateLease(req.LeaseMs); err != nil {
 		return err
 	}
-	return validateTimes(req.WaitMs, req.LockDelayMs)
+	return validateWait(req.WaitMs)
 }
 
 func (s *Server) acquireAll(ctx context.Context, _ string, req wire.LockAllRequest) (any, error) {
@@ -312,16 +323,13 @@ func validateElection(ctx context.Context, name string, req wire.ElectionRequest
 	if err := seeResource(ctx, name); err != nil {
 		return err
 	}
-	if err := requiredID("candidate", req.Candidate); err != nil {
+	if err := required("candidate", req.Candidate); err != nil {
 		return err
-	}
-	if req.Value != nil && len(*req.Value) > fenceview.MaxElectionValue {
-		return fenceview.FieldErrorf(fenceview.EINVALID, "value", "value is at most %d bytes", fenceview.MaxElectionValue)
 	}
 	if err := validateLease(req.LeaseMs); err != nil {
 		return err
 	}
-	return validateTimes(req.WaitMs, wire.Int{})
+	return validateWait(req.WaitMs) // the service checks the rest (fenceview.CampaignRequest.Validate)
 }
 
 func leaderWire(l fenceview.Leader) wire.Leader {

@@ -3,7 +3,6 @@ package issuer
 import (
 	"context"
 	"time"
-	"unicode/utf8"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
@@ -22,10 +21,7 @@ import (
 // ELOCKHELD "lock held", field leader.
 func (s *Service) Campaign(ctx context.Context, req fenceview.CampaignRequest) (fenceview.Leader, fenceview.Grant, error) {
 	name, candidate := req.Election, req.Candidate
-	if err := validateAcquire(name, candidate, req.Lease, req.Wait, 0); err != nil {
-		return fenceview.Leader{}, fenceview.Grant{}, err
-	}
-	if err := validateValue(req.Value); err != nil {
+	if err := req.Validate(); err != nil {
 		return fenceview.Leader{}, fenceview.Grant{}, err
 	}
 	if err := ValidateNewID(candidate); err != nil {
@@ -84,7 +80,7 @@ func (s *Service) Proclaim(ctx context.Context, election, candidate, value strin
 	if err := validateCandidate(election, candidate); err != nil {
 		return fenceview.Leader{}, err
 	}
-	if err := validateValue(value); err != nil {
+	if err := fenceview.ValidateElectionValue(value); err != nil {
 		return fenceview.Leader{}, err
 	}
 	var l fenceview.Leader
@@ -188,22 +184,8 @@ func leadHeldError(r *fenceview.Resource, now time.Time) error {
 		"candidate": l.Candidate, "value": l.Value, "term": l.Term, "since": l.Since, "expiresAt": l.ExpiresAt}}}
 }
 
+// validateCandidate checks the election and candidate of a leader's call.
 func validateCandidate(election, candidate string) error {
-	if err := guard.ValidateResourceID(election); err != nil {
-		return invalid(err)
-	}
-	if err := guard.ValidateHolderID(candidate); err != nil {
-		return invalid(err)
-	}
-	return nil
+	return fenceview.CampaignRequest{Election: election, Candidate: candidate}.Validate()
 }
 
-func validateValue(v string) error {
-	if len(v) > fenceview.MaxElectionValue {
-		return fenceview.Errorf(fenceview.EINVALID, "value is at most %d bytes", fenceview.MaxElectionValue)
-	}
-	if !utf8.ValidString(v) {
-		return fenceview.Errorf(fenceview.EINVALID, "value must be valid UTF-8")
-	}
-	return nil
-}

@@ -22,22 +22,6 @@ const (
 	MaxReportAge = 24 * time.Hour
 )
 
-// ValidateReason accepts a refusal reason: 1..MaxReasonLen bytes of
-// lowercase ASCII letters, digits, '-', '_' and '.', starting with a
-// letter (e.g. stale-token).
-func ValidateReason(s string) error {
-	if s == "" || len(s) > fenceview.MaxReasonLen {
-		return fenceview.Errorf(fenceview.EINVALID, "reason must be 1..%d bytes", fenceview.MaxReasonLen)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || i > 0 && (c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.')) {
-			return fenceview.Errorf(fenceview.EINVALID, "reason: lowercase letters, digits, '-', '_' and '.', starting with a letter (byte %d)", i)
-		}
-	}
-	return nil
-}
-
 // ValidateNewID refuses an id for a new resource or holder that cannot be
 // told apart from another on screen: every Unicode Default_Ignorable_Code_Point
 // (zero-width spaces and joiners, direction marks, variation selectors,

@@ -20,7 +20,7 @@ func FuzzReportedFields(f *testing.F) {
 			return c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' || c == '\'' || c == ',' || c == '=' ||
 				unicode.IsSpace(c) || unicode.IsControl(c) || c > unicode.MaxASCII
 		}
-		if ValidateReason(s) == nil {
+		if fenceview.ValidateReason(s) == nil {
 			if len(s) == 0 || len(s) > fenceview.MaxReasonLen || strings.IndexFunc(s, unsafe) >= 0 || strings.ContainsAny(s[:1], "+-@0123456789") {
 				t.Fatalf("reason %q accepted", s)
 			}

@@ -300,7 +300,7 @@ func (s *Service) acquire(ctx context.Context, req fenceview.AcquireRequest) (fe
 
 // acquireDecision validates req and returns its decision under s.mu.
 func acquireDecision(ctx context.Context, req fenceview.AcquireRequest) (func(*batch) outcome, error) {
-	if err := validateAcquire(req.ResourceID, req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
+	if err := req.Validate(); err != nil {
 		return nil, err
 	}
 	g := grantReq{holder: req.Holder, owner: ownerOf(ctx), leaseMs: req.Lease.Milliseconds(), delayMs: req.LockDelay.Milliseconds(), shared: req.Shared}
@@ -356,11 +356,8 @@ func (s *Service) renew(ctx context.Context, resourceID, holder string, lease ti
 
 // renewDecision validates a renewal and returns its decision under s.mu.
 func renewDecision(ctx context.Context, resourceID, holder string, lease time.Duration) (func(*batch) outcome, error) {
-	if lease < 0 {
-		return nil, fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
-	}
-	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
-		return nil, err // a zero lease means "the current one"
+	if err := (fenceview.AcquireRequest{ResourceID: resourceID, Holder: holder, Lease: lease}).Validate(); err != nil {
+		return nil, err // a renewal is checked as an acquire of its lease; 0 is the current one
 	}
 	owner := ownerOf(ctx)
 	return func(b *batch) outcome { return b.renew(resourceID, holder, owner, lease) }, nil
@@ -411,11 +408,8 @@ type releasing struct {
 
 // releaseDecision validates a release.
 func releaseDecision(ctx context.Context, resourceID, holder string) (*releasing, error) {
-	if err := guard.ValidateResourceID(resourceID); err != nil {
-		return nil, invalid(err)
-	}
-	if err := guard.ValidateHolderID(holder); err != nil {
-		return nil, invalid(err)
+	if err := fenceview.ValidateLock(resourceID, holder); err != nil {
+		return nil, err
 	}
 	return &releasing{resourceID: resourceID, holder: holder, owner: ownerOf(ctx)}, nil
 }
@@ -530,30 +524,16 @@ type fencing struct {
 
 // fenceDecisionOf validates f and checks its signature, outside s.mu.
 func (s *Service) fenceDecisionOf(f fenceview.Fence) (*fencing, error) {
-	if err := guard.ValidateResourceID(f.ResourceID); err != nil {
-		return nil, invalid(err)
-	}
-	if err := guard.ValidateToken(f.Token.Token); err != nil {
-		return nil, invalid(err)
-	}
-	mode, err := fenceview.ParseFenceMode(f.Mode)
-	if err != nil {
+	if err := f.Validate(); err != nil {
 		return nil, err
 	}
-	access, err := fenceview.ParseAccess(f.Access)
-	if err != nil {
-		return nil, err
-	}
+	mode, _ := fenceview.ParseFenceMode(f.Mode) // valid: Validate parsed it
+	access, _ := fenceview.ParseAccess(f.Access)
 	fc := &fencing{s: s, f: f, mode: mode, read: access == fenceview.AccessRead}
 	fc.verified, fc.sharedSig = s.fenceVerified(f, fc.read) // Ed25519 before the lock, not under it
 	// A token above the foreign cap proves itself issued here by its
 	// signature alone (as a report's does), checked here, outside the lock.
 	fc.proven = f.Token.Token > fenceview.MaxReportedMark && f.Token.Signature != "" && s.verify(f.ResourceID, f.Token.Token, f.Token.Signature)
-	if f.Source != "" {
-		if err := fenceview.ValidateSource(f.Source); err != nil {
-			return nil, err
-		}
-	}
 	if f.Holder != "" {
 		if err := ValidateNewID(f.Holder); err != nil {
 			return nil, err
@@ -858,56 +838,8 @@ func invalid(err error) error {
 	return fenceview.Errorf(fenceview.EINVALID, "%s", err.Error())
 }
 
-// validateAcquire checks an acquire's input; a zero lease is allowed (the
-// current one, or the default).
-func validateAcquire(resourceID, holder string, lease, wait, delay time.Duration) error {
-	if lease < 0 {
-		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must not be negative")
-	}
-	if err := validateLock(resourceID, holder, max(lease, time.Millisecond)); err != nil {
-		return err
-	}
-	if wait < 0 {
-		return fenceview.Errorf(fenceview.EINVALID, "waitMs must not be negative")
-	}
-	if delay < 0 || delay > fenceview.MaxLockDelay {
-		return fenceview.Errorf(fenceview.EINVALID, "lockDelayMs must be between 0 and %d", fenceview.MaxLockDelay.Milliseconds())
-	}
-	return nil
-}
-
-func validateLock(resourceID, holder string, lease time.Duration) error {
-	if err := guard.ValidateResourceID(resourceID); err != nil {
-		return invalid(err)
-	}
-	if err := guard.ValidateHolderID(holder); err != nil {
-		return invalid(err)
-	}
-	if lease <= 0 || lease > fenceview.MaxLease {
-		return fenceview.Errorf(fenceview.EINVALID, "leaseMs must be between 1 and %d", fenceview.MaxLease.Milliseconds())
-	}
-	return nil
-}
-
 func validateReport(r fenceview.Report, now time.Time) error {
-	if err := guard.ValidateResourceID(r.ResourceID); err != nil {
-		return invalid(err)
-	}
-	if err := guard.ValidateToken(r.Token); err != nil {
-		return invalid(err)
-	}
-	if r.Required < 0 {
-		return fenceview.Errorf(fenceview.EINVALID, "required must not be negative")
-	}
-	if err := fenceview.ValidateSource(r.Source); err != nil {
-		return err
-	}
-	if r.Reason != "" {
-		if err := ValidateReason(r.Reason); err != nil {
-			return err
-		}
-	}
-	if _, err := fenceview.ParseAccess(r.Access); err != nil {
+	if err := r.Validate(); err != nil {
 		return err
 	}
 	if !r.At.IsZero() {

@@ -34,7 +34,7 @@ func (s *Service) acquireAll(ctx context.Context, req fenceview.AcquireAllReques
 		return nil, err
 	}
 	for _, id := range ids {
-		if err := validateAcquire(id, req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
+		if err := (fenceview.AcquireRequest{ResourceID: id, Holder: req.Holder, Lease: req.Lease, Wait: req.Wait, LockDelay: req.LockDelay}).Validate(); err != nil {
 			return nil, err
 		}
 	}

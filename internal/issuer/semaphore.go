@@ -3,10 +3,8 @@ package issuer
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/guard"
 )
 
 // A semaphore of N permits is the N locks name#0 .. name#<N-1>, its slots:
@@ -36,7 +34,7 @@ func (s *Service) acquirePermit(ctx context.Context, req fenceview.PermitRequest
 	if err := validateSemaphore(name, req.Permits); err != nil {
 		return fenceview.Grant{}, err
 	}
-	if err := validateAcquire(fenceview.SlotID(name, 0), req.Holder, req.Lease, req.Wait, req.LockDelay); err != nil {
+	if err := req.Validate(); err != nil {
 		return fenceview.Grant{}, err
 	}
 	if err := ValidateNewID(req.Holder); err != nil {
@@ -291,20 +289,14 @@ func noPermitError(permits int) error {
 
 // validateSemaphore checks a semaphore's name and a permits count.
 func validateSemaphore(name string, permits int) error {
-	if name == "" || len(name) > fenceview.MaxSemaphoreNameLen {
-		return fenceview.Errorf(fenceview.EINVALID, "a semaphore's name is 1 to %d bytes", fenceview.MaxSemaphoreNameLen)
-	}
-	if strings.Contains(name, "#") {
-		return fenceview.Errorf(fenceview.EINVALID, "a semaphore's name must not contain '#' (its slots are <name>#<slot>)")
-	}
-	if err := guard.ValidateResourceID(name); err != nil {
-		return invalid(err)
+	if err := fenceview.ValidateSemaphoreName(name); err != nil {
+		return err
 	}
 	if err := ValidateNewID(name); err != nil {
 		return err
 	}
 	if permits < 1 || permits > fenceview.MaxPermits {
-		return fenceview.Errorf(fenceview.EINVALID, "permits must be between 1 and %d", fenceview.MaxPermits)
+		return fenceview.FieldErrorf(fenceview.EINVALID, "permits", "permits must be between 1 and %d", fenceview.MaxPermits)
 	}
 	return nil
 }

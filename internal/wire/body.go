@@ -99,6 +99,8 @@ func (r *reader) jsonInt(n *Int) bool {
 type ErrorBody struct {
 	Error string `json:"error"`
 	Code  string `json:"code"`
+	// DocURL is where the code is explained (docs/errors.md).
+	DocURL string `json:"docUrl,omitempty"`
 	// Field is the body field at fault, of invalid-request and
 	// unknown-field.
 	Field string `json:"field,omitempty"`

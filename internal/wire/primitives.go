@@ -163,6 +163,7 @@ func (req *Request) ElectionBody() ElectionRequest {
 type Conflict struct {
 	Error       string     `json:"error"`
 	Code        string     `json:"code"`
+	DocURL      string     `json:"docUrl,omitempty"`
 	Holder      string     `json:"holder,omitempty"`
 	ExpiresAt   Time       `json:"expiresAt,omitzero"`
 	AvailableAt Time       `json:"availableAt,omitzero"`
