@@ -188,4 +188,3 @@ func leadHeldError(r *fenceview.Resource, now time.Time) error {
 func validateCandidate(election, candidate string) error {
 	return fenceview.CampaignRequest{Election: election, Candidate: candidate}.Validate()
 }
-
