@@ -7,11 +7,6 @@ import (
 	"github.com/fenceview/fenceview/guard"
 )
 
-var (
-	_ guard.SignedReadChecker        = (*Marks)(nil)
-	_ guard.SignedReadContextChecker = (*Marks)(nil)
-)
-
 // Guarded reads. A read meets a write's rule: the token must be at least
 // the mark, and the mark rises to it, in one statement. So a reader of a
 // later read phase fences out a writer whose lease ran out, and a later

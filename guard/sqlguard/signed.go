@@ -9,9 +9,12 @@ import (
 	"github.com/fenceview/fenceview/guard"
 )
 
+// Marks in signed mode checks writes and guarded reads (read.go).
 var (
-	_ guard.SignedChecker        = (*Marks)(nil)
-	_ guard.SignedContextChecker = (*Marks)(nil)
+	_ guard.SignedChecker            = (*Marks)(nil)
+	_ guard.SignedContextChecker     = (*Marks)(nil)
+	_ guard.SignedReadChecker        = (*Marks)(nil)
+	_ guard.SignedReadContextChecker = (*Marks)(nil)
 )
 
 // Signed returns the same marks in signed mode: a token is compared only

@@ -139,6 +139,36 @@ func decodeStrict(b []byte, v any, what string) error {
 func intPaths(t reflect.Type) func(path string) bool {
 	paths := map[string]bool{}
 	intType := reflect.TypeFor[wire.Int]()
+	jsonFields(t, func(f reflect.StructField, _, path string) bool {
+		if f.Type == intType {
+			paths[path] = true
+			return false
+		}
+		return true
+	})
+	return func(path string) bool { return paths[path] }
+}
+
+// jsonNames lists the JSON field names of the struct t points to, and of
+// the structs in its fields (a report's decisions), each once.
+func jsonNames(t reflect.Type) []string {
+	var names []string
+	seen := map[string]bool{}
+	jsonFields(t, func(_ reflect.StructField, name, _ string) bool {
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+		return true
+	})
+	return names
+}
+
+// jsonFields calls visit with each JSON-named field of the struct t points
+// to (through pointers and slices), its JSON name and its dotted path from
+// t, and walks into the fields' own structs, three levels deep, where visit
+// says to.
+func jsonFields(t reflect.Type, visit func(f reflect.StructField, name, path string) (walkIn bool)) {
 	var walk func(t reflect.Type, prefix string, depth int)
 	walk = func(t reflect.Type, prefix string, depth int) {
 		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
@@ -152,44 +182,12 @@ func intPaths(t reflect.Type) func(path string) bool {
 			if !f.IsExported() || name == "-" || name == "" {
 				continue
 			}
-			if f.Type == intType {
-				paths[prefix+name] = true
-				continue
+			if visit(f, name, prefix+name) {
+				walk(f.Type, prefix+name+".", depth+1)
 			}
-			walk(f.Type, prefix+name+".", depth+1)
 		}
 	}
 	walk(t, "", 0)
-	return func(path string) bool { return paths[path] }
-}
-
-// jsonNames lists the JSON field names of the struct t points to, and of
-// the structs in its fields (a report's decisions), each once.
-func jsonNames(t reflect.Type) []string {
-	var names []string
-	seen := map[string]bool{}
-	var walk func(t reflect.Type, depth int)
-	walk = func(t reflect.Type, depth int) {
-		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
-			t = t.Elem()
-		}
-		if t.Kind() != reflect.Struct || depth > 3 {
-			return
-		}
-		for f := range t.Fields() {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if !f.IsExported() || name == "-" || name == "" {
-				continue
-			}
-			if !seen[name] {
-				seen[name] = true
-				names = append(names, name)
-			}
-			walk(f.Type, depth+1)
-		}
-	}
-	walk(t, 0)
-	return names
 }
 
 // exactKeys refuses a key of any object in b that is not, byte for byte,

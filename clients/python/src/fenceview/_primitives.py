@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional
 
 from ._client import _acquire_timeout, _ms, _Waiting, default_holder, validate_holder, validate_resource
 from ._errors import FenceviewError, InvalidRequestError, LockHeldError, NoPermitError, UnreachableError
-from ._locks import Lease, _Granted
+from ._locks import _Granted
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._client import Client
@@ -118,7 +118,7 @@ class Semaphore:
         self._entered.stack.pop().release()
 
 
-class Election(Lease):
+class Election(_Granted):
     """Leader election: the leader holds the lock ``name``, and its
     ``term`` is that lock's token, so a deposed leader's writes fenced with
     its term are refused by every guard. ``campaign`` blocks until elected;
@@ -129,22 +129,20 @@ class Election(Lease):
         super().__init__(client, lease)
         self.name = validate_resource(name, "election name")
         self.candidate = validate_holder(candidate, "candidate") if candidate is not None else default_holder()
-        #: The latest campaign's answer ({"name","leader","fencing"}).
-        self.answer: Optional[Dict[str, Any]] = None
+        self.grant: Optional[Dict[str, Any]] = None
 
     _ends_leadership = True
 
-    def _what(self) -> str:
-        return self.name
+    @property
+    def answer(self) -> Optional[Dict[str, Any]]:
+        """The latest campaign's answer ({"name","leader","fencing"}): the
+        grant of the election's lock."""
+        return self.grant
 
     @property
     def term(self) -> int:
         """The term of the latest leadership (its token; 0 before)."""
-        return int(self.answer["fencing"]["token"]) if self.answer else 0
-
-    @property
-    def signature(self) -> Optional[str]:
-        return self.answer["fencing"].get("signature") if self.answer else None
+        return self.token
 
     def campaign(self, value: str = "", timeout: Optional[float] = None) -> int:
         """Wait until elected (at most timeout seconds; None: as long as it
@@ -163,7 +161,7 @@ class Election(Lease):
                     raise
                 continue
             with self._mu:
-                self.answer = b
+                self.grant = b
                 self._granted(sent)
             return self.term
 

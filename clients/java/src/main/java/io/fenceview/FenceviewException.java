@@ -23,9 +23,8 @@ public class FenceviewException extends RuntimeException {
     }
 
     public FenceviewException(String message, Throwable cause) {
-        super(message, cause);
-        this.status = 0;
-        this.code = null;
+        this(0, null, message);
+        initCause(cause);
     }
 
     /** The HTTP status of the server's answer; 0 when there was none. */
