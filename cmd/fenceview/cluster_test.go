@@ -139,10 +139,7 @@ func getJSON(url string) (response, error) {
 //
 // FENCEVIEW_CLUSTER_KILLS sets the number of kills (default 6).
 func TestClusterKillLeaderUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
-	kills, seed := sizeAndSeed(t, "FENCEVIEW_CLUSTER_KILLS", 6, "FENCEVIEW_CRASH_SEED")
+	kills, seed := processHarness(t, "FENCEVIEW_CLUSTER_KILLS", 6, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	etcd := etcdtest.Start(t, 3)
 	nodes := startClusterNodes(t, etcd, 3)

@@ -27,11 +27,8 @@ import (
 // FENCEVIEW_POWERCUT_CYCLES sets the number of cuts (default 10);
 // FENCEVIEW_POWERCUT_SEED replays a run.
 func TestPowerCutHarness(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
+	cycles, seed := processHarness(t, "FENCEVIEW_POWERCUT_CYCLES", 10, "FENCEVIEW_POWERCUT_SEED")
 	powercut.Require(t)
-	cycles, seed := sizeAndSeed(t, "FENCEVIEW_POWERCUT_CYCLES", 10, "FENCEVIEW_POWERCUT_SEED")
 	h := newPowerCuts(t, servertest.Binary(t))
 	start := time.Now()
 	if cycle, err := h.run(cycles, rand.New(rand.NewPCG(seed, seed))); err != nil {
