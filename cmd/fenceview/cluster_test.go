@@ -363,9 +363,7 @@ func retry503(t *testing.T, method, url string, body any) response {
 // leader gave away, no write accepted below the new leader's mark, no stale
 // read.
 func TestClusterPausedLeaderCommitsNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and pauses real processes")
-	}
+	processTest(t)
 	etcd := etcdtest.Start(t, 1)
 	nodes := startClusterNodes(t, etcd, 2)
 	i := nodes.leader()

@@ -176,14 +176,12 @@ func postJSON(client *http.Client, url, body string) (response, error) {
 }
 
 // processHarness is the size and seed of a randomized harness that builds
-// the command and runs it as processes (skipped in -short): the size from
+// the command and runs it as processes (a processTest): the size from
 // sizeVar (default def), the seed from seedVar (default from the clock),
 // both logged, so a failing run is replayed by setting them.
 func processHarness(t *testing.T, sizeVar string, def int, seedVar string) (int, uint64) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds and runs real processes")
-	}
+	processTest(t)
 	n := envInt(t, sizeVar, def)
 	seed := envSeed(t, seedVar)
 	t.Logf("%s=%d", sizeVar, n)
@@ -460,9 +458,7 @@ func (l *multiCrashLoad) check(url string) error {
 // before the kill is free after it. The server runs on the real clock:
 // the test waits on the state, polled with a deadline, never on a sleep.
 func TestCrashKeepsLockDelay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
+	processTest(t)
 	db := filepath.Join(t.TempDir(), "fenceview.db")
 	p := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
 	acquire := func(url, res, holder string, leaseMs int) response {
