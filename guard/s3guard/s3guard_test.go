@@ -113,17 +113,7 @@ func TestZombieWriterRefusedBodyUntouched(t *testing.T) {
 	mustPut(t, g, key, `{"stock":7,"by":"B"}`, 2)
 	_, _, before, _ := object(t, api, key)
 	d, err := g.Put(ctx, key, []byte(`{"stock":0,"by":"A, late"}`), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 1, Required: 2}
-	if d != want {
-		t.Fatalf("the zombie's write = %+v, want %+v", d, want)
-	}
-	var re *guard.RefusalError
-	if !errors.As(d.Err(key), &re) || re.Required != 2 {
-		t.Fatalf("d.Err = %v", d.Err(key))
-	}
+	guardtest.RefusedStale(t, d, err, key, 1, 2)
 	body, meta, after, _ := object(t, api, key)
 	if body != `{"stock":7,"by":"B"}` || meta[s3guard.MarkMetadata] != "2" || after != before {
 		t.Fatalf("after the refusal: body %q, metadata %v, ETag %s (was %s)", body, meta, after, before)
