@@ -24,6 +24,15 @@ func newTest(cfg Config) *Dispatcher {
 	return NewDispatcher(cfg)
 }
 
+// newHeld is a dispatcher of two seats, one kept for leases, whose other
+// seat a New request of flow "x" holds: what is submitted next queues, in
+// flow queues of flowQueue and all of them of totalQueue.
+func newHeld(flowQueue, totalQueue int) (*Dispatcher, *Ticket) {
+	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: flowQueue, TotalQueue: totalQueue})
+	hold, _ := d.Acquire(context.Background(), "x", New, 1)
+	return d, hold
+}
+
 // requests are requests to d, each in a goroutine of its own: their
 // grants arrive on served, their errors on failed.
 type requests struct {
@@ -97,8 +106,7 @@ const costCommit = 4
 func TestCostNotCount(t *testing.T) {
 	// Flow a's requests turn out cheap (refusals), b's cost what they
 	// said: a is served about costCommit times as often.
-	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: 100, TotalQueue: 200})
-	hold, _ := d.Acquire(context.Background(), "x", New, 1)
+	d, hold := newHeld(100, 200)
 	q := newRequests(t, d, 100)
 	for i := range 20 {
 		q.submit("a", New, 1, fmt.Sprintf("a%d", i))
@@ -162,8 +170,7 @@ func TestLeaseSeatsKeptFromNew(t *testing.T) {
 }
 
 func TestBoundedQueues(t *testing.T) {
-	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: 3, TotalQueue: 5})
-	hold, _ := d.Acquire(context.Background(), "x", New, 1)
+	d, hold := newHeld(3, 5)
 	q := newRequests(t, d, 10)
 	for i := range 3 {
 		q.submit("storm", New, 1, fmt.Sprintf("storm-%d", i))
@@ -201,8 +208,7 @@ func TestBoundedQueues(t *testing.T) {
 }
 
 func TestCanceledWhileQueued(t *testing.T) {
-	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: 3, TotalQueue: 5})
-	hold, _ := d.Acquire(context.Background(), "x", New, 1)
+	d, hold := newHeld(3, 5)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
