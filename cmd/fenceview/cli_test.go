@@ -18,9 +18,7 @@ import (
 // `fenceview --help` lists every command, and each command has its own
 // --help: exit 0 and its own usage.
 func TestHelpListsEveryCommand(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the command")
-	}
+	processTest(t)
 	bin := servertest.Binary(t)
 	out, err := exec.Command(bin, "--help").CombinedOutput()
 	if err != nil {

@@ -29,10 +29,7 @@ import (
 //
 // FENCEVIEW_LIN_OPS sets the operations (default 400).
 func TestClusterLinearizability(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
-	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	ops, seed := processHarness(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 	nodes := startLeadingCluster(t)
 
 	rec := proof.NewRecorder()
@@ -202,10 +199,7 @@ func linClusterClient(c int, rng *rand.Rand, nodes *clusterNodes, rec *proof.Rec
 //
 // FENCEVIEW_LIN_OPS sets the operations per history (default 400).
 func TestClusterPrimitivesLinearizability(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
-	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	ops, seed := processHarness(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 	nodes := startLeadingCluster(t)
 
 	run := func(t *testing.T, seed uint64, clients int, rw string, client func(tg *primTarget, c int, rng *rand.Rand)) *primTarget {

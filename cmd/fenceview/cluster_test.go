@@ -139,10 +139,7 @@ func getJSON(url string) (response, error) {
 //
 // FENCEVIEW_CLUSTER_KILLS sets the number of kills (default 6).
 func TestClusterKillLeaderUnderLoad(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
-	kills, seed := sizeAndSeed(t, "FENCEVIEW_CLUSTER_KILLS", 6, "FENCEVIEW_CRASH_SEED")
+	kills, seed := processHarness(t, "FENCEVIEW_CLUSTER_KILLS", 6, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	etcd := etcdtest.Start(t, 3)
 	nodes := startClusterNodes(t, etcd, 3)
@@ -366,9 +363,7 @@ func retry503(t *testing.T, method, url string, body any) response {
 // leader gave away, no write accepted below the new leader's mark, no stale
 // read.
 func TestClusterPausedLeaderCommitsNothing(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and pauses real processes")
-	}
+	processTest(t)
 	etcd := etcdtest.Start(t, 1)
 	nodes := startClusterNodes(t, etcd, 2)
 	i := nodes.leader()

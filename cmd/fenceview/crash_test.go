@@ -27,10 +27,7 @@ import (
 // FENCEVIEW_CRASH_SEED replays a run. The power-cut harness
 // (powercut_test.go) runs the same load and checks across power cuts.
 func TestCrashHarness(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
-	cycles, seed := sizeAndSeed(t, "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
+	cycles, seed := processHarness(t, "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	load := newCrashLoad()
 	crashCycles(t, cycles, func(url string) error { return load.check(t, url) }, func(url string, kill func()) {
@@ -178,11 +175,13 @@ func postJSON(client *http.Client, url, body string) (response, error) {
 	return decodeResponse(resp), nil
 }
 
-// sizeAndSeed reads a randomized harness's size from sizeVar (default def)
-// and its seed from seedVar (default from the clock), and logs both: a
-// failing run is replayed by setting them.
-func sizeAndSeed(t *testing.T, sizeVar string, def int, seedVar string) (int, uint64) {
+// processHarness is the size and seed of a randomized harness that builds
+// the command and runs it as processes (a processTest): the size from
+// sizeVar (default def), the seed from seedVar (default from the clock),
+// both logged, so a failing run is replayed by setting them.
+func processHarness(t *testing.T, sizeVar string, def int, seedVar string) (int, uint64) {
 	t.Helper()
+	processTest(t)
 	n := envInt(t, sizeVar, def)
 	seed := envSeed(t, seedVar)
 	t.Logf("%s=%d", sizeVar, n)
@@ -224,10 +223,7 @@ func envInt(t *testing.T, name string, def int) int {
 // FENCEVIEW_CRASH_CYCLES sets the number of kills (default 20, as the
 // crash harness); FENCEVIEW_CRASH_SEED replays a run.
 func TestCrashMultiLockCommits(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
-	cycles, seed := sizeAndSeed(t, "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
+	cycles, seed := processHarness(t, "FENCEVIEW_CRASH_CYCLES", 20, "FENCEVIEW_CRASH_SEED")
 	rng := rand.New(rand.NewPCG(seed, seed))
 	load := &multiCrashLoad{sets: map[string]*sentSet{}}
 	p := crashCycles(t, cycles, load.check, func(url string, kill func()) {
@@ -462,9 +458,7 @@ func (l *multiCrashLoad) check(url string) error {
 // before the kill is free after it. The server runs on the real clock:
 // the test waits on the state, polled with a deadline, never on a sleep.
 func TestCrashKeepsLockDelay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
+	processTest(t)
 	db := filepath.Join(t.TempDir(), "fenceview.db")
 	p := servertest.StartProcess(t, servertest.ProcessOptions{DBPath: db})
 	acquire := func(url, res, holder string, leaseMs int) response {

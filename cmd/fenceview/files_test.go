@@ -18,9 +18,7 @@ import (
 // its -wal and -shm, the lock file and the backup all hold, or guard, the
 // private signing key.
 func TestServerFilesArePrivate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a real process")
-	}
+	processTest(t)
 	for _, umask := range []int{0o022, 0o000} {
 		t.Run(fmt.Sprintf("umask=%04o", umask), func(t *testing.T) {
 			old := syscall.Umask(umask) // inherited by the processes started below

@@ -36,10 +36,7 @@ import (
 // FENCEVIEW_LIN_OPS sets the operations per history (default 400);
 // FENCEVIEW_LIN_SEED replays a run's choices.
 func TestLinearizability(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs real processes")
-	}
-	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	ops, seed := processHarness(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 
 	srv := servertest.StartProcess(t, servertest.ProcessOptions{})
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: time.Minute}
@@ -361,10 +358,7 @@ func unexpected(resp *http.Response) error {
 // FENCEVIEW_LIN_OPS sets the operations per history (default 400);
 // FENCEVIEW_LIN_SEED replays a run's choices.
 func TestPrimitivesLinearizability(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a real process")
-	}
-	ops, seed := sizeAndSeed(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
+	ops, seed := processHarness(t, "FENCEVIEW_LIN_OPS", 400, "FENCEVIEW_LIN_SEED")
 	srv := servertest.StartProcess(t, servertest.ProcessOptions{})
 	newTarget := func() *primTarget {
 		return &primTarget{rec: proof.NewRecorder(), via: func() string { return srv.URL }, hc: linHC}

@@ -20,9 +20,7 @@ import (
 // guard in examples/wasmplugin, which runs as a third process and reports
 // its refusal to the server.
 func TestPauseForReal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs real processes")
-	}
+	processTest(t)
 	t.Run("fence endpoint", func(t *testing.T) { pauseForReal(t, false) })
 	t.Run("wasm plugin", func(t *testing.T) { pauseForReal(t, true) })
 }

@@ -27,11 +27,8 @@ import (
 // FENCEVIEW_POWERCUT_CYCLES sets the number of cuts (default 10);
 // FENCEVIEW_POWERCUT_SEED replays a run.
 func TestPowerCutHarness(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
-	powercut.Require(t)
-	cycles, seed := sizeAndSeed(t, "FENCEVIEW_POWERCUT_CYCLES", 10, "FENCEVIEW_POWERCUT_SEED")
+	powerCutTest(t)
+	cycles, seed := processHarness(t, "FENCEVIEW_POWERCUT_CYCLES", 10, "FENCEVIEW_POWERCUT_SEED")
 	h := newPowerCuts(t, servertest.Binary(t))
 	start := time.Now()
 	if cycle, err := h.run(cycles, rand.New(rand.NewPCG(seed, seed))); err != nil {
@@ -41,15 +38,20 @@ func TestPowerCutHarness(t *testing.T) {
 		h.load.acknowledged, cycles, time.Since(start)/time.Duration(max(cycles, 1)))
 }
 
+// powerCutTest skips the test in -short (a processTest) and where FUSE,
+// which the powercut filesystem needs, is not usable.
+func powerCutTest(t *testing.T) {
+	t.Helper()
+	processTest(t)
+	powercut.Require(t)
+}
+
 // The harness is not blind: a server built to commit with SQLite's
 // synchronous=NORMAL, which answers before its WAL is fsynced (and which
 // the crash harness passes), loses acknowledged grants at a power cut, and
 // the harness says so.
 func TestPowerCutHarnessCatchesSynchronousNormal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
-	powercut.Require(t)
+	powerCutTest(t)
 	bin := servertest.Build(t, "github.com/fenceview/fenceview/cmd/fenceview", "-tags", "fenceview_unsafe_synchronous_normal")
 	h := newPowerCuts(t, bin)
 	// Each cut loses the commits since the last checkpoint: the first
@@ -119,10 +121,7 @@ func (h *powerCuts) run(cycles int, rng *rand.Rand) (int, error) {
 // in); FENCEVIEW_POWERCUT_FIRST_STARTS=n cuts at n evenly spread syncs
 // only.
 func TestPowerCutDuringFirstStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and kills real processes")
-	}
-	powercut.Require(t)
+	powerCutTest(t)
 	bin := servertest.Binary(t)
 
 	h := newPowerCuts(t, bin)

@@ -10,11 +10,18 @@ import (
 	"github.com/fenceview/fenceview/internal/servertest"
 )
 
+// processTest skips the test in -short: it builds the command and runs
+// it as processes.
+func processTest(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the command and runs it as processes")
+	}
+}
+
 // SIGTERM stops the server cleanly: it exits 0.
 func TestSIGTERMStopsCleanly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs a real process")
-	}
+	processTest(t)
 	p := servertest.StartProcess(t, servertest.ProcessOptions{})
 	doRequest(t, "POST", p.URL+"/v1/locks/r/acquire", map[string]any{"holder": "a"})
 	p.Signal(syscall.SIGTERM)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -13,23 +12,8 @@ import (
 	"github.com/fenceview/fenceview/internal/dbtest"
 )
 
-// mariaDB starts a real MariaDB with an empty database "shop".
-func mariaDB(t *testing.T) *dbtest.Server {
-	t.Helper()
-	srv := dbtest.MariaDB(t)
-	db, err := sql.Open("mysql", srv.MySQLDSN("", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec("CREATE DATABASE shop"); err != nil {
-		t.Fatal(err)
-	}
-	return srv
-}
-
 func TestPausedWriterRefusedByMariaDB(t *testing.T) {
-	srv := mariaDB(t)
+	srv := dbtest.MariaDB(t, "shop")
 	dsn := srv.MySQLDSN("shop", "clientFoundRows=true")
 	storytest.Run(t, run, []string{"-dsn", dsn, "-lease", "300ms"},
 		"A locked inventory:42 with token 1",

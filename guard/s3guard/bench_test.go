@@ -22,9 +22,8 @@ import (
 //
 //	go test ./guard/s3guard -bench . -run '^$'
 func BenchmarkPut(b *testing.B) {
-	api := versity(b)
+	api, g := versityGuard(b)
 	ctx := context.Background()
-	g := s3guard.New(api, bucket)
 	// Tokens go on rising across the runs of -count, as a holder's do.
 	var token int64
 	for _, size := range []int{1 << 10, 1 << 20} {

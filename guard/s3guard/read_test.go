@@ -20,9 +20,8 @@ import (
 // content type and metadata; a writer of an older grant is then refused,
 // and so is a reader of an older one.
 func TestGetRaisesTheMark(t *testing.T) {
-	api := versity(t)
+	api, g := versityGuard(t)
 	ctx := context.Background()
-	g := s3guard.New(api, bucket)
 	const key = "report.csv"
 	d, err := g.PutObject(ctx, s3guard.Object{Key: key, Body: strings.NewReader("a,b\n1,2\n"), ContentType: "text/csv", Metadata: map[string]string{"owner": "billing"}}, client.Token{Number: 4})
 	if err != nil || !d.Accepted {
@@ -65,9 +64,8 @@ func TestGetRaisesTheMark(t *testing.T) {
 // mark, so a writer of an older grant cannot create the object the reader
 // saw absent.
 func TestGetOfAnAbsentObjectKeepsTheMark(t *testing.T) {
-	api := versity(t)
+	_, g := versityGuard(t)
 	ctx := context.Background()
-	g := s3guard.New(api, bucket)
 	r, err := g.Get(ctx, "absent.txt", client.Token{Number: 3})
 	if err != nil || !r.Accepted || r.Found {
 		t.Fatalf("read of an absent object = %+v, %v", r, err)
@@ -93,9 +91,8 @@ func TestGetTooLarge(t *testing.T) {
 // Delete leaves a tombstone that keeps the mark: the object reads as
 // absent, an older writer cannot bring it back, a newer one can.
 func TestDeleteKeepsTheFence(t *testing.T) {
-	api := versity(t)
+	api, g := versityGuard(t)
 	ctx := context.Background()
-	g := s3guard.New(api, bucket)
 	const key = "orders/7.json"
 	mustPut(t, g, key, "order 7", 5)
 	if d, err := g.Delete(ctx, key, client.Token{Number: 4}); err != nil || d.Accepted || d.Required != 5 {
@@ -129,9 +126,8 @@ func TestDeleteKeepsTheFence(t *testing.T) {
 
 // Purge is the store's conditional delete: the object and its mark go.
 func TestPurge(t *testing.T) {
-	api := versity(t)
+	api, g := versityGuard(t)
 	ctx := context.Background()
-	g := s3guard.New(api, bucket)
 	mustPut(t, g, "tmp/1", "one", 5)
 	if d, err := g.Purge(ctx, "tmp/1", client.Token{Number: 4}); err != nil || d.Accepted || d.Required != 5 {
 		t.Fatalf("a stale purge = %+v, %v", d, err)

@@ -106,25 +106,14 @@ func runCases(t *testing.T, api s3guard.API) {
 // The story: A writes, pauses past its lease, B writes under a newer
 // token, A wakes and writes. A is refused and B's body and mark stay.
 func TestZombieWriterRefusedBodyUntouched(t *testing.T) {
-	api := versity(t)
-	g := s3guard.New(api, bucket)
+	api, g := versityGuard(t)
 	ctx := context.Background()
 	const key = "orders/42.json"
 	mustPut(t, g, key, `{"stock":9,"by":"A"}`, 1)
 	mustPut(t, g, key, `{"stock":7,"by":"B"}`, 2)
 	_, _, before, _ := object(t, api, key)
 	d, err := g.Put(ctx, key, []byte(`{"stock":0,"by":"A, late"}`), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 1, Required: 2}
-	if d != want {
-		t.Fatalf("the zombie's write = %+v, want %+v", d, want)
-	}
-	var re *guard.RefusalError
-	if !errors.As(d.Err(key), &re) || re.Required != 2 {
-		t.Fatalf("d.Err = %v", d.Err(key))
-	}
+	guardtest.RefusedStale(t, d, err, key, 1, 2)
 	body, meta, after, _ := object(t, api, key)
 	if body != `{"stock":7,"by":"B"}` || meta[s3guard.MarkMetadata] != "2" || after != before {
 		t.Fatalf("after the refusal: body %q, metadata %v, ETag %s (was %s)", body, meta, after, before)
@@ -177,8 +166,7 @@ func TestSixteenConcurrentWritersHighestWins(t *testing.T) {
 // A writer that bypasses the guard but raises the mark is respected: the
 // mark is the object's metadata, whoever wrote it.
 func TestBypassingWriterThatRaisesTheMarkIsRespected(t *testing.T) {
-	api := versity(t)
-	g := s3guard.New(api, bucket)
+	api, g := versityGuard(t)
 	ctx := context.Background()
 	const key = "bypass.txt"
 	mustPut(t, g, key, "guarded", 10)
@@ -210,8 +198,7 @@ func TestBypassingWriterThatRaisesTheMarkIsRespected(t *testing.T) {
 // Marks are per object: a high token on one object does not refuse a low
 // one on another, whatever their names share.
 func TestMarksArePerObject(t *testing.T) {
-	api := versity(t)
-	g := s3guard.New(api, bucket)
+	_, g := versityGuard(t)
 	mustPut(t, g, "a.txt", "a", 900)
 	mustPut(t, g, "b.txt", "b", 3)
 	mustPut(t, g, "a.txt.v2", "c", 1)
@@ -377,10 +364,9 @@ func TestEvery412Path(t *testing.T) {
 // zombie's If-Match through, lowering the mark; the guard's write changes
 // the ETag, so the zombie meets a 412 and is refused.
 func TestSameBytesUnderANewerTokenFenceTheZombie(t *testing.T) {
-	api := versity(t)
+	api, g := versityGuard(t)
 	ctx := context.Background()
 	const key = "same-bytes.txt"
-	g := s3guard.New(api, bucket)
 	mustPut(t, g, key, "state: idle", 1)
 	_, _, first, _ := object(t, api, key)
 	p := &interposer{API: api}

@@ -26,6 +26,14 @@ func versity(t testing.TB) *s3.Client {
 	return s3Client(srv.Addr)
 }
 
+// versityGuard is a guard of bucket on a fresh versitygw, and the store's
+// client, for looking behind the guard.
+func versityGuard(t testing.TB) (*s3.Client, *s3guard.Guard) {
+	t.Helper()
+	api := versity(t)
+	return api, s3guard.New(api, bucket)
+}
+
 // s3Client is aws-sdk-go-v2's client of a store at addr, path-style, with
 // the store's static credentials.
 func s3Client(addr string) *s3.Client {

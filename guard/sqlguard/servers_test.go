@@ -37,15 +37,7 @@ func openPostgres(t testing.TB) *sql.DB {
 // on a new database with the given DSN parameters.
 func openMariaDB(t testing.TB, params string) (*sql.DB, *dbtest.Server) {
 	t.Helper()
-	srv := dbtest.MariaDB(t)
-	admin, err := sql.Open("mysql", srv.MySQLDSN("", ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec("CREATE DATABASE fv"); err != nil {
-		t.Fatal(err)
-	}
+	srv := dbtest.MariaDB(t, "fv")
 	db := openMySQLPool(t, srv, params)
 	t.Logf("%s", srv.Version)
 	return db, srv

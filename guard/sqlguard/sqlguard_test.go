@@ -14,6 +14,7 @@ import (
 
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/sqlguard"
+	"github.com/fenceview/fenceview/internal/guardtest"
 )
 
 // openSQLite opens a real SQLite file in the test's temp dir.
@@ -65,17 +66,7 @@ func TestStaleWriterRefused(t *testing.T) {
 		t.Fatalf("B's write = %+v, %v", d, err)
 	}
 	d, err := tbl.Update(ctx, db, 42, 41, sqlguard.Set("stock", 9))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 41, Required: 42}
-	if d != want {
-		t.Fatalf("A's write = %+v, want %+v", d, want)
-	}
-	var se *guard.RefusalError
-	if err := d.Err("inventory:42"); !errors.As(err, &se) || se.Required != 42 {
-		t.Fatalf("d.Err = %v", err)
-	}
+	guardtest.RefusedStale(t, d, err, "inventory:42", 41, 42)
 	if stock, tok := row(t, db); stock != 7 || tok != 42 {
 		t.Fatalf("row = stock %d token %d, want 7 42", stock, tok)
 	}

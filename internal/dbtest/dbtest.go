@@ -25,6 +25,7 @@ package dbtest
 import (
 	"bufio"
 	"bytes"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net"
@@ -39,6 +40,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/go-sql-driver/mysql"
 
 	"github.com/fenceview/fenceview/internal/loopport"
 )
@@ -361,7 +364,8 @@ func Redis(t testing.TB, extra ...string) *Server {
 // MariaDB starts mariadbd (or mysqld from MariaDB) with an empty data
 // directory and --skip-grant-tables: any user name connects, without a
 // password, over TCP on 127.0.0.1. DSN gives go-sql-driver/mysql's form.
-func MariaDB(t testing.TB) *Server {
+// Each of databases is created, empty.
+func MariaDB(t testing.TB, databases ...string) *Server {
 	t.Helper()
 	short(t, "MariaDB")
 	bin := find([]string{"mariadbd", "mysqld"}, "/usr/sbin", "/usr/local/sbin", "/usr/bin")
@@ -397,11 +401,28 @@ func MariaDB(t testing.TB) *Server {
 		ready: "ready for connections",
 	})
 	srv.Version = versionOf(bin)
+	if len(databases) > 0 {
+		createDatabases(t, srv, databases)
+	}
 	return srv
 }
 
-// MySQLDSN returns a go-sql-driver/mysql DSN for database db (created by
-// the caller) with extra parameters appended ("clientFoundRows=true").
+func createDatabases(t testing.TB, srv *Server, names []string) {
+	t.Helper()
+	db, err := sql.Open("mysql", srv.MySQLDSN("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, name := range names {
+		if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// MySQLDSN returns a go-sql-driver/mysql DSN for database db (one MariaDB
+// created, or the caller) with extra parameters appended ("clientFoundRows=true").
 func (s *Server) MySQLDSN(db, params string) string {
 	dsn := "root@tcp(" + s.Addr + ")/" + db
 	if params != "" {

@@ -18,7 +18,7 @@ func TestServersStartAndStop(t *testing.T) {
 	for _, s := range []struct {
 		name  string
 		start func(testing.TB) *dbtest.Server
-	}{{"redis", func(t testing.TB) *dbtest.Server { return dbtest.Redis(t) }}, {"mariadb", dbtest.MariaDB}, {"postgresql", dbtest.PostgreSQL}} {
+	}{{"redis", func(t testing.TB) *dbtest.Server { return dbtest.Redis(t) }}, {"mariadb", func(t testing.TB) *dbtest.Server { return dbtest.MariaDB(t) }}, {"postgresql", dbtest.PostgreSQL}} {
 		var srv *dbtest.Server
 		t.Run(s.name, func(t *testing.T) {
 			srv = s.start(t)

@@ -24,28 +24,51 @@ func newTest(cfg Config) *Dispatcher {
 	return NewDispatcher(cfg)
 }
 
+// newHeld is a dispatcher of two seats, one kept for leases, whose other
+// seat a New request of flow "x" holds: what is submitted next queues, in
+// flow queues of flowQueue and all of them of totalQueue.
+func newHeld(flowQueue, totalQueue int) (*Dispatcher, *Ticket) {
+	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: flowQueue, TotalQueue: totalQueue})
+	hold, _ := d.Acquire(context.Background(), "x", New, 1)
+	return d, hold
+}
+
+// requests are requests to d, each in a goroutine of its own: their
+// grants arrive on served, their errors on failed.
+type requests struct {
+	t      *testing.T
+	d      *Dispatcher
+	served chan grant
+	failed chan error
+}
+
+// newRequests is room for n requests' answers.
+func newRequests(t *testing.T, d *Dispatcher, n int) *requests {
+	return &requests{t: t, d: d, served: make(chan grant, n), failed: make(chan error, n)}
+}
+
 // submit starts a request that sends its grant on served (or its error on
 // failed), and waits until the dispatcher holds it queued.
-func submit(t *testing.T, d *Dispatcher, key string, pri Priority, cost int, name string, served chan<- grant, failed chan<- error) {
-	t.Helper()
-	before := d.Stats().Queued
+func (r *requests) submit(key string, pri Priority, cost int, name string) {
+	r.t.Helper()
+	before := r.d.Stats().Queued
 	go func() {
-		tk, err := d.Acquire(context.Background(), key, pri, cost)
+		tk, err := r.d.Acquire(context.Background(), key, pri, cost)
 		if err != nil {
-			failed <- fmt.Errorf("%s: %w", name, err)
+			r.failed <- fmt.Errorf("%s: %w", name, err)
 			return
 		}
-		served <- grant{name, tk}
+		r.served <- grant{name, tk}
 	}()
-	for d.Stats().Queued == before {
+	for r.d.Stats().Queued == before {
 		runtime.Gosched() // not a sleep: the goroutine is queued when Stats says so
 	}
 }
 
 // next takes the next grant, and gives its seat back.
-func next(t *testing.T, served <-chan grant) string {
-	t.Helper()
-	g := <-served
+func (r *requests) next() string {
+	r.t.Helper()
+	g := <-r.served
 	g.t.Done(0)
 	return g.name
 }
@@ -56,22 +79,22 @@ func TestFairnessBetweenFlows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served, failed := make(chan grant, 200), make(chan error, 200)
+	q := newRequests(t, d, 200)
 	for i := range 100 {
-		submit(t, d, "storm", New, costCommit, fmt.Sprintf("storm-%d", i), served, failed)
+		q.submit("storm", New, costCommit, fmt.Sprintf("storm-%d", i))
 	}
-	submit(t, d, "honest", New, costCommit, "honest", served, failed)
+	q.submit("honest", New, costCommit, "honest")
 	hold.Done(0)
 	// One round: the storm's head may go first, the honest request next.
 	var order []string
 	for range 2 {
-		order = append(order, next(t, served))
+		order = append(order, q.next())
 	}
 	if order[0] != "honest" && order[1] != "honest" {
 		t.Fatalf("served %v first: the honest flow's one request waited behind the storm's queue", order)
 	}
 	for range 99 {
-		next(t, served)
+		q.next()
 	}
 	if s := d.Stats(); s.InUse != 0 || s.Queued != 0 || s.Flows != 0 {
 		t.Fatalf("after every request is done: %+v, want nothing left", s)
@@ -83,17 +106,16 @@ const costCommit = 4
 func TestCostNotCount(t *testing.T) {
 	// Flow a's requests turn out cheap (refusals), b's cost what they
 	// said: a is served about costCommit times as often.
-	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: 100, TotalQueue: 200})
-	hold, _ := d.Acquire(context.Background(), "x", New, 1)
-	served, failed := make(chan grant, 100), make(chan error, 100)
+	d, hold := newHeld(100, 200)
+	q := newRequests(t, d, 100)
 	for i := range 20 {
-		submit(t, d, "a", New, 1, fmt.Sprintf("a%d", i), served, failed)
-		submit(t, d, "b", New, costCommit, fmt.Sprintf("b%d", i), served, failed)
+		q.submit("a", New, 1, fmt.Sprintf("a%d", i))
+		q.submit("b", New, costCommit, fmt.Sprintf("b%d", i))
 	}
 	hold.Done(0)
 	a, b := 0, 0
 	for range 15 {
-		if name := next(t, served); name[0] == 'a' {
+		if name := q.next(); name[0] == 'a' {
 			a++
 		} else {
 			b++
@@ -103,7 +125,7 @@ func TestCostNotCount(t *testing.T) {
 		t.Fatalf("of 15 served, %d cheap and %d costly: want the cheap flow served more", a, b)
 	}
 	for range 25 {
-		next(t, served)
+		q.next()
 	}
 }
 
@@ -111,18 +133,18 @@ func TestLeaseBeforeNew(t *testing.T) {
 	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: 10, TotalQueue: 20})
 	n0, _ := d.Acquire(context.Background(), "storm", New, costCommit)
 	l0, _ := d.Acquire(context.Background(), "other", Lease, costCommit) // the lease seat
-	served, failed := make(chan grant, 10), make(chan error, 10)
+	q := newRequests(t, d, 10)
 	for i := range 5 {
-		submit(t, d, "storm", New, costCommit, fmt.Sprintf("acquire-%d", i), served, failed)
+		q.submit("storm", New, costCommit, fmt.Sprintf("acquire-%d", i))
 	}
-	submit(t, d, "holder", Lease, costCommit, "renew", served, failed)
+	q.submit("holder", Lease, costCommit, "renew")
 	n0.Done(0)
-	if got := next(t, served); got != "renew" {
+	if got := q.next(); got != "renew" {
 		t.Fatalf("first served after a seat freed: %s, want the renew queued behind the acquires", got)
 	}
 	l0.Done(0)
 	for range 5 {
-		next(t, served)
+		q.next()
 	}
 }
 
@@ -133,8 +155,8 @@ func TestLeaseSeatsKeptFromNew(t *testing.T) {
 		tk, _ := d.Acquire(context.Background(), "storm", New, costCommit)
 		held = append(held, tk)
 	}
-	served, failed := make(chan grant, 10), make(chan error, 10)
-	submit(t, d, "storm", New, costCommit, "acquire", served, failed) // queued: New has its 3 seats
+	q := newRequests(t, d, 10)
+	q.submit("storm", New, costCommit, "acquire") // queued: New has its 3 seats
 	// The renew needs no New request to finish.
 	tk, err := d.Acquire(context.Background(), "holder", Lease, costCommit)
 	if err != nil {
@@ -144,15 +166,14 @@ func TestLeaseSeatsKeptFromNew(t *testing.T) {
 	for _, h := range held {
 		h.Done(0)
 	}
-	next(t, served)
+	q.next()
 }
 
 func TestBoundedQueues(t *testing.T) {
-	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: 3, TotalQueue: 5})
-	hold, _ := d.Acquire(context.Background(), "x", New, 1)
-	served, failed := make(chan grant, 10), make(chan error, 10)
+	d, hold := newHeld(3, 5)
+	q := newRequests(t, d, 10)
 	for i := range 3 {
-		submit(t, d, "storm", New, 1, fmt.Sprintf("storm-%d", i), served, failed)
+		q.submit("storm", New, 1, fmt.Sprintf("storm-%d", i))
 	}
 	// The flow's queue is full: shed at once, with a time to retry.
 	_, err := d.Acquire(context.Background(), "storm", New, 1)
@@ -161,19 +182,19 @@ func TestBoundedQueues(t *testing.T) {
 		t.Fatalf("a 4th queued request of one flow: %v, want shed queue-full with a retry time", err)
 	}
 	for i := range 2 {
-		submit(t, d, "b", New, 1, fmt.Sprintf("b-%d", i), served, failed)
+		q.submit("b", New, 1, fmt.Sprintf("b-%d", i))
 	}
 	// All queues full (5): a newcomer takes the place of the longest
 	// queue's last request, which is shed.
 	go func() {
 		tk, err := d.Acquire(context.Background(), "c", New, 1)
 		if err != nil {
-			failed <- err
+			q.failed <- err
 			return
 		}
-		served <- grant{"c", tk}
+		q.served <- grant{"c", tk}
 	}()
-	err = <-failed
+	err = <-q.failed
 	if !errors.As(err, &shed) || shed.Reason != "evicted" || err.Error() == "" {
 		t.Fatalf("the longest queue's last request: %v, want shed evicted", err)
 	}
@@ -182,13 +203,12 @@ func TestBoundedQueues(t *testing.T) {
 	}
 	hold.Done(0)
 	for range 5 {
-		next(t, served)
+		q.next()
 	}
 }
 
 func TestCanceledWhileQueued(t *testing.T) {
-	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: 3, TotalQueue: 5})
-	hold, _ := d.Acquire(context.Background(), "x", New, 1)
+	d, hold := newHeld(3, 5)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
@@ -224,7 +244,7 @@ func TestFlowSeatsBesideOthers(t *testing.T) {
 	}
 	// Beside another flow, at most FlowSeats, though seats are free.
 	other, _ := d.Acquire(context.Background(), "honest", New, 1)
-	served, failed := make(chan grant, 10), make(chan error, 10)
+	q := newRequests(t, d, 10)
 	for range 2 {
 		tk, err := d.Acquire(context.Background(), "storm", New, 1)
 		if err != nil {
@@ -232,10 +252,10 @@ func TestFlowSeatsBesideOthers(t *testing.T) {
 		}
 		defer tk.Done(0)
 	}
-	submit(t, d, "storm", New, 1, "third", served, failed)
+	q.submit("storm", New, 1, "third")
 	if s := d.Stats(); s.InUse != 3 || s.Queued != 1 {
 		t.Fatalf("a flow beside another: %+v, want 3 seats in use (2 of them its own) and its third request queued", s)
 	}
 	other.Done(0) // alone again: its third request is served
-	next(t, served)
+	q.next()
 }

@@ -144,13 +144,13 @@ func TestDispatcherContended(t *testing.T) {
 	if d.Contended() {
 		t.Fatal("contended with a seat free for every request so far")
 	}
-	served, failed := make(chan grant, 1), make(chan error, 1)
-	submit(t, d, "b", New, costCommit, "b", served, failed)
+	q := newRequests(t, d, 1)
+	q.submit("b", New, costCommit, "b")
 	if !d.Contended() {
 		t.Fatal("not contended with a request queued")
 	}
 	seat.Done(0)
-	next(t, served)
+	q.next()
 	if !d.Contended() {
 		t.Fatal("not contended just after a request had to queue")
 	}

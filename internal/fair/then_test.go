@@ -1,7 +1,6 @@
 package fair
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -97,8 +96,7 @@ func TestAcquireThenTellsInALoop(t *testing.T) {
 // Refused at once, AcquireThen returns the Shed and never calls then;
 // evicted from the queue later, then is told the Shed.
 func TestAcquireThenShed(t *testing.T) {
-	d := newTest(Config{Seats: 2, LeaseSeats: 1, FlowQueue: 2, TotalQueue: 3})
-	hold, _ := d.Acquire(context.Background(), "x", New, 1)
+	d, hold := newHeld(2, 3)
 	var evicted error
 	called := 0
 	for range 2 {

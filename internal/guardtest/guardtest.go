@@ -75,17 +75,7 @@ var cases = []testCase{
 	{"refuse lower with the required token", func(ctx context.Context, t *testing.T, r Resource) {
 		mustAccept(ctx, t, r, 42, "B")
 		d, err := r.Write(ctx, 41, "A")
-		if err != nil {
-			t.Fatalf("Write(41) = %v; a refusal is a decision, not an error", err)
-		}
-		want := guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: 41, Required: 42}
-		if d != want {
-			t.Fatalf("Write(41) = %+v, want %+v", d, want)
-		}
-		var se *guard.RefusalError
-		if err := d.Err("r"); !errors.As(err, &se) || se.Required != 42 || se.Presented != 41 {
-			t.Fatalf("d.Err = %v, want a *guard.RefusalError requiring 42", err)
-		}
+		RefusedStale(t, d, err, "r", 41, 42)
 		wantState(ctx, t, r, "B", 42)
 	}},
 	{"large tokens compare exactly", func(ctx context.Context, t *testing.T, r Resource) {
@@ -175,6 +165,24 @@ var cases = []testCase{
 		}
 		wantState(ctx, t, r, "nine", 9)
 	}},
+}
+
+// RefusedStale fails t unless a write's answer (d, err) is a refusal of a
+// stale token, presented where required was needed, and not an error, and
+// d.Err(resource) is a *guard.RefusalError with both tokens.
+func RefusedStale(t *testing.T, d guard.Decision, err error, resource string, presented, required int64) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("the write under %d = %v; a refusal is a decision, not an error", presented, err)
+	}
+	want := guard.Decision{Accepted: false, Reason: guard.ReasonStale, Presented: presented, Required: required}
+	if d != want {
+		t.Fatalf("the write under %d = %+v, want %+v", presented, d, want)
+	}
+	var se *guard.RefusalError
+	if err := d.Err(resource); !errors.As(err, &se) || se.Required != required || se.Presented != presented {
+		t.Fatalf("d.Err = %v, want a *guard.RefusalError requiring %d", err, required)
+	}
 }
 
 func mustAccept(ctx context.Context, t *testing.T, r Resource, token int64, value string) {

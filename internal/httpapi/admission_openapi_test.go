@@ -6,20 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/internal/api"
 )
 
 // TestAdmittedRoutesDocument429: every route admission can shed documents
 // its 429 in internal/api/openapi.yaml: a body whose code may be overloaded
 // or limit, with retryAfterMs, and the Retry-After header.
 func TestAdmittedRoutesDocument429(t *testing.T) {
-	doc, err := openapi3.NewLoader().LoadFromData(api.JSON())
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := openAPIDoc(t)
 	for _, o := range operations {
 		if !o.admitted() {
 			continue

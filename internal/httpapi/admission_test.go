@@ -33,19 +33,10 @@ type admissionAPI struct {
 func newAdmissionAPI(t *testing.T, cfg fair.Config, maxWaiters int) *admissionAPI {
 	t.Helper()
 	s := newTestAPI(t)
-	ctx := context.Background()
-	keys, err := auth.NewKeyring(ctx, s.History.(auth.Store), "admin", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Auth = keys
+	keys := withKeyring(t, s, s.History.(auth.Store), "admin")
 	x := &admissionAPI{s: s}
-	if x.a, x.aKey, err = keys.Create(ctx, "a", auth.Client, nil); err != nil {
-		t.Fatal(err)
-	}
-	if x.b, x.bKey, err = keys.Create(ctx, "b", auth.Client, nil); err != nil {
-		t.Fatal(err)
-	}
+	x.a, x.aKey = newKey(t, keys, "a", auth.Client)
+	x.b, x.bKey = newKey(t, keys, "b", auth.Client)
 	cfg.Now = func() time.Time { return time.Unix(1_700_000_000, 0) }
 	x.d = fair.NewDispatcher(cfg)
 	x.overload = &Overload{Dispatcher: x.d, MaxWaitersPerKey: maxWaiters}

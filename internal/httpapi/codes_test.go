@@ -13,12 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gorilla/websocket"
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard/httpguard"
-	"github.com/fenceview/fenceview/internal/api"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/issuer"
@@ -54,15 +52,7 @@ func newCodesAPI(t *testing.T, cfg issuer.Config, wrap func(fenceview.Services) 
 		services = wrap(svc)
 	}
 	s := New(services, db, nil)
-	keys, err := auth.NewKeyring(ctx, db, "admin", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Auth = keys
-	_, viewer, err := keys.Create(ctx, "viewer", auth.Viewer, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, viewer := newKey(t, withKeyring(t, s, db, "admin"), "viewer", auth.Viewer)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return &codesAPI{s: s, srv: srv, clock: fake, viewer: viewer}
@@ -325,10 +315,7 @@ func TestEveryCodeHasAStatus(t *testing.T) {
 // API answers with, so neither can gain or lose a code without the other;
 // every code a 429 may carry is a 429.
 func TestCodeEnumIsTheCodes(t *testing.T) {
-	doc, err := openapi3.NewLoader().LoadFromData(api.JSON())
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := openAPIDoc(t)
 	ref := doc.Components.Schemas["Code"]
 	if ref == nil {
 		t.Fatal("no schema Code")

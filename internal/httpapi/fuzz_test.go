@@ -37,6 +37,29 @@ func newKeyedService(tb testing.TB, iss string) (*issuer.Service, *sqlite.DB, *a
 	return svc, db, keys
 }
 
+// withKeyring turns auth on for s with a new keyring in store whose admin
+// token is admin.
+func withKeyring(tb testing.TB, s *Server, store auth.Store, admin string) *auth.Keyring {
+	tb.Helper()
+	keys, err := auth.NewKeyring(context.Background(), store, admin, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.Auth = keys
+	return keys
+}
+
+// newKey is a new key named name in keys, of role, for every resource, and
+// its secret.
+func newKey(tb testing.TB, keys *auth.Keyring, name string, role auth.Role) (auth.Key, string) {
+	tb.Helper()
+	key, secret, err := keys.Create(context.Background(), name, role, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key, secret
+}
+
 // scopedKey is the secret of a new key named name in keys, of role,
 // limited to the resources under "a/".
 func scopedKey(tb testing.TB, keys *auth.Keyring, name string, role auth.Role) string {

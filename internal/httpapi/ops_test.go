@@ -17,15 +17,22 @@ import (
 	"github.com/fenceview/fenceview/internal/issuer"
 )
 
+// openAPIDoc is the served OpenAPI document, parsed.
+func openAPIDoc(t *testing.T) *openapi3.T {
+	t.Helper()
+	doc, err := openapi3.NewLoader().LoadFromData(api.JSON())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
 // TestOperationsMatchOpenAPI: the operations table and the OpenAPI
 // document describe the same API: the same routes under /v1 (cluster
 // mode's own aside), the same RPC ops, and for each operation with a body
 // the same body fields.
 func TestOperationsMatchOpenAPI(t *testing.T) {
-	doc, err := openapi3.NewLoader().LoadFromData(api.JSON())
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := openAPIDoc(t)
 	var documented []string
 	for path, item := range doc.Paths.Map() {
 		if !strings.HasPrefix(path, "/v1/") || path == "/v1/cluster" {

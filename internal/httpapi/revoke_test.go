@@ -39,15 +39,8 @@ func (g *gatedHistory) EventsAfter(ctx context.Context, after int64, resourceID 
 func TestRevocationStopsReplay(t *testing.T) {
 	s := newTestAPI(t)
 	ctx := context.Background()
-	keys, err := auth.NewKeyring(ctx, s.History.(auth.Store), "admin", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Auth = keys
-	id, viewer, err := keys.Create(ctx, "watcher", auth.Viewer, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := withKeyring(t, s, s.History.(auth.Store), "admin")
+	id, viewer := newKey(t, keys, "watcher", auth.Viewer)
 	reports := make([]fenceview.Report, 3*replayPage)
 	for i := range reports {
 		reports[i] = fenceview.Report{ResourceID: fmt.Sprintf("h-%04d", i), Token: 1, Accepted: true, Source: "test"}
@@ -110,12 +103,8 @@ func waitersAPI(t *testing.T) (*Server, *httptest.Server, *issuer.Service, *auth
 	queued := make(chan struct{}, 64)
 	svc := issuer.New(db, nil, 0, issuer.Config{Issuer: "waiters", Queued: func(string, string) { queued <- struct{}{} }})
 	t.Cleanup(func() { svc.Close(); db.Close() })
-	keys, err := auth.NewKeyring(ctx, db, "admin-token", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := New(svc, db, nil)
-	s.Auth = keys
+	keys := withKeyring(t, s, db, "admin-token")
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return s, srv, svc, keys, queued
@@ -148,10 +137,7 @@ func TestRevokedRPCWaiterHearsOfItsGrant(t *testing.T) {
 	s.Service = held
 	ending := make(chan struct{})
 	s.rpcEnding = func() { close(ending) }
-	key, secret, err := keys.Create(context.Background(), "waiting", auth.Client, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	key, secret := newKey(t, keys, "waiting", auth.Client)
 	if status, a := call(t, srv, "POST", "/v1/locks/g/acquire", "admin-token", `{"holder":"owner","leaseMs":600000}`); status != 200 {
 		t.Fatalf("the holder's acquire: %d %v", status, a)
 	}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -32,10 +31,7 @@ func TestRPCConnectionEndsWithItsService(t *testing.T) {
 	s.Service = closingHeld{heldGrant: held, closing: svc.Closing()}
 	ending := make(chan struct{})
 	s.rpcEnding = func() { close(ending) }
-	_, secret, err := keys.Create(context.Background(), "waiting", auth.Client, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := newKey(t, keys, "waiting", auth.Client)
 	for _, lock := range []string{"g", "h"} {
 		if status, a := call(t, srv, "POST", "/v1/locks/"+lock+"/acquire", "admin-token", `{"holder":"owner","leaseMs":600000}`); status != 200 {
 			t.Fatalf("the holder's acquire of %s: %d %v", lock, status, a)

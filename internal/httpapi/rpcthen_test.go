@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -67,10 +66,7 @@ func dialRPC(t *testing.T, url, secret string) *websocket.Conn {
 // every one is answered as the JSON API would answer it.
 func TestRPCServesChangesWithoutAGoroutineEach(t *testing.T) {
 	_, srv, keys := keyedAPI(t)
-	_, secret, err := keys.Create(context.Background(), "c", auth.Client, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := newKey(t, keys, "c", auth.Client)
 	ws := dialRPC(t, srv.URL, secret)
 	// One request first: the connection's reader and writer are running.
 	if got := rpcAnswers(t, ws, `{"id":1,"op":"fence","resource":"warm","token":1}`, 1); got[1] != 200 {
@@ -111,10 +107,7 @@ func TestRPCChangesQueueForASeat(t *testing.T) {
 				queued.Add(1)
 			}
 		}}
-	_, secret, err := keys.Create(context.Background(), "c", auth.Client, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := newKey(t, keys, "c", auth.Client)
 	ws := dialRPC(t, srv.URL, secret)
 	var lines []string
 	for i := range 40 {
@@ -146,10 +139,7 @@ func TestRPCReaderWaitsForTheWriterInABurst(t *testing.T) {
 		t.Fatalf("room %d + %d in flight > a queue of %d", rpcAnswerRoom, 2*rpcWorkers, rpcAnswerQueue)
 	}
 	s, srv, keys := keyedAPI(t)
-	_, secret, err := keys.Create(context.Background(), "c", auth.Client, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, secret := newKey(t, keys, "c", auth.Client)
 	var hold atomic.Bool
 	held, waited := make(chan struct{}), make(chan struct{}, 1)
 	s.rpcBeforeFlush = func() {

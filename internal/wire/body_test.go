@@ -146,14 +146,7 @@ func checkAnswers(t *testing.T, s1, s2 string, n int64, sec int64) {
 		t.Fatalf("time %v: %s, want %s", time.Time(at), got, want)
 	}
 	for _, v := range bodies {
-		want, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, ok := AppendBody([]byte("prefix"), v)
-		if !ok || string(got) != "prefix"+string(want) {
-			t.Fatalf("%#v:\n got %s\nwant %s", v, got, want)
-		}
+		appendsAsJSON(t, v)
 	}
 	// Refusals' flat maps, written without reflection; anything else in
 	// a map is left to encoding/json.
@@ -162,14 +155,7 @@ func checkAnswers(t *testing.T, s1, s2 string, n int64, sec int64) {
 		{"error": s1, "code": "lock-held", "holder": s2, "expiresAt": at, "retryAfterMs": n, "permits": int(n), "ok": n%2 == 0, "none": nil},
 		{s1: s2, s2: s1, "": n},
 	} {
-		want, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, ok := AppendBody([]byte("prefix"), m)
-		if !ok || string(got) != "prefix"+string(want) {
-			t.Fatalf("%#v:\n got %s\nwant %s", m, got, want)
-		}
+		appendsAsJSON(t, m)
 	}
 	for _, m := range []map[string]any{{"held": []string{s1}}, {"leader": map[string]any{"a": 1}}, {"f": 1.5}} {
 		if got, ok := AppendBody([]byte("prefix"), m); ok || string(got) != "prefix" {
@@ -186,6 +172,20 @@ func checkAnswers(t *testing.T, s1, s2 string, n int64, sec int64) {
 		if got, _ := json.Marshal(v); !bytes.Equal(got, want) {
 			t.Fatalf("%#v: %s, the map answer was %s", v, got, want)
 		}
+	}
+}
+
+// appendsAsJSON holds AppendBody's writing of v, after a prefix, to
+// json.Marshal's.
+func appendsAsJSON(t *testing.T, v any) {
+	t.Helper()
+	want, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := AppendBody([]byte("prefix"), v)
+	if !ok || string(got) != "prefix"+string(want) {
+		t.Fatalf("%#v:\n got %s\nwant %s", v, got, want)
 	}
 }
 
