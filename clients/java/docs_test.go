@@ -139,7 +139,7 @@ func TestJavaDocBlocksRun(t *testing.T) {
 			"static void body() throws Exception { docs.Prelude.start(); {" +
 			strings.Repeat("\n", b.Line-1) + code + check + "\n}}}\n"
 		f := filepath.Join(src, name+".java")
-		write(t, f, java)
+		docblocks.WriteFile(t, f, java)
 		files = append(files, f)
 		at[name+".java"] = b.File
 	}
@@ -201,11 +201,4 @@ func TestJavaDocBlocksRun(t *testing.T) {
 		ran++
 	}
 	t.Logf("ran %d of %d Java blocks", ran, len(blocks))
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

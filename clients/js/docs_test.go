@@ -130,7 +130,7 @@ func TestDocBlocksRun(t *testing.T) {
 		haveExtism = true
 	}
 	// guard.wasm beside the blocks, for the host that reads it from a file.
-	write(t, filepath.Join(work, "guard.wasm"), string(get(t, srv.URL+"/guard.wasm")))
+	docblocks.WriteFile(t, filepath.Join(work, "guard.wasm"), string(get(t, srv.URL+"/guard.wasm")))
 	verifyArgs := grantArgs(t, srv)
 
 	ran := 0
@@ -172,7 +172,7 @@ func TestDocBlocksRun(t *testing.T) {
 			}
 			code = prelude + imports.String() + "{" + strings.Repeat("\n", b.Line-1) + body.String() + "}" + epilogue
 		}
-		write(t, filepath.Join(work, name), code)
+		docblocks.WriteFile(t, filepath.Join(work, name), code)
 		out, err := docblocks.Run(work, 2*time.Minute, env, node, append([]string{name}, args...)...)
 		if err != nil {
 			t.Errorf("%s: the block does not run (%v):\n%s", at, err, strings.ReplaceAll(string(out), filepath.Join(work, name), b.File))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
+	"github.com/fenceview/fenceview/internal/docblocks"
 )
 
 // need returns the path of a program the suites cannot run without:
@@ -164,22 +165,13 @@ func TestInstallFromClone(t *testing.T) {
 	node := need(t, "node")
 	npm := need(t, "npm")
 	dir, _ := filepath.Abs(".")
-	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The words this test follows, so the two cannot drift apart.
-	for _, words := range []string{
+	docblocks.Says(t, filepath.Join(dir, "README.md"),
 		"## Install from a clone",
 		"cd <path-to-clone>/clients/js && npm ci && npm run build",
 		"npm pack",
 		"npm install <path-to-clone>/clients/js/fenceview-0.1.0.tgz",
 		"npm install <path-to-clone>/clients/js\n",
-	} {
-		if !strings.Contains(string(readme), words) {
-			t.Errorf("README.md no longer says %q: this test follows those words", words)
-		}
-	}
+	)
 	build(t, node, npm, dir) // npm ci's part: node_modules and dist/
 	packs := t.TempDir()
 	run(t, dir, 3*time.Minute, nil, npm, "pack", "--pack-destination", packs)
@@ -190,17 +182,17 @@ func TestInstallFromClone(t *testing.T) {
 	for name, from := range map[string]string{"tarball": tarball, "folder": dir} {
 		t.Run(name, func(t *testing.T) {
 			project := t.TempDir()
-			write(t, filepath.Join(project, "package.json"), `{"name":"try-fenceview","version":"1.0.0","private":true}`)
+			docblocks.WriteFile(t, filepath.Join(project, "package.json"), `{"name":"try-fenceview","version":"1.0.0","private":true}`)
 			out := run(t, project, 3*time.Minute, nil, npm, "install", "--prefer-offline", "--no-audit", "--no-fund", from)
 			// The package runs nothing when installed: no script for npm to warn of.
 			if strings.Contains(out, "install-scripts") || strings.Contains(out, "prepare") {
 				t.Errorf("npm install of the %s warns of a script:\n%s", name, out)
 			}
-			write(t, filepath.Join(project, "esm.mjs"), `import { Client, HeldError, parse } from 'fenceview';
+			docblocks.WriteFile(t, filepath.Join(project, "esm.mjs"), `import { Client, HeldError, parse } from 'fenceview';
 const lock = new Client('http://127.0.0.1:1').lock('inventory:42');
 console.log(typeof Client, typeof HeldError, lock.resource, parse('{"token":9007199254740993}').token);
 `)
-			write(t, filepath.Join(project, "cjs.cjs"), `const { Client, HeldError, parse } = require('fenceview');
+			docblocks.WriteFile(t, filepath.Join(project, "cjs.cjs"), `const { Client, HeldError, parse } = require('fenceview');
 const lock = new Client('http://127.0.0.1:1').lock('inventory:42');
 console.log(typeof Client, typeof HeldError, lock.resource, parse('{"token":9007199254740993}').token);
 `)
@@ -211,13 +203,6 @@ console.log(typeof Client, typeof HeldError, lock.resource, parse('{"token":9007
 				}
 			}
 		})
-	}
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
