@@ -80,18 +80,12 @@ var blockOutput = map[string]string{
 // The docs' addresses point at the real servers. A failure names the
 // block's file and line; the module's own lines are the Markdown's.
 func TestDocBlocksRun(t *testing.T) {
-	node := need(t, "node")
-	npm := need(t, "npm")
-	if testing.Short() {
-		t.Skip("the docs' blocks need PostgreSQL and Redis: skipped in -short mode")
-	}
-	dir, _ := filepath.Abs(".")
+	node, dir := built(t, "the docs' blocks need PostgreSQL and Redis: skipped in -short mode")
 	root := filepath.Join(dir, "..", "..")
 	blocks := jsBlocks(t, root)
 	if len(blocks) < 15 {
 		t.Fatalf("found %d JavaScript blocks in the docs: the extraction is broken", len(blocks))
 	}
-	build(t, node, npm, dir)
 	srv := fenceviewtest.New(t, fenceviewtest.Config{})
 	pg := dbtest.PostgreSQL(t)
 	rd := dbtest.Redis(t)

@@ -94,13 +94,24 @@ func build(t *testing.T, node, npm, dir string) {
 	run(t, dir, 3*time.Minute, nil, node, tsc, "-p", filepath.Join("test", "types", "tsconfig.json"))
 }
 
+// built finds node and npm, skips the test in -short mode with the reason
+// skipShort unless that is empty, and builds the package (build); it
+// returns node's path and the package's directory.
+func built(t *testing.T, skipShort string) (node, dir string) {
+	t.Helper()
+	node, npm := need(t, "node"), need(t, "npm")
+	if skipShort != "" && testing.Short() {
+		t.Skip(skipShort)
+	}
+	dir, _ = filepath.Abs(".")
+	build(t, node, npm, dir)
+	return node, dir
+}
+
 // TestPackageBuilds builds the package in -short mode too, so a type error
 // in src/ or in the declarations a user compiles against fails fast.
 func TestPackageBuilds(t *testing.T) {
-	node := need(t, "node")
-	npm := need(t, "npm")
-	dir, _ := filepath.Abs(".")
-	build(t, node, npm, dir)
+	built(t, "")
 }
 
 // adminToken is the test server's admin token: the suites force-expire,
@@ -111,13 +122,7 @@ const adminToken = "node-suites-admin-token"
 // PostgreSQL and a Redis server and versitygw (an S3 store) started here. A failing, cancelled or
 // skipped node test fails this test; the node summary is in its log.
 func TestNodeSuites(t *testing.T) {
-	node := need(t, "node")
-	npm := need(t, "npm")
-	if testing.Short() {
-		t.Skip("the Node suites start PostgreSQL, Redis and versitygw: skipped in -short mode")
-	}
-	dir, _ := filepath.Abs(".")
-	build(t, node, npm, dir)
+	node, dir := built(t, "the Node suites start PostgreSQL, Redis and versitygw: skipped in -short mode")
 	srv := fenceviewtest.New(t, fenceviewtest.Config{AdminToken: adminToken})
 	pg := dbtest.PostgreSQL(t)
 	rd := dbtest.Redis(t)
