@@ -168,7 +168,8 @@ func TestJavaDocBlocksRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, filepath.Join("testdata", "docs", "Prelude.java"))
+	// The prelude trusts the TLS server's CA as the client's own tests do.
+	files = append(files, filepath.Join("testdata", "docs", "Prelude.java"), filepath.Join("src", "test", "java", "io", "fenceview", "PrivateCa.java"))
 	args := append([]string{"--release", "17", "-encoding", "UTF-8", "-d", classes}, files...)
 	if out, err := exec.Command(javac, args...).CombinedOutput(); err != nil {
 		t.Fatalf("the docs' Java blocks do not compile (%v):\n%s", err, markdown(out))
