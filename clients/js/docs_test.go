@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
 	"github.com/fenceview/fenceview/internal/docblocks"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // docFiles are the Markdown files whose JavaScript blocks run here.
@@ -124,7 +124,11 @@ func TestDocBlocksRun(t *testing.T) {
 		haveExtism = true
 	}
 	// guard.wasm beside the blocks, for the host that reads it from a file.
-	docblocks.WriteFile(t, filepath.Join(work, "guard.wasm"), string(get(t, srv.URL+"/guard.wasm")))
+	wasm := servertest.Do(t, nil, servertest.NewRequest(t, http.MethodGet, srv.URL+"/guard.wasm", nil))
+	if wasm.Status != http.StatusOK {
+		t.Fatalf("GET /guard.wasm: %d", wasm.Status)
+	}
+	docblocks.WriteFile(t, filepath.Join(work, "guard.wasm"), string(wasm.Raw))
 	verifyArgs := grantArgs(t, srv)
 
 	ran := 0
@@ -221,18 +225,4 @@ func grantArgs(t *testing.T, srv *fenceviewtest.Server) []string {
 	}
 	t.Fatal("the grant's signing key is not published")
 	return nil
-}
-
-func get(t *testing.T, url string) []byte {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %v %s", url, err, res.Status)
-	}
-	return b
 }
