@@ -139,7 +139,7 @@ func TestJavaDocBlocksRun(t *testing.T) {
 			"static void body() throws Exception { docs.Prelude.start(); {" +
 			strings.Repeat("\n", b.Line-1) + code + check + "\n}}}\n"
 		f := filepath.Join(src, name+".java")
-		write(t, f, java)
+		docblocks.WriteFile(t, f, java)
 		files = append(files, f)
 		at[name+".java"] = b.File
 	}
@@ -168,7 +168,8 @@ func TestJavaDocBlocksRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files = append(files, filepath.Join("testdata", "docs", "Prelude.java"))
+	// The prelude trusts the TLS server's CA as the client's own tests do.
+	files = append(files, filepath.Join("testdata", "docs", "Prelude.java"), filepath.Join("src", "test", "java", "io", "fenceview", "PrivateCa.java"))
 	args := append([]string{"--release", "17", "-encoding", "UTF-8", "-d", classes}, files...)
 	if out, err := exec.Command(javac, args...).CombinedOutput(); err != nil {
 		t.Fatalf("the docs' Java blocks do not compile (%v):\n%s", err, markdown(out))
@@ -201,11 +202,4 @@ func TestJavaDocBlocksRun(t *testing.T) {
 		ran++
 	}
 	t.Logf("ran %d of %d Java blocks", ran, len(blocks))
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
 	"github.com/fenceview/fenceview/internal/docblocks"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // docFiles are the Markdown files whose JavaScript blocks run here.
@@ -80,18 +80,12 @@ var blockOutput = map[string]string{
 // The docs' addresses point at the real servers. A failure names the
 // block's file and line; the module's own lines are the Markdown's.
 func TestDocBlocksRun(t *testing.T) {
-	node := need(t, "node")
-	npm := need(t, "npm")
-	if testing.Short() {
-		t.Skip("the docs' blocks need PostgreSQL and Redis: skipped in -short mode")
-	}
-	dir, _ := filepath.Abs(".")
+	node, dir := built(t, "the docs' blocks need PostgreSQL and Redis: skipped in -short mode")
 	root := filepath.Join(dir, "..", "..")
 	blocks := jsBlocks(t, root)
 	if len(blocks) < 15 {
 		t.Fatalf("found %d JavaScript blocks in the docs: the extraction is broken", len(blocks))
 	}
-	build(t, node, npm, dir)
 	srv := fenceviewtest.New(t, fenceviewtest.Config{})
 	pg := dbtest.PostgreSQL(t)
 	rd := dbtest.Redis(t)
@@ -130,7 +124,11 @@ func TestDocBlocksRun(t *testing.T) {
 		haveExtism = true
 	}
 	// guard.wasm beside the blocks, for the host that reads it from a file.
-	write(t, filepath.Join(work, "guard.wasm"), string(get(t, srv.URL+"/guard.wasm")))
+	wasm := servertest.Do(t, nil, servertest.NewRequest(t, http.MethodGet, srv.URL+"/guard.wasm", nil))
+	if wasm.Status != http.StatusOK {
+		t.Fatalf("GET /guard.wasm: %d", wasm.Status)
+	}
+	docblocks.WriteFile(t, filepath.Join(work, "guard.wasm"), string(wasm.Raw))
 	verifyArgs := grantArgs(t, srv)
 
 	ran := 0
@@ -172,7 +170,7 @@ func TestDocBlocksRun(t *testing.T) {
 			}
 			code = prelude + imports.String() + "{" + strings.Repeat("\n", b.Line-1) + body.String() + "}" + epilogue
 		}
-		write(t, filepath.Join(work, name), code)
+		docblocks.WriteFile(t, filepath.Join(work, name), code)
 		out, err := docblocks.Run(work, 2*time.Minute, env, node, append([]string{name}, args...)...)
 		if err != nil {
 			t.Errorf("%s: the block does not run (%v):\n%s", at, err, strings.ReplaceAll(string(out), filepath.Join(work, name), b.File))
@@ -227,18 +225,4 @@ func grantArgs(t *testing.T, srv *fenceviewtest.Server) []string {
 	}
 	t.Fatal("the grant's signing key is not published")
 	return nil
-}
-
-func get(t *testing.T, url string) []byte {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %v %s", url, err, res.Status)
-	}
-	return b
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
+	"github.com/fenceview/fenceview/internal/docblocks"
 )
 
 // need returns the path of a program the suites cannot run without:
@@ -93,13 +94,24 @@ func build(t *testing.T, node, npm, dir string) {
 	run(t, dir, 3*time.Minute, nil, node, tsc, "-p", filepath.Join("test", "types", "tsconfig.json"))
 }
 
+// built finds node and npm, skips the test in -short mode with the reason
+// skipShort unless that is empty, and builds the package (build); it
+// returns node's path and the package's directory.
+func built(t *testing.T, skipShort string) (node, dir string) {
+	t.Helper()
+	node, npm := need(t, "node"), need(t, "npm")
+	if skipShort != "" && testing.Short() {
+		t.Skip(skipShort)
+	}
+	dir, _ = filepath.Abs(".")
+	build(t, node, npm, dir)
+	return node, dir
+}
+
 // TestPackageBuilds builds the package in -short mode too, so a type error
 // in src/ or in the declarations a user compiles against fails fast.
 func TestPackageBuilds(t *testing.T) {
-	node := need(t, "node")
-	npm := need(t, "npm")
-	dir, _ := filepath.Abs(".")
-	build(t, node, npm, dir)
+	built(t, "")
 }
 
 // adminToken is the test server's admin token: the suites force-expire,
@@ -110,13 +122,7 @@ const adminToken = "node-suites-admin-token"
 // PostgreSQL and a Redis server and versitygw (an S3 store) started here. A failing, cancelled or
 // skipped node test fails this test; the node summary is in its log.
 func TestNodeSuites(t *testing.T) {
-	node := need(t, "node")
-	npm := need(t, "npm")
-	if testing.Short() {
-		t.Skip("the Node suites start PostgreSQL, Redis and versitygw: skipped in -short mode")
-	}
-	dir, _ := filepath.Abs(".")
-	build(t, node, npm, dir)
+	node, dir := built(t, "the Node suites start PostgreSQL, Redis and versitygw: skipped in -short mode")
 	srv := fenceviewtest.New(t, fenceviewtest.Config{AdminToken: adminToken})
 	pg := dbtest.PostgreSQL(t)
 	rd := dbtest.Redis(t)
@@ -164,22 +170,13 @@ func TestInstallFromClone(t *testing.T) {
 	node := need(t, "node")
 	npm := need(t, "npm")
 	dir, _ := filepath.Abs(".")
-	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The words this test follows, so the two cannot drift apart.
-	for _, words := range []string{
+	docblocks.Says(t, filepath.Join(dir, "README.md"),
 		"## Install from a clone",
 		"cd <path-to-clone>/clients/js && npm ci && npm run build",
 		"npm pack",
 		"npm install <path-to-clone>/clients/js/fenceview-0.1.0.tgz",
 		"npm install <path-to-clone>/clients/js\n",
-	} {
-		if !strings.Contains(string(readme), words) {
-			t.Errorf("README.md no longer says %q: this test follows those words", words)
-		}
-	}
+	)
 	build(t, node, npm, dir) // npm ci's part: node_modules and dist/
 	packs := t.TempDir()
 	run(t, dir, 3*time.Minute, nil, npm, "pack", "--pack-destination", packs)
@@ -190,17 +187,17 @@ func TestInstallFromClone(t *testing.T) {
 	for name, from := range map[string]string{"tarball": tarball, "folder": dir} {
 		t.Run(name, func(t *testing.T) {
 			project := t.TempDir()
-			write(t, filepath.Join(project, "package.json"), `{"name":"try-fenceview","version":"1.0.0","private":true}`)
+			docblocks.WriteFile(t, filepath.Join(project, "package.json"), `{"name":"try-fenceview","version":"1.0.0","private":true}`)
 			out := run(t, project, 3*time.Minute, nil, npm, "install", "--prefer-offline", "--no-audit", "--no-fund", from)
 			// The package runs nothing when installed: no script for npm to warn of.
 			if strings.Contains(out, "install-scripts") || strings.Contains(out, "prepare") {
 				t.Errorf("npm install of the %s warns of a script:\n%s", name, out)
 			}
-			write(t, filepath.Join(project, "esm.mjs"), `import { Client, HeldError, parse } from 'fenceview';
+			docblocks.WriteFile(t, filepath.Join(project, "esm.mjs"), `import { Client, HeldError, parse } from 'fenceview';
 const lock = new Client('http://127.0.0.1:1').lock('inventory:42');
 console.log(typeof Client, typeof HeldError, lock.resource, parse('{"token":9007199254740993}').token);
 `)
-			write(t, filepath.Join(project, "cjs.cjs"), `const { Client, HeldError, parse } = require('fenceview');
+			docblocks.WriteFile(t, filepath.Join(project, "cjs.cjs"), `const { Client, HeldError, parse } = require('fenceview');
 const lock = new Client('http://127.0.0.1:1').lock('inventory:42');
 console.log(typeof Client, typeof HeldError, lock.resource, parse('{"token":9007199254740993}').token);
 `)
@@ -211,13 +208,6 @@ console.log(typeof Client, typeof HeldError, lock.resource, parse('{"token":9007
 				}
 			}
 		})
-	}
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

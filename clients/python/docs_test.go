@@ -64,13 +64,13 @@ func TestDocBlocksRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			write(t, filepath.Join(work, f), string(data))
+			docblocks.WriteFile(t, filepath.Join(work, f), string(data))
 		}
 		code := strings.ReplaceAll(b.Code, docsServer, srv.URL)
 		code = strings.ReplaceAll(code, docsTLSServer, tlsURL)
 		// The block's lines keep their Markdown line numbers.
 		name := fmt.Sprintf("block%d.py", i)
-		write(t, filepath.Join(work, name), strings.Repeat("\n", b.Line-1)+code)
+		docblocks.WriteFile(t, filepath.Join(work, name), strings.Repeat("\n", b.Line-1)+code)
 		out, err := docblocks.Run(work, 2*time.Minute, env, py, name)
 		if err != nil {
 			t.Errorf("%s: the block does not run (%v):\n%s", at, err, strings.ReplaceAll(string(out), filepath.Join(work, name), b.File))
@@ -79,11 +79,4 @@ func TestDocBlocksRun(t *testing.T) {
 		ran++
 	}
 	t.Logf("ran %d of %d Python blocks", ran, len(blocks))
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/clock"
 	"github.com/fenceview/fenceview/internal/dbtest"
+	"github.com/fenceview/fenceview/internal/docblocks"
 	"github.com/fenceview/fenceview/internal/httpapi"
 	"github.com/fenceview/fenceview/internal/server"
 	"github.com/fenceview/fenceview/internal/servertest"
@@ -149,19 +150,10 @@ func TestInstallWithoutAnIndex(t *testing.T) {
 		t.Skip("building and installing the package: skipped in -short mode")
 	}
 	dir, _ := filepath.Abs(".")
-	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The words this test follows, so the two cannot drift apart.
-	for _, words := range []string{
+	docblocks.Says(t, filepath.Join(dir, "README.md"),
 		"python3 -m venv --system-site-packages .venv",
 		".venv/bin/pip install --no-build-isolation ./clients/python",
-	} {
-		if !strings.Contains(string(readme), words) {
-			t.Errorf("README.md no longer says %q: this test follows those words", words)
-		}
-	}
+	)
 	work := t.TempDir()
 	clone := filepath.Join(work, "clients", "python")
 	copyPackage(t, dir, clone)

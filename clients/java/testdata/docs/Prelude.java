@@ -5,13 +5,10 @@ import com.sun.net.httpserver.HttpServer;
 import io.fenceview.FencedLock;
 import io.fenceview.FenceviewClient;
 import io.fenceview.FencingFilter;
-import java.io.InputStream;
+import io.fenceview.PrivateCa;
 import java.net.InetSocketAddress;
 import java.net.http.HttpClient;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.KeyStore;
-import java.security.cert.CertificateFactory;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -19,7 +16,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
 
 /**
  * The names the Java blocks of README.md and clients/java/README.md use without
@@ -84,7 +80,7 @@ public final class Prelude {
         http = HttpClient.newHttpClient();
 
         String ca = System.getProperty("fenceview.tls.ca");
-        myContext = ca == null || ca.isEmpty() ? SSLContext.getDefault() : trusting(Path.of(ca));
+        myContext = ca == null || ca.isEmpty() ? SSLContext.getDefault() : PrivateCa.trusting(Path.of(ca));
     }
 
     /**
@@ -136,18 +132,5 @@ public final class Prelude {
                 return rs.getLong(1);
             }
         }
-    }
-
-    static SSLContext trusting(Path pem) throws Exception {
-        KeyStore ks = KeyStore.getInstance("PKCS12");
-        ks.load(null, null);
-        try (InputStream in = Files.newInputStream(pem)) {
-            ks.setCertificateEntry("fenceview", CertificateFactory.getInstance("X.509").generateCertificate(in));
-        }
-        TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-        tmf.init(ks);
-        SSLContext ctx = SSLContext.getInstance("TLS");
-        ctx.init(null, tmf.getTrustManagers(), null);
-        return ctx;
     }
 }

@@ -1,5 +1,7 @@
 package io.fenceview;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
@@ -11,6 +13,8 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
 
 /**
  * What the tests run against, from system properties the Go driver
@@ -60,5 +64,30 @@ final class Env {
                 .method(method, HttpRequest.BodyPublishers.noBody()).build();
         HttpResponse<String> r = HttpClient.newHttpClient().send(req, HttpResponse.BodyHandlers.ofString());
         return Map.entry(r.statusCode(), r.body().isBlank() ? Map.of() : Json.parseObject(r.body()));
+    }
+
+    /** A lock's state as the admin API answers it. */
+    static Map<String, Object> lockState(String r) throws IOException, InterruptedException {
+        return admin("GET", "/v1/locks/" + FenceviewClient.segment(r)).getValue();
+    }
+
+    /** Force-expires the lease on r as an admin, without telling its holder. */
+    static void forceExpire(String r) throws IOException, InterruptedException {
+        var expired = admin("POST", "/v1/locks/" + FenceviewClient.segment(r) + "/expire");
+        assertEquals(200, expired.getKey(), "force-expire: " + expired.getValue());
+    }
+
+    /** Polls probe until it is true; the deadline only turns a hang into a failure. */
+    static void until(String what, Callable<Boolean> probe) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!probe.call()) {
+            assertTrue(System.nanoTime() < deadline, "gave up waiting for " + what);
+            Thread.onSpinWait();
+        }
+    }
+
+    /** Waits, by the server's own state, until someone waits on resource r. */
+    static void awaitWaiter(String r) throws Exception {
+        until("a waiter on " + r, () -> lockState(r).get("waiters") instanceof Long w && w > 0);
     }
 }

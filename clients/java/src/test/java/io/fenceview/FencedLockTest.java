@@ -86,24 +86,11 @@ class FencedLockTest {
         // A waiter is served when the holder unlocks.
         CompletableFuture<Long> waiter = new CompletableFuture<>();
         pool.submit(() -> waiter.complete(c.getFencedLock(r).tryLockAndGetToken(30, TimeUnit.SECONDS)));
-        awaitWaiter(r);
+        Env.awaitWaiter(r);
         lock.unlock();
         Long next = waiter.get(30, TimeUnit.SECONDS);
         assertNotNull(next, "the waiter got the lock");
         assertTrue(next > held);
-    }
-
-    /** Waits, by the server's own state, until someone waits on resource r. */
-    private void awaitWaiter(String r) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (true) {
-            var st = Env.admin("GET", "/v1/locks/" + FenceviewClient.segment(r)).getValue();
-            if (st.get("waiters") instanceof Long && (Long) st.get("waiters") > 0) {
-                return;
-            }
-            assertTrue(System.nanoTime() < deadline, "no waiter showed up: " + st);
-            Thread.onSpinWait();
-        }
     }
 
     /**
@@ -126,22 +113,17 @@ class FencedLockTest {
             }
         });
         waiter.start();
-        awaitWaiter(r);
+        Env.awaitWaiter(r);
         waiter.interrupt();
         assertTrue(outcome.get(10, TimeUnit.SECONDS) instanceof InterruptedException, "lockInterruptibly threw InterruptedException");
         assertFalse(lock.isHeldByThread(waiter.getId()));
         // The holder leaves; the server hands the lock to the abandoned wait (a new
         // token), and the client gives it back.
         lock.unlock();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (true) {
+        Env.until("the late grant to be released", () -> {
             LockState st = c.getLockState(r);
-            if (st.token() > held && !st.locked()) {
-                break;
-            }
-            assertTrue(System.nanoTime() < deadline, "the late grant was not released: " + st);
-            Thread.onSpinWait();
-        }
+            return st.token() > held && !st.locked();
+        });
         assertTrue(lock.leaseLost(waiter.getId()).isCancelled(), "no hold was recorded for the interrupted thread");
         // Interrupted tryLockAndGetToken: null, and the interrupt is kept.
         Long t = c.getFencedLock(r).tryLockAndGetToken();
@@ -240,8 +222,7 @@ class FencedLockTest {
             Long first = lock.lockAndGetToken();
             Long second = lock.lockAndGetToken();
             CompletableFuture<LeaseLostException> lost = lock.leaseLost();
-            var expired = Env.admin("POST", "/v1/locks/" + FenceviewClient.segment(r) + "/expire");
-            assertEquals(200, expired.getKey(), "force-expire: " + expired.getValue());
+            Env.forceExpire(r);
             assertFalse(lost.isDone(), "nothing has told the client yet");
             lock.unlock();
             assertEquals(second.longValue(), lost.get(10, TimeUnit.SECONDS).token(), "the refused release signals the loss");

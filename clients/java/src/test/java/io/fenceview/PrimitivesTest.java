@@ -44,21 +44,23 @@ class PrimitivesTest {
         admin.close();
     }
 
-    private static Map<String, Object> lockState(String r) throws Exception {
-        return Env.admin("GET", "/v1/locks/" + FenceviewClient.segment(r)).getValue();
+    /** Force-unlocks resource as an admin: its holder is told of the loss, with its token. */
+    private LeaseLostException forceLoss(String resource, long token, CompletableFuture<LeaseLostException> lost) throws Exception {
+        assertTrue(admin.getFencedLock(resource).forceUnlock());
+        LeaseLostException e = lost.get(10, TimeUnit.SECONDS);
+        assertEquals(token, e.token());
+        return e;
+    }
+
+    /** e is elected, then an admin force-unlocks its lock (name): e is told, with its term. */
+    private long electedThenDeposed(LeaderElection e, String name) throws Exception {
+        long term = e.campaign("x");
+        forceLoss(name, term, e.leaseLost());
+        return term;
     }
 
     private static Instant time(Map<String, Object> m, String key) {
         return Json.instant(m, key);
-    }
-
-    /** Polls probe until it is true; the deadline only turns a hang into a failure. */
-    private static void until(String what, java.util.concurrent.Callable<Boolean> probe) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!probe.call()) {
-            assertTrue(System.nanoTime() < deadline, "gave up waiting for " + what);
-            Thread.onSpinWait();
-        }
     }
 
     /**
@@ -71,15 +73,11 @@ class PrimitivesTest {
                 .header("Authorization", "Bearer " + Env.prop("admin")).build();
         Pattern p = Pattern.compile("(?m)^fenceview_waiters_by_kind\\{kind=\"multi\"\\} (\\d+)$");
         HttpClient http = HttpClient.newHttpClient();
-        until("a waiting multi-lock", () -> {
+        Env.until("a waiting multi-lock", () -> {
             Matcher m = p.matcher(http.send(req, HttpResponse.BodyHandlers.ofString()).body());
             assertTrue(m.find(), "no fenceview_waiters_by_kind{kind=\"multi\"} gauge");
             return Long.parseLong(m.group(1)) > 0;
         });
-    }
-
-    private static void awaitWaiter(String r) throws Exception {
-        until("a waiter on " + r, () -> (Long) lockState(r).get("waiters") > 0);
     }
 
     // ---- lock-delay ----
@@ -90,11 +88,11 @@ class PrimitivesTest {
         FencedLock lock = c.getFencedLock(r).withLockDelay(Duration.ofSeconds(60));
         Long token = lock.tryLockAndGetToken(0, 200, TimeUnit.MILLISECONDS);
         assertNotNull(token);
-        Instant expiresAt = time(lockState(r), "expiresAt");
+        Instant expiresAt = time(Env.lockState(r), "expiresAt");
         FencedLock other = admin.getFencedLock(r);
         // Held, then, once the lease ran out unreleased, in its delay: never granted.
         LockHeldException[] seen = new LockHeldException[1];
-        until("the lease to run out into its delay", () -> {
+        Env.until("the lease to run out into its delay", () -> {
             seen[0] = assertThrows(LockHeldException.class, () -> other.tryAcquire(0, -1, TimeUnit.MILLISECONDS));
             return seen[0] instanceof LockDelayException;
         });
@@ -121,11 +119,11 @@ class PrimitivesTest {
         String r = Env.resource("delaywait");
         FencedLock lock = c.getFencedLock(r).withLockDelay(Duration.ofSeconds(1));
         Long token = lock.tryLockAndGetToken(0, 200, TimeUnit.MILLISECONDS);
-        Instant availableAt = time(lockState(r), "expiresAt").plusSeconds(1);
+        Instant availableAt = time(Env.lockState(r), "expiresAt").plusSeconds(1);
         Long next = admin.getFencedLock(r).tryLockAndGetToken(30, 5, TimeUnit.SECONDS);
         assertNotNull(next);
         assertTrue(next > token);
-        Map<String, Object> st = lockState(r);
+        Map<String, Object> st = Env.lockState(r);
         Instant grantedAt = time(st, "expiresAt").minusMillis((Long) st.get("leaseMs"));
         assertFalse(grantedAt.isBefore(availableAt), "granted at " + grantedAt + ", the delay ran to " + availableAt);
         assertThrows(InvalidRequestException.class, () -> lock.withLockDelay(Duration.ofSeconds(61)));
@@ -141,7 +139,7 @@ class PrimitivesTest {
         Permit p1 = s.tryAcquire(0, 10, TimeUnit.SECONDS);
         assertEquals(List.of(0, 1), List.of(p0.slot(), p1.slot()));
         assertEquals(List.of(name + "#0", name + "#1"), List.of(p0.getId(), p1.getId()));
-        assertEquals(p0.getToken(), lockState(name + "#0").get("token"), "the slot's own lock has the permit's token");
+        assertEquals(p0.getToken(), Env.lockState(name + "#0").get("token"), "the slot's own lock has the permit's token");
         assertTrue(p0.isHeld());
         assertFalse(p0.leaseLost().isDone());
         // Both slots taken: no third permit.
@@ -153,7 +151,7 @@ class PrimitivesTest {
         assertEquals(2L, s2.getState().get("permits"));
         // A waiter gets the slot given back, with a new token of that slot.
         CompletableFuture<Permit> waiting = s2.tryAcquireAsync(30, -1, TimeUnit.SECONDS);
-        until("the semaphore's waiter", () -> (Long) s2.getState().get("waiters") > 0);
+        Env.until("the semaphore's waiter", () -> (Long) s2.getState().get("waiters") > 0);
         CompletableFuture<LeaseLostException> lost0 = p0.leaseLost();
         p0.release();
         assertThrows(CancellationException.class, lost0::join, "a release never reports a lost lease");
@@ -201,10 +199,8 @@ class PrimitivesTest {
             }
             assertTrue(p.isHeld());
             CompletableFuture<LeaseLostException> lost = p.leaseLost();
-            assertTrue(admin.getFencedLock(p.getId()).forceUnlock());
-            LeaseLostException e = lost.get(10, TimeUnit.SECONDS);
+            LeaseLostException e = forceLoss(p.getId(), p.getToken(), lost);
             assertEquals(p.getId(), e.resource());
-            assertEquals(p.getToken().longValue(), e.token());
             assertFalse(p.isHeld());
         }
     }
@@ -222,8 +218,7 @@ class PrimitivesTest {
             FencedSemaphore sem = holder.getSemaphore(name, 2);
             Permit p = sem.acquire();
             CompletableFuture<LeaseLostException> lost = p.leaseLost();
-            assertTrue(admin.getFencedLock(p.getId()).forceUnlock());
-            assertEquals(p.getToken().longValue(), lost.get(10, TimeUnit.SECONDS).token());
+            forceLoss(p.getId(), p.getToken(), lost);
             Permit next = c.getSemaphore(name, 2).acquire();
             p.release(); // the holder's finally: quiet
             assertFalse(p.isHeld());
@@ -236,8 +231,7 @@ class PrimitivesTest {
             FencedSemaphore sem = holder.getSemaphore(name, 2);
             Permit p = sem.acquire();
             CompletableFuture<LeaseLostException> lost = p.leaseLost();
-            var expired = Env.admin("POST", "/v1/locks/" + FenceviewClient.segment(p.getId()) + "/expire");
-            assertEquals(200, expired.getKey(), "force-expire: " + expired.getValue());
+            Env.forceExpire(p.getId());
             assertFalse(lost.isDone(), "nothing has told the client yet");
             sem.release(p);
             assertEquals(p.getToken().longValue(), lost.get(10, TimeUnit.SECONDS).token(), "the refused release signals the loss");
@@ -278,9 +272,9 @@ class PrimitivesTest {
         FencedMultiLock m = c.getMultiLock(x, y);
         Map<String, Long> tokens = m.lockAndGetTokens();
         assertEquals(List.of(x, y), List.copyOf(tokens.keySet()));
-        assertEquals(tokens.get(y), lockState(y).get("token"));
+        assertEquals(tokens.get(y), Env.lockState(y).get("token"));
         assertEquals(tokens, m.getTokens());
-        assertEquals(c.holderId(Thread.currentThread().getId()), lockState(x).get("holder"));
+        assertEquals(c.holderId(Thread.currentThread().getId()), Env.lockState(x).get("holder"));
         // y is held: the other gets neither y nor z.
         FencedMultiLock other = admin.getMultiLock(z, y);
         assertNull(other.tryLockAndGetTokens());
@@ -288,19 +282,19 @@ class PrimitivesTest {
         assertEquals("lock-held", e.getCode());
         assertEquals(1, e.held().size());
         assertEquals(y, e.held().get(0).resource());
-        assertEquals(lockState(y).get("holder"), e.held().get(0).holder());
-        assertEquals(false, lockState(z).get("locked"), "nothing was taken");
+        assertEquals(Env.lockState(y).get("holder"), e.held().get(0).holder());
+        assertEquals(false, Env.lockState(z).get("locked"), "nothing was taken");
         // A waiting multi-lock holds nothing while it waits, and gets both at once.
         CompletableFuture<Map<String, Long>> waiting = other.tryLockAndGetTokensAsync(30, -1, TimeUnit.SECONDS, 7);
         awaitMultiWaiter();
-        assertEquals(false, lockState(z).get("locked"), "the waiter took z early");
+        assertEquals(false, Env.lockState(z).get("locked"), "the waiter took z early");
         CompletableFuture<LeaseLostException> lost = m.leaseLost();
         m.unlock();
         assertThrows(CancellationException.class, lost::join);
         assertTrue(m.getTokens().isEmpty());
         Map<String, Long> theirs = waiting.get(30, TimeUnit.SECONDS);
         assertTrue(theirs.get(y) > tokens.get(y));
-        assertEquals(admin.holderId(7), lockState(z).get("holder"));
+        assertEquals(admin.holderId(7), Env.lockState(z).get("holder"));
         assertThrows(IllegalMonitorStateException.class, m::unlock, "this thread holds none of them any more");
         admin.getMultiLock(z, y).unlockAsync(7).get(10, TimeUnit.SECONDS);
         assertThrows(InvalidRequestException.class, () -> c.getMultiLock(x, x));
@@ -321,8 +315,8 @@ class PrimitivesTest {
                 assertNull(c.getMultiLock(y).tryLockAndGetTokens(TimeUnit.NANOSECONDS.toMillis(left) + 1, TimeUnit.MILLISECONDS),
                         "the watchdog kept y");
             }
-            assertEquals(tokens.get(x), lockState(x).get("token"));
-            assertEquals(true, lockState(x).get("locked"), "the watchdog kept x");
+            assertEquals(tokens.get(x), Env.lockState(x).get("token"));
+            assertEquals(true, Env.lockState(x).get("locked"), "the watchdog kept x");
             CompletableFuture<LeaseLostException> lost = m.leaseLost();
             assertFalse(lost.isDone());
             assertTrue(admin.getFencedLock(y).forceUnlock());
@@ -335,7 +329,7 @@ class PrimitivesTest {
             assertTrue(other.getCause() instanceof IllegalMonitorStateException, other.getCause().toString());
             m.unlock();
             assertTrue(m.getTokens().isEmpty());
-            assertEquals(false, lockState(x).get("locked"), "x was released at the unlock");
+            assertEquals(false, Env.lockState(x).get("locked"), "x was released at the unlock");
             assertThrows(IllegalMonitorStateException.class, m::unlock, "one unlock too many");
         }
     }
@@ -352,7 +346,7 @@ class PrimitivesTest {
         long term = e1.campaign("v1");
         assertEquals(term, e1.getTerm());
         assertTrue(e1.isLeader());
-        assertEquals(term, lockState(name).get("token"), "the term is the lock's token");
+        assertEquals(term, Env.lockState(name).get("token"), "the term is the lock's token");
         assertTrue(c.fence(e1.getFencingToken()).accepted());
         Leader l = e2.leader().orElseThrow();
         assertEquals(List.of("c1", "v1", term), List.of(l.candidate(), l.value(), l.term()));
@@ -365,7 +359,7 @@ class PrimitivesTest {
         assertEquals(List.of("v1b", term), List.of(p.value(), p.term()));
         // c2 waits its turn and is elected, with a new term, when c1 resigns.
         CompletableFuture<Long> waiting = e2.campaignAsync("v2");
-        awaitWaiter(name);
+        Env.awaitWaiter(name);
         CompletableFuture<LeaseLostException> lost = e1.leaseLost();
         e1.resign();
         assertThrows(CancellationException.class, lost::join, "a resign is no lost lease");
@@ -420,11 +414,7 @@ class PrimitivesTest {
         String name = Env.resource("elost");
         try (FenceviewClient leaderClient = Env.client(Duration.ofMillis(1500))) {
             LeaderElection e = leaderClient.getLeaderElection(name, "leader");
-            long term = e.campaign("x");
-            CompletableFuture<LeaseLostException> lost = e.leaseLost();
-            assertTrue(admin.getFencedLock(name).forceUnlock());
-            LeaseLostException ex = lost.get(10, TimeUnit.SECONDS);
-            assertEquals(term, ex.token());
+            electedThenDeposed(e, name);
             assertFalse(e.isLeader());
             assertNull(e.getTerm());
             assertThrows(IllegalMonitorStateException.class, () -> e.proclaim("y"));
@@ -443,10 +433,7 @@ class PrimitivesTest {
         // Seen: a short watchdog lease, so a renewal is refused after the force-expire.
         try (FenceviewClient leaderClient = Env.client(Duration.ofSeconds(3))) {
             LeaderElection e = leaderClient.getLeaderElection(name, "old");
-            long term = e.campaign("x");
-            CompletableFuture<LeaseLostException> lost = e.leaseLost();
-            assertTrue(admin.getFencedLock(name).forceUnlock());
-            assertEquals(term, lost.get(10, TimeUnit.SECONDS).token());
+            long term = electedThenDeposed(e, name);
             LeaderElection next = c.getLeaderElection(name, "new");
             long newTerm = next.campaign("y");
             e.resign(); // the old leader's finally: quiet
@@ -460,8 +447,7 @@ class PrimitivesTest {
             LeaderElection e = leaderClient.getLeaderElection(name, "old");
             long term = e.campaign("x");
             CompletableFuture<LeaseLostException> lost = e.leaseLost();
-            var expired = Env.admin("POST", "/v1/locks/" + FenceviewClient.segment(name) + "/expire");
-            assertEquals(200, expired.getKey(), "force-expire: " + expired.getValue());
+            Env.forceExpire(name);
             assertFalse(lost.isDone(), "nothing has told the client yet");
             e.resign();
             assertEquals(term, lost.get(10, TimeUnit.SECONDS).token(), "the refused resign signals the loss");

@@ -73,8 +73,7 @@ class RefusalCodesTest {
             FencedLock lock = holder.getFencedLock(r);
             lock.lock();
             CompletableFuture<LeaseLostException> lost = lock.leaseLost();
-            var expired = Env.admin("POST", "/v1/locks/" + FenceviewClient.segment(r) + "/expire");
-            assertEquals(200, expired.getKey(), "force-expire: " + expired.getValue());
+            Env.forceExpire(r);
             LeaseLostException why = lost.get(10, TimeUnit.SECONDS);
             LeaseExpiredException cause = assertInstanceOf(LeaseExpiredException.class, why.getCause(), why.toString());
             assertEquals("lease-expired", cause.getCode());
