@@ -278,19 +278,42 @@ func (s *Server) fence(ctx context.Context, resource string, req fenceRequest) (
 	return s.fenced(ctx, resource, d, err)
 }
 
-// fenceOf is the fence a request asks for, validated and attributed.
+// fenceOf is the fence a request asks for, attributed; the service
+// validates it (fenceview.Fence.Validate).
 func (s *Server) fenceOf(ctx context.Context, resource string, req fenceRequest) (fenceview.Fence, error) {
+	mode, err := chosen(req.Mode, req.modeHeader, httpguard.HeaderMode)
+	if err != nil {
+		return fenceview.Fence{}, err
+	}
+	if s.FenceMode == fenceview.FenceModeCurrent && (mode == "" || mode == fenceview.FenceModeMark) {
+		// On a server in mode current every fence is in mode current, as
+		// its operator asked; a mode of neither kind is left to be refused.
+		mode = fenceview.FenceModeCurrent
+	}
+	access, err := chosen(req.Access, req.accessHeader, httpguard.HeaderAccess)
+	if err != nil {
+		return fenceview.Fence{}, err
+	}
 	f, err := req.fence(resource)
 	if err == nil {
 		f.Source, err = attribute(ctx, req.origin, req.Source)
 	}
-	if err == nil {
-		f.Mode, err = req.mode(s.FenceMode)
-	}
-	if err == nil {
-		f.Access, err = req.access()
-	}
+	f.Mode, f.Access = mode, access
 	return f, err
+}
+
+// chosen is a fence's option given in its body, in its header, or in both
+// when they agree; the service checks the value.
+func chosen(body string, header *string, name string) (string, error) {
+	switch {
+	case header == nil:
+		return body, nil
+	case *header == "":
+		return "", fenceview.FieldErrorf(fenceview.EINVALID, name, "%s is empty: give a value or leave the header out", name)
+	case body != "" && body != *header:
+		return "", fenceview.FieldErrorf(fenceview.EINVALID, name, "%s header and body differ", name)
+	}
+	return *header, nil
 }
 
 // fenced answers a fence's decision.
@@ -370,63 +393,6 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 		Holder:     req.Holder,
 		Source:     req.Source,
 	}, nil
-}
-
-// access is the fence's access: the header's, the body's, or both when
-// they agree.
-func (req fenceRequest) access() (string, error) {
-	a, err := fenceview.ParseAccess(req.Access)
-	if err != nil || req.accessHeader == nil {
-		return a, err
-	}
-	h, err := fenceview.ParseAccess(*req.accessHeader)
-	if *req.accessHeader == "" {
-		err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", httpguard.HeaderAccess, fenceview.AccessRead, fenceview.AccessWrite)
-	}
-	if err != nil {
-		return "", err
-	}
-	if req.Access != "" && h != a {
-		return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body access differ", httpguard.HeaderAccess)
-	}
-	return h, nil
-}
-
-// mode is the fence's mode: the request's (header, body, or both when they
-// agree), made no weaker than the server's: on a server in mode current
-// every fence is in mode current, as its operator asked.
-func (req fenceRequest) mode(server string) (string, error) {
-	m, err := fenceview.ParseFenceMode(req.Mode)
-	if err != nil {
-		return "", withField(err, "mode")
-	}
-	if req.modeHeader != nil {
-		h, err := fenceview.ParseFenceMode(*req.modeHeader)
-		if *req.modeHeader == "" {
-			err = fenceview.Errorf(fenceview.EINVALID, "%s is empty: use %q or %q", httpguard.HeaderMode, fenceview.FenceModeMark, fenceview.FenceModeCurrent)
-		}
-		if err != nil {
-			return "", withField(err, httpguard.HeaderMode)
-		}
-		if req.Mode != "" && h != m {
-			return "", fenceview.Errorf(fenceview.EINVALID, "%s header and body mode differ", httpguard.HeaderMode)
-		}
-		m = h
-	}
-	if server == fenceview.FenceModeCurrent {
-		m = fenceview.FenceModeCurrent
-	}
-	return m, nil
-}
-
-// withField names field as the one at fault in err, a refusal without a
-// field of its own.
-func withField(err error, field string) error {
-	e, ok := err.(*fenceview.Error)
-	if !ok || e.Fields != nil {
-		return err
-	}
-	return fenceview.FieldErrorf(e.Code, field, "%s", e.Message)
 }
 
 func clientHost(r *http.Request) string {

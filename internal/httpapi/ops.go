@@ -11,7 +11,6 @@ import (
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/auth"
-	"github.com/fenceview/fenceview/internal/httpapi/request"
 	"github.com/fenceview/fenceview/internal/wire"
 	"github.com/fenceview/fenceview/internal/wire/op"
 )
@@ -214,96 +213,6 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// handlerOf is the pipeline's rest for a route only the JSON API has:
-// admission when its row admits it, then its handle, whose answer the
-// answer stage writes.
-func (s *Server) handlerOf(o *operation) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		serve := func() (int, any) {
-			out, err := o.handle(s, w, r)
-			return s.answerOf(ctx, out, err)
-		}
-		s.admitAndAnswer(w, r, o, 0, serve)
-	}
-}
-
-// admitAndAnswer is the pipeline's admit and answer stages over the JSON
-// API: serve runs once admission gives o's call a seat (at once when o is
-// not admitted), and its answer is written.
-func (s *Server) admitAndAnswer(w http.ResponseWriter, r *http.Request, o *operation, wait time.Duration, serve func() (int, any)) {
-	status, out := 0, any(nil)
-	if o.admitted() {
-		flow, fclass := flowOf(auth.FromContext(r.Context()), s.clientAddr(r))
-		status, out = s.admitted(r.Context(), flow, fclass, o.class, wait, nil, serve)
-	} else {
-		status, out = serve()
-	}
-	writeJSON(w, status, out)
-}
-
-// operationHandler is the pipeline's rest for o over the JSON API, once
-// the request is authorized and through the gate (route): the body read
-// as the RPC stream reads o's line, then o's serve once admitted.
-func (s *Server) operationHandler(o *operation) http.HandlerFunc {
-	hasBody := !strings.HasPrefix(o.route, "GET ")
-	return func(w http.ResponseWriter, r *http.Request) {
-		c := opCall{opBody: opBody{op: o.op, fields: o.fields}, http: r}
-		if hasBody {
-			if err := decode(w, r, &c.opBody, request.MaxBody, o.emptyBody); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-		}
-		c.req.Op = o.op
-		if o.target == targetResource {
-			c.req.Resource = r.PathValue("resource") // authorized by the pipeline (authorized)
-		}
-		if o.target == targetName {
-			c.req.Name = r.PathValue("name")
-		}
-		var wait time.Duration
-		if c.req.Waits() {
-			wait = min(millis(c.req.WaitMs), fenceview.MaxWait)
-			s.allowWait(w, wait)
-		}
-		ctx := r.Context()
-		serve := func() (int, any) {
-			out, err := o.serve(s, ctx, &c)
-			return s.answerOf(ctx, out, err)
-		}
-		s.admitAndAnswer(w, r, o, wait, serve)
-	}
-}
-
-// dispatchRPC serves one request of the RPC stream, authorized when it
-// was read (rpcConn.take), through its operation's serve, as the JSON API
-// does; origin (rpc:<host>) is the connection's source when auth is off.
-func (s *Server) dispatchRPC(ctx context.Context, req wire.Request, origin string) (int, any) {
-	c := opCall{opBody: opBody{req: req}, origin: origin}
-	out, err := opsByName[req.Op].serve(s, ctx, &c)
-	return s.answerOf(ctx, out, err)
-}
-
-// authorize is the pipeline's authorization of p's call of o: p's role,
-// then the lock its path or line names (valid, and within p's prefixes).
-// A multi-lock's locks are in its body, held to the prefixes when it is
-// served.
-func authorize(p *auth.Principal, o *operation, resource string) error {
-	if !p.Allows(o.action) {
-		return fenceview.Errorf(fenceview.EFORBIDDEN, "a %s key may not do this", p.Role)
-	}
-	if o.target == targetResource {
-		if err := guard.ValidateResourceID(resource); err != nil {
-			return fenceview.Errorf(fenceview.EINVALID, "%v", err)
-		}
-		if !p.Sees(resource) {
-			return errNotYours(resource)
-		}
-	}
-	return nil
 }
 
 // lockOp serves acquire, renew or release: the one validation of a lock

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fenceview/fenceview"
-	"github.com/fenceview/fenceview/guard/httpguard"
 	"github.com/fenceview/fenceview/internal/auth"
 	"github.com/fenceview/fenceview/internal/modules"
 )
@@ -179,27 +178,6 @@ func (s *Server) errorBody(ctx context.Context, err error) (int, any) {
 	p := problemOf(err)
 	return p.Status, p
 }
-
-// answerOf is the pipeline's answer stage: what an operation's serve
-// returned as the status and body both transports write. A refused fence
-// is a decision, not an error: 409 with the guard's refusal body.
-func (s *Server) answerOf(ctx context.Context, out any, err error) (int, any) {
-	if err != nil {
-		return s.errorBody(ctx, err)
-	}
-	switch out := out.(type) {
-	case httpguard.Refusal:
-		return http.StatusConflict, out
-	case createdBody:
-		return http.StatusCreated, out.body
-	}
-	return http.StatusOK, out
-}
-
-// createdBody is an answer that created what it describes: 201 Created.
-type createdBody struct{ body any }
-
-func created(body any) any { return createdBody{body} }
 
 func (s *Server) logError(ctx context.Context, err error) {
 	if code := fenceview.ErrorCode(err); code == fenceview.EINTERNAL || code == fenceview.EUNAVAILABLE {

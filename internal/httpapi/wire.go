@@ -177,34 +177,6 @@ var (
 	headerNoStore = []string{"no-store"}
 )
 
-// headerSetter is an answer body that carries headers of its own: a
-// refusal's problem (Retry-After, WWW-Authenticate), a refused fence's
-// httpguard.Refusal (X-Required-Token).
-type headerSetter interface {
-	SetHeader(h http.Header)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf := getBuffer()
-	defer putBuffer(buf)
-	b, ok := wire.AppendBody(buf.AvailableBuffer(), v)
-	if !ok {
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			status, b = http.StatusInternalServerError, []byte(`{"error":"internal error","code":"internal"}`)
-		}
-	}
-	b = append(b, '\n')
-	h := w.Header()
-	if hs, ok := v.(headerSetter); ok {
-		hs.SetHeader(h)
-	}
-	h["Content-Type"] = headerJSON
-	h["Cache-Control"] = headerNoStore
-	w.WriteHeader(status)
-	w.Write(b)
-}
-
 // Wire forms of the domain types.
 
 func grantWire(g fenceview.Grant) wire.Grant {
