@@ -104,7 +104,7 @@ func TestSourceNamesTheAuthenticatedKey(t *testing.T) {
 }
 
 // With auth off nobody is told apart: the caller's text is recorded as
-// given, and without one the server names the client's host, as before.
+// given, and without one the server names the client's host.
 func TestSourceWithAuthOffIsUnchanged(t *testing.T) {
 	s := startServer(t)
 	staleResource(s)

@@ -21,7 +21,7 @@
 // under several sizes (index 2 of 5 also fits sizes 6, 7 and 8), and a
 // token's carrier must be unique. Carriers of version 0x01, whose message
 // had no size, are refused. A 64-byte carrier is a signature of the leaf
-// message alone, as before batches; callers tell the two apart by length.
+// message alone (a grant signed by itself); callers tell the two apart by length.
 package merkle
 
 import (
