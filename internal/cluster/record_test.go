@@ -25,7 +25,7 @@ func TestRecordsKeepEveryField(t *testing.T) {
 		t.Fatalf("resource record:\n got %+v\nwant %+v", *got, r)
 	}
 	e := fenceview.Event{Seq: 5, Type: fenceview.EventExpire, ResourceID: "r", Token: 9, Holder: "h", Presented: 1,
-		Required: 2, Reason: "lease-expired", Source: "s", At: at, Value: "v", LockDelayMs: 5000, Permits: 8}
+		Required: 2, Reason: "lease-expired", Source: "s", At: at, Value: "v", LockDelayMs: 5000, Permits: 8, Access: fenceview.AccessRead}
 	if got := roundTrip(t, eventRecordOf(e)).event(); !reflect.DeepEqual(got, e) {
 		t.Fatalf("event record:\n got %+v\nwant %+v", got, e)
 	}
