@@ -48,16 +48,23 @@ func campaign(t *testing.T, cli *clientv3.Client, k keys) (*concurrency.Session,
 	}
 }
 
-// A leader whose election key is gone (its lease expired while it was
-// paused, and another node won) commits nothing, however it tries; the new
-// leader's commits go through.
-func TestDeposedLeaderCommitsNothing(t *testing.T) {
+// etcdClient starts a one-member etcd and returns a client of it.
+func etcdClient(t *testing.T) *clientv3.Client {
+	t.Helper()
 	etcd := etcdtest.Start(t, 1)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// A leader whose election key is gone (its lease expired while it was
+// paused, and another node won) commits nothing, however it tries; the new
+// leader's commits go through.
+func TestDeposedLeaderCommitsNothing(t *testing.T) {
+	cli := etcdClient(t)
 	ctx := context.Background()
 	k := keys{prefix: "/deposed/"}
 
@@ -78,7 +85,7 @@ func TestDeposedLeaderCommitsNothing(t *testing.T) {
 	var failed []error
 	oldStore.failed = func(err error) { failed = append(failed, err) }
 	stale := []*fenceview.Resource{{ResourceID: "r", LastToken: 1, HighWaterMark: 99}, {ResourceID: "other", LastToken: 5}}
-	err = oldStore.Apply(ctx, stale, []fenceview.Event{{Seq: 2, Type: "accept", ResourceID: "r", Token: 99, At: time.Now()}})
+	err := oldStore.Apply(ctx, stale, []fenceview.Event{{Seq: 2, Type: "accept", ResourceID: "r", Token: 99, At: time.Now()}})
 	if err == nil || len(failed) != 1 {
 		t.Fatalf("deposed leader's commit: err %v, failed %v; want refused and reported", err, failed)
 	}
@@ -149,12 +156,7 @@ func TestSplitWithinEtcdLimits(t *testing.T) {
 // lets the key that took the lock renew and release it, and refuses
 // another key using the same holder name.
 func TestLeaderChangeKeepsTheOwnerKey(t *testing.T) {
-	etcd := etcdtest.Start(t, 1)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli := etcdClient(t)
 	ctx := context.Background()
 	k := keys{prefix: "/owner/"}
 	owner := fenceview.WithOwnerKey(ctx, "key-1")
