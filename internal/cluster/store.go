@@ -136,6 +136,7 @@ type resourceRecord struct {
 	HighWaterMark   int64  `json:"hwm,omitempty"`
 	LastToken       int64  `json:"last,omitempty"`
 	Holder          string `json:"holder,omitempty"`
+	OwnerKey        string `json:"owner,omitempty"` // with Holder, who holds it (auth on); absent: no key
 	HoldCount       int    `json:"holds,omitempty"`
 	Token           int64  `json:"token,omitempty"`
 	ExpiresAt       int64  `json:"expires,omitempty"` // unix milliseconds
@@ -186,7 +187,7 @@ func holds(rs []holdRecord) []fenceview.Hold {
 func recordOf(r *fenceview.Resource) resourceRecord {
 	return resourceRecord{
 		ID: r.ResourceID, HighWaterMark: r.HighWaterMark, LastToken: r.LastToken,
-		Holder: r.Holder, HoldCount: r.HoldCount, Token: r.Token,
+		Holder: r.Holder, OwnerKey: r.OwnerKey, HoldCount: r.HoldCount, Token: r.Token,
 		ExpiresAt: ms(r.ExpiresAt), GrantedAt: ms(r.GrantedAt), LeaseMs: r.LeaseMs,
 		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: ms(r.LastRejectionAt),
 		CounterAlarm: r.CounterAlarm,
@@ -198,7 +199,7 @@ func recordOf(r *fenceview.Resource) resourceRecord {
 func (r resourceRecord) resource() *fenceview.Resource {
 	return &fenceview.Resource{
 		ResourceID: r.ID, HighWaterMark: r.HighWaterMark, LastToken: r.LastToken,
-		Holder: r.Holder, HoldCount: r.HoldCount, Token: r.Token,
+		Holder: r.Holder, OwnerKey: r.OwnerKey, HoldCount: r.HoldCount, Token: r.Token,
 		ExpiresAt: fromMs(r.ExpiresAt), GrantedAt: fromMs(r.GrantedAt), LeaseMs: r.LeaseMs,
 		Accepted: r.Accepted, Rejected: r.Rejected, LastRejectionAt: fromMs(r.LastRejectionAt),
 		CounterAlarm: r.CounterAlarm,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/internal/cluster/etcdtest"
+	"github.com/fenceview/fenceview/internal/issuer"
 )
 
 type nopHistory struct{ events []fenceview.Event }
@@ -47,16 +48,23 @@ func campaign(t *testing.T, cli *clientv3.Client, k keys) (*concurrency.Session,
 	}
 }
 
-// A leader whose election key is gone (its lease expired while it was
-// paused, and another node won) commits nothing, however it tries; the new
-// leader's commits go through.
-func TestDeposedLeaderCommitsNothing(t *testing.T) {
+// etcdClient starts a one-member etcd and returns a client of it.
+func etcdClient(t *testing.T) *clientv3.Client {
+	t.Helper()
 	etcd := etcdtest.Start(t, 1)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cli.Close()
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// A leader whose election key is gone (its lease expired while it was
+// paused, and another node won) commits nothing, however it tries; the new
+// leader's commits go through.
+func TestDeposedLeaderCommitsNothing(t *testing.T) {
+	cli := etcdClient(t)
 	ctx := context.Background()
 	k := keys{prefix: "/deposed/"}
 
@@ -77,7 +85,7 @@ func TestDeposedLeaderCommitsNothing(t *testing.T) {
 	var failed []error
 	oldStore.failed = func(err error) { failed = append(failed, err) }
 	stale := []*fenceview.Resource{{ResourceID: "r", LastToken: 1, HighWaterMark: 99}, {ResourceID: "other", LastToken: 5}}
-	err = oldStore.Apply(ctx, stale, []fenceview.Event{{Seq: 2, Type: "accept", ResourceID: "r", Token: 99, At: time.Now()}})
+	err := oldStore.Apply(ctx, stale, []fenceview.Event{{Seq: 2, Type: "accept", ResourceID: "r", Token: 99, At: time.Now()}})
 	if err == nil || len(failed) != 1 {
 		t.Fatalf("deposed leader's commit: err %v, failed %v; want refused and reported", err, failed)
 	}
@@ -140,5 +148,52 @@ func TestSplitWithinEtcdLimits(t *testing.T) {
 	}
 	if puts != len(res) || next != int64(len(evs))+1 {
 		t.Fatalf("%d resources and %d events written, want %d and %d", puts, next-1, len(res), len(evs))
+	}
+}
+
+// With auth on, an exclusive lock is its holder's and its key's across a
+// leader change: the next leader, built on the state it loads from etcd,
+// lets the key that took the lock renew and release it, and refuses
+// another key using the same holder name.
+func TestLeaderChangeKeepsTheOwnerKey(t *testing.T) {
+	cli := etcdClient(t)
+	ctx := context.Background()
+	k := keys{prefix: "/owner/"}
+	owner := fenceview.WithOwnerKey(ctx, "key-1")
+	other := fenceview.WithOwnerKey(ctx, "key-2")
+
+	// lead is what a node does once elected (Node.lead): a service on the
+	// state loaded from etcd, committing through the node's store. Its
+	// stepDown ends the term, so that the next campaign wins.
+	lead := func() (svc *issuer.Service, stepDown func()) {
+		sess, st := campaign(t, cli, k)
+		resources, seq, err := loadState(ctx, cli, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc = issuer.New(st, resources, seq, issuer.Config{Issuer: "owner-test"})
+		return svc, func() { svc.Close(); st.local.close(); sess.Close() }
+	}
+	first, stepDown := lead()
+	g, err := first.Acquire(owner, fenceview.AcquireRequest{ResourceID: "r", Holder: "h", Lease: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepDown()
+
+	next, stepDown := lead()
+	defer stepDown()
+	if _, err := next.Renew(other, "r", "h", time.Hour); fenceview.ErrorCode(err) != fenceview.ENOTOWNER {
+		t.Fatalf("renew by another key with the holder's name: %v, want %s", err, fenceview.ENOTOWNER)
+	}
+	if _, err := next.Release(other, "r", "h"); fenceview.ErrorCode(err) != fenceview.ENOTOWNER {
+		t.Fatalf("release by another key with the holder's name: %v, want %s", err, fenceview.ENOTOWNER)
+	}
+	r, err := next.Renew(owner, "r", "h", time.Hour)
+	if err != nil || r.Fencing.Token != g.Fencing.Token {
+		t.Fatalf("renew by the owner at the next leader: %+v %v, want token %d", r, err, g.Fencing.Token)
+	}
+	if _, err := next.Release(owner, "r", "h"); err != nil {
+		t.Fatalf("release by the owner at the next leader: %v", err)
 	}
 }
