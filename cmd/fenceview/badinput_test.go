@@ -33,6 +33,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"acquire: lease zero", "POST", "/v1/locks/r/acquire", `{"holder":"a","leaseMs":0}`, nil, 400},
 		{"acquire: lease negative", "POST", "/v1/locks/r/acquire", `{"holder":"a","leaseMs":-1}`, nil, 400},
 		{"acquire: lease too long", "POST", "/v1/locks/r/acquire", `{"holder":"a","leaseMs":86400001}`, nil, 400},
+		// 18446744133709 ms is 2^64 ns + 60 s: multiplied without a bound it
+		// would wrap to a valid minute.
+		{"acquire: lease that would wrap", "POST", "/v1/locks/r/acquire", `{"holder":"a","leaseMs":18446744133709}`, nil, 400},
+		{"acquire: lock-delay that would wrap", "POST", "/v1/locks/r/acquire", `{"holder":"a","lockDelayMs":18446744133709}`, nil, 400},
+		{"renew: lease that would wrap", "POST", "/v1/locks/held/renew", `{"holder":"owner","leaseMs":18446744133709}`, nil, 400},
 		{"acquire: wait negative", "POST", "/v1/locks/r/acquire", `{"holder":"a","waitMs":-1}`, nil, 400},
 		{"acquire: wait too long", "POST", "/v1/locks/r/acquire", `{"holder":"a","waitMs":300001}`, nil, 400},
 		{"acquire: wait exponent", "POST", "/v1/locks/r/acquire", `{"holder":"a","waitMs":1e3}`, nil, 400},

@@ -67,11 +67,8 @@ func (s *Server) acquire(ctx context.Context, resource string, req lockRequest) 
 }
 
 func acquireRequestOf(resource string, req lockRequest) fenceview.AcquireRequest {
-	var lease time.Duration // none: the default, or a re-entrant grant's current lease
-	if req.LeaseMs.Set {
-		lease = time.Duration(req.LeaseMs.Value) * time.Millisecond
-	}
-	return fenceview.AcquireRequest{ResourceID: resource, Holder: *req.Holder, Lease: lease,
+	// An absent lease is 0: the default, or a re-entrant grant's current one.
+	return fenceview.AcquireRequest{ResourceID: resource, Holder: *req.Holder, Lease: millis(req.LeaseMs),
 		Wait: millis(req.WaitMs), LockDelay: millis(req.LockDelayMs), Shared: req.Shared}
 }
 

@@ -635,7 +635,7 @@ func (c *rpcConn) answer(req wire.Request, entered func()) (status int, body any
 	if o := opsByName[req.Op]; o != nil && o.admitted() {
 		var wait time.Duration
 		if req.Waits() {
-			wait = min(time.Duration(req.WaitMs.Value)*time.Millisecond, fenceview.MaxWait)
+			wait = min(millis(req.WaitMs), fenceview.MaxWait)
 		}
 		status, body = c.s.admitted(c.ctx, c.flow, c.fclass, o.class, wait, entered, dispatch)
 	} else {
