@@ -31,7 +31,7 @@ func (r PermitRequest) Validate() error {
 	if err := ValidateSemaphoreName(r.Semaphore); err != nil {
 		return err
 	}
-	if err := validateHolder("holder", r.Holder); err != nil {
+	if err := ValidateHolder("holder", r.Holder); err != nil {
 		return err
 	}
 	if r.Permits < 1 || r.Permits > MaxPermits {
@@ -46,7 +46,7 @@ func (r CampaignRequest) Validate() error {
 	if err := validateID("name", r.Election); err != nil {
 		return err
 	}
-	if err := validateHolder("candidate", r.Candidate); err != nil {
+	if err := ValidateHolder("candidate", r.Candidate); err != nil {
 		return err
 	}
 	if err := ValidateElectionValue(r.Value); err != nil {
@@ -76,7 +76,7 @@ func (f Fence) Validate() error {
 		}
 	}
 	if f.Holder != "" {
-		if err := validateHolder("holder", f.Holder); err != nil {
+		if err := ValidateHolder("holder", f.Holder); err != nil {
 			return err
 		}
 	}
@@ -161,7 +161,7 @@ func ValidateLock(resourceID, holder string) error {
 	if err := validateID("resource", resourceID); err != nil {
 		return err
 	}
-	return validateHolder("holder", holder)
+	return ValidateHolder("holder", holder)
 }
 
 // validateTimes checks an acquire's lease, wait and lock-delay; 0 is none
@@ -186,9 +186,9 @@ func validateID(field, id string) error {
 	return nil
 }
 
-// validateHolder checks a holder's (or candidate's) id: valid, and not
-// spaces only, which would be blank wherever it is shown.
-func validateHolder(field, id string) error {
+// ValidateHolder checks a holder's (or candidate's) id, field naming it:
+// valid, and not spaces only, which would be blank wherever it is shown.
+func ValidateHolder(field, id string) error {
 	if err := guard.ValidateHolderID(id); err != nil {
 		return FieldErrorf(EINVALID, field, "%s: %v", field, err)
 	}

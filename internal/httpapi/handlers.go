@@ -368,14 +368,6 @@ func (req fenceRequest) fence(resource string) (fenceview.Fence, error) {
 	if err != nil {
 		return fenceview.Fence{}, err
 	}
-	if req.Holder != "" {
-		if err := guard.ValidateHolderID(req.Holder); err != nil {
-			return fenceview.Fence{}, fenceview.FieldErrorf(fenceview.EINVALID, "holder", "%v", err)
-		}
-		if err := notBlank("holder", req.Holder); err != nil {
-			return fenceview.Fence{}, err
-		}
-	}
 	for _, f := range []struct {
 		name, v string
 		max     int

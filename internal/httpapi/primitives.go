@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/fenceview/fenceview"
@@ -36,19 +35,7 @@ func requiredID(field string, v *string) error {
 	if err := required(field, v); err != nil {
 		return err
 	}
-	if err := guard.ValidateHolderID(*v); err != nil {
-		return fenceview.FieldErrorf(fenceview.EINVALID, field, "%s: %v", field, err)
-	}
-	return notBlank(field, *v)
-}
-
-// notBlank refuses an id of spaces only: blank wherever it is shown, and
-// told from another blank one only by counting.
-func notBlank(field, v string) error {
-	if strings.Trim(v, " ") == "" {
-		return fenceview.FieldErrorf(fenceview.EINVALID, field, "%s is blank: use a name that reads as one", field)
-	}
-	return nil
+	return fenceview.ValidateHolder(field, *v)
 }
 
 // validateWait refuses a waitMs above MaxWait, the longest a request may
