@@ -103,6 +103,23 @@ func allPages[T any](cursor string, page func(cursor string) ([]T, string, error
 	}
 }
 
+// HighWaterMarks returns the high-water mark of every resource the server
+// knows (GET /v1/resources, page by page), for a guard that restarts and
+// must refuse every token the server's resources already moved past.
+// Resources without a mark are left out.
+func (c *Client) HighWaterMarks(ctx context.Context) (map[string]int64, error) {
+	marks := make(map[string]int64)
+	for r, err := range c.AllResources(ctx, ResourceQuery{Limit: 1000}) {
+		if err != nil {
+			return nil, err
+		}
+		if r.HighWaterMark > 0 {
+			marks[r.Resource] = r.HighWaterMark
+		}
+	}
+	return marks, nil
+}
+
 // Resource returns one resource; an *APIError with status 404 when the
 // server has never seen it.
 func (c *Client) Resource(ctx context.Context, resource string) (Resource, error) {
@@ -212,7 +229,10 @@ func (c *Client) Reset(ctx context.Context, resource string, floor int64) (Reset
 	return ResetResult{Resource: resource, LastToken: out.LastToken, HighWaterMark: out.HighWaterMark, NextToken: out.NextToken}, nil
 }
 
-// pathQuery is base + p with a query.
+// maxListResponse bounds what is read of one page of a listing: a page of
+// 1000 resources with long ids and holders passes maxResponse.
+const maxListResponse = 8 << 20
+
 // getPage GETs one page of a listing at path, filtered by v, into out:
 // limit is 1..1000 (0: the server's default), cursor a previous page's
 // next.
@@ -226,9 +246,10 @@ func (c *Client) getPage(ctx context.Context, path string, v url.Values, limit i
 	if cursor != "" {
 		v.Set("cursor", cursor)
 	}
-	return c.call(ctx, http.MethodGet, c.pathQuery(path, v), nil, nil, out, refusal{})
+	return c.callLimit(ctx, maxListResponse, http.MethodGet, c.pathQuery(path, v), nil, nil, out, refusal{})
 }
 
+// pathQuery is base + p with the query q.
 func (c *Client) pathQuery(p string, q url.Values) *url.URL {
 	u := *c.base
 	u.Path = c.base.Path + p
