@@ -36,13 +36,8 @@ func startWith(t *testing.T, opts fenceviewtest.Config, cfg client.Config) (*fen
 // and with the tests' lease; it is closed when t ends.
 func clientOf(t *testing.T, srv *fenceviewtest.Server, cfg client.Config) *client.Client {
 	t.Helper()
-	cfg.URL, cfg.Clock, cfg.Lease = srv.URL, srv.Clock(), lease
-	c, err := client.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	cfg.Lease = lease
+	return srv.Client(t, cfg)
 }
 
 // lock takes m's lock, or ends the test.

@@ -118,11 +118,7 @@ func TestCloseIsFinal(t *testing.T) {
 			noClientGoroutines(t, before)
 
 			// Close did not release: the lease runs out on the server.
-			other, err := client.New(client.Config{URL: srv.URL, Clock: srv.Clock()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer other.Close()
+			other := srv.Client(t)
 			if st, err := other.State(ctx, "held"); err != nil || !st.Locked || st.Holder != "a" {
 				t.Fatalf("after Close the lock is %+v, %v; want still held by a until its lease ends", st, err)
 			}

@@ -179,11 +179,7 @@ func TestFallbackToJSONWhenTheUpgradeIsRefused(t *testing.T) {
 func TestUnauthenticatedUpgradeIsTheAnswer(t *testing.T) {
 	srv := fenceviewtest.New(t, fenceviewtest.Config{AdminToken: "s3cret"})
 	var log servertest.LogBuffer
-	c, err := client.New(client.Config{URL: srv.URL, Key: "not-a-key", Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := srv.Client(t, client.Config{Key: "not-a-key", Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if _, err := c.State(context.Background(), "r"); !errors.Is(err, client.ErrUnauthorized) {
 		t.Fatalf("State with an unknown key: %v, want ErrUnauthorized", err)
 	}

@@ -92,10 +92,7 @@ func TestReset(t *testing.T) {
 		t.Fatalf("no alarm: %+v", r)
 	}
 
-	anon, err := client.New(client.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	anon := srv.Client(t)
 	var ae *client.APIError
 	if _, err := anon.Reset(ctx, "ledger", 100); !errors.As(err, &ae) || ae.StatusCode != 401 {
 		t.Fatalf("reset without the admin token: %v", err)

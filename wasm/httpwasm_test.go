@@ -20,7 +20,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/guard/httpguard"
@@ -149,11 +148,7 @@ func TestHTTPWasmAgainstServer(t *testing.T) {
 	guarded := httptest.NewServer(h)
 	defer guarded.Close()
 
-	c, err := client.New(client.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := srv.Client(t)
 	m := c.Mutex("orders/1", "worker-1")
 	if _, err := m.Lock(ctx); err != nil {
 		t.Fatal(err)

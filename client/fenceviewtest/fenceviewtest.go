@@ -6,6 +6,7 @@
 //	srv, err := fenceviewtest.Start(ctx, fenceviewtest.Config{FakeClock: true})
 //	defer srv.Close()
 //	c, _ := client.New(client.Config{URL: srv.URL, Clock: srv.Clock()})
+//	// (in a test, srv.Client(t) makes that client and closes it)
 //	// srv.Clock().Advance(d) moves leases on the server and the client's
 //	// watchdog together, without sleeping.
 package fenceviewtest
@@ -96,6 +97,28 @@ func Start(ctx context.Context, opts Config) (_ *Server, err error) {
 	}
 	s.URL = s.srv.URL()
 	return s, nil
+}
+
+// Client returns a client of this server, closed when the test ends; a
+// failure to make it fails the test. cfg is optional: its URL is this
+// server's and, when the server runs on a fake clock and cfg names none,
+// the client shares that clock.
+func (s *Server) Client(t testing.TB, cfg ...client.Config) *client.Client {
+	t.Helper()
+	var c client.Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	c.URL = s.URL
+	if c.Clock == nil && s.clock != nil {
+		c.Clock = s.clock
+	}
+	cl, err := client.New(c)
+	if err != nil {
+		t.Fatalf("fenceviewtest: %v", err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl
 }
 
 // Clock returns the server's fake clock, nil unless Config.FakeClock.

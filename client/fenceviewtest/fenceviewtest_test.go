@@ -1,8 +1,14 @@
 package fenceviewtest_test
 
 import (
+	"context"
+	"errors"
+	"time"
+
 	"net/http"
 	"testing"
+
+	"github.com/fenceview/fenceview/client"
 
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/clock"
@@ -27,5 +33,23 @@ func TestNewClosesWithItsTest(t *testing.T) {
 	if resp, err := http.Get(url + "/healthz"); err == nil {
 		resp.Body.Close()
 		t.Fatal("the server still answers after its test ended")
+	}
+}
+
+// Client's client reaches the server and closes with the test that made
+// it. (That it shares the fake clock, the client package's watchdog tests
+// rely on: they advance only the server's clock.)
+func TestClientClosesWithItsTest(t *testing.T) {
+	srv := fenceviewtest.New(t, fenceviewtest.Config{FakeClock: true})
+	ctx := context.Background()
+	var c *client.Client
+	t.Run("inner", func(t *testing.T) {
+		c = srv.Client(t)
+		if tok, err := c.Mutex("r", "a").TryLock(ctx, 0, time.Minute); err != nil || tok != 1 {
+			t.Fatalf("TryLock = %d, %v; want token 1", tok, err)
+		}
+	})
+	if _, err := c.Mutex("r", "b").TryLock(ctx, 0, time.Minute); !errors.Is(err, client.ErrClosed) {
+		t.Fatalf("a call after the test ended: %v, want ErrClosed", err)
 	}
 }

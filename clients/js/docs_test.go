@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenceview/fenceview/client"
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
 	"github.com/fenceview/fenceview/internal/docblocks"
@@ -204,11 +203,7 @@ func grantArgs(t *testing.T, srv *fenceviewtest.Server) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := client.New(client.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := srv.Client(t)
 	m := c.Mutex("docs:verify", "docs")
 	if _, err := m.Lock(ctx); err != nil {
 		t.Fatal(err)

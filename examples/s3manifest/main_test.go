@@ -32,11 +32,7 @@ func TestPausedCommitRefusedByTheManifest(t *testing.T) {
 		"the manifest lists test/orders/data/2-0.csv, test/orders/data/2-1.csv (token 2)",
 	)
 	// The refusal is in the server's history under the table's lock.
-	c, err := client.New(client.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := srv.Client(t)
 	page, err := c.Rejections(context.Background(), client.RejectionQuery{Resource: "table:orders"})
 	if err != nil || len(page.Rejections) != 1 || page.Rejections[0].Presented != 1 || page.Rejections[0].Required != 2 || page.Rejections[0].Source != "s3manifest" {
 		t.Fatalf("rejection history = %+v, %v", page.Rejections, err)

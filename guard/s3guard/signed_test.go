@@ -45,11 +45,7 @@ func TestSignedTableOnTheFake(t *testing.T) { signedTable(t, newFake()) }
 func TestBuiltFromAClientVerifiesAndReports(t *testing.T) {
 	api := versity(t)
 	srv := fenceviewtest.New(t)
-	c, err := client.New(client.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := srv.Client(t)
 	ctx := context.Background()
 	const key = "orders/42.json"
 	g, err := s3guard.NewFrom(ctx, c, api, bucket, s3guard.WithSource("orders-bucket"))
@@ -135,10 +131,7 @@ func TestBuiltFromAClientVerifiesAndReports(t *testing.T) {
 func TestRefusalNotReportedIsStillARefusal(t *testing.T) {
 	api := newFake()
 	srv := fenceviewtest.New(t)
-	c, err := client.New(client.Config{URL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := srv.Client(t)
 	g, err := s3guard.NewFrom(context.Background(), c, api, bucket, s3guard.AcceptUnsignedTokens())
 	if err != nil {
 		t.Fatal(err)
@@ -252,11 +245,7 @@ func TestNewFromFollowsRotations(t *testing.T) {
 func TestReadWriteLockOfARealServer(t *testing.T) {
 	api := versity(t)
 	srv := fenceviewtest.New(t)
-	c, err := client.New(client.Config{URL: srv.URL, DisableRPC: true}) // the JSON API's shared grants
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := srv.Client(t, client.Config{DisableRPC: true}) // the JSON API's shared grants
 	ctx := context.Background()
 	const key = "reports/weekly.csv"
 	g, err := s3guard.NewFrom(ctx, c, api, bucket)
