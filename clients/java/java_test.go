@@ -124,9 +124,10 @@ var summaryLine = regexp.MustCompile(`\[\s+(\d+) tests (successful|failed|skippe
 
 // TestJava compiles the Java client and runs its JUnit 5 tests against a real
 // fenceview server (auth on: a client key for locks, the admin token for
-// force-expire and key rotation), a two-node cluster, a server on HTTPS, and
-// real PostgreSQL and MariaDB servers. Any Java test that fails, is skipped
-// or is aborted fails it.
+// force-expire and key rotation), a two-node cluster, a server on HTTPS,
+// fronts of the server that close the first RPC stream under a call
+// (servertest.ClosingFronts), and real PostgreSQL and MariaDB servers. Any
+// Java test that fails, is skipped or is aborted fails it.
 func TestJava(t *testing.T) {
 	javac, java := tools(t)
 	pg := dbtest.PostgreSQL(t)
@@ -135,6 +136,7 @@ func TestJava(t *testing.T) {
 	key := apiKey(t, srv.URL, "java-tests", "client")
 	leader, follower, control := startCluster(t)
 	tlsURL, caFile := startTLS(t)
+	ended, restarted := servertest.ClosingFronts(t, srv.URL)
 	classes := compile(t, javac)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -152,6 +154,8 @@ func TestJava(t *testing.T) {
 		"-Dfenceview.cluster.control="+control,
 		"-Dfenceview.tls.url="+tlsURL,
 		"-Dfenceview.tls.ca="+caFile,
+		"-Dfenceview.ended.url="+ended,
+		"-Dfenceview.restarted.url="+restarted,
 		"-jar", consoleJar,
 		"--class-path", cp,
 		"--select-package", "io.fenceview",

@@ -18,6 +18,7 @@ import (
 	"github.com/fenceview/fenceview/client/fenceviewtest"
 	"github.com/fenceview/fenceview/internal/dbtest"
 	"github.com/fenceview/fenceview/internal/docblocks"
+	"github.com/fenceview/fenceview/internal/servertest"
 )
 
 // need returns the path of a program the suites cannot run without:
@@ -118,8 +119,10 @@ func TestPackageBuilds(t *testing.T) {
 // reset counters and rotate signing keys.
 const adminToken = "node-suites-admin-token"
 
-// TestNodeSuites runs node --test test/ against a fenceview server, a
-// PostgreSQL and a Redis server and versitygw (an S3 store) started here. A failing, cancelled or
+// TestNodeSuites runs node --test test/ against a fenceview server (and
+// fronts of it that close the first RPC stream under a call:
+// servertest.ClosingFronts), a PostgreSQL and a Redis server and versitygw
+// (an S3 store) started here. A failing, cancelled or
 // skipped node test fails this test; the node summary is in its log.
 func TestNodeSuites(t *testing.T) {
 	node, dir := built(t, "the Node suites start PostgreSQL, Redis and versitygw: skipped in -short mode")
@@ -127,6 +130,7 @@ func TestNodeSuites(t *testing.T) {
 	pg := dbtest.PostgreSQL(t)
 	rd := dbtest.Redis(t)
 	s3 := dbtest.Versity(t, "fenced-js")
+	ended, restarted := servertest.ClosingFronts(t, srv.URL)
 	env := []string{
 		"FENCEVIEW_URL=" + srv.URL,
 		"FENCEVIEW_ADMIN_TOKEN=" + adminToken,
@@ -136,6 +140,8 @@ func TestNodeSuites(t *testing.T) {
 		"FENCEVIEW_S3_BUCKET=fenced-js",
 		"FENCEVIEW_S3_ACCESS_KEY=" + dbtest.S3AccessKey,
 		"FENCEVIEW_S3_SECRET_KEY=" + dbtest.S3SecretKey,
+		"FENCEVIEW_ENDED_URL=" + ended,
+		"FENCEVIEW_RESTARTED_URL=" + restarted,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

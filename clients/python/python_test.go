@@ -89,7 +89,8 @@ func codes() string {
 }
 
 // TestPythonSuites runs python3 -m unittest over tests/ against the
-// servers started here. A failing or skipped Python test fails this test;
+// servers started here (with fronts of the plain one that close the first
+// RPC stream under a call: servertest.ClosingFronts). A failing or skipped Python test fails this test;
 // unittest's report is in its log.
 func TestPythonSuites(t *testing.T) {
 	py := python(t, "cryptography", "psycopg2")
@@ -99,6 +100,7 @@ func TestPythonSuites(t *testing.T) {
 	srv := fenceviewtest.New(t, fenceviewtest.Config{AdminToken: adminToken})
 	tlsURL, certs := startTLS(t)
 	pg := dbtest.PostgreSQL(t)
+	ended, restarted := servertest.ClosingFronts(t, srv.URL)
 	env := []string{
 		"PYTHONPATH=src",
 		"PYTHONDONTWRITEBYTECODE=1",
@@ -110,6 +112,8 @@ func TestPythonSuites(t *testing.T) {
 		"FENCEVIEW_TLS_CLIENT_KEY=" + filepath.Join(certs, "client-key.pem"),
 		"FENCEVIEW_PG_DSN=host=" + pg.Host() + " port=" + pg.Port() + " user=postgres dbname=postgres sslmode=disable",
 		"FENCEVIEW_CODES=" + codes(),
+		"FENCEVIEW_ENDED_URL=" + ended,
+		"FENCEVIEW_RESTARTED_URL=" + restarted,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -6,7 +6,7 @@ import { parse, stringify, type JSONValue } from './json.js';
 import { ConnectionError, FenceRefusedError, FenceviewError, HeldError, LeaseLostError, NotHeldError, ReleasedError, errorFor, type ErrorContext } from './errors.js';
 import { EventStream } from './events.js';
 import { Election, MultiLock, Semaphore, type ElectionOptions, type LockAllOptions, type Leader, type SemaphoreState } from './primitives.js';
-import { RpcSession } from './rpc.js';
+import { NotTakenError, RpcSession } from './rpc.js';
 import { grantOf, onClose, rawCall } from './call.js';
 import type { Grant } from './types.js';
 
@@ -313,15 +313,21 @@ export class Client {
 
   /** onStream is one try of viaStream: the answer, or null to go over HTTP. */
   async #onStream(req: Record<string, unknown>, signal: AbortSignal | undefined): Promise<{ status: number; body: JSONValue } | null> {
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1, resent = false; ; ) {
       const s = this.#stream();
       if (s === null) return null;
       try {
         return await s.call(req, signal);
       } catch (err) {
+        if (err instanceof NotTakenError && !resent) {
+          // The server's service ended (a cluster leader's term) before it
+          // took the call: once more, on a new stream.
+          resent = true;
+          continue;
+        }
         if (!(err instanceof ConnectionError) || s.opened) throw err;
         // A stream that never opened sent nothing: the next node may take it, else HTTP.
-        if (attempt < this.urls.length) continue;
+        if (attempt++ < this.urls.length) continue;
         if (s.refusedWith === 401 || s.refusedWith === 429 || s.refusedWith === 503) return null;
         if (s === this.#session) this.#rpcUntil = Date.now() + this.#rpcRetryMs;
         if (!this.#rpcTold) {

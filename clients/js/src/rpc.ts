@@ -42,7 +42,32 @@ async function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 /** The most requests waiting for their answers on one stream. */
 const MAX_PENDING = 100_000;
 
-/** One websocket to /v1/rpc. When it breaks, every waiting call fails with ConnectionError. */
+/** Close code 1012, service restart: with SERVICE_ENDED, the server's service ended. */
+export const SERVICE_RESTART = 1012;
+
+/**
+ * The reason of the close (code 1012) with which the server ends an RPC
+ * stream whose service ended, as a cluster leader's does with its term: the
+ * same string as the server's wire.ServiceEnded (internal/wire/rpcclose.go).
+ * Every request the stream took was answered before that close, so one left
+ * without an answer was not taken, changed nothing, and may be sent again on
+ * a new stream. The reason is matched exactly: a 1012 from something else on
+ * the way (a proxy restarting) says nothing of what the server took.
+ */
+export const SERVICE_ENDED = "the service ended (a cluster leader's term ended); reconnect: requests left unanswered were not taken";
+
+/**
+ * NotTakenError fails the calls a stream left unanswered when the server
+ * closed it for its service's end: none was taken, so the client sends each
+ * once more on a new stream. A ConnectionError, should it reach the caller.
+ */
+export class NotTakenError extends ConnectionError {}
+
+/**
+ * One websocket to /v1/rpc. When it breaks, every waiting call fails with
+ * ConnectionError: NotTakenError when the server closed it for its
+ * service's end.
+ */
 export class RpcSession {
   #ws: WebSocket;
   #open: Promise<void>;
@@ -87,7 +112,11 @@ export class RpcSession {
     });
     this.#ws.on('message', (data) => this.#receive(data.toString()));
     this.#ws.on('error', (err) => this.#fail(new ConnectionError(`fenceview: rpc stream: ${err.message}`, { cause: err })));
-    this.#ws.on('close', (code) => this.#fail(new ConnectionError(`fenceview: rpc stream closed (${code})`)));
+    this.#ws.on('close', (code, reason) => {
+      const text = reason.toString();
+      const msg = `fenceview: rpc stream closed (${code}${text === '' ? '' : ` ${text}`})`;
+      this.#fail(code === SERVICE_RESTART && text === SERVICE_ENDED ? new NotTakenError(msg) : new ConnectionError(msg));
+    });
   }
 
   /** Whether the stream ever opened: a call that failed on one that did not was never sent. */

@@ -16,12 +16,18 @@ export const env = {
   s3Bucket: process.env.FENCEVIEW_S3_BUCKET,
   s3AccessKey: process.env.FENCEVIEW_S3_ACCESS_KEY,
   s3SecretKey: process.env.FENCEVIEW_S3_SECRET_KEY,
+  // Fronts of the server that close the first RPC stream with 1012 once it
+  // has read a call (servertest.ClosingFronts): for the server's service's
+  // end, and for another reason.
+  ended: process.env.FENCEVIEW_ENDED_URL,
+  restarted: process.env.FENCEVIEW_RESTARTED_URL,
 };
 
 /** Options for describe/test that skip when the servers are not there. */
 export const needServer = { skip: env.url ? false : 'FENCEVIEW_URL not set: run through go test ./clients/js' };
 export const needPg = { skip: env.url && env.pg ? false : 'FENCEVIEW_PG_URL not set' };
 export const needRedis = { skip: env.url && env.redis ? false : 'FENCEVIEW_REDIS_URL not set' };
+export const needFronts = { skip: env.url && env.ended && env.restarted ? false : 'FENCEVIEW_ENDED_URL not set' };
 export const needS3 = { skip: env.url && env.s3 ? false : 'FENCEVIEW_S3_URL not set' };
 
 /** client returns a client of the test server with the admin token (opts may add rpc: true). */

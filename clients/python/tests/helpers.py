@@ -31,6 +31,11 @@ TLS_CA = os.environ.get("FENCEVIEW_TLS_CA")
 TLS_CLIENT_CERT = os.environ.get("FENCEVIEW_TLS_CLIENT_CERT")
 TLS_CLIENT_KEY = os.environ.get("FENCEVIEW_TLS_CLIENT_KEY")
 PG_DSN = os.environ.get("FENCEVIEW_PG_DSN")
+# Fronts of the server that close the first RPC stream with 1012 once it has
+# read a call (servertest.ClosingFronts): for the server's service's end,
+# and for another reason.
+ENDED_URL = os.environ.get("FENCEVIEW_ENDED_URL")
+RESTARTED_URL = os.environ.get("FENCEVIEW_RESTARTED_URL")
 
 need_server = unittest.skipUnless(URL and ADMIN, "FENCEVIEW_URL not set: run through go test ./clients/python")
 

@@ -487,7 +487,9 @@ class Client:
                 status, body = s.call(req, timeout)
                 if attempt == 0 and term_ended(status, body):
                     # Refused without being done by a server that stopped
-                    # serving that connection: once more, on a new one.
+                    # serving that connection, or left unanswered when it
+                    # closed the connection for its service's end: once
+                    # more, on a new one.
                     continue
                 return status, body, {}
         if self._closed.is_set():

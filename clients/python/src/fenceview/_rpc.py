@@ -21,6 +21,21 @@ MAX_MESSAGE = 256 << 10
 #: Seconds a message may take to be written.
 WRITE_TIMEOUT = 30.0
 
+#: Close code 1012, service restart: with SERVICE_ENDED, the server's service ended.
+SERVICE_RESTART = 1012
+#: The reason of the close (code 1012) with which the server ends an RPC
+#: stream whose service ended, as a cluster leader's does with its term: the
+#: same string as the server's wire.ServiceEnded (internal/wire/rpcclose.go).
+#: Every request the stream took was answered before that close, so one left
+#: without an answer was not taken, changed nothing, and may be sent again on
+#: a new stream. The reason is matched exactly: a 1012 from something else on
+#: the way (a proxy restarting) says nothing of what the server took.
+SERVICE_ENDED = "the service ended (a cluster leader's term ended); reconnect: requests left unanswered were not taken"
+
+#: The answer of a call the server's service ended without taking: its
+#: refusal of a call it did not do, which term_ended recognises.
+NOT_TAKEN = (503, {"error": "the server's service ended before it read the request; nothing was changed", "code": "unavailable"})
+
 
 def term_ended(status: int, body: Any) -> bool:
     """Whether an answer says the server stopped serving this connection: a
@@ -47,7 +62,10 @@ def encode(obj: Dict[str, Any]) -> bytes:
 
 class RPCSession:
     """One websocket to /v1/rpc, with a daemon thread reading answers. When
-    it breaks, every waiting call fails with :class:`UnreachableError`."""
+    it breaks, every waiting call fails with :class:`UnreachableError`;
+    but when the server closes it for its service's end (SERVICE_ENDED),
+    every waiting call is answered NOT_TAKEN, which the client sends once
+    more on a new stream."""
 
     def __init__(self, ws: WebSocket, fragment: Optional[int] = None) -> None:
         self._ws = ws
@@ -58,6 +76,7 @@ class RPCSession:
         self._queue: List[bytes] = []
         self._writing = False
         self._dead: Optional[UnreachableError] = None
+        self._not_taken = False  # set with _dead when the server's service ended
         # A write that cannot finish in WRITE_TIMEOUT (a server that stopped
         # reading) ends the stream; the reader's recv just tries again when
         # nothing came in that long (the websocket keeps what it read).
@@ -80,6 +99,8 @@ class RPCSession:
         slot = _Slot()
         with self._mu:
             if self._dead is not None:
+                if self._not_taken:
+                    return NOT_TAKEN[0], dict(NOT_TAKEN[1])
                 raise self._dead
             self._next += 1
             rid = self._next
@@ -156,20 +177,27 @@ class RPCSession:
                     self._fail(UnreachableError("fenceview: rpc stream: the server stopped serving this connection (shutting down, or a cluster leader's term ended)"))
                     return
         except WebSocketClosed as e:
-            self._fail(UnreachableError(f"fenceview: rpc stream closed ({e.code}{': ' + e.reason if e.reason else ''})"))
+            ended = e.code == SERVICE_RESTART and e.reason == SERVICE_ENDED
+            self._fail(UnreachableError(f"fenceview: rpc stream closed ({e.code}{': ' + e.reason if e.reason else ''})"), not_taken=ended)
         except (OSError, ValueError, AttributeError) as e:  # a broken socket, an answer that is not JSON
             self._fail(UnreachableError(f"fenceview: rpc stream: {e}"))
         finally:
             self._ws.abort()
 
-    def _fail(self, err: UnreachableError) -> None:
+    def _fail(self, err: UnreachableError, not_taken: bool = False) -> None:
+        """End the session: every waiting call fails with err, or, when the
+        server closed it for its service's end, is answered NOT_TAKEN."""
         with self._mu:
             if self._dead is not None:
                 return
             self._dead = err
+            self._not_taken = not_taken
             pending, self._pending = self._pending, {}
         for slot in pending.values():
-            slot.err = err
+            if not_taken:
+                slot.status, slot.body = NOT_TAKEN[0], dict(NOT_TAKEN[1])
+            else:
+                slot.err = err
             slot.done.set()
 
     def close(self, wait: float = 2.0) -> None:

@@ -421,7 +421,8 @@ public final class FenceviewClient implements AutoCloseable {
                         return overloadRetry(left -> s.call(route.op, route.key, route.name, body, left), t, System.nanoTime() + t.toNanos(), 0)
                                 .thenCompose(a -> a.status == 503 && RpcSession.stopped(a.body) && !again
                                         // The server stopped serving the stream and refused the call
-                                        // without doing it: once more, on a new stream.
+                                        // without doing it, or closed the stream for its service's end
+                                        // before it took the call: once more, on a new stream.
                                         ? call(method, path, body, timeout, true)
                                         : CompletableFuture.completedFuture(a));
                     }

@@ -21,7 +21,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * message is being sent going together as the next one; answers come back as
  * {@code {"id","status","body"}} lines in any order, the body being what the JSON
  * API answers. When the stream breaks every waiting call fails as a call without an
- * answer (status 0), and the next call opens a new stream.
+ * answer (status 0), and the next call opens a new stream; but when the server ends it
+ * for its service's end ({@link #SERVICE_ENDED}), a waiting call was not taken, and is
+ * answered as the server refuses a call it did not do (503 unavailable), which the
+ * client sends once more on a new stream.
  */
 final class RpcSession implements WebSocket.Listener {
     /** The largest message sent, in chars: well under the server's 1 MiB of bytes. */
@@ -30,6 +33,24 @@ final class RpcSession implements WebSocket.Listener {
     static final int MAX_PENDING = 100_000;
 
     private static final HttpHeaders NO_HEADERS = HttpHeaders.of(Map.of(), (a, b) -> true);
+
+    /** Close code 1012, service restart: with {@link #SERVICE_ENDED}, the server's service ended. */
+    static final int SERVICE_RESTART = 1012;
+    /**
+     * The reason of the close (code 1012) with which the server ends an RPC stream whose
+     * service ended, as a cluster leader's does with its term: the same string as the
+     * server's wire.ServiceEnded (internal/wire/rpcclose.go). Every request the stream
+     * took was answered before that close, so one left without an answer was not taken,
+     * changed nothing, and may be sent again on a new stream. The reason is matched
+     * exactly: a 1012 from something else on the way (a proxy restarting) says nothing
+     * of what the server took.
+     */
+    static final String SERVICE_ENDED = "the service ended (a cluster leader's term ended); reconnect: requests left unanswered were not taken";
+
+    /** The answer of a call the server's service ended without taking: its refusal of a call it did not do. */
+    private static final Map<String, Object> NOT_TAKEN = Map.of(
+            "error", "the server's service ended before it read the request; nothing was changed",
+            "code", "unavailable");
 
     private final CompletableFuture<WebSocket> ws;
     private final ConcurrentHashMap<Long, CompletableFuture<FenceviewClient.Answer>> pending = new ConcurrentHashMap<>();
@@ -40,6 +61,8 @@ final class RpcSession implements WebSocket.Listener {
     private final ArrayDeque<String> queue = new ArrayDeque<>();
     private boolean sending;
     private volatile FenceviewException dead;
+    // Set with dead when the server closed the stream for its service's end.
+    private volatile boolean notTaken;
 
     RpcSession(FenceviewClient c) {
         ws = c.webSocket("/v1/rpc", this);
@@ -75,7 +98,7 @@ final class RpcSession implements WebSocket.Listener {
      */
     CompletableFuture<FenceviewClient.Answer> call(String op, String key, String name, Map<String, Object> body, Duration timeout) {
         if (dead != null) {
-            return CompletableFuture.failedFuture(dead);
+            return ended();
         }
         if (pending.size() >= MAX_PENDING) {
             return CompletableFuture.failedFuture(new FenceviewException(0, "fenceview: rpc stream: " + MAX_PENDING + " calls already waiting"));
@@ -92,6 +115,10 @@ final class RpcSession implements WebSocket.Listener {
         }
         CompletableFuture<FenceviewClient.Answer> answer = new CompletableFuture<>();
         pending.put(id, answer);
+        if (dead != null && pending.remove(id) != null) {
+            // The stream ended after the check above, and its end did not see this call.
+            return ended();
+        }
         enqueue(Json.write(req));
         return answer.orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS).whenComplete((a, err) -> {
             pending.remove(id);
@@ -210,7 +237,8 @@ final class RpcSession implements WebSocket.Listener {
 
     @Override
     public CompletionStage<?> onClose(WebSocket w, int status, String reason) {
-        fail(new FenceviewException(0, "fenceview: rpc stream closed (" + status + " " + reason + ")"));
+        end(new FenceviewException(0, "fenceview: rpc stream closed (" + status + " " + reason + ")"),
+                status == SERVICE_RESTART && SERVICE_ENDED.equals(reason));
         return null;
     }
 
@@ -219,19 +247,40 @@ final class RpcSession implements WebSocket.Listener {
         fail(new FenceviewException("fenceview: rpc stream: " + err, err));
     }
 
-    /** Ends the stream: every waiting call fails with e. */
+    private static FenceviewClient.Answer notTakenAnswer() {
+        return new FenceviewClient.Answer(503, NOT_TAKEN, NO_HEADERS);
+    }
+
+    /** What a call on the ended stream gets. */
+    private CompletableFuture<FenceviewClient.Answer> ended() {
+        return notTaken ? CompletableFuture.completedFuture(notTakenAnswer()) : CompletableFuture.failedFuture(dead);
+    }
+
+    /**
+     * Ends the stream: every waiting call fails with e, or, when the server closed it for
+     * its service's end, is answered as not taken.
+     */
     void fail(FenceviewException e) {
+        end(e, false);
+    }
+
+    private void end(FenceviewException e, boolean serviceEnded) {
         synchronized (this) {
             if (dead != null) {
                 return;
             }
+            notTaken = serviceEnded;
             dead = e;
             queue.clear();
         }
         List<CompletableFuture<FenceviewClient.Answer>> waiting = new ArrayList<>(pending.values());
         pending.clear();
         for (CompletableFuture<FenceviewClient.Answer> f : waiting) {
-            f.completeExceptionally(e);
+            if (notTaken) {
+                f.complete(notTakenAnswer());
+            } else {
+                f.completeExceptionally(e);
+            }
         }
         ws.thenAccept(WebSocket::abort);
     }
