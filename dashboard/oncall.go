@@ -90,10 +90,33 @@ type RateNow struct {
 	Grants, Accepted, Refused float64
 }
 
+// rateSeriesOf is one of the rates: its name in classes and test ids, its
+// colour on the cards, and its words.
+type rateSeriesOf struct{ Name, Class, Words string }
+
+// rateSeries are the rates, in the order the cards, the chart's lines and
+// its legend show them.
+var rateSeries = []rateSeriesOf{
+	{"grants", "", "grants"},
+	{"accepted", "ok", "writes accepted"},
+	{"refused", "bad", "writes refused"},
+}
+
+// Of is the series' rate in n.
+func (s rateSeriesOf) Of(n RateNow) float64 {
+	switch s.Name {
+	case "accepted":
+		return n.Accepted
+	case "refused":
+		return n.Refused
+	}
+	return n.Grants
+}
+
 // RateBucket is one point of the chart: per-minute rates in [At, At+bucket).
 type RateBucket struct {
-	At                        time.Time
-	Grants, Accepted, Refused float64
+	At time.Time
+	RateNow
 }
 
 func (h *Handler) rates(ctx context.Context, name string) (Rates, error) {
@@ -219,6 +242,24 @@ func (t TableQuery) SortURL(col string) string {
 		c.Sort, c.After = col, ""
 	})
 }
+
+// sortColumn is a column of the overview table that sorts it.
+type sortColumn struct{ Key, Label, Class string }
+
+// The sortable columns before the lease and the last hour, which do not
+// sort, and after them.
+var (
+	resourceColumns = []sortColumn{
+		{fenceview.SortID, "Resource", ""},
+		{fenceview.SortHWM, "HWM", "num"},
+		{fenceview.SortLastToken, "Last token", "num opt"},
+		{fenceview.SortHolder, "Holder", ""},
+	}
+	countColumns = []sortColumn{
+		{fenceview.SortAccepted, "Accepted", "num opt"},
+		{fenceview.SortRejected, "Refused", "num"},
+	}
+)
 
 // AriaSort is the aria-sort of a column header.
 func (t TableQuery) AriaSort(col string) string {
@@ -443,7 +484,7 @@ func rateX(r Rates, t time.Time) float64 {
 
 // ratePoints is one series of the rates chart as SVG polyline points,
 // each bucket at its end: the instant its count is complete.
-func ratePoints(r Rates, series string) string {
+func ratePoints(r Rates, s rateSeriesOf) string {
 	n := len(r.Buckets)
 	if n == 0 {
 		return ""
@@ -451,13 +492,7 @@ func ratePoints(r Rates, series string) string {
 	top, _ := rateTopOf(r)
 	var b strings.Builder
 	for _, k := range r.Buckets {
-		v := k.Grants
-		switch series {
-		case "accepted":
-			v = k.Accepted
-		case "refused":
-			v = k.Refused
-		}
+		v := s.Of(k.RateNow)
 		x := rateX(r, k.At.Add(r.Range.Bucket))
 		y := rateBot - (rateBot-rateTop)*v/top
 		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
