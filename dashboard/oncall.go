@@ -584,13 +584,35 @@ func liveAdd(d OverviewData) string {
 	return "false"
 }
 
-func hasChoice(cs []Choice, v string) bool {
+// option is an entry of a choice list as the form shows it.
+type option struct {
+	Value, Text string
+	Selected    bool
+}
+
+// options are a choice list with chosen selected; a choice the list lacks
+// (no rows now) stays in it, as missing, so the form still shows it.
+func options(cs []Choice, chosen string, text func(Choice) string, missing string) []option {
+	out := make([]option, 0, len(cs)+1)
+	found := false
 	for _, c := range cs {
-		if c.Value == v {
-			return true
-		}
+		out = append(out, option{c.Value, text(c), c.Value == chosen})
+		found = found || c.Value == chosen
 	}
-	return false
+	if chosen != "" && !found {
+		out = append(out, option{chosen, missing, true})
+	}
+	return out
+}
+
+// ReasonOptions are the reason field's choices, each with its count.
+func (d RejectionsData) ReasonOptions() []option {
+	return options(d.Reasons, d.Form.Reason, Choice.Label, d.Form.Reason+" (0)")
+}
+
+// SourceOptions are the source field's choices, by their key's name.
+func (d RejectionsData) SourceOptions() []option {
+	return options(d.Sources, d.Form.Source, func(c Choice) string { return d.Names.Source(c.Value) + c.CountText() }, d.Form.Source)
 }
 
 // bucketWords is a bucket's width in words: "minute", "15 minutes".
