@@ -90,20 +90,20 @@ type RateNow struct {
 	Grants, Accepted, Refused float64
 }
 
-// rateSeriesOf is one of the rates: its name in classes and test ids, its
+// rateKind is one of the rates: its name in classes and test ids, its
 // colour on the cards, and its words.
-type rateSeriesOf struct{ Name, Class, Words string }
+type rateKind struct{ Name, Class, Words string }
 
-// rateSeries are the rates, in the order the cards, the chart's lines and
+// rateKinds are the rates, in the order the cards, the chart's lines and
 // its legend show them.
-var rateSeries = []rateSeriesOf{
+var rateKinds = []rateKind{
 	{"grants", "", "grants"},
 	{"accepted", "ok", "writes accepted"},
 	{"refused", "bad", "writes refused"},
 }
 
-// Of is the series' rate in n.
-func (s rateSeriesOf) Of(n RateNow) float64 {
+// Of is this rate in n.
+func (s rateKind) Of(n RateNow) float64 {
 	switch s.Name {
 	case "accepted":
 		return n.Accepted
@@ -484,7 +484,7 @@ func rateX(r Rates, t time.Time) float64 {
 
 // ratePoints is one series of the rates chart as SVG polyline points,
 // each bucket at its end: the instant its count is complete.
-func ratePoints(r Rates, s rateSeriesOf) string {
+func ratePoints(r Rates, s rateKind) string {
 	n := len(r.Buckets)
 	if n == 0 {
 		return ""

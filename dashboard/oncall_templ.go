@@ -111,7 +111,7 @@ func RatesCard(r Rates, t TableQuery) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, s := range rateSeries {
+		for _, s := range rateKinds {
 			templ_7745c5c3_Err = RateStat(s, r).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -328,7 +328,7 @@ func RatesCard(r Rates, t TableQuery) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		for _, s := range rateSeries {
+		for _, s := range rateKinds {
 			{
 				templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer
 				templ_7745c5c3_Buffer := templ.GetBuffer()
@@ -387,7 +387,7 @@ func RatesCard(r Rates, t TableQuery) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, s := range rateSeries {
+		for _, s := range rateKinds {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "<span><svg class=\"swatch\" viewBox=\"0 0 20 10\" aria-hidden=\"true\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -472,7 +472,7 @@ func RatesCard(r Rates, t TableQuery) templ.Component {
 }
 
 // RateStat is one rate of the window every card shows, labelled with it.
-func RateStat(s rateSeriesOf, r Rates) templ.Component {
+func RateStat(s rateKind, r Rates) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
