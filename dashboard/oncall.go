@@ -90,10 +90,33 @@ type RateNow struct {
 	Grants, Accepted, Refused float64
 }
 
+// rateKind is one of the rates: its name in classes and test ids, its
+// colour on the cards, and its words.
+type rateKind struct{ Name, Class, Words string }
+
+// rateKinds are the rates, in the order the cards, the chart's lines and
+// its legend show them.
+var rateKinds = []rateKind{
+	{"grants", "", "grants"},
+	{"accepted", "ok", "writes accepted"},
+	{"refused", "bad", "writes refused"},
+}
+
+// Of is this rate in n.
+func (s rateKind) Of(n RateNow) float64 {
+	switch s.Name {
+	case "accepted":
+		return n.Accepted
+	case "refused":
+		return n.Refused
+	}
+	return n.Grants
+}
+
 // RateBucket is one point of the chart: per-minute rates in [At, At+bucket).
 type RateBucket struct {
-	At                        time.Time
-	Grants, Accepted, Refused float64
+	At time.Time
+	RateNow
 }
 
 func (h *Handler) rates(ctx context.Context, name string) (Rates, error) {
@@ -219,6 +242,24 @@ func (t TableQuery) SortURL(col string) string {
 		c.Sort, c.After = col, ""
 	})
 }
+
+// sortColumn is a column of the overview table that sorts it.
+type sortColumn struct{ Key, Label, Class string }
+
+// The sortable columns before the lease and the last hour, which do not
+// sort, and after them.
+var (
+	resourceColumns = []sortColumn{
+		{fenceview.SortID, "Resource", ""},
+		{fenceview.SortHWM, "HWM", "num"},
+		{fenceview.SortLastToken, "Last token", "num opt"},
+		{fenceview.SortHolder, "Holder", ""},
+	}
+	countColumns = []sortColumn{
+		{fenceview.SortAccepted, "Accepted", "num opt"},
+		{fenceview.SortRejected, "Refused", "num"},
+	}
+)
 
 // AriaSort is the aria-sort of a column header.
 func (t TableQuery) AriaSort(col string) string {
@@ -443,7 +484,7 @@ func rateX(r Rates, t time.Time) float64 {
 
 // ratePoints is one series of the rates chart as SVG polyline points,
 // each bucket at its end: the instant its count is complete.
-func ratePoints(r Rates, series string) string {
+func ratePoints(r Rates, s rateKind) string {
 	n := len(r.Buckets)
 	if n == 0 {
 		return ""
@@ -451,13 +492,7 @@ func ratePoints(r Rates, series string) string {
 	top, _ := rateTopOf(r)
 	var b strings.Builder
 	for _, k := range r.Buckets {
-		v := k.Grants
-		switch series {
-		case "accepted":
-			v = k.Accepted
-		case "refused":
-			v = k.Refused
-		}
+		v := s.Of(k.RateNow)
 		x := rateX(r, k.At.Add(r.Range.Bucket))
 		y := rateBot - (rateBot-rateTop)*v/top
 		fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
@@ -549,13 +584,35 @@ func liveAdd(d OverviewData) string {
 	return "false"
 }
 
-func hasChoice(cs []Choice, v string) bool {
+// option is an entry of a choice list as the form shows it.
+type option struct {
+	Value, Text string
+	Selected    bool
+}
+
+// options are a choice list with chosen selected; a choice the list lacks
+// (no rows now) stays in it, as missing, so the form still shows it.
+func options(cs []Choice, chosen string, text func(Choice) string, missing string) []option {
+	out := make([]option, 0, len(cs)+1)
+	found := false
 	for _, c := range cs {
-		if c.Value == v {
-			return true
-		}
+		out = append(out, option{c.Value, text(c), c.Value == chosen})
+		found = found || c.Value == chosen
 	}
-	return false
+	if chosen != "" && !found {
+		out = append(out, option{chosen, missing, true})
+	}
+	return out
+}
+
+// ReasonOptions are the reason field's choices, each with its count.
+func (d RejectionsData) ReasonOptions() []option {
+	return options(d.Reasons, d.Form.Reason, Choice.Label, d.Form.Reason+" (0)")
+}
+
+// SourceOptions are the source field's choices, by their key's name.
+func (d RejectionsData) SourceOptions() []option {
+	return options(d.Sources, d.Form.Source, func(c Choice) string { return d.Names.Source(c.Value) + c.CountText() }, d.Form.Source)
 }
 
 // bucketWords is a bucket's width in words: "minute", "15 minutes".

@@ -40,6 +40,20 @@ type Meta struct {
 	Names   KeyNames
 }
 
+// navLink is an entry of the main navigation; Key is the Active that
+// marks it as the page shown.
+type navLink struct{ Href, Label, Key string }
+
+// Nav is the main navigation; the metrics only for a viewer who may read
+// them.
+func (m Meta) Nav() []navLink {
+	nav := []navLink{{"/", "Overview", "overview"}, {"/rejections", "Rejections", "rejections"}}
+	if m.Metrics {
+		nav = append(nav, navLink{"/status", "Metrics", "metrics"})
+	}
+	return nav
+}
+
 // ResourceRow is one line of the overview table.
 type ResourceRow struct {
 	fenceview.Resource
@@ -64,6 +78,23 @@ type OverviewData struct {
 	NextURL, FirstURL string
 	Drawn             time.Time // when the page was drawn: the sparklines' hour ends here
 	Rates             Rates
+}
+
+// total is one of the overview's totals, with its noun.
+type total struct {
+	Class, Name string
+	N           int64
+	One, Many   string
+}
+
+// Totals are the overview's counts at its top.
+func (d OverviewData) Totals() []total {
+	return []total{
+		{"", "resources", int64(d.Total), "resource", "resources"},
+		{"", "held", d.Held, "lock held", "locks held"},
+		{"ok", "accepted", d.Accepted, "write accepted", "writes accepted"},
+		{"bad", "rejected", d.Rejected, "write refused", "writes refused"},
+	}
 }
 
 func (h *Handler) overview(w http.ResponseWriter, r *http.Request) {

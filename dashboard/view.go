@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
+
 	"github.com/fenceview/fenceview"
 	"github.com/fenceview/fenceview/guard"
 	"github.com/fenceview/fenceview/internal/wire"
@@ -110,6 +112,15 @@ func label(e fenceview.Event) string {
 		return "proclaimed"
 	}
 	return e.Type
+}
+
+// sourceTitle is the title of an event's details: the raw source, when
+// its key's name is shown in its place.
+func sourceTitle(e fenceview.Event, n KeyNames) templ.Attributes {
+	if n.Named(e.Source) {
+		return templ.Attributes{"title": e.Source}
+	}
+	return nil
 }
 
 // detail describes an event in a line, sources by their key's name when
